@@ -1,0 +1,1 @@
+"""Commands: see judge/cli/__init__.py."""

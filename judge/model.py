@@ -1,0 +1,221 @@
+"""The canonical trajectory model every importer produces and every later stage reads.
+
+A trajectory is kept as its ordered message list (nothing reordered, nothing merged), with turn numbers
+attached: T1 is the first assistant message, and a tool result carries the turn of the call it answers
+(DESIGN.md, "turn"). Everything else (the turn view, receipts paired to calls, hashes) is derived from the
+messages, so there is one source of truth and the canonical JSON round-trips to the identical model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "trajudge.trajectory/1"
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class Usage(BaseModel):
+    """Token counts, as far as the source reports them (None = unknown, never a guessed zero)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+
+    @property
+    def total(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def __add__(self, other: Usage) -> Usage:
+        def add(a: int | None, b: int | None) -> int | None:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
+        return Usage(
+            input_tokens=add(self.input_tokens, other.input_tokens),
+            output_tokens=add(self.output_tokens, other.output_tokens),
+            cached_tokens=add(self.cached_tokens, other.cached_tokens),
+        )
+
+
+class ToolCall(BaseModel):
+    """One tool call of an assistant message. ``arguments`` is parsed; the raw text is kept when it did not parse."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    arguments: Any = None
+    raw_arguments: str | None = Field(
+        default=None, description="The arguments as the source wrote them, when they were a string."
+    )
+    arguments_error: str | None = Field(
+        default=None, description="Why the raw arguments did not parse as JSON (None when they did)."
+    )
+
+    def argument_hash(self) -> str:
+        """Stable hash of (name, arguments): the key for reusing a receipt on resume."""
+        payload = self.raw_arguments if self.arguments_error else _canonical_json(self.arguments)
+        return _sha256(f"{self.name}\x00{payload}")[:16]
+
+
+class Receipt(BaseModel):
+    """The real result of a tool call, as the tool returned it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str | None = None
+    name: str | None = None
+    content: str = ""
+    is_error: bool = False
+    exit_code: int | None = None
+
+
+class Message(BaseModel):
+    """One message, in source order.
+
+    ``turn`` is set on assistant messages (1, 2, ...) and on tool messages (the turn that made the call);
+    system and user messages carry the turn they follow (0 before T1), so information order is explicit.
+    ``name`` is the speaker for multi-agent logs (Who&When agent names). ``source_index`` is the position in
+    the source record (0-based), so labelled steps can be mapped back exactly.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    content: str = ""
+    name: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    receipt: Receipt | None = Field(default=None, description="Set on role=tool messages.")
+    turn: int | None = None
+    source_index: int | None = None
+    usage: Usage | None = None
+
+
+class TrajectoryMetadata(BaseModel):
+    """What we know about where a trajectory came from. Unknown source keys are kept in ``extra``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_format: str
+    source_file: str | None = None
+    source_line: int | None = Field(default=None, description="1-based line (JSONL) or record index.")
+    model: str | None = None
+    arm: str | None = None
+    source_id: str | None = Field(default=None, description="For a continuation: the trajectory it branched from.")
+    branch_turn: int | None = Field(default=None, description="For a continuation: the turn it branched after.")
+    target_issue: str | None = None
+    budget_exhausted: bool | None = None
+    usage: Usage | None = None
+    reward: float | None = None
+    outcome: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Turn(BaseModel):
+    """A derived view: one assistant message with the receipts of its calls and what came before it."""
+
+    number: int
+    message: Message
+    receipts: list[Receipt]
+    message_index: int
+
+    def receipt_for(self, call_id: str) -> Receipt | None:
+        return next((r for r in self.receipts if r.call_id == call_id), None)
+
+
+class Trajectory(BaseModel):
+    """One rollout: the original query, its messages with turn numbers, and metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: str = SCHEMA_VERSION
+    id: str
+    query: str
+    query_id: str = Field(description="Groups trajectories of one original query (train/test split key).")
+    messages: list[Message]
+    metadata: TrajectoryMetadata
+
+    # --- derived views -------------------------------------------------------------------------
+
+    def turns(self) -> list[Turn]:
+        """Assistant turns in order, each with the receipts of its tool calls."""
+        turns: list[Turn] = []
+        receipts_by_call: dict[str, Receipt] = {}
+        for message in self.messages:
+            if message.role == "tool" and message.receipt and message.receipt.call_id:
+                receipts_by_call.setdefault(message.receipt.call_id, message.receipt)
+        for index, message in enumerate(self.messages):
+            if message.role != "assistant":
+                continue
+            receipts = [receipts_by_call[c.id] for c in message.tool_calls if c.id in receipts_by_call]
+            # Receipts without call ids (formats that pair by position) belong to the turn that precedes them.
+            receipts += [
+                m.receipt
+                for m in self.messages
+                if m.role == "tool" and m.receipt and not m.receipt.call_id and m.turn == message.turn
+            ]
+            turns.append(Turn(number=message.turn or len(turns) + 1, message=message, receipts=receipts, message_index=index))
+        return turns
+
+    @property
+    def turn_count(self) -> int:
+        return sum(1 for m in self.messages if m.role == "assistant")
+
+    def content_hash(self) -> str:
+        """Hash of what a judge sees (query + messages), not of metadata: the judge-call cache key."""
+        payload = _canonical_json(
+            {"query": self.query, "messages": [m.model_dump(mode="json", exclude={"source_index"}) for m in self.messages]}
+        )
+        return _sha256(payload)
+
+    def generation_usage(self) -> Usage:
+        """Generation tokens recorded in the trajectory (per-turn usage, else the metadata total)."""
+        total = Usage()
+        for message in self.messages:
+            if message.usage:
+                total = total + message.usage
+        if total.total is None and self.metadata.usage is not None:
+            return self.metadata.usage
+        return total
+
+    def to_json_line(self) -> str:
+        return self.model_dump_json(exclude_none=False)
+
+
+def number_turns(messages: list[Message]) -> list[Message]:
+    """Assign turn numbers in place per DESIGN.md and return the list.
+
+    Assistant messages are T1, T2, ...; a tool message takes the turn of the assistant message whose call it
+    answers (by call id, else the latest assistant turn); other messages take the latest turn (0 before T1).
+    """
+    call_turn: dict[str, int] = {}
+    current = 0
+    for message in messages:
+        if message.role == "assistant":
+            current += 1
+            message.turn = current
+            for call in message.tool_calls:
+                call_turn[call.id] = current
+        elif message.role == "tool":
+            call_id = message.receipt.call_id if message.receipt else None
+            message.turn = call_turn.get(call_id, current) if call_id else current
+        else:
+            message.turn = current
+    return messages
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

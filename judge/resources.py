@@ -1,0 +1,32 @@
+"""Locate the versioned data folders (rubrics/, prompts/, reports/) in a checkout or an installed wheel."""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+from typing import Literal
+
+ResourceKind = Literal["rubrics", "prompts", "reports"]
+
+_CHECKOUT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def resource_dir(kind: ResourceKind) -> Path:
+    """Return the folder holding ``kind`` data files.
+
+    A source checkout (and an editable install) uses the top-level folder; a wheel ships the same
+    files as the package ``judge._<kind>`` (mapped in setup.py).
+    """
+    checkout = _CHECKOUT_ROOT / kind
+    if checkout.is_dir():
+        return checkout
+    packaged = importlib.resources.files(f"judge._{kind}")
+    return Path(str(packaged))
+
+
+def resource_path(kind: ResourceKind, name: str) -> Path:
+    """Path of one data file; a clear error names what was looked for and where."""
+    path = resource_dir(kind) / name
+    if not path.exists():
+        raise FileNotFoundError(f"no {kind} file named {name!r} in {resource_dir(kind)}")
+    return path

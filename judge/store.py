@@ -1,0 +1,181 @@
+"""The run store: SQLite in the run directory, with versioned append-only migrations.
+
+It holds what later stages cache so that a run can resume after a kill and be re-reported without paying
+again: judge calls (keyed by trajectory content hash, prompt version, provider, model, parameters and pass
+index) and embeddings (keyed by model and text hash). Every write commits at once, so a SIGKILL loses at
+most the call in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+STORE_FILE = "store.sqlite"
+
+# Append-only: never edit a shipped migration, add a new one.
+MIGRATIONS: list[str] = [
+    # 1: judge-call cache and embeddings cache
+    """
+    CREATE TABLE judge_calls (
+        key TEXT PRIMARY KEY,
+        trajectory_id TEXT NOT NULL,
+        judge TEXT NOT NULL,
+        pass_index INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        created REAL NOT NULL
+    );
+    CREATE INDEX judge_calls_trajectory ON judge_calls(trajectory_id);
+    CREATE TABLE embeddings (
+        model TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (model, text_hash)
+    );
+    """,
+    # 2: every provider attempt (failed ones included), so cost totals count what was paid for
+    """
+    CREATE TABLE call_attempts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key TEXT NOT NULL,
+        trajectory_id TEXT NOT NULL,
+        judge TEXT NOT NULL,
+        pass_index INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        cached_tokens INTEGER,
+        cost_usd REAL,
+        latency_s REAL,
+        created REAL NOT NULL
+    );
+    """,
+]
+
+
+def cache_key(**parts: Any) -> str:
+    """Content hash of the named parts (order-independent): the judge-call cache key."""
+    payload = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class RunStore:
+    """Thin typed access to the run's SQLite file. One instance per process; not shared across threads."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self.migrate()
+
+    @classmethod
+    def for_run(cls, run_dir: Path | str) -> RunStore:
+        return cls(Path(run_dir) / STORE_FILE)
+
+    # --- schema --------------------------------------------------------------------------------
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> None:
+        current = self.schema_version
+        if current > len(MIGRATIONS):
+            raise RuntimeError(
+                f"{self.path} has schema version {current}, newer than this trajudge knows ({len(MIGRATIONS)})"
+            )
+        for version, sql in enumerate(MIGRATIONS[current:], start=current + 1):
+            self._db.execute("BEGIN")
+            for statement in _statements(sql):
+                self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version={version}")
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- judge calls ---------------------------------------------------------------------------
+
+    def get_verdict(self, key: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT verdict FROM judge_calls WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_verdict(self, key: str, trajectory_id: str, judge: str, pass_index: int, verdict: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO judge_calls (key, trajectory_id, judge, pass_index, verdict, created) VALUES (?,?,?,?,?,?)",
+            (key, trajectory_id, judge, pass_index, json.dumps(verdict, ensure_ascii=False), time.time()),
+        )
+
+    def count_verdicts(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0])
+
+    def record_attempt(
+        self,
+        key: str,
+        trajectory_id: str,
+        judge: str,
+        pass_index: int,
+        outcome: str,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cached_tokens: int | None = None,
+        cost_usd: float | None = None,
+        latency_s: float | None = None,
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO call_attempts (key, trajectory_id, judge, pass_index, outcome, input_tokens, output_tokens,"
+            " cached_tokens, cost_usd, latency_s, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (key, trajectory_id, judge, pass_index, outcome, input_tokens, output_tokens, cached_tokens, cost_usd,
+             latency_s, time.time()),
+        )
+
+    def attempts(self) -> list[dict[str, Any]]:
+        cursor = self._db.execute("SELECT * FROM call_attempts ORDER BY id")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    # --- embeddings ----------------------------------------------------------------------------
+
+    def get_embeddings(self, model: str, texts: list[str]) -> dict[str, np.ndarray]:
+        """Cached vectors for those of ``texts`` that have one, keyed by text."""
+        found: dict[str, np.ndarray] = {}
+        for text in texts:
+            row = self._db.execute(
+                "SELECT dim, vector FROM embeddings WHERE model = ? AND text_hash = ?", (model, _text_hash(text))
+            ).fetchone()
+            if row:
+                found[text] = np.frombuffer(row[1], dtype=np.float32).reshape(row[0]).copy()
+        return found
+
+    def put_embeddings(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        self._db.execute("BEGIN")
+        for text, vector in vectors.items():
+            array = np.asarray(vector, dtype=np.float32)
+            self._db.execute(
+                "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector) VALUES (?,?,?,?)",
+                (model, _text_hash(text), int(array.shape[0]), array.tobytes()),
+            )
+        self._db.execute("COMMIT")
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _statements(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";") if s.strip()]
