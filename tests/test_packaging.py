@@ -1,0 +1,52 @@
+"""The wheel carries rubrics/, prompts/ and reports/, and the package finds them when installed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"building the wheel failed:\n{result.stderr[-2000:]}")
+    (path,) = out.glob("trajudge-*.whl")
+    return path
+
+
+def _tracked_data_files(folder: str) -> list[str]:
+    return sorted(
+        str(p.relative_to(ROOT / folder))
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file() and not p.name.startswith(".") and "__pycache__" not in p.parts
+    )
+
+
+@pytest.mark.parametrize("folder", ["rubrics", "prompts", "reports"])
+def test_wheel_ships_every_data_file(wheel: Path, folder: str):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for relative in _tracked_data_files(folder):
+        assert f"judge/_{folder}/{relative}" in names, f"{folder}/{relative} is missing from the wheel"
+
+
+def test_installed_wheel_resolves_resources(wheel: Path, tmp_path: Path):
+    """Unpack the wheel away from the checkout and ask it for its rubrics folder (-S: no editable-install hook)."""
+    zipfile.ZipFile(wheel).extractall(tmp_path)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from judge.resources import resource_dir; print(resource_dir('rubrics'))"
+    )
+    result = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()) == tmp_path / "judge" / "_rubrics"
