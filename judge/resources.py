@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib
 from pathlib import Path
 from typing import Literal
 
@@ -20,8 +20,10 @@ def resource_dir(kind: ResourceKind) -> Path:
     checkout = _CHECKOUT_ROOT / kind
     if checkout.is_dir():
         return checkout
-    packaged = importlib.resources.files(f"judge._{kind}")
-    return Path(str(packaged))
+    # The data folders are namespace packages (no __init__.py), so take the folder from __path__
+    # rather than importlib.resources, which wraps namespace folders in a MultiplexedPath.
+    packaged = importlib.import_module(f"judge._{kind}")
+    return Path(next(iter(packaged.__path__)))
 
 
 def resource_path(kind: ResourceKind, name: str) -> Path:
