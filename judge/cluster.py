@@ -1,0 +1,323 @@
+"""Clustering the issues of one trajectory across judge passes, and majority attribution.
+
+Text similarity alone splits one defect described in three wordings into three single votes (the failure
+the reference design names). Judges that see one defect also share other things: the turn (or a turn
+next to it), the category, the tag, the evidence they quote. The link score of two issues is a linear
+combination of those features (weights in :class:`ClusterConfig`, fitted by ``judge calibrate``):
+
+    score(a, b) = bias + sum_f weight[f] * feature_f(a, b)
+
+Clusters are built by constrained average-linkage agglomeration: repeatedly merge the two clusters with the
+highest mean link score, as long as it is >= ``threshold`` and the two clusters share no pass. So two issues
+of one pass never sit in one cluster, and a cluster's votes (distinct passes) equal its member count.
+
+Member rule for a cluster's fields (pure functions below, table-tested):
+- ``severity``: the most common; a tie goes to ``severe``.
+- ``category``: the most common; a tie goes to the category with more severe members, then to the stricter
+  category in the order semantic, code, capability, environment (an agent category before ``environment``,
+  so a tie never excuses the agent).
+- ``turn``: the most common among members that name one; a tie goes to the earliest; None if none names one.
+- ``tag``: the most common among members that name one; a tie goes to the first in pass order.
+- ``description``: the member with the highest mean link score to the others (the medoid); ties: first.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from judge.embed import DEFAULT_EMBEDDER, Embedder, char_ngrams
+from judge.schema import CATEGORIES, Category, Cluster, ClusterMember, Issue, Severity, Verdict
+
+FEATURES: tuple[str, ...] = (
+    "text",  # cosine of the description embeddings
+    "lexical",  # character 3-gram Jaccard of the descriptions (language-neutral, no model)
+    "turn_exact",  # both name a turn and it is the same
+    "turn_near",  # both name a turn, 1..turn_window apart
+    "turn_far",  # both name a turn, further apart
+    "category",  # same category
+    "tag_same",  # both have a tag and it is the same
+    "tag_differ",  # both have a tag and they differ
+    "evidence",  # overlap coefficient of the quoted evidence (character 3-grams); 0 if either has none
+)
+
+# Fitted by `judge calibrate` on the AgentRx tau wordings with perturbed turns (bench/cluster_quality.py).
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "text": 7.0,
+    "lexical": 2.0,
+    "turn_exact": 1.5,
+    "turn_near": 0.5,
+    "turn_far": -2.0,
+    "category": 1.0,
+    "tag_same": 1.5,
+    "tag_differ": -0.5,
+    "evidence": 1.5,
+}
+DEFAULT_BIAS = -4.0
+
+# Stricter first: used to break category ties.
+CATEGORY_PRIORITY: tuple[Category, ...] = ("semantic", "code", "capability", "environment")
+
+
+class ClusterConfig(BaseModel):
+    """Everything that decides which issues merge; recorded in run.json (``describe``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    embedder: str = Field(default=DEFAULT_EMBEDDER, description="Embedder name (judge.embed.make_embedder).")
+    weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    bias: float = DEFAULT_BIAS
+    threshold: float = Field(default=0.0, description="Merge while the mean link score is >= this.")
+    turn_window: int = Field(default=2, ge=0, description="Turns this far apart (and not equal) count as near.")
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any] | None) -> ClusterConfig:
+        """Build from a run.json ``cluster`` entry or CLI options; missing weights keep their defaults."""
+        options = dict(options or {})
+        weights = dict(DEFAULT_WEIGHTS)
+        unknown = set(options.get("weights") or {}) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"unknown cluster weight(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")
+        weights.update(options.pop("weights", None) or {})
+        return cls(weights=weights, **options)
+
+    def describe(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def weight_vector(self) -> np.ndarray:
+        return np.array([self.weights.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class IssueItem:
+    """One issue of one pass, the unit the clusterer works on."""
+
+    pass_label: str
+    issue_index: int
+    issue: Issue
+
+
+def majority_floor(panel_size: int) -> int:
+    """Votes a cluster needs to be attributed: floor(n/2)+1 of the n planned passes (2 of 3, 1 of 1)."""
+    return panel_size // 2 + 1
+
+
+# --- pairwise features ---------------------------------------------------------------------------
+
+
+def _gram_set(text: str) -> frozenset[str]:
+    return frozenset(char_ngrams(text, 3)) if text and text.strip() else frozenset()
+
+
+_STEP_PREFIX = re.compile(r"^\s*(at|in|on)\s+(step|turn)\s+\d+\s*[,:]?\s*", re.IGNORECASE)
+
+
+def description_text(issue: Issue) -> str:
+    """The text that is embedded: the description, NFKC-normalised and without a leading 'At step N,'."""
+    return _STEP_PREFIX.sub("", unicodedata.normalize("NFKC", issue.description)).strip() or issue.description
+
+
+def pair_features(a: Issue, b: Issue, cosine: float, turn_window: int, grams: tuple[frozenset[str], ...] = ()) -> np.ndarray:
+    """Feature vector of two issues in :data:`FEATURES` order.
+
+    ``grams`` optionally passes precomputed (desc_a, desc_b, evidence_a, evidence_b) 3-gram sets.
+    """
+    if not grams:
+        grams = (
+            _gram_set(description_text(a)),
+            _gram_set(description_text(b)),
+            _gram_set(a.evidence),
+            _gram_set(b.evidence),
+        )
+    da, db, ea, eb = grams
+    lexical = len(da & db) / len(da | db) if da and db else 0.0
+    evidence = len(ea & eb) / min(len(ea), len(eb)) if ea and eb else 0.0
+    both_turns = a.turn is not None and b.turn is not None
+    gap = abs(a.turn - b.turn) if both_turns else None  # type: ignore[operator]
+    both_tags = bool(a.tag) and bool(b.tag)
+    return np.array(
+        [
+            cosine,
+            lexical,
+            float(gap == 0),
+            float(gap is not None and 0 < gap <= turn_window),
+            float(gap is not None and gap > turn_window),
+            float(a.category == b.category),
+            float(both_tags and a.tag == b.tag),
+            float(both_tags and a.tag != b.tag),
+            evidence,
+        ],
+        dtype=np.float64,
+    )
+
+
+def feature_tensor(items: Sequence[IssueItem], config: ClusterConfig, embedder: Embedder | None) -> np.ndarray:
+    """(n, n, len(FEATURES)) pairwise features of ``items``; embeds only when some pair can merge."""
+    n = len(items)
+    tensor = np.zeros((n, n, len(FEATURES)), dtype=np.float64)
+    if n < 2 or len({item.pass_label for item in items}) < 2:
+        return tensor  # one pass: nothing can merge, so nothing is embedded (no model load)
+    texts = [description_text(item.issue) for item in items]
+    if embedder is not None and config.weights.get("text", 0.0) != 0.0:
+        vectors = embedder.embed(texts)
+        cosines = np.clip(vectors @ vectors.T, -1.0, 1.0).astype(np.float64)
+    else:
+        cosines = np.zeros((n, n))
+    grams = [(_gram_set(t), _gram_set(item.issue.evidence)) for t, item in zip(texts, items)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            if items[i].pass_label == items[j].pass_label:
+                continue
+            vector = pair_features(
+                items[i].issue, items[j].issue, float(cosines[i, j]), config.turn_window,
+                (grams[i][0], grams[j][0], grams[i][1], grams[j][1]),
+            )
+            tensor[i, j] = tensor[j, i] = vector
+    return tensor
+
+
+def link_scores(items: Sequence[IssueItem], features: np.ndarray, config: ClusterConfig) -> np.ndarray:
+    """Link score matrix; -inf where two issues come from the same pass (they may never merge)."""
+    scores = features @ config.weight_vector() + config.bias
+    passes = np.array([item.pass_label for item in items], dtype=object)
+    same_pass = passes[:, None] == passes[None, :]
+    return np.where(same_pass, -np.inf, scores)
+
+
+def agglomerate(scores: np.ndarray, passes: Sequence[str], threshold: float) -> list[list[int]]:
+    """Constrained average-linkage clustering of a link-score matrix.
+
+    Merges the pair of clusters with the highest mean score while it is >= ``threshold`` and the two share
+    no pass. Returns member index lists, each sorted, in order of their first member.
+    """
+    groups: list[list[int]] = [[i] for i in range(len(passes))]
+    group_passes: list[set[str]] = [{p} for p in passes]
+    while len(groups) > 1:
+        best: tuple[float, int, int] | None = None
+        for x in range(len(groups)):
+            for y in range(x + 1, len(groups)):
+                if group_passes[x] & group_passes[y]:
+                    continue
+                mean = float(scores[np.ix_(groups[x], groups[y])].mean())
+                if mean >= threshold and (best is None or mean > best[0]):
+                    best = (mean, x, y)
+        if best is None:
+            break
+        _, x, y = best
+        groups[x] = sorted(groups[x] + groups[y])
+        group_passes[x] |= group_passes[y]
+        del groups[y], group_passes[y]
+    return sorted(groups, key=lambda g: g[0])
+
+
+def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: Embedder | None) -> tuple[list[list[int]], np.ndarray]:
+    """Cluster issue items; returns member index lists and the link-score matrix (for medoids)."""
+    if not items:
+        return [], np.zeros((0, 0))
+    scores = link_scores(items, feature_tensor(items, config, embedder), config)
+    return agglomerate(scores, [item.pass_label for item in items], config.threshold), scores
+
+
+# --- member rules (pure) -------------------------------------------------------------------------
+
+
+def cluster_severity(severities: Sequence[Severity]) -> Severity:
+    """The most common severity; a tie goes to ``severe``."""
+    counts = Counter(severities)
+    return "severe" if counts["severe"] >= counts["minor"] else "minor"
+
+
+def cluster_category(members: Sequence[tuple[Category, Severity]]) -> Category:
+    """The most common category; ties: more severe members, then :data:`CATEGORY_PRIORITY`."""
+    counts = Counter(category for category, _ in members)
+    severe = Counter(category for category, severity in members if severity == "severe")
+    return min(counts, key=lambda c: (-counts[c], -severe[c], CATEGORY_PRIORITY.index(c)))
+
+
+def cluster_turn(turns: Sequence[int | None]) -> int | None:
+    """The most common named turn; a tie goes to the earliest; None when no member names a turn."""
+    counts = Counter(t for t in turns if t is not None)
+    if not counts:
+        return None
+    return min(counts, key=lambda t: (-counts[t], t))
+
+
+def cluster_tag(tags: Sequence[str | None]) -> str | None:
+    """The most common tag; a tie goes to the first one seen."""
+    named = [t for t in tags if t]
+    if not named:
+        return None
+    counts = Counter(named)
+    return min(named, key=lambda t: (-counts[t], named.index(t)))
+
+
+def medoid(indices: Sequence[int], scores: np.ndarray) -> int:
+    """The member with the highest mean link score to the other members (first on ties)."""
+    if len(indices) == 1:
+        return indices[0]
+    sub = scores[np.ix_(list(indices), list(indices))]
+    means = [float(np.mean([sub[i, j] for j in range(len(indices)) if j != i])) for i in range(len(indices))]
+    return indices[int(np.argmax(means))]
+
+
+def build_clusters(
+    trajectory_id: str, items: Sequence[IssueItem], groups: list[list[int]], scores: np.ndarray, panel_size: int
+) -> list[Cluster]:
+    """Turn member index lists into :class:`Cluster` rows with ids c1, c2, ... ordered by turn."""
+    floor = majority_floor(panel_size)
+    rows: list[Cluster] = []
+    for group in groups:
+        issues = [items[i].issue for i in group]
+        description = items[medoid(group, scores)].issue.description
+        votes = len({items[i].pass_label for i in group})
+        rows.append(
+            Cluster(
+                trajectory_id=trajectory_id,
+                cluster="",
+                members=[ClusterMember(pass_key=items[i].pass_label, issue_index=items[i].issue_index, issue=items[i].issue) for i in group],
+                votes=votes,
+                panel_size=panel_size,
+                majority=votes >= floor,
+                turn=cluster_turn([x.turn for x in issues]),
+                category=cluster_category([(x.category, x.severity) for x in issues]),
+                severity=cluster_severity([x.severity for x in issues]),
+                tag=cluster_tag([x.tag for x in issues]),
+                description=description,
+            )
+        )
+    rows.sort(key=lambda c: (c.turn is None, c.turn or 0, -c.votes))
+    for number, row in enumerate(rows, start=1):
+        row.cluster = f"c{number}"
+    return rows
+
+
+def cluster_verdicts(
+    trajectory_id: str, verdicts: list[Verdict], *, panel_size: int, config: ClusterConfig, embedder: Embedder | None
+) -> list[Cluster]:
+    """Cluster the issues of the ``ok`` passes of one trajectory; every cluster is kept (minorities too)."""
+    items = [
+        IssueItem(pass_label=verdict.pass_key, issue_index=index, issue=issue)
+        for verdict in sorted((v for v in verdicts if v.status == "ok"), key=lambda v: (v.pass_index, v.pass_key))
+        for index, issue in enumerate(verdict.issues)
+    ]
+    groups, scores = cluster_items(items, config, embedder)
+    return build_clusters(trajectory_id, items, groups, scores, panel_size)
+
+
+__all__ = [
+    "CATEGORIES",
+    "ClusterConfig",
+    "FEATURES",
+    "IssueItem",
+    "build_clusters",
+    "cluster_items",
+    "cluster_verdicts",
+    "majority_floor",
+]

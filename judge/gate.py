@@ -1,0 +1,134 @@
+"""The release gate: checks a trajectory must pass before a score of 4 or 5 is released for training.
+
+Two families, each check a named, pure function of the trajectory:
+
+- **authenticity** (``authenticity:<detector>``): observations match receipts, every completion claim traces
+  to a successful action, no failed receipt presented as success, call ids paired. These reuse the rules
+  judge's detectors (``judge.rules.run_detectors``) so each idea lives in one place; a detector that finds
+  anything fails its check. If the rules judge cannot be imported the gate fails ``authenticity:unavailable``
+  rather than releasing unchecked data.
+- **format** (``format:<name>``): roles and order valid, tool arguments parse, nothing the training export
+  would reject (implemented here).
+
+:func:`release_checks` returns the names of the failed checks; an empty list means the gate passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from judge.model import Trajectory
+
+# Detector names of judge.rules that are authenticity checks.
+AUTHENTICITY_DETECTORS: tuple[str, ...] = (
+    "unpaired-call-id",
+    "unverified-completion",
+    "premature-claim",
+    "failure-as-success",
+    "observation-mismatch",
+)
+
+
+def check_roles_order(trajectory: Trajectory) -> bool:
+    """System messages only at the start, a user message before the first assistant turn, and every tool
+    message directly after an assistant message with tool calls (or after another tool message)."""
+    seen_other = False
+    seen_user = False
+    previous = None
+    for message in trajectory.messages:
+        if message.role == "system":
+            if seen_other:
+                return False
+        else:
+            seen_other = True
+        if message.role == "user":
+            seen_user = True
+        if message.role == "assistant" and not seen_user:
+            return False
+        if message.role == "tool":
+            if previous is None or not (
+                previous.role == "tool" or (previous.role == "assistant" and previous.tool_calls)
+            ):
+                return False
+        previous = message
+    return True
+
+
+def check_has_assistant_turn(trajectory: Trajectory) -> bool:
+    """At least one assistant turn: an empty rollout has nothing to train on."""
+    return trajectory.turn_count > 0
+
+
+def check_final_message(trajectory: Trajectory) -> bool:
+    """The rollout ends with an assistant message (the export needs a final answer to learn from)."""
+    return bool(trajectory.messages) and trajectory.messages[-1].role == "assistant"
+
+
+def check_tool_arguments(trajectory: Trajectory) -> bool:
+    """Every tool call has a name and arguments that parsed as JSON."""
+    return all(
+        call.name and call.arguments_error is None
+        for message in trajectory.messages
+        for call in message.tool_calls
+    )
+
+
+def check_unique_call_ids(trajectory: Trajectory) -> bool:
+    """No call id is used by two tool calls (the export pairs results by id)."""
+    ids = [call.id for message in trajectory.messages for call in message.tool_calls]
+    return len(ids) == len(set(ids))
+
+
+def check_nonempty_assistant(trajectory: Trajectory) -> bool:
+    """Every assistant message says something or calls a tool."""
+    return all(
+        (m.content and m.content.strip()) or m.tool_calls for m in trajectory.messages if m.role == "assistant"
+    )
+
+
+def check_query(trajectory: Trajectory) -> bool:
+    """The original query is not empty (training rows are keyed and grouped by it)."""
+    return bool(trajectory.query and trajectory.query.strip())
+
+
+FORMAT_CHECKS: dict[str, Callable[[Trajectory], bool]] = {
+    "format:query": check_query,
+    "format:has-assistant-turn": check_has_assistant_turn,
+    "format:role-order": check_roles_order,
+    "format:tool-arguments": check_tool_arguments,
+    "format:unique-call-ids": check_unique_call_ids,
+    "format:empty-assistant-message": check_nonempty_assistant,
+    "format:final-message": check_final_message,
+}
+
+
+def format_checks(trajectory: Trajectory) -> list[str]:
+    """Names of the failed format checks, in :data:`FORMAT_CHECKS` order."""
+    return [name for name, check in FORMAT_CHECKS.items() if not check(trajectory)]
+
+
+def authenticity_checks(trajectory: Trajectory) -> list[str]:
+    """Names of the failed authenticity checks (the rules judge's detectors that found something)."""
+    try:
+        from judge.rules import available_detectors, run_detectors  # type: ignore[attr-defined]
+    except ImportError:
+        try:
+            from judge.rules import run_detectors  # type: ignore[attr-defined]
+
+            available_detectors = None
+        except ImportError:
+            return ["authenticity:unavailable"]
+    names = list(AUTHENTICITY_DETECTORS)
+    if available_detectors is not None:
+        known = set(available_detectors())
+        names = [n for n in names if n in known]
+    failed = []
+    for name in names:
+        if list(run_detectors(trajectory, names=[name])):
+            failed.append(f"authenticity:{name}")
+    return failed
+
+
+def release_checks(trajectory: Trajectory) -> list[str]:
+    """All failed gate checks of ``trajectory`` (format first, then authenticity); [] when it may be released."""
+    return format_checks(trajectory) + authenticity_checks(trajectory)

@@ -1,0 +1,195 @@
+"""The rubric as data (rubrics/*.yaml) and the per-trajectory score row.
+
+:func:`score_trajectory` is a pure function of the verdicts, clusters, rubric and the failed gate checks;
+``judge rescore`` reruns it from stored verdicts without any judge call. The default rubric
+(``rubrics/default-v1.yaml``) follows DESIGN.md:
+
+- fewer valid passes than floor(n/2)+1 of the n planned passes: no score, reason ``no_quorum``;
+- any severe majority issue: 2; only minor ones: 3; none: 4; none and enough ``high`` efficiency votes: 5;
+- environment issues go to the environment ledger (``ScoreRow.environment``), do not lower the score and
+  add the failed check ``environment-fault-rerun``;
+- only scores in ``release.scores`` are released, and only when no gate check failed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judge.cluster import majority_floor
+from judge.model import Trajectory
+from judge.schema import Category, Cluster, Efficiency, ScoredIssue, ScoreRow, Verdict
+
+DEFAULT_RUBRIC = "default-v1.yaml"
+NO_QUORUM = "no_quorum"
+
+
+class RubricScores(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    any_severe: int = 2
+    only_minor: int = 3
+    none: int = 4
+    none_efficient: int = 5
+
+
+class RubricEfficient(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    vote: Efficiency = "high"
+    votes: int | Literal["majority"] = Field(
+        default="majority", description="Votes needed for the top score: a count, or 'majority' = floor(n/2)+1."
+    )
+
+    def needed(self, panel_size: int) -> int:
+        return majority_floor(panel_size) if self.votes == "majority" else int(self.votes)
+
+
+class RubricEnvironment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    categories: list[Category] = Field(default_factory=lambda: ["environment"])
+    lowers_score: bool = False
+    failed_check: str = "environment-fault-rerun"
+
+
+class RubricRelease(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scores: list[int] = Field(default_factory=lambda: [4, 5])
+
+
+class Rubric(BaseModel):
+    """A versioned rubric file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    version: int
+    description: str = ""
+    scores: RubricScores = Field(default_factory=RubricScores)
+    efficient: RubricEfficient = Field(default_factory=RubricEfficient)
+    environment: RubricEnvironment = Field(default_factory=RubricEnvironment)
+    release: RubricRelease = Field(default_factory=RubricRelease)
+    source: str | None = Field(default=None, description="The file it was read from (not part of the file).")
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}-v{self.version}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "label": self.label, "source": self.source}
+
+
+def load_rubric(path: Path | None) -> Rubric:
+    """Read a rubric YAML file (the bundled default when ``path`` is None); errors name the file."""
+    if path is None:
+        from judge.resources import resource_path
+
+        path = resource_path("rubrics", DEFAULT_RUBRIC)
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"rubric file not found: {path}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a rubric must be a YAML mapping")
+    try:
+        return Rubric.model_validate({**data, "source": str(path)})
+    except ValidationError as error:
+        raise ValueError(f"{path}: not a valid rubric: {error}") from error
+
+
+def scored_issue(cluster: Cluster) -> ScoredIssue:
+    return ScoredIssue(
+        cluster=cluster.cluster,
+        turn=cluster.turn,
+        category=cluster.category,
+        severity=cluster.severity,
+        tag=cluster.tag,
+        description=cluster.description,
+        votes=cluster.votes,
+    )
+
+
+def valid_pass_count(verdicts: list[Verdict]) -> int:
+    """Distinct passes with status ``ok``."""
+    return len({v.pass_key for v in verdicts if v.status == "ok"})
+
+
+def rubric_score(
+    rubric: Rubric, agent_issues: list[ScoredIssue], efficiency_votes: list[Efficiency], panel_size: int
+) -> tuple[int, str]:
+    """The score and its reason from the majority agent issues and efficiency votes (pure)."""
+    severe = [i for i in agent_issues if i.severity == "severe"]
+    if severe:
+        turns = ", ".join(f"T{i.turn}" if i.turn is not None else "?" for i in severe)
+        return rubric.scores.any_severe, f"{len(severe)} severe majority issue(s) ({turns})"
+    if agent_issues:
+        return rubric.scores.only_minor, f"{len(agent_issues)} minor majority issue(s), none severe"
+    high = sum(1 for vote in efficiency_votes if vote == rubric.efficient.vote)
+    needed = rubric.efficient.needed(panel_size)
+    if high >= needed:
+        return rubric.scores.none_efficient, f"no majority issue; {high} of {panel_size} passes vote efficiency {rubric.efficient.vote}"
+    return rubric.scores.none, f"no majority issue; {high} of {panel_size} passes vote efficiency {rubric.efficient.vote} (needs {needed})"
+
+
+def score_trajectory(
+    trajectory: Trajectory | None,
+    verdicts: list[Verdict],
+    clusters: list[Cluster],
+    rubric: Rubric,
+    *,
+    panel_size: int,
+    failed_checks: list[str],
+) -> ScoreRow:
+    """Score one trajectory from its verdicts and clusters under ``rubric`` (no judge call)."""
+    trajectory_id = trajectory.id if trajectory is not None else (verdicts[0].trajectory_id if verdicts else "")
+    valid = valid_pass_count(verdicts)
+    needed = majority_floor(panel_size)
+    efficiency = [v.efficiency for v in verdicts if v.status == "ok" and v.efficiency is not None]
+    majority = [c for c in clusters if c.majority]
+    environment = [scored_issue(c) for c in majority if c.category in rubric.environment.categories]
+    counted = majority if rubric.environment.lowers_score else [c for c in majority if c.category not in rubric.environment.categories]
+    agent_issues = [scored_issue(c) for c in counted]
+    checks = list(failed_checks)
+    if environment and rubric.environment.failed_check not in checks:
+        checks.append(rubric.environment.failed_check)
+    if valid < needed:
+        reasons = sorted({v.reason or "unknown" for v in verdicts if v.status != "ok"})
+        return ScoreRow(
+            trajectory_id=trajectory_id,
+            score=None,
+            reason=f"{NO_QUORUM}: {valid} valid of {panel_size} planned passes, {needed} needed"
+            + (f" (unscored: {', '.join(reasons)})" if reasons else ""),
+            release=False,
+            failed_checks=checks,
+            issues=[],
+            environment=[],
+            efficiency_votes=efficiency,
+            panel_size=panel_size,
+            valid_passes=valid,
+            rubric=rubric.label,
+        )
+    score, reason = rubric_score(rubric, agent_issues, efficiency, panel_size)
+    if environment:
+        reason += f"; {len(environment)} environment issue(s) in the ledger"
+    release = score in rubric.release.scores and not checks
+    return ScoreRow(
+        trajectory_id=trajectory_id,
+        score=score,
+        reason=reason,
+        release=release,
+        failed_checks=checks,
+        issues=agent_issues,
+        environment=environment,
+        efficiency_votes=efficiency,
+        panel_size=panel_size,
+        valid_passes=valid,
+        rubric=rubric.label,
+    )

@@ -1,0 +1,166 @@
+"""Clustering across passes: the same-pass constraint, member rules, majority floor, lazy embedding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from judge.cluster import (
+    ClusterConfig,
+    IssueItem,
+    agglomerate,
+    cluster_category,
+    cluster_severity,
+    cluster_tag,
+    cluster_turn,
+    cluster_verdicts,
+    description_text,
+    majority_floor,
+)
+from judge.embed import make_embedder
+from judge.schema import Issue, Verdict
+
+
+def verdict(pass_index: int, issues: list[Issue], status: str = "ok", efficiency: str | None = "high") -> Verdict:
+    return Verdict(
+        trajectory_id="t", judge="fake", pass_index=pass_index, pass_key=f"fake#{pass_index}", status=status,
+        reason=None if status == "ok" else "parse_error", issues=issues, efficiency=efficiency if status == "ok" else None,
+    )
+
+
+def issue(turn: int | None, description: str, category: str = "code", severity: str = "severe", tag: str | None = None,
+          evidence: str = "") -> Issue:
+    return Issue(turn=turn, category=category, severity=severity, description=description, tag=tag, evidence=evidence)
+
+
+class CountingEmbedder:
+    """Lexical vectors, counting calls: proves when the clusterer embeds and when it does not."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.inner = make_embedder("lexical")
+        self.calls = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        return self.inner.embed(texts)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "model": "lexical", "version": "test", "dim": 1024}
+
+
+@pytest.mark.parametrize(
+    ("panel_size", "needed"), [(1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (6, 4), (7, 4)]
+)
+def test_majority_floor_is_floor_half_plus_one(panel_size: int, needed: int) -> None:
+    assert majority_floor(panel_size) == needed
+
+
+@pytest.mark.parametrize(
+    ("severities", "expected"),
+    [(["severe"], "severe"), (["minor"], "minor"), (["minor", "minor", "severe"], "minor"),
+     (["severe", "severe", "minor"], "severe"), (["severe", "minor"], "severe")],
+)
+def test_cluster_severity_majority_ties_to_severe(severities, expected) -> None:
+    assert cluster_severity(severities) == expected
+
+
+@pytest.mark.parametrize(
+    ("members", "expected"),
+    [
+        ([("code", "minor"), ("code", "minor"), ("semantic", "severe")], "code"),  # majority wins
+        ([("code", "minor"), ("semantic", "severe")], "semantic"),  # tie: the one with severe members
+        ([("code", "severe"), ("semantic", "severe")], "semantic"),  # full tie: priority order
+        ([("environment", "minor"), ("capability", "minor")], "capability"),  # an agent category before environment
+        ([("environment", "severe"), ("capability", "minor")], "environment"),  # severity beats priority
+    ],
+)
+def test_cluster_category_rule(members, expected) -> None:
+    assert cluster_category(members) == expected
+
+
+@pytest.mark.parametrize(
+    ("turns", "expected"),
+    [([3, 3, 4], 3), ([5, 4], 4), ([None, 6], 6), ([None, None], None), ([2, 9, 9, 2, 7], 2), ([8], 8)],
+)
+def test_cluster_turn_most_common_then_earliest(turns, expected) -> None:
+    assert cluster_turn(turns) == expected
+
+
+@pytest.mark.parametrize(
+    ("tags", "expected"),
+    [([None, None], None), (["b", "a"], "b"), (["a", "b", "b"], "b"), ([None, "x"], "x")],
+)
+def test_cluster_tag_rule(tags, expected) -> None:
+    assert cluster_tag(tags) == expected
+
+
+def test_agglomerate_never_merges_two_issues_of_one_pass() -> None:
+    scores = np.full((3, 3), 10.0)  # everything wants to merge
+    groups = agglomerate(scores, ["p1", "p1", "p2"], threshold=0.0)
+    assert sorted(len(g) for g in groups) == [1, 2]
+    for group in groups:
+        assert len({["p1", "p1", "p2"][i] for i in group}) == len(group)
+
+
+def test_agglomerate_respects_threshold() -> None:
+    scores = np.array([[0, -1.0, 2.0], [-1.0, 0, -3.0], [2.0, -3.0, 0]])
+    assert agglomerate(scores, ["a", "b", "c"], threshold=0.0) == [[0, 2], [1]]
+    assert agglomerate(scores, ["a", "b", "c"], threshold=5.0) == [[0], [1], [2]]
+
+
+def test_three_wordings_of_one_defect_form_one_majority_cluster() -> None:
+    verdicts = [
+        verdict(1, [issue(3, "Called read_file with the wrong path argument"),
+                    issue(7, "Claimed tests passed without running them", "semantic")]),
+        verdict(2, [issue(3, "Wrong path argument given to the read_file tool")]),
+        verdict(3, [issue(4, "The path passed to read_file is wrong", severity="minor"),
+                    issue(7, "Says the tests pass but never ran them", "semantic", "minor")]),
+    ]
+    clusters = cluster_verdicts("t", verdicts, panel_size=3, config=ClusterConfig(embedder="lexical"),
+                                embedder=make_embedder("lexical"))
+    by_turn = {c.turn: c for c in clusters}
+    assert set(by_turn) == {3, 7}
+    assert by_turn[3].votes == 3 and by_turn[3].majority and by_turn[3].category == "code"
+    assert by_turn[3].severity == "severe"  # 2 severe, 1 minor
+    assert by_turn[7].votes == 2 and by_turn[7].majority and by_turn[7].severity == "severe"  # tie -> severe
+    assert [c.cluster for c in clusters] == ["c1", "c2"]
+
+
+def test_minority_clusters_are_kept_and_unscored_passes_ignored() -> None:
+    verdicts = [
+        verdict(1, [issue(2, "Network timeout while fetching the package index", "environment")]),
+        verdict(2, [issue(9, "Final summary mentions a file that was never created", "semantic", "minor")]),
+        verdict(3, [], status="unscored"),
+    ]
+    clusters = cluster_verdicts("t", verdicts, panel_size=3, config=ClusterConfig(embedder="lexical"),
+                                embedder=make_embedder("lexical"))
+    assert [(c.votes, c.majority) for c in clusters] == [(1, False), (1, False)]
+    assert {m.pass_key for c in clusters for m in c.members} == {"fake#1", "fake#2"}
+
+
+def test_single_pass_never_embeds() -> None:
+    embedder = CountingEmbedder()
+    verdicts = [verdict(0, [issue(1, "a"), issue(2, "b"), issue(3, "c")])]
+    clusters = cluster_verdicts("t", verdicts, panel_size=1, config=ClusterConfig(), embedder=embedder)
+    assert embedder.calls == 0
+    assert [(c.votes, c.majority) for c in clusters] == [(1, True)] * 3  # 1 of 1 is a majority
+
+
+def test_config_from_options_keeps_default_weights_and_rejects_unknown() -> None:
+    config = ClusterConfig.from_options({"weights": {"text": 1.0}, "threshold": 0.5})
+    assert config.weights["text"] == 1.0 and config.weights["turn_exact"] == ClusterConfig().weights["turn_exact"]
+    assert config.describe()["threshold"] == 0.5
+    assert ClusterConfig.from_options(config.describe()) == config
+    with pytest.raises(ValueError, match="unknown cluster weight"):
+        ClusterConfig.from_options({"weights": {"colour": 1.0}})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("At step 4, the agent retried", "the agent retried"), ("In turn 12: wrong path", "wrong path"),
+     ("Step 3 was fine", "Step 3 was fine")],
+)
+def test_description_text_strips_step_prefix(text: str, expected: str) -> None:
+    assert description_text(issue(1, text)) == expected

@@ -1,0 +1,69 @@
+"""Embedder interface: names, lazy loading, normalised rows, the run-store cache."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judge.embed import CachedEmbedder, LexicalEmbedder, make_embedder
+from judge.store import RunStore
+
+
+@pytest.mark.parametrize("name", ["use-m3", "minilm", "lexical", "st:/nowhere/model"])
+def test_make_embedder_loads_nothing(name: str) -> None:
+    embedder = make_embedder(name)
+    assert getattr(embedder, "_model", None) is None
+    info = embedder.describe()
+    assert set(info) >= {"name", "model", "version", "dim"} and info["name"] == name
+
+
+@pytest.mark.parametrize("name", ["", "st:", "bert", "USE-M3"])
+def test_unknown_embedder_names_fail_clearly(name: str) -> None:
+    with pytest.raises(ValueError, match="unknown embedder"):
+        make_embedder(name)
+
+
+def test_lexical_rows_are_unit_length_and_similar_texts_are_closer() -> None:
+    vectors = LexicalEmbedder().embed(["wrong path argument", "wrong path arguments", "network timeout", ""])
+    assert vectors.shape == (4, 1024)
+    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0)
+    assert vectors[0] @ vectors[1] > 0.7 > vectors[0] @ vectors[2]
+
+
+class Counting(LexicalEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def test_cache_embeds_each_text_once_per_run(tmp_path: Path) -> None:
+    inner = Counting()
+    cached = CachedEmbedder(inner, tmp_path)
+    first = cached.embed(["a b c", "d e f", "a b c"])
+    again = CachedEmbedder(Counting(), tmp_path).embed(["d e f", "a b c"])
+    assert inner.seen == ["a b c", "d e f"]
+    assert np.allclose(first[0], first[2]) and np.allclose(first[1], again[0]) and np.allclose(first[0], again[1])
+    with RunStore.for_run(tmp_path) as store:
+        assert len(store.get_embeddings("lexical|char3-hash|1", ["a b c", "d e f", "zzz"])) == 2
+
+
+def test_rules_only_scoring_does_not_import_torch(tmp_path: Path) -> None:
+    import subprocess
+
+    code = (
+        "import sys;from judge.cluster import ClusterConfig, cluster_verdicts;from judge.embed import make_embedder;"
+        "from judge.schema import Verdict, Issue;"
+        "v=Verdict(trajectory_id='t',judge='rules',pass_index=0,pass_key='rules#0',status='ok',"
+        "issues=[Issue(turn=1,category='code',severity='minor',description='x'),Issue(turn=2,category='code',severity='minor',description='y')]);"
+        "e=make_embedder('minilm');c=cluster_verdicts('t',[v],panel_size=1,config=ClusterConfig(embedder='minilm'),embedder=e);"
+        "assert len(c)==2;print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]

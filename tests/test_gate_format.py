@@ -1,0 +1,61 @@
+"""Release gate: each format check on a table of good and broken trajectories; authenticity via judge.rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.gate import FORMAT_CHECKS, format_checks, release_checks
+from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+
+
+def make(messages: list[Message], query: str = "fix the bug") -> Trajectory:
+    return Trajectory(id="t", query=query, query_id="q", messages=number_turns(messages),
+                      metadata=TrajectoryMetadata(source_format="openai"))
+
+
+def call(cid: str = "c1", name: str = "bash", arguments=None, error: str | None = None) -> ToolCall:
+    return ToolCall(id=cid, name=name, arguments=arguments if arguments is not None else {"cmd": "ls"},
+                    raw_arguments="{bad" if error else None, arguments_error=error)
+
+
+def good() -> list[Message]:
+    return [
+        Message(role="system", content="You are a coding agent."),
+        Message(role="user", content="fix the bug"),
+        Message(role="assistant", content="", tool_calls=[call()]),
+        Message(role="tool", receipt=Receipt(call_id="c1", content="a.py")),
+        Message(role="assistant", content="Listed the files; a.py is the only file."),
+    ]
+
+
+CASES = [
+    ("good", good(), "fix the bug", []),
+    ("empty query", good(), " ", ["format:query"]),
+    ("no assistant", [Message(role="user", content="hi")], "hi", ["format:has-assistant-turn", "format:final-message"]),
+    ("system late", good()[1:3] + [good()[3], Message(role="system", content="x"), good()[4]], "fix the bug", ["format:role-order"]),
+    ("assistant before user", [Message(role="assistant", content="hello"), Message(role="user", content="x"),
+                               Message(role="assistant", content="ok")], "x", ["format:role-order"]),
+    ("tool after user", [good()[1], good()[3], good()[4]], "fix the bug", ["format:role-order"]),
+    ("bad arguments", [good()[1], Message(role="assistant", tool_calls=[call(error="Expecting value")]), good()[3], good()[4]],
+     "fix the bug", ["format:tool-arguments"]),
+    ("duplicate call id", [good()[1], Message(role="assistant", tool_calls=[call("c1"), call("c1")]), good()[3], good()[3], good()[4]],
+     "fix the bug", ["format:unique-call-ids"]),
+    ("empty assistant", good()[:4] + [Message(role="assistant", content="  "), good()[4]], "fix the bug",
+     ["format:empty-assistant-message"]),
+    ("ends on tool", good()[:4], "fix the bug", ["format:final-message"]),
+]
+
+
+@pytest.mark.parametrize(("name", "messages", "query", "failed"), CASES, ids=[c[0] for c in CASES])
+def test_format_checks(name, messages, query, failed) -> None:
+    assert format_checks(make(messages, query)) == failed
+
+
+def test_every_format_check_is_exercised_by_a_failing_case() -> None:
+    failing = {check for _, _, _, failed in CASES for check in failed}
+    assert failing == set(FORMAT_CHECKS)
+
+
+def test_release_checks_include_format_failures() -> None:
+    broken = make(good()[:4])
+    assert "format:final-message" in release_checks(broken)
