@@ -1,0 +1,93 @@
+"""Cost of a provider call from its token usage and the editable price table (rubrics/prices.yaml).
+
+Prices are USD per million tokens. Cached input tokens are part of ``usage.input_tokens`` (the providers
+normalise to that) and are charged at ``cached_input`` instead of ``input``. An unknown model or unknown
+token counts give ``None`` - "we do not know" - never a made-up zero.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from judge.model import Usage
+from judge.resources import resource_path
+
+PRICES_FILE = "prices.yaml"
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cached_input: float
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Ordered (pattern, price) entries; the first pattern matching ``provider:model`` wins."""
+
+    entries: tuple[tuple[str, Price], ...]
+    version: str | None = None
+    source: str | None = None
+
+    def lookup(self, provider_model: str) -> Price | None:
+        for pattern, price in self.entries:
+            if fnmatch.fnmatchcase(provider_model, pattern):
+                return price
+        return None
+
+
+def load_price_table(path: Path | str | None = None) -> PriceTable:
+    """Read a price table (default: rubrics/prices.yaml); a malformed entry is an error naming the file and key."""
+    source = Path(path) if path else resource_path("rubrics", PRICES_FILE)
+    return _load(str(source))
+
+
+@lru_cache(maxsize=8)
+def _load(source: str) -> PriceTable:
+    data = yaml.safe_load(Path(source).read_text(encoding="utf-8")) or {}
+    raw = data.get("prices") if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{source}: expected a 'prices:' mapping of provider:model -> {{input, output, cached_input}}")
+    entries: list[tuple[str, Price]] = []
+    for key, value in raw.items():
+        if not isinstance(value, dict) or "input" not in value or "output" not in value:
+            raise ValueError(f"{source}: price {key!r} needs numeric 'input' and 'output' (USD per million tokens)")
+        try:
+            entries.append((str(key), Price(
+                input=float(value["input"]),
+                output=float(value["output"]),
+                cached_input=float(value.get("cached_input", value["input"])),
+            )))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{source}: price {key!r} is not numeric: {error}") from error
+    return PriceTable(entries=tuple(entries), version=str(data.get("version")) if data.get("version") else None, source=source)
+
+
+def cost_usd(price: Price, usage: Usage) -> float | None:
+    """Pure arithmetic: the cost of ``usage`` at ``price``; None when the token counts are unknown."""
+    if usage.input_tokens is None and usage.output_tokens is None:
+        return None
+    total_input = usage.input_tokens or 0
+    cached = min(usage.cached_tokens or 0, total_input)
+    return ((total_input - cached) * price.input + cached * price.cached_input + (usage.output_tokens or 0) * price.output) / 1_000_000
+
+
+def price(provider_model: str, usage: Usage, table: PriceTable | None = None) -> float | None:
+    """Cost in USD of one call to ``provider_model`` (e.g. ``openai:gpt-4o``); None if unpriced or unknown usage."""
+    found = (table or load_price_table()).lookup(provider_model)
+    return None if found is None else cost_usd(found, usage)
+
+
+def add_costs(a: float | None, b: float | None) -> float | None:
+    """Sum two costs where None means unknown (unknown + known = known part; both unknown = unknown)."""
+    if a is None and b is None:
+        return None
+    return (a or 0.0) + (b or 0.0)

@@ -1,0 +1,117 @@
+"""Anthropic Messages through the official ``anthropic`` SDK; a schema is enforced as a forced tool call."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from typing import Any
+
+from judge.model import Usage
+from judge.providers import Completion, FinishReason, ProviderSpec
+from judge.providers.errors import BadOutput
+from judge.providers.sdk_errors import classify_sdk_error
+
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_use",
+    "refusal": "refusal",
+}
+DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens
+
+
+class AnthropicProvider:
+    """``anthropic:MODEL``: ``AsyncAnthropic`` with retries disabled."""
+
+    def __init__(self, spec: str, parsed: ProviderSpec, *, api_key: str, timeout_s: float, options: dict[str, Any]):
+        import anthropic  # lazy: only when an Anthropic judge is used
+
+        self._sdk = anthropic
+        self.spec = spec
+        self.provider = parsed.kind
+        self.model = parsed.model
+        self.base_url = parsed.base_url
+        self.default_max_tokens = int(options.get("default_max_tokens") or DEFAULT_MAX_TOKENS)
+        self._accepted: frozenset[str] | None = None
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s)
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "verdict",
+        temperature: float | None = None,
+        seed: int | None = None,  # the Messages API has no seed; independence comes from temperature
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """One Messages request; system messages go to ``system``; SDK errors become typed errors."""
+        system = "\n\n".join(str(m["content"]) for m in messages if m["role"] == "system")
+        chat = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+        request: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": int(max_tokens or self.default_max_tokens)}
+        if system:
+            request["system"] = system
+        if temperature is not None:
+            # Some SDK releases dropped the typed ``temperature`` argument; the API still reads it.
+            if self._sdk_accepts("temperature"):
+                request["temperature"] = temperature
+            else:
+                request["extra_body"] = {"temperature": temperature}
+        if schema is not None:
+            request["tools"] = [{"name": schema_name, "description": "Record your answer.", "input_schema": schema}]
+            request["tool_choice"] = {"type": "tool", "name": schema_name}
+        started = time.monotonic()
+        try:
+            response = await self._client.messages.create(**request)
+            return self._completion(response, schema_name if schema is not None else None, time.monotonic() - started)
+        except Exception as error:  # every SDK/transport failure becomes a typed error
+            raise classify_sdk_error(self._sdk, error) from None
+
+    def _sdk_accepts(self, name: str) -> bool:
+        if self._accepted is None:
+            self._accepted = frozenset(inspect.signature(self._client.messages.create).parameters)
+        return name in self._accepted
+
+    def _completion(self, response: Any, tool_name: str | None, latency_s: float) -> Completion:
+        blocks = getattr(response, "content", None)
+        if blocks is None:
+            raise BadOutput("the response has no content")
+        texts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
+        tool_inputs = [b.input for b in blocks if getattr(b, "type", None) == "tool_use" and b.name == tool_name]
+        finish: FinishReason = _FINISH.get(str(getattr(response, "stop_reason", None)), "stop")
+        parsed: dict[str, Any] | None = None
+        if tool_name is not None and tool_inputs and isinstance(tool_inputs[0], dict) and finish != "length":
+            parsed = tool_inputs[0]
+            # The forced tool call is the answer, so for the caller this is an ordinary stop.
+            finish = "stop" if finish == "tool_use" else finish
+        text = json.dumps(parsed, ensure_ascii=False) if parsed is not None else "\n".join(texts)
+        if tool_inputs and parsed is None:
+            text = json.dumps(tool_inputs[0], ensure_ascii=False, default=str)
+        refusal = ("\n".join(texts) or "the model refused") if finish == "refusal" else None
+        return Completion(
+            text=text,
+            parsed=parsed,
+            finish_reason=finish,
+            refusal=refusal,
+            usage=_usage(getattr(response, "usage", None)),
+            model=getattr(response, "model", None) or self.model,
+            latency_s=latency_s,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _usage(usage: Any) -> Usage:
+    """Normalise to OpenAI's convention: input_tokens includes cache reads and writes; cached = cache reads."""
+    if usage is None:
+        return Usage()
+    fresh = getattr(usage, "input_tokens", None)
+    read = getattr(usage, "cache_read_input_tokens", None)
+    written = getattr(usage, "cache_creation_input_tokens", None)
+    total_input = None if fresh is None else fresh + (read or 0) + (written or 0)
+    return Usage(input_tokens=total_input, output_tokens=getattr(usage, "output_tokens", None), cached_tokens=read)

@@ -1,0 +1,231 @@
+"""Calling a provider safely: rate limits, retries with backoff, a per-call timeout and a budget cap.
+
+:func:`complete_with_retries` is the one loop every LLM call goes through (judges, teacher, rewriter). It
+reports each attempt - failed ones included, with their tokens and cost - to an ``on_attempt`` callback,
+so the run store can count everything that was paid for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge.model import Usage
+from judge.providers import Completion, Provider
+from judge.providers.errors import ProviderError, ProviderTimeout
+
+
+class BudgetExceeded(Exception):
+    """The run's ``--max-cost`` would be passed by this call; it was not made."""
+
+
+@dataclass
+class RetryPolicy:
+    """Retry on rate limits, 5xx, timeouts and unreadable bodies: exponential backoff with full jitter.
+
+    ``max_retries`` counts retries after the first attempt. A server's ``Retry-After`` is honoured
+    (capped at ``max_delay_s``) and never shortened by jitter.
+    """
+
+    max_retries: int = 4
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+
+
+def backoff_delay(retry_number: int, policy: RetryPolicy, retry_after: float | None, rng: random.Random) -> float:
+    """Seconds to wait before retry ``retry_number`` (1-based). Pure apart from the given ``rng``."""
+    ceiling = min(policy.max_delay_s, policy.base_delay_s * (2 ** (retry_number - 1)))
+    delay = rng.uniform(0.0, ceiling)  # full jitter: spreads a burst of clients that failed together
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, policy.max_delay_s))
+    return delay
+
+
+class TokenBucket:
+    """A bucket of ``per_minute`` units refilled continuously; ``acquire(n)`` waits until n units are free.
+
+    A request larger than the bucket is let through once the bucket is full (else it would wait forever).
+    """
+
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic):
+        if per_minute <= 0:
+            raise ValueError("a rate limit must be positive")
+        self.capacity = float(per_minute)
+        self.rate = float(per_minute) / 60.0
+        self._level = self.capacity
+        self._clock = clock
+        self._stamp = clock()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._level = min(self.capacity, self._level + (now - self._stamp) * self.rate)
+        self._stamp = now
+
+    async def acquire(self, amount: float = 1.0) -> None:
+        amount = min(float(amount), self.capacity)
+        async with self._lock:  # FIFO-ish: one waiter refills at a time, so no one starves
+            while True:
+                self._refill()
+                if self._level >= amount:
+                    self._level -= amount
+                    return
+                await asyncio.sleep((amount - self._level) / self.rate)
+
+    def adjust(self, delta: float) -> None:
+        """Take (positive) or give back (negative) units after the fact, e.g. actual vs estimated tokens."""
+        self._refill()
+        self._level = min(self.capacity, self._level - delta)
+
+
+@dataclass
+class RateLimiter:
+    """Requests-per-minute and tokens-per-minute limits shared by all calls to one provider (None = no limit)."""
+
+    rpm: float | None = None
+    tpm: float | None = None
+    _requests: TokenBucket | None = field(default=None, init=False, repr=False)
+    _tokens: TokenBucket | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._requests = TokenBucket(self.rpm) if self.rpm else None
+        self._tokens = TokenBucket(self.tpm) if self.tpm else None
+
+    async def acquire(self, estimated_tokens: int) -> None:
+        if self._requests:
+            await self._requests.acquire(1)
+        if self._tokens:
+            await self._tokens.acquire(estimated_tokens)
+
+    def settle(self, estimated_tokens: int, usage: Usage) -> None:
+        if self._tokens and usage.total is not None:
+            self._tokens.adjust(usage.total - estimated_tokens)
+
+
+@dataclass
+class Budget:
+    """A run-wide spending cap. Calls reserve their worst-case cost first, so concurrent calls cannot overshoot."""
+
+    max_cost_usd: float | None = None
+    spent_usd: float = 0.0
+    reserved_usd: float = 0.0
+    exceeded: bool = False
+
+    def reserve(self, estimate_usd: float | None) -> float:
+        """Reserve ``estimate_usd``; raise :class:`BudgetExceeded` when the cap would be passed."""
+        if self.max_cost_usd is None:
+            return 0.0
+        estimate = estimate_usd or 0.0
+        if self.exceeded or self.spent_usd + self.reserved_usd + estimate > self.max_cost_usd:
+            self.exceeded = True  # stop cleanly: no new calls once the cap is reached
+            raise BudgetExceeded(
+                f"--max-cost {self.max_cost_usd:.4f} USD reached (spent {self.spent_usd:.4f}, in flight {self.reserved_usd:.4f})"
+            )
+        self.reserved_usd += estimate
+        return estimate
+
+    def settle(self, reserved: float, actual_usd: float | None) -> None:
+        self.reserved_usd = max(0.0, self.reserved_usd - reserved)
+        # An unknown actual cost is charged at the reservation: the cap must not become leaky.
+        self.spent_usd += actual_usd if actual_usd is not None else reserved
+
+    def record(self, actual_usd: float | None) -> None:
+        """Count a cost that had no reservation (e.g. budget disabled while accounting)."""
+        self.spent_usd += actual_usd or 0.0
+
+
+@dataclass
+class Attempt:
+    """One request to a provider, as recorded in the run store."""
+
+    number: int
+    outcome: str  # "ok", or the error kind (rate_limited, server_error, timeout, ...)
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    error: str | None = None
+    completion: Completion | None = None
+
+
+@dataclass
+class CallRuntime:
+    """What calls to providers share within a run: limits, retry policy, timeout, budget, price lookup."""
+
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_s: float = 120.0
+    budget: Budget = field(default_factory=Budget)
+    limiters: dict[str, RateLimiter] = field(default_factory=dict)
+    rpm: float | None = None
+    tpm: float | None = None
+    price_fn: Callable[[str, Usage], float | None] | None = None
+    rng: random.Random = field(default_factory=random.Random)
+    sleep: Callable[[float], Any] = asyncio.sleep
+    retries: int = 0  # counters for the progress bar
+    calls: int = 0
+
+    def limiter_for(self, key: str) -> RateLimiter:
+        if key not in self.limiters:
+            self.limiters[key] = RateLimiter(self.rpm, self.tpm)
+        return self.limiters[key]
+
+    def cost(self, price_key: str, usage: Usage) -> float | None:
+        if self.price_fn is None:
+            from judge.pricing import price
+
+            return price(price_key, usage)
+        return self.price_fn(price_key, usage)
+
+
+async def complete_with_retries(
+    provider: Provider,
+    messages: list[dict[str, Any]],
+    *,
+    runtime: CallRuntime,
+    estimated_input_tokens: int,
+    on_attempt: Callable[[Attempt], None] | None = None,
+    **kwargs: Any,
+) -> tuple[Completion, list[Attempt]]:
+    """Call ``provider.complete(messages, **kwargs)`` until it answers or the error is final.
+
+    Returns the completion and all attempts (the last one is the successful one). Raises the last
+    :class:`ProviderError` when retries are exhausted or the error is not retryable, and
+    :class:`BudgetExceeded` (before calling) when the budget cap is reached.
+    """
+    price_key = f"{provider.provider}:{provider.model}"
+    limiter = runtime.limiter_for(price_key)
+    max_tokens = int(kwargs.get("max_tokens") or 1024)
+    estimate_usage = Usage(input_tokens=estimated_input_tokens, output_tokens=max_tokens)
+    attempts: list[Attempt] = []
+    for number in range(1, runtime.policy.max_retries + 2):
+        reserved = runtime.budget.reserve(runtime.cost(price_key, estimate_usage))
+        await limiter.acquire(estimated_input_tokens + max_tokens)
+        started = time.monotonic()
+        runtime.calls += 1
+        try:
+            completion = await asyncio.wait_for(provider.complete(messages, **kwargs), timeout=runtime.timeout_s)
+        except (ProviderError, asyncio.TimeoutError, TimeoutError) as raw_error:
+            error = raw_error if isinstance(raw_error, ProviderError) else ProviderTimeout(f"no answer within {runtime.timeout_s:g}s")
+            runtime.budget.settle(reserved, 0.0)  # a failed request is not billed by the providers we know
+            attempt = Attempt(number, error.kind, latency_s=time.monotonic() - started, error=str(error), cost_usd=0.0)
+            attempts.append(attempt)
+            if on_attempt:
+                on_attempt(attempt)
+            if not error.retryable or number > runtime.policy.max_retries:
+                error.attempts = attempts  # type: ignore[attr-defined]
+                raise error
+            runtime.retries += 1
+            await runtime.sleep(backoff_delay(number, runtime.policy, error.retry_after, runtime.rng))
+            continue
+        cost = runtime.cost(price_key, completion.usage)
+        runtime.budget.settle(reserved, cost)
+        limiter.settle(estimated_input_tokens + max_tokens, completion.usage)
+        attempt = Attempt(number, "ok", usage=completion.usage, cost_usd=cost, latency_s=completion.latency_s, completion=completion)
+        attempts.append(attempt)
+        if on_attempt:
+            on_attempt(attempt)
+        return completion, attempts
+    raise AssertionError("unreachable")  # the loop either returns or raises

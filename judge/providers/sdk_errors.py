@@ -1,0 +1,72 @@
+"""Classify exceptions of the official SDKs (openai, anthropic) into typed provider errors.
+
+Both SDKs share one shape (they are generated from the same toolkit): ``APIStatusError`` with
+``status_code`` and ``response``, ``APITimeoutError``, ``APIConnectionError``, ``APIResponseValidationError``.
+The error text is the server's message only; headers (and so keys) are never included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from types import ModuleType
+
+import httpx
+
+from judge.providers.errors import (
+    BadOutput,
+    ProviderError,
+    ProviderTimeout,
+    ServerError,
+    classify_status,
+    parse_retry_after,
+)
+
+
+def classify_sdk_error(sdk: ModuleType, error: BaseException) -> ProviderError:
+    """Return the typed error for an exception raised by ``sdk`` (the imported openai or anthropic module)."""
+    if isinstance(error, ProviderError):
+        return error
+    if isinstance(error, (sdk.APITimeoutError, httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)):
+        return ProviderTimeout("the request timed out")
+    if isinstance(error, sdk.APIResponseValidationError):
+        return BadOutput(f"the server's response did not match the API shape ({_short(error)})")
+    if isinstance(error, sdk.APIStatusError):
+        response = error.response
+        retry_after = _retry_after(response)
+        return classify_status(error.status_code, _server_message(error), retry_after)
+    if isinstance(error, sdk.APIConnectionError):
+        return ServerError(f"could not reach the server ({type(error.__cause__ or error).__name__})")
+    if isinstance(error, ValueError):  # json.JSONDecodeError: the body was not JSON
+        return BadOutput(f"unreadable response body ({type(error).__name__}: {_short(error)})")
+    if isinstance(error, (httpx.HTTPError, OSError)):
+        return ServerError(f"{type(error).__name__}: {_short(error)}")
+    raise error  # a programming error (TypeError, ...) must not be retried as if the server failed
+
+
+def _retry_after(response: httpx.Response | None) -> float | None:
+    if response is None:
+        return None
+    millis = response.headers.get("retry-after-ms")
+    if millis is not None:
+        value = parse_retry_after(millis)
+        if value is not None:
+            return value / 1000.0
+    return parse_retry_after(response.headers.get("retry-after"))
+
+
+def _server_message(error: BaseException) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            text = inner.get("message") or inner.get("type") or json.dumps(inner)[:300]
+            code = inner.get("code") or inner.get("type")
+            return f"{text} [{code}]" if code and code not in str(text) else str(text)
+    status = getattr(error, "status_code", "?")
+    return f"HTTP {status}: {_short(error)}"
+
+
+def _short(error: BaseException, limit: int = 300) -> str:
+    text = str(error)
+    return text if len(text) <= limit else text[:limit] + "..."
