@@ -42,3 +42,30 @@ def export_cmd(
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(excluded["by_reason"].items()))
         typer.echo(f"excluded: {excluded['trajectories']} trajectories ({reasons})")
     typer.echo(f"split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
+
+
+@app.command("validate")
+def validate_cmd(
+    run: Path = typer.Argument(..., help="A scored run directory."),
+    labels: Path = typer.Option(..., "--labels", help="Label file or folder (Who&When folder, AgentRx ground truth, MAST json)."),
+    kind: str | None = typer.Option(None, "--kind", help="who-and-when | agentrx | mast (detected from the file when omitted)."),
+    k: int = typer.Option(1, "--k", min=0, help="Tolerance in turns for the 'within +-k' figures."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the full comparison (per trajectory) as JSON."),
+) -> None:
+    """Compare a run's majority issues with human failure labels; print our figures beside published ones.
+
+    Example: judge validate runs/ww --labels ../shared/datasets/who_and_when/Hand-Crafted --kind who-and-when
+    """
+    from judge import rundir
+    from judge.validate import LABEL_KINDS, LabelError, format_table, validate_run
+
+    if kind is not None and kind not in LABEL_KINDS:
+        raise typer.BadParameter(f"--kind must be one of {', '.join(LABEL_KINDS)}, got {kind!r}")
+    try:
+        report = validate_run(run, labels, kind, k=k)  # type: ignore[arg-type]
+    except (LabelError, FileNotFoundError, ValueError) as error:
+        raise typer.BadParameter(str(error)) from error
+    typer.echo(format_table(report))
+    if json_out is not None:
+        rundir.write_json(json_out, report.to_json())
+        typer.echo(f"wrote {json_out}")
