@@ -1,0 +1,65 @@
+"""The ``rules`` judge: the offline, deterministic default judge (no API key needed).
+
+It runs once and forms a panel of one (``deterministic=True``): its verdict says so, and its prompt version is
+the rules config version, so verdicts made under different rules never share a cache entry.
+
+Options (from ``make_judge("rules", options)``): ``config`` (a path to a rules YAML file) or ``rules_config``
+(a :class:`~judge.rules.RulesConfig`), and ``detectors`` (a list of detector names; default all enabled).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from judge.judges import register_judge
+from judge.model import Trajectory, Usage
+from judge.rules import RulesConfig, default_config, run_detectors, vote_from_waste, waste_counts
+from judge.rules.analysis import analyse
+from judge.schema import Verdict
+
+MODEL_NAME = "rules-v1"
+
+
+class RulesJudge:
+    """Async callable ``(trajectory, pass_index) -> Verdict`` that runs the rule detectors."""
+
+    deterministic = True
+
+    def __init__(self, spec: str = "rules", config: RulesConfig | None = None, detectors: list[str] | None = None) -> None:
+        self.spec = spec
+        self.config = config or default_config()
+        self.detectors = detectors
+
+    async def __call__(self, trajectory: Trajectory, pass_index: int) -> Verdict:
+        started = time.perf_counter()
+        base = {
+            "trajectory_id": trajectory.id,
+            "judge": self.spec,
+            "pass_index": pass_index,
+            "pass_key": f"{self.spec}#{pass_index}",
+            "model": MODEL_NAME,
+            "prompt_version": self.config.version,
+            "deterministic": True,
+            "usage": Usage(input_tokens=0, output_tokens=0),
+            "cost_usd": 0.0,
+        }
+        try:
+            issues = run_detectors(trajectory, self.detectors, self.config)
+            efficiency = vote_from_waste(waste_counts(analyse(trajectory, self.config)), self.config)
+        except Exception as error:  # a detector bug must not drop the trajectory from the denominators
+            return Verdict(**base, status="unscored", reason="parse_error",
+                           detail=f"rules judge failed on this trajectory: {type(error).__name__}: {error}",
+                           latency_s=time.perf_counter() - started)
+        return Verdict(**base, status="ok", issues=issues, efficiency=efficiency, latency_s=time.perf_counter() - started)
+
+
+@register_judge("rules")
+def make_rules_judge(spec: str, options: dict[str, Any]) -> RulesJudge:
+    """Factory for the ``rules`` spec (``rules`` or ``rules:PATH`` to a rules YAML file)."""
+    config = options.get("rules_config")
+    path = options.get("config") or (spec.split(":", 1)[1] if ":" in spec else None)
+    if config is None and path:
+        config = RulesConfig.load(Path(path))
+    return RulesJudge(spec=spec, config=config, detectors=options.get("detectors"))

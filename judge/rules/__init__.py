@@ -1,0 +1,146 @@
+"""Offline rules judge: deterministic defect detectors with turn localisation.
+
+Public API::
+
+    config = RulesConfig.load()                      # rubrics/rules-v1.yaml, or a path
+    issues = run_detectors(trajectory)               # every enabled detector
+    issues = run_detectors(trajectory, ["premature-claim"])   # one detector, as a validator
+    DETECTORS["failed-call"](trajectory)             # the same, one detector, called alone
+    vote = efficiency_vote(trajectory, config)       # "high" | "medium" | "low"
+
+Detector names (each issue's ``tag`` is the name of the detector that found it): ``failed-call``,
+``repeated-failure``, ``environment-fault``, ``unverified-completion``, ``plan-receipt-mismatch``,
+``stale-evidence``, ``premature-claim``, ``phantom-failure-reference``, ``unpaired-call-id``,
+``budget-exhausted``. Their rules are documented on the functions in :mod:`judge.rules.detectors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from judge.model import Trajectory
+from judge.rules.analysis import Analysis, analyse
+from judge.rules.config import DETECTOR_NAMES, RulesConfig
+from judge.rules.detectors import DETECTOR_FUNCTIONS, DetectorFn
+from judge.schema import Efficiency, Issue
+
+__all__ = [
+    "DETECTORS", "DETECTOR_NAMES", "Detector", "RulesConfig", "WasteCounts", "default_config", "efficiency_vote",
+    "run_detectors", "waste_counts",
+]
+
+
+@lru_cache(maxsize=1)
+def default_config() -> RulesConfig:
+    """The bundled config, read once per process."""
+    return RulesConfig.load()
+
+
+@dataclass(frozen=True)
+class Detector:
+    """One detector, callable alone: ``DETECTORS[name](trajectory, config=None) -> list[Issue]``.
+
+    A disabled detector (``enabled: false`` in the config) returns no issues.
+    """
+
+    name: str
+    find: DetectorFn
+
+    def __call__(self, trajectory: Trajectory, config: RulesConfig | None = None) -> list[Issue]:
+        config = config or default_config()
+        if not config.enabled(self.name):
+            return []
+        return self.find(analyse(trajectory, config))
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        return self.find.__doc__
+
+
+DETECTORS: dict[str, Detector] = {name: Detector(name, DETECTOR_FUNCTIONS[name]) for name in DETECTOR_NAMES}
+
+
+def run_detectors(
+    trajectory: Trajectory, names: Iterable[str] | None = None, config: RulesConfig | None = None
+) -> list[Issue]:
+    """Run the named detectors (default: all enabled) over one trajectory; issues sorted by turn.
+
+    The trajectory is analysed once and shared by the detectors. An unknown name raises ``ValueError``.
+    """
+    config = config or default_config()
+    selected = list(DETECTOR_NAMES if names is None else names)
+    unknown = [n for n in selected if n not in DETECTORS]
+    if unknown:
+        raise ValueError(f"unknown detector(s) {unknown}; known: {list(DETECTOR_NAMES)}")
+    analysis = analyse(trajectory, config)
+    issues: list[Issue] = []
+    for name in selected:
+        if config.enabled(name):
+            issues.extend(DETECTORS[name].find(analysis))
+    return sorted(issues, key=lambda i: (i.turn if i.turn is not None else 1 << 30))
+
+
+@dataclass(frozen=True)
+class WasteCounts:
+    """Calls counted for the efficiency vote. Environment faults are not the agent's waste."""
+
+    total: int
+    failed: int
+    repeated: int
+    redundant: int
+
+    @property
+    def waste(self) -> int:
+        return self.failed + self.repeated + self.redundant
+
+    @property
+    def ratio(self) -> float:
+        return self.waste / self.total if self.total else 0.0
+
+
+def waste_counts(analysis: Analysis) -> WasteCounts:
+    """Failed calls (first of their kind), identical repeats of a failure, and redundant read-only repeats.
+
+    A read-only call is redundant when an identical call already succeeded and no call that may change state
+    ran in between (re-reading an unchanged file).
+    """
+    failed = repeated = redundant = 0
+    seen_failures: set[tuple[str, str]] = set()
+    last_ok_read: dict[str, int] = {}  # key -> order of the last successful identical read-only call
+    last_mutation = -1
+    for action in analysis.actions:
+        if action.outcome == "error":
+            signature = (action.key, action.error_line.strip().lower())
+            if signature in seen_failures:
+                repeated += 1
+            else:
+                failed += 1
+                seen_failures.add(signature)
+        elif action.outcome == "ok" and action.read_only:
+            previous = last_ok_read.get(action.key)
+            if previous is not None and previous > last_mutation:
+                redundant += 1
+            last_ok_read[action.key] = action.order
+        if not action.read_only and not action.is_plan:
+            last_mutation = action.order
+    return WasteCounts(total=len(analysis.actions), failed=failed, repeated=repeated, redundant=redundant)
+
+
+def vote_from_waste(counts: WasteCounts, config: RulesConfig) -> Efficiency:
+    """Pure threshold rule: ratio <= high_max -> high, <= medium_max -> medium, else low."""
+    settings = config.efficiency
+    if counts.total < settings.min_calls:
+        return "high"
+    if counts.ratio <= settings.high_max_waste:
+        return "high"
+    if counts.ratio <= settings.medium_max_waste:
+        return "medium"
+    return "low"
+
+
+def efficiency_vote(trajectory: Trajectory, config: RulesConfig | None = None) -> Efficiency:
+    """The efficiency vote from measured waste (see :func:`waste_counts`, thresholds in the config)."""
+    config = config or default_config()
+    return vote_from_waste(waste_counts(analyse(trajectory, config)), config)

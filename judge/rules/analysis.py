@@ -1,0 +1,388 @@
+"""One pass over a trajectory that every detector reads: actions with their receipts and outcomes, and claims.
+
+An *action* is one tool call with the receipt that answers it. Formats without call ids (Who&When's
+``Computer_terminal``) give receipts that follow an assistant message by position: such a receipt is paired
+with the first unanswered call of its turn, or, when the turn made no call, becomes an action of its own whose
+"call" is the assistant message before it (the code the terminal ran).
+
+Outcomes: ``ok``; ``error`` (the call failed: error flag, non-zero exit code, or error text); ``environment``
+(it failed for a reason outside the agent: network, auth, quota, disk); ``missing`` (no receipt: unknown).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from judge.model import Message, Receipt, ToolCall, Trajectory
+from judge.rules.config import CompiledPatterns, RulesConfig
+
+Outcome = Literal["ok", "error", "environment", "missing"]
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+_PATH_TOKEN = re.compile(
+    r"(?<![\w/.-])([\w./-]*[\w-]\.(?:py|js|ts|tsx|jsx|json|ya?ml|md|txt|csv|sh|go|rs|java|toml|html|css|sql|cfg|ini|rb|c|h|cpp|xml))\b"
+)
+_BACKTICK = re.compile(r"`([^`\n]{3,80})`")
+_IDENTIFIER = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b")
+_REDIRECT = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+)")
+_SED_INPLACE = re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([\w./-]+)")
+_CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
+_DOC_SUFFIXES = (".md", ".txt", ".rst")
+
+
+@dataclass
+class Action:
+    """One tool call (or, for id-less logs, one executed message) and what came back."""
+
+    order: int
+    turn: int
+    message_index: int  # the assistant message that made the call
+    call: ToolCall | None
+    name: str
+    key: str  # tool name + argument hash: identical calls share it
+    intent: str  # what the call tries to do, coarser than key: a later success of the same intent is a recovery
+    text: str  # the call's arguments as text, for matching names of files and objects
+    receipt: Receipt | None = None
+    receipt_index: int | None = None  # message index of the receipt
+    outcome: Outcome = "missing"
+    error_line: str = ""  # the receipt line that shows the failure (for evidence)
+    is_plan: bool = False
+    is_check: bool = False
+    read_only: bool = False
+    writes: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome in ("error", "environment")
+
+    @property
+    def visible_at(self) -> int:
+        """Message index from which the agent could know the result (after the receipt; never, if none)."""
+        return self.receipt_index if self.receipt_index is not None else 1 << 30
+
+
+@dataclass
+class Sentence:
+    text: str
+    is_claim: bool
+    is_check_claim: bool
+    hedged: bool
+    mentions_failure: bool
+    tokens: tuple[str, ...]
+
+
+@dataclass
+class Speech:
+    """The text of one assistant message, split into sentences."""
+
+    message_index: int
+    turn: int
+    name: str | None
+    text: str
+    sentences: list[Sentence]
+    has_calls: bool
+
+
+@dataclass
+class Analysis:
+    """Everything the detectors need, computed once per trajectory and config."""
+
+    trajectory: Trajectory
+    config: RulesConfig
+    patterns: CompiledPatterns
+    actions: list[Action]
+    speeches: list[Speech]
+    final_message_index: int | None  # the last assistant message
+    multi_agent: bool
+    duplicate_call_ids: list[tuple[str, int]] = field(default_factory=list)  # (id, turn of the second use)
+    orphan_receipts: list[tuple[str, int, int]] = field(default_factory=list)  # (call id, message index, turn)
+
+    def excerpt(self, text: str) -> str:
+        return excerpt(text, self.config.receipt.excerpt_chars)
+
+    def recovered(self, action: Action, before: int | None = None) -> Action | None:
+        """A later successful action of the same intent (visible before message ``before``, if given)."""
+        for later in self.actions[action.order + 1 :]:
+            if later.intent == action.intent and later.outcome == "ok":
+                if before is None or later.visible_at < before:
+                    return later
+        return None
+
+    def actions_before(self, message_index: int) -> list[Action]:
+        """Actions whose receipts the agent had seen before ``message_index``."""
+        return [a for a in self.actions if a.visible_at < message_index]
+
+    def turn_of(self, message_index: int) -> int:
+        return self.trajectory.messages[message_index].turn or 0
+
+
+def excerpt(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
+    """Build the shared view of ``trajectory`` (pure: reads only the trajectory and config)."""
+    patterns = config.patterns
+    messages = trajectory.messages
+    actions: list[Action] = []
+    by_call_id: dict[str, Action] = {}
+    seen_ids: set[str] = set()
+    duplicates: list[tuple[str, int]] = []
+    orphans: list[tuple[str, int, int]] = []
+    speeches: list[Speech] = []
+    last_assistant: int | None = None
+    names: set[str] = set()
+
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            last_assistant = index
+            if message.name:
+                names.add(message.name)
+            for call in message.tool_calls:
+                if call.id in seen_ids:
+                    duplicates.append((call.id, message.turn or 0))
+                seen_ids.add(call.id)
+                action = _make_action(len(actions), index, message, call, config, patterns)
+                actions.append(action)
+                by_call_id.setdefault(call.id, action)
+            speeches.append(_speech(index, message, patterns))
+        elif message.role == "tool" and message.receipt is not None:
+            receipt = message.receipt
+            action = None
+            if receipt.call_id:
+                action = by_call_id.get(receipt.call_id)
+                if action is None:
+                    orphans.append((receipt.call_id, index, message.turn or 0))
+                    continue
+                if action.receipt is not None:
+                    duplicates.append((receipt.call_id, message.turn or 0))
+                    continue
+            else:
+                action = _positional_action(actions, message, index, messages, last_assistant, config, patterns)
+                if action is None:
+                    continue
+            action.receipt = receipt
+            action.receipt_index = index
+            action.outcome, action.error_line = classify_receipt(receipt, config, patterns)
+
+    return Analysis(
+        trajectory=trajectory,
+        config=config,
+        patterns=patterns,
+        actions=actions,
+        speeches=speeches,
+        final_message_index=last_assistant,
+        multi_agent=len(names) > 1,
+        duplicate_call_ids=duplicates,
+        orphan_receipts=orphans,
+    )
+
+
+def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str]:
+    """Outcome of one receipt and the line that shows a failure ("" when it succeeded)."""
+    text = receipt.content or ""
+    lines = text.splitlines()
+    settings = config.receipt
+    if len(lines) > settings.head_lines + settings.tail_lines:
+        window = "\n".join(lines[: settings.head_lines] + lines[-settings.tail_lines :] if settings.tail_lines else lines[: settings.head_lines])
+    else:
+        window = text
+    environment = patterns.environment.search(window)
+    explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
+    explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or bool(patterns.success.search(window))
+    error = None if explicit_success and not explicit_failure else patterns.error.search(window)
+    if not (explicit_failure or error or environment):
+        return "ok", ""
+    if explicit_success and not explicit_failure and not environment:
+        return "ok", ""
+    shown = environment or error
+    line = _line_at(window, shown.start()) if shown else (lines[0] if lines else "")
+    if environment:
+        return "environment", line
+    return "error", line or f"exit code {receipt.exit_code}"
+
+
+def _line_at(text: str, position: int) -> str:
+    start = text.rfind("\n", 0, position) + 1
+    end = text.find("\n", position)
+    return text[start : end if end >= 0 else len(text)].strip()
+
+
+def arguments_text(call: ToolCall) -> str:
+    if call.arguments_error:
+        return call.raw_arguments or ""
+    if isinstance(call.arguments, str):
+        return call.arguments
+    return json.dumps(call.arguments, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def command_of(call: ToolCall, config: RulesConfig) -> str | None:
+    """The shell command of a Bash-like call (first string argument under a command key)."""
+    args = call.arguments
+    if isinstance(args, dict):
+        for key in config.tools.command_keys:
+            value = args.get(key)
+            if isinstance(value, str):
+                return value
+    if isinstance(args, str):
+        return args
+    return None
+
+
+def _command_head(command: str) -> str:
+    """The first words of a command that name what it does (program, subcommand), before any flag or value."""
+    words: list[str] = []
+    for word in command.strip().split():
+        if word.startswith("-") or any(ch in word for ch in "'\"={}[]<>|;&$") or len(words) == 3:
+            break
+        words.append(word)
+    return " ".join(words)
+
+
+def _make_action(order: int, index: int, message: Message, call: ToolCall, config: RulesConfig, patterns: CompiledPatterns) -> Action:
+    name = call.name
+    text = arguments_text(call)
+    command = command_of(call, config)
+    path = _path_argument(call, config)
+    is_plan = bool(patterns.plan_name.search(name)) and _plan_items(call) is not None
+    writes: tuple[str, ...] = ()
+    if path and patterns.write_name.search(name) and not _is_view(call):
+        writes = (path,)
+    elif command:
+        writes = tuple(dict.fromkeys(_REDIRECT.findall(command) + _SED_INPLACE.findall(command)))
+        writes = tuple(w for w in writes if w not in ("/dev/null", "&1", "&2") and not w.startswith("&"))
+    if command:
+        intent = f"{name}:{_command_head(command)}"
+        read_only = bool(patterns.read_only_command.search(command.strip())) and not writes
+        is_check = bool(patterns.check.search(command))
+    else:
+        intent = f"{name}:{path}" if path else name
+        read_only = bool(patterns.read_only_name.search(name)) or _is_view(call)
+        is_check = bool(patterns.check_name.search(name))
+    return Action(
+        order=order,
+        turn=message.turn or 0,
+        message_index=index,
+        call=call,
+        name=name,
+        key=call.argument_hash(),
+        intent=intent,
+        text=text,
+        is_plan=is_plan,
+        is_check=is_check and not is_plan,
+        read_only=read_only and not is_plan,
+        writes=writes,
+    )
+
+
+def _positional_action(
+    actions: list[Action],
+    message: Message,
+    index: int,
+    messages: list[Message],
+    last_assistant: int | None,
+    config: RulesConfig,
+    patterns: CompiledPatterns,
+) -> Action | None:
+    """Pair an id-less receipt with its turn's first unanswered call, or make the executed message an action."""
+    turn = message.turn or 0
+    for action in actions:
+        if action.turn == turn and action.receipt is None and action.call is not None:
+            return action
+    if last_assistant is None:
+        return None
+    source = messages[last_assistant]
+    code = "\n".join(_CODE_BLOCK.findall(source.content)) or source.content
+    name = message.receipt.name if message.receipt and message.receipt.name else (message.name or "tool")
+    key = hashlib.sha256(f"{name}\x00{code}".encode()).hexdigest()[:16]
+    action = Action(
+        order=len(actions),
+        turn=turn,
+        message_index=last_assistant,
+        call=None,
+        name=name,
+        key=key,
+        intent=name,
+        text=code,
+    )
+    actions.append(action)
+    return action
+
+
+def _path_argument(call: ToolCall, config: RulesConfig) -> str | None:
+    args = call.arguments
+    if isinstance(args, dict):
+        for key in config.tools.path_keys:
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def _is_view(call: ToolCall) -> bool:
+    # str_replace_editor-style tools multiplex view and write through a `command` argument.
+    args = call.arguments
+    return isinstance(args, dict) and args.get("command") in ("view", "read", "list")
+
+
+def _plan_items(call: ToolCall) -> list[dict[str, Any]] | None:
+    args = call.arguments
+    if isinstance(args, dict):
+        for key in ("todos", "plan", "items", "tasks"):
+            items = args.get(key)
+            if isinstance(items, list) and all(isinstance(i, dict) and "status" in i for i in items):
+                return items
+    return None
+
+
+def plan_items(call: ToolCall) -> list[tuple[str, str, str]]:
+    """(key, text, status) of each todo item of a plan call; the key is the item id, else its text."""
+    result = []
+    for item in _plan_items(call) or []:
+        text = str(item.get("content") or item.get("step") or item.get("title") or item.get("task") or "")
+        key = str(item.get("id") or " ".join(text.lower().split()))
+        result.append((key, text, str(item.get("status", "")).lower()))
+    return result
+
+
+def _speech(index: int, message: Message, patterns: CompiledPatterns) -> Speech:
+    text = message.content or ""
+    sentences = [_sentence(part.strip(), patterns) for part in _SENTENCE_SPLIT.split(text) if part and part.strip()]
+    return Speech(index, message.turn or 0, message.name, text, sentences, bool(message.tool_calls))
+
+
+def _sentence(text: str, patterns: CompiledPatterns) -> Sentence:
+    is_claim = bool(patterns.claim.search(text))
+    is_check_claim = is_claim and bool(patterns.check_claim.search(text))
+    if not is_claim:
+        return Sentence(text, False, False, False, False, ())
+    return Sentence(
+        text=text,
+        is_claim=True,
+        is_check_claim=is_check_claim,
+        hedged=bool(patterns.hedge.search(text)),
+        mentions_failure=bool(patterns.failure_words.search(text)),
+        tokens=salient_tokens(text),
+    )
+
+
+def salient_tokens(text: str) -> tuple[str, ...]:
+    """Names in a sentence that can tie it to a call: file paths, `quoted` names, snake_case identifiers."""
+    found: list[str] = []
+    for match in _PATH_TOKEN.findall(text):
+        found.append(match.rsplit("/", 1)[-1])
+    for match in _BACKTICK.findall(text):
+        token = match.strip()
+        if " " not in token:
+            found.append(token.rsplit("/", 1)[-1])
+    found += _IDENTIFIER.findall(text)
+    return tuple(dict.fromkeys(t for t in found if len(t) >= 4))
+
+
+def is_doc(path: str) -> bool:
+    return path.lower().endswith(_DOC_SUFFIXES)

@@ -1,0 +1,433 @@
+"""The detectors. Each reads the shared :class:`~judge.rules.analysis.Analysis` and returns issues.
+
+Every issue's ``tag`` is its detector's name, its ``turn`` is the turn whose decision was faulty (the turn
+that made the failing call, the turn of the false claim), and its ``evidence`` quotes the receipt or message.
+Detectors are conservative by design: a finding needs a receipt (or the lack of one) that contradicts the
+text, never the text alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from judge.rules.analysis import Action, Analysis, Sentence, Speech, command_of, is_doc, plan_items
+from judge.schema import Category, Issue, Severity
+
+DetectorFn = Callable[[Analysis], list[Issue]]
+
+_DIGITS = re.compile(r"\d+")
+_CHECKBOX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*\[([ xX✓✔])\]\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _issue(an: Analysis, detector: str, turn: int | None, category: Category, description: str, evidence: str,
+           severity: Severity | None = None) -> Issue:
+    return Issue(
+        turn=turn,
+        category=category,
+        severity=severity or an.config.settings(detector).severity,
+        description=description,
+        evidence=evidence,
+        tag=detector,
+    )
+
+
+def _receipt_quote(an: Analysis, action: Action) -> str:
+    line = action.error_line or (action.receipt.content if action.receipt else "")
+    return f"T{action.turn} {action.name}: {an.excerpt(line)}"
+
+
+def _same_error(a: Action, b: Action) -> bool:
+    return _DIGITS.sub("#", a.error_line.strip().lower()) == _DIGITS.sub("#", b.error_line.strip().lower())
+
+
+def _earlier_identical_failures(an: Analysis, action: Action) -> list[Action]:
+    return [
+        p for p in an.actions[: action.order]
+        if p.key == action.key and p.outcome == action.outcome and _same_error(p, action)
+    ]
+
+
+# --- failed calls -------------------------------------------------------------------------------------
+
+
+def failed_call(an: Analysis) -> list[Issue]:
+    """A call that failed for a reason of the agent's making (category ``code``).
+
+    Severity: minor when a later call of the same intent succeeded (recovered), severe when it never did.
+    Identical repeats of a failure are left to ``repeated-failure``, so one defect is reported once.
+    """
+    settings = an.config.settings("failed-call")
+    issues = []
+    for action in an.actions:
+        if action.outcome != "error" or _earlier_identical_failures(an, action):
+            continue
+        recovery = an.recovered(action)
+        kind = "check" if action.is_check else "call"
+        if recovery:
+            description = f"The {action.name} {kind} failed; a later call of the same intent succeeded at T{recovery.turn}."
+            severity = settings.recovered_severity
+        else:
+            description = f"The {action.name} {kind} failed and the agent never made it succeed."
+            severity = settings.unrecovered_severity
+        issues.append(_issue(an, "failed-call", action.turn, "code", description, _receipt_quote(an, action), severity))
+    return issues
+
+
+def repeated_failure(an: Analysis) -> list[Issue]:
+    """The same failing call (same tool, same arguments) repeated with the same error: wasted turns."""
+    settings = an.config.settings("repeated-failure")
+    issues = []
+    for action in an.actions:
+        if action.outcome != "error":
+            continue
+        earlier = _earlier_identical_failures(an, action)
+        if not earlier:
+            continue
+        count = len(earlier) + 1
+        severity: Severity = "severe" if count >= settings.severe_after else settings.severity
+        description = (
+            f"The {action.name} call of T{earlier[0].turn} was repeated unchanged (attempt {count}) "
+            "and failed with the same error."
+        )
+        issues.append(_issue(an, "repeated-failure", action.turn, "code", description, _receipt_quote(an, action), severity))
+    return issues
+
+
+def environment_fault(an: Analysis) -> list[Issue]:
+    """A call that failed for a reason outside the agent (network, auth, quota, disk): category ``environment``.
+
+    Identical retries that hit the same fault are reported once, at the first one.
+    """
+    issues = []
+    for action in an.actions:
+        if action.outcome != "environment" or _earlier_identical_failures(an, action):
+            continue
+        retries = sum(1 for later in an.actions[action.order + 1 :] if later.key == action.key and later.outcome == "environment")
+        more = f" ({retries} identical retries hit it too)" if retries else ""
+        description = f"The {action.name} call failed for an environment reason{more}."
+        issues.append(_issue(an, "environment-fault", action.turn, "environment", description, _receipt_quote(an, action)))
+    return issues
+
+
+# --- claims -------------------------------------------------------------------------------------------
+
+
+def _claims(speech: Speech) -> list[Sentence]:
+    return [s for s in speech.sentences if s.is_claim and not s.hedged and not s.mentions_failure]
+
+
+def _mentions(action: Action, token: str, with_receipt: bool = False) -> bool:
+    if token in action.text:
+        return True
+    return with_receipt and action.receipt is not None and token in action.receipt.content
+
+
+def _bad_referent(an: Analysis, action: Action, before: int) -> str | None:
+    """Why the claim's referent does not support it, or None when it does."""
+    if action.receipt_index is not None and action.receipt_index > before:
+        return None  # the receipt comes after the claim: premature-claim's case
+    if action.outcome == "missing":
+        return f"the {action.name} call of T{action.turn} has no receipt (outcome unknown)"
+    if action.failed and not an.recovered(action, before=before):
+        return f"the {action.name} call of T{action.turn} failed"
+    return None
+
+
+def unverified_completion(an: Analysis) -> list[Issue]:
+    """A claim that work is done, created, verified or passed while the action it refers to failed,
+    has no receipt, or never ran.
+
+    The referent is, in order: the last call that names what the claim names (a file, an identifier); for a
+    claim about tests, the last check; otherwise the last call before the claim. A final message that claims
+    completion is also contradicted by any failure the agent never recovered from. Hedged, negated or future
+    sentences, and sentences that themselves mention a failure, are not claims.
+    """
+    issues = []
+    patterns = an.patterns
+    has_shell = any(_is_shell(an, a) for a in an.actions)
+    for speech in an.speeches:
+        prior = [a for a in an.actions if a.message_index < speech.message_index and not a.is_plan]
+        for sentence in _claims(speech):
+            why: str | None = None
+            referent: Action | None = None
+            named = [a for a in prior if any(_mentions(a, t) for t in sentence.tokens)] if sentence.tokens else []
+            if named:
+                referent = named[-1]
+                why = _bad_referent(an, referent, speech.message_index)
+            elif sentence.is_check_claim and any(a.is_check for a in prior):
+                referent = [a for a in prior if a.is_check][-1]
+                why = _bad_referent(an, referent, speech.message_index)
+            elif patterns.test_claim.search(sentence.text) and has_shell and not any(a.is_check for a in an.actions):
+                why = "no test or check was ever run"
+            elif prior:
+                referent = prior[-1]
+                why = _bad_referent(an, referent, speech.message_index)
+            if why is None and speech.message_index == an.final_message_index and not speech.has_calls:
+                open_failures = [a for a in prior if a.outcome == "error" and not an.recovered(a, before=speech.message_index)]
+                if open_failures:
+                    referent = open_failures[-1]
+                    why = f"the {referent.name} call of T{referent.turn} failed and was never redone successfully"
+            if why is None:
+                continue
+            evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\""
+            if referent is not None and referent.receipt is not None:
+                evidence += f" | receipt {_receipt_quote(an, referent)}"
+            description = f"Claims a result that the receipts do not support: {why}."
+            issues.append(_issue(an, "unverified-completion", speech.turn, "semantic", description, evidence))
+            break  # one finding per message
+    return issues
+
+
+def _is_shell(an: Analysis, action: Action) -> bool:
+    return action.call is not None and command_of(action.call, an.config) is not None
+
+
+def premature_claim(an: Analysis) -> list[Issue]:
+    """A message that states the result of an operation before any receipt for it exists: in the message
+    that issues the call, or before the call is made at all.
+
+    Tied by name (the claim names a file or identifier that only a call at or after the message touches,
+    with no earlier successful call to support it) or, for claims about tests, by a check that runs only then.
+    """
+    issues = []
+    for speech in an.speeches:
+        index = speech.message_index
+        seen_ok = [a for a in an.actions if a.visible_at < index and a.outcome == "ok"]
+        pending = [a for a in an.actions if a.message_index >= index and not a.is_plan]
+        if not pending:
+            continue
+        for sentence in _claims(speech):
+            found: tuple[str, Action] | None = None
+            for token in sentence.tokens:
+                if any(_mentions(a, token, with_receipt=True) for a in seen_ok):
+                    continue
+                later = next((a for a in pending if _mentions(a, token)), None)
+                if later is not None:
+                    found = (f"`{token}`", later)
+                    break
+            if found is None and sentence.is_check_claim and not any(a.is_check for a in seen_ok):
+                later = next((a for a in pending if a.is_check), None)
+                if later is not None and (later.message_index == index or an.patterns.test_claim.search(sentence.text)):
+                    found = ("the check", later)
+            if found is None:
+                continue
+            what, later = found
+            when = "in the same message that makes the call" if later.message_index == index else f"before the call at T{later.turn}"
+            description = f"States the result of {what} {when}, before any receipt for it exists."
+            evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | call T{later.turn} {later.name}: {an.excerpt(later.text)}"
+            issues.append(_issue(an, "premature-claim", speech.turn, "semantic", description, evidence))
+            break
+    return issues
+
+
+def phantom_failure_reference(an: Analysis) -> list[Issue]:
+    """A message that refers to an earlier failure ("that failed, so retry", "上次失败了", "失敗したので")
+    when nothing before it failed: the signature of a careless offline edit.
+
+    Anything that could be the failure counts against firing: a failed receipt, failure words in any earlier
+    receipt, in a user message after the query, or (multi-agent logs) in another agent's message.
+    """
+    patterns = an.patterns
+    messages = an.trajectory.messages
+    issues = []
+    first_user = next((i for i, m in enumerate(messages) if m.role == "user"), None)
+    for speech in an.speeches:
+        match = patterns.phantom.search(speech.text)
+        if not match:
+            continue
+        index = speech.message_index
+        if any(a.failed and a.visible_at < index for a in an.actions):
+            continue
+        if _failure_text_before(an, index, first_user, speech.name):
+            continue
+        description = "Refers to an earlier failure, but nothing before this message failed."
+        evidence = f"T{speech.turn}: \"{an.excerpt(_sentence_around(speech.text, match.start()))}\""
+        issues.append(_issue(an, "phantom-failure-reference", speech.turn, "semantic", description, evidence))
+    return issues
+
+
+def _failure_text_before(an: Analysis, index: int, first_user: int | None, speaker: str | None) -> bool:
+    words = an.patterns.prior_failure
+    for i, message in enumerate(an.trajectory.messages[:index]):
+        if message.role == "tool":
+            if message.receipt and words.search(message.receipt.content or ""):
+                return True
+        elif message.role == "user" and i != first_user:
+            if words.search(message.content or ""):
+                return True
+        elif message.role == "assistant" and an.multi_agent and message.name != speaker:
+            if words.search(message.content or ""):
+                return True
+    return False
+
+
+def _sentence_around(text: str, position: int) -> str:
+    starts = [text.rfind(ch, 0, position) for ch in ".!?。！？\n"]
+    start = max(starts) + 1
+    ends = [e for e in (text.find(ch, position) for ch in ".!?。！？\n") if e >= 0]
+    end = min(ends) + 1 if ends else len(text)
+    return text[start:end].strip()
+
+
+# --- plans --------------------------------------------------------------------------------------------
+
+
+def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
+    """A todo item marked completed when no call succeeded while it was in progress, or when the last check
+    in that time failed (the "3/3 done while checks say 1/2" pattern of plan-then-act-lesson.txt).
+
+    Plans come from TodoWrite-style calls (items with a status) and from markdown checklists in assistant
+    text (``- [ ]`` / ``- [x]``). The window of an item runs from the plan update that set it in progress (else
+    the previous plan update) to the update that marks it completed; only receipts seen before the marking count.
+    """
+    issues: list[Issue] = []
+    updates: list[tuple[int, int, list[tuple[str, str, str]]]] = []  # (message index, turn, items)
+    for action in an.actions:
+        if action.is_plan and action.call is not None:
+            updates.append((action.message_index, action.turn, plan_items(action.call)))
+    if not updates:
+        for speech in an.speeches:
+            boxes = _CHECKBOX.findall(speech.text)
+            if boxes:
+                items = [(" ".join(text.lower().split()), text, "pending" if mark == " " else "completed") for mark, text in boxes]
+                updates.append((speech.message_index, speech.turn, items))
+    status: dict[str, str] = {}
+    since: dict[str, int] = {}
+    previous_update = 0
+    for index, turn, items in updates:
+        for key, text, state in items:
+            old = status.get(key)
+            if state == "completed" and old is not None and old != "completed":
+                start = since.get(key, previous_update) if old == "in_progress" else previous_update
+                why, evidence = _unsupported_completion(an, start, index)
+                if why:
+                    description = f"Todo item \"{an.excerpt(text)}\" marked completed, but {why}."
+                    issues.append(_issue(an, "plan-receipt-mismatch", turn, "semantic", description, evidence))
+            if state == "in_progress" and old != "in_progress":
+                since[key] = index
+            status[key] = state
+        previous_update = index
+    return issues
+
+
+def _unsupported_completion(an: Analysis, start: int, marked_at: int) -> tuple[str | None, str]:
+    window = [
+        a for a in an.actions
+        if start <= a.message_index <= marked_at and not a.is_plan and a.visible_at < marked_at
+    ]
+    if not any(a.outcome == "ok" for a in window):
+        if window:
+            return "every call made while it was in progress failed", _receipt_quote(an, window[-1])
+        return "no call was made while it was in progress", "no tool call between the plan updates"
+    checks = [a for a in window if a.is_check] or window
+    last = checks[-1]
+    if last.failed:
+        return f"its last check (T{last.turn}) failed", _receipt_quote(an, last)
+    return None, ""
+
+
+# --- stale evidence -----------------------------------------------------------------------------------
+
+
+def stale_evidence(an: Analysis) -> list[Issue]:
+    """A claim of verification whose last passing check ran on an older version of a file it covered.
+
+    A file is covered by a check when the check names it or when it was written before the check (and is
+    not documentation); it is stale when a successful write to it happened after the check and before the
+    claim, with no check after the write.
+    """
+    issues = []
+    checks = [a for a in an.actions if a.is_check]
+    if not checks:
+        return issues
+    for speech in an.speeches:
+        index = speech.message_index
+        sentence = next((s for s in _claims(speech) if s.is_check_claim), None)
+        if sentence is None:
+            continue
+        seen = [c for c in checks if c.visible_at < index]
+        if not seen or seen[-1].outcome != "ok":
+            continue
+        check = seen[-1]
+        covered = {p for a in an.actions[: check.order] if a.outcome == "ok" for p in a.writes if not is_doc(p)}
+        covered |= {p for a in an.actions if a.writes for p in a.writes if _basename(p) in check.text}
+        stale = next(
+            (a for a in an.actions[check.order + 1 :]
+             if a.outcome == "ok" and a.visible_at < index and any(p in covered for p in a.writes)),
+            None,
+        )
+        if stale is None:
+            continue
+        path = next(p for p in stale.writes if p in covered)
+        description = (
+            f"Claims verification, but {path} was changed at T{stale.turn} after the last passing check "
+            f"(T{check.turn}) and not checked again."
+        )
+        evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{stale.turn} {stale.name} {path}"
+        issues.append(_issue(an, "stale-evidence", speech.turn, "semantic", description, evidence))
+    return issues
+
+
+def _basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+# --- structure ----------------------------------------------------------------------------------------
+
+
+def unpaired_call_id(an: Analysis) -> list[Issue]:
+    """A call without a receipt, a receipt without its call, or a call id used twice."""
+    issues = []
+    for action in an.actions:
+        if action.call is not None and action.receipt is None:
+            issues.append(_issue(
+                an, "unpaired-call-id", action.turn, "code",
+                f"The {action.name} call (id {action.call.id}) has no receipt: its outcome is unknown.",
+                f"T{action.turn} {action.name}: {an.excerpt(action.text)}",
+            ))
+    for call_id, message_index, turn in an.orphan_receipts:
+        content = an.trajectory.messages[message_index].receipt.content  # type: ignore[union-attr]
+        issues.append(_issue(
+            an, "unpaired-call-id", turn, "code",
+            f"A receipt answers call id {call_id}, which no call has.", f"receipt: {an.excerpt(content)}",
+        ))
+    for call_id, turn in an.duplicate_call_ids:
+        issues.append(_issue(
+            an, "unpaired-call-id", turn, "code", f"Call id {call_id} is used more than once.", f"call id {call_id}",
+        ))
+    return issues
+
+
+def budget_exhausted(an: Analysis) -> list[Issue]:
+    """The log marks the budget as exhausted and the trajectory ends without a final answer (capability)."""
+    if not an.trajectory.metadata.budget_exhausted:
+        return []
+    final = an.final_message_index
+    messages = an.trajectory.messages
+    if final is not None:
+        last = messages[final]
+        answered = not last.tool_calls and last.content.strip() and final == len(messages) - 1
+        if answered:
+            return []
+    turn = messages[final].turn if final is not None else None
+    last_text = messages[-1].content if messages else ""
+    return [_issue(
+        an, "budget-exhausted", turn, "capability",
+        "The budget ran out before the agent gave a final answer.",
+        f"last message: {an.excerpt(last_text) or '(a tool call or result)'}",
+    )]
+
+
+DETECTOR_FUNCTIONS: dict[str, DetectorFn] = {
+    "failed-call": failed_call,
+    "repeated-failure": repeated_failure,
+    "environment-fault": environment_fault,
+    "unverified-completion": unverified_completion,
+    "plan-receipt-mismatch": plan_receipt_mismatch,
+    "stale-evidence": stale_evidence,
+    "premature-claim": premature_claim,
+    "phantom-failure-reference": phantom_failure_reference,
+    "unpaired-call-id": unpaired_call_id,
+    "budget-exhausted": budget_exhausted,
+}
