@@ -19,13 +19,14 @@ from collections.abc import Callable
 
 from judge.model import Trajectory
 
-# Detector names of judge.rules that are authenticity checks.
+# Detectors of judge.rules that are authenticity checks, by what they guard:
 AUTHENTICITY_DETECTORS: tuple[str, ...] = (
-    "unpaired-call-id",
-    "unverified-completion",
-    "premature-claim",
-    "failure-as-success",
-    "observation-mismatch",
+    "unverified-completion",  # every completion claim traces to a successful action; no failure told as success
+    "stale-evidence",  # a verification claim rests on a check of the current version of what it covers
+    "premature-claim",  # observations match receipts: no result stated before its receipt exists
+    "phantom-failure-reference",  # no reference to a failure that never happened
+    "plan-receipt-mismatch",  # a plan item marked done is backed by a successful receipt
+    "unpaired-call-id",  # every call has its receipt, every receipt its call, no id used twice
 )
 
 
@@ -73,12 +74,6 @@ def check_tool_arguments(trajectory: Trajectory) -> bool:
     )
 
 
-def check_unique_call_ids(trajectory: Trajectory) -> bool:
-    """No call id is used by two tool calls (the export pairs results by id)."""
-    ids = [call.id for message in trajectory.messages for call in message.tool_calls]
-    return len(ids) == len(set(ids))
-
-
 def check_nonempty_assistant(trajectory: Trajectory) -> bool:
     """Every assistant message says something or calls a tool."""
     return all(
@@ -96,7 +91,6 @@ FORMAT_CHECKS: dict[str, Callable[[Trajectory], bool]] = {
     "format:has-assistant-turn": check_has_assistant_turn,
     "format:role-order": check_roles_order,
     "format:tool-arguments": check_tool_arguments,
-    "format:unique-call-ids": check_unique_call_ids,
     "format:empty-assistant-message": check_nonempty_assistant,
     "format:final-message": check_final_message,
 }
@@ -108,25 +102,17 @@ def format_checks(trajectory: Trajectory) -> list[str]:
 
 
 def authenticity_checks(trajectory: Trajectory) -> list[str]:
-    """Names of the failed authenticity checks (the rules judge's detectors that found something)."""
-    try:
-        from judge.rules import available_detectors, run_detectors  # type: ignore[attr-defined]
-    except ImportError:
-        try:
-            from judge.rules import run_detectors  # type: ignore[attr-defined]
+    """Names of the failed authenticity checks: ``authenticity:<detector>`` for each rules detector that fired.
 
-            available_detectors = None
-        except ImportError:
-            return ["authenticity:unavailable"]
-    names = list(AUTHENTICITY_DETECTORS)
-    if available_detectors is not None:
-        known = set(available_detectors())
-        names = [n for n in names if n in known]
-    failed = []
-    for name in names:
-        if list(run_detectors(trajectory, names=[name])):
-            failed.append(f"authenticity:{name}")
-    return failed
+    The detectors run with the rules judge's bundled config; if the rules judge cannot be imported the gate
+    fails ``authenticity:unavailable`` instead of releasing unchecked data.
+    """
+    try:
+        from judge.rules import run_detectors
+    except ImportError:
+        return ["authenticity:unavailable"]
+    fired = {issue.tag for issue in run_detectors(trajectory, list(AUTHENTICITY_DETECTORS))}
+    return [f"authenticity:{name}" for name in AUTHENTICITY_DETECTORS if name in fired]
 
 
 def release_checks(trajectory: Trajectory) -> list[str]:

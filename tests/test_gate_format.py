@@ -38,8 +38,6 @@ CASES = [
     ("tool after user", [good()[1], good()[3], good()[4]], "fix the bug", ["format:role-order"]),
     ("bad arguments", [good()[1], Message(role="assistant", tool_calls=[call(error="Expecting value")]), good()[3], good()[4]],
      "fix the bug", ["format:tool-arguments"]),
-    ("duplicate call id", [good()[1], Message(role="assistant", tool_calls=[call("c1"), call("c1")]), good()[3], good()[3], good()[4]],
-     "fix the bug", ["format:unique-call-ids"]),
     ("empty assistant", good()[:4] + [Message(role="assistant", content="  "), good()[4]], "fix the bug",
      ["format:empty-assistant-message"]),
     ("ends on tool", good()[:4], "fix the bug", ["format:final-message"]),
@@ -59,3 +57,37 @@ def test_every_format_check_is_exercised_by_a_failing_case() -> None:
 def test_release_checks_include_format_failures() -> None:
     broken = make(good()[:4])
     assert "format:final-message" in release_checks(broken)
+
+
+def test_clean_trajectory_passes_every_gate_check() -> None:
+    assert release_checks(make(good())) == []
+
+
+AUTHENTICITY_CASES = [
+    (
+        "failed receipt told as success",
+        [good()[1], Message(role="assistant", tool_calls=[call("c1", "bash", {"cmd": "pytest"})]),
+         Message(role="tool", receipt=Receipt(call_id="c1", content="FAILED tests/test_a.py::test_x - AssertionError\n1 failed",
+                                              is_error=True, exit_code=1)),
+         Message(role="assistant", content="All tests passed, the bug is fixed.")],
+        "authenticity:unverified-completion",
+    ),
+    (
+        "call without receipt",
+        [good()[1], Message(role="assistant", tool_calls=[call("c9")]),
+         Message(role="assistant", content="Listed the files.")],
+        "authenticity:unpaired-call-id",
+    ),
+    (
+        "call id used twice",
+        [good()[1], Message(role="assistant", tool_calls=[call("c1"), call("c1")]), good()[3], good()[3], good()[4]],
+        "authenticity:unpaired-call-id",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "messages", "failed"), AUTHENTICITY_CASES, ids=[c[0] for c in AUTHENTICITY_CASES])
+def test_authenticity_checks_reuse_the_rules_detectors(name, messages, failed) -> None:
+    checks = release_checks(make(messages))
+    assert failed in checks
+    assert all(c.startswith(("format:", "authenticity:")) for c in checks)
