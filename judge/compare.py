@@ -1,0 +1,499 @@
+"""``judge compare``: continuation arms (e.g. guided vs unguided) judged on the same scale, pair by pair.
+
+A continuation trajectory carries DESIGN.md's metadata keys: ``arm``, ``source_id`` and ``branch_turn``
+(the trajectory it branched from and the turn it branched after), optionally ``target_issue`` (the issue the
+guidance addressed, as text), ``budget_exhausted`` and ``usage``. Pairs are formed by
+(``source_id``, ``branch_turn``) across arms; a continuation without a partner is listed, never dropped.
+
+Per pair and arm: the score; whether the targeted error recurs in the arm's suffix (the turns after
+``branch_turn``), decided by the panel's own clustering link score (:func:`recurs`); the other majority
+issues of the suffix; the generation tokens of the suffix; budget exhaustion.
+
+Aggregates per (treatment arm, baseline arm):
+
+- wins/ties/losses of the score; mean score difference with a paired bootstrap 95% interval (percentile,
+  seeded, so the same input gives the same interval); an exact two-sided sign test on wins vs losses, ties
+  excluded (the usual convention: a tie says nothing about direction);
+- target-error recurrence rate per arm, over every pair with a target (budget-exhausted pairs included);
+- suffix-token difference with its bootstrap interval; budget-exhausted counts.
+
+Tokens (:func:`suffix_tokens`): the output tokens of assistant messages after ``branch_turn``, from
+per-message usage. When no message of the suffix reports usage, the trajectory's metadata ``usage``
+output tokens are used instead: for a continuation the prefix was restored, not generated, so its recorded
+generation is the suffix's. The source (``message``/``metadata``) is kept beside the number.
+
+Noise floor (:func:`noise_floor`): the turns up to ``branch_turn`` are identical in both arms, so any
+difference between the two arms' majority issues there is judge variation, not a difference of the arms.
+It is only measurable when both arms were judged with more than one pass.
+
+Pairs with an unscored arm have no score difference: they are counted in ``unscored`` and stay in the
+recurrence, token and budget figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judge import rundir
+from judge.model import Trajectory
+from judge.schema import Cluster, Issue, ScoreRow
+
+BOOTSTRAP_RESAMPLES = 10_000
+SIGNIFICANCE = 0.05
+
+
+# --- statistics (pure) ---------------------------------------------------------------------------
+
+
+def paired_bootstrap_ci(differences: Sequence[float], seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
+                        level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean of paired differences (resampling pairs). None if empty."""
+    values = np.asarray(list(differences), dtype=np.float64)
+    if values.size == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Exact two-sided sign test (binomial, p = 1/2) on wins vs losses; ties are excluded by the caller."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2.0 * tail)
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+# --- per-arm facts -----------------------------------------------------------------------------
+
+
+@dataclass
+class ArmRecord:
+    """One continuation trajectory with what its run says about it."""
+
+    trajectory: Trajectory
+    score: ScoreRow | None
+    clusters: list[Cluster]
+    panel_size: int
+
+    @property
+    def arm(self) -> str | None:
+        return self.trajectory.metadata.arm
+
+    @property
+    def key(self) -> tuple[str, int] | None:
+        meta = self.trajectory.metadata
+        if meta.source_id is None or meta.branch_turn is None:
+            return None
+        return meta.source_id, meta.branch_turn
+
+    def majority(self) -> list[Cluster]:
+        return [c for c in self.clusters if c.majority]
+
+
+def suffix_tokens(trajectory: Trajectory, branch_turn: int) -> tuple[int | None, str | None]:
+    """Generation (output) tokens of the turns after ``branch_turn`` and where the number came from."""
+    total: int | None = None
+    for message in trajectory.messages:
+        if message.role == "assistant" and (message.turn or 0) > branch_turn and message.usage is not None:
+            if message.usage.output_tokens is not None:
+                total = (total or 0) + message.usage.output_tokens
+    if total is not None:
+        return total, "message"
+    usage = trajectory.metadata.usage
+    if usage is not None and usage.output_tokens is not None:
+        return usage.output_tokens, "metadata"
+    return None, None
+
+
+def cluster_issue(cluster: Cluster) -> Issue:
+    """A cluster as one issue (its medoid description and member-rule fields) for link scoring."""
+    evidence = next((m.issue.evidence for m in cluster.members if m.issue.evidence), "")
+    return Issue(turn=cluster.turn, category=cluster.category, severity=cluster.severity,
+                 description=cluster.description, evidence=evidence, tag=cluster.tag)
+
+
+class LinkScorer:
+    """The panel clusterer's pairwise link score (judge.cluster), with embeddings computed once per text."""
+
+    def __init__(self, config: Any, embedder: Any) -> None:
+        self.config = config
+        self.embedder = embedder
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def _vector(self, text: str) -> np.ndarray | None:
+        if self.embedder is None or self.config.weights.get("text", 0.0) == 0.0:
+            return None
+        if text not in self._vectors:
+            self._vectors[text] = self.embedder.embed([text])[0]
+        return self._vectors[text]
+
+    def score(self, a: Issue, b: Issue, category_known: bool = True) -> float:
+        """Link score of two issues; with ``category_known=False`` the category feature counts as unknown (0)."""
+        from judge.cluster import FEATURES, description_text, pair_features
+
+        va, vb = self._vector(description_text(a)), self._vector(description_text(b))
+        cosine = float(np.clip(va @ vb, -1.0, 1.0)) if va is not None and vb is not None else 0.0
+        features = pair_features(a, b, cosine, self.config.turn_window)
+        if not category_known:
+            features[FEATURES.index("category")] = 0.0
+        return float(features @ self.config.weight_vector() + self.config.bias)
+
+    def same_defect(self, a: Issue, b: Issue, category_known: bool = True) -> bool:
+        return self.score(a, b, category_known) >= self.config.threshold
+
+
+def recurs(target: str, suffix: Sequence[Cluster], scorer: LinkScorer) -> tuple[bool, list[str]]:
+    """Does the targeted error recur among the suffix's majority issues? Returns the verdict and the ids matched.
+
+    The target is only text: its turn is unknown (so the turn features are 0, as for any issue without a
+    turn) and so is its category (the category feature is 0). The match is the panel clusterer's link
+    score against its threshold, so "recurs" means "the clusterer would put them in one cluster".
+    """
+    matched = []
+    for cluster in suffix:
+        candidate = cluster_issue(cluster)
+        probe = Issue(turn=None, category=candidate.category, severity=candidate.severity, description=target)
+        if scorer.same_defect(probe, candidate, category_known=False):
+            matched.append(cluster.cluster)
+    return bool(matched), matched
+
+
+@dataclass
+class ArmOutcome:
+    """What ``compare.json`` says about one arm of one pair."""
+
+    trajectory_id: str
+    score: int | None
+    target_recurred: bool | None
+    recurred_clusters: list[str]
+    new_issues: list[dict[str, Any]]
+    suffix_issue_count: int
+    prefix_issue_count: int
+    suffix_tokens: int | None
+    tokens_source: str | None
+    budget_exhausted: bool
+    valid_passes: int
+    panel_size: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def arm_outcome(record: ArmRecord, branch_turn: int, target: str | None, scorer: LinkScorer | None) -> ArmOutcome:
+    """Score, recurrence, new issues, tokens and budget of one arm after ``branch_turn``."""
+    majority = record.majority()
+    suffix = [c for c in majority if c.turn is not None and c.turn > branch_turn and c.category != "environment"]
+    prefix = [c for c in majority if c.turn is not None and c.turn <= branch_turn and c.category != "environment"]
+    recurred: bool | None = None
+    matched: list[str] = []
+    if target and scorer is not None:
+        recurred, matched = recurs(target, suffix, scorer)
+    tokens, source = suffix_tokens(record.trajectory, branch_turn)
+    score = record.score
+    return ArmOutcome(
+        trajectory_id=record.trajectory.id,
+        score=score.score if score else None,
+        target_recurred=recurred,
+        recurred_clusters=matched,
+        new_issues=[{"cluster": c.cluster, "turn": c.turn, "category": c.category, "severity": c.severity,
+                     "description": c.description} for c in suffix if c.cluster not in matched],
+        suffix_issue_count=len(suffix),
+        prefix_issue_count=len(prefix),
+        suffix_tokens=tokens,
+        tokens_source=source,
+        budget_exhausted=bool(record.trajectory.metadata.budget_exhausted),
+        valid_passes=score.valid_passes if score else 0,
+        panel_size=record.panel_size,
+    )
+
+
+# --- pairing -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Pairing:
+    groups: dict[tuple[str, int], dict[str, ArmRecord]] = field(default_factory=dict)
+    unmatched: list[dict[str, Any]] = field(default_factory=list)
+
+
+def pair_records(records: Iterable[ArmRecord], arms: Sequence[str]) -> Pairing:
+    """Group by (source_id, branch_turn); keep groups that have every arm in ``arms``; list the rest."""
+    grouped: dict[tuple[str, int], dict[str, ArmRecord]] = defaultdict(dict)
+    pairing = Pairing()
+    for record in records:
+        key = record.key
+        if key is None or not record.arm:
+            missing = [n for n, v in (("arm", record.arm), ("source_id", record.trajectory.metadata.source_id),
+                                      ("branch_turn", record.trajectory.metadata.branch_turn)) if v is None]
+            pairing.unmatched.append({"trajectory_id": record.trajectory.id, "reason": f"no {', '.join(missing)} in metadata"})
+            continue
+        if record.arm in grouped[key]:
+            pairing.unmatched.append({"trajectory_id": record.trajectory.id, "arm": record.arm, "source_id": key[0],
+                                      "branch_turn": key[1],
+                                      "reason": f"second {record.arm!r} continuation of this source and turn "
+                                                f"(first: {grouped[key][record.arm].trajectory.id})"})
+            continue
+        grouped[key][record.arm] = record
+    for key in sorted(grouped):
+        group = grouped[key]
+        if all(arm in group for arm in arms):
+            pairing.groups[key] = group
+            continue
+        for arm, record in sorted(group.items()):
+            absent = [a for a in arms if a not in group]
+            pairing.unmatched.append({"trajectory_id": record.trajectory.id, "arm": arm, "source_id": key[0],
+                                      "branch_turn": key[1], "reason": f"no {', '.join(absent)} continuation to pair with"})
+    return pairing
+
+
+def choose_baseline(arms: Sequence[str], baseline: str | None = None) -> str:
+    """The reference arm: the one named, else ``unguided`` when present, else the first in sorted order."""
+    if baseline is not None:
+        if baseline not in arms:
+            raise ValueError(f"--baseline {baseline!r} is not an arm of the input (arms: {', '.join(arms)})")
+        return baseline
+    return "unguided" if "unguided" in arms else sorted(arms)[0]
+
+
+# --- noise floor ---------------------------------------------------------------------------------
+
+
+def prefix_disagreement(a: ArmRecord, b: ArmRecord, branch_turn: int, scorer: LinkScorer | None) -> int:
+    """Majority issues on the shared prefix found in one arm's judgment with no counterpart in the other's.
+
+    Counterparts are matched one-to-one by the clusterer's link score (turns are comparable here: the
+    prefix is the same trajectory). Without a scorer, issues are matched on (turn, category).
+    """
+    def prefix(record: ArmRecord) -> list[Cluster]:
+        return [c for c in record.majority() if c.turn is not None and c.turn <= branch_turn and c.category != "environment"]
+
+    left, right = prefix(a), prefix(b)
+    used: set[int] = set()
+    matched = 0
+    for cluster in left:
+        for index, other in enumerate(right):
+            if index in used:
+                continue
+            same = (scorer.same_defect(cluster_issue(cluster), cluster_issue(other)) if scorer is not None
+                    else (cluster.turn, cluster.category) == (other.turn, other.category))
+            if same:
+                used.add(index)
+                matched += 1
+                break
+    return (len(left) - matched) + (len(right) - matched)
+
+
+def noise_floor(pairs: Sequence[tuple[ArmRecord, ArmRecord, int]], scorer: LinkScorer | None) -> dict[str, Any]:
+    """How much the judge's majority issues move on facts both arms share (the prefix up to the branch).
+
+    ``mean_count_change``: mean |prefix majority count of A - of B| per pair (comparable with a difference
+    in issue counts). ``mean_unmatched``: mean number of prefix issues without a counterpart per pair.
+    Only estimated when both arms of every pair were judged with more than one pass.
+    """
+    judged = [(a, b, t) for a, b, t in pairs if a.panel_size > 1 and b.panel_size > 1]
+    if not pairs or len(judged) < len(pairs):
+        return {"estimated": False, "reason": "needs both arms judged with more than one pass", "pairs": len(judged)}
+    changes = [abs(a_out - b_out) for a_out, b_out in (
+        (sum(1 for c in a.majority() if c.turn is not None and c.turn <= t and c.category != "environment"),
+         sum(1 for c in b.majority() if c.turn is not None and c.turn <= t and c.category != "environment"))
+        for a, b, t in judged)]
+    unmatched = [prefix_disagreement(a, b, t, scorer) for a, b, t in judged]
+    return {"estimated": True, "pairs": len(judged), "mean_count_change": float(np.mean(changes)),
+            "mean_unmatched": float(np.mean(unmatched))}
+
+
+# --- the comparison ------------------------------------------------------------------------------
+
+
+def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 0,
+                 resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+    """Aggregate (treatment, baseline) outcomes of complete pairs into the summary figures."""
+    scored = [(t.score, b.score) for t, b in outcomes if t.score is not None and b.score is not None]
+    differences = [float(t - b) for t, b in scored]
+    wins = sum(d > 0 for d in differences)
+    losses = sum(d < 0 for d in differences)
+    ties = sum(d == 0 for d in differences)
+    p_value = sign_test(wins, losses)
+    ci = paired_bootstrap_ci(differences, seed=seed, resamples=resamples)
+
+    token_pairs = [(t.suffix_tokens, b.suffix_tokens) for t, b in outcomes
+                   if t.suffix_tokens is not None and b.suffix_tokens is not None]
+    token_diffs = [float(t - b) for t, b in token_pairs]
+
+    def recurrence(side: int) -> dict[str, Any]:
+        flags = [pair[side].target_recurred for pair in outcomes if pair[side].target_recurred is not None]
+        return {"recurred": sum(flags), "pairs": len(flags), "rate": (sum(flags) / len(flags)) if flags else None}
+
+    issue_diffs = [float(t.suffix_issue_count - b.suffix_issue_count) for t, b in outcomes]
+    mean_diff = mean_or_none(differences)
+    evidence = bool(ci is not None and (ci[0] > 0 or ci[1] < 0) and p_value < SIGNIFICANCE)
+    return {
+        "pairs": len(outcomes),
+        "scored_pairs": len(scored),
+        "unscored_pairs": len(outcomes) - len(scored),
+        "wins": wins, "ties": ties, "losses": losses,
+        "mean_score_difference": mean_diff,
+        "score_difference_ci95": list(ci) if ci else None,
+        "sign_test_p": p_value,
+        "evidence_of_difference": evidence,
+        "target_recurrence": {"treatment": recurrence(0), "baseline": recurrence(1)},
+        "suffix_tokens": {
+            "pairs_with_tokens": len(token_pairs),
+            "treatment_mean": mean_or_none([float(t) for t, _ in token_pairs]),
+            "baseline_mean": mean_or_none([float(b) for _, b in token_pairs]),
+            "mean_difference": mean_or_none(token_diffs),
+            "difference_ci95": (lambda c: list(c) if c else None)(paired_bootstrap_ci(token_diffs, seed=seed, resamples=resamples)),
+        },
+        "suffix_issue_difference": mean_or_none(issue_diffs),
+        "budget_exhausted": {"treatment": sum(t.budget_exhausted for t, _ in outcomes),
+                             "baseline": sum(b.budget_exhausted for _, b in outcomes)},
+    }
+
+
+def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list[str]:
+    """Plain-language reading of the figures: says plainly when a difference is not evidence of improvement."""
+    lines: list[str] = []
+    n = summary["scored_pairs"]
+    mean = summary["mean_score_difference"]
+    ci = summary["score_difference_ci95"]
+    p = summary["sign_test_p"]
+    if not n:
+        return [f"No pair has a score in both arms, so nothing can be said about {treatment} vs {baseline}."]
+    direction = "higher" if mean > 0 else "lower" if mean < 0 else "the same"
+    lines.append(
+        f"{treatment} scored {abs(mean):.2f} points {direction} than {baseline} on average over {n} pairs "
+        f"(95% interval {ci[0]:+.2f} to {ci[1]:+.2f}; sign test p = {p:.3f}, "
+        f"{summary['wins']} wins / {summary['ties']} ties / {summary['losses']} losses)."
+    )
+    if summary["evidence_of_difference"]:
+        better = treatment if mean > 0 else baseline
+        lines.append(f"The interval excludes 0 and p < {SIGNIFICANCE}: this is evidence that {better} scores higher.")
+    else:
+        reasons = []
+        if ci[0] <= 0 <= ci[1]:
+            reasons.append("the interval includes 0")
+        if p >= SIGNIFICANCE:
+            reasons.append(f"the sign test gives p >= {SIGNIFICANCE}")
+        lines.append(f"This is NOT evidence that {treatment} is better than {baseline}: {' and '.join(reasons)}."
+                     + (f" With {n} pairs only a large, consistent difference could show." if n < 20 else ""))
+    noise = summary.get("noise_floor") or {}
+    issue_diff = summary.get("suffix_issue_difference")
+    if noise.get("estimated") and issue_diff is not None:
+        floor = noise["mean_count_change"]
+        relation = "exceeds" if abs(issue_diff) > floor else "does not exceed"
+        lines.append(
+            f"Noise floor: on the shared prefix (identical in both arms) the judge's majority issue count moves by "
+            f"{floor:.2f} per pair between the two judgments ({noise['mean_unmatched']:.2f} issues per pair without a "
+            f"counterpart). The measured difference after the branch, {issue_diff:+.2f} issues per pair, {relation} it."
+        )
+    elif noise:
+        lines.append(f"Noise floor not estimated: {noise.get('reason', 'not enough passes')}.")
+    return lines
+
+
+@dataclass
+class CompareResult:
+    arms: list[str]
+    baseline: str
+    pairs: list[dict[str, Any]]
+    unmatched: list[dict[str, Any]]
+    comparisons: list[dict[str, Any]]
+    settings: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pairs": self.pairs,
+            "summary": {"arms": self.arms, "baseline": self.baseline, "comparisons": self.comparisons,
+                        "unmatched": self.unmatched, "settings": self.settings},
+        }
+
+
+def compare_records(records: Sequence[ArmRecord], scorer: LinkScorer | None, baseline: str | None = None,
+                    seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> CompareResult:
+    """Pair the records, compute every pair's arm outcomes and each arm's comparison with the baseline."""
+    arms = sorted({r.arm for r in records if r.arm})
+    if len(arms) < 2:
+        raise ValueError(f"need continuations of at least two arms (metadata 'arm'); found {arms or 'none'}")
+    reference = choose_baseline(arms, baseline)
+    pairing = pair_records(records, arms)
+    pairs: list[dict[str, Any]] = []
+    outcome_by_key: dict[tuple[str, int], dict[str, ArmOutcome]] = {}
+    for (source_id, branch_turn), group in pairing.groups.items():
+        target = next((group[a].trajectory.metadata.target_issue for a in arms if group[a].trajectory.metadata.target_issue), None)
+        outcomes = {arm: arm_outcome(group[arm], branch_turn, target, scorer) for arm in arms}
+        outcome_by_key[(source_id, branch_turn)] = outcomes
+        pairs.append({"source_id": source_id, "branch_turn": branch_turn, "target_issue": target,
+                      "arms": {arm: o.as_dict() for arm, o in outcomes.items()}})
+    comparisons = []
+    for treatment in [a for a in arms if a != reference]:
+        duo = [(o[treatment], o[reference]) for o in outcome_by_key.values()]
+        summary = compare_arms(duo, seed=seed, resamples=resamples)
+        summary["noise_floor"] = noise_floor(
+            [(g[treatment], g[reference], key[1]) for key, g in pairing.groups.items()], scorer)
+        summary.update({"treatment": treatment, "baseline": reference})
+        summary["verdict"] = verdict_text(treatment, reference, summary)
+        comparisons.append(summary)
+    return CompareResult(arms=arms, baseline=reference, pairs=pairs, unmatched=pairing.unmatched,
+                         comparisons=comparisons, settings={"seed": seed, "bootstrap_resamples": resamples,
+                                                            "significance": SIGNIFICANCE})
+
+
+# --- reading runs --------------------------------------------------------------------------------
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and (path / rundir.TRAJECTORIES).exists() and (path / rundir.SCORES).exists()
+
+
+def load_records(run_dir: Path) -> list[ArmRecord]:
+    """Every trajectory of a scored run with its score row, its clusters and the panel size."""
+    from judge.pipeline import read_manifest, read_trajectories
+
+    run_dir = Path(run_dir)
+    if not is_run_dir(run_dir):
+        raise FileNotFoundError(f"{run_dir}: not a scored run directory (needs trajectories.jsonl and scores.jsonl)")
+    manifest = read_manifest(run_dir)
+    scores = {row.trajectory_id: row for row in rundir.read_jsonl(run_dir / rundir.SCORES, ScoreRow)}
+    clusters: dict[str, list[Cluster]] = defaultdict(list)
+    if (run_dir / rundir.CLUSTERS).exists():
+        for cluster in rundir.read_jsonl(run_dir / rundir.CLUSTERS, Cluster):
+            clusters[cluster.trajectory_id].append(cluster)
+    planned = (manifest.get("panel") or {}).get("size")
+    records = []
+    for trajectory in read_trajectories(run_dir):
+        score = scores.get(trajectory.id)
+        panel_size = int(planned) if planned else (score.panel_size if score else 1)
+        records.append(ArmRecord(trajectory=trajectory, score=score, clusters=clusters.get(trajectory.id, []),
+                                 panel_size=panel_size))
+    return records
+
+
+def make_scorer(run_dirs: Sequence[Path], cluster_options: dict[str, Any] | None = None,
+                cache_dir: Path | None = None) -> LinkScorer:
+    """The link scorer of the first run's clustering settings (run.json ``cluster``), or the given options.
+
+    Embeddings are cached in ``cache_dir``'s store (the compare output), never in the input runs.
+    """
+    from judge.cluster import ClusterConfig
+    from judge.embed import make_embedder
+    from judge.pipeline import read_manifest
+
+    manifest = read_manifest(Path(run_dirs[0])) if run_dirs else {}
+    config = ClusterConfig.from_options(cluster_options or manifest.get("cluster") or {})
+    embedder = make_embedder(config.embedder, run_dir=cache_dir)
+    return LinkScorer(config, embedder)

@@ -1,0 +1,245 @@
+"""`judge compare`: pairing, per-arm outcomes, paired statistics, noise floor and the plain-language verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scipy.stats import binomtest
+
+from judge import rundir
+from judge.cluster import ClusterConfig
+from judge.compare import (
+    ArmRecord,
+    LinkScorer,
+    arm_outcome,
+    choose_baseline,
+    compare_arms,
+    compare_records,
+    load_records,
+    noise_floor,
+    pair_records,
+    paired_bootstrap_ci,
+    recurs,
+    sign_test,
+    suffix_tokens,
+)
+from judge.embed import LexicalEmbedder
+from judge.model import Message, Trajectory, TrajectoryMetadata, Usage, number_turns
+from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
+
+
+@pytest.fixture(scope="module")
+def scorer() -> LinkScorer:
+    # The lexical embedder keeps the test model-free; the link score and threshold are the panel's defaults.
+    return LinkScorer(ClusterConfig(embedder="lexical"), LexicalEmbedder())
+
+
+def continuation(tid: str, arm: str, source: str = "s1", branch: int = 2, turns: int = 5, target: str | None = None,
+                 usage: list[int | None] | None = None, meta_usage: int | None = None, budget: bool = False) -> Trajectory:
+    messages = [Message(role="user", content="task")]
+    for t in range(1, turns + 1):
+        tokens = usage[t - 1] if usage else None
+        messages.append(Message(role="assistant", content=f"step {t}",
+                                usage=Usage(output_tokens=tokens) if tokens is not None else None))
+    return Trajectory(id=tid, query="task", query_id="q", messages=number_turns(messages),
+                      metadata=TrajectoryMetadata(source_format="openai", arm=arm, source_id=source, branch_turn=branch,
+                                                  target_issue=target, budget_exhausted=budget,
+                                                  usage=Usage(output_tokens=meta_usage) if meta_usage is not None else None))
+
+
+def cluster(tid: str, cid: str, turn: int | None, description: str, category: str = "code", votes: int = 2,
+            panel: int = 3) -> Cluster:
+    issue = Issue(turn=turn, category=category, severity="severe", description=description)  # type: ignore[arg-type]
+    members = [ClusterMember(pass_key=f"p{i}", issue_index=0, issue=issue) for i in range(votes)]
+    return Cluster(trajectory_id=tid, cluster=cid, members=members, votes=votes, panel_size=panel,
+                   majority=votes >= panel // 2 + 1, turn=turn, category=category, severity="severe",  # type: ignore[arg-type]
+                   description=description)
+
+
+def record(trajectory: Trajectory, score: int | None, clusters: list[Cluster] = (), panel: int = 3) -> ArmRecord:
+    row = ScoreRow(trajectory_id=trajectory.id, score=score, reason="r", release=False, panel_size=panel,
+                   valid_passes=panel if score is not None else 0)
+    return ArmRecord(trajectory=trajectory, score=row, clusters=list(clusters), panel_size=panel)
+
+
+# --- statistics ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("wins", "losses"), [(7, 1), (5, 5), (9, 0), (3, 0), (10, 2), (0, 4), (12, 30)])
+def test_sign_test_equals_the_exact_binomial_test(wins, losses):
+    assert sign_test(wins, losses) == pytest.approx(binomtest(wins, wins + losses, 0.5).pvalue)
+
+
+def test_sign_test_with_no_decided_pairs_is_uninformative():
+    assert sign_test(0, 0) == 1.0
+
+
+def test_bootstrap_is_seeded_and_brackets_the_mean():
+    diffs = [1, 0, 1, 2, -1, 0, 1, 1, 0, 1]
+    first = paired_bootstrap_ci(diffs, seed=3)
+    assert first == paired_bootstrap_ci(diffs, seed=3)
+    continuous = [0.3, -1.7, 2.2, 0.9, 1.4, -0.2, 0.05]
+    assert paired_bootstrap_ci(continuous, seed=3) != paired_bootstrap_ci(continuous, seed=4)
+    low, high = first
+    assert low < sum(diffs) / len(diffs) < high
+    assert paired_bootstrap_ci([], seed=0) is None
+    assert paired_bootstrap_ci([2.0, 2.0], seed=0) == (2.0, 2.0)
+
+
+# --- per-arm facts -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("usage", "meta", "expected"),
+    [
+        ([50, 60, 70, 80, 90], None, (240, "message")),  # only turns 3..5 (after branch turn 2)
+        ([50, 60, None, None, None], 999, (999, "metadata")),  # no suffix message usage: metadata fallback
+        (None, 300, (300, "metadata")),
+        (None, None, (None, None)),
+    ],
+)
+def test_suffix_tokens(usage, meta, expected):
+    assert suffix_tokens(continuation("t", "guided", usage=usage, meta_usage=meta), 2) == expected
+
+
+def test_target_recurrence_uses_the_clusterer_link_score_not_exact_text(scorer):
+    suffix = [cluster("t", "c1", 4, "The agent called edit_file with a path that does not exist again.")]
+    recurred, matched = recurs("Called edit_file with a path that does not exist", suffix, scorer)
+    assert recurred and matched == ["c1"]
+    unrelated, _ = recurs("Claimed the tests pass without running them", suffix, scorer)
+    assert not unrelated
+
+
+def test_arm_outcome_splits_prefix_and_suffix_and_keeps_budget(scorer):
+    trajectory = continuation("g1", "guided", target="edit_file on a missing path", budget=True, usage=[1, 1, 5, 5, 5])
+    clusters = [
+        cluster("g1", "c0", 2, "edit_file on a missing path"),  # prefix: the original error, not a recurrence
+        cluster("g1", "c1", 4, "Ran the wrong test command", category="semantic"),
+        cluster("g1", "c2", 5, "minority", votes=1),
+        cluster("g1", "c3", 5, "network down", category="environment"),
+    ]
+    outcome = arm_outcome(record(trajectory, 2, clusters), 2, trajectory.metadata.target_issue, scorer)
+    assert outcome.target_recurred is False
+    assert [i["cluster"] for i in outcome.new_issues] == ["c1"]
+    assert (outcome.prefix_issue_count, outcome.suffix_issue_count) == (1, 1)
+    assert (outcome.suffix_tokens, outcome.budget_exhausted) == (15, True)
+    no_target = arm_outcome(record(trajectory, 2, clusters), 2, None, scorer)
+    assert no_target.target_recurred is None
+
+
+# --- pairing -------------------------------------------------------------------------------------
+
+
+def test_pairs_by_source_and_branch_turn_and_lists_the_unmatched():
+    records = [
+        record(continuation("g1", "guided", "s1", 2), 4), record(continuation("u1", "unguided", "s1", 2), 3),
+        record(continuation("g2", "guided", "s1", 3), 4),  # same source, other branch turn: no partner
+        record(continuation("u1b", "unguided", "s1", 2), 3),  # a second unguided run of the same pair
+        record(continuation("x", "guided", "s2", 1).model_copy(update={"metadata": TrajectoryMetadata(source_format="x")}), 4),
+    ]
+    pairing = pair_records(records, ["guided", "unguided"])
+    assert list(pairing.groups) == [("s1", 2)]
+    reasons = {u["trajectory_id"]: u["reason"] for u in pairing.unmatched}
+    assert reasons["g2"] == "no unguided continuation to pair with"
+    assert reasons["u1b"].startswith("second 'unguided' continuation")
+    assert reasons["x"] == "no arm, source_id, branch_turn in metadata"
+
+
+@pytest.mark.parametrize(
+    ("arms", "named", "expected"),
+    [(["guided", "unguided"], None, "unguided"), (["a", "b"], None, "a"), (["a", "b"], "b", "b")],
+)
+def test_choose_baseline(arms, named, expected):
+    assert choose_baseline(arms, named) == expected
+
+
+def test_choose_baseline_rejects_an_unknown_arm():
+    with pytest.raises(ValueError, match="not an arm"):
+        choose_baseline(["a", "b"], "c")
+
+
+# --- aggregates and words ------------------------------------------------------------------------
+
+
+def ten_pairs(scores: list[tuple[int | None, int | None]], panel: int = 3, prefix_flip: bool = False) -> list[ArmRecord]:
+    records = []
+    for i, (g, u) in enumerate(scores):
+        gc = [cluster(f"g{i}", "p", 1, "shared prefix defect")]
+        uc = [] if prefix_flip and i % 2 else [cluster(f"u{i}", "p", 1, "shared prefix defect")]
+        uc.append(cluster(f"u{i}", "t", 4, "edit_file on a missing path, again"))
+        records.append(record(continuation(f"g{i}", "guided", f"s{i}", 2, target="edit_file on a missing path",
+                                           usage=[0, 0, 10, 10, 10], budget=i == 0), g, gc, panel))
+        records.append(record(continuation(f"u{i}", "unguided", f"s{i}", 2, usage=[0, 0, 20, 20, 20]), u, uc, panel))
+    return records
+
+
+def test_small_consistent_looking_gain_is_reported_as_not_evidence(scorer):
+    # 6 wins, 2 ties, 2 losses of 10: mean +0.4, sign test p = 0.29 -> not evidence.
+    scores = [(4, 3)] * 6 + [(3, 3)] * 2 + [(2, 3)] * 2
+    result = compare_records(ten_pairs(scores), scorer, seed=0)
+    (summary,) = result.comparisons
+    assert (summary["wins"], summary["ties"], summary["losses"]) == (6, 2, 2)
+    assert summary["mean_score_difference"] == pytest.approx(0.4)
+    assert summary["sign_test_p"] == pytest.approx(binomtest(6, 8, 0.5).pvalue)
+    assert summary["evidence_of_difference"] is False
+    assert any("NOT evidence that guided is better than unguided" in line for line in summary["verdict"])
+    assert summary["target_recurrence"] == {"treatment": {"recurred": 0, "pairs": 10, "rate": 0.0},
+                                            "baseline": {"recurred": 10, "pairs": 10, "rate": 1.0}}
+    assert summary["suffix_tokens"]["mean_difference"] == -30.0
+    assert summary["suffix_tokens"]["difference_ci95"] == [-30.0, -30.0]
+    assert summary["budget_exhausted"] == {"treatment": 1, "baseline": 0}
+    assert result.baseline == "unguided"
+    pair = result.pairs[0]
+    assert set(pair) >= {"source_id", "branch_turn", "arms"}
+    assert set(pair["arms"]["guided"]) >= {"score", "target_recurred", "suffix_tokens", "budget_exhausted"}
+
+
+def test_clear_gain_is_reported_as_evidence(scorer):
+    result = compare_records(ten_pairs([(4, 2)] * 9 + [(3, 3)]), scorer, seed=0)
+    (summary,) = result.comparisons
+    assert summary["sign_test_p"] == pytest.approx(2 / 2**9)
+    assert summary["score_difference_ci95"][0] > 0
+    assert summary["evidence_of_difference"] is True
+    assert any("evidence that guided scores higher" in line for line in summary["verdict"])
+
+
+def test_unscored_arm_is_counted_not_dropped(scorer):
+    result = compare_records(ten_pairs([(4, 3), (None, 3), (4, None)]), scorer)
+    (summary,) = result.comparisons
+    assert (summary["pairs"], summary["scored_pairs"], summary["unscored_pairs"]) == (3, 1, 2)
+    assert summary["target_recurrence"]["baseline"]["pairs"] == 3
+
+
+def test_noise_floor_needs_more_than_one_pass_and_measures_prefix_flips(scorer):
+    single = compare_records(ten_pairs([(4, 3)] * 4, panel=1), scorer).comparisons[0]["noise_floor"]
+    assert single["estimated"] is False
+    stable = compare_records(ten_pairs([(4, 3)] * 4), scorer).comparisons[0]
+    assert stable["noise_floor"] == {"estimated": True, "pairs": 4, "mean_count_change": 0.0, "mean_unmatched": 0.0}
+    assert stable["suffix_issue_difference"] == -1.0
+    assert any("-1.00 issues per pair, exceeds it" in line for line in stable["verdict"])
+    flipping = compare_records(ten_pairs([(4, 3)] * 4, prefix_flip=True), scorer).comparisons[0]
+    assert flipping["noise_floor"]["mean_count_change"] == 0.5
+    assert flipping["noise_floor"]["mean_unmatched"] == 0.5
+
+
+def test_a_single_arm_is_an_error(scorer):
+    with pytest.raises(ValueError, match="at least two arms"):
+        compare_records([record(continuation("g", "guided"), 4)], scorer)
+
+
+def test_load_records_reads_a_scored_run(tmp_path: Path):
+    records = ten_pairs([(4, 3), (3, 3)])
+    run = tmp_path / "run"
+    rundir.write_jsonl(run / rundir.TRAJECTORIES, [r.trajectory for r in records])
+    rundir.write_jsonl(run / rundir.SCORES, [r.score for r in records])
+    rundir.write_jsonl(run / rundir.CLUSTERS, [c for r in records for c in r.clusters])
+    rundir.write_json(run / rundir.MANIFEST, {"panel": {"size": 3}})
+    loaded = load_records(run)
+    assert [r.trajectory.id for r in loaded] == [r.trajectory.id for r in records]
+    assert all(r.panel_size == 3 for r in loaded)
+    assert [len(r.clusters) for r in loaded] == [len(r.clusters) for r in records]
+    with pytest.raises(FileNotFoundError, match="not a scored run"):
+        load_records(tmp_path / "nothing")
+    json.dumps(compare_arms([], seed=0))  # an empty comparison still serialises
