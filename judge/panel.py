@@ -1,0 +1,420 @@
+"""The judge panel: plan the passes, run them concurrently and safely, cache every call, resume after a kill.
+
+``plan_passes(config)`` turns the configured judges into passes: ``--judge a --judge b --judge c`` is one
+pass each; one judge with ``--passes N`` is N passes; one LLM judge alone defaults to 3 passes; a
+deterministic judge (``rules``) runs once - a panel of one, recorded as such in the manifest.
+
+``run_panel(trajectories, config, run_dir)`` runs every (trajectory, pass) that the run store does not
+already hold:
+
+- the cache key is (trajectory content hash, prompt version, provider, model, parameters, pass index), so a
+  second run makes zero calls and a run killed with SIGKILL makes only the missing calls when restarted;
+- each verdict is written to the store and appended to ``verdicts.jsonl`` as soon as it completes (the
+  file is rebuilt from the store at the start of every run, so there are no duplicate rows, and rewritten
+  in a stable order at the end);
+- every provider attempt, failed ones included, is recorded with its tokens and cost
+  (``store.record_attempt``);
+- at most ``concurrency`` calls are in flight; rpm/tpm token buckets; retries with exponential backoff and
+  jitter honouring Retry-After; a per-call timeout; a ``max_cost_usd`` cap after which the remaining
+  passes are unscored ``budget_exceeded`` (not cached, so a rerun with a bigger budget completes them).
+
+Unscored ``provider_error`` and ``budget_exceeded`` verdicts are not cached: a rerun retries them. Every
+other verdict (ok, parse_error, refusal, truncated, invalid_turn, context_overflow) was paid for and is final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from judge import rundir
+from judge.judges import JudgeFn, make_judge
+from judge.model import Trajectory, Usage
+from judge.pipeline import read_manifest, write_manifest
+from judge.pricing import add_costs, load_price_table, price
+from judge.providers.retry import Attempt, Budget, CallRuntime, RetryPolicy
+from judge.schema import Verdict
+from judge.store import RunStore, cache_key
+
+DEFAULT_LLM_PASSES = 3
+NOT_CACHED_REASONS = frozenset({"provider_error", "budget_exceeded"})
+_SECRET_NAME = re.compile(r"(api[_-]?key|secret|password|authori[sz]ation|bearer)", re.IGNORECASE)
+
+
+class PanelConfig(BaseModel):
+    """Panel and call parameters. From a YAML/JSON file (:meth:`load`) and/or CLI flags (:meth:`merged`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judges: list[str] = Field(default_factory=list, description="Judge specs; empty = the offline rules judge.")
+    passes: int | None = Field(default=None, ge=1, description="Passes per judge (default: 3 for one LLM judge, else 1).")
+    concurrency: int = Field(default=8, ge=1, description="Calls in flight at once.")
+    rpm: float | None = Field(default=None, gt=0, description="Requests per minute per provider model.")
+    tpm: float | None = Field(default=None, gt=0, description="Tokens per minute per provider model (estimated).")
+    timeout_s: float = Field(default=120.0, gt=0, description="Per-call timeout.")
+    max_retries: int = Field(default=4, ge=0, description="Retries after the first attempt on 429/5xx/timeouts.")
+    retry_base_delay_s: float = Field(default=1.0, ge=0, description="First backoff step (doubles each retry, full jitter).")
+    max_cost_usd: float | None = Field(default=None, ge=0, description="Stop calling once this much is spent.")
+    temperature: float | None = Field(default=None, ge=0, description="Sampling temperature (default 0.7).")
+    max_input_tokens: int | None = Field(default=None, gt=0, description="Prompt budget per call (elision beyond).")
+    max_tokens: int | None = Field(default=None, gt=0, description="Output budget per call.")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server URL for openai:/openai-compatible: judges.")
+    prompt: str | None = Field(default=None, description="Judge prompt template name in prompts/ or a path.")
+    prices: str | None = Field(default=None, description="Price table (default rubrics/prices.yaml).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Extra provider options (recorded in the cache key).")
+
+    @field_validator("params")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if _SECRET_NAME.search(name):
+                raise ValueError(f"params.{name}: API keys come only from the environment, never from a config file")
+        return value
+
+    @classmethod
+    def load(cls, path: Path | str) -> PanelConfig:
+        """Read a YAML or JSON config; errors name the file."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise ValueError(f"{path}: cannot read the panel config: {error}") from error
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: the panel config must be a mapping of settings")
+        data = data.get("panel", data)  # allow the settings under a top-level "panel:" key
+        try:
+            return cls.model_validate(data)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from error
+
+    def merged(self, **overrides: Any) -> PanelConfig:
+        """A copy with every override that is not None (CLI flags win over the file)."""
+        given = {k: v for k, v in overrides.items() if v is not None and v != []}
+        return self.model_validate({**self.model_dump(), **given})
+
+    def judge_options(self, runtime: CallRuntime | None = None) -> dict[str, Any]:
+        """Options handed to every judge factory (factories ignore what they do not use)."""
+        return {
+            "runtime": runtime, "temperature": self.temperature, "max_tokens": self.max_tokens,
+            "max_input_tokens": self.max_input_tokens, "base_url": self.base_url, "timeout_s": self.timeout_s,
+            "prompt": self.prompt, "params": dict(self.params),
+        }
+
+    def described(self) -> dict[str, Any]:
+        """Parameters for the manifest (no secrets: keys never enter the config; URL credentials are stripped)."""
+        data = self.model_dump(exclude={"judges"})
+        data["base_url"] = _strip_credentials(self.base_url)
+        return data
+
+
+@dataclass(frozen=True)
+class PassPlan:
+    """One planned pass: ``pass_key`` is unique within the panel (``spec#index``)."""
+
+    pass_key: str
+    judge: str
+    pass_index: int
+    deterministic: bool
+
+
+@dataclass
+class PanelResult:
+    """What a panel run did. Costs are USD; None = unknown (an unpriced model)."""
+
+    plans: list[PassPlan]
+    verdicts: list[Verdict]
+    calls: int = 0  # provider attempts made in this run (0 on a fully cached rerun)
+    retries: int = 0
+    cached: int = 0
+    unscored: Counter[str] = field(default_factory=Counter)
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None  # all verdicts of the run, as recorded (cached ones at their original cost)
+    cost_this_run_usd: float | None = None  # attempts made by this invocation, failed ones included
+    cost_by_trajectory: dict[str, float | None] = field(default_factory=dict)
+    wall_s: float = 0.0
+    budget_exceeded: bool = False
+
+    @property
+    def panel_size(self) -> int:
+        return len(self.plans)
+
+
+def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, JudgeFn]:
+    """One judge object per distinct spec (passes of one spec share it, and its rate limits)."""
+    specs = config.judges or ["rules"]
+    options = config.judge_options(runtime)
+    return {spec: make_judge(spec, options) for spec in dict.fromkeys(specs)}
+
+
+def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None) -> list[PassPlan]:
+    """The panel's passes, in order. Judges are built from the config when not given."""
+    judges = judges if judges is not None else build_judges(config)
+    specs = config.judges or ["rules"]
+    plans: list[PassPlan] = []
+    seen: Counter[str] = Counter()
+    single = len(specs) == 1
+    for spec in specs:
+        judge = judges[spec]
+        deterministic = bool(getattr(judge, "deterministic", False))
+        if deterministic:
+            count = 1  # running a deterministic judge again would only repeat its votes
+        elif config.passes is not None:
+            count = config.passes
+        elif single:
+            count = int(getattr(judge, "default_passes", DEFAULT_LLM_PASSES))
+        else:
+            count = 1
+        for _ in range(count):
+            seen[spec] += 1
+            plans.append(PassPlan(f"{spec}#{seen[spec]}", spec, seen[spec], deterministic))
+    return plans
+
+
+def pass_cache_key(judge: JudgeFn, trajectory_hash: str, pass_index: int) -> str:
+    """The judge-call cache key of one pass (DESIGN.md: content hash, prompt, provider, model, params, pass)."""
+    identity = _identity(judge)
+    return cache_key(trajectory=trajectory_hash, prompt=identity["prompt"], provider=identity["provider"],
+                     model=identity["model"], params=identity["params"], pass_index=pass_index)
+
+
+def _identity(judge: JudgeFn) -> dict[str, Any]:
+    method = getattr(judge, "cache_identity", None)
+    if callable(method):
+        return dict(method())
+    config = getattr(judge, "config", None)
+    return {
+        "provider": judge.spec.split(":", 1)[0],
+        "model": getattr(judge, "model", None) or judge.spec,
+        "prompt": getattr(judge, "prompt_version", None) or getattr(config, "version", None),
+        "params": {},
+    }
+
+
+def _cacheable(judge: JudgeFn) -> bool:
+    """Paid judges are cached; deterministic local judges are cheap and simply rerun."""
+    return bool(getattr(judge, "cacheable", getattr(judge, "reports_attempts", False)))
+
+
+async def run_panel(
+    trajectories: Iterable[Trajectory],
+    config: PanelConfig,
+    run_dir: Path,
+    *,
+    progress: bool = True,
+    judges: Mapping[str, JudgeFn] | None = None,
+) -> PanelResult:
+    """Judge every trajectory with every planned pass; see the module docstring. Returns totals."""
+    started = time.monotonic()
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    table = load_price_table(config.prices)
+    runtime = CallRuntime(
+        policy=RetryPolicy(max_retries=config.max_retries, base_delay_s=config.retry_base_delay_s),
+        timeout_s=config.timeout_s,
+        budget=Budget(config.max_cost_usd),
+        rpm=config.rpm,
+        tpm=config.tpm,
+        price_fn=lambda key, usage: price(key, usage, table),
+    )
+    own_judges = judges is None
+    judges = dict(judges) if judges is not None else build_judges(config, runtime)
+    for judge in judges.values():
+        if getattr(judge, "runtime", None) is not None and not own_judges:
+            judge.runtime = runtime  # type: ignore[attr-defined]  # share limits and budget across the panel
+    plans = plan_passes(config, judges)
+    _write_panel_manifest(run_dir, config, plans, judges)
+    items = list(trajectories)
+    store = RunStore.for_run(run_dir)
+    verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
+    verdicts_path.write_text("", encoding="utf-8")  # rebuilt below from the store + new calls: no duplicates
+    done: dict[tuple[str, str], Verdict] = {}
+    todo: list[tuple[Trajectory, PassPlan, str]] = []
+    for trajectory in items:
+        content_hash = trajectory.content_hash()
+        for plan in plans:
+            judge = judges[plan.judge]
+            key = pass_cache_key(judge, content_hash, plan.pass_index)
+            stored = store.get_verdict(key) if _cacheable(judge) else None
+            if stored is not None:
+                verdict = Verdict.model_validate(stored).model_copy(update={
+                    "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})
+                done[(trajectory.id, plan.pass_key)] = verdict
+                rundir.append_jsonl(verdicts_path, verdict)
+            else:
+                todo.append((trajectory, plan, key))
+    cached = len(done)
+    if runtime.budget.max_cost_usd is not None:
+        unpriced = sorted({getattr(j, "price_key", "") for j in judges.values()
+                           if getattr(j, "price_key", None) and table.lookup(j.price_key) is None})  # type: ignore[attr-defined]
+        for name in unpriced:
+            print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending")
+    tracker = _Progress(total=len(items) * len(plans), done=cached, enabled=progress)
+    this_run_cost: float | None = None
+
+    async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
+        nonlocal this_run_cost
+        judge = judges[plan.judge]
+
+        def on_attempt(attempt: Attempt) -> None:
+            nonlocal this_run_cost
+            this_run_cost = add_costs(this_run_cost, attempt.cost_usd)
+            store.record_attempt(key, trajectory.id, plan.judge, plan.pass_index, attempt.outcome,
+                                 attempt.usage.input_tokens, attempt.usage.output_tokens, attempt.usage.cached_tokens,
+                                 attempt.cost_usd, attempt.latency_s)
+
+        if getattr(judge, "reports_attempts", False):
+            verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt)  # type: ignore[call-arg]
+        else:
+            verdict = await judge(trajectory, plan.pass_index)
+            on_attempt(Attempt(1, verdict.reason or verdict.status, usage=verdict.usage, cost_usd=verdict.cost_usd,
+                               latency_s=verdict.latency_s))
+        verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
+                                             "deterministic": plan.deterministic, "cached": False})
+        if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
+            store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
+        rundir.append_jsonl(verdicts_path, verdict)  # after the store: a kill in between loses nothing
+        done[(trajectory.id, plan.pass_key)] = verdict
+        tracker.advance(verdict, runtime, this_run_cost)
+
+    queue: asyncio.Queue[tuple[Trajectory, PassPlan, str]] = asyncio.Queue()
+    for item in todo:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        # A fixed pool of workers bounds the calls in flight without creating one task per pass up front.
+        while True:
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await run_one(*item)
+
+    try:
+        with tracker:
+            await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(1, len(todo))))))
+    finally:
+        store.close()
+        if own_judges:
+            for judge in judges.values():
+                closer = getattr(judge, "aclose", None)
+                if closer is not None:
+                    await closer()
+    ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
+    rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
+    return _result(plans, ordered, runtime, cached, this_run_cost, time.monotonic() - started)
+
+
+def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime, cached: int,
+            this_run_cost: float | None, wall_s: float) -> PanelResult:
+    result = PanelResult(plans=plans, verdicts=verdicts, calls=runtime.calls, retries=runtime.retries, cached=cached,
+                         cost_this_run_usd=this_run_cost, wall_s=wall_s, budget_exceeded=runtime.budget.exceeded)
+    for verdict in verdicts:
+        if verdict.status == "unscored":
+            result.unscored[verdict.reason or "unknown"] += 1
+        result.usage = result.usage + verdict.usage
+        result.cost_usd = add_costs(result.cost_usd, verdict.cost_usd)
+        result.cost_by_trajectory[verdict.trajectory_id] = add_costs(
+            result.cost_by_trajectory.get(verdict.trajectory_id), verdict.cost_usd)
+    return result
+
+
+def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, JudgeFn]) -> None:
+    manifest = read_manifest(run_dir)
+    members = []
+    versions = set()
+    for plan in plans:
+        judge = judges[plan.judge]
+        identity = _identity(judge)
+        versions.add(identity["prompt"])
+        members.append({"pass_key": plan.pass_key, "judge": _strip_credentials(plan.judge), "pass_index": plan.pass_index,
+                        "model": identity["model"], "deterministic": plan.deterministic,
+                        "prompt_version": identity["prompt"]})
+    versions.discard(None)
+    manifest["panel"] = {
+        "size": len(plans),
+        "members": members,
+        "prompt_version": sorted(versions)[0] if len(versions) == 1 else sorted(versions),
+        "params": config.described(),
+        "note": "a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
+    }
+    write_manifest(run_dir, manifest)
+
+
+def _strip_credentials(url_or_spec: str | None) -> str | None:
+    """Remove ``user:password@`` from a URL (or from the URL inside an openai-compatible spec)."""
+    if not url_or_spec:
+        return url_or_spec
+    head, sep, url = url_or_spec.rpartition("@") if "://" in url_or_spec.rpartition("@")[2] else ("", "", url_or_spec)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url_or_spec
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return f"{head}{sep}{url}" if sep else url
+
+
+class _Progress:
+    """A rich progress bar: done/total, calls/s, retries, unscored, cost so far (no-op when disabled)."""
+
+    def __init__(self, total: int, done: int, enabled: bool):
+        self.enabled = enabled and total > 0
+        self.total = total
+        self.unscored = 0
+        self.started = time.monotonic()
+        self._progress: Any = None
+        self._task: Any = None
+        self._done = done
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                      TextColumn("{task.fields[stats]}"), transient=False)
+            self._progress.__enter__()
+            self._task = self._progress.add_task("judging", total=self.total, completed=self._done,
+                                                 stats=f"cached {self._done}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+    def advance(self, verdict: Verdict, runtime: CallRuntime, cost: float | None) -> None:
+        self.unscored += verdict.status == "unscored"
+        if self._progress is None:
+            return
+        elapsed = max(1e-6, time.monotonic() - self.started)
+        cost_text = "unpriced" if cost is None else f"${cost:.4f}"
+        stats = (f"{runtime.calls / elapsed:.1f} calls/s · retries {runtime.retries} · unscored {self.unscored}"
+                 f" · cost {cost_text}")
+        self._progress.update(self._task, advance=1, stats=stats)
+
+
+def summary_lines(result: PanelResult) -> list[str]:
+    """A few human lines about a panel run (the CLI prints them)."""
+    cost = "unpriced" if result.cost_usd is None else f"${result.cost_usd:.4f}"
+    paid = "unpriced" if result.cost_this_run_usd is None else f"${result.cost_this_run_usd:.4f}"
+    unscored = ", ".join(f"{reason} {n}" for reason, n in sorted(result.unscored.items())) or "none"
+    return [
+        f"panel: {result.panel_size} pass(es): {', '.join(p.pass_key for p in result.plans)}",
+        f"verdicts: {len(result.verdicts)} ({result.cached} from cache), calls made: {result.calls}, retries: {result.retries}",
+        f"unscored passes: {unscored}",
+        f"cost: {cost} for the run's verdicts; {paid} paid in this invocation"
+        + (" - budget cap reached, remaining passes unscored budget_exceeded" if result.budget_exceeded else ""),
+    ]
+

@@ -1,0 +1,207 @@
+"""SIMULATED judge server: an OpenAI-compatible endpoint that imitates a three-judge panel. NOT A MODEL.
+
+It exists for benchmarks and demos on machines that cannot reach an LLM API. It is given a truth table
+(per trajectory, identified by its query text: the defects it contains) and answers each judge request
+with those defects, as a noisy judge would: wording varies by "judge" (the request's seed picks one of
+three personas), some defects are missed, some false alarms are added, the turn is sometimes off by one,
+and a configurable share of requests fail (HTTP 500, 429 with Retry-After, or malformed content).
+Randomness is seeded by (query, seed), so a rerun gives the same answers.
+
+Every verdict's reasoning starts with "[SIMULATED JUDGE]" so its output can never be mistaken for a real
+model's. Priced with made-up numbers (``openai-compatible:simjudge*`` in rubrics/prices.yaml).
+
+Run it: ``python -m judge.testing.simjudge --port 8765 --truth truth.jsonl --latency 0.2`` then
+``judge score INPUT --out DIR --judge openai-compatible:simjudge@http://127.0.0.1:8765/v1``.
+The truth file is JSON Lines: ``{"query": ..., "issues": [{"turn", "category", "severity", "description",
+"tag"}], "efficiency": "high"}``; :func:`truth_from_verdicts` derives one from a run (e.g. of the rules judge).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge.testing.servers import FakeLLMServer, Scripted
+
+SIMULATION_LABEL = "[SIMULATED JUDGE]"
+
+_PHRASES = (
+    ("{description}", "The trajectory shows this at T{turn}."),
+    ("At T{turn} the agent went wrong: {lower}", "Evidence is in the receipts of that turn."),
+    ("Problem ({tag}): {lower}", "This is what a careful reviewer would flag."),
+)
+_FALSE_ALARMS = (
+    ("semantic", "minor", "The agent did not explain why it chose this approach.", "missing-rationale"),
+    ("code", "minor", "An unnecessary command was run to list the directory again.", "redundant-call"),
+    ("semantic", "minor", "The final message does not summarise the change.", "weak-summary"),
+)
+
+
+@dataclass
+class SimConfig:
+    """Noise of the simulated panel; all rates are probabilities per request or per defect."""
+
+    latency_s: float = 0.2
+    miss_rate: float = 0.1
+    false_alarm_rate: float = 0.1
+    turn_jitter_rate: float = 0.1
+    error_rate: float = 0.0  # HTTP 500
+    rate_limit_rate: float = 0.0  # HTTP 429 with Retry-After
+    malformed_rate: float = 0.0  # content that is not a valid verdict
+
+
+def load_truth(path: Path | str) -> dict[str, dict[str, Any]]:
+    """Truth rows keyed by query text; errors name the file and line."""
+    table: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            table[_norm(row["query"])] = row
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}:{number}: not a truth row ({error})") from error
+    return table
+
+
+def truth_from_verdicts(run_dir: Path | str) -> list[dict[str, Any]]:
+    """Truth rows from a run directory's trajectories + verdicts (e.g. a rules-judge run)."""
+    from judge.pipeline import read_trajectories, verdicts_by_trajectory
+
+    run_dir = Path(run_dir)
+    verdicts = verdicts_by_trajectory(run_dir)
+    rows = []
+    for trajectory in read_trajectories(run_dir):
+        passes = [v for v in verdicts.get(trajectory.id, []) if v.status == "ok"]
+        issues = [i.model_dump() for i in passes[0].issues] if passes else []
+        rows.append({"query": trajectory.query, "turn_count": trajectory.turn_count, "issues": issues,
+                     "efficiency": passes[0].efficiency if passes else "medium"})
+    return rows
+
+
+class SimulatedJudge:
+    """The responder of the simulated server: request -> :class:`Scripted` response. A SIMULATION."""
+
+    def __init__(self, truth: dict[str, dict[str, Any]] | list[dict[str, Any]], config: SimConfig | None = None):
+        self.truth = truth if isinstance(truth, dict) else {_norm(row["query"]): row for row in truth}
+        self.config = config or SimConfig()
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Scripted:
+        prompt = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
+        query = _extract(prompt, "query")
+        turns = int(_extract_attr(prompt, "turns") or 0)
+        seed = int(request.get("seed") or 0)
+        corrective = sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
+        key = f"{query}\x00{seed}\x00{corrective}"
+        with self._lock:
+            self._seen[key] = attempt = self._seen.get(key, 0) + 1
+        # Failures are drawn per attempt (a retry can succeed); the verdict per request key (stable on retry).
+        roll = _rng(f"{key}\x00attempt{attempt}").random()
+        rng = _rng(key)
+        delay = self.config.latency_s
+        if roll < self.config.error_rate:
+            return Scripted(status=500, error_message="simulated server error", delay_s=delay)
+        roll -= self.config.error_rate
+        if roll < self.config.rate_limit_rate:
+            return Scripted(status=429, headers={"retry-after": "0.05"}, error_message="simulated rate limit", delay_s=delay / 4)
+        roll -= self.config.rate_limit_rate
+        if roll < self.config.malformed_rate and corrective == 0:
+            return Scripted(content=f"{SIMULATION_LABEL} Here is my verdict: the agent did fine", delay_s=delay)
+        row = self.truth.get(_norm(query), {})
+        return Scripted(content=self.verdict(row, seed % 3, turns or int(row.get("turn_count") or 1), rng), delay_s=delay)
+
+    def verdict(self, row: dict[str, Any], persona: int, turn_count: int, rng: random.Random) -> dict[str, Any]:
+        """One simulated judge's verdict on a trajectory with the known defects of ``row``."""
+        issues = []
+        for defect in row.get("issues", []):
+            if rng.random() < self.config.miss_rate:
+                continue
+            turn = defect.get("turn")
+            if turn is not None and rng.random() < self.config.turn_jitter_rate:
+                turn = min(turn_count, max(1, turn + rng.choice((-1, 1))))
+            head, tail = _PHRASES[persona]
+            description = defect.get("description") or "A defect."
+            text = head.format(description=description, lower=description[:1].lower() + description[1:],
+                               turn=turn if turn is not None else "?", tag=defect.get("tag") or "issue")
+            issues.append({"turn": turn, "description": f"{text} {tail}", "evidence": defect.get("evidence") or "",
+                           "category": defect.get("category", "semantic"), "severity": defect.get("severity", "minor"),
+                           "tag": defect.get("tag")})
+        if rng.random() < self.config.false_alarm_rate and turn_count:
+            category, severity, description, tag = rng.choice(_FALSE_ALARMS)
+            issues.append({"turn": rng.randint(1, turn_count), "description": description, "evidence": "",
+                           "category": category, "severity": severity, "tag": tag})
+        efficiency = row.get("efficiency") or "medium"
+        if rng.random() < 0.15:
+            efficiency = rng.choice(["high", "medium", "low"])
+        return {"reasoning": f"{SIMULATED_NOTE} persona {persona + 1}; {len(issues)} issue(s).",
+                "issues": issues, "efficiency": efficiency}
+
+
+SIMULATED_NOTE = f"{SIMULATION_LABEL} This verdict was produced by a simulation, not a language model:"
+
+
+def simulated_server(truth: dict[str, dict[str, Any]] | list[dict[str, Any]], config: SimConfig | None = None,
+                     port: int = 0) -> FakeLLMServer:
+    """An OpenAI-compatible server (not started) answering as the SIMULATED judge panel."""
+    return FakeLLMServer("openai", responder=SimulatedJudge(truth, config), port=port, model="simjudge")
+
+
+def _rng(key: str) -> random.Random:
+    return random.Random(int(hashlib.sha256(key.encode()).hexdigest()[:12], 16))
+
+
+def _norm(text: str) -> str:
+    # The judge prompt carries the neutralised query; compare on the neutralised, whitespace-trimmed form.
+    from judge.prompting import neutralise
+
+    return neutralise(text).strip()
+
+
+def _extract(prompt: str, tag: str) -> str:
+    found = re.search(rf"<{tag}[^>]*>\n?(.*?)\n?</{tag}>", prompt, re.DOTALL)
+    return found.group(1) if found else ""
+
+
+def _extract_attr(prompt: str, name: str) -> str | None:
+    found = re.search(rf'<trajectory {name}="(\d+)">', prompt)
+    return found.group(1) if found else None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m judge.testing.simjudge",
+                                     description="SIMULATED judge server (OpenAI-compatible). Not a model.")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--truth", type=Path, help="truth table (JSON Lines); without it every trajectory looks clean")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per request")
+    parser.add_argument("--miss-rate", type=float, default=0.1)
+    parser.add_argument("--false-alarm-rate", type=float, default=0.1)
+    parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--rate-limit-rate", type=float, default=0.0)
+    parser.add_argument("--malformed-rate", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    truth = load_truth(args.truth) if args.truth else {}
+    config = SimConfig(latency_s=args.latency, miss_rate=args.miss_rate, false_alarm_rate=args.false_alarm_rate,
+                       error_rate=args.error_rate, rate_limit_rate=args.rate_limit_rate, malformed_rate=args.malformed_rate)
+    server = simulated_server(truth, config, port=args.port)
+    server.start()
+    print(f"SIMULATED judge server (not a model) on {server.base_url} - {len(truth)} truth rows; "
+          f"use --judge openai-compatible:simjudge@{server.base_url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
