@@ -1,0 +1,345 @@
+"""Helpers shared by the format modules: where a record came from, argument parsing, text extraction,
+exit codes, record metadata, and the final assembly into a numbered :class:`~judge.model.Trajectory`.
+
+Every format module turns one source record into a ``Trajectory`` through :func:`build_trajectory`, so
+turn numbering, call/receipt pairing checks, query ids and the DESIGN.md record-metadata keys are handled
+in one place.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, Usage, number_turns
+
+
+class RecordError(ValueError):
+    """A record that cannot be imported. The message is the one-line reason that goes to rejects.jsonl."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a record was read: file, 1-based line (JSONL) or 0-based index inside a JSON document."""
+
+    file: str
+    line: int | None = None
+    index: int | None = None
+
+    @property
+    def stem(self) -> str:
+        """File name without data suffixes (``run.traj.json`` -> ``run``)."""
+        name = Path(self.file).name
+        for suffix in (".json", ".jsonl", ".ndjson", ".traj"):
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+        return name
+
+    @property
+    def position(self) -> int | None:
+        """The line for line-oriented files, else the record index (what ``source_line`` holds)."""
+        return self.line if self.line is not None else self.index
+
+    def fallback_id(self) -> str:
+        """An id for records that carry none: the file stem, plus the line or index inside the file."""
+        if self.line is not None:
+            return f"{self.stem}-L{self.line}"
+        if self.index is not None:
+            return f"{self.stem}-{self.index}"
+        return self.stem
+
+
+# ----------------------------------------------------------------------------------------------------
+# Values written loosely by some logs (AgentRx: repr strings, 'None' strings)
+
+_LITERAL_WORDS = {"None": None, "null": None, "True": True, "true": True, "False": False, "false": False}
+
+
+def loose_value(value: Any) -> Any:
+    """Turn the string spellings of Python/JSON literals into values (``'None'`` -> None, ``"[{'a': 1}]"`` -> list).
+
+    Only strings that look like a literal container or a literal word are converted; parsing uses
+    ``json.loads`` then ``ast.literal_eval`` (never ``eval``), and a string that parses as neither is returned
+    unchanged.
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text in _LITERAL_WORDS:
+        return _LITERAL_WORDS[text]
+    if text[:1] in "[{(" and text[-1:] in "]})":
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                return parse(text)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+    return value
+
+
+def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
+    """Parse tool-call arguments given as a dict, a JSON string or a Python-repr string.
+
+    Returns ``(arguments, raw_arguments, arguments_error)`` for :class:`~judge.model.ToolCall`: the raw text is
+    kept whenever the source wrote a string, and ``arguments_error`` says why it did not parse (the call is
+    still imported: a malformed argument string is a defect to judge, not a reason to drop the record).
+    """
+    if raw is None or isinstance(raw, (dict, list, int, float, bool)):
+        return raw, None, None
+    if not isinstance(raw, str):
+        return raw, None, None
+    text = raw.strip()
+    if not text:
+        return {}, raw, None
+    try:
+        return json.loads(text), raw, None
+    except ValueError as error:
+        json_error = f"invalid JSON arguments: {error.msg} at char {error.pos}"
+    # Some logs (AgentRx exports) store arguments as a Python repr; literal_eval only accepts literals.
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None, raw, json_error
+    if isinstance(value, (dict, list)):
+        return value, raw, None
+    return None, raw, json_error
+
+
+def make_call(call_id: str, name: str, raw_arguments: Any) -> ToolCall:
+    arguments, raw, error = parse_arguments(raw_arguments)
+    return ToolCall(id=str(call_id), name=str(name), arguments=arguments, raw_arguments=raw, arguments_error=error)
+
+
+def text_of(content: Any) -> str:
+    """Plain text of a message content: a string, None, or a list of content blocks/parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [text_of_block(block) for block in content]
+        return "\n".join(part for part in parts if part)
+    if isinstance(content, dict):
+        return text_of_block(content)
+    return str(content)
+
+
+def text_of_block(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return str(block)
+    kind = block.get("type")
+    if kind in (None, "text", "input_text", "output_text") and isinstance(block.get("text"), str):
+        return block["text"]
+    if kind in ("image", "image_url", "input_image"):
+        return "[image]"
+    if kind in ("reasoning", "thinking", "redacted_thinking"):
+        return ""  # reasoning is not message text; format modules collect it separately
+    if "content" in block:
+        return text_of(block["content"])
+    return json.dumps(block, ensure_ascii=False, sort_keys=True)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Exit codes written into tool output text
+
+_EXIT_PATTERNS = (
+    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),  # mini-swe-agent
+    re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s*(-?\d+)\b", re.IGNORECASE),  # Bash tools of Claude-Code-like harnesses
+    re.compile(r"\A\s*exitcode:\s*(-?\d+)\b"),  # AG2 / Who&When Computer_terminal
+    re.compile(r"executed with exit code (-?\d+)"),  # OpenHands observation message
+)
+
+
+def exit_code_from_text(text: str | None) -> int | None:
+    """The exit code a tool output states, for the conventions listed above; None when it states none."""
+    if not text:
+        return None
+    for pattern in _EXIT_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def make_receipt(
+    call_id: str | None,
+    content: str,
+    *,
+    name: str | None = None,
+    is_error: bool | None = None,
+    exit_code: int | None = None,
+) -> Receipt:
+    """A receipt; a non-zero exit code (other than OpenHands' -1 'still running') marks it as an error."""
+    if exit_code is None:
+        exit_code = exit_code_from_text(content)
+    error = bool(is_error) or (exit_code is not None and exit_code > 0)
+    return Receipt(call_id=call_id, name=name, content=content, is_error=error, exit_code=exit_code)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Usage and record metadata
+
+_INPUT_KEYS = ("input_tokens", "prompt_tokens", "tokens_sent")
+_OUTPUT_KEYS = ("output_tokens", "completion_tokens", "tokens_received")
+_CACHED_KEYS = ("cached_tokens", "cache_read_input_tokens", "input_tokens_cache_read")
+
+
+def usage_from(value: Any) -> Usage | None:
+    """A Usage from the usual spellings (OpenAI, Anthropic, inspect_ai, SWE-agent model_stats); None if none found."""
+    if isinstance(value, Usage):
+        return value
+    if not isinstance(value, dict):
+        return None
+
+    def first(keys: tuple[str, ...]) -> int | None:
+        for key in keys:
+            number = value.get(key)
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
+                return int(number)
+        return None
+
+    cached = first(_CACHED_KEYS)
+    if cached is None and isinstance(value.get("prompt_tokens_details"), dict):
+        cached = value["prompt_tokens_details"].get("cached_tokens")
+    usage = Usage(input_tokens=first(_INPUT_KEYS), output_tokens=first(_OUTPUT_KEYS), cached_tokens=cached)
+    return usage if usage.total is not None or usage.cached_tokens is not None else None
+
+
+# The DESIGN.md record-metadata keys with a typed field in TrajectoryMetadata.
+_TYPED_KEYS = ("model", "arm", "source_id", "branch_turn", "target_issue", "budget_exhausted", "reward", "outcome")
+
+
+def build_metadata(fmt: str, src: Source, *layers: dict[str, Any] | None) -> TrajectoryMetadata:
+    """Merge metadata layers (later wins) into TrajectoryMetadata; unknown keys go to ``extra``.
+
+    ``query_id`` is not a metadata field (it is ``Trajectory.query_id``) and is dropped here.
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if layer:
+            merged.update({k: v for k, v in layer.items() if v is not None})
+    fields: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in merged.items():
+        if key == "query_id":
+            continue
+        if key == "usage":
+            usage = usage_from(value)
+            if usage is not None:
+                fields["usage"] = usage
+            else:
+                extra["usage"] = value
+        elif key in _TYPED_KEYS:
+            fields[key] = _coerce(key, value, extra)
+        elif key == "extra" and isinstance(value, dict):
+            extra.update(value)
+        else:
+            extra[key] = value
+    fields = {k: v for k, v in fields.items() if v is not None}
+    return TrajectoryMetadata(
+        source_format=fmt, source_file=src.file, source_line=src.position, extra=extra, **fields
+    )
+
+
+def _coerce(key: str, value: Any, extra: dict[str, Any]) -> Any:
+    """Coerce a typed metadata value; a value of the wrong kind is kept in extra instead of failing the record."""
+    value = loose_value(value)
+    try:
+        if key == "branch_turn":
+            return int(value)
+        if key == "reward":
+            return float(value)
+        if key == "budget_exhausted":
+            if isinstance(value, str):
+                return value.strip().lower() in ("1", "true", "yes")
+            return bool(value)
+        return str(value)
+    except (TypeError, ValueError):
+        extra[key] = value
+        return None
+
+
+def query_hash(query: str) -> str:
+    """A query group key for logs without a task id: hash of the whitespace-collapsed, case-folded query."""
+    normalised = " ".join(query.split()).casefold()
+    return "q-" + hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:12]
+
+
+def first_user_text(messages: list[Message]) -> str:
+    return next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Assembly
+
+
+def check_pairing(messages: list[Message]) -> None:
+    """Every tool result that names a call id must answer a call made earlier in the trajectory."""
+    seen: set[str] = set()
+    for position, message in enumerate(messages):
+        if message.role == "assistant":
+            seen.update(call.id for call in message.tool_calls)
+        elif message.role == "tool" and message.receipt and message.receipt.call_id is not None:
+            if message.receipt.call_id not in seen:
+                where = f"source message {message.source_index}" if message.source_index is not None else f"message {position}"
+                raise RecordError(f"tool result for call id {message.receipt.call_id!r} ({where}) has no matching tool call")
+
+
+def _name_receipts(messages: list[Message]) -> None:
+    """Give receipts without a tool name the name of the call they answer."""
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.tool_calls:
+            names[call.id] = call.name
+        receipt = message.receipt
+        if receipt is not None and receipt.name is None and receipt.call_id in names:
+            receipt.name = names[receipt.call_id]
+
+
+def build_trajectory(
+    fmt: str,
+    src: Source,
+    messages: list[Message],
+    *,
+    trajectory_id: str | None,
+    query: str | None = None,
+    query_id: str | None = None,
+    metadata: TrajectoryMetadata,
+) -> Trajectory:
+    """Check, number and wrap converted messages. Raises RecordError for an empty or inconsistent record."""
+    if not messages:
+        raise RecordError("record has no messages")
+    check_pairing(messages)
+    _name_receipts(messages)
+    number_turns(messages)
+    text = query if query is not None and str(query).strip() else first_user_text(messages)
+    text = str(text)
+    return Trajectory(
+        id=str(trajectory_id) if trajectory_id not in (None, "") else src.fallback_id(),
+        query=text,
+        query_id=str(query_id) if query_id not in (None, "") else query_hash(text),
+        messages=messages,
+        metadata=metadata,
+    )
+
+
+def require_list(record: dict[str, Any], key: str) -> list[Any]:
+    """``record[key]`` as a list (loosely parsed), or a RecordError naming the key."""
+    value = loose_value(record.get(key)) if isinstance(record, dict) else None
+    if not isinstance(value, list):
+        raise RecordError(f"missing messages: no {key!r} list in the record")
+    if not value:
+        raise RecordError(f"missing messages: {key!r} is empty")
+    return value
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Collapse whitespace so a reason fits on one line of rejects.jsonl."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

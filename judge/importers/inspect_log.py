@@ -1,0 +1,169 @@
+"""inspect_ai JSON eval logs (log format version 2): one trajectory per sample (per epoch).
+
+A log file ``{version, status, eval: {task, model, ...}, samples: [...]}`` is split into its samples (the
+record index is the sample's position in ``samples``); a bare sample object (``{id, epoch, input, messages,
+...}``) is read as one record too. Messages: ``content`` is a string or a list of content blocks (``text``,
+``reasoning`` -> ``reasoning``, images); assistant ``tool_calls`` are ``{id, function, arguments (dict)}``;
+tool messages pair by ``tool_call_id`` and an ``error`` object marks the receipt as an error.
+``attachment://<hash>`` references are resolved from the sample's ``attachments``.
+
+Ids: ``inspect-<task>-<sample id>-e<epoch>``; the query group is ``inspect-<task>-<sample id>``. The first
+score's value becomes the outcome, and its float value (C=1, I=0, P=0.5, N=0, numbers as is) the reward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from judge.importers._common import (
+    RecordError,
+    Source,
+    build_metadata,
+    build_trajectory,
+    make_call,
+    make_receipt,
+    text_of,
+    usage_from,
+)
+from judge.model import Message, Trajectory, Usage
+
+NAME = "inspect"
+
+_SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A sample with the header of the log it came from."""
+
+    eval: dict[str, Any]
+    sample: dict[str, Any]
+
+
+def detect(obj: Any) -> bool:
+    if isinstance(obj, Sample):
+        return True
+    if not isinstance(obj, dict):
+        return False
+    if isinstance(obj.get("eval"), dict) and ("samples" in obj or "status" in obj):
+        return True
+    return "epoch" in obj and "input" in obj and isinstance(obj.get("messages"), list)
+
+
+def split(document: Any) -> Iterator[tuple[int | None, Any]] | None:
+    """The samples of a log file, each with the eval header; None when ``document`` is a bare sample."""
+    if not (isinstance(document, dict) and isinstance(document.get("eval"), dict)):
+        return None
+    header = document["eval"]
+    samples = document.get("samples")
+    if not isinstance(samples, list) or not samples:
+        raise RecordError(f"inspect log has no samples (status {document.get('status')!r})")
+    return ((index, Sample(header, sample)) for index, sample in enumerate(samples))
+
+
+def parse(record: Any, src: Source) -> Trajectory:
+    if isinstance(record, Sample):
+        header, sample = record.eval, record.sample
+    elif isinstance(record, dict) and isinstance(record.get("eval"), dict):
+        # A whole log given as one record (e.g. one JSONL line): only a single-sample log maps to one trajectory.
+        samples = record.get("samples") or []
+        if len(samples) != 1:
+            raise RecordError(f"inspect log with {len(samples)} samples in one record; give it as a .json file")
+        header, sample = record["eval"], samples[0]
+    elif isinstance(record, dict):
+        header, sample = {}, record
+    else:
+        raise RecordError("record is not a JSON object")
+    if not isinstance(sample, dict):
+        raise RecordError("sample is not an object")
+    raw_messages = sample.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise RecordError(f"missing messages: sample {sample.get('id')!r} has no messages")
+    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    messages = [_message(index, raw, attachments) for index, raw in enumerate(raw_messages)]
+    task = header.get("task") or "task"
+    sample_id = sample.get("id")
+    epoch = sample.get("epoch", 1)
+    query = _resolve(text_of(sample.get("input")) if not isinstance(sample.get("input"), list) else "", attachments)
+    outcome, reward = _score(sample.get("scores"))
+    usage = _usage(sample.get("model_usage"))
+    extra = {
+        "task": task,
+        "sample_id": sample_id,
+        "epoch": epoch,
+        "target": sample.get("target"),
+        "sample_metadata": sample.get("metadata") or {},
+        "scores": sample.get("scores"),
+        "eval_task_id": header.get("task_id"),
+        "eval_run_id": header.get("run_id"),
+    }
+    if sample.get("error"):
+        extra["error"] = sample["error"]
+        outcome = outcome or "error"
+    metadata = build_metadata(NAME, src, {"model": header.get("model"), "outcome": outcome, "reward": reward, "usage": usage}, extra)
+    query_id = f"inspect-{task}-{sample_id}" if sample_id is not None else None
+    trajectory_id = f"{query_id}-e{epoch}" if query_id else None
+    return build_trajectory(NAME, src, messages, trajectory_id=trajectory_id, query=query or None, query_id=query_id, metadata=metadata)
+
+
+def _message(index: int, raw: Any, attachments: dict[str, Any]) -> Message:
+    if not isinstance(raw, dict):
+        raise RecordError(f"message {index} is not an object")
+    role = raw.get("role")
+    content = raw.get("content")
+    text = _resolve(text_of(content), attachments)
+    reasoning = None
+    if isinstance(content, list):
+        parts = [str(b.get("reasoning") or "") for b in content if isinstance(b, dict) and b.get("type") == "reasoning"]
+        reasoning = "\n".join(p for p in parts if p) or None
+    if role == "assistant":
+        calls = []
+        for position, call in enumerate(raw.get("tool_calls") or []):
+            if not isinstance(call, dict) or not call.get("function"):
+                raise RecordError(f"message {index}: tool call {position} has no function")
+            arguments = call.get("arguments")
+            arguments = {k: _resolve(v, attachments) if isinstance(v, str) else v for k, v in arguments.items()} if isinstance(arguments, dict) else arguments
+            calls.append(make_call(call.get("id") or f"call-{index}-{position}", call["function"], arguments))
+        return Message(role="assistant", content=text, reasoning=reasoning, tool_calls=calls, source_index=index)
+    if role == "tool":
+        error = raw.get("error")
+        if isinstance(error, dict) and not text:
+            text = str(error.get("message") or "")
+        receipt = make_receipt(raw.get("tool_call_id"), text, name=raw.get("function"), is_error=bool(error))
+        return Message(role="tool", content=text, receipt=receipt, source_index=index)
+    if role in ("system", "user"):
+        return Message(role=role, content=text, source_index=index)
+    raise RecordError(f"message {index}: unknown role {role!r}")
+
+
+def _resolve(text: str, attachments: dict[str, Any]) -> str:
+    if text.startswith("attachment://"):
+        return str(attachments.get(text.removeprefix("attachment://"), text))
+    return text
+
+
+def _score(scores: Any) -> tuple[str | None, float | None]:
+    if not isinstance(scores, dict) or not scores:
+        return None, None
+    first = next(iter(scores.values()))
+    value = first.get("value") if isinstance(first, dict) else None
+    if isinstance(value, bool):
+        return str(value), float(value)
+    if isinstance(value, (int, float)):
+        return str(value), float(value)
+    if isinstance(value, str):
+        return value, _SCORE_VALUES.get(value)
+    return (None, None) if value is None else (str(value), None)
+
+
+def _usage(model_usage: Any) -> Usage | None:
+    if not isinstance(model_usage, dict):
+        return None
+    total: Usage | None = None
+    for value in model_usage.values():
+        usage = usage_from(value)
+        if usage is not None:
+            total = usage if total is None else total + usage
+    return total
