@@ -22,7 +22,8 @@ from judge.rules.config import CompiledPatterns, RulesConfig
 
 Outcome = Literal["ok", "error", "environment", "missing"]
 
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+# Sentence ends: [.!?] before whitespace (not the dot of "report.csv"), any CJK stop, or a line break.
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 _PATH_TOKEN = re.compile(
     r"(?<![\w/.-])([\w./-]*[\w-]\.(?:py|js|ts|tsx|jsx|json|ya?ml|md|txt|csv|sh|go|rs|java|toml|html|css|sql|cfg|ini|rb|c|h|cpp|xml))\b"
 )
@@ -130,7 +131,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
     patterns = config.patterns
     messages = trajectory.messages
     actions: list[Action] = []
-    by_call_id: dict[str, Action] = {}
+    by_call_id: dict[str, list[Action]] = {}
     seen_ids: set[str] = set()
     duplicates: list[tuple[str, int]] = []
     orphans: list[tuple[str, int, int]] = []
@@ -149,17 +150,19 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                 seen_ids.add(call.id)
                 action = _make_action(len(actions), index, message, call, config, patterns)
                 actions.append(action)
-                by_call_id.setdefault(call.id, action)
+                by_call_id.setdefault(call.id, []).append(action)
             speeches.append(_speech(index, message, patterns))
         elif message.role == "tool" and message.receipt is not None:
             receipt = message.receipt
             action = None
             if receipt.call_id:
-                action = by_call_id.get(receipt.call_id)
-                if action is None:
+                candidates = by_call_id.get(receipt.call_id)
+                if not candidates:
                     orphans.append((receipt.call_id, index, message.turn or 0))
                     continue
-                if action.receipt is not None:
+                # A reused call id: receipts answer its calls in order; a receipt beyond them is a duplicate.
+                action = next((a for a in candidates if a.receipt is None), None)
+                if action is None:
                     duplicates.append((receipt.call_id, message.turn or 0))
                     continue
             else:
