@@ -497,3 +497,48 @@ def make_scorer(run_dirs: Sequence[Path], cluster_options: dict[str, Any] | None
     config = ClusterConfig.from_options(cluster_options or manifest.get("cluster") or {})
     embedder = make_embedder(config.embedder, run_dir=cache_dir)
     return LinkScorer(config, embedder)
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+COMPARE_JSON = "compare.json"
+COMPARE_HTML = "compare.html"
+COMPARE_MD = "compare.md"
+HTML_TEMPLATE = "compare.html.j2"
+MD_TEMPLATE = "compare.md.j2"
+
+
+def render(result: CompareResult) -> tuple[str, str]:
+    """(HTML, Markdown) pages, in the batch report's style: its environments, filters and stylesheet."""
+    import datetime
+
+    from markupsafe import Markup
+
+    from judge import __version__
+    from judge.report.render import CSS_FILE, csp_hash, html_environment, markdown_environment
+    from judge.resources import resource_dir
+
+    css_path = resource_dir("reports") / CSS_FILE
+    css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""
+    # No script on this page: only our own stylesheet (by hash) may apply; nothing may load.
+    csp = f"default-src 'none'; style-src-elem {csp_hash(css)}; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+    context = {"r": result, "generated_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "version": __version__}
+    html = html_environment().get_template(HTML_TEMPLATE).render(css=Markup(css), csp=csp, **context)
+    markdown = markdown_environment().get_template(MD_TEMPLATE).render(**context)
+    return html, markdown
+
+
+def write_outputs(result: CompareResult, out_dir: Path) -> dict[str, Path]:
+    """Write compare.json, compare.html and compare.md into ``out_dir``; return their paths by name."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": rundir.safe_child(out_dir, COMPARE_JSON), "html": rundir.safe_child(out_dir, COMPARE_HTML),
+             "md": rundir.safe_child(out_dir, COMPARE_MD)}
+    rundir.write_json(paths["json"], result.to_json())
+    html, markdown = render(result)
+    for name, text in (("html", html), ("md", markdown)):
+        tmp = paths[name].with_name(paths[name].name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(paths[name])
+    return paths

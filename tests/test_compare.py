@@ -243,3 +243,21 @@ def test_load_records_reads_a_scored_run(tmp_path: Path):
     with pytest.raises(FileNotFoundError, match="not a scored run"):
         load_records(tmp_path / "nothing")
     json.dumps(compare_arms([], seed=0))  # an empty comparison still serialises
+
+
+def test_outputs_are_written_escaped_and_say_when_there_is_no_evidence(tmp_path: Path, scorer):
+    records = ten_pairs([(4, 3)] * 6 + [(3, 3)] * 2 + [(2, 3)] * 2)
+    records[0].trajectory.metadata.target_issue = "<script>alert(1)</script> edit_file on a missing path"
+    result = compare_records(records, scorer, seed=0)
+    from judge.compare import write_outputs
+
+    paths = write_outputs(result, tmp_path / "cmp")
+    data = json.loads(paths["json"].read_text())
+    assert len(data["pairs"]) == 10 and data["summary"]["baseline"] == "unguided"
+    html = paths["html"].read_text()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
+    assert "NOT evidence that guided is better than unguided" in html
+    assert "Content-Security-Policy" in html
+    markdown = paths["md"].read_text()
+    assert "NOT evidence" in markdown and "| wins / ties / losses | 6 / 2 / 2 |" in markdown
+    assert "<script>" not in markdown
