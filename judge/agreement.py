@@ -1,0 +1,164 @@
+"""Agreement between judge passes (pure functions), for ``summary.json``.
+
+- **Krippendorff's alpha (nominal)** over trajectory x turn x category units: a unit is a (trajectory,
+  turn, category) that at least one valid pass flagged; each valid pass of that trajectory codes it 1 (it
+  reported an issue there) or 0. Units nobody flagged are left out (there are infinitely many).
+  ``alpha = 1 - D_o / D_e`` from the coincidence matrix (Krippendorff 2011, "Computing Krippendorff's
+  Alpha-Reliability"); None when every value is the same (no variation: alpha is undefined).
+- **Fleiss' kappa** for the efficiency votes (subjects = trajectories, raters = valid passes). For subjects
+  with unequal rater counts the per-subject agreement ``P_i = (sum_j n_ij^2 - n_i) / (n_i (n_i - 1))`` is
+  used as is and category shares are pooled over all ratings; with equal counts this is Fleiss (1971).
+- **Vote histogram**: clusters by votes (how many 1-, 2-, 3-vote clusters).
+- **Effective number of independent judges** (the design effect of correlated raters, Kish):
+  ``n_eff = n / (1 + (n - 1) * r)``, where n is the panel's passes and r the mean pairwise Pearson
+  correlation of the passes' 0/1 codes over the alpha units (clipped to [0, 1], so n_eff is in [1, n]).
+  Three passes of one model that always agree count as one judge; three independent ones as three.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from judge.schema import EFFICIENCIES, Cluster, Verdict
+
+
+def krippendorff_alpha_nominal(units: Sequence[Sequence[Hashable | None]]) -> float | None:
+    """Nominal alpha; ``units[u]`` holds the values the coders gave unit u (None = not coded).
+
+    Units with fewer than two values are not pairable and are skipped. None when no pairable unit exists or
+    all values are equal.
+    """
+    coincidence: dict[tuple[Hashable, Hashable], float] = defaultdict(float)
+    for unit in units:
+        values = [v for v in unit if v is not None]
+        m = len(values)
+        if m < 2:
+            continue
+        for i, a in enumerate(values):
+            for j, b in enumerate(values):
+                if i != j:
+                    coincidence[(a, b)] += 1.0 / (m - 1)
+    if not coincidence:
+        return None
+    totals: dict[Hashable, float] = defaultdict(float)
+    for (a, _), count in coincidence.items():
+        totals[a] += count
+    n = sum(totals.values())
+    observed = sum(count for (a, b), count in coincidence.items() if a != b)
+    expected = sum(totals[a] * totals[b] for a in totals for b in totals if a != b) / (n - 1)
+    if expected == 0:
+        return None
+    return 1.0 - observed / expected
+
+
+def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
+    """Fleiss' kappa of a subjects x categories count table; subjects with < 2 ratings are skipped.
+
+    None when no subject has two ratings or the expected agreement is 1 (a single category used).
+    """
+    rows = [list(map(int, r)) for r in table if sum(r) >= 2]
+    if not rows:
+        return None
+    counts = np.array(rows, dtype=np.float64)
+    per_subject = counts.sum(axis=1)
+    agreement = ((counts**2).sum(axis=1) - per_subject) / (per_subject * (per_subject - 1))
+    shares = counts.sum(axis=0) / counts.sum()
+    expected = float((shares**2).sum())
+    if expected >= 1.0:
+        return None
+    return (float(agreement.mean()) - expected) / (1.0 - expected)
+
+
+def vote_histogram(clusters: Sequence[Cluster]) -> dict[int, int]:
+    """Number of clusters with each vote count, e.g. {1: 4, 2: 1, 3: 6}."""
+    return dict(sorted(Counter(c.votes for c in clusters).items()))
+
+
+def effective_judges(n: int, mean_correlation: float | None) -> float | None:
+    """``n / (1 + (n - 1) r)`` with r clipped to [0, 1]; None when r is unknown."""
+    if mean_correlation is None or n < 1:
+        return None
+    r = min(1.0, max(0.0, mean_correlation))
+    return n / (1.0 + (n - 1) * r)
+
+
+def mean_pairwise_correlation(codes: dict[str, dict[Hashable, int]]) -> float | None:
+    """Mean Pearson correlation over pairs of passes, each pair over the units both coded.
+
+    Pairs with fewer than two shared units or a constant code are skipped; None when no pair is usable.
+    """
+    values = []
+    for a, b in combinations(sorted(codes), 2):
+        shared = sorted(set(codes[a]) & set(codes[b]), key=repr)
+        if len(shared) < 2:
+            continue
+        x = np.array([codes[a][u] for u in shared], dtype=np.float64)
+        y = np.array([codes[b][u] for u in shared], dtype=np.float64)
+        if x.std() == 0 or y.std() == 0:
+            continue
+        values.append(float(np.corrcoef(x, y)[0, 1]))
+    return float(np.mean(values)) if values else None
+
+
+def issue_units(verdicts: Sequence[Verdict]) -> tuple[list[list[int]], dict[str, dict[Hashable, int]]]:
+    """Alpha units (trajectory, turn, category) coded 0/1 by each valid pass, and the codes by pass key.
+
+    A pass is identified across trajectories by its ``pass_key`` (e.g. ``openai:gpt-4o#2``).
+    """
+    by_trajectory: dict[str, list[Verdict]] = defaultdict(list)
+    for verdict in verdicts:
+        if verdict.status == "ok":
+            by_trajectory[verdict.trajectory_id].append(verdict)
+    units: list[list[int]] = []
+    codes: dict[str, dict[Hashable, int]] = defaultdict(dict)
+    for trajectory_id, passes in sorted(by_trajectory.items()):
+        flagged = {p.pass_key: {(i.turn, i.category) for i in p.issues} for p in passes}
+        for key in sorted(set().union(*flagged.values()), key=repr):
+            unit = []
+            for p in passes:
+                code = int(key in flagged[p.pass_key])
+                unit.append(code)
+                codes[p.pass_key][(trajectory_id, *key)] = code
+            units.append(unit)
+    return units, dict(codes)
+
+
+def efficiency_table(verdicts: Sequence[Verdict]) -> list[list[int]]:
+    """Trajectories x (high, medium, low) counts of the valid passes' efficiency votes."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for verdict in verdicts:
+        if verdict.status == "ok" and verdict.efficiency is not None:
+            counts[verdict.trajectory_id][verdict.efficiency] += 1
+    return [[counts[t][e] for e in EFFICIENCIES] for t in sorted(counts)]
+
+
+def agreement_summary(verdicts: Sequence[Verdict], clusters: Sequence[Cluster]) -> dict[str, Any]:
+    """The agreement block of ``summary.json``. Values that cannot be computed are None, never 0."""
+    units, codes = issue_units(verdicts)
+    passes = [c.panel_size for c in clusters]
+    panel = max(passes) if passes else max((len({v.pass_key for v in verdicts if v.trajectory_id == t})
+                                            for t in {v.trajectory_id for v in verdicts}), default=0)
+    correlation = mean_pairwise_correlation(codes)
+    alpha = krippendorff_alpha_nominal(units)
+    kappa = fleiss_kappa(efficiency_table(verdicts))
+    histogram = vote_histogram(clusters)
+    return {
+        "krippendorff_alpha_issues": None if alpha is None else round(alpha, 4),
+        "alpha_units": sum(1 for u in units if len(u) >= 2),
+        "fleiss_kappa_efficiency": None if kappa is None else round(kappa, 4),
+        "efficiency_subjects": sum(1 for r in efficiency_table(verdicts) if sum(r) >= 2),
+        "vote_histogram": {str(k): v for k, v in histogram.items()},
+        "panel_size": panel,
+        "mean_pairwise_correlation": None if correlation is None else round(correlation, 4),
+        "effective_judges": None if (n := effective_judges(panel, correlation)) is None else round(n, 3),
+        "definitions": {
+            "alpha": "nominal Krippendorff alpha; units = (trajectory, turn, category) flagged by any valid pass, coded 0/1 per pass",
+            "kappa": "Fleiss kappa of efficiency votes (high/medium/low), subjects = trajectories",
+            "effective_judges": "n / (1 + (n-1) r), r = mean pairwise correlation of passes' 0/1 unit codes, clipped to [0,1]",
+        },
+    }
