@@ -29,30 +29,16 @@ class ImportStats:
 
 
 def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None) -> ImportStats:
-    """Stream ``inputs`` into ``trajectories.jsonl`` and ``rejects.jsonl`` of ``run_dir``."""
-    from judge.importers import iter_records
+    """Stream ``inputs`` into ``trajectories.jsonl`` and ``rejects.jsonl`` of ``run_dir``.
 
-    stats = ImportStats()
+    Trajectory ids are unique within the import (a repeated id gets ``~2``, ``~3``...; see iter_records).
+    """
+    from judge.importers.writer import write_import
+
     run_dir.mkdir(parents=True, exist_ok=True)
-    traj_path = rundir.safe_child(run_dir, rundir.TRAJECTORIES)
-    rejects_path = rundir.safe_child(run_dir, rundir.REJECTS)
-    seen_ids: dict[str, int] = {}
-    with traj_path.open("w", encoding="utf-8") as trajectories, rejects_path.open("w", encoding="utf-8") as rejects:
-        for item in iter_records(list(inputs), fmt=fmt):
-            stats.read += 1
-            if isinstance(item, Reject):
-                stats.rejected += 1
-                rejects.write(item.model_dump_json() + "\n")
-                continue
-            # Two records with one id would be judged and reported as one: keep both, renamed visibly.
-            count = seen_ids.get(item.id, 0)
-            seen_ids[item.id] = count + 1
-            if count:
-                item = item.model_copy(update={"id": f"{item.id}~{count + 1}"})
-            stats.imported += 1
-            stats.by_format[item.metadata.source_format] = stats.by_format.get(item.metadata.source_format, 0) + 1
-            trajectories.write(item.to_json_line() + "\n")
-    return stats
+    return write_import(
+        inputs, rundir.safe_child(run_dir, rundir.TRAJECTORIES), rundir.safe_child(run_dir, rundir.REJECTS), fmt=fmt
+    )
 
 
 def read_trajectories(run_dir: Path) -> Iterable[Trajectory]:

@@ -1,1 +1,184 @@
-"""Commands: see judge/cli/__init__.py."""
+"""Commands ``judge import`` (logs -> canonical JSONL + rejects) and ``judge show`` (a trajectory turn by turn)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from judge.cli.app import app
+from judge.model import Message, Trajectory
+
+_FORMAT_HELP = (
+    "Force one format instead of auto-detection: canonical, openai, tau, anthropic, swe-agent, "
+    "mini-swe-agent, openhands, inspect, who-and-when, atif."
+)
+
+
+@app.command(
+    "import",
+    epilog=(
+        "Examples:\n\n"
+        "  judge import examples/batch --out runs/batch.jsonl\n\n"
+        "  judge import ../shared/datasets/agentrx/tau_retail/tau_dataset_full.json --out tau.jsonl\n\n"
+        "  judge import logs/*.traj --format swe-agent --out swe.jsonl --strict"
+    ),
+)
+def import_command(
+    inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.traj files)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Canonical JSONL to write (one trajectory per line)."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    rejects: Optional[Path] = typer.Option(None, "--rejects", help="Where to write rejected records (default: next to OUT, as NAME.rejects.jsonl)."),
+    strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any record was rejected."),
+) -> None:
+    """Import agent logs into canonical trajectories; unreadable records go to a rejects file.
+
+    Prints how many records were read, imported and rejected (and per format). Exits non-zero only when
+    nothing could be imported, or with --strict when anything was rejected.
+    """
+    from judge.importers import FORMATS, describe_reject
+    from judge.importers.writer import default_rejects_path, write_import
+
+    if fmt is not None and fmt not in FORMATS:
+        raise typer.BadParameter(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}", param_hint="--format")
+    rejects_path = rejects or default_rejects_path(out)
+    kept: list = []
+    stats = write_import(inputs, out, rejects_path, fmt=fmt, keep_rejects=kept)
+    console = Console(stderr=True)
+    formats = ", ".join(f"{name} {count}" for name, count in sorted(stats.by_format.items())) or "none"
+    console.print(f"read {stats.read}, imported {stats.imported}, rejected {stats.rejected}  ({formats})")
+    console.print(f"trajectories -> {out}")
+    if stats.rejected:
+        console.print(f"rejects      -> {rejects_path}", style="yellow")
+        for reject in kept[:10]:
+            console.print("  " + escape(describe_reject(reject)), style="yellow")
+        if len(kept) > 10:
+            console.print(f"  ... and {len(kept) - 10} more in {rejects_path}", style="yellow")
+    if stats.imported == 0:
+        console.print("nothing imported", style="bold red")
+        raise typer.Exit(1)
+    if strict and stats.rejected:
+        console.print("--strict: rejects are fatal", style="bold red")
+        raise typer.Exit(1)
+
+
+@app.command(
+    "show",
+    epilog=(
+        "Examples:\n\n"
+        "  judge show examples/batch/openai_runs.jsonl --id inv-base-build\n\n"
+        "  judge show runs/demo/trajectories.jsonl --list\n\n"
+        "  judge show ../shared/datasets/who_and_when/Hand-Crafted/1.json --max-chars 200"
+    ),
+)
+def show_command(
+    file: Path = typer.Argument(..., help="Canonical JSONL or any importable log file/directory."),
+    trajectory_id: Optional[str] = typer.Option(None, "--id", help="Show only this trajectory."),
+    list_only: bool = typer.Option(False, "--list", help="List the trajectories (id, format, turns, calls, errors) instead."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    max_chars: int = typer.Option(600, "--max-chars", help="Truncate long contents and receipts to this many characters (0: no limit)."),
+    reasoning: bool = typer.Option(True, "--reasoning/--no-reasoning", help="Show the assistant's reasoning."),
+) -> None:
+    """Print trajectories turn by turn: T1, T2, ... with their tool calls and receipts (errors in red)."""
+    from judge.importers import describe_reject, iter_records
+    from judge.schema import Reject
+
+    console = Console()
+    table = None
+    if list_only:
+        table = Table()
+        table.add_column("id", no_wrap=True)
+        for name in ("format", "turns", "calls", "errors"):
+            table.add_column(name, no_wrap=True)
+        table.add_column("query", no_wrap=True, overflow="ellipsis", max_width=48)
+    shown = 0
+    for item in iter_records([file], fmt=fmt):
+        if isinstance(item, Reject):
+            console.print("rejected: " + escape(describe_reject(item)), style="yellow")
+            continue
+        if trajectory_id is not None and item.id != trajectory_id:
+            continue
+        shown += 1
+        if table is not None:
+            calls = sum(len(m.tool_calls) for m in item.messages)
+            errors = sum(1 for m in item.messages if m.receipt and m.receipt.is_error)
+            table.add_row(escape(item.id), item.metadata.source_format, str(item.turn_count), str(calls),
+                          f"[red]{errors}[/red]" if errors else "0", escape(" ".join(item.query.split())))
+        else:
+            render_trajectory(console, item, max_chars=max_chars, reasoning=reasoning)
+    if table is not None and shown:
+        console.print(table)
+    if shown == 0:
+        console.print(f"no trajectory{' with id ' + repr(trajectory_id) if trajectory_id else ''} in {file}", style="bold red")
+        raise typer.Exit(1)
+
+
+def render_trajectory(console: Console, trajectory: Trajectory, *, max_chars: int = 600, reasoning: bool = True) -> None:
+    """Rich rendering of one trajectory: header, query, then messages in order with turn labels."""
+    meta = trajectory.metadata
+    facts = [meta.source_format, f"{trajectory.turn_count} turns"]
+    facts += [f"{key} {value}" for key, value in (("model", meta.model), ("arm", meta.arm), ("source", meta.source_id),
+                                                  ("branch after T", meta.branch_turn), ("reward", meta.reward),
+                                                  ("outcome", meta.outcome)) if value is not None]
+    if meta.budget_exhausted:
+        facts.append("[red]budget exhausted[/red]")
+    console.rule(f"[bold]{escape(trajectory.id)}[/bold]")
+    console.print(", ".join(facts) + f"  (query_id {escape(trajectory.query_id)})", style="dim")
+    console.print(f"[bold]Query:[/bold] {escape(_clip(trajectory.query, max_chars))}")
+    answered = {m.receipt.call_id for m in trajectory.messages if m.receipt and m.receipt.call_id}
+    for message in trajectory.messages:
+        _render_message(console, message, answered, max_chars=max_chars, reasoning=reasoning)
+    console.print()
+
+
+def _render_message(console: Console, message: Message, answered: set[str], *, max_chars: int, reasoning: bool) -> None:
+    who = f" {escape(message.name)}" if message.name else ""
+    if message.role == "assistant":
+        console.print(f"\n[bold cyan]T{message.turn}[/bold cyan]{who}")
+        if reasoning and message.reasoning:
+            console.print(f"  [dim italic]reasoning: {escape(_clip(message.reasoning, max_chars))}[/dim italic]")
+        if message.content.strip():
+            console.print("  " + escape(_clip(message.content, max_chars)))
+        for call in message.tool_calls:
+            arguments = call.raw_arguments if call.arguments_error else _compact(call.arguments)
+            line = f"  [magenta]-> {escape(call.name)}[/magenta] {escape(_clip(arguments, max_chars))} [dim]({escape(call.id)})[/dim]"
+            if call.arguments_error:
+                line += f" [red]arguments do not parse: {escape(call.arguments_error)}[/red]"
+            if call.id not in answered:
+                line += " [yellow](no receipt)[/yellow]"
+            console.print(line)
+    elif message.role == "tool" and message.receipt is not None:
+        receipt = message.receipt
+        status = "ERROR" if receipt.is_error else "ok"
+        if receipt.exit_code is not None:
+            status += f", exit {receipt.exit_code}"
+        label = escape(receipt.name or "result")
+        style = "red" if receipt.is_error else "green"
+        console.print(f"  [{style}]<- {label} {escape(f'[{status}]')}[/{style}]")
+        body = escape(_clip(receipt.content, max_chars)) or "[dim](empty)[/dim]"
+        console.print(_indent(body, "     "), style="red" if receipt.is_error else None)
+    else:
+        label = {"system": "system", "user": "user"}.get(message.role, message.role)
+        console.print(f"\n[bold]{label}[/bold]{who} [dim](after T{message.turn})[/dim]" if message.turn else f"\n[bold]{label}[/bold]{who}")
+        console.print(_indent(escape(_clip(message.content, max_chars)), "  "))
+
+
+def _clip(text: str | None, limit: int) -> str:
+    text = text or ""
+    if limit and len(text) > limit:
+        return text[:limit] + f" ... [{len(text) - limit} more chars]"
+    return text
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines()) if text else text
+
+
+def _compact(value: object) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
