@@ -33,6 +33,7 @@ _REDIRECT = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+)")
 _SED_INPLACE = re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([\w./-]+)")
 _CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
 _DOC_SUFFIXES = (".md", ".txt", ".rst")
+_EXIT_LINE = re.compile(r"^\s*(error:\s*)?exit ?code:?\s*-?\d+\s*(\(execution failed\))?\s*$", re.IGNORECASE)
 
 
 @dataclass
@@ -172,6 +173,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
             action.receipt = receipt
             action.receipt_index = index
             action.outcome, action.error_line = classify_receipt(receipt, config, patterns)
+            if not action.is_plan and not action.is_check and patterns.check_receipt.search(receipt.content or ""):
+                action.is_check = True  # it reported checks passing/failing: it was a check
 
     return Analysis(
         trajectory=trajectory,
@@ -205,9 +208,20 @@ def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPa
         return "ok", ""
     shown = environment or error
     line = _line_at(window, shown.start()) if shown else (lines[0] if lines else "")
+    if _EXIT_LINE.match(line):
+        line = _reason_after_exit_line(window, patterns) or line
     if environment:
         return "environment", line
     return "error", line or f"exit code {receipt.exit_code}"
+
+
+def _reason_after_exit_line(window: str, patterns: CompiledPatterns) -> str:
+    """ "Exit code 1" says that a call failed; the lines after it usually say why. Pick the best of them."""
+    rest = window.split("\n", 1)[1] if "\n" in window else ""
+    match = patterns.environment.search(rest) or patterns.error.search(rest)
+    if match is not None:
+        return _line_at(rest, match.start())
+    return next((ln.strip() for ln in rest.splitlines() if len(ln.strip()) > 3), "")
 
 
 def _line_at(text: str, position: int) -> str:
@@ -237,10 +251,25 @@ def command_of(call: ToolCall, config: RulesConfig) -> str | None:
     return None
 
 
+_CHAIN = re.compile(r"&&|\|\||;|\n")
+_INTERPRETERS = {"python", "python3", "node", "bash", "sh", "ruby", "perl"}
+
+
 def _command_head(command: str) -> str:
-    """The first words of a command that name what it does (program, subcommand), before any flag or value."""
+    """The first words of a command that name what it does (program, subcommand), before any flag or value.
+
+    In a chain (``a && b``) the last command decides the outcome, so its head is the intent. ``python -m X``
+    keeps the module; inline code (``python -c CODE``) is its own intent, so one snippet does not "recover"
+    another.
+    """
+    parts = [p for p in _CHAIN.split(command) if p.strip()]
+    last = parts[-1].strip() if parts else command.strip()
+    tokens = last.split()
     words: list[str] = []
-    for word in command.strip().split():
+    for position, word in enumerate(tokens):
+        if words and words[0] in _INTERPRETERS and word in ("-m", "-c") and position + 1 < len(tokens):
+            rest = " ".join(tokens[position + 1 :]) if word == "-c" else tokens[position + 1]
+            return " ".join(words + [word, rest[:200]])
         if word.startswith("-") or any(ch in word for ch in "'\"={}[]<>|;&$") or len(words) == 3:
             break
         words.append(word)

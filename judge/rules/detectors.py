@@ -300,7 +300,7 @@ def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
             old = status.get(key)
             if state == "completed" and old is not None and old != "completed":
                 start = since.get(key, previous_update) if old == "in_progress" else previous_update
-                why, evidence = _unsupported_completion(an, start, index)
+                why, evidence = _unsupported_completion(an, start, index, bool(an.patterns.check_item.search(text)))
                 if why:
                     description = f"Todo item \"{an.excerpt(text)}\" marked completed, but {why}."
                     issues.append(_issue(an, "plan-receipt-mismatch", turn, "semantic", description, evidence))
@@ -311,7 +311,13 @@ def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
     return issues
 
 
-def _unsupported_completion(an: Analysis, start: int, marked_at: int) -> tuple[str | None, str]:
+def _unsupported_completion(an: Analysis, start: int, marked_at: int, check_item: bool) -> tuple[str | None, str]:
+    """Why marking an item completed is not supported by the calls of its window (None when it is).
+
+    A check item ("check the samples", "运行测试") needs its last check to pass. Any other item needs its last
+    non-check call to have succeeded: a check that fails after an item's own work (saving a draft) speaks
+    about the next item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct).
+    """
     window = [
         a for a in an.actions
         if start <= a.message_index <= marked_at and not a.is_plan and a.visible_at < marked_at
@@ -320,10 +326,14 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int) -> tuple[s
         if window:
             return "every call made while it was in progress failed", _receipt_quote(an, window[-1])
         return "no call was made while it was in progress", "no tool call between the plan updates"
-    checks = [a for a in window if a.is_check] or window
-    last = checks[-1]
+    if check_item:
+        relevant = [a for a in window if a.is_check] or window
+    else:
+        relevant = [a for a in window if not a.is_check] or window
+    last = relevant[-1]
     if last.failed:
-        return f"its last check (T{last.turn}) failed", _receipt_quote(an, last)
+        what = "check" if last.is_check else "call"
+        return f"its last {what} (T{last.turn}) failed", _receipt_quote(an, last)
     return None, ""
 
 
