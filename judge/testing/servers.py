@@ -88,11 +88,13 @@ class FakeLLMServer:
         self.responder: Responder = responder or (lambda request: Scripted.ok())
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []  # lets a test check which key reached the server
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name=f"fake-{protocol}", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name=f"fake-{protocol}", daemon=True)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -134,10 +136,12 @@ class FakeLLMServer:
     def reset_count(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.request_headers.clear()
 
-    def _next(self, request: dict[str, Any]) -> Scripted:
+    def _next(self, request: dict[str, Any], headers: dict[str, str]) -> Scripted:
         with self._lock:
             self.requests.append(request)
+            self.request_headers.append(headers)
             scripted = self._queue.popleft() if self._queue else None
         return scripted if scripted is not None else self.responder(request)
 
@@ -233,7 +237,7 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 request = json.loads(self.rfile.read(length) or b"{}")
             except ValueError:
                 request = {}
-            scripted = server._next(request)
+            scripted = server._next(request, {k.lower(): v for k, v in self.headers.items()})
             if scripted.delay_s:
                 time.sleep(scripted.delay_s)
             status, headers, body = server.render(scripted, request)

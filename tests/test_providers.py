@@ -1,0 +1,272 @@
+"""Providers through the real openai/anthropic SDKs against local fake servers (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+
+from judge.model import Usage
+from judge.pricing import Price, PriceTable, cost_usd, load_price_table, price
+from judge.providers import PLACEHOLDER_KEY, AuthError, ProviderError, make_provider, parse_spec
+from judge.providers.errors import classify_status, parse_retry_after
+from judge.providers.retry import Attempt, Budget, BudgetExceeded, CallRuntime, RetryPolicy, backoff_delay, complete_with_retries
+from judge.testing.servers import FakeLLMServer, Scripted
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
+SPECS = {"openai": "openai-compatible:fake", "anthropic": "anthropic:claude-fake"}
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with FakeLLMServer(request.param) as fake:
+        yield fake
+
+
+def provider_for(server: FakeLLMServer, timeout_s: float = 5.0):
+    return make_provider(SPECS[server.protocol], {"base_url": server.base_url, "timeout_s": timeout_s})
+
+
+def complete(server: FakeLLMServer, scripted: Scripted, timeout_s: float = 5.0, **kw: Any):
+    server.queue(scripted)
+
+    async def go():
+        provider = provider_for(server, timeout_s)
+        try:
+            return await provider.complete(MESSAGES, schema=SCHEMA, temperature=0.7, seed=3, **kw)
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("scripted", "kind", "retry_after"),
+    [
+        (Scripted.rate_limited(retry_after=2.5), "rate_limited", 2.5),
+        (Scripted.server_error(500), "server_error", None),
+        (Scripted.server_error(503), "server_error", None),
+        (Scripted.malformed_body(), "bad_output", None),
+        (Scripted.context_overflow(), "context_overflow", None),
+        (Scripted(status=401), "auth", None),
+        (Scripted(status=404, error_message="no such model"), "bad_request", None),
+    ],
+)
+def test_http_errors_are_classified(server: FakeLLMServer, scripted: Scripted, kind: str, retry_after: float | None) -> None:
+    with pytest.raises(ProviderError) as raised:
+        complete(server, scripted)
+    assert raised.value.kind == kind
+    assert raised.value.retry_after == retry_after
+
+
+def test_timeout_is_classified(server: FakeLLMServer) -> None:
+    with pytest.raises(ProviderError) as raised:
+        complete(server, Scripted.slow(1.0), timeout_s=0.2)
+    assert raised.value.kind == "timeout"
+
+
+def test_schema_answer_is_parsed_and_usage_normalised(server: FakeLLMServer) -> None:
+    completion = complete(server, Scripted.ok({"a": "x"}, usage={"input": 100, "output": 10, "cached": 40}))
+    assert completion.parsed == {"a": "x"}
+    assert completion.finish_reason == "stop"
+    # Both providers report input tokens including the cached part (Anthropic sends them separately).
+    assert completion.usage == Usage(input_tokens=100, output_tokens=10, cached_tokens=40)
+
+
+def test_schema_is_enforced_the_provider_way(server: FakeLLMServer) -> None:
+    complete(server, Scripted.ok({"a": "x"}), max_tokens=321)
+    request = server.requests[-1]
+    if server.protocol == "openai":
+        assert request["response_format"] == {"type": "json_schema", "json_schema": {"name": "verdict", "schema": SCHEMA, "strict": True}}
+        assert request["seed"] == 3 and request["temperature"] == 0.7 and request["max_tokens"] == 321
+    else:
+        assert request["tool_choice"] == {"type": "tool", "name": "verdict"}
+        assert request["tools"][0]["input_schema"] == SCHEMA
+        assert request["system"] == "be brief" and request["temperature"] == 0.7 and request["max_tokens"] == 321
+        assert all(m["role"] != "system" for m in request["messages"])
+
+
+@pytest.mark.parametrize(
+    ("scripted", "finish", "refusal"),
+    [
+        (Scripted.truncated('{"a": "unfinish'), "length", None),
+        (Scripted.refused("I won't."), "refusal", "I won't."),
+    ],
+)
+def test_length_and_refusal_are_normalised(server: FakeLLMServer, scripted: Scripted, finish: str, refusal: str | None) -> None:
+    completion = complete(server, scripted)
+    assert completion.finish_reason == finish
+    assert completion.refusal == refusal
+    assert completion.parsed is None
+
+
+def test_placeholder_key_for_a_base_url_server(server: FakeLLMServer) -> None:
+    complete(server, Scripted.ok({"a": "x"}))
+    headers = server.request_headers[-1]
+    sent = headers.get("authorization", "") + headers.get("x-api-key", "")
+    assert PLACEHOLDER_KEY in sent
+
+
+def test_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-from-env")
+    with FakeLLMServer("openai") as fake:
+        complete(fake, Scripted.ok({"a": "x"}))
+        assert fake.request_headers[-1]["authorization"] == "Bearer sk-test-from-env"
+
+
+def test_missing_key_for_the_real_api_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(AuthError, match="OPENAI_API_KEY is not set"):
+        make_provider("openai:gpt-4o", {})
+    with pytest.raises(AuthError, match="ANTHROPIC_API_KEY is not set"):
+        make_provider("anthropic:claude-sonnet-4", {})
+
+
+@pytest.mark.parametrize(
+    ("spec", "base_url", "kind", "model", "url"),
+    [
+        ("openai:gpt-4o", None, "openai", "gpt-4o", None),
+        ("anthropic:claude-sonnet-4-5", None, "anthropic", "claude-sonnet-4-5", None),
+        ("openai-compatible:llama3@http://localhost:11434/v1", None, "openai-compatible", "llama3", "http://localhost:11434/v1"),
+        ("openai:qwen2", "http://h:8000/v1", "openai-compatible", "qwen2", "http://h:8000/v1"),
+        ("openai-compatible:m@http://a/v1", "http://b/v1", "openai-compatible", "m", "http://b/v1"),
+    ],
+)
+def test_parse_spec(spec: str, base_url: str | None, kind: str, model: str, url: str | None) -> None:
+    parsed = parse_spec(spec, base_url)
+    assert (parsed.kind, parsed.model, parsed.base_url) == (kind, model, url)
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "cohere:command", "openai:", "openai-compatible:m"])
+def test_parse_spec_rejects(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ValueError):
+        parse_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "kind"),
+    [(429, "slow down", "rate_limited"), (500, "x", "server_error"), (529, "overloaded", "server_error"),
+     (408, "x", "timeout"), (401, "x", "auth"), (403, "x", "auth"), (400, "prompt is too long: 300000 tokens", "context_overflow"),
+     (400, "bad field", "bad_request"), (413, "x", "context_overflow")],
+)
+def test_classify_status(status: int, message: str, kind: str) -> None:
+    assert classify_status(status, message, None).kind == kind
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("3", 3.0), ("0.5", 0.5), (None, None), ("Wed, 21 Oct 2015 07:28:00 GMT", None), ("-1", None)])
+def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
+    assert parse_retry_after(value) == seconds
+
+
+# --- the retry loop ------------------------------------------------------------------------------
+
+
+def run_with_retries(server: FakeLLMServer, *scripted: Scripted, max_retries: int = 3, budget: Budget | None = None,
+                     timeout_s: float = 5.0):
+    server.queue(*scripted)
+    delays: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:  # record the backoff instead of waiting it out
+        delays.append(seconds)
+
+    runtime = CallRuntime(policy=RetryPolicy(max_retries=max_retries, base_delay_s=0.5), timeout_s=timeout_s,
+                          budget=budget or Budget(), sleep=no_sleep, price_fn=lambda key, usage: cost_usd(Price(1.0, 4.0, 0.5), usage))
+    seen: list[Attempt] = []
+
+    async def go():
+        provider = provider_for(server, timeout_s)
+        try:
+            return await complete_with_retries(provider, MESSAGES, runtime=runtime, estimated_input_tokens=10,
+                                               on_attempt=seen.append, schema=SCHEMA, max_tokens=100)
+        finally:
+            await provider.aclose()
+
+    try:
+        outcome: Any = asyncio.run(go())
+    except (ProviderError, BudgetExceeded) as error:
+        outcome = error
+    return outcome, seen, delays, runtime
+
+
+def test_retry_after_is_honoured_and_every_attempt_reported(server: FakeLLMServer) -> None:
+    outcome, seen, delays, runtime = run_with_retries(
+        server, Scripted.rate_limited(retry_after=7), Scripted.server_error(), Scripted.ok({"a": "x"}, usage={"input": 1000, "output": 100, "cached": 0}))
+    completion, attempts = outcome
+    assert completion.parsed == {"a": "x"}
+    assert [a.outcome for a in seen] == ["rate_limited", "server_error", "ok"] == [a.outcome for a in attempts]
+    assert delays[0] >= 7.0  # the server's Retry-After, not our shorter backoff
+    assert 0.0 <= delays[1] <= 1.0  # second retry: full jitter under base * 2
+    assert server.request_count == 3 and runtime.retries == 2
+    assert seen[-1].cost_usd == pytest.approx((1000 * 1.0 + 100 * 4.0) / 1e6)
+
+
+def test_retries_stop_after_max_retries(server: FakeLLMServer) -> None:
+    outcome, seen, _, _ = run_with_retries(server, *[Scripted.server_error()] * 3, max_retries=2)
+    assert isinstance(outcome, ProviderError) and outcome.kind == "server_error"
+    assert len(seen) == 3 and server.request_count == 3
+
+
+def test_timeout_is_retried(server: FakeLLMServer) -> None:
+    outcome, seen, _, _ = run_with_retries(server, Scripted.slow(1.0), Scripted.ok({"a": "y"}), timeout_s=0.2)
+    assert outcome[0].parsed == {"a": "y"}
+    assert [a.outcome for a in seen] == ["timeout", "ok"]
+
+
+@pytest.mark.parametrize("scripted", [Scripted(status=401), Scripted.context_overflow()])
+def test_final_errors_are_not_retried(server: FakeLLMServer, scripted: Scripted) -> None:
+    outcome, seen, _, _ = run_with_retries(server, scripted)
+    assert isinstance(outcome, ProviderError) and len(seen) == 1 and server.request_count == 1
+
+
+def test_budget_refuses_a_call_it_cannot_afford(server: FakeLLMServer) -> None:
+    # Worst case of one call: 10 input + 100 output tokens at $1/$4 per million = $0.00041.
+    outcome, seen, _, _ = run_with_retries(server, Scripted.ok({"a": "x"}), budget=Budget(max_cost_usd=0.0004))
+    assert isinstance(outcome, BudgetExceeded)
+    assert server.request_count == 0 and seen == []
+
+
+@pytest.mark.parametrize(
+    ("number", "retry_after", "low", "high"),
+    [(1, None, 0.0, 1.0), (3, None, 0.0, 4.0), (10, None, 0.0, 60.0), (1, 5.0, 5.0, 5.0), (1, 500.0, 60.0, 60.0)],
+)
+def test_backoff_delay(number: int, retry_after: float | None, low: float, high: float) -> None:
+    policy = RetryPolicy(base_delay_s=1.0, max_delay_s=60.0)
+    for seed in range(20):
+        assert low <= backoff_delay(number, policy, retry_after, random.Random(seed)) <= high
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        (Usage(input_tokens=1_000_000, output_tokens=0), 2.0),
+        (Usage(input_tokens=1_000_000, output_tokens=1_000_000, cached_tokens=500_000), 0.5 * 2.0 + 0.5 * 1.0 + 8.0),
+        (Usage(input_tokens=None, output_tokens=None), None),
+        (Usage(input_tokens=10, output_tokens=None), 10 * 2.0 / 1e6),
+    ],
+)
+def test_cost_arithmetic(usage: Usage, expected: float | None) -> None:
+    result = cost_usd(Price(input=2.0, output=8.0, cached_input=1.0), usage)
+    assert result == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_price_table_first_match_wins_and_unknown_is_none() -> None:
+    table = load_price_table()
+    assert price("openai:gpt-4o", Usage(input_tokens=1_000_000, output_tokens=0), table) == pytest.approx(2.5)
+    assert table.lookup("openai-compatible:simjudge") != table.lookup("openai-compatible:llama3")
+    assert price("openai:no-such-model", Usage(input_tokens=10, output_tokens=10), table) is None
+    custom = PriceTable(entries=(("a:*", Price(1, 1, 1)), ("a:b", Price(9, 9, 9))))
+    assert custom.lookup("a:b") == Price(1, 1, 1)
+
+
+def test_price_table_errors_name_the_file(tmp_path) -> None:
+    bad = tmp_path / "prices.yaml"
+    bad.write_text("prices:\n  'x:y': {input: 1}\n")
+    with pytest.raises(ValueError, match=r"prices.yaml: price 'x:y' needs numeric"):
+        load_price_table(bad)
