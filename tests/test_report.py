@@ -1,0 +1,461 @@
+"""Batch report: figures of summary.json, the HTML/Markdown content, escaping, CSP and path safety (no browser).
+
+The run directories are built from the schema models by tests/fixtures/report/report_runs.py; the expected
+figures there are derived by hand from the rows it writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from judge.report import build_report, build_summary
+from judge.report.render import md_escape
+from judge.report.summary import (
+    explain_agreement,
+    reason_code,
+    release_section,
+    score_distribution,
+    share,
+    vote_histogram,
+)
+from judge.report.viewer import anchor_id
+from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
+from report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = make_run(tmp_path_factory.mktemp("report") / "run")
+    build_report(run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def summary(run: Path) -> dict:
+    return json.loads((run / "summary.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def html(run: Path) -> str:
+    return (run / "report.html").read_text(encoding="utf-8")
+
+
+# --- a tiny DOM, enough to ask "which element contains what" ----------------------------------
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class Node:
+    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None):
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Node] = []
+        self.text: list[str] = []
+
+    def classes(self) -> set[str]:
+        return set((self.attrs.get("class") or "").split())
+
+    def all_text(self) -> str:
+        return "".join(self.text) + "".join(c.all_text() for c in self.children)
+
+    def walk(self):
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def find_all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Node]:
+        return [
+            n for n in self.walk()
+            if (tag is None or n.tag == tag) and (cls is None or cls in n.classes())
+            and all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
+        ]
+
+
+class TreeBuilder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#root", {}, None)
+        self.current = self.root
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        node = Node(tag, dict(attrs), self.current)
+        self.current.children.append(node)
+        if tag not in VOID:
+            self.current = node
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.current.children.append(Node(tag, dict(attrs), self.current))
+
+    def handle_endtag(self, tag: str) -> None:
+        node = self.current
+        while node is not self.root and node.tag != tag:
+            node = node.parent  # type: ignore[assignment]
+        if node is not self.root:
+            self.current = node.parent  # type: ignore[assignment]
+
+    def handle_data(self, data: str) -> None:
+        self.current.text.append(data)
+
+
+def parse(text: str) -> Node:
+    builder = TreeBuilder()
+    builder.feed(text)
+    return builder.root
+
+
+@pytest.fixture(scope="module")
+def dom(html: str) -> Node:
+    return parse(html)
+
+
+# --- summary figures ---------------------------------------------------------------------------
+
+
+def test_summary_figures_match_the_batch(summary: dict):
+    assert summary["scores"]["counts"] == EXPECTED["counts"]
+    assert summary["scores"]["total"] == EXPECTED["total"]
+    assert summary["release"]["released"] == EXPECTED["released"]
+    assert summary["release"]["yield"] == pytest.approx(EXPECTED["released"] / EXPECTED["total"])
+    assert summary["issues"]["majority"]["total"] == EXPECTED["majority"]
+    assert summary["issues"]["minority"]["total"] == EXPECTED["minority"]
+    assert summary["agreement"]["vote_histogram"] == EXPECTED["vote_histogram"]
+    assert summary["unscored"]["passes_by_reason"] == EXPECTED["passes_unscored"]
+    assert summary["unscored"]["trajectories_by_reason"] == {"no_quorum": 1, "no_score_row": 1}
+
+
+def test_cost_counts_every_attempt_including_failed(summary: dict):
+    total = summary["cost"]["judge"]["total"]
+    assert total["attempts"] == EXPECTED["attempts"]
+    assert total["failed_attempts"] == EXPECTED["failed_attempts"]
+    assert total["cost_usd"] == pytest.approx(EXPECTED["cost_usd"])
+    assert summary["cost"]["judge"]["by_judge"][0]["model"] == "gpt-4o"
+    assert summary["cost"]["generation"]["output_tokens"] == EXPECTED["generation_output_tokens"]
+    assert summary["cost"]["time"]["wall_s"] == pytest.approx(125.0)
+
+
+def test_summary_other_sections(summary: dict):
+    assert summary["release"]["held_by_gate"] == {"4": 1}  # the environment fault holds back a 4
+    assert summary["release"]["failed_checks"]["environment-fault-rerun"] == 1
+    assert [e["trajectory_id"] for e in summary["environment_ledger"]] == ["t-env"]
+    assert summary["repairs"] == {"present": True, "total": 2, "by_route": {"online-guided": 1, "environment": 1}}
+    assert summary["rejects"]["total"] == 1 and summary["rejects"]["rows"][0]["location"] == "batch.jsonl:7"
+    assert summary["reproducibility"]["prompt_versions"] == ["judge-v1"]
+    assert summary["reproducibility"]["embedder"]["name"] == "minilm"
+    top = summary["top_defects"][0]
+    assert (top["category"], top["tag"], top["majority_clusters"]) == ("code", "bad-arguments", 1)
+    assert len(top["example"]["wordings"]) == 3
+    rows = {r["id"]: r for r in summary["trajectories"]}
+    assert rows["t-bad"]["categories"] == ["code", "semantic"] and rows["t-bad"]["route"] == "online-guided"
+    assert rows["t-noscore"]["score"] is None
+
+
+def test_summary_json_is_strict_json(run: Path):
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"summary.json holds {constant}, which is not JSON")
+
+    json.loads((run / "summary.json").read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def test_build_summary_writes_only_summary(tmp_path: Path):
+    run_dir = make_run(tmp_path / "run")
+    before = {p.name for p in run_dir.iterdir()}
+    summary = build_summary(run_dir)
+    after = {p.name for p in run_dir.iterdir()}
+    # SQLite's own -wal/-shm files may appear when it opens the WAL store read-only; nothing else may.
+    assert after - before - {"store.sqlite-wal", "store.sqlite-shm"} == {"summary.json"}
+    assert json.loads((run_dir / "summary.json").read_text())["scores"] == summary["scores"]
+
+
+def _row(score: int | None, release: bool = False, checks: tuple[str, ...] = ()) -> ScoreRow:
+    return ScoreRow(trajectory_id="t", score=score, reason="r", release=release, failed_checks=list(checks),
+                    panel_size=3, valid_passes=3)
+
+
+@pytest.mark.parametrize(
+    ("scores", "counts", "mean"),
+    [
+        ([], {"2": 0, "3": 0, "4": 0, "5": 0, "unscored": 0}, None),
+        ([None, None], {"2": 0, "3": 0, "4": 0, "5": 0, "unscored": 2}, None),
+        ([2, 4, 5, None], {"2": 1, "3": 0, "4": 1, "5": 1, "unscored": 1}, 3.667),
+        ([3, 3], {"2": 0, "3": 2, "4": 0, "5": 0, "unscored": 0}, 3.0),
+    ],
+)
+def test_score_distribution(scores, counts, mean):
+    result = score_distribution([_row(s) for s in scores])
+    assert result["counts"] == counts
+    assert result["total"] == len(scores)
+    assert result["mean"] == mean
+
+
+@pytest.mark.parametrize(
+    ("rows", "released", "yield_", "held"),
+    [
+        ([], 0, None, {}),
+        ([_row(5, True), _row(None), _row(2)], 1, 0.3333, {}),  # unscored stays in the denominator
+        ([_row(4, False, ("format:role-order",)), _row(5, True)], 1, 0.5, {"4": 1}),
+        ([_row(2, False, ("format:role-order",))], 0, 0.0, {}),  # a 2 is not held by the gate: it is not releasable
+    ],
+)
+def test_release_section(rows, released, yield_, held):
+    result = release_section(rows)
+    assert (result["released"], result["yield"], result["held_by_gate"]) == (released, yield_, held)
+
+
+@pytest.mark.parametrize(
+    ("reason", "code"),
+    [
+        ("no_quorum: 1 valid of 3 planned passes, 2 needed", "no_quorum"),
+        ("parse_error", "parse_error"),
+        ("The judge refused", "The judge refused"),
+        ("", "unknown"),
+        (None, "unknown"),
+    ],
+)
+def test_reason_code(reason, code):
+    assert reason_code(reason) == code
+
+
+@pytest.mark.parametrize(("part", "whole", "expected"), [(0, 0, None), (1, 4, 0.25), (2, 3, 0.6667)])
+def test_share(part, whole, expected):
+    assert share(part, whole) == expected
+
+
+def _cluster(votes: int, panel: int = 3) -> Cluster:
+    issue = Issue(turn=1, category="code", severity="minor", description="d")
+    members = [ClusterMember(pass_key=f"p{i}", issue_index=0, issue=issue) for i in range(votes)]
+    return Cluster(trajectory_id="t", cluster=f"c{votes}", members=members, votes=votes, panel_size=panel,
+                   majority=votes >= 2, turn=1, category="code", severity="minor", description="d")
+
+
+@pytest.mark.parametrize(
+    ("votes", "histogram"),
+    [([], {"1": 0}), ([1, 1, 3], {"1": 2, "2": 0, "3": 1}), ([2], {"1": 0, "2": 1, "3": 0})],
+)
+def test_vote_histogram_lists_every_count_of_the_panel(votes, histogram):
+    assert vote_histogram([_cluster(v) for v in votes]) == histogram
+
+
+@pytest.mark.parametrize(
+    ("section", "panel", "expected"),
+    [
+        ({"vote_histogram": {"1": 0, "2": 0, "3": 4}}, {"judges": ["rules"], "size": 3, "deterministic": True, "passes_total": 9},
+         "One deterministic judge (rules)"),
+        ({"vote_histogram": {}}, {"judges": [], "size": 3, "passes_total": 0}, "No judge pass is recorded"),
+        ({"vote_histogram": {"1": 1, "2": 1, "3": 2}, "krippendorff_alpha": 0.85},
+         {"judges": ["a", "b"], "size": 3, "passes_total": 9}, "is strong"),
+        ({"vote_histogram": {"1": 5, "2": 1, "3": 0}, "krippendorff_alpha": 0.3, "effective_judges": 1.2},
+         {"judges": ["a"], "size": 3, "passes_total": 9}, "behave like 1.2 independent judges: they share"),
+        ({"vote_histogram": {"1": 1, "2": 1, "3": 2}}, {"judges": ["a"], "size": 3, "passes_total": 9},
+         "1 of 4 issue clusters (25%) were seen by one pass only"),
+    ],
+)
+def test_explain_agreement_in_plain_words(section, panel, expected):
+    assert expected in explain_agreement(section, panel)
+
+
+# --- HTML content and the viewer ---------------------------------------------------------------
+
+
+def _section(dom: Node, trajectory_id: str) -> Node:
+    (section,) = dom.find_all("section", id=anchor_id(trajectory_id))
+    return section
+
+
+def test_report_shows_every_part(html: str):
+    for heading in ("Scores and release", "Issues by category, severity and tag", "Most frequent defects",
+                    "Judges and agreement", "Unscored passes and trajectories", "Environment ledger",
+                    "Repairs by route", "Rejected input", "Cost and time", "Reproducibility", "Trajectories"):
+        assert f">{heading}</h2>" in html, heading
+    assert html.count('<svg class="plot"') == 3
+    assert "Release yield 20.0%" in html
+
+
+def test_viewer_pins_majority_issues_to_their_turn(dom: Node):
+    section = _section(dom, "t-bad")
+    turns = {n.attrs["id"].rsplit("-", 1)[1]: n for n in section.find_all("div", cls="assistant")}
+    assert set(turns) == {"T1", "T2", "T3"}
+    t2_markers = turns["T2"].find_all(cls="issue-marker")
+    assert len(t2_markers) == 1 and "severe" in t2_markers[0].classes()
+    text = t2_markers[0].all_text()
+    assert "3/3 votes" in text and "Broken JSON in the edit arguments" in text and "T2 edit tool arguments malformed" in text
+    assert [m.all_text().count("2/3 votes") for m in turns["T3"].find_all(cls="issue-marker")] == [1]
+    assert not turns["T1"].find_all(cls="issue-marker")  # its only issue is a minority one: shown apart
+
+
+def test_viewer_shows_minority_apart_and_receipts(dom: Node):
+    section = _section(dom, "t-bad")
+    (apart,) = section.find_all("div", cls="apart")
+    (minority,) = apart.find_all(cls="issue-marker")
+    assert "minority-issue" in minority.classes() and "Did not read the test first." in minority.all_text()
+    receipts = section.find_all("div", cls="tool")
+    assert len(receipts) == 2
+    long_log, failed = receipts
+    assert long_log.find_all("details"), "a 60-line receipt folds"
+    assert "error" in failed.classes() and "exit 2" in failed.all_text()
+    assert "arguments do not parse" in section.all_text()
+    assert "online-guided" in section.all_text() and "authenticity:unverified-completion" in section.all_text()
+
+
+def test_index_rows_carry_filter_data(dom: Node):
+    rows = {r.attrs["data-trajectory"]: r for r in dom.find_all("tr") if "data-trajectory" in r.attrs}
+    bad = rows[anchor_id("t-bad")]
+    assert bad.attrs["data-score"] == "2"
+    assert json.loads(bad.attrs["data-categories"]) == ["code", "semantic"]
+    assert json.loads(bad.attrs["data-tags"]) == ["bad-arguments", "unverified-completion"]
+    assert rows[anchor_id("t-noscore")].attrs["data-score"] == "unscored"
+    (form,) = dom.find_all("form", id="filters")
+    assert "hidden" in form.attrs, "without JavaScript the filters stay hidden and every trajectory shows"
+
+
+def test_unscored_pass_keeps_its_raw_output(dom: Node):
+    section = _section(dom, HOSTILE_ID)
+    text = section.all_text()
+    assert "parse_error" in text and "provider_error" in text and "not json " + SCRIPT in text
+
+
+# --- safety ------------------------------------------------------------------------------------
+
+
+def test_data_is_escaped_not_markup(html: str, dom: Node):
+    scripts = dom.find_all("script")
+    assert len(scripts) == 1 and "PWNED" not in scripts[0].all_text(), "only our own script is a script"
+    assert not dom.find_all("img") and not dom.find_all("iframe") and not dom.find_all("b")
+    for node in dom.walk():
+        assert not any(name.startswith("on") for name in node.attrs), f"event handler attribute on <{node.tag}>"
+    assert "&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=" in html
+    # and the escaped text is shown where it belongs: query, receipt, issue wording, repair guidance
+    section = _section(dom, "t-bad")
+    assert section.find_all(cls="query")[0].all_text() == "Fix the failing test <b>now</b> " + SCRIPT
+    assert SCRIPT in section.find_all("div", cls="error")[0].all_text()
+
+
+def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):
+    (meta,) = [m for m in dom.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
+    policy = dict(part.strip().split(" ", 1) for part in meta.attrs["content"].split(";"))
+    assert policy["default-src"] == "'none'"
+    assert policy["img-src"] == "data:"
+
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    (script,) = dom.find_all("script")
+    (style,) = dom.find_all("style")
+    assert policy["script-src"] == digest(script.all_text())
+    assert policy["style-src-elem"] == digest(style.all_text())
+    for node in dom.walk():
+        for name in ("src", "href", "xlink:href", "action", "data"):
+            value = node.attrs.get(name)
+            assert value is None or value.startswith("#"), f"<{node.tag} {name}={value!r}> would load something"
+    assert not re.search(r"url\((?!#)", html), "no CSS url() other than in-page references"
+    assert "@import" not in style.all_text() and "@font-face" not in style.all_text()
+
+
+def test_no_path_from_the_data_escapes_the_run_directory(tmp_path: Path):
+    run_dir = make_run(tmp_path / "a" / "b" / "run")
+    outside_before = sorted(p for p in tmp_path.rglob("*") if run_dir not in p.parents and p != run_dir)
+    paths = build_report(run_dir)
+    outside_after = sorted(p for p in tmp_path.rglob("*") if run_dir not in p.parents and p != run_dir)
+    assert outside_after == outside_before
+    assert all(p.resolve().parent == run_dir.resolve() for p in paths.values())
+    assert re.fullmatch(r"t-[0-9a-f]{12}", anchor_id(HOSTILE_ID))
+
+
+@pytest.mark.parametrize(
+    ("text", "escaped"),
+    [
+        ("<script>alert(1)</script>", r"\<script\>alert\(1\)\</script\>"),
+        ("a | b", r"a \| b"),
+        ("line1\n# heading", r"line1 \# heading"),
+        ("[x](http://e)", r"\[x\]\(http://e\)"),
+        ("**bold** `code` &amp;", r"\*\*bold\*\* \`code\` \&amp;"),
+        (None, ""),
+    ],
+)
+def test_md_escape(text, escaped):
+    assert md_escape(text) == escaped
+
+
+def test_markdown_mirrors_the_report_and_escapes(run: Path):
+    md = (run / "report.md").read_text(encoding="utf-8")
+    for heading in ("## Scores and release", "## Issues by category, severity and tag", "## Most frequent defects",
+                    "## Judges and agreement", "## Unscored passes and trajectories", "## Environment ledger",
+                    "## Repairs by route", "## Rejected input", "## Cost and time", "## Reproducibility", "## Trajectories"):
+        assert heading in md
+    assert "| 2 | 1 | 20.0% | 0 |" in md
+    assert "<script>" not in md and r"\<script\>" in md
+    assert "- openai:gpt-4o\\#2: T2 edit tool arguments malformed; the call failed with exit 2." in md
+
+
+# --- partial runs ------------------------------------------------------------------------------
+
+
+def test_report_of_a_run_with_missing_stages(tmp_path: Path):
+    full = make_run(tmp_path / "full")
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "trajectories.jsonl").write_bytes((full / "trajectories.jsonl").read_bytes())
+    paths = build_report(partial)
+    summary = json.loads(paths["summary"].read_text())
+    assert summary["scores"]["counts"]["unscored"] == 5
+    assert summary["release"]["yield"] == 0.0
+    assert summary["cost"]["judge"]["by_judge"] == []
+    assert summary["inputs"]["files"]["verdicts.jsonl"] is False
+    html = paths["report_html"].read_text()
+    assert "The repair stage has not run for this batch" in html
+    assert "No judge pass is recorded" in html
+    assert not (partial / "store.sqlite").exists(), "reporting must not create a run store"
+
+
+def test_bad_rows_are_listed_with_file_and_line(tmp_path: Path):
+    run_dir = make_run(tmp_path / "run")
+    with (run_dir / "verdicts.jsonl").open("a") as handle:
+        handle.write("{not json\n")
+    lines = (run_dir / "verdicts.jsonl").read_text().count("\n")
+    paths = build_report(run_dir)
+    summary = json.loads(paths["summary"].read_text())
+    (bad,) = summary["inputs"]["unreadable_rows"]
+    assert (bad["file"], bad["line"]) == ("verdicts.jsonl", lines)
+    assert "could not be read" in paths["report_html"].read_text()
+    assert summary["unscored"]["passes_total"] == 13  # the good rows are all still counted
+
+
+def test_cost_without_a_store_falls_back_to_verdicts(tmp_path: Path):
+    run_dir = make_run(tmp_path / "run", with_store=False, with_repairs=False)
+    summary = build_summary(run_dir)
+    judge = summary["cost"]["judge"]
+    assert judge["source"].startswith("verdicts.jsonl")
+    assert judge["total"]["attempts"] == 13 and judge["total"]["failed_attempts"] == 1
+    assert summary["repairs"]["present"] is False
+
+
+# --- CLI ---------------------------------------------------------------------------------------
+
+
+def test_cli_prints_report_html_last(tmp_path: Path):
+    from judge.cli import app
+
+    run_dir = make_run(tmp_path / "run")
+    result = CliRunner().invoke(app, ["report", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert Path(lines[-1]) == (run_dir / "report.html").resolve()
+    assert Path(lines[-1]).is_file()
+
+
+def test_cli_names_a_missing_run(tmp_path: Path):
+    from judge.cli import app
+
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "nope")])
+    assert result.exit_code != 0
+    assert "nope" in result.output
