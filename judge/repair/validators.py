@@ -1,0 +1,217 @@
+"""Checks every offline-edited trajectory must pass (reference design, "Offline").
+
+- no reference to a deleted failure remains (paraphrase-aware: the same embedding detector as the editor,
+  plus the rules judge's ``phantom-failure-reference`` detector when it is installed);
+- no claim of success appears before the receipt that could support it (plus the rules judge's
+  ``premature-claim`` detector);
+- no failed receipt was turned into success (receipts compared by call id before and after);
+- information order is preserved: messages keep their relative order, each receipt follows its call, turn
+  numbers are contiguous, and no value appears in the text before a receipt that returned it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from judge.model import Trajectory, number_turns
+from judge.repair.calls import argument_text, call_sites, message_text, receipt_failed
+from judge.repair.dependencies import failed_receipt_indices, value_tokens
+from judge.repair.textref import Detectors, distinctive_tokens, split_sentences
+
+RULE_DETECTORS = ["premature-claim", "phantom-failure-reference"]
+
+
+class ValidatorResult(BaseModel):
+    """Outcome of one validator on an edited trajectory."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+    findings: list[str] = []
+
+
+def validate_edit(
+    original: Trajectory,
+    edited: Trajectory,
+    message_map: Sequence[int],
+    deleted_calls: Sequence[str],
+    detectors: Detectors,
+) -> list[ValidatorResult]:
+    """Run every validator; ``message_map[i]`` is the original index of edited message ``i``."""
+    return [
+        no_reference_to_deleted_failure(original, edited, message_map, deleted_calls, detectors),
+        no_premature_claim(edited, detectors),
+        no_failed_receipt_made_success(original, edited),
+        information_order(original, edited, message_map),
+        rules_judge_clean(original, edited),
+    ]
+
+
+def no_reference_to_deleted_failure(
+    original: Trajectory, edited: Trajectory, message_map: Sequence[int], deleted_calls: Sequence[str], detectors: Detectors
+) -> ValidatorResult:
+    """No sentence still talks about a failure that is no longer in the trajectory."""
+    deleted = set(deleted_calls)
+    orig_sites = {s.call.id: s for s in call_sites(original)}
+    deleted_receipts = {orig_sites[c].receipt_index for c in deleted if c in orig_sites and orig_sites[c].receipt_index is not None}
+    deleted_tokens: set[str] = set()
+    for call_id in deleted:
+        site = orig_sites.get(call_id)
+        if site:
+            deleted_tokens |= distinctive_tokens(argument_text(site.call)) | distinctive_tokens(site.receipt.content if site.receipt else "")
+    orig_failed = failed_receipt_indices(original)
+    edited_failed = failed_receipt_indices(edited)
+    items: list[tuple[int, str]] = []
+    cues: list[bool] = []
+    for index, message in enumerate(edited.messages):
+        if message.role != "assistant":
+            continue
+        for sentence in split_sentences(message_text(message)):
+            items.append((index, sentence.text))
+            cues.append(bool(distinctive_tokens(sentence.text) & deleted_tokens))
+    findings: list[str] = []
+    for (index, text), (is_ref, margin), cue in zip(items, detectors.failure_reference([t for _, t in items], cues), cues):
+        if not is_ref:
+            continue
+        original_index = message_map[index]
+        nearest_original = max((i for i in orig_failed if i < original_index), default=None)
+        nearest_edited = max((i for i in edited_failed if i < index), default=None)
+        if nearest_edited is None or nearest_original in deleted_receipts or (cue and deleted):
+            turn = edited.messages[index].turn
+            findings.append(f"T{turn}: {text!r} (margin {margin:.2f})")
+    return ValidatorResult(
+        name="no-reference-to-deleted-failure",
+        passed=not findings,
+        detail="a sentence still refers to a failure that is gone" if findings else "no reference to a deleted failure",
+        findings=findings,
+    )
+
+
+def _mentions(sentence: str, call_text: str) -> bool:
+    """The sentence names the operation: it shares a distinctive token with the call's name or arguments."""
+    return bool(distinctive_tokens(sentence) & distinctive_tokens(call_text))
+
+
+def no_premature_claim(trajectory: Trajectory, detectors: Detectors) -> ValidatorResult:
+    """No message claims an operation succeeded before a successful receipt for it exists."""
+    sites = call_sites(trajectory)
+    items: list[tuple[int, str]] = []
+    for index, message in enumerate(trajectory.messages):
+        if message.role == "assistant":
+            items.extend((index, s.text) for s in split_sentences(message.content or ""))
+    claims = detectors.success_claim([t for _, t in items])
+    findings: list[str] = []
+    for (index, text), (is_claim, _score) in zip(items, claims):
+        if not is_claim:
+            continue
+        done_before = [s for s in sites if s.receipt_index is not None and s.receipt_index < index and not receipt_failed(s.receipt)]
+        pending = [s for s in sites if s.message_index >= index]
+        if any(_mentions(text, s.call.name + " " + argument_text(s.call)) for s in done_before):
+            continue
+        future = [s for s in pending if _mentions(text, s.call.name + " " + argument_text(s.call))]
+        if future:
+            findings.append(f"T{trajectory.messages[index].turn}: {text!r} claims {future[0].call.name} succeeded before its receipt (T{future[0].turn})")
+    return ValidatorResult(
+        name="no-premature-claim",
+        passed=not findings,
+        detail="a success is claimed before its receipt" if findings else "every success claim follows its receipt",
+        findings=findings,
+    )
+
+
+def no_failed_receipt_made_success(original: Trajectory, edited: Trajectory) -> ValidatorResult:
+    """Every call id kept has the identical call and receipt; no call or receipt was invented."""
+    before = {s.call.id: s for s in call_sites(original)}
+    findings: list[str] = []
+    for site in call_sites(edited):
+        old = before.get(site.call.id)
+        if old is None:
+            findings.append(f"call {site.call.id} does not exist in the original")
+            continue
+        if old.call != site.call:
+            findings.append(f"call {site.call.id} arguments changed")
+        if (old.receipt is None) != (site.receipt is None):
+            findings.append(f"receipt of {site.call.id} added or removed")
+        elif old.receipt is not None and site.receipt is not None:
+            if receipt_failed(old.receipt) and not receipt_failed(site.receipt):
+                findings.append(f"failed receipt of {site.call.id} now reads as success")
+            elif old.receipt != site.receipt:
+                findings.append(f"receipt of {site.call.id} changed")
+    return ValidatorResult(
+        name="no-failed-receipt-made-success",
+        passed=not findings,
+        detail="receipts changed" if findings else "every kept receipt is identical to the original",
+        findings=findings,
+    )
+
+
+def information_order(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
+    """Relative order kept, receipts after calls, turns contiguous, no value used before its source."""
+    findings: list[str] = []
+    if list(message_map) != sorted(set(message_map)):
+        findings.append("messages were reordered or duplicated")
+    turns = [m.turn for m in edited.messages if m.role == "assistant"]
+    if turns != list(range(1, len(turns) + 1)):
+        findings.append(f"assistant turns are not contiguous: {turns}")
+    renumbered = number_turns([m.model_copy() for m in edited.messages])
+    if [m.turn for m in renumbered] != [m.turn for m in edited.messages]:
+        findings.append("turn numbers disagree with the numbering rule")
+    for site in call_sites(edited):
+        if site.receipt_index is not None and site.receipt_index < site.message_index:
+            findings.append(f"receipt of {site.call.id} precedes its call")
+    # A value may appear in an assistant message only after some receipt (or the query) has shown it.
+    seen = edited.query + "\n" + "\n".join(m.content for m in edited.messages if m.role in ("system", "user"))
+    orig_seen = original.query
+    shown: set[str] = set(value_tokens(seen))
+    for index, message in enumerate(edited.messages):
+        if message.role == "tool" and message.receipt:
+            shown |= value_tokens(message.receipt.content)
+            continue
+        if message.role != "assistant":
+            continue
+        used = value_tokens(message_text(message) + "\n" + "\n".join(argument_text(c) for c in message.tool_calls))
+        # Only values that came from a receipt in the original are checked (the model may invent names).
+        source_original = _values_from_receipts_before(original, message_map[index]) - value_tokens(orig_seen)
+        for token in sorted((used & source_original) - shown):
+            findings.append(f"T{message.turn} uses {token!r} before any kept receipt returned it")
+    return ValidatorResult(
+        name="information-order",
+        passed=not findings,
+        detail="information order broken" if findings else "order, pairing and numbering preserved",
+        findings=findings,
+    )
+
+
+def _values_from_receipts_before(trajectory: Trajectory, index: int) -> set[str]:
+    values: set[str] = set()
+    for message in trajectory.messages[:index]:
+        if message.role == "tool" and message.receipt:
+            values |= value_tokens(message.receipt.content)
+    return values
+
+
+def _rule_findings(trajectory: Trajectory) -> list[Any] | None:
+    try:
+        from judge.rules import run_detectors  # the rules judge (its own issue); optional here
+    except ImportError:
+        return None
+    return list(run_detectors(trajectory, names=RULE_DETECTORS))
+
+
+def rules_judge_clean(original: Trajectory, edited: Trajectory) -> ValidatorResult:
+    """The rules judge finds no phantom failure reference or premature claim the original did not have."""
+    after = _rule_findings(edited)
+    if after is None:
+        return ValidatorResult(name="rules-judge", passed=True, detail="rules judge not installed; skipped")
+    before = _rule_findings(original) or []
+    before_keys = {(getattr(f, "tag", None), (getattr(f, "evidence", "") or "")[:80]) for f in before}
+    new = [f for f in after if (getattr(f, "tag", None), (getattr(f, "evidence", "") or "")[:80]) not in before_keys]
+    return ValidatorResult(
+        name="rules-judge",
+        passed=not new,
+        detail="the rules judge finds new defects" if new else "no new rule finding",
+        findings=[f"T{getattr(f, 'turn', None)} {getattr(f, 'tag', None)}: {getattr(f, 'description', '')}" for f in new],
+    )
