@@ -37,7 +37,10 @@ _RECORD_KEYS = {"id", "query", "metadata", "model", "messages"}
 def detect(obj: Any) -> bool:
     if isinstance(obj, list):
         return is_message_list(obj)
-    return isinstance(obj, dict) and is_message_list(obj.get("messages"))
+    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+        return False
+    # An empty list still names this format, so the record is rejected as "missing messages", not "unknown".
+    return not obj["messages"] or is_message_list(obj["messages"])
 
 
 def is_message_list(value: Any) -> bool:

@@ -132,7 +132,7 @@ def parse_record(record: Any, src: Source, fmt: str | None = None) -> Item:
     """One record -> Trajectory, or a Reject naming file, line/index, format and a one-line reason."""
     name = fmt or detect_format(record)
     if name is None:
-        return _reject(src, None, f"unknown format ({_shape(record)})")
+        return _reject(src, None, f"unknown format: no messages/traj/history/steps/samples found ({_shape(record)})")
     spec: FormatSpec = FORMATS[name]
     try:
         return spec.parse(record, src)
