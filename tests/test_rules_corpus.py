@@ -1,0 +1,163 @@
+"""Precision and recall of each rules detector on the labelled corpus (tests/fixtures/rules_corpus, written by us),
+the two worked cases of the reference documents, and the bundled example batch.
+
+Floors (why these numbers):
+- Structural detectors (failed-call, repeated-failure, environment-fault, unpaired-call-id, budget-exhausted,
+  plan-receipt-mismatch) read flags, exit codes, ids and plan statuses, not prose. On a corpus whose every case
+  was written to exercise them, anything below 0.9 precision or recall means a rule is broken, so 0.9 is the floor
+  (the issue's target).
+- Text detectors (unverified-completion, premature-claim, phantom-failure-reference, stale-evidence) also match
+  claims in prose (en/zh/ja), where a phrase list can miss a wording. Their floor is 0.8: one miss in five cases
+  per detector is the most we tolerate before the phrase lists must be extended. Precision matters more than
+  recall for them (a false claim of a false claim costs a good trajectory), so precision keeps the 0.9 floor.
+- Clean trajectories: zero findings, no tolerance (the judge's false-alarm rate on good data must be zero here).
+The corpus was written together with the detectors, so these figures are an upper bound for unseen data; the
+report prints the rates measured on third-party logs (swe-agent demonstrations, tau-bench, Who&When).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from rules_corpus_loader import expected_of, load_corpus
+
+from judge.model import Trajectory
+from judge.rules import DETECTOR_NAMES, run_detectors
+
+STRUCTURAL = {"failed-call", "repeated-failure", "environment-fault", "unpaired-call-id", "budget-exhausted",
+              "plan-receipt-mismatch"}
+FLOOR_STRUCTURAL = 0.9
+FLOOR_TEXT_PRECISION = 0.9
+FLOOR_TEXT_RECALL = 0.8
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[Trajectory]:
+    return load_corpus()
+
+
+def _truth(trajectory: Trajectory) -> set[tuple[int, str, str]]:
+    return {(e["turn"], e["tag"], e["category"]) for e in expected_of(trajectory)}
+
+
+def _found(trajectory: Trajectory) -> set[tuple[int | None, str | None, str]]:
+    return {(i.turn, i.tag, i.category) for i in run_detectors(trajectory)}
+
+
+def precision_recall(corpus: list[Trajectory]) -> dict[str, tuple[float, float, int, int]]:
+    """Per detector: (precision, recall, found, expected); a finding counts when turn, tag and category match."""
+    tp: Counter[str] = Counter()
+    found: Counter[str] = Counter()
+    expected: Counter[str] = Counter()
+    for trajectory in corpus:
+        truth, got = _truth(trajectory), _found(trajectory)
+        for _, tag, _ in truth:
+            expected[tag] += 1
+        for item in got:
+            found[item[1] or ""] += 1
+            if item in truth:
+                tp[item[1] or ""] += 1
+    return {
+        name: (tp[name] / found[name] if found[name] else 1.0, tp[name] / expected[name] if expected[name] else 1.0,
+               found[name], expected[name])
+        for name in DETECTOR_NAMES
+    }
+
+
+def test_corpus_covers_formats_languages_and_every_detector(corpus: list[Trajectory]) -> None:
+    formats = {t.metadata.source_format for t in corpus}
+    languages = {t.metadata.extra["lang"] for t in corpus}
+    tags = {e["tag"] for t in corpus for e in expected_of(t)}
+    assert {"openai", "anthropic"} <= formats and {"en", "zh", "ja"} <= languages
+    assert tags == set(DETECTOR_NAMES)
+    assert sum(1 for t in corpus if not expected_of(t)) >= 6  # clean trajectories
+
+
+def test_precision_and_recall_per_detector(corpus: list[Trajectory]) -> None:
+    table = precision_recall(corpus)
+    print("\ndetector                     precision recall found expected")
+    for name, (precision, recall, found, expected) in table.items():
+        print(f"{name:28} {precision:9.2f} {recall:6.2f} {found:5d} {expected:8d}")
+    for name, (precision, recall, _, expected) in table.items():
+        assert expected > 0, f"no labelled case for {name}"
+        recall_floor = FLOOR_STRUCTURAL if name in STRUCTURAL else FLOOR_TEXT_RECALL
+        precision_floor = FLOOR_STRUCTURAL if name in STRUCTURAL else FLOOR_TEXT_PRECISION
+        assert precision >= precision_floor, f"{name}: precision {precision:.2f} < {precision_floor}"
+        assert recall >= recall_floor, f"{name}: recall {recall:.2f} < {recall_floor}"
+
+
+def test_no_finding_on_clean_trajectories(corpus: list[Trajectory]) -> None:
+    false_alarms = {t.id: [(i.turn, i.tag, i.evidence) for i in run_detectors(t)] for t in corpus if not expected_of(t)}
+    assert {k: v for k, v in false_alarms.items() if v} == {}
+
+
+def _by_id(corpus: list[Trajectory], trajectory_id: str) -> Trajectory:
+    return next(t for t in corpus if t.id == trajectory_id)
+
+
+def test_worked_case_name_cleaner_tick_when_tried(corpus: list[Trajectory]) -> None:
+    """plan-then-act-lesson.txt: t2 marked done after 1/2 checks passed; the check failure and the false
+    completion (plan mark and the final '3/3') are all found, at the turns that made them."""
+    issues = run_detectors(_by_id(corpus, "name-cleaner-tick-when-tried"))
+    by_tag = {i.tag: i for i in issues}
+    assert by_tag["failed-call"].turn == 4 and "FAIL" in by_tag["failed-call"].evidence
+    assert by_tag["failed-call"].severity == "severe"  # the check never passed afterwards
+    assert by_tag["plan-receipt-mismatch"].turn == 5 and by_tag["plan-receipt-mismatch"].severity == "severe"
+    assert by_tag["unverified-completion"].turn == 8 and "3/3" in by_tag["unverified-completion"].evidence
+
+
+def test_worked_case_inventory_build(corpus: list[Trajectory]) -> None:
+    """training-trajectories-design.txt: numeric field-type codes -> 12 validation errors at T3; the unsupported
+    --records flag at T5. Corrected later in one version (minor), never in the other (severe + false claim)."""
+    corrected = {i.turn: i for i in run_detectors(_by_id(corpus, "inventory-build-corrected"))}
+    assert set(corrected) == {3, 5}
+    assert "12 validation errors" in corrected[3].evidence and "--records" in corrected[5].evidence
+    assert corrected[3].severity == corrected[5].severity == "minor"
+    assert all(i.category == "code" for i in corrected.values())
+    uncorrected = run_detectors(_by_id(corpus, "inventory-build-false-completion"))
+    t5 = next(i for i in uncorrected if i.turn == 5)
+    assert t5.severity == "severe"
+    assert any(i.tag == "unverified-completion" and i.turn == 7 for i in uncorrected)
+
+
+# --- the bundled example batch (examples/batch, EXPECTED.md) ---------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
+
+# What EXPECTED.md lists that receipts alone can show: (id, turn, category). The rules judge also reports
+# failures EXPECTED.md leaves out (the first of the repeated pytest runs, the failing test after the install),
+# which are real failed calls; logic errors in drafts (EXPECTED's T2 of the name cleaner and the ja case) need
+# an LLM judge and are not expected here.
+EXPECTED_BY_RULES = {
+    "inv-base-build": {(3, "code"), (5, "code")},
+    "inv-base-build-unguided": {(3, "code")},
+    "inv-base-build-guided": set(),
+    "clean-csv-summary": set(),
+    "clean-lark-view": set(),
+    "clean-fix-off-by-one": set(),
+    "env-expired-token": {(1, "environment")},
+    "env-dns-failure": {(1, "environment")},
+    "repeat-failing-pytest": {(2, "code"), (3, "code")},
+    "zh-false-completion": {(2, "code"), (3, "semantic")},
+    "name-cleaner-false-completion": {(5, "semantic"), (8, "semantic")},
+    "ja-false-completion": {(4, "semantic")},
+    "budget-exhausted-migration": {(4, "code"), (5, "capability")},
+}
+CLEAN_EXAMPLES = {k for k, v in EXPECTED_BY_RULES.items() if not v}
+
+
+def test_example_batch_defects_found_at_their_turns() -> None:
+    if not (EXAMPLES / "EXPECTED.md").exists():
+        pytest.skip("examples/batch is not in this checkout")
+    from judge.importers import load_trajectories
+
+    trajectories = {t.id: t for t in load_trajectories(sorted(EXAMPLES.glob("*.json*")))}
+    missing = set(EXPECTED_BY_RULES) - set(trajectories)
+    assert not missing, f"example trajectories not found: {missing}"
+    for trajectory_id, expected in EXPECTED_BY_RULES.items():
+        found = {(i.turn, i.category) for i in run_detectors(trajectories[trajectory_id])}
+        assert expected <= found, f"{trajectory_id}: expected {sorted(expected)}, found {sorted(found)}"
+        if trajectory_id in CLEAN_EXAMPLES:
+            assert found == set(), f"{trajectory_id} is clean but the rules judge found {sorted(found)}"
