@@ -157,18 +157,48 @@ class LinkScorer:
         return self.score(a, b, category_known) >= self.config.threshold
 
 
-def recurs(target: str, suffix: Sequence[Cluster], scorer: LinkScorer) -> tuple[bool, list[str]]:
+@dataclass(frozen=True)
+class Target:
+    """The issue a guided continuation addressed: ``target_issue`` text, plus optional structure.
+
+    ``metadata.extra`` may add ``target_category``, ``target_tag`` and ``target_evidence`` (e.g. copied from
+    the source run's majority cluster); each one given is used by the link score like any issue's field.
+    """
+
+    description: str
+    category: str | None = None
+    tag: str | None = None
+    evidence: str = ""
+
+    @classmethod
+    def of(cls, trajectory: Trajectory) -> Target | None:
+        meta = trajectory.metadata
+        if not meta.target_issue:
+            return None
+        extra = meta.extra or {}
+        category = extra.get("target_category")
+        return cls(description=meta.target_issue,
+                   category=category if category in ("code", "semantic", "capability", "environment") else None,
+                   tag=extra.get("target_tag") or None, evidence=str(extra.get("target_evidence") or ""))
+
+
+def recurs(target: Target | str, suffix: Sequence[Cluster], scorer: LinkScorer) -> tuple[bool, list[str]]:
     """Does the targeted error recur among the suffix's majority issues? Returns the verdict and the ids matched.
 
-    The target is only text: its turn is unknown (so the turn features are 0, as for any issue without a
-    turn) and so is its category (the category feature is 0). The match is the panel clusterer's link
-    score against its threshold, so "recurs" means "the clusterer would put them in one cluster".
+    The target's turn is unknown (a continuation's turns after the branch need not line up with the
+    source's), so the turn features are 0, as for any issue without a turn; so is the category feature
+    when the target has no category. The match is the panel clusterer's link score against its
+    threshold: "recurs" means "the clusterer would put the two in one cluster". With a judge whose
+    descriptions are generic (the rules judge), the target's evidence is what can tell two failures apart.
     """
+    if isinstance(target, str):
+        target = Target(description=target)
     matched = []
     for cluster in suffix:
         candidate = cluster_issue(cluster)
-        probe = Issue(turn=None, category=candidate.category, severity=candidate.severity, description=target)
-        if scorer.same_defect(probe, candidate, category_known=False):
+        probe = Issue(turn=None, category=target.category or candidate.category, severity=candidate.severity,  # type: ignore[arg-type]
+                      description=target.description, evidence=target.evidence, tag=target.tag)
+        if scorer.same_defect(probe, candidate, category_known=target.category is not None):
             matched.append(cluster.cluster)
     return bool(matched), matched
 
@@ -194,7 +224,7 @@ class ArmOutcome:
         return dict(self.__dict__)
 
 
-def arm_outcome(record: ArmRecord, branch_turn: int, target: str | None, scorer: LinkScorer | None) -> ArmOutcome:
+def arm_outcome(record: ArmRecord, branch_turn: int, target: Target | str | None, scorer: LinkScorer | None) -> ArmOutcome:
     """Score, recurrence, new issues, tokens and budget of one arm after ``branch_turn``."""
     majority = record.majority()
     suffix = [c for c in majority if c.turn is not None and c.turn > branch_turn and c.category != "environment"]
@@ -434,10 +464,12 @@ def compare_records(records: Sequence[ArmRecord], scorer: LinkScorer | None, bas
     pairs: list[dict[str, Any]] = []
     outcome_by_key: dict[tuple[str, int], dict[str, ArmOutcome]] = {}
     for (source_id, branch_turn), group in pairing.groups.items():
-        target = next((group[a].trajectory.metadata.target_issue for a in arms if group[a].trajectory.metadata.target_issue), None)
+        # The target is read from whichever arm carries it (usually only the guided one).
+        target = next((t for t in (Target.of(group[a].trajectory) for a in arms) if t is not None), None)
         outcomes = {arm: arm_outcome(group[arm], branch_turn, target, scorer) for arm in arms}
         outcome_by_key[(source_id, branch_turn)] = outcomes
-        pairs.append({"source_id": source_id, "branch_turn": branch_turn, "target_issue": target,
+        pairs.append({"source_id": source_id, "branch_turn": branch_turn,
+                      "target_issue": target.description if target else None,
                       "arms": {arm: o.as_dict() for arm, o in outcomes.items()}})
     comparisons = []
     for treatment in [a for a in arms if a != reference]:

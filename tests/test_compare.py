@@ -13,6 +13,7 @@ from judge.cluster import ClusterConfig
 from judge.compare import (
     ArmRecord,
     LinkScorer,
+    Target,
     arm_outcome,
     choose_baseline,
     compare_arms,
@@ -50,12 +51,13 @@ def continuation(tid: str, arm: str, source: str = "s1", branch: int = 2, turns:
 
 
 def cluster(tid: str, cid: str, turn: int | None, description: str, category: str = "code", votes: int = 2,
-            panel: int = 3) -> Cluster:
-    issue = Issue(turn=turn, category=category, severity="severe", description=description)  # type: ignore[arg-type]
+            panel: int = 3, tag: str | None = None, evidence: str = "") -> Cluster:
+    issue = Issue(turn=turn, category=category, severity="severe", description=description, tag=tag,  # type: ignore[arg-type]
+                  evidence=evidence)
     members = [ClusterMember(pass_key=f"p{i}", issue_index=0, issue=issue) for i in range(votes)]
     return Cluster(trajectory_id=tid, cluster=cid, members=members, votes=votes, panel_size=panel,
                    majority=votes >= panel // 2 + 1, turn=turn, category=category, severity="severe",  # type: ignore[arg-type]
-                   description=description)
+                   description=description, tag=tag)
 
 
 def record(trajectory: Trajectory, score: int | None, clusters: list[Cluster] = (), panel: int = 3) -> ArmRecord:
@@ -261,3 +263,63 @@ def test_outputs_are_written_escaped_and_say_when_there_is_no_evidence(tmp_path:
     markdown = paths["md"].read_text()
     assert "NOT evidence" in markdown and "| wins / ties / losses | 6 / 2 / 2 |" in markdown
     assert "<script>" not in markdown
+
+
+def test_target_structure_from_metadata_extra_feeds_the_link_score(scorer):
+    # A generic description (as the rules judge writes) with the receipt quoted as evidence.
+    suffix = [cluster("t", "c1", 4, "The bash call failed and the agent never made it succeed.", tag="failed-call",
+                      evidence="T4 bash: fatal: 'upstream' does not appear to be a git repository")]
+    text_only = Target(description="Pushed to a remote that does not exist (upstream) instead of origin.")
+    structured = Target(description=text_only.description, category="code",
+                        evidence="fatal: 'upstream' does not appear to be a git repository", tag="failed-call")
+    assert recurs(text_only, suffix, scorer)[0] is False
+    assert recurs(structured, suffix, scorer) == (True, ["c1"])
+    trajectory = continuation("g", "guided", target=text_only.description)
+    trajectory.metadata.extra.update({"target_category": "code", "target_tag": "failed-call",
+                                      "target_evidence": structured.evidence})
+    assert Target.of(trajectory) == structured
+    trajectory.metadata.extra["target_category"] = "not-a-category"
+    assert Target.of(trajectory).category is None
+    assert Target.of(continuation("u", "unguided")) is None
+
+
+# --- the bundled examples, judged by the offline rules judge ----------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "continuations" / "continuations.jsonl"
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory) -> Path:
+    import asyncio
+
+    from judge.panel import PanelConfig, run_panel
+    from judge.pipeline import import_to_run, read_trajectories, score_run
+
+    run = tmp_path_factory.mktemp("continuations") / "run"
+    import_to_run([EXAMPLES], run, None)
+    asyncio.run(run_panel(list(read_trajectories(run)), PanelConfig(judges=["rules"]), run, progress=False))
+    score_run(run, None, {"embedder": "lexical"})
+    return run
+
+
+def test_bundled_examples_compare_end_to_end(example_run: Path, tmp_path: Path):
+    from judge.compare import make_scorer, write_outputs
+
+    records = load_records(example_run)
+    assert len(records) == 21
+    result = compare_records(records, make_scorer([example_run], cache_dir=tmp_path), seed=0)
+    (summary,) = result.comparisons
+    assert summary["pairs"] == 10 and len(result.pairs) == 10
+    assert [u["trajectory_id"] for u in result.unmatched] == ["orphan-guided"]
+    assert summary["budget_exhausted"] == {"treatment": 0, "baseline": 1}
+    assert summary["losses"] <= summary["wins"]
+    # every pair has message-level suffix tokens, and the guided arms generated fewer of them
+    assert summary["suffix_tokens"]["pairs_with_tokens"] == 10
+    assert summary["suffix_tokens"]["mean_difference"] < 0
+    assert summary["noise_floor"]["estimated"] is False  # one rules pass per arm
+    # the unguided pytest run repeats the unsupported flag: the rules judge's evidence ties it to the target
+    pytest_pair = next(p for p in result.pairs if p["source_id"] == "src-pytest-flag")
+    assert pytest_pair["arms"]["unguided"]["target_recurred"] is True
+    assert pytest_pair["arms"]["guided"]["target_recurred"] is False
+    paths = write_outputs(result, tmp_path / "out")
+    assert "orphan-guided" in paths["html"].read_text()

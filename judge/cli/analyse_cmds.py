@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 import typer
 
 from judge.cli.app import app
@@ -69,3 +70,103 @@ def validate_cmd(
     if json_out is not None:
         rundir.write_json(json_out, report.to_json())
         typer.echo(f"wrote {json_out}")
+
+
+# --- judge compare -------------------------------------------------------------------------------
+
+
+def split_score_args(tokens: list[str], score_command: click.Command) -> tuple[list[str], list[str]]:
+    """Split ``judge compare``'s leftover tokens into inputs and ``judge score`` options.
+
+    The score command's own parameter list decides which tokens are options and whether they take a
+    value, so compare accepts exactly the panel options of ``judge score`` without copying them.
+    """
+    takes_value: dict[str, bool] = {}
+    for param in score_command.params:
+        if isinstance(param, click.Option):
+            for name in [*param.opts, *param.secondary_opts]:
+                takes_value[name] = not (param.is_flag or param.count)
+    inputs: list[str] = []
+    options: list[str] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token.startswith("-") and token != "-":
+            name = token.split("=", 1)[0]
+            if name not in takes_value:
+                raise click.UsageError(f"no such option: {name} (neither `judge compare` nor `judge score` has it)")
+            if name in ("--out", "-o"):
+                raise click.UsageError("--out belongs to judge compare; the judged run goes to OUT/run")
+            options.append(token)
+            if takes_value[name] and "=" not in token:
+                if index + 1 >= len(tokens):
+                    raise click.UsageError(f"option {name} needs a value")
+                options.append(tokens[index + 1])
+                index += 1
+        else:
+            inputs.append(token)
+        index += 1
+    return inputs, options
+
+
+def _score_command() -> click.Command | None:
+    root = typer.main.get_command(app)
+    return root.commands.get("score") if isinstance(root, click.Group) else None  # type: ignore[union-attr]
+
+
+@app.command(
+    "compare",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog="Any `judge score` option (e.g. --judge, --passes) may be given: it judges the continuation files.",
+)
+def compare_cmd(
+    ctx: typer.Context,
+    out: Path = typer.Option(..., "--out", help="Directory for compare.html, compare.md and compare.json (and run/ when judging)."),
+    baseline: str | None = typer.Option(None, "--baseline", help="Reference arm (default: 'unguided' if present, else the first arm)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap (same seed, same intervals)."),
+    resamples: int = typer.Option(10_000, "--resamples", min=100, help="Bootstrap resamples."),
+) -> None:
+    """Compare continuation arms (guided vs unguided) pair by pair: INPUT... are continuation files or scored runs.
+
+    Continuation files are judged first, exactly as `judge score` would (same options), into OUT/run.
+    Example: judge compare examples/continuations --out runs/cmp --judge rules
+    """
+    from judge.compare import compare_records, is_run_dir, load_records, make_scorer, write_outputs
+
+    score_command = _score_command()
+    if score_command is not None:
+        tokens, score_args = split_score_args(list(ctx.args), score_command)
+    else:
+        tokens, score_args = list(ctx.args), []
+    if not tokens:
+        raise typer.BadParameter("give at least one INPUT (continuation files or scored run directories)")
+    paths = [Path(t) for t in tokens]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise typer.BadParameter(f"input not found: {', '.join(missing)}")
+    run_dirs = [p for p in paths if is_run_dir(p)]
+    to_judge = [p for p in paths if not is_run_dir(p)]
+    if score_args and not to_judge:
+        raise typer.BadParameter(f"judging options {' '.join(score_args)} given, but every input is an already scored run")
+    if to_judge:
+        if score_command is None:
+            raise typer.BadParameter("judging continuation files needs the `judge score` command, which is not available")
+        judged = out / "run"
+        typer.echo(f"judging {len(to_judge)} input(s) into {judged} (judge score {' '.join(score_args) or '(defaults)'})")
+        score_command.main([*map(str, to_judge), "--out", str(judged), *score_args], prog_name="judge score",
+                           standalone_mode=False)
+        run_dirs.insert(0, judged)
+    records = [record for run in run_dirs for record in load_records(run)]
+    try:
+        result = compare_records(records, make_scorer(run_dirs, cache_dir=out), baseline=baseline, seed=seed,
+                                 resamples=resamples)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from error
+    paths_written = write_outputs(result, out)
+    for comparison in result.comparisons:
+        typer.echo(f"{comparison['treatment']} vs {comparison['baseline']}: {comparison['pairs']} pairs")
+        for line in comparison["verdict"]:
+            typer.echo(f"  {line}")
+    if result.unmatched:
+        typer.echo(f"{len(result.unmatched)} continuation(s) without a partner (listed in the report)")
+    typer.echo(f"wrote {', '.join(str(p) for p in paths_written.values())}")
