@@ -106,8 +106,15 @@ def now() -> float:
 
 
 def finish_run(run_dir: Path) -> dict[str, Path]:
-    """After scoring: repair routes, summary and reports. Owned by the lead; wired as those stages land.
+    """After scoring: repair routes (offline, no teacher call), then summary and reports.
 
-    Returns the paths of what it wrote, by name.
+    Returns the paths of what it wrote, by name. Both stages read the run directory only, so this is
+    also what ``judge rescore`` runs after recomputing scores.
     """
-    return {}
+    from judge.report import build_report
+    from judge.repair import route_run
+
+    route_run(run_dir)
+    written = {"repairs": run_dir / rundir.REPAIRS}
+    written.update(build_report(run_dir))
+    return written
