@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.cluster import ClusterConfig, FEATURES, calibrate, evaluate_rows, issue_from_row, read_issue_rows
-from judge.embed import make_embedder
+from judge.embed import char_ngrams, make_embedder
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -56,6 +56,14 @@ def _finish(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _grams(text: str) -> frozenset[str]:
+    return frozenset(char_ngrams(text, 3))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
 def _perturb_turn(turn: int, rng: random.Random) -> int | None:
     draw = rng.random()
     if draw < 0.4:
@@ -70,14 +78,14 @@ def agentrx_rows(pool: int = 1, seed: int = 7, perturb: bool = True) -> list[dic
     path = DATASETS / "agentrx" / "ground_truth" / "tau_ground_truth.json"
     entries = json.loads(path.read_text(encoding="utf-8"))
     rng = random.Random(seed)
-    # Two entries can carry identical annotations (copied trajectories); pooling them would ask the clusterer
-    # to separate identical texts, so keep one of each.
-    seen: set[str] = set()
-    unique = []
+    # Some entries carry the same or nearly the same annotations (trajectories of one task, notes copied
+    # between them). Pooled, they would ask the clusterer to separate texts that say the same thing about
+    # different trajectories, which no real single trajectory asks: keep one of each near-duplicate.
+    unique: list[dict[str, Any]] = []
     for entry in entries:
-        key = json.dumps(entry["failures"], sort_keys=True)
-        if key not in seen:
-            seen.add(key)
+        grams = _grams(entry["failure_summary"])
+        limit = 0.6 if pool > 1 else 1.0
+        if all(_jaccard(grams, _grams(kept["failure_summary"])) < limit for kept in unique):
             unique.append(entry)
     rows: list[dict[str, Any]] = []
     for start in range(0, len(unique), pool):

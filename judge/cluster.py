@@ -27,7 +27,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -442,10 +442,8 @@ def cluster_quality(
     Pairwise scores count unordered item pairs within a trajectory (same truth vs same prediction).
     ``majority_recall``: share of true defects with some predicted cluster holding >= floor(n/2)+1 distinct
     passes of that defect. ``cross_merge_rate``: share of cross-pass pairs of *different* defects that were
-    put together. ARI is sklearn's adjusted Rand index over all items (ids made unique per trajectory).
+    put together. ARI is the adjusted Rand index over all items (ids made unique per trajectory).
     """
-    from sklearn.metrics import adjusted_rand_score
-
     tp = fp = fn = 0
     cross_pairs = cross_merged = 0
     defects = reached = 0
@@ -480,12 +478,36 @@ def cluster_quality(
         precision=precision,
         recall=recall,
         f1=f1,
-        ari=float(adjusted_rand_score(all_truth, all_pred)) if all_truth else 1.0,
+        ari=adjusted_rand_index(all_truth, all_pred),
         majority_recall=reached / defects if defects else 1.0,
         cross_merge_rate=cross_merged / cross_pairs if cross_pairs else 0.0,
         defects=defects,
         items=len(all_truth),
     )
+
+
+def adjusted_rand_index(truth: Sequence[Hashable], predicted: Sequence[Hashable]) -> float:
+    """Hubert-Arabie adjusted Rand index of two labelings (1.0 when both are trivially identical).
+
+    ``(sum_ij C(n_ij, 2) - E) / (mean(sum_i C(a_i, 2), sum_j C(b_j, 2)) - E)`` with
+    ``E = sum_i C(a_i, 2) * sum_j C(b_j, 2) / C(n, 2)``; equals sklearn's ``adjusted_rand_score``.
+    """
+    n = len(truth)
+    if n != len(predicted):
+        raise ValueError("labelings differ in length")
+
+    def pairs(count: int) -> float:
+        return count * (count - 1) / 2.0
+
+    joint = sum(pairs(c) for c in Counter(zip(truth, predicted)).values())
+    rows = sum(pairs(c) for c in Counter(truth).values())
+    cols = sum(pairs(c) for c in Counter(predicted).values())
+    total = pairs(n)
+    expected = rows * cols / total if total else 0.0
+    maximum = (rows + cols) / 2.0
+    if maximum == expected:
+        return 1.0
+    return (joint - expected) / (maximum - expected)
 
 
 def truth_of(row: dict[str, Any]) -> str:

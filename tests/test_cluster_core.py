@@ -164,3 +164,39 @@ def test_config_from_options_keeps_default_weights_and_rejects_unknown() -> None
 )
 def test_description_text_strips_step_prefix(text: str, expected: str) -> None:
     assert description_text(issue(1, text)) == expected
+
+
+@pytest.mark.parametrize(
+    ("truth", "predicted"),
+    [
+        ([0, 0, 1, 1], [0, 0, 1, 1]),
+        ([0, 0, 1, 1], [1, 1, 0, 0]),
+        ([0, 0, 1, 1], [0, 1, 0, 1]),
+        ([0, 0, 0, 1, 1, 2], [0, 0, 1, 1, 2, 2]),
+        ([0, 1, 2, 3], [0, 0, 0, 0]),
+        ([0, 0, 0], [0, 0, 0]),
+        (list("aabbccdd"), list("abababcd")),
+    ],
+)
+def test_adjusted_rand_index_matches_sklearn(truth, predicted) -> None:
+    from sklearn.metrics import adjusted_rand_score
+
+    from judge.cluster import adjusted_rand_index
+
+    assert adjusted_rand_index(truth, predicted) == pytest.approx(adjusted_rand_score(truth, predicted))
+
+
+def test_cluster_quality_hand_computed() -> None:
+    from judge.cluster import cluster_quality
+
+    # one trajectory, defects A (passes p,q,r) and B (p,q); prediction merges B's q into A's cluster
+    passes = ["p", "q", "r", "p", "q"]
+    truth = ["A", "A", "A", "B", "B"]
+    predicted = ["1", "1", "1", "2", "1"]
+    quality = cluster_quality([(passes, truth, predicted)], panel_size=3)
+    # true pairs: A has 3, B has 1 -> 4; predicted pairs: cluster 1 has C(4,2)=6; tp = 3 (A) -> P 3/6, R 3/4
+    assert (quality.precision, quality.recall) == (0.5, 0.75)
+    assert quality.majority_recall == 0.5  # A reaches 3 votes; B is split into 1 + 1
+    # cross-pass pairs of different defects: A_p-B_q, A_q-B_p, A_r-B_p, A_r-B_q (A_p-B_p, A_q-B_q same pass) -> 4;
+    # merged among them: A_p-B_q, A_r-B_q -> 2/4
+    assert quality.cross_merge_rate == 0.5
