@@ -197,26 +197,31 @@ def agglomerate(scores: np.ndarray, passes: Sequence[str], threshold: float) -> 
     """Constrained average-linkage clustering of a link-score matrix.
 
     Merges the pair of clusters with the highest mean score while it is >= ``threshold`` and the two share
-    no pass. Returns member index lists, each sorted, in order of their first member.
+    no pass (ties: the pair that comes first). Returns member index lists, each sorted, in order of their
+    first member. Keeps between-cluster score sums, so each merge costs O(n^2).
     """
-    groups: list[list[int]] = [[i] for i in range(len(passes))]
-    group_passes: list[set[str]] = [{p} for p in passes]
-    while len(groups) > 1:
-        best: tuple[float, int, int] | None = None
-        for x in range(len(groups)):
-            for y in range(x + 1, len(groups)):
-                if group_passes[x] & group_passes[y]:
-                    continue
-                mean = float(scores[np.ix_(groups[x], groups[y])].mean())
-                if mean >= threshold and (best is None or mean > best[0]):
-                    best = (mean, x, y)
-        if best is None:
+    n = len(passes)
+    labels = np.array(list(passes), dtype=object)
+    conflict = labels[:, None] == labels[None, :]  # clusters that share a pass may never merge
+    sums = np.where(conflict, 0.0, np.asarray(scores, dtype=np.float64))
+    sizes = np.ones(n)
+    alive = np.ones(n, dtype=bool)
+    members: list[list[int]] = [[i] for i in range(n)]
+    while alive.sum() > 1:
+        means = sums / np.outer(sizes, sizes)
+        blocked = conflict | ~alive[:, None] | ~alive[None, :] | np.tri(n, dtype=bool)  # upper triangle only
+        means = np.where(blocked, -np.inf, means)
+        x, y = np.unravel_index(int(np.argmax(means)), means.shape)
+        if not np.isfinite(means[x, y]) or means[x, y] < threshold:
             break
-        _, x, y = best
-        groups[x] = sorted(groups[x] + groups[y])
-        group_passes[x] |= group_passes[y]
-        del groups[y], group_passes[y]
-    return sorted(groups, key=lambda g: g[0])
+        sums[x, :] += sums[y, :]
+        sums[:, x] += sums[:, y]
+        conflict[x, :] |= conflict[y, :]
+        conflict[:, x] |= conflict[:, y]
+        sizes[x] += sizes[y]
+        alive[y] = False
+        members[x] = sorted(members[x] + members[y])
+    return sorted((members[i] for i in range(n) if alive[i]), key=lambda g: g[0])
 
 
 def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: Embedder | None) -> tuple[list[list[int]], np.ndarray]:
