@@ -117,6 +117,7 @@ def _score_command() -> click.Command | None:
 @app.command(
     "compare",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    options_metavar="INPUT... [OPTIONS] [JUDGE SCORE OPTIONS]",
     epilog="Any `judge score` option (e.g. --judge, --passes) may be given: it judges the continuation files.",
 )
 def compare_cmd(
