@@ -224,6 +224,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"calibrated on agentrx+multilingual ({fit.pairs} pairs, {fit.positives} same-defect): "
                   f"F1 {fit.before.f1:.3f} -> {fit.after.f1:.3f}")
             print(json.dumps(fit.config.describe()))
+            # Held out: fit on half of the AgentRx trajectories, measure on the other half (and swap).
+            single = agentrx_rows(pool=1)
+            ids = sorted({r["trajectory_id"] for r in single})
+            for fold in (0, 1):
+                train = [r for r in single if ids.index(r["trajectory_id"]) % 2 == fold]
+                test = [r for r in single if ids.index(r["trajectory_id"]) % 2 != fold]
+                fitted = calibrate(train, config, embedder, panel_size=3).config
+                held = evaluate_rows(test, fitted, embedder, panel_size=3)
+                base = evaluate_rows(test, config, embedder, panel_size=3)
+                print(f"agentrx fold {fold}: held-out F1 fitted {held.f1:.3f} vs default {base.f1:.3f}")
     return 0
 
 
