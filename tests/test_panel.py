@@ -1,0 +1,348 @@
+"""The judge panel end to end through the real SDKs against local fake servers (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge import rundir
+from judge.judges.llm import VERDICT_SCHEMA, JudgeOutput, parse_judge_output, VerdictProblem
+from judge.panel import PanelConfig, PassPlan, plan_passes, run_panel
+from judge.pipeline import read_manifest
+from judge.schema import Verdict
+from judge.store import RunStore
+from judge.testing.servers import FakeLLMServer, Scripted
+from judge.testing.simjudge import SimConfig, simulated_server
+from judge.testing.synthetic import make_trajectory, synthetic_batch
+
+GOOD = {"reasoning": "T2 repeated a failing command.", "issues": [
+    {"turn": 2, "description": "Reran the failing command unchanged.", "evidence": "pytest -x", "category": "code",
+     "severity": "severe", "tag": "repeated-failure"}], "efficiency": "medium"}
+SECRET = "sk-test-SECRET-do-not-write-4711"
+
+
+def one_trajectory(turns: int = 3):
+    return make_trajectory("traj-1", "Fix the date parser.", [
+        {"text": f"turn {t}", "calls": [("bash", {"cmd": "pytest -x"}, "FAILED" if t == 2 else "ok", t == 2, 1 if t == 2 else 0)]}
+        for t in range(1, turns + 1)])
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    with FakeLLMServer(request.param) as fake:
+        yield fake
+
+
+def spec_for(server: FakeLLMServer) -> str:
+    return f"openai-compatible:fake@{server.base_url}" if server.protocol == "openai" else "anthropic:claude-fake"
+
+
+def config_for(server: FakeLLMServer, **kw: Any) -> PanelConfig:
+    base = {"judges": [spec_for(server)], "passes": 1, "concurrency": 4, "retry_base_delay_s": 0.001,
+            "base_url": server.base_url if server.protocol == "anthropic" else None}
+    return PanelConfig(**{**base, **kw})
+
+
+def run(trajectories, config: PanelConfig, run_dir: Path):
+    return asyncio.run(run_panel(trajectories, config, run_dir, progress=False))
+
+
+def verdict_rows(run_dir: Path) -> list[Verdict]:
+    return list(rundir.read_jsonl(run_dir / rundir.VERDICTS, Verdict))
+
+
+# --- outcomes of one pass ------------------------------------------------------------------------
+
+BAD_TURN = {**GOOD, "issues": [{**GOOD["issues"][0], "turn": 9}]}
+ZERO_TURN = {**GOOD, "issues": [{**GOOD["issues"][0], "turn": 0}]}
+WRONG_CATEGORY = {**GOOD, "issues": [{**GOOD["issues"][0], "category": "style"}]}
+
+
+@pytest.mark.parametrize(
+    ("responses", "status", "reason", "requests"),
+    [
+        ([Scripted.ok(GOOD)], "ok", None, 1),
+        ([Scripted.ok("this is not json"), Scripted.ok(GOOD)], "ok", None, 2),  # corrective retry fixes it
+        ([Scripted.ok(WRONG_CATEGORY), Scripted.ok(WRONG_CATEGORY)], "unscored", "parse_error", 2),
+        ([Scripted.ok({"issues": []}), Scripted.ok("{}")], "unscored", "parse_error", 2),
+        ([Scripted.ok(BAD_TURN), Scripted.ok(GOOD)], "ok", None, 2),
+        ([Scripted.ok(BAD_TURN), Scripted.ok(ZERO_TURN)], "unscored", "invalid_turn", 2),
+        ([Scripted.truncated(), Scripted.truncated()], "unscored", "truncated", 2),
+        ([Scripted.refused("I can't review this.")], "unscored", "refusal", 1),
+        ([Scripted.context_overflow()], "unscored", "context_overflow", 1),
+        ([Scripted(status=401)], "unscored", "provider_error", 1),
+        ([Scripted.rate_limited(0.01), Scripted.malformed_body(), Scripted.ok(GOOD)], "ok", None, 3),
+        ([Scripted.server_error(), Scripted.slow(2.5), Scripted.ok(GOOD)], "ok", None, 3),
+        ([Scripted.server_error()] * 3, "unscored", "provider_error", 3),
+    ],
+)
+def test_pass_outcomes(server: FakeLLMServer, tmp_path: Path, responses, status: str, reason: str | None, requests: int) -> None:
+    server.queue(*responses)
+    # A tight timeout only where a delay is scripted (a cold first call on a busy machine can be slow).
+    timeout_s = 1.0 if any(r.delay_s for r in responses) else 30.0
+    result = run([one_trajectory()], config_for(server, max_retries=2, timeout_s=timeout_s), tmp_path)
+    (verdict,) = verdict_rows(tmp_path)
+    assert (verdict.status, verdict.reason) == (status, reason)
+    assert server.request_count == requests == verdict.attempts == len(RunStore.for_run(tmp_path).attempts())
+    assert result.calls == requests
+    if status == "ok":
+        assert verdict.issues[0].turn == 2 and verdict.issues[0].tag == "repeated-failure" and verdict.efficiency == "medium"
+    else:
+        assert verdict.issues == [] and verdict.efficiency is None
+        assert result.unscored[reason] == 1
+    if reason in ("parse_error", "truncated", "invalid_turn", "refusal"):
+        assert verdict.raw  # the raw answer is kept for inspection
+
+
+def test_corrective_retry_sends_the_error_back(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.queue(Scripted.ok(BAD_TURN), Scripted.ok(GOOD))
+    run([one_trajectory()], config_for(server), tmp_path)
+    second = server.requests[1]["messages"]
+    assert second[-2]["role"] == "assistant" and '"turn": 9' in second[-2]["content"]
+    assert "between 1 and 3" in second[-1]["content"] and "issues[0] has turn 9" in second[-1]["content"]
+
+
+def test_usage_and_cost_are_counted_for_every_attempt(server: FakeLLMServer, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("prices:\n  '*': {input: 1.0, cached_input: 0.5, output: 4.0}\n")
+    usage = {"input": 1000, "output": 200, "cached": 400}
+    server.queue(Scripted.server_error(), Scripted.ok("not json", usage=usage), Scripted.ok(GOOD, usage=usage))
+    result = run([one_trajectory()], config_for(server, prices=str(prices)), tmp_path / "run")
+    (verdict,) = verdict_rows(tmp_path / "run")
+    one_call = (600 * 1.0 + 400 * 0.5 + 200 * 4.0) / 1e6
+    assert verdict.usage.input_tokens == 2000 and verdict.usage.output_tokens == 400 and verdict.usage.cached_tokens == 800
+    assert verdict.cost_usd == pytest.approx(2 * one_call)
+    attempts = RunStore.for_run(tmp_path / "run").attempts()
+    assert [a["outcome"] for a in attempts] == ["server_error", "ok", "ok"]
+    assert sum(a["cost_usd"] for a in attempts) == pytest.approx(2 * one_call)
+    assert result.cost_usd == pytest.approx(2 * one_call) == result.cost_by_trajectory["traj-1"]
+
+
+def test_second_run_makes_no_calls_and_rebuilds_verdicts(server: FakeLLMServer, tmp_path: Path) -> None:
+    trajectories, _ = synthetic_batch(5)
+    config = config_for(server, passes=3)
+    first = run(trajectories, config, tmp_path)
+    assert server.request_count == 15 and first.cached == 0
+    before = {(v.trajectory_id, v.pass_key): v.issues for v in verdict_rows(tmp_path)}
+    second = run(trajectories, config, tmp_path)
+    assert server.request_count == 15 and second.calls == 0 and second.cached == 15
+    rows = verdict_rows(tmp_path)
+    assert len(rows) == 15 and all(v.cached for v in rows)
+    assert {(v.trajectory_id, v.pass_key): v.issues for v in rows} == before
+    # A changed parameter is a different cache key: new calls.
+    run(trajectories, config_for(server, passes=3, temperature=0.2), tmp_path)
+    assert server.request_count == 30
+
+
+def test_passes_are_independent_calls(server: FakeLLMServer, tmp_path: Path) -> None:
+    run([one_trajectory()], config_for(server, passes=3), tmp_path)
+    assert server.request_count == 3
+    requests = server.requests
+    assert all(len(r["messages"]) == len(requests[0]["messages"]) for r in requests)  # no pass sees another's output
+    assert all(r.get("temperature", 0) > 0 for r in requests)
+    if server.protocol == "openai":
+        assert sorted(r["seed"] for r in requests) == [1, 2, 3]
+
+
+def test_budget_cap_stops_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    trajectories, _ = synthetic_batch(6)
+    fixed_usage = {"input": 1000, "output": 0, "cached": 0}  # $0.01 a call at $10 per million
+    with FakeLLMServer("openai", responder=lambda request: Scripted.ok(GOOD, usage=fixed_usage)) as fake:
+        prices = tmp_path / "prices.yaml"
+        prices.write_text("prices:\n  '*': {input: 10.0, output: 10.0}\n")
+        config = PanelConfig(judges=[f"openai-compatible:m@{fake.base_url}"], passes=1, concurrency=2,
+                             max_cost_usd=0.035, max_tokens=100, prices=str(prices))
+        result = run(trajectories, config, tmp_path / "run")
+        rows = verdict_rows(tmp_path / "run")
+        assert len(rows) == 6  # every pass is in the file, none dropped
+        budget_rows = [v for v in rows if v.reason == "budget_exceeded"]
+        assert budget_rows and 1 <= fake.request_count == 6 - len(budget_rows) and result.budget_exceeded
+        assert result.unscored["budget_exceeded"] == len(budget_rows)
+        assert result.cost_this_run_usd <= 0.035  # worst-case reservations: the cap is never overshot
+        # Budget-stopped passes are not cached: a rerun with more money completes exactly those.
+        fake.reset_count()
+        run(trajectories, config.merged(max_cost_usd=100.0), tmp_path / "run")
+        assert fake.request_count == len(budget_rows)
+        assert all(v.status == "ok" for v in verdict_rows(tmp_path / "run"))
+
+
+def test_context_overflow_without_a_call(server: FakeLLMServer, tmp_path: Path) -> None:
+    trajectory = make_trajectory("long", "q", [{"text": "x" * 500} for _ in range(300)])
+    run([trajectory], config_for(server, max_input_tokens=3000), tmp_path)
+    (verdict,) = verdict_rows(tmp_path)
+    assert verdict.reason == "context_overflow" and server.request_count == 0 and "budget" in verdict.detail
+
+
+def test_keys_never_written(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.queue(Scripted(status=401), Scripted.ok(GOOD))
+    trajectories = [one_trajectory(), make_trajectory("traj-2", "q2", [{"text": "done"}])]
+    run(trajectories, config_for(server), tmp_path)
+    sent = json.dumps(server.request_headers)
+    assert SECRET in sent  # the key was used...
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), f"key leaked into {path.name}"
+
+
+def test_manifest_records_the_panel(server: FakeLLMServer, tmp_path: Path) -> None:
+    run([one_trajectory()], config_for(server, passes=3), tmp_path)
+    panel = read_manifest(tmp_path)["panel"]
+    spec = spec_for(server)
+    assert panel["size"] == 3 and panel["prompt_version"] == "judge-v1"
+    assert [m["pass_key"] for m in panel["members"]] == [f"{spec}#1", f"{spec}#2", f"{spec}#3"]
+    assert all(m["deterministic"] is False for m in panel["members"])
+
+
+# --- planning ------------------------------------------------------------------------------------
+
+
+class _Stub:
+    def __init__(self, spec: str, deterministic: bool = False, default_passes: int | None = None):
+        self.spec, self.deterministic = spec, deterministic
+        if default_passes:
+            self.default_passes = default_passes
+
+
+@pytest.mark.parametrize(
+    ("judges", "passes", "expected"),
+    [
+        (["llm"], None, ["llm#1", "llm#2", "llm#3"]),
+        (["llm"], 5, ["llm#1", "llm#2", "llm#3", "llm#4", "llm#5"]),
+        (["a", "b", "c"], None, ["a#1", "b#1", "c#1"]),
+        (["a", "a", "b"], None, ["a#1", "a#2", "b#1"]),
+        (["a", "b"], 2, ["a#1", "a#2", "b#1", "b#2"]),
+        (["rules"], None, ["rules#1"]),
+        (["rules"], 3, ["rules#1"]),  # a deterministic judge runs once
+        (["rules", "a", "b"], None, ["rules#1", "a#1", "b#1"]),
+        (["replay"], None, ["replay#1", "replay#2"]),
+        ([], None, ["rules#1"]),  # nothing asked for: the offline rules judge
+    ],
+)
+def test_plan_passes(judges: list[str], passes: int | None, expected: list[str]) -> None:
+    stubs = {"llm": _Stub("llm"), "a": _Stub("a"), "b": _Stub("b"), "c": _Stub("c"),
+             "rules": _Stub("rules", deterministic=True), "replay": _Stub("replay", default_passes=2)}
+    plans = plan_passes(PanelConfig(judges=judges, passes=passes), stubs)
+    assert [p.pass_key for p in plans] == expected
+    assert all(isinstance(p, PassPlan) and p.deterministic == (p.judge == "rules") for p in plans)
+
+
+def test_config_file_and_flags(tmp_path: Path) -> None:
+    path = tmp_path / "panel.yaml"
+    path.write_text("panel:\n  judges: [openai:gpt-4o]\n  passes: 3\n  rpm: 100\n  params: {structured_output: json_object}\n")
+    config = PanelConfig.load(path).merged(passes=None, rpm=50, concurrency=2)
+    assert config.judges == ["openai:gpt-4o"] and config.passes == 3 and config.rpm == 50 and config.concurrency == 2
+    path.write_text("judges: [a]\nparams: {api_key: sk-x}\n")
+    with pytest.raises(ValueError, match="(?s)panel.yaml.*only from the environment"):
+        PanelConfig.load(path)
+    path.write_text("judges: [a]\nconcurency: 3\n")
+    with pytest.raises(ValueError, match="panel.yaml"):
+        PanelConfig.load(path)
+
+
+# --- verdict parsing -----------------------------------------------------------------------------
+
+
+def test_schema_agrees_with_the_model() -> None:
+    assert set(VERDICT_SCHEMA["required"]) == set(JudgeOutput.model_fields)
+    assert list(VERDICT_SCHEMA["properties"])[0] == "reasoning"  # reasoning first, then the verdict
+    item = VERDICT_SCHEMA["properties"]["issues"]["items"]
+    from judge.judges.llm import JudgeIssue
+
+    assert set(item["required"]) == set(JudgeIssue.model_fields) == set(item["properties"])
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("nope", "parse_error"),
+        ('{"reasoning": "r", "issues": [], "efficiency": "great"}', "parse_error"),
+        ('{"reasoning": "r", "issues": [], "efficiency": "high", "extra": 1}', "parse_error"),
+        ('{"reasoning": "r", "issues": [{"turn": 4, "description": "d", "evidence": "", "category": "code", "severity": "minor", "tag": null}], "efficiency": "high"}', "invalid_turn"),
+        ('{"reasoning": "r", "issues": [{"turn": -1, "description": "d", "evidence": "", "category": "code", "severity": "minor", "tag": null}], "efficiency": "high"}', "invalid_turn"),
+        ('```json\n{"reasoning": "r", "issues": [], "efficiency": "high"}\n```', None),
+        ('{"reasoning": "r", "issues": [{"turn": null, "description": "d", "evidence": "", "category": "semantic", "severity": "minor", "tag": null}], "efficiency": "low"}', None),
+    ],
+)
+def test_parse_judge_output(text: str, reason: str | None) -> None:
+    if reason is None:
+        assert isinstance(parse_judge_output(text, None, turn_count=3), JudgeOutput)
+    else:
+        with pytest.raises(VerdictProblem) as raised:
+            parse_judge_output(text, None, turn_count=3)
+        assert raised.value.reason == reason
+
+
+# --- replay --------------------------------------------------------------------------------------
+
+
+def test_replay_rescoring_without_calls(server: FakeLLMServer, tmp_path: Path) -> None:
+    trajectories, _ = synthetic_batch(3)
+    first_dir = tmp_path / "first"
+    run(trajectories, config_for(server, passes=3), first_dir)
+    rundir.write_jsonl(first_dir / rundir.TRAJECTORIES, trajectories)
+    calls = server.request_count
+    changed = trajectories[1].model_copy(update={"query": "a different query"})
+    result = run([trajectories[0], changed], PanelConfig(judges=[f"replay:{first_dir}"]), tmp_path / "second")
+    assert server.request_count == calls and result.panel_size == 3
+    rows = verdict_rows(tmp_path / "second")
+    original = {(v.trajectory_id, v.pass_index): v for v in verdict_rows(first_dir)}
+    for row in rows:
+        if row.trajectory_id == trajectories[0].id:
+            assert row.status == original[(row.trajectory_id, row.pass_index)].status
+            assert row.issues == original[(row.trajectory_id, row.pass_index)].issues
+        else:
+            assert row.reason == "provider_error" and "no recorded verdict" in row.detail
+
+
+# --- resume after SIGKILL ------------------------------------------------------------------------
+
+CHILD = """
+import asyncio, sys
+from pathlib import Path
+from judge.panel import PanelConfig, run_panel
+from judge.testing.synthetic import synthetic_batch
+trajectories, _ = synthetic_batch(40)
+config = PanelConfig(judges=["openai-compatible:simjudge@" + sys.argv[1]], passes=1, concurrency=2)
+asyncio.run(run_panel(trajectories, config, Path(sys.argv[2]), progress=False))
+"""
+
+
+def test_resume_after_sigkill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    trajectories, truth = synthetic_batch(40)
+    run_dir = tmp_path / "run"
+    with simulated_server(truth, SimConfig(latency_s=0.1)) as sim:
+        child = subprocess.Popen([sys.executable, "-c", CHILD, sim.base_url, str(run_dir)])
+        verdicts = run_dir / rundir.VERDICTS
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and child.poll() is None:
+            if verdicts.exists() and len(verdicts.read_text().splitlines()) >= 8:
+                break
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        assert child.returncode == -signal.SIGKILL
+        before_kill = {json.loads(line)["trajectory_id"]: json.loads(line) for line in verdicts.read_text().splitlines()}
+        with RunStore.for_run(run_dir) as store:
+            stored = store.count_verdicts()
+        assert 8 <= stored < 40
+        sim.reset_count()
+        result = run(trajectories, PanelConfig(judges=[f"openai-compatible:simjudge@{sim.base_url}"], passes=1), run_dir)
+        assert sim.request_count == 40 - stored == result.calls  # only the missing calls
+        rows = verdict_rows(run_dir)
+        assert len(rows) == 40 and len({v.trajectory_id for v in rows}) == 40  # no duplicates, none lost
+        by_id = {v.trajectory_id: v for v in rows}
+        for trajectory_id, row in before_kill.items():
+            assert by_id[trajectory_id].cached and by_id[trajectory_id].issues == Verdict.model_validate(row).issues
