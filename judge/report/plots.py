@@ -116,6 +116,7 @@ def vote_chart(histogram: dict[str, int], majority_votes: int | None) -> str:
         bars = axes.bar(range(len(keys)), values, color=colours, width=0.6)
         axes.set_xticks(range(len(keys)), [f"{k} vote{'s' if k != '1' else ''}" for k in keys])
         axes.set_ylabel("issue clusters")
+        axes.set_xlim(-0.6, max(len(keys), 3) - 0.4)  # a panel of one still gets a narrow bar
         axes.yaxis.get_major_locator().set_params(integer=True)
         axes.set_ylim(0, max(values + [1]) * 1.18)
         _bar_labels(axes, bars, values)

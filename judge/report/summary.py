@@ -224,20 +224,33 @@ def top_defects(clusters: list[Cluster], limit: int = TOP_DEFECTS) -> list[dict[
 # --- panel and agreement -----------------------------------------------------------------------
 
 
+def _member_rows(planned: dict[str, Any]) -> list[dict[str, Any]]:
+    """The planned passes from run.json: dict members as written by the panel, or plain judge specs."""
+    rows = []
+    for member in planned.get("members") or []:
+        if isinstance(member, dict):
+            rows.append({k: member.get(k) for k in ("pass_key", "judge", "model", "prompt_version", "deterministic")})
+        else:
+            rows.append({"pass_key": None, "judge": str(member), "model": None, "prompt_version": None, "deterministic": None})
+    return rows
+
+
 def panel_section(manifest: dict[str, Any], verdicts: list[Verdict]) -> dict[str, Any]:
     """Who judged: the planned panel from run.json, and what the verdicts show."""
     planned = manifest.get("panel") if isinstance(manifest.get("panel"), dict) else {}
-    judges = sorted({v.judge for v in verdicts})
-    members = planned.get("members") or judges
+    rows = _member_rows(planned)
+    judges = sorted({v.judge for v in verdicts} | {r["judge"] for r in rows if r["judge"]})
     pass_keys = sorted({v.pass_key for v in verdicts})
+    size = planned.get("size") if isinstance(planned.get("size"), int) else None
     return {
-        "size": planned.get("size") or (len(pass_keys) or None),
-        "members": members,
+        "size": size or (len(pass_keys) or None),
+        "members": rows,
         "judges": judges,
         "pass_keys": pass_keys,
         "deterministic": bool(verdicts) and all(v.deterministic for v in verdicts),
         "passes_total": len(verdicts),
         "passes_ok": sum(1 for v in verdicts if v.status == "ok"),
+        "note": planned.get("note"),
     }
 
 
@@ -248,15 +261,24 @@ def vote_histogram(clusters: list[Cluster]) -> dict[str, int]:
     return {str(votes): counts.get(votes, 0) for votes in range(1, largest + 1)}
 
 
-AGREEMENT_FIELDS = ("krippendorff_alpha", "fleiss_kappa", "effective_judges")
+# The three headline statistics, and the names judge.agreement (or an older build) may give them.
+AGREEMENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "krippendorff_alpha": ("krippendorff_alpha", "krippendorff_alpha_issues"),
+    "fleiss_kappa": ("fleiss_kappa", "fleiss_kappa_efficiency"),
+    "effective_judges": ("effective_judges",),
+}
 
 
 def agreement_section(verdicts: list[Verdict], clusters: list[Cluster], panel: dict[str, Any]) -> dict[str, Any]:
     """Agreement statistics from ``judge.agreement`` when it exists; else the vote histogram alone.
 
-    A statistic this module cannot get is reported as unavailable with the reason, never as a number.
+    A statistic this module cannot get is reported as unavailable with the reason, never as a number. The
+    module's full output is kept under ``details``.
     """
-    section: dict[str, Any] = {"vote_histogram": vote_histogram(clusters), "source": "report", "unavailable": {}}
+    section: dict[str, Any] = {"vote_histogram": vote_histogram(clusters), "source": "report", "unavailable": {},
+                               "details": {}}
+    for name in AGREEMENT_FIELDS:
+        section[name] = None
     try:
         from judge.agreement import agreement_summary  # written by the clustering/scoring stage
     except ImportError:
@@ -264,20 +286,20 @@ def agreement_section(verdicts: list[Verdict], clusters: list[Cluster], panel: d
             section["unavailable"][name] = "judge.agreement is not installed in this build"
     else:
         try:
-            stats = agreement_summary(verdicts, clusters)
+            stats = dict(agreement_summary(verdicts, clusters))
         except Exception as error:  # noqa: BLE001 - the report must still render; the failure is shown in it
             for name in AGREEMENT_FIELDS:
                 section["unavailable"][name] = f"judge.agreement failed: {type(error).__name__}: {error}"
         else:
             section["source"] = "judge.agreement"
-            for key, value in dict(stats).items():
-                if key == "vote_histogram" and isinstance(value, dict):
-                    section["vote_histogram"] = {str(k): int(v) for k, v in value.items()}
-                else:
-                    section[key] = _json_number(value)
-            for name in AGREEMENT_FIELDS:
-                if section.get(name) is None and name not in section["unavailable"]:
-                    section["unavailable"][name] = "not computed for this batch"
+            histogram = stats.pop("vote_histogram", None)
+            if isinstance(histogram, dict):
+                section["vote_histogram"] = {str(k): int(v) for k, v in histogram.items()}
+            section["details"] = _json_number(stats)
+            for name, aliases in AGREEMENT_FIELDS.items():
+                section[name] = next((section["details"][a] for a in aliases if section["details"].get(a) is not None), None)
+                if section[name] is None:
+                    section["unavailable"][name] = "cannot be computed for this batch (too few passes or units)"
     section["explanation"] = explain_agreement(section, panel)
     return section
 
@@ -310,10 +332,11 @@ def explain_agreement(section: dict[str, Any], panel: dict[str, Any]) -> str:
     if not panel.get("passes_total"):
         return "No judge pass is recorded for this run, so there is nothing to agree on."
     if panel.get("deterministic") and len(judges) == 1:
+        runs = "runs once" if size == 1 else f"runs {size} times with the same result"
         return (
-            f"One deterministic judge ({judges[0]}): its {size} passes repeat the same rules, so they agree by "
-            "construction and no agreement between judges can be measured. Votes here count repetitions, "
-            "not independent opinions; treat every issue as the word of a single judge."
+            f"One deterministic judge ({judges[0]}) {runs}: no agreement between judges can be measured, so "
+            "every issue, and every score, is the word of a single judge. Add independent judges to the panel "
+            "to learn how far these findings hold."
         )
     parts: list[str] = []
     alpha = _number(section, "krippendorff_alpha")

@@ -75,6 +75,8 @@ class CallView:
     arguments: str
     arguments_error: str | None
     answered: bool
+    long: bool = False
+    preview: str = ""
 
 
 @dataclass
@@ -259,11 +261,11 @@ def _block(message: Message, pinned: dict[int, list[IssueView]], minority_by_tur
     if message.role == "assistant" and message.turn is not None:
         block.issues = pinned.get(message.turn, [])
         block.minority_count = minority_by_turn.get(message.turn, 0)
-    block.calls = [
-        CallView(c.id, c.name, _arguments_text(c.arguments, c.raw_arguments, c.arguments_error), c.arguments_error,
-                 c.id in answered)
-        for c in message.tool_calls
-    ]
+    for call in message.tool_calls:
+        text = _arguments_text(call.arguments, call.raw_arguments, call.arguments_error)
+        one_line = text if call.arguments_error else json.dumps(call.arguments, ensure_ascii=False, default=str)
+        block.calls.append(CallView(call.id, call.name, text, call.arguments_error, call.id in answered,
+                                    long=is_long(text), preview=preview(one_line)))
     if message.receipt is not None:
         block.receipt = ReceiptView.from_receipt(message.receipt)
     return block

@@ -1,0 +1,132 @@
+"""The report in a real browser: headless Chromium (Debian's ``chromium``) renders report.html from disk.
+
+Checks, on a batch whose receipts carry ``<script>``, an ``onerror`` image and links to a local "beacon"
+server: the page renders (a non-trivial screenshot), the viewer's issue markers are in the DOM and painted in
+their colour, our own filter script ran (its CSP hash is right), nothing from the data ran (title and body
+unchanged) and nothing was fetched (the beacon server saw no request). A second case renders the report of
+the bundled examples when the scoring pipeline is available.
+"""
+
+from __future__ import annotations
+
+import http.server
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from judge.report import build_report
+from judge.report.viewer import anchor_id
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
+from report_runs import make_run  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None and Path("/usr/bin/chromium").exists():
+    CHROMIUM = "/usr/bin/chromium"
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it: apt-get install chromium)"
+)
+
+SEVERE_BG = (253, 236, 234)  # --severe-bg in reports/report.css: the fill of a severe issue marker
+MINOR_BG = (255, 244, 214)  # --minor-bg: a minor one
+
+
+def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / "profile"
+    command = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", "--hide-scrollbars", f"--user-data-dir={profile}", *args,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"chromium failed ({result.returncode}):\n{result.stderr[-2000:]}"
+    return result
+
+
+class Beacon(http.server.BaseHTTPRequestHandler):
+    hits: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        Beacon.hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def beacon() -> Iterator[str]:
+    Beacon.hits = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Beacon)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def painted(png: Path, colour: tuple[int, int, int]) -> int:
+    """How many pixels of the screenshot have exactly ``colour``."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(png).convert("RGB"))
+    return int(np.all(pixels == np.array(colour, dtype=pixels.dtype), axis=-1).sum())
+
+
+@needs_chromium
+def test_report_in_chromium_runs_nothing_from_the_data(tmp_path: Path, beacon: str):
+    run_dir = make_run(tmp_path / "run", beacon_url=beacon)
+    page = build_report(run_dir)["report_html"]
+    url = page.resolve().as_uri()
+
+    dom = chromium(tmp_path, "--virtual-time-budget=4000", "--dump-dom", url).stdout
+    assert "<title>trajudge report · run</title>" in dom, "a script from the data changed the title"
+    assert "PWNED" not in dom.split("<body", 1)[1].split(">", 1)[0], "the body's attributes were changed"
+    assert "data-pwned" not in dom
+    assert "5 of 5 shown" in dom, "our own filter script did not run (is its CSP hash right?)"
+    assert dom.count('class="issue-marker severe') >= 2 and 'class="issue-marker minor' in dom
+    assert f'id="{anchor_id("t-bad")}-T2"' in dom
+    assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt;" in dom, "the hostile text is shown as text"
+
+    shot = tmp_path / "report.png"
+    chromium(tmp_path, "--virtual-time-budget=4000", f"--screenshot={shot}", "--window-size=1280,9000", url)
+    assert shot.is_file() and shot.stat().st_size > 50_000
+    assert painted(shot, SEVERE_BG) > 20_000, "severe issue markers are not painted in their colour"
+    assert painted(shot, MINOR_BG) > 5_000, "the minor majority issue marker is not painted"
+    assert Beacon.hits == [], f"the page fetched {Beacon.hits} from a URL found in the data"
+
+
+@needs_chromium
+def test_report_of_the_bundled_examples_in_chromium(tmp_path: Path):
+    pytest.importorskip("judge.panel", reason="the judge panel is not in this build")
+    import asyncio
+
+    from judge.panel import PanelConfig, run_panel
+    from judge.pipeline import import_to_run, read_trajectories, score_run
+
+    run_dir = tmp_path / "examples"
+    stats = import_to_run([ROOT / "examples" / "batch"], run_dir)
+    assert stats.imported > 0
+    asyncio.run(run_panel(list(read_trajectories(run_dir)), PanelConfig(), run_dir, progress=False))
+    score_run(run_dir)
+    page = build_report(run_dir)["report_html"]
+
+    dom = chromium(tmp_path, "--virtual-time-budget=4000", "--dump-dom", page.resolve().as_uri()).stdout
+    assert f"{stats.imported} of {stats.imported} shown" in dom
+    assert 'class="issue-marker' in dom
+    shot = tmp_path / "examples.png"
+    chromium(tmp_path, "--virtual-time-budget=4000", f"--screenshot={shot}", "--window-size=1280,4000",
+             page.resolve().as_uri())
+    assert shot.stat().st_size > 50_000
