@@ -350,6 +350,9 @@ class ValidationReport:
     unmappable_steps: int
     step_exact: Rate = field(default_factory=Rate)
     step_within_k: Rate = field(default_factory=Rate)
+    # Trivial predictors on the same labels, for scale: "always the first turn", "always the last turn".
+    first_turn_exact: Rate = field(default_factory=Rate)
+    last_turn_exact: Rate = field(default_factory=Rate)
     agent: Rate = field(default_factory=Rate)
     root_exact: Rate = field(default_factory=Rate)
     root_within_k: Rate = field(default_factory=Rate)
@@ -359,7 +362,8 @@ class ValidationReport:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("step_exact", "step_within_k", "agent", "root_exact", "root_within_k"):
+        for name in ("step_exact", "step_within_k", "first_turn_exact", "last_turn_exact", "agent", "root_exact",
+                     "root_within_k"):
             rate: Rate = getattr(self, name)
             data[name] = {"hits": rate.hits, "n": rate.n, "value": rate.value}
         data["issue_precision_recall"] = {c: precision_recall(v) for c, v in self.issue_counts.items()}
@@ -472,6 +476,8 @@ def evaluate(labels: list[TrajectoryLabels], trajectories: dict[str, Trajectory]
         root = next((t for f, t in zip(label.failures, label_turns) if f.is_root), None)
         report.step_exact.add(any(turns_match(t, predicted_turn, 0) for t in label_turns))
         report.step_within_k.add(any(turns_match(t, predicted_turn, k) for t in label_turns))
+        report.first_turn_exact.add(any(turns_match(t, 1, 0) for t in label_turns))
+        report.last_turn_exact.add(any(turns_match(t, trajectory.turn_count, 0) for t in label_turns))
         report.root_exact.add(turns_match(root, predicted_turn, 0))
         report.root_within_k.add(turns_match(root, predicted_turn, k))
         label_agent = next((f.agent for f in label.failures if f.is_root), None)
@@ -581,6 +587,8 @@ def format_table(report: ValidationReport) -> str:
         which = " (any labelled failure)" if report.kind == "agentrx" else ""
         rows.append((f"step accuracy, exact turn{which}", _pct(report.step_exact), step_ref))
         rows.append((f"step accuracy, within +-{report.k} turns{which}", _pct(report.step_within_k), ""))
+        rows.append(("  trivial baseline: always T1, exact", _pct(report.first_turn_exact), ""))
+        rows.append(("  trivial baseline: always the last turn, exact", _pct(report.last_turn_exact), ""))
         if report.kind == "who-and-when":
             rows.append(("agent accuracy", _pct(report.agent), REFERENCE_POINTS["agent"]))
         rows.append(("root-cause accuracy, exact turn", _pct(report.root_exact), ""))

@@ -359,3 +359,12 @@ def test_validate_cli_on_a_rules_run_of_agentrx_tau(tmp_path: Path):
     assert "root-cause accuracy, exact turn" in result.output
     data = json.loads((tmp_path / "v.json").read_text())
     assert data["step_exact"]["n"] == 29 and data["issue_counts"]["any"]["label"] == 39
+
+
+def test_trivial_baselines_are_scored_on_the_same_labels():
+    trajectory = multi_agent_trajectory()  # turns 1..13
+    labels = [TrajectoryLabels(label_id=str(step), kind="who-and-when", failures=[LabelledFailure(step=step, is_root=True)])
+              for step in (1, 13, 5)]
+    report = evaluate(labels, {l.label_id: trajectory for l in labels}, {}, {trajectory.id: True}, "who-and-when", k=0)
+    assert (report.first_turn_exact.hits, report.last_turn_exact.hits, report.first_turn_exact.n) == (1, 1, 3)
+    assert "trivial baseline: always T1, exact" in format_table(report)
