@@ -29,6 +29,7 @@ _PATH_TOKEN = re.compile(
 )
 _BACKTICK = re.compile(r"`([^`\n]{3,80})`")
 _IDENTIFIER = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b")
+_CODE = re.compile(r"\b(?=[A-Z0-9-]*\d)([A-Z][A-Z0-9-]{4,})\b")  # record ids, booking codes: GV1N64, SKU-001
 _REDIRECT = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+)")
 _SED_INPLACE = re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([\w./-]+)")
 _CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
@@ -87,6 +88,7 @@ class Speech:
     text: str
     sentences: list[Sentence]
     has_calls: bool
+    mentions_failure: bool  # some sentence speaks of a failure: the message is not hiding one
 
 
 @dataclass
@@ -385,7 +387,8 @@ def plan_items(call: ToolCall) -> list[tuple[str, str, str]]:
 def _speech(index: int, message: Message, patterns: CompiledPatterns) -> Speech:
     text = message.content or ""
     sentences = [_sentence(part.strip(), patterns) for part in _SENTENCE_SPLIT.split(text) if part and part.strip()]
-    return Speech(index, message.turn or 0, message.name, text, sentences, bool(message.tool_calls))
+    return Speech(index, message.turn or 0, message.name, text, sentences, bool(message.tool_calls),
+                  bool(patterns.failure_words.search(text)))
 
 
 def _sentence(text: str, patterns: CompiledPatterns) -> Sentence:
@@ -404,7 +407,7 @@ def _sentence(text: str, patterns: CompiledPatterns) -> Sentence:
 
 
 def salient_tokens(text: str) -> tuple[str, ...]:
-    """Names in a sentence that can tie it to a call: file paths, `quoted` names, snake_case identifiers."""
+    """Names in a sentence that can tie it to a call: file paths, `quoted` names, snake_case identifiers, codes."""
     found: list[str] = []
     for match in _PATH_TOKEN.findall(text):
         found.append(match.rsplit("/", 1)[-1])
@@ -413,6 +416,7 @@ def salient_tokens(text: str) -> tuple[str, ...]:
         if " " not in token:
             found.append(token.rsplit("/", 1)[-1])
     found += _IDENTIFIER.findall(text)
+    found += _CODE.findall(text)
     return tuple(dict.fromkeys(t for t in found if len(t) >= 4))
 
 

@@ -123,6 +123,10 @@ def _mentions(action: Action, token: str, with_receipt: bool = False) -> bool:
     return with_receipt and action.receipt is not None and token in action.receipt.content
 
 
+def _last_mentioning(actions: list[Action], token: str) -> Action | None:
+    return next((a for a in reversed(actions) if _mentions(a, token)), None)
+
+
 def _bad_referent(an: Analysis, action: Action, before: int) -> str | None:
     """Why the claim's referent does not support it, or None when it does."""
     if action.receipt_index is not None and action.receipt_index > before:
@@ -138,33 +142,46 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     """A claim that work is done, created, verified or passed while the action it refers to failed,
     has no receipt, or never ran.
 
-    The referent is, in order: the last call that names what the claim names (a file, an identifier); for a
-    claim about tests, the last check; otherwise the last call before the claim. A final message that claims
-    completion is also contradicted by any failure the agent never recovered from. Hedged, negated or future
-    sentences, and sentences that themselves mention a failure, are not claims.
+    The referent is, in order: for each thing the claim names (a file, an identifier, a record code), the last
+    call that names it; for a claim about checks, the last check; otherwise the last call before the claim,
+    unless the message itself speaks of a failure (it is reporting one, not hiding it). A final message's claim
+    is also contradicted by a failure the agent never recovered from (only by a failed check, when the claim
+    names what it is about). Hedged, negated or future sentences, and sentences that themselves mention a
+    failure, are not claims.
     """
     issues = []
     patterns = an.patterns
     has_shell = any(_is_shell(an, a) for a in an.actions)
+    any_check = any(a.is_check for a in an.actions)
     for speech in an.speeches:
-        prior = [a for a in an.actions if a.message_index < speech.message_index and not a.is_plan]
+        index = speech.message_index
+        prior = [a for a in an.actions if a.message_index < index and not a.is_plan]
         for sentence in _claims(speech):
             why: str | None = None
             referent: Action | None = None
-            named = [a for a in prior if any(_mentions(a, t) for t in sentence.tokens)] if sentence.tokens else []
+            # Each named thing is judged by the last call that touched it; one unsupported name is enough.
+            named = [last for t in sentence.tokens if (last := _last_mentioning(prior, t)) is not None]
+            checks = [a for a in prior if a.is_check]
             if named:
-                referent = named[-1]
-                why = _bad_referent(an, referent, speech.message_index)
-            elif sentence.is_check_claim and any(a.is_check for a in prior):
-                referent = [a for a in prior if a.is_check][-1]
-                why = _bad_referent(an, referent, speech.message_index)
-            elif patterns.test_claim.search(sentence.text) and has_shell and not any(a.is_check for a in an.actions):
+                for candidate in named:
+                    why = _bad_referent(an, candidate, index)
+                    if why is not None:
+                        referent = candidate
+                        break
+            elif sentence.is_check_claim and checks:
+                referent = checks[-1]
+                why = _bad_referent(an, referent, index)
+            elif patterns.test_claim.search(sentence.text) and has_shell and not any_check:
                 why = "no test or check was ever run"
-            elif prior:
+            elif prior and not speech.mentions_failure:
                 referent = prior[-1]
-                why = _bad_referent(an, referent, speech.message_index)
-            if why is None and speech.message_index == an.final_message_index and not speech.has_calls:
-                open_failures = [a for a in prior if a.outcome == "error" and not an.recovered(a, before=speech.message_index)]
+                why = _bad_referent(an, referent, index)
+            final = index == an.final_message_index and not speech.has_calls
+            if why is None and final and not speech.mentions_failure:
+                # A final claim over a failure never redone; when the claim names its objects, only a failed
+                # check still contradicts it (the work it names may be fine, its verification is not).
+                open_failures = [a for a in prior if a.outcome == "error" and not an.recovered(a, before=index)
+                                 and (a.is_check or not named)]
                 if open_failures:
                     referent = open_failures[-1]
                     why = f"the {referent.name} call of T{referent.turn} failed and was never redone successfully"
@@ -226,7 +243,8 @@ def phantom_failure_reference(an: Analysis) -> list[Issue]:
     when nothing before it failed: the signature of a careless offline edit.
 
     Anything that could be the failure counts against firing: a failed receipt, failure words in any earlier
-    receipt, in a user message after the query, or (multi-agent logs) in another agent's message.
+    receipt, in a user message after the query, or (multi-agent logs) in another agent's message. The first
+    turn is never flagged: nothing of the log precedes it, so it can only refer to the brief or an older session.
     """
     patterns = an.patterns
     messages = an.trajectory.messages
@@ -237,6 +255,8 @@ def phantom_failure_reference(an: Analysis) -> list[Issue]:
         if not match:
             continue
         index = speech.message_index
+        if speech is an.speeches[0]:
+            continue  # nothing of the log precedes the first turn: it can only mean the brief or an older session
         if any(a.failed and a.visible_at < index for a in an.actions):
             continue
         if _failure_text_before(an, index, first_user, speech.name):
