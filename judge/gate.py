@@ -31,26 +31,22 @@ AUTHENTICITY_DETECTORS: tuple[str, ...] = (
 
 
 def check_roles_order(trajectory: Trajectory) -> bool:
-    """System messages only at the start, a user message before the first assistant turn, and every tool
-    message directly after an assistant message with tool calls (or after another tool message)."""
-    seen_other = False
-    seen_user = False
+    """The conversation opens with the task and tool results answer the agent.
+
+    Before T1 there is a user message or a query (the export inserts the query as the user message when the
+    source has none); every tool message follows an assistant message or another tool message (formats that
+    run actions written in text pair results by position, so a call id is not required here; pairing by id is
+    the authenticity check ``unpaired-call-id``).
+    """
+    seen_user = bool(trajectory.query and trajectory.query.strip())
     previous = None
     for message in trajectory.messages:
-        if message.role == "system":
-            if seen_other:
-                return False
-        else:
-            seen_other = True
         if message.role == "user":
             seen_user = True
-        if message.role == "assistant" and not seen_user:
+        elif message.role == "assistant" and not seen_user:
             return False
-        if message.role == "tool":
-            if previous is None or not (
-                previous.role == "tool" or (previous.role == "assistant" and previous.tool_calls)
-            ):
-                return False
+        elif message.role == "tool" and (previous is None or previous.role not in ("assistant", "tool")):
+            return False
         previous = message
     return True
 
@@ -75,9 +71,11 @@ def check_tool_arguments(trajectory: Trajectory) -> bool:
 
 
 def check_nonempty_assistant(trajectory: Trajectory) -> bool:
-    """Every assistant message says something or calls a tool."""
+    """Every assistant message says, reasons or calls something (an empty one is no training target)."""
     return all(
-        (m.content and m.content.strip()) or m.tool_calls for m in trajectory.messages if m.role == "assistant"
+        (m.content and m.content.strip()) or m.tool_calls or (m.reasoning or "").strip()
+        for m in trajectory.messages
+        if m.role == "assistant"
     )
 
 

@@ -179,6 +179,9 @@ def score_trajectory(
     score, reason = rubric_score(rubric, agent_issues, efficiency, panel_size)
     if environment:
         reason += f"; {len(environment)} environment issue(s) in the ledger"
+    minority = sum(1 for c in clusters if not c.majority)
+    if minority:  # kept in clusters.jsonl and reported, never silently dropped
+        reason += f"; {minority} minority cluster(s) below {needed} votes"
     release = score in rubric.release.scores and not checks
     return ScoreRow(
         trajectory_id=trajectory_id,

@@ -32,14 +32,20 @@ CASES = [
     ("good", good(), "fix the bug", []),
     ("empty query", good(), " ", ["format:query"]),
     ("no assistant", [Message(role="user", content="hi")], "hi", ["format:has-assistant-turn", "format:final-message"]),
-    ("system late", good()[1:3] + [good()[3], Message(role="system", content="x"), good()[4]], "fix the bug", ["format:role-order"]),
-    ("assistant before user", [Message(role="assistant", content="hello"), Message(role="user", content="x"),
-                               Message(role="assistant", content="ok")], "x", ["format:role-order"]),
+    ("assistant before user, no query", [Message(role="assistant", content="hello"), Message(role="user", content="x"),
+                                         Message(role="assistant", content="ok")], "", ["format:query", "format:role-order"]),
+    ("assistant first, query given", [Message(role="system", content="s"), Message(role="assistant", content="ok")],
+     "fix the bug", []),  # the export inserts the query as the user message
     ("tool after user", [good()[1], good()[3], good()[4]], "fix the bug", ["format:role-order"]),
+    ("tool before any turn", [good()[3], good()[1], good()[4]], "", ["format:query", "format:role-order"]),
+    ("text actions: tool after plain assistant", [good()[1], Message(role="assistant", content="run ls"),
+                                                  Message(role="tool", receipt=Receipt(content="a.py")), good()[4]],
+     "fix the bug", []),
     ("bad arguments", [good()[1], Message(role="assistant", tool_calls=[call(error="Expecting value")]), good()[3], good()[4]],
      "fix the bug", ["format:tool-arguments"]),
     ("empty assistant", good()[:4] + [Message(role="assistant", content="  "), good()[4]], "fix the bug",
      ["format:empty-assistant-message"]),
+    ("reasoning only", good()[:4] + [Message(role="assistant", content="", reasoning="think"), good()[4]], "fix the bug", []),
     ("ends on tool", good()[:4], "fix the bug", ["format:final-message"]),
 ]
 

@@ -50,6 +50,8 @@ def test_default_rubric_table(clusters, efficiency, checks, score, release) -> N
     environment = [c.cluster for c in clusters if c.majority and c.category == "environment"]
     assert [i.cluster for i in row.environment] == environment
     assert ("environment-fault-rerun" in row.failed_checks) == bool(environment)
+    minority = sum(1 for c in clusters if not c.majority)
+    assert (f"{minority} minority cluster(s)" in row.reason) == bool(minority)
 
 
 @pytest.mark.parametrize(
