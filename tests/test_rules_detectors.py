@@ -225,8 +225,12 @@ CASES: list[tuple[str, str, Trajectory, list[tuple[int | None, str]]]] = [
     ("stale-evidence", "only docs changed", build(U("go"), A("", tool("Write", {"file_path": "m.py", "content": "1"})), A("", sh("pytest -q", "1 passed")),
                                                   A("", tool("Write", {"file_path": "NOTES.md", "content": "2"})), A("Verified: all tests pass.")), []),
     # unpaired-call-id
-    ("unpaired-call-id", "no receipt", build(U("go"), A("", sh("x", None)), A("I could not tell if it ran.")), [(1, "code")]),
-    ("unpaired-call-id", "duplicate id", build(U("go"), A("", sh("a", "1", id="same")), A("", sh("b", "2", id="same"))), [(2, "code")]),
+    ("unpaired-call-id", "no receipt", build(U("go"), A("", sh("x", None)), A("I could not tell if it ran.")), [(1, "environment")]),
+    ("unpaired-call-id", "duplicate id", build(U("go"), A("", sh("a", "1", id="same")), A("", sh("b", "2", id="same"))),
+     [(2, "environment")]),
+    ("unpaired-call-id", "final submit needs no receipt", build(U("go"), A("", sh("a", "1")), A("", tool("submit", {}, None))), []),
+    ("unpaired-call-id", "submit before the end does", build(U("go"), A("", tool("submit", {}, None)), A("", sh("a", "1"))),
+     [(1, "environment")]),
     ("unpaired-call-id", "paired", build(U("go"), A("", sh("a", "1"), sh("b", "2"))), []),
     # budget-exhausted
     ("budget-exhausted", "no final answer", build(U("go"), A("", sh("a", "1")), budget_exhausted=True), [(1, "capability")]),

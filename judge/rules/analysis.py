@@ -102,7 +102,8 @@ class Analysis:
     speeches: list[Speech]
     final_message_index: int | None  # the last assistant message
     multi_agent: bool
-    duplicate_call_ids: list[tuple[str, int]] = field(default_factory=list)  # (id, turn of the second use)
+    # (id, turn, resolved): a reused call id; resolved when the earlier use was answered before the reuse
+    duplicate_call_ids: list[tuple[str, int, bool]] = field(default_factory=list)
     orphan_receipts: list[tuple[str, int, int]] = field(default_factory=list)  # (call id, message index, turn)
 
     def excerpt(self, text: str) -> str:
@@ -136,7 +137,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
     actions: list[Action] = []
     by_call_id: dict[str, list[Action]] = {}
     seen_ids: set[str] = set()
-    duplicates: list[tuple[str, int]] = []
+    duplicates: list[tuple[str, int, bool]] = []
     orphans: list[tuple[str, int, int]] = []
     speeches: list[Speech] = []
     last_assistant: int | None = None
@@ -149,7 +150,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                 names.add(message.name)
             for call in message.tool_calls:
                 if call.id in seen_ids:
-                    duplicates.append((call.id, message.turn or 0))
+                    answered = all(a.receipt is not None for a in by_call_id.get(call.id, []))
+                    duplicates.append((call.id, message.turn or 0, answered))
                 seen_ids.add(call.id)
                 action = _make_action(len(actions), index, message, call, config, patterns)
                 actions.append(action)
@@ -166,7 +168,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                 # A reused call id: receipts answer its calls in order; a receipt beyond them is a duplicate.
                 action = next((a for a in candidates if a.receipt is None), None)
                 if action is None:
-                    duplicates.append((receipt.call_id, message.turn or 0))
+                    duplicates.append((receipt.call_id, message.turn or 0, False))
                     continue
             else:
                 action = _positional_action(actions, message, index, messages, last_assistant, config, patterns)

@@ -61,6 +61,7 @@ class ToolSettings(BaseModel):
     write_names: list[str] = Field(default_factory=list)
     path_keys: list[str] = Field(default_factory=list)
     command_keys: list[str] = Field(default_factory=list)
+    final_names: list[str] = Field(default_factory=list)
 
 
 PHRASE_LISTS = (
@@ -166,6 +167,7 @@ class CompiledPatterns:
         self.read_only_name = _alternation(tools.read_only_names)
         self.read_only_command = _alternation(tools.read_only_commands)
         self.write_name = _alternation(tools.write_names)
+        self.final_name = _alternation(tools.final_names)
 
     error: re.Pattern[str]
     environment: re.Pattern[str]

@@ -407,24 +407,34 @@ def _basename(path: str) -> str:
 
 
 def unpaired_call_id(an: Analysis) -> list[Issue]:
-    """A call without a receipt, a receipt without its call, or a call id used twice."""
+    """A call without a receipt, a receipt without its call, or a call id used twice (category ``environment``:
+    ids and receipts are the harness's record). A reused id whose receipts still pair in order is minor; a
+    run-ending call (``submit``) that is the last call of the trajectory needs no receipt.
+    """
+    settings = an.config.settings("unpaired-call-id")
     issues = []
+    last_call = max((a.order for a in an.actions if a.call is not None), default=-1)
     for action in an.actions:
-        if action.call is not None and action.receipt is None:
-            issues.append(_issue(
-                an, "unpaired-call-id", action.turn, "code",
-                f"The {action.name} call (id {action.call.id}) has no receipt: its outcome is unknown.",
-                f"T{action.turn} {action.name}: {an.excerpt(action.text)}",
-            ))
+        if action.call is None or action.receipt is not None:
+            continue
+        if action.order == last_call and an.patterns.final_name.search(action.name):
+            continue
+        issues.append(_issue(
+            an, "unpaired-call-id", action.turn, "environment",
+            f"The {action.name} call (id {action.call.id}) has no receipt: its outcome is unknown.",
+            f"T{action.turn} {action.name}: {an.excerpt(action.text)}",
+        ))
     for call_id, message_index, turn in an.orphan_receipts:
         content = an.trajectory.messages[message_index].receipt.content  # type: ignore[union-attr]
         issues.append(_issue(
-            an, "unpaired-call-id", turn, "code",
+            an, "unpaired-call-id", turn, "environment",
             f"A receipt answers call id {call_id}, which no call has.", f"receipt: {an.excerpt(content)}",
         ))
-    for call_id, turn in an.duplicate_call_ids:
+    for call_id, turn, resolved in an.duplicate_call_ids:
+        how = "its receipts still pair in call order" if resolved else "its receipts cannot be told apart"
         issues.append(_issue(
-            an, "unpaired-call-id", turn, "code", f"Call id {call_id} is used more than once.", f"call id {call_id}",
+            an, "unpaired-call-id", turn, "environment", f"Call id {call_id} is used more than once; {how}.",
+            f"call id {call_id}", settings.recovered_severity if resolved else settings.severity,
         ))
     return issues
 
