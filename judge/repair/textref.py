@@ -38,6 +38,9 @@ FAILURE_REFERENCES = [
     "It expects names instead of numbers; fixing that.",
     "Nothing was saved, so I'll redo it.",
     "Same error again.",
+    "It could not find the file, so I'll look elsewhere.",
+    "找不到这个文件，换个地方找。",
+    "ファイルが見つからなかったので、別の場所を探します。",
     "重新尝试，这次用正确的参数。",
     "它需要名称而不是数字，改一下。",
     "没有写入任何数据，再来一次。",
@@ -217,16 +220,30 @@ class Detectors:
     # error, or opens the reply to the failure) lowers the bar.
     failure_threshold: float = 0.2
     failure_threshold_with_cue: float = 0.05
+    # An explicit failure predicate (fail/error/失败/失敗...) next to a structural cue: the embedding only has
+    # to not point away from failure talk. Topic words ("reading the config") pull such sentences toward the
+    # ordinary exemplars (measured -0.01 for "Since reading the config failed").
+    failure_threshold_explicit: float = -0.1
     # Success claims: the embedding alone separates tense poorly (claims -0.02..0.09, intentions -0.18..-0.02),
     # so grammatical aspect (perfective vs prospective markers) shifts the margin before the threshold.
     success_threshold: float = 0.04
     aspect_weight: float = 0.08
 
     def failure_reference(self, sentences: Sequence[str], cues: Sequence[bool]) -> list[tuple[bool, float]]:
-        margins = self.failure.margins(list(sentences))
-        return [
-            (m >= (self.failure_threshold_with_cue if cue else self.failure_threshold), m) for m, cue in zip(margins, cues)
-        ]
+        """Whether each sentence refers to a failure. A reference often sits in one clause ("さっきのはダメだった
+        ので、別の場所を読みます"): the best of the sentence and its clauses counts."""
+        sentences = list(sentences)
+        parts = [[s, *clauses(s)] for s in sentences]
+        flat = [p for group in parts for p in group]
+        scores = dict(zip(flat, self.failure.margins(flat)))
+        margins = [max(scores[p] for p in group) for group in parts]
+        out = []
+        for sentence, margin, cue in zip(sentences, margins, cues):
+            threshold = self.failure_threshold
+            if cue:
+                threshold = self.failure_threshold_explicit if _FAILURE_WORD.search(sentence) else self.failure_threshold_with_cue
+            out.append((margin >= threshold, margin))
+        return out
 
     def success_claim(self, sentences: Sequence[str]) -> list[tuple[bool, float]]:
         """Whether each sentence claims something succeeded (a statement of failure is not a claim)."""
@@ -248,12 +265,26 @@ _PERFECTIVE = re.compile(
     re.IGNORECASE,
 )
 _PROSPECTIVE = re.compile(r"\b(?:will|going to|let me|let's|i'll|next|need to|try to)\b|接下来|将要|我来|准備|これから|してみます", re.IGNORECASE)
-_FAILURE_WORD = re.compile(r"\b(?:fail(?:ed|s|ure)?|error(?:ed)?|not supported|unsupported|could not|couldn't|unable)\b|失败|出错|报错|失敗|エラー", re.IGNORECASE)
+_FAILURE_WORD = re.compile(
+    r"\b(?:fail(?:ed|s|ure)?|error(?:ed|s)?|not supported|unsupported|could not|couldn't|unable|not found|did(?: not|n't) work)\b"
+    r"|失败|出错|报错|没成功|找不到|失敗|エラー|見つから",
+    re.IGNORECASE,
+)
 
 
 def aspect(text: str) -> int:
     """+1 for a perfective (done) form, -1 for a prospective (to do) form, 0 when neither or both."""
     return int(bool(_PERFECTIVE.search(text))) - int(bool(_PROSPECTIVE.search(text)))
+
+
+_CLAUSE_RE = re.compile(r"[,，、;；:：]|\s(?:so|because|since|but|and then)\s", re.IGNORECASE)
+
+
+def clauses(sentence: str) -> list[str]:
+    """The clauses of a sentence (split at commas and connectives); only when there is more than one."""
+    pieces = [p.strip() for p in _CLAUSE_RE.split(sentence) if p and p.strip()]
+    pieces = [p for p in pieces if len(p) >= (3 if _CJK_RUN_RE.search(p) else 8)]
+    return pieces if len(pieces) > 1 else []
 
 
 _DETECTORS: dict[str, Detectors] = {}

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -90,13 +91,41 @@ def no_reference_to_deleted_failure(
     )
 
 
-def _mentions(sentence: str, call_text: str) -> bool:
-    """The sentence names the operation: it shares a distinctive token with the call's name or arguments."""
-    return bool(distinctive_tokens(sentence) & distinctive_tokens(call_text))
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}|[\u3040-\u30ff\u3400-\u9fff]{2,}")
+
+
+def _stems(text: str) -> set[str]:
+    """Lower-cased words with common English inflections cut (imported/imports/importing -> import)."""
+    out = set()
+    for word in _WORD.findall(text or ""):
+        word = word.lower()
+        for suffix in ("ing", "ed", "es", "s"):
+            if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+                word = word[: -len(suffix)]
+                break
+        if word.endswith("e") and len(word) >= 5:
+            word = word[:-1]  # create / created -> creat
+        if word not in _STOP_WORDS:
+            out.add(word)
+    return out
+
+
+_STOP_WORDS = {"the", "and", "were", "was", "has", "have", "been", "successfully", "success", "now", "all", "with", "into",
+               "from", "this", "that", "are", "done", "command", "content", "file_path", "path", "json", "true", "false"}
+
+
+def _overlap(sentence: str, call_text: str) -> int:
+    """How many words the sentence shares with a call's name and arguments."""
+    return len(_stems(sentence) & _stems(call_text))
 
 
 def no_premature_claim(trajectory: Trajectory, detectors: Detectors) -> ValidatorResult:
-    """No message claims an operation succeeded before a successful receipt for it exists."""
+    """No message claims an operation succeeded before a successful receipt for it exists.
+
+    A success claim is tied to the call it talks about by shared words. It is premature when a call made in
+    the same message or later matches it better than every call that had already succeeded ("Base created.
+    Now the table..." reports the previous receipt and is not premature).
+    """
     sites = call_sites(trajectory)
     items: list[tuple[int, str]] = []
     for index, message in enumerate(trajectory.messages):
@@ -107,13 +136,15 @@ def no_premature_claim(trajectory: Trajectory, detectors: Detectors) -> Validato
     for (index, text), (is_claim, _score) in zip(items, claims):
         if not is_claim:
             continue
-        done_before = [s for s in sites if s.receipt_index is not None and s.receipt_index < index and not receipt_failed(s.receipt)]
-        pending = [s for s in sites if s.message_index >= index]
-        if any(_mentions(text, s.call.name + " " + argument_text(s.call)) for s in done_before):
-            continue
-        future = [s for s in pending if _mentions(text, s.call.name + " " + argument_text(s.call))]
-        if future:
-            findings.append(f"T{trajectory.messages[index].turn}: {text!r} claims {future[0].call.name} succeeded before its receipt (T{future[0].turn})")
+        done = [_overlap(text, s.call.name + " " + argument_text(s.call)) for s in sites
+                if s.receipt_index is not None and s.receipt_index < index and not receipt_failed(s.receipt)]
+        best_done = max(done, default=0)
+        for site in (s for s in sites if s.message_index >= index):
+            score = _overlap(text, site.call.name + " " + argument_text(site.call))
+            if score and score > best_done:
+                findings.append(f"T{trajectory.messages[index].turn}: {text!r} claims {site.call.name} succeeded "
+                                f"before its receipt (call at T{site.turn})")
+                break
     return ValidatorResult(
         name="no-premature-claim",
         passed=not findings,
