@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from judge import rundir
@@ -47,7 +48,7 @@ def test_split_score_args_uses_the_score_commands_own_parameters(tokens, inputs,
      (["x", "--out", "d"], "--out belongs to judge compare")],
 )
 def test_split_score_args_rejects_what_score_would_not_take(tokens, message):
-    with pytest.raises(click.UsageError, match=message):
+    with pytest.raises(typer.BadParameter, match=message):
         split_score_args(tokens, FAKE_SCORE)
 
 

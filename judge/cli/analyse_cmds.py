@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
+from typing import Any
+
 import typer
 
 from judge.cli.app import app
@@ -75,15 +76,16 @@ def validate_cmd(
 # --- judge compare -------------------------------------------------------------------------------
 
 
-def split_score_args(tokens: list[str], score_command: click.Command) -> tuple[list[str], list[str]]:
+def split_score_args(tokens: list[str], score_command: Any) -> tuple[list[str], list[str]]:
     """Split ``judge compare``'s leftover tokens into inputs and ``judge score`` options.
 
     The score command's own parameter list decides which tokens are options and whether they take a
-    value, so compare accepts exactly the panel options of ``judge score`` without copying them.
+    value, so compare accepts exactly the panel options of ``judge score`` without copying them. (Duck-typed:
+    typer ships its own copy of click, so ``isinstance`` against the ``click`` package would not hold.)
     """
     takes_value: dict[str, bool] = {}
     for param in score_command.params:
-        if isinstance(param, click.Option):
+        if getattr(param, "param_type_name", None) == "option":
             for name in [*param.opts, *param.secondary_opts]:
                 takes_value[name] = not (param.is_flag or param.count)
     inputs: list[str] = []
@@ -94,13 +96,13 @@ def split_score_args(tokens: list[str], score_command: click.Command) -> tuple[l
         if token.startswith("-") and token != "-":
             name = token.split("=", 1)[0]
             if name not in takes_value:
-                raise click.UsageError(f"no such option: {name} (neither `judge compare` nor `judge score` has it)")
+                raise typer.BadParameter(f"no such option: {name} (neither `judge compare` nor `judge score` has it)")
             if name in ("--out", "-o"):
-                raise click.UsageError("--out belongs to judge compare; the judged run goes to OUT/run")
+                raise typer.BadParameter("--out belongs to judge compare; the judged run goes to OUT/run")
             options.append(token)
             if takes_value[name] and "=" not in token:
                 if index + 1 >= len(tokens):
-                    raise click.UsageError(f"option {name} needs a value")
+                    raise typer.BadParameter(f"option {name} needs a value")
                 options.append(tokens[index + 1])
                 index += 1
         else:
@@ -109,9 +111,10 @@ def split_score_args(tokens: list[str], score_command: click.Command) -> tuple[l
     return inputs, options
 
 
-def _score_command() -> click.Command | None:
+def _score_command() -> Any | None:
+    """The click command behind ``judge score`` (None if that command is not registered)."""
     root = typer.main.get_command(app)
-    return root.commands.get("score") if isinstance(root, click.Group) else None  # type: ignore[union-attr]
+    return (getattr(root, "commands", None) or {}).get("score")
 
 
 @app.command(
@@ -154,8 +157,10 @@ def compare_cmd(
             raise typer.BadParameter("judging continuation files needs the `judge score` command, which is not available")
         judged = out / "run"
         typer.echo(f"judging {len(to_judge)} input(s) into {judged} (judge score {' '.join(score_args) or '(defaults)'})")
-        score_command.main([*map(str, to_judge), "--out", str(judged), *score_args], prog_name="judge score",
-                           standalone_mode=False)
+        status = score_command.main([*map(str, to_judge), "--out", str(judged), *score_args], prog_name="judge score",
+                                    standalone_mode=False)
+        if isinstance(status, int) and status != 0:  # `judge score` stopped (e.g. nothing could be imported)
+            raise typer.Exit(code=status)
         run_dirs.insert(0, judged)
     records = [record for run in run_dirs for record in load_records(run)]
     try:
