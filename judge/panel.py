@@ -381,10 +381,12 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                      TextColumn("{task.fields[stats]}"), transient=False)
+                                      TextColumn("{task.fields[stats]}"), transient=False,
+                                      console=Console(stderr=True))  # stdout stays for results
             self._progress.__enter__()
             self._task = self._progress.add_task("judging", total=self.total, completed=self._done,
                                                  stats=f"cached {self._done}")
@@ -408,7 +410,7 @@ class _Progress:
 def summary_lines(result: PanelResult) -> list[str]:
     """A few human lines about a panel run (the CLI prints them)."""
     cost = "unpriced" if result.cost_usd is None else f"${result.cost_usd:.4f}"
-    paid = "unpriced" if result.cost_this_run_usd is None else f"${result.cost_this_run_usd:.4f}"
+    paid = f"${result.cost_this_run_usd or 0.0:.4f}" if result.cost_this_run_usd is not None or result.calls == 0 else "unpriced"
     unscored = ", ".join(f"{reason} {n}" for reason, n in sorted(result.unscored.items())) or "none"
     return [
         f"panel: {result.panel_size} pass(es): {', '.join(p.pass_key for p in result.plans)}",

@@ -1,1 +1,96 @@
-"""Commands: see judge/cli/__init__.py."""
+"""``judge score``: import -> judge panel -> cluster + score -> repair routes and reports (a thin layer).
+
+The work is done by library functions: :func:`judge.pipeline.import_to_run`, :func:`judge.panel.run_panel`,
+:func:`judge.pipeline.score_run` and :func:`judge.pipeline.finish_run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from judge.cli.app import app
+
+
+@app.command(
+    "score",
+    epilog="Examples:\n\n"
+    "  judge score examples/ --out runs/demo                      (offline rules judge)\n\n"
+    "  judge score runs.jsonl --out runs/a --judge openai:gpt-4o  (3 passes of one model)\n\n"
+    "  judge score runs.jsonl --out runs/b --judge openai:gpt-4o --judge anthropic:claude-sonnet-4-5 --judge rules\n\n"
+    "  judge score runs.jsonl --out runs/c --judge openai-compatible:qwen2.5@http://localhost:8000/v1\n\n"
+    "  judge score runs.jsonl --out runs/d --judge replay:runs/a  (re-score recorded verdicts, no calls)",
+)
+def score_command(
+    inputs: list[Path] = typer.Argument(..., help="Trajectory files or folders (any supported format)."),
+    out: Path = typer.Option(..., "--out", help="Run directory to write (resumes if it exists)."),
+    judge: Optional[list[str]] = typer.Option(None, "--judge", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH."),
+    passes: Optional[int] = typer.Option(None, "--passes", min=1, help="Passes per judge (default 3 for one LLM judge; a deterministic judge runs once)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Panel config file (YAML/JSON); flags override it."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Judge calls in flight at once (default 8)."),
+    rpm: Optional[float] = typer.Option(None, "--rpm", help="Requests per minute per model."),
+    tpm: Optional[float] = typer.Option(None, "--tpm", help="Tokens per minute per model."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-call timeout in seconds (default 120)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Stop calling at this many USD; the rest is unscored budget_exceeded."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="Input format (default: detected per file)."),
+    rubric: Optional[Path] = typer.Option(None, "--rubric", help="Rubric YAML (default rubrics/ default)."),
+    embedder: Optional[str] = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
+    strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any input record was rejected."),
+) -> None:
+    """Judge, score and report on a batch of trajectories; writes the run directory OUT.
+
+    API keys are read from OPENAI_API_KEY / ANTHROPIC_API_KEY only. Without --judge the offline rules judge
+    runs (no key, no cost). A killed run resumes from OUT without paying twice.
+    """
+    from judge.panel import PanelConfig, run_panel, summary_lines
+    from judge.pipeline import finish_run, import_to_run, read_trajectories, score_run
+
+    try:
+        settings = PanelConfig.load(config) if config else PanelConfig()
+        settings = settings.merged(judges=list(judge or []), passes=passes, base_url=base_url, concurrency=concurrency,
+                                   rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from error
+    missing = [str(p) for p in inputs if not p.exists()]
+    if missing:
+        raise typer.BadParameter(f"input not found: {', '.join(missing)}")
+
+    stats = import_to_run(inputs, out, fmt=fmt)
+    typer.echo(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
+               + (f" (see {out / 'rejects.jsonl'})" if stats.rejected else ""))
+    if stats.imported == 0:
+        typer.echo("nothing could be imported; stopping", err=True)
+        raise typer.Exit(code=1)
+
+    try:
+        result = asyncio.run(run_panel(read_trajectories(out), settings, out, progress=True))
+    except (ValueError, FileNotFoundError) as error:  # a bad judge spec, a missing key, a missing replay file
+        raise typer.BadParameter(str(error)) from error
+    for line in summary_lines(result):
+        typer.echo(line)
+
+    scores = score_run(out, rubric, {"embedder": embedder} if embedder else None)
+    written = finish_run(out) or {}
+    typer.echo(score_distribution(scores))
+    paths = [out / name for name in ("trajectories.jsonl", "verdicts.jsonl", "clusters.jsonl", "scores.jsonl",
+                                     "rejects.jsonl", "run.json")]
+    paths += [Path(p) for p in written.values()]
+    typer.echo("wrote: " + ", ".join(str(p) for p in dict.fromkeys(paths) if p.exists()))
+    if strict and stats.rejected:
+        typer.echo("--strict: some input records were rejected", err=True)
+        raise typer.Exit(code=1)
+
+
+def score_distribution(scores: list[Any]) -> str:
+    """One line: how many trajectories got each score, and how many got none."""
+    counts = Counter(row.score for row in scores)
+    parts = [f"{score}: {counts[score]}" for score in sorted(s for s in counts if s is not None)]
+    if counts.get(None):
+        parts.append(f"no score: {counts[None]}")
+    released = sum(1 for row in scores if row.release)
+    return f"scores ({len(scores)} trajectories): {', '.join(parts) or 'none'}; released {released}"

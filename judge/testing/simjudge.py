@@ -1,7 +1,7 @@
 """SIMULATED judge server: an OpenAI-compatible endpoint that imitates a three-judge panel. NOT A MODEL.
 
 It exists for benchmarks and demos on machines that cannot reach an LLM API. It is given a truth table
-(per trajectory, identified by its query text: the defects it contains) and answers each judge request
+(per trajectory, identified by its query text and turn count: the defects it contains) and answers each judge request
 with those defects, as a noisy judge would: wording varies by "judge" (the request's seed picks one of
 three personas), some defects are missed, some false alarms are added, the turn is sometimes off by one,
 and a configurable share of requests fail (HTTP 500, 429 with Retry-After, or malformed content).
@@ -12,7 +12,7 @@ model's. Priced with made-up numbers (``openai-compatible:simjudge*`` in rubrics
 
 Run it: ``python -m judge.testing.simjudge --port 8765 --truth truth.jsonl --latency 0.2`` then
 ``judge score INPUT --out DIR --judge openai-compatible:simjudge@http://127.0.0.1:8765/v1``.
-The truth file is JSON Lines: ``{"query": ..., "issues": [{"turn", "category", "severity", "description",
+The truth file is JSON Lines: ``{"query": ..., "turn_count": n, "issues": [{"turn", "category", "severity", "description",
 "tag"}], "efficiency": "high"}``; :func:`truth_from_verdicts` derives one from a run (e.g. of the rules judge).
 """
 
@@ -60,16 +60,32 @@ class SimConfig:
 
 def load_truth(path: Path | str) -> dict[str, dict[str, Any]]:
     """Truth rows keyed by query text; errors name the file and line."""
-    table: dict[str, dict[str, Any]] = {}
+    rows = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            table[_norm(row["query"])] = row
-        except (ValueError, KeyError, TypeError) as error:
+            if not isinstance(row.get("query"), str):
+                raise KeyError("query")
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{path}:{number}: not a truth row ({error})") from error
+        rows.append(row)
+    return _index(rows)
+
+
+def _index(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Rows keyed by (query, turn_count) - continuations of one query differ in length - and by query alone."""
+    table: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        table.setdefault(_key(row["query"], None), row)
+        if row.get("turn_count"):
+            table[_key(row["query"], int(row["turn_count"]))] = row
     return table
+
+
+def _key(query: str, turns: int | None) -> str:
+    return f"{_norm(query)}\x00{turns if turns else ''}"
 
 
 def truth_from_verdicts(run_dir: Path | str) -> list[dict[str, Any]]:
@@ -91,13 +107,14 @@ class SimulatedJudge:
     """The responder of the simulated server: request -> :class:`Scripted` response. A SIMULATION."""
 
     def __init__(self, truth: dict[str, dict[str, Any]] | list[dict[str, Any]], config: SimConfig | None = None):
-        self.truth = truth if isinstance(truth, dict) else {_norm(row["query"]): row for row in truth}
+        self.truth = truth if isinstance(truth, dict) else _index(truth)
         self.config = config or SimConfig()
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any]) -> Scripted:
-        prompt = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
+        # The data sits in the first user message (the system message also mentions the tags, in prose).
+        prompt = next((str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "user"), "")
         query = _extract(prompt, "query")
         turns = int(_extract_attr(prompt, "turns") or 0)
         seed = int(request.get("seed") or 0)
@@ -117,7 +134,7 @@ class SimulatedJudge:
         roll -= self.config.rate_limit_rate
         if roll < self.config.malformed_rate and corrective == 0:
             return Scripted(content=f"{SIMULATION_LABEL} Here is my verdict: the agent did fine", delay_s=delay)
-        row = self.truth.get(_norm(query), {})
+        row = self.truth.get(_key(query, turns)) or self.truth.get(_key(query, None), {})
         return Scripted(content=self.verdict(row, seed % 3, turns or int(row.get("turn_count") or 1), rng), delay_s=delay)
 
     def verdict(self, row: dict[str, Any], persona: int, turn_count: int, rng: random.Random) -> dict[str, Any]:
