@@ -14,6 +14,9 @@ Data sets (each as clustering rows with a ``truth`` defect id; a "pass" is one i
 - ``stsb-xling``: STS-B test rows (en/zh/ja, row aligned); each row's sentence 1 in three languages is one
   "defect" of three passes, eight rows pooled per trajectory: cross-lingual merging, text only.
 - ``multilingual``: tests/fixtures/cluster/multilingual_defects.jsonl (12 hand-written defects en/zh/ja).
+- ``simjudge``: whole panels of the SIMULATED judge (judge.testing.simjudge, three personas with templated
+  wordings, 10% misses, 10% false alarms, 10% turns off by one) on 60 synthetic trajectories. Templated
+  text makes this the easy end-to-end case; a false alarm is "one defect" when two passes raise it at one turn.
 """
 
 from __future__ import annotations
@@ -178,12 +181,32 @@ def fixture_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def simjudge_rows(count: int = 60, seed: int = 5) -> list[dict[str, Any]]:
+    """Panels of the simulated judge over synthetic trajectories; truth = the planted defect (or false alarm)."""
+    from judge.testing.simjudge import SimConfig, SimulatedJudge
+    from judge.testing.synthetic import synthetic_batch
+
+    trajectories, truth_rows = synthetic_batch(count, seed=seed)
+    judge = SimulatedJudge(truth_rows, SimConfig())
+    rows: list[dict[str, Any]] = []
+    for trajectory, truth in zip(trajectories, truth_rows):
+        planted = {d["description"]: f"d{k}" for k, d in enumerate(truth["issues"])}
+        for persona in range(3):
+            verdict = judge.verdict(truth, persona, truth["turn_count"], random.Random(f"{trajectory.id}/{persona}"))
+            for issue in verdict["issues"]:
+                label = next((v for d, v in planted.items() if d in issue["description"] or d[:1].lower() + d[1:] in issue["description"]), None)
+                rows.append({**issue, "trajectory_id": trajectory.id, "pass": f"sim#{persona}",
+                             "truth": label or f"noise:{issue['tag']}:{issue['turn']}"})
+    return _finish(rows)
+
+
 DATASET_BUILDERS = {
     "agentrx": lambda: agentrx_rows(pool=1),
     "agentrx-pooled": lambda: agentrx_rows(pool=4),
     "mast-names": mast_rows,
     "stsb-xling": stsb_rows,
     "multilingual": fixture_rows,
+    "simjudge": simjudge_rows,
 }
 
 

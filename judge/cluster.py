@@ -325,6 +325,7 @@ def cluster_verdicts(
 # --- issue rows from any source (`judge cluster FILE`, `judge calibrate LABELS`) -------------------
 
 ROW_TRUTH_KEYS = ("label", "truth")
+NOISE_PREFIX = "noise:"  # truth ids of labelled false alarms (not counted as defects in majority recall)
 
 
 @dataclass
@@ -448,7 +449,8 @@ def cluster_quality(
     ``trajectories``: per trajectory, (pass labels, truth ids, predicted ids) aligned by item.
     Pairwise scores count unordered item pairs within a trajectory (same truth vs same prediction).
     ``majority_recall``: share of true defects with some predicted cluster holding >= floor(n/2)+1 distinct
-    passes of that defect. ``cross_merge_rate``: share of cross-pass pairs of *different* defects that were
+    passes of that defect (truth ids starting with ``noise:`` are false alarms and left out of it).
+    ``cross_merge_rate``: share of cross-pass pairs of *different* defects that were
     put together. ARI is the adjusted Rand index over all items (ids made unique per trajectory).
     """
     tp = fp = fn = 0
@@ -471,6 +473,8 @@ def cluster_quality(
                     cross_pairs += 1
                     cross_merged += same_pred
         for defect in set(truth):
+            if defect.startswith(NOISE_PREFIX):
+                continue  # a labelled false alarm: it should not reach a majority
             defects += 1
             votes: dict[str, set[str]] = {}
             for p, t, c in zip(passes, truth, pred):

@@ -200,3 +200,10 @@ def test_cluster_quality_hand_computed() -> None:
     # cross-pass pairs of different defects: A_p-B_q, A_q-B_p, A_r-B_p, A_r-B_q (A_p-B_p, A_q-B_q same pass) -> 4;
     # merged among them: A_p-B_q, A_r-B_q -> 2/4
     assert quality.cross_merge_rate == 0.5
+
+
+def test_labelled_false_alarms_are_left_out_of_majority_recall() -> None:
+    from judge.cluster import cluster_quality
+
+    quality = cluster_quality([(["p", "q", "p"], ["A", "A", "noise:x"], ["1", "1", "2"])], panel_size=3)
+    assert (quality.defects, quality.majority_recall, quality.f1) == (1, 1.0, 1.0)
