@@ -41,7 +41,7 @@ def export_cmd(
         typer.echo(f"{side:5}: {counts['trajectories']} trajectories, {counts['queries']} queries, {counts['samples']} samples")
     excluded = record["excluded"]
     if excluded["trajectories"]:
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(excluded["by_reason"].items()))
+        reasons = "; ".join(f"{r}: {n}" for r, n in sorted(excluded["by_reason"].items()))
         typer.echo(f"excluded: {excluded['trajectories']} trajectories ({reasons})")
     typer.echo(f"split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
 
