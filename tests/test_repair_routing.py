@@ -191,5 +191,5 @@ def test_cli_prints_counts_per_route_and_writes_to_out(tmp_path):
 def test_cli_names_a_directory_that_is_not_a_run(tmp_path):
     result = CliRunner().invoke(app, ["repair", str(tmp_path)])
     assert result.exit_code != 0
-    flat = " ".join(result.output.replace("│", " ").split())  # rich wraps the error box
-    assert "scored run directory" in flat and "trajectories.jsonl does not exist" in flat
+    flat = "".join(result.output.replace("│", "").split())  # rich wraps the error box, even inside words
+    assert "trajectories.jsonldoesnotexist" in flat and "scoredrundirectory" in flat
