@@ -12,6 +12,7 @@ script and stylesheet whose hashes it lists, so even a missed escape could not r
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import re
@@ -142,7 +143,9 @@ def content_security_policy(css: str, js: str) -> str:
     ])
 
 
+@functools.lru_cache(maxsize=1)
 def html_environment() -> Environment:
+    """The HTML environment (cached: compiling the templates costs more than rendering them)."""
     env = Environment(
         loader=FileSystemLoader(str(resource_dir("reports"))),
         autoescape=True,  # always, whatever the template's name
@@ -204,6 +207,7 @@ def _md_finalize(value: Any) -> Any:
     return md_escape(value)
 
 
+@functools.lru_cache(maxsize=1)
 def markdown_environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(resource_dir("reports"))),
