@@ -17,9 +17,14 @@ from judge.importers import (
     detect_format,
     iter_records,
     load_trajectories,
+    reader,
 )
-from judge.importers import reader
-from judge.importers._common import exit_code_from_text, loose_value, parse_arguments, query_hash
+from judge.importers._common import (
+    exit_code_from_text,
+    loose_value,
+    parse_arguments,
+    query_hash,
+)
 from judge.model import Trajectory
 from judge.schema import Reject
 

@@ -29,7 +29,7 @@ def import_all(paths: list[Path]) -> tuple[list[Trajectory], list[Reject]]:
     return _import_cached(tuple(paths))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _import_cached(paths: tuple[Path, ...]) -> tuple[list[Trajectory], list[Reject]]:
     """Each dataset is imported once per session (the tests only read the results)."""
     trajectories: list[Trajectory] = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -31,8 +30,8 @@ _FORMAT_HELP = (
 def import_command(
     inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.traj files)."),
     out: Path = typer.Option(..., "--out", "-o", help="Canonical JSONL to write (one trajectory per line)."),
-    fmt: Optional[str] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
-    rejects: Optional[Path] = typer.Option(None, "--rejects", help="Where to write rejected records (default: next to OUT, as NAME.rejects.jsonl)."),
+    fmt: str | None = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    rejects: Path | None = typer.Option(None, "--rejects", help="Where to write rejected records (default: next to OUT, as NAME.rejects.jsonl)."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any record was rejected."),
 ) -> None:
     """Import agent logs into canonical trajectories; unreadable records go to a rejects file.
@@ -77,9 +76,9 @@ def import_command(
 )
 def show_command(
     file: Path = typer.Argument(..., help="Canonical JSONL or any importable log file/directory."),
-    trajectory_id: Optional[str] = typer.Option(None, "--id", help="Show only this trajectory."),
+    trajectory_id: str | None = typer.Option(None, "--id", help="Show only this trajectory."),
     list_only: bool = typer.Option(False, "--list", help="List the trajectories (id, format, turns, calls, errors) instead."),
-    fmt: Optional[str] = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    fmt: str | None = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
     max_chars: int = typer.Option(600, "--max-chars", help="Truncate long contents and receipts to this many characters (0: no limit)."),
     reasoning: bool = typer.Option(True, "--reasoning/--no-reasoning", help="Show the assistant's reasoning."),
 ) -> None:

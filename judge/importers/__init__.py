@@ -83,7 +83,10 @@ def load_trajectories(path_or_paths: Iterable[str | Path] | str | Path, fmt: str
     trajectories: list[Trajectory] = []
     rejects: list[Reject] = []
     for item in iter_records(path_or_paths, fmt=fmt):
-        (rejects if isinstance(item, Reject) else trajectories).append(item)
+        if isinstance(item, Reject):
+            rejects.append(item)
+        else:
+            trajectories.append(item)
     if rejects:
         raise TrajectoryImportError(rejects)
     return trajectories

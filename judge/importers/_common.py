@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, Usage, number_turns
+from judge.model import (
+    Message,
+    Receipt,
+    ToolCall,
+    Trajectory,
+    TrajectoryMetadata,
+    Usage,
+    number_turns,
+)
 
 
 class RecordError(ValueError):
@@ -81,6 +89,11 @@ def loose_value(value: Any) -> Any:
     return value
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict, else an empty dict (for optional sub-objects of loosely written logs)."""
+    return value if isinstance(value, dict) else {}
+
+
 def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
     """Parse tool-call arguments given as a dict, a JSON string or a Python-repr string.
 
@@ -97,7 +110,7 @@ def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
         return {}, raw, None
     try:
         return json.loads(text), raw, None
-    except ValueError as error:
+    except json.JSONDecodeError as error:
         json_error = f"invalid JSON arguments: {error.msg} at char {error.pos}"
     # Some logs (AgentRx exports) store arguments as a Python repr; literal_eval only accepts literals.
     try:
@@ -286,9 +299,11 @@ def check_pairing(messages: list[Message]) -> None:
         if message.role == "assistant":
             seen.update(call.id for call in message.tool_calls)
         elif message.role == "tool" and message.receipt and message.receipt.call_id is not None:
-            if message.receipt.call_id not in seen:
-                where = f"source message {message.source_index}" if message.source_index is not None else f"message {position}"
-                raise RecordError(f"tool result for call id {message.receipt.call_id!r} ({where}) has no matching tool call")
+            call_id = message.receipt.call_id
+            if call_id in seen:
+                continue
+            where = f"source message {message.source_index}" if message.source_index is not None else f"message {position}"
+            raise RecordError(f"tool result for call id {call_id!r} ({where}) has no matching tool call")
 
 
 def _name_receipts(messages: list[Message]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
+    as_dict,
     build_metadata,
     build_trajectory,
     make_call,
@@ -66,7 +67,7 @@ def parse(record: Any, src: Source) -> Trajectory:
             messages.extend(_user(blocks, index))
         else:
             raise RecordError(f"message {index}: unknown role {role!r}")
-    meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    meta = as_dict(record.get("metadata"))
     unknown = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
     metadata = build_metadata(NAME, src, {"model": record.get("model")}, unknown, meta)
     return build_trajectory(

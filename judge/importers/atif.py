@@ -17,7 +17,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from judge.importers._common import RecordError, Source, build_metadata, build_trajectory, make_call, make_receipt, require_list, text_of, usage_from
+from judge.importers._common import (
+    RecordError,
+    Source,
+    as_dict,
+    build_metadata,
+    build_trajectory,
+    make_call,
+    make_receipt,
+    require_list,
+    text_of,
+    usage_from,
+)
 from judge.model import Message, Trajectory
 
 NAME = "atif"
@@ -71,8 +82,8 @@ def parse(record: Any, src: Source) -> Trajectory:
             content = text_of(content)
             receipt = make_receipt(result.get("source_call_id"), content)
             messages.append(Message(role="tool", content=content, receipt=receipt, source_index=index))
-    agent = record.get("agent") if isinstance(record.get("agent"), dict) else {}
-    final = record.get("final_metrics") if isinstance(record.get("final_metrics"), dict) else {}
+    agent = as_dict(record.get("agent"))
+    final = as_dict(record.get("final_metrics"))
     usage = None
     if final:
         usage = usage_from(
@@ -80,7 +91,7 @@ def parse(record: Any, src: Source) -> Trajectory:
              "cached_tokens": final.get("total_cached_tokens")}
         )
     extra = {k: v for k, v in record.items() if k not in ("steps", "extra")}
-    meta = record.get("extra") if isinstance(record.get("extra"), dict) else {}
+    meta = as_dict(record.get("extra"))
     metadata = build_metadata(NAME, src, {"model": agent.get("model_name") or (models[0] if models else None), "usage": usage}, extra, meta)
     return build_trajectory(
         NAME, src, messages, trajectory_id=record.get("session_id"), query_id=meta.get("query_id"), metadata=metadata

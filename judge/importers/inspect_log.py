@@ -20,6 +20,7 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
+    as_dict,
     build_metadata,
     build_trajectory,
     make_call,
@@ -81,7 +82,7 @@ def parse(record: Any, src: Source) -> Trajectory:
     raw_messages = sample.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
         raise RecordError(f"missing messages: sample {sample.get('id')!r} has no messages")
-    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    attachments = as_dict(sample.get("attachments"))
     messages = [_message(index, raw, attachments) for index, raw in enumerate(raw_messages)]
     task = header.get("task") or "task"
     sample_id = sample.get("id")

@@ -16,6 +16,7 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
+    as_dict,
     build_metadata,
     build_trajectory,
     make_call,
@@ -52,7 +53,7 @@ def command_of(text: str) -> str | None:
 def parse(record: Any, src: Source) -> Trajectory:
     info: dict[str, Any] = {}
     if isinstance(record, dict):
-        info = record.get("info") if isinstance(record.get("info"), dict) else {}
+        info = as_dict(record.get("info"))
         raw_messages = record.get("messages")
     else:
         raw_messages = record
@@ -77,9 +78,9 @@ def parse(record: Any, src: Source) -> Trajectory:
             messages.append(Message(role=role, content=content, source_index=index))
         else:
             raise RecordError(f"message {index}: unknown role {role!r}")
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    model_config = config.get("model") if isinstance(config.get("model"), dict) else {}
+    stats = as_dict(info.get("model_stats"))
+    config = as_dict(info.get("config"))
+    model_config = as_dict(config.get("model"))
     extra = {k: v for k, v in info.items() if k not in ("exit_status", "config")}
     metadata = build_metadata(
         NAME,

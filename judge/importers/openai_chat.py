@@ -17,6 +17,7 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
+    as_dict,
     build_metadata,
     build_trajectory,
     loose_value,
@@ -26,11 +27,11 @@ from judge.importers._common import (
     text_of,
     usage_from,
 )
-from judge.model import Message, Receipt, Trajectory
+from judge.model import Message, Receipt, Role, Trajectory
 
 NAME = "openai"
 
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
+_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
 _RECORD_KEYS = {"id", "query", "metadata", "model", "messages"}
 
 
@@ -144,7 +145,7 @@ def parse(record: Any, src: Source) -> Trajectory:
         raise RecordError("record is not a JSON object")
     raw_messages = require_list(record, "messages")
     messages = convert_messages(raw_messages)
-    meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    meta = as_dict(record.get("metadata"))
     unknown = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
     metadata = build_metadata(NAME, src, {"model": record.get("model")}, unknown, meta)
     return build_trajectory(

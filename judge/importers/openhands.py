@@ -32,6 +32,7 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
+    as_dict,
     build_metadata,
     build_trajectory,
     loose_value,
@@ -110,7 +111,8 @@ class _Converter:
             return
         action = event.get("action")
         source = event.get("source")
-        args = event.get("args") if isinstance(event.get("args"), dict) else {k: v for k, v in event.items() if k != "action"}
+        # Older (resolver) events keep their arguments at the top level instead of under "args".
+        args: dict[str, Any] = event["args"] if isinstance(event.get("args"), dict) else {k: v for k, v in event.items() if k != "action"}
         if source == "environment" or action in _SKIPPED_ACTIONS or action is None:
             self.skipped += 1
             self._non_call_events.add(event_id)
@@ -123,8 +125,7 @@ class _Converter:
         is_user = source == "user" or (source is None and action == "message" and first)
         if action == "message":
             text = text_of(args.get("content") if args.get("content") is not None else event.get("message"))
-            role = "user" if is_user else "assistant"
-            self.messages.append(Message(role=role, content=text, source_index=index))
+            self.messages.append(Message(role="user" if is_user else "assistant", content=text, source_index=index))
             self._non_call_events.add(event_id)
             self._last_response = None
             return
@@ -132,8 +133,8 @@ class _Converter:
             self.messages.append(Message(role="user", content=text_of(event.get("message")), source_index=index))
             self._non_call_events.add(event_id)
             return
-        metadata = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
-        response = metadata.get("model_response") if isinstance(metadata.get("model_response"), dict) else {}
+        metadata = as_dict(event.get("tool_call_metadata"))
+        response = as_dict(metadata.get("model_response"))
         if response.get("model") and self.model is None:
             self.model = str(response["model"])
         thought = args.get("thought") or args.get("final_thought") or ""
@@ -178,8 +179,8 @@ class _Converter:
         else:
             raise RecordError(f"observation at event {index} follows no action")
         self._unanswered = deque(c for c in self._unanswered if c is not call)
-        extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
-        run_meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+        extras = as_dict(event.get("extras"))
+        run_meta = as_dict(extras.get("metadata"))
         exit_code = next((v for v in (run_meta.get("exit_code"), extras.get("exit_code"), event.get("exit_code")) if isinstance(v, int)), None)
         content = f"{run_meta.get('prefix') or ''}{text_of(event.get('content'))}{run_meta.get('suffix') or ''}"
         success = loose_value(event.get("success"))

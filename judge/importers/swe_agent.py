@@ -19,6 +19,7 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
+    as_dict,
     build_metadata,
     build_trajectory,
     loose_value,
@@ -91,8 +92,8 @@ def parse(record: Any, src: Source) -> Trajectory:
                 messages.append(Message(role="user", content=content, source_index=index))
         else:
             raise RecordError(f"history message {index}: unknown role {role!r}")
-    info = record.get("info") if isinstance(record.get("info"), dict) else {}
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    info = as_dict(record.get("info"))
+    stats = as_dict(info.get("model_stats"))
     extra = {k: v for k, v in record.items() if k not in ("history", "trajectory", "info")}
     extra.update({k: v for k, v in info.items() if k not in ("exit_status",)})
     extra["trajectory_steps"] = len(record.get("trajectory") or [])

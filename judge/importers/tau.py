@@ -16,7 +16,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from judge.importers._common import RecordError, Source, build_metadata, build_trajectory, loose_value, require_list
+from judge.importers._common import (
+    RecordError,
+    Source,
+    as_dict,
+    build_metadata,
+    build_trajectory,
+    loose_value,
+    require_list,
+)
 from judge.importers.openai_chat import convert_messages
 from judge.model import Receipt, Trajectory
 
@@ -64,7 +72,7 @@ def parse(record: Any, src: Source) -> Trajectory:
     extra = {k: v for k, v in record.items() if k not in ("traj", "reward", "metadata")}
     if domain:
         extra["domain"] = domain
-    meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    meta = as_dict(record.get("metadata"))
     metadata = build_metadata(NAME, src, {"reward": reward, "outcome": outcome}, extra, meta)
     return build_trajectory(
         NAME, src, messages, trajectory_id=trajectory_id, query_id=meta.get("query_id") or query_id, metadata=metadata

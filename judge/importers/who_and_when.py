@@ -24,7 +24,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.importers._common import RecordError, Source, build_metadata, build_trajectory, loose_value, make_receipt, require_list, text_of
+from judge.importers._common import (
+    RecordError,
+    Source,
+    build_metadata,
+    build_trajectory,
+    loose_value,
+    make_receipt,
+    require_list,
+    text_of,
+)
 from judge.model import Message, Trajectory
 
 NAME = "who-and-when"
