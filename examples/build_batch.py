@@ -435,8 +435,8 @@ def lark_view_run() -> OpenAIRun:
     run.act(
         None,
         ("Bash", {"command": "lark-cli base views create --help"},
-         "Usage: lark-cli base views create --base-token <token> --table-id <id> --name <name> [--type grid|kanban|gallery] [--filter '<json>']\n\n"
-         "Filter JSON: {\"conjunction\": \"and\", \"conditions\": [{\"field\": <name>, \"operator\": is|isLess|isGreater|..., \"value\": [..] | {\"field\": <name>}}]}"),
+         ("Usage: lark-cli base views create --base-token <token> --table-id <id> --name <name> [--type grid|kanban|gallery] [--filter '<json>']\n\n"
+         "Filter JSON: {\"conjunction\": \"and\", \"conditions\": [{\"field\": <name>, \"operator\": is|isLess|isGreater|..., \"value\": [..] | {\"field\": <name>}}]}")),
     )
     flt = {"conjunction": "and", "conditions": [{"field": "Stock", "operator": "isLess", "value": {"field": "Reorder level"}}]}
     run.act(
@@ -550,8 +550,8 @@ def budget_run() -> OpenAIRun:
     run.act(
         None,
         ("Read", {"file_path": "setup.py"},
-         "from setuptools import setup, find_packages\n\nsetup(\n    name='inventory-tools',\n    version='0.4.1',\n    packages=find_packages('src'),\n"
-         "    package_dir={'': 'src'},\n    install_requires=['requests>=2.31', 'pydantic>=2'],\n)\n"),
+         ("from setuptools import setup, find_packages\n\nsetup(\n    name='inventory-tools',\n    version='0.4.1',\n    packages=find_packages('src'),\n"
+         "    package_dir={'': 'src'},\n    install_requires=['requests>=2.31', 'pydantic>=2'],\n)\n")),
     )
     run.act(
         None,
@@ -732,10 +732,10 @@ def ja_run() -> AnthropicRun:
         None,
         None,
         ("Bash", {"command": "python -m pytest tests/test_date.py -q"},
-         "Exit code 1\n.F\n=================================== FAILURES ===================================\n"
+         ("Exit code 1\n.F\n=================================== FAILURES ===================================\n"
          "___________________________ test_invalid_raises ____________________________\n"
          "    with pytest.raises(ValueError):\n>       parse_date('05-03-2026')\nE   Failed: DID NOT RAISE <class 'ValueError'>\n"
-         "1 failed, 1 passed in 0.03s", True),
+         "1 failed, 1 passed in 0.03s"), True),
     )
     run.act(None, "完了しました。parse_date は \"2026/03/05\" 形式にも対応し、テストも通っています。")
     return run
