@@ -304,6 +304,24 @@ def test_turn_numbering_with_parallel_calls():
     assert [m.source_index for m in trajectory.messages] == list(range(9))
 
 
+def test_reused_call_ids_are_made_unique_per_turn(tmp_path):
+    call = {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "ls"}'}}
+    record = {"id": "reuse", "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "first"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "second"},
+    ]}
+    path = tmp_path / "reuse.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (trajectory,) = load_trajectories(path)
+    first, second = trajectory.turns()
+    assert [c.id for c in second.message.tool_calls] == ["c1#2"]
+    assert [r.content for r in first.receipts] == ["first"] and [r.content for r in second.receipts] == ["second"]
+    assert trajectory.metadata.extra["renamed_call_ids"] == {"c1#2": "c1"}
+
+
 def test_anthropic_tool_results_split_out_of_user_messages():
     (trajectory,) = [t for t in load_trajectories(EXAMPLES / "anthropic_runs.jsonl") if t.id == "env-dns-failure"]
     roles = [(m.role, m.turn, m.source_index) for m in trajectory.messages]
