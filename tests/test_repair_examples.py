@@ -1,0 +1,76 @@
+"""End to end on the bundled examples: import, the rules judge, clustering and scores, then ``judge repair``;
+the edited trajectory is scored again and must come back without the removed defects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from judge import rundir  # noqa: E402
+from judge.model import Trajectory  # noqa: E402
+from judge.schema import ScoreRow  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
+
+
+def scored_run(run: Path, inputs: list[Path]) -> list[ScoreRow]:
+    """A scored run directory from the rules judge (a panel of one), through the pipeline's own functions."""
+    from judge.judges import make_judge
+    from judge.pipeline import import_to_run, read_trajectories, score_run, write_manifest
+
+    import_to_run(inputs, run)
+    judge = make_judge("rules")
+
+    async def judge_all():
+        return [await judge(t, 0) for t in read_trajectories(run)]
+
+    rundir.write_jsonl(run / rundir.VERDICTS, asyncio.run(judge_all()))
+    write_manifest(run, {"panel": {"size": 1}})
+    return score_run(run)
+
+
+@pytest.fixture(scope="module")
+def repaired(tmp_path_factory):
+    if not (EXAMPLES / "openai_runs.jsonl").exists():
+        pytest.skip("examples/batch is not in this checkout")
+    pytest.importorskip("judge.rules")
+    from judge.repair import repair_run
+
+    run = tmp_path_factory.mktemp("examples") / "run"
+    scored_run(run, [EXAMPLES / "openai_runs.jsonl", EXAMPLES / "anthropic_runs.jsonl"])
+    return run, repair_run(run)
+
+
+def test_every_trajectory_with_majority_issues_gets_a_route(repaired):
+    run, outputs = repaired
+    with_issues = {s.trajectory_id for s in rundir.read_jsonl(run / rundir.SCORES, ScoreRow) if s.issues or s.environment}
+    assert {r.trajectory_id for r in outputs.rows} == with_issues
+    routes = {r.trajectory_id: r.route for r in outputs.rows}
+    assert routes["env-expired-token"] == "environment" and routes["env-dns-failure"] == "environment"
+    assert routes["budget-exhausted-migration"] == "rewrite-restart"
+    # a create call with an unknown outcome cannot be deleted offline
+    assert routes["zh-false-completion"] == "online-guided"
+
+
+def test_inventory_build_is_edited_offline_and_rescores_without_its_failed_calls(repaired, tmp_path):
+    run, outputs = repaired
+    row = next(r for r in outputs.rows if r.trajectory_id == "inv-base-build")
+    assert row.route == "offline-edit", row.reason
+    edited = list(rundir.read_jsonl(run / "edited.jsonl", Trajectory))
+    assert [t.id for t in edited] == ["inv-base-build+edit"]
+    log = [json.loads(line) for line in (run / "edits.jsonl").read_text().splitlines()]
+    inv = [e for e in log if e["trajectory_id"] == "inv-base-build"]
+    assert all(v["passed"] for e in inv for v in e["validators"])
+    assert any("The API wants type names" in s["text"] for e in inv for s in e["sentences"])
+
+    before = next(s for s in rundir.read_jsonl(run / rundir.SCORES, ScoreRow) if s.trajectory_id == "inv-base-build")
+    assert {i.tag for i in before.issues} == {"failed-call"}
+    again = scored_run(tmp_path / "rescore", [run / "edited.jsonl"])
+    assert [(s.trajectory_id, s.issues, s.environment) for s in again] == [("inv-base-build+edit", [], [])]
+    assert again[0].score is not None and again[0].score > before.score
