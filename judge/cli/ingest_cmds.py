@@ -139,9 +139,9 @@ def _render_message(console: Console, message: Message, answered: set[str], *, m
     if message.role == "assistant":
         console.print(f"\n[bold cyan]T{message.turn}[/bold cyan]{who}")
         if reasoning and message.reasoning:
-            console.print(f"  [dim italic]reasoning: {escape(_clip(message.reasoning, max_chars))}[/dim italic]")
+            console.print(_indent(escape("reasoning: " + _clip(message.reasoning, max_chars)), "  "), style="dim italic")
         if message.content.strip():
-            console.print("  " + escape(_clip(message.content, max_chars)))
+            console.print(_indent(escape(_clip(message.content, max_chars)), "  "))
         for call in message.tool_calls:
             arguments = call.raw_arguments if call.arguments_error else _compact(call.arguments)
             line = f"  [magenta]-> {escape(call.name)}[/magenta] {escape(_clip(arguments, max_chars))} [dim]({escape(call.id)})[/dim]"
