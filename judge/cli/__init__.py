@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from judge.cli.app import app
 
-# Importing a command module attaches its commands to ``app``.
-from judge.cli import (  # noqa: E402,F401
-    analyse_cmds,
-    cluster_cmds,
-    ingest_cmds,
-    repair_cmds,
-    report_cmds,
+# Importing a command module attaches its commands to ``app``; ``--help`` lists them in this order,
+# which follows the pipeline: score, then the stages that can be rerun on their own, then analyses.
+from judge.cli import (  # noqa: E402,F401,I001
     score_cmds,
+    ingest_cmds,
+    cluster_cmds,
+    report_cmds,
+    repair_cmds,
+    analyse_cmds,
+    meta_cmds,
 )
 
 
