@@ -104,6 +104,14 @@ class ArmRecord:
     def majority(self) -> list[Cluster]:
         return [c for c in self.clusters if c.majority]
 
+    def agent_issues(self, branch_turn: int, side: str) -> list[Cluster]:
+        """Majority issues of the agent (environment ones are not its doing) on the ``prefix`` (turns up to
+        ``branch_turn``) or the ``suffix`` (turns after it). Unlocalised issues belong to neither."""
+        def on_side(turn: int) -> bool:
+            return turn <= branch_turn if side == "prefix" else turn > branch_turn
+
+        return [c for c in self.majority() if c.turn is not None and on_side(c.turn) and c.category != "environment"]
+
 
 def suffix_tokens(trajectory: Trajectory, branch_turn: int) -> tuple[int | None, str | None]:
     """Generation (output) tokens of the turns after ``branch_turn`` and where the number came from."""
@@ -226,9 +234,8 @@ class ArmOutcome:
 
 def arm_outcome(record: ArmRecord, branch_turn: int, target: Target | str | None, scorer: LinkScorer | None) -> ArmOutcome:
     """Score, recurrence, new issues, tokens and budget of one arm after ``branch_turn``."""
-    majority = record.majority()
-    suffix = [c for c in majority if c.turn is not None and c.turn > branch_turn and c.category != "environment"]
-    prefix = [c for c in majority if c.turn is not None and c.turn <= branch_turn and c.category != "environment"]
+    suffix = record.agent_issues(branch_turn, "suffix")
+    prefix = record.agent_issues(branch_turn, "prefix")
     recurred: bool | None = None
     matched: list[str] = []
     if target and scorer is not None:
@@ -261,8 +268,12 @@ class Pairing:
     unmatched: list[dict[str, Any]] = field(default_factory=list)
 
 
-def pair_records(records: Iterable[ArmRecord], arms: Sequence[str]) -> Pairing:
-    """Group by (source_id, branch_turn); keep groups that have every arm in ``arms``; list the rest."""
+def pair_records(records: Iterable[ArmRecord], baseline: str) -> Pairing:
+    """Group by (source_id, branch_turn); keep groups with the baseline arm and at least one other; list the rest.
+
+    With more than two arms a group may lack some of them: each comparison then uses the groups that have
+    both of its arms.
+    """
     grouped: dict[tuple[str, int], dict[str, ArmRecord]] = defaultdict(dict)
     pairing = Pairing()
     for record in records:
@@ -281,13 +292,13 @@ def pair_records(records: Iterable[ArmRecord], arms: Sequence[str]) -> Pairing:
         grouped[key][record.arm] = record
     for key in sorted(grouped):
         group = grouped[key]
-        if all(arm in group for arm in arms):
+        if baseline in group and len(group) > 1:
             pairing.groups[key] = group
             continue
+        reason = f"no {baseline} continuation to pair with" if baseline not in group else "no other arm to pair with"
         for arm, record in sorted(group.items()):
-            absent = [a for a in arms if a not in group]
             pairing.unmatched.append({"trajectory_id": record.trajectory.id, "arm": arm, "source_id": key[0],
-                                      "branch_turn": key[1], "reason": f"no {', '.join(absent)} continuation to pair with"})
+                                      "branch_turn": key[1], "reason": reason})
     return pairing
 
 
@@ -309,10 +320,7 @@ def prefix_disagreement(a: ArmRecord, b: ArmRecord, branch_turn: int, scorer: Li
     Counterparts are matched one-to-one by the clusterer's link score (turns are comparable here: the
     prefix is the same trajectory). Without a scorer, issues are matched on (turn, category).
     """
-    def prefix(record: ArmRecord) -> list[Cluster]:
-        return [c for c in record.majority() if c.turn is not None and c.turn <= branch_turn and c.category != "environment"]
-
-    left, right = prefix(a), prefix(b)
+    left, right = a.agent_issues(branch_turn, "prefix"), b.agent_issues(branch_turn, "prefix")
     used: set[int] = set()
     matched = 0
     for cluster in left:
@@ -338,10 +346,7 @@ def noise_floor(pairs: Sequence[tuple[ArmRecord, ArmRecord, int]], scorer: LinkS
     judged = [(a, b, t) for a, b, t in pairs if a.panel_size > 1 and b.panel_size > 1]
     if not pairs or len(judged) < len(pairs):
         return {"estimated": False, "reason": "needs both arms judged with more than one pass", "pairs": len(judged)}
-    changes = [abs(a_out - b_out) for a_out, b_out in (
-        (sum(1 for c in a.majority() if c.turn is not None and c.turn <= t and c.category != "environment"),
-         sum(1 for c in b.majority() if c.turn is not None and c.turn <= t and c.category != "environment"))
-        for a, b, t in judged)]
+    changes = [abs(len(a.agent_issues(t, "prefix")) - len(b.agent_issues(t, "prefix"))) for a, b, t in judged]
     unmatched = [prefix_disagreement(a, b, t, scorer) for a, b, t in judged]
     return {"estimated": True, "pairs": len(judged), "mean_count_change": float(np.mean(changes)),
             "mean_unmatched": float(np.mean(unmatched))}
@@ -460,23 +465,23 @@ def compare_records(records: Sequence[ArmRecord], scorer: LinkScorer | None, bas
     if len(arms) < 2:
         raise ValueError(f"need continuations of at least two arms (metadata 'arm'); found {arms or 'none'}")
     reference = choose_baseline(arms, baseline)
-    pairing = pair_records(records, arms)
+    pairing = pair_records(records, reference)
     pairs: list[dict[str, Any]] = []
     outcome_by_key: dict[tuple[str, int], dict[str, ArmOutcome]] = {}
     for (source_id, branch_turn), group in pairing.groups.items():
         # The target is read from whichever arm carries it (usually only the guided one).
-        target = next((t for t in (Target.of(group[a].trajectory) for a in arms) if t is not None), None)
-        outcomes = {arm: arm_outcome(group[arm], branch_turn, target, scorer) for arm in arms}
+        target = next((t for t in (Target.of(group[a].trajectory) for a in sorted(group)) if t is not None), None)
+        outcomes = {arm: arm_outcome(group[arm], branch_turn, target, scorer) for arm in arms if arm in group}
         outcome_by_key[(source_id, branch_turn)] = outcomes
         pairs.append({"source_id": source_id, "branch_turn": branch_turn,
                       "target_issue": target.description if target else None,
                       "arms": {arm: o.as_dict() for arm, o in outcomes.items()}})
     comparisons = []
     for treatment in [a for a in arms if a != reference]:
-        duo = [(o[treatment], o[reference]) for o in outcome_by_key.values()]
+        duo = [(o[treatment], o[reference]) for o in outcome_by_key.values() if treatment in o]
         summary = compare_arms(duo, seed=seed, resamples=resamples)
         summary["noise_floor"] = noise_floor(
-            [(g[treatment], g[reference], key[1]) for key, g in pairing.groups.items()], scorer)
+            [(g[treatment], g[reference], key[1]) for key, g in pairing.groups.items() if treatment in g], scorer)
         summary.update({"treatment": treatment, "baseline": reference})
         summary["verdict"] = verdict_text(treatment, reference, summary)
         comparisons.append(summary)

@@ -607,6 +607,9 @@ def format_table(report: ValidationReport) -> str:
         f"{'metric'.ljust(width)}  {'ours'.ljust(value_width)}  published reference",
     ]
     lines += [f"{name.ljust(width)}  {value.ljust(value_width)}  {ref}".rstrip() for name, value, ref in rows]
+    if report.kind != "mast":
+        lines.append("ours is measured on turns (a label on a tool or user message counts as the turn it belongs to); "
+                     "the published figures count history steps")
     if report.unmappable_steps:
         lines.append(f"{report.unmappable_steps} label steps name no message of the imported trajectory (counted as misses)")
     if report.unmatched_labels:

@@ -141,7 +141,7 @@ def test_pairs_by_source_and_branch_turn_and_lists_the_unmatched():
         record(continuation("u1b", "unguided", "s1", 2), 3),  # a second unguided run of the same pair
         record(continuation("x", "guided", "s2", 1).model_copy(update={"metadata": TrajectoryMetadata(source_format="x")}), 4),
     ]
-    pairing = pair_records(records, ["guided", "unguided"])
+    pairing = pair_records(records, "unguided")
     assert list(pairing.groups) == [("s1", 2)]
     reasons = {u["trajectory_id"]: u["reason"] for u in pairing.unmatched}
     assert reasons["g2"] == "no unguided continuation to pair with"
@@ -323,3 +323,22 @@ def test_bundled_examples_compare_end_to_end(example_run: Path, tmp_path: Path):
     assert pytest_pair["arms"]["guided"]["target_recurred"] is False
     paths = write_outputs(result, tmp_path / "out")
     assert "orphan-guided" in paths["html"].read_text()
+
+
+def test_three_arms_compare_each_with_the_baseline_on_the_pairs_that_have_both(scorer, tmp_path: Path):
+    from judge.compare import write_outputs
+
+    records = [
+        record(continuation("g0", "guided", "s0"), 4), record(continuation("u0", "unguided", "s0"), 3),
+        record(continuation("r0", "rewrite", "s0"), 2),
+        record(continuation("g1", "guided", "s1"), 5), record(continuation("u1", "unguided", "s1"), 3),
+        record(continuation("r2", "rewrite", "s2"), 5),  # no baseline run for s2
+    ]
+    result = compare_records(records, scorer)
+    assert result.arms == ["guided", "rewrite", "unguided"] and result.baseline == "unguided"
+    by_treatment = {c["treatment"]: c for c in result.comparisons}
+    assert by_treatment["guided"]["pairs"] == 2 and by_treatment["guided"]["wins"] == 2
+    assert by_treatment["rewrite"]["pairs"] == 1 and by_treatment["rewrite"]["losses"] == 1
+    assert [u["trajectory_id"] for u in result.unmatched] == ["r2"]
+    paths = write_outputs(result, tmp_path)
+    assert "no rewrite continuation" in paths["html"].read_text()
