@@ -347,6 +347,6 @@ def test_rules_judge_reports_a_crash_as_unscored(monkeypatch: pytest.MonkeyPatch
     def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("detector bug")
 
-    monkeypatch.setattr(rules_module, "run_detectors", boom)
+    monkeypatch.setattr(rules_module, "detect", boom)
     verdict = asyncio.run(make_judge("rules")(build(U("go"), A("hi")), 0))
     assert verdict.status == "unscored" and "detector bug" in (verdict.detail or "")

@@ -15,8 +15,7 @@ from typing import Any
 
 from judge.judges import register_judge
 from judge.model import Trajectory, Usage
-from judge.rules import RulesConfig, default_config, run_detectors, vote_from_waste, waste_counts
-from judge.rules.analysis import analyse
+from judge.rules import RulesConfig, analyse, default_config, detect, vote_from_waste, waste_counts
 from judge.schema import Verdict
 
 MODEL_NAME = "rules-v1"
@@ -46,8 +45,9 @@ class RulesJudge:
             "cost_usd": 0.0,
         }
         try:
-            issues = run_detectors(trajectory, self.detectors, self.config)
-            efficiency = vote_from_waste(waste_counts(analyse(trajectory, self.config)), self.config)
+            analysis = analyse(trajectory, self.config)
+            issues = detect(analysis, self.detectors)
+            efficiency = vote_from_waste(waste_counts(analysis), self.config)
         except Exception as error:  # a detector bug must not drop the trajectory from the denominators
             return Verdict(**base, status="unscored", reason="parse_error",
                            detail=f"rules judge failed on this trajectory: {type(error).__name__}: {error}",

@@ -27,8 +27,8 @@ from judge.rules.detectors import DETECTOR_FUNCTIONS, DetectorFn
 from judge.schema import Efficiency, Issue
 
 __all__ = [
-    "DETECTORS", "DETECTOR_NAMES", "Detector", "RulesConfig", "WasteCounts", "default_config", "efficiency_vote",
-    "run_detectors", "waste_counts",
+    "DETECTORS", "DETECTOR_NAMES", "Analysis", "Detector", "RulesConfig", "WasteCounts", "analyse", "default_config",
+    "detect", "efficiency_vote", "run_detectors", "vote_from_waste", "waste_counts",
 ]
 
 
@@ -70,11 +70,16 @@ def run_detectors(
     The trajectory is analysed once and shared by the detectors. An unknown name raises ``ValueError``.
     """
     config = config or default_config()
+    return detect(analyse(trajectory, config), names)
+
+
+def detect(analysis: Analysis, names: Iterable[str] | None = None) -> list[Issue]:
+    """:func:`run_detectors` on an existing analysis (the judge shares one analysis with the efficiency vote)."""
+    config = analysis.config
     selected = list(DETECTOR_NAMES if names is None else names)
     unknown = [n for n in selected if n not in DETECTORS]
     if unknown:
         raise ValueError(f"unknown detector(s) {unknown}; known: {list(DETECTOR_NAMES)}")
-    analysis = analyse(trajectory, config)
     issues: list[Issue] = []
     for name in selected:
         if config.enabled(name):

@@ -88,7 +88,7 @@ class Speech:
     text: str
     sentences: list[Sentence]
     has_calls: bool
-    mentions_failure: bool  # some sentence speaks of a failure: the message is not hiding one
+    mentions_failure: bool  # the message speaks of a failure or problem: it is reporting one, not hiding it
 
 
 @dataclass
@@ -179,6 +179,13 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
             action.outcome, action.error_line = classify_receipt(receipt, config, patterns)
             if not action.is_plan and not action.is_check and patterns.check_receipt.search(receipt.content or ""):
                 action.is_check = True  # it reported checks passing/failing: it was a check
+
+    # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
+    renamed = trajectory.metadata.extra.get("renamed_call_ids")
+    if isinstance(renamed, dict):
+        for new_id, original in renamed.items():
+            for action in by_call_id.get(str(new_id), []):
+                duplicates.append((str(original), action.turn, True))
 
     return Analysis(
         trajectory=trajectory,
@@ -390,7 +397,7 @@ def _speech(index: int, message: Message, patterns: CompiledPatterns) -> Speech:
     text = message.content or ""
     sentences = [_sentence(part.strip(), patterns) for part in _SENTENCE_SPLIT.split(text) if part and part.strip()]
     return Speech(index, message.turn or 0, message.name, text, sentences, bool(message.tool_calls),
-                  bool(patterns.failure_words.search(text)))
+                  bool(patterns.prior_failure.search(text)))
 
 
 def _sentence(text: str, patterns: CompiledPatterns) -> Sentence:

@@ -8,6 +8,8 @@ alternation per list, so a detector pays one regex search per text, whatever the
 from __future__ import annotations
 
 import re
+import re._constants as _c  # the parsed-pattern opcodes, for necessary_literals
+import re._parser as _sre_parser
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -145,10 +147,117 @@ class RulesConfig(BaseModel):
         return CompiledPatterns(self)
 
 
-def _alternation(patterns: list[str]) -> re.Pattern[str]:
-    if not patterns:
-        return re.compile(r"(?!x)x")  # matches nothing
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
+def _alternation(patterns: list[str]) -> PhraseMatcher:
+    return PhraseMatcher(patterns)
+
+
+class PhraseMatcher:
+    """One phrase list, searched like the alternation of its patterns, but much faster on ordinary text.
+
+    Python's ``re`` tries every branch of an alternation at every position, so a 25-pattern list costs ~100 us
+    on a page of text. Instead, every match of most patterns must contain one of a few literals (found by
+    :func:`necessary_literals`); one literal-only regex over the lowered text finds which literals occur, and
+    only the patterns needing one of them are run. The result is the alternation's: the leftmost match, the
+    earliest pattern first at one position. Patterns without a necessary literal always run.
+    """
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.patterns = patterns
+        self.compiled = [re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns]
+        self.always: list[int] = []
+        by_literal: dict[str, set[int]] = {}
+        for index, pattern in enumerate(patterns):
+            required = necessary_literals(pattern)
+            if required is None:
+                self.always.append(index)
+                continue
+            for literal in required:
+                by_literal.setdefault(literal, set()).add(index)
+        # A literal found in the text also contains every shorter literal inside it: close over substrings.
+        self.needs: dict[str, frozenset[int]] = {
+            literal: frozenset(i for other, ids in by_literal.items() if other in literal for i in ids)
+            for literal in by_literal
+        }
+        ordered = sorted(by_literal, key=len, reverse=True)
+        self.gate = re.compile("|".join(re.escape(x) for x in ordered)) if ordered else None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        candidates = set(self.always)
+        if self.gate is not None:
+            low = text.lower()
+            if len(low) == len(text):  # lower() kept positions aligned (true except for a few exotic letters)
+                candidates |= self._gated(low)
+            else:
+                candidates = set(range(len(self.compiled)))
+        best: re.Match[str] | None = None
+        for index in sorted(candidates):
+            match = self.compiled[index].search(text)
+            if match is not None and (best is None or match.start() < best.start()):
+                best = match
+        return best
+
+    def _gated(self, low: str) -> set[int]:
+        found: set[int] = set()
+        assert self.gate is not None
+        for hit in self.gate.finditer(low):
+            found |= self.needs[hit.group()]
+            # finditer skips literals that start inside a hit; look for them there too.
+            for position in range(hit.start() + 1, hit.end()):
+                inner = self.gate.match(low, position)
+                if inner is not None:
+                    found |= self.needs[inner.group()]
+        return found
+
+
+def necessary_literals(pattern: str) -> set[str] | None:
+    """Lower-cased strings one of which every match of ``pattern`` contains; None when there is no such set.
+
+    Walks the parsed pattern: a sequence needs the strongest requirement of its parts (its longest run of
+    literal characters, or a group's requirement), an alternation needs one of its branches' requirements, a
+    repeat needs its item's only when it must occur at least once.
+    """
+    try:
+        parsed = _sre_parser.parse(pattern, re.IGNORECASE)
+    except re.error:
+        return None
+    return _sequence(list(parsed))
+
+
+def _sequence(items: list[tuple[Any, Any]]) -> set[str] | None:
+    candidates: list[set[str]] = []
+    run: list[str] = []
+    for op, value in items:
+        if op is _c.LITERAL:
+            run.append(chr(value).lower())
+            continue
+        if run:
+            candidates.append({"".join(run)})
+            run = []
+        required = _node(op, value)
+        if required:
+            candidates.append(required)
+    if run:
+        candidates.append({"".join(run)})
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (min(len(x) for x in c), -len(c)))
+
+
+def _node(op: Any, value: Any) -> set[str] | None:
+    if op is _c.SUBPATTERN:
+        return _sequence(list(value[-1]))
+    if op is _c.BRANCH:
+        union: set[str] = set()
+        for branch in value[1]:
+            required = _sequence(list(branch))
+            if required is None:
+                return None
+            union |= required
+        return union
+    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+        low, _, item = value
+        return _sequence(list(item)) if low >= 1 else None
+    return None
 
 
 class CompiledPatterns:
@@ -169,13 +278,13 @@ class CompiledPatterns:
         self.write_name = _alternation(tools.write_names)
         self.final_name = _alternation(tools.final_names)
 
-    error: re.Pattern[str]
-    environment: re.Pattern[str]
-    success: re.Pattern[str]
-    claim: re.Pattern[str]
-    check_claim: re.Pattern[str]
-    test_claim: re.Pattern[str]
-    hedge: re.Pattern[str]
-    failure_words: re.Pattern[str]
-    phantom: re.Pattern[str]
-    prior_failure: re.Pattern[str]
+    error: PhraseMatcher
+    environment: PhraseMatcher
+    success: PhraseMatcher
+    claim: PhraseMatcher
+    check_claim: PhraseMatcher
+    test_claim: PhraseMatcher
+    hedge: PhraseMatcher
+    failure_words: PhraseMatcher
+    phantom: PhraseMatcher
+    prior_failure: PhraseMatcher

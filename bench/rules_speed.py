@@ -1,0 +1,101 @@
+"""Rules judge throughput: trajectories per second on generated 30-turn trajectories, one process.
+
+    python bench/rules_speed.py [--count 2000] [--turns 30]
+
+Each generated trajectory mixes what the detectors look at: shell calls with successes, failures (tracebacks,
+unknown flags, exit codes), environment faults, repeated failures, file writes, test runs, TodoWrite plan
+updates, and assistant text with claims in English, Chinese and Japanese. Timed: the whole judge pass (one
+analysis, all ten detectors, the efficiency vote), as the ``rules`` judge runs it. Trajectory generation is not
+timed. Prints the figure; the target is >= 500 trajectories/second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+
+from judge.judges import make_judge
+from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+
+TEXTS = [
+    "Let me look at the file first.",
+    "Running the tests now.",
+    "I've updated calc.py; all tests pass.",
+    "已完成：README.md 已写入。",
+    "修正が完了しました。テストもすべて通過しました。",
+    "That failed, so let me retry with a different flag.",
+    "Once the build passes I will deploy it.",
+    "",
+]
+RESULTS = [
+    ("ok", "...\n3 passed in 0.02s", 0),
+    ("ok", "File created successfully at: calc.py", None),
+    ("ok", "[File: calc.py (40 lines total)]\n" + "\n".join(f"{i}:    x = {i}" for i in range(1, 40)), None),
+    ("err", "Traceback (most recent call last):\n  File \"calc.py\", line 3\nNameError: name 'y' is not defined", 1),
+    ("err", "Error: unknown flag: --records", 2),
+    ("err", "F.\nFAILED tests/test_calc.py::test_add\n1 failed, 1 passed in 0.03s", 1),
+    ("env", "curl: (6) Could not resolve host: pypi.org", 6),
+]
+COMMANDS = ["python -m pytest -q", "lark-cli base +record-create --records x", "cat calc.py", "pip install -e .", "ls -la"]
+
+
+def generate(index: int, turns: int, rng: random.Random) -> Trajectory:
+    messages = [Message(role="system", content="You are a coding agent."), Message(role="user", content="Fix calc.py.")]
+    for turn in range(turns):
+        calls, receipts = [], []
+        if turn % 7 == 1:
+            status = ["pending", "in_progress", "completed"][turn % 3]
+            call = ToolCall(id=f"c{index}-{turn}-p", name="TodoWrite",
+                            arguments={"todos": [{"id": "t1", "content": "Fix calc.py", "status": status},
+                                                 {"id": "t2", "content": "Run the tests", "status": "pending"}]})
+            calls.append(call)
+            receipts.append(Receipt(call_id=call.id, content="Todos updated"))
+        elif turn < turns - 1:
+            for position in range(rng.choice([1, 1, 2])):
+                kind, out, code = rng.choice(RESULTS)
+                if rng.random() < 0.3:
+                    call = ToolCall(id=f"c{index}-{turn}-{position}", name="Write",
+                                    arguments={"file_path": "calc.py", "content": "def add(a, b):\n    return a + b\n"})
+                else:
+                    call = ToolCall(id=f"c{index}-{turn}-{position}", name="Bash", arguments={"command": rng.choice(COMMANDS)})
+                calls.append(call)
+                receipts.append(Receipt(call_id=call.id, content=out, exit_code=code, is_error=kind != "ok"))
+        messages.append(Message(role="assistant", content=rng.choice(TEXTS), tool_calls=calls))
+        messages.extend(Message(role="tool", content=r.content, receipt=r) for r in receipts)
+    return Trajectory(id=f"bench-{index}", query="Fix calc.py.", query_id="bench", messages=number_turns(messages),
+                      metadata=TrajectoryMetadata(source_format="bench"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    rng = random.Random(args.seed)
+    trajectories = [generate(i, args.turns, rng) for i in range(args.count)]
+    judge = make_judge("rules")
+
+    async def judge_all() -> int:
+        found = 0
+        for trajectory in trajectories:
+            verdict = await judge(trajectory, 0)
+            assert verdict.status == "ok", verdict.detail
+            found += len(verdict.issues)
+        return found
+
+    asyncio.run(judge(trajectories[0], 0))  # warm-up: config load and regex compilation are paid once per process
+    started = time.perf_counter()
+    found = asyncio.run(judge_all())
+    elapsed = time.perf_counter() - started
+    calls = sum(len(m.tool_calls) for t in trajectories for m in t.messages)
+    print(f"rules judge: {args.count} trajectories x {args.turns} turns ({calls} tool calls), {found} findings")
+    print(f"{elapsed:.2f} s single process -> {args.count / elapsed:.0f} trajectories/second "
+          f"({1000 * elapsed / args.count:.2f} ms each; target >= 500/s)")
+
+
+if __name__ == "__main__":
+    main()
