@@ -149,14 +149,22 @@ class Trajectory(BaseModel):
     def turns(self) -> list[Turn]:
         """Assistant turns in order, each with the receipts of its tool calls."""
         turns: list[Turn] = []
-        receipts_by_call: dict[str, Receipt] = {}
-        for message in self.messages:
-            if message.role == "tool" and message.receipt and message.receipt.call_id:
-                receipts_by_call.setdefault(message.receipt.call_id, message.receipt)
+        # A receipt answers the oldest unanswered call with its id, so a call id that a log reuses in a later
+        # turn (tau-bench airline, SWE-agent replays) still pairs each call with its own receipt.
+        receipt_of: dict[tuple[int, int], Receipt] = {}
+        waiting: dict[str, list[tuple[int, int]]] = {}
+        for index, message in enumerate(self.messages):
+            if message.role == "assistant":
+                for position, call in enumerate(message.tool_calls):
+                    waiting.setdefault(call.id, []).append((index, position))
+            elif message.role == "tool" and message.receipt and message.receipt.call_id:
+                queue = waiting.get(message.receipt.call_id)
+                if queue:
+                    receipt_of[queue.pop(0)] = message.receipt
         for index, message in enumerate(self.messages):
             if message.role != "assistant":
                 continue
-            receipts = [receipts_by_call[c.id] for c in message.tool_calls if c.id in receipts_by_call]
+            receipts = [receipt_of[(index, p)] for p in range(len(message.tool_calls)) if (index, p) in receipt_of]
             # Receipts without call ids (formats that pair by position) belong to the turn that precedes them.
             receipts += [
                 m.receipt

@@ -90,7 +90,7 @@ def test_tau_airline_counts_match_source_md():
     assert roles == {"system": 200, "user": 1490, "assistant": 2454, "tool": 1164}
     assert Counter(t.metadata.reward for t in trajectories) == {1.0: 84, 0.0: 116}
     assert len({t.query_id for t in trajectories}) == 50  # 50 tasks x 4 trials
-    # The log reuses call ids across turns; each call still gets its own receipt.
+    # The log reuses call ids across turns (kept as written); each call still gets its own receipt.
     assert sum(len(unpaired(t)) for t in trajectories) == 0
     assert sum(len(turn.receipts) for t in trajectories for turn in t.turns()) == 1164
 

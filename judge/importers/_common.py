@@ -306,30 +306,6 @@ def check_pairing(messages: list[Message]) -> None:
             raise RecordError(f"tool result for call id {call_id!r} ({where}) has no matching tool call")
 
 
-def _dedupe_call_ids(messages: list[Message]) -> dict[str, str]:
-    """Make call ids unique within a trajectory; returns {new id: original id} for the renamed ones.
-
-    Some logs reuse a call id in later turns (tau-bench airline, SWE-agent replays). A reused id becomes
-    ``<id>#2``, ``#3``...; a tool result naming the id answers the latest call that carried it.
-    """
-    used: dict[str, int] = {}
-    current: dict[str, str] = {}
-    renamed: dict[str, str] = {}
-    for message in messages:
-        for call in message.tool_calls:
-            count = used.get(call.id, 0) + 1
-            used[call.id] = count
-            original = call.id
-            if count > 1:
-                call.id = f"{original}#{count}"
-                renamed[call.id] = original
-            current[original] = call.id
-        receipt = message.receipt
-        if message.role == "tool" and receipt is not None and receipt.call_id in current:
-            receipt.call_id = current[receipt.call_id]
-    return renamed
-
-
 def _name_receipts(messages: list[Message]) -> None:
     """Give receipts without a tool name the name of the call they answer."""
     names: dict[str, str] = {}
@@ -354,9 +330,6 @@ def build_trajectory(
     """Check, number and wrap converted messages. Raises RecordError for an empty or inconsistent record."""
     if not messages:
         raise RecordError("record has no messages")
-    renamed = _dedupe_call_ids(messages)
-    if renamed:
-        metadata.extra["renamed_call_ids"] = renamed
     check_pairing(messages)
     _name_receipts(messages)
     number_turns(messages)
