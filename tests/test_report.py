@@ -141,6 +141,8 @@ def test_cost_counts_every_attempt_including_failed(summary: dict):
     assert summary["cost"]["judge"]["by_judge"][0]["model"] == "gpt-4o"
     assert summary["cost"]["generation"]["output_tokens"] == EXPECTED["generation_output_tokens"]
     assert summary["cost"]["time"]["wall_s"] == pytest.approx(125.0)
+    teacher = summary["cost"]["teacher"]
+    assert (teacher["input_tokens"], teacher["output_tokens"], teacher["repairs_with_usage"]) == (500, 80, 1)
 
 
 def test_summary_other_sections(summary: dict):

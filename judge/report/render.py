@@ -102,6 +102,17 @@ def fmt_number(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+def plain(value: Any) -> str:
+    """A config value as short text: mappings as ``k=v, ...``, lists joined, None as a dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={plain(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(plain(v) for v in value)
+    return str(value)
+
+
 def json_text(value: Any) -> str:
     """JSON as a plain string, so the template escapes it like any other text (e.g. inside an attribute)."""
     return json.dumps(value, ensure_ascii=False)
@@ -112,7 +123,7 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 FILTERS = {"int": fmt_int, "pct": fmt_pct, "usd": fmt_usd, "seconds": fmt_seconds, "number": fmt_number,
-           "plural": plural, "json_text": json_text, "anchor": anchor_id}
+           "plural": plural, "json_text": json_text, "plain": plain, "anchor": anchor_id}
 
 
 # --- HTML --------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ def summarise(data: RunData) -> dict[str, Any]:
         "cost": {
             "judge": judge_cost(data.attempts, data.verdicts),
             "generation": generation_usage(data.trajectories),
+            "teacher": teacher_usage(data.repairs),
             "time": time_section(data.manifest, data.attempts, data.verdicts),
         },
         "reproducibility": reproducibility(data.manifest, data.verdicts),
@@ -500,6 +501,21 @@ def generation_usage(trajectories: list[Trajectory]) -> dict[str, Any]:
         for name in total:
             total[name] = _add(total[name], getattr(usage, name))
     return {**total, "trajectories_with_usage": with_usage, "trajectories_without_usage": len(trajectories) - with_usage}
+
+
+def teacher_usage(repairs: list[RepairRow]) -> dict[str, Any]:
+    """Tokens the repair stage's teacher model spent on guidance and rewrites (``extra.teacher_usage``)."""
+    total: dict[str, Any] = {"input_tokens": None, "output_tokens": None, "cached_tokens": None}
+    used = 0
+    for row in repairs:
+        usage = row.extra.get("teacher_usage")
+        if not isinstance(usage, dict) or all(usage.get(name) is None for name in total):
+            continue
+        used += 1
+        for name in total:
+            value = usage.get(name)
+            total[name] = _add(total[name], value if isinstance(value, (int, float)) else None)
+    return {**total, "repairs_with_usage": used}
 
 
 def _timestamp(value: Any) -> float | None:
