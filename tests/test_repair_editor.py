@@ -151,6 +151,7 @@ def test_no_later_decision_means_no_control_dependency(detectors):
 @pytest.mark.parametrize("reference", [
     "Since the earlier attempt didn't go through, I'll try again with the right path.",
     "前面那步没成功，重新来。",
+    "Retrying with the path under config/.",  # weak alone; caught because it sits where the failure was answered
 ])
 def test_counterexample_paraphrased_reference_left_by_a_careless_edit_is_caught(detectors, reference):
     """A careless editor deletes the failed call but keeps the paraphrased reference: the validator fails."""

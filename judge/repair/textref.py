@@ -277,7 +277,7 @@ def aspect(text: str) -> int:
     return int(bool(_PERFECTIVE.search(text))) - int(bool(_PROSPECTIVE.search(text)))
 
 
-_CLAUSE_RE = re.compile(r"[,，、;；:：]|\s(?:so|because|since|but|and then)\s", re.IGNORECASE)
+_CLAUSE_RE = re.compile(r"[,，、;；:：]|\s(?:so|because|since|but|and then|with)\s", re.IGNORECASE)
 
 
 def clauses(sentence: str) -> list[str]:

@@ -19,10 +19,12 @@ from pydantic import BaseModel
 
 from judge.model import Trajectory, number_turns
 from judge.repair.calls import argument_text, call_sites, message_text, receipt_failed
-from judge.repair.dependencies import failed_receipt_indices, value_tokens
+from judge.repair.dependencies import failed_receipt_indices, recovery_window, value_tokens
 from judge.repair.textref import Detectors, distinctive_tokens, split_sentences
 
-RULE_DETECTORS = ["premature-claim", "phantom-failure-reference"]
+# The rules judge's detectors an edit could trip: text about a failure that is gone, a claim before its
+# receipt, and completion marks (TodoList) no longer backed by a receipt.
+RULE_DETECTORS = ["premature-claim", "phantom-failure-reference", "unverified-completion", "plan-receipt-mismatch"]
 
 
 class ValidatorResult(BaseModel):
@@ -65,22 +67,30 @@ def no_reference_to_deleted_failure(
             deleted_tokens |= distinctive_tokens(argument_text(site.call)) | distinctive_tokens(site.receipt.content if site.receipt else "")
     orig_failed = failed_receipt_indices(original)
     edited_failed = failed_receipt_indices(edited)
-    items: list[tuple[int, str]] = []
+    all_sites = call_sites(original)
+    windows = [recovery_window(original, orig_sites[c], all_sites) for c in deleted if c in orig_sites]
+    items: list[tuple[int, str, bool]] = []
     cues: list[bool] = []
     for index, message in enumerate(edited.messages):
         if message.role != "assistant":
             continue
+        near_deleted = any(message_map[index] in window for window in windows)
         for sentence in split_sentences(message_text(message)):
-            items.append((index, sentence.text))
-            cues.append(bool(distinctive_tokens(sentence.text) & deleted_tokens))
+            names_deleted = bool(distinctive_tokens(sentence.text) & deleted_tokens)
+            items.append((index, sentence.text, names_deleted))
+            cues.append(near_deleted or names_deleted)
     findings: list[str] = []
-    for (index, text), (is_ref, margin), cue in zip(items, detectors.failure_reference([t for _, t in items], cues), cues):
+    for (index, text, names_deleted), (is_ref, margin) in zip(items, detectors.failure_reference([t for _, t, _ in items], cues)):
         if not is_ref:
             continue
         original_index = message_map[index]
         nearest_original = max((i for i in orig_failed if i < original_index), default=None)
         nearest_edited = max((i for i in edited_failed if i < index), default=None)
-        if nearest_edited is None or nearest_original in deleted_receipts or (cue and deleted):
+        # It refers to a deleted failure when nothing failed before it any more, when the failure nearest to it
+        # was deleted, when it names the deleted call, or when it sits in a deleted failure's recovery window
+        # with no kept failure inside that window.
+        in_deleted_window = nearest_edited is not None and nearest_edited < _first_window_start(windows, message_map, index)
+        if nearest_edited is None or nearest_original in deleted_receipts or (names_deleted and deleted) or in_deleted_window:
             turn = edited.messages[index].turn
             findings.append(f"T{turn}: {text!r} (margin {margin:.2f})")
     return ValidatorResult(
@@ -92,6 +102,16 @@ def no_reference_to_deleted_failure(
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}|[\u3040-\u30ff\u3400-\u9fff]{2,}")
+
+
+def _first_window_start(windows: Sequence[range], message_map: Sequence[int], index: int) -> int:
+    """Edited index where the recovery window of a deleted failure containing message ``index`` begins."""
+    original_index = message_map[index]
+    starts = [w.start for w in windows if original_index in w]
+    if not starts:
+        return -1
+    start = min(starts)
+    return next((i for i, o in enumerate(message_map) if o >= start), len(message_map))
 
 
 def _stems(text: str) -> set[str]:
@@ -232,14 +252,20 @@ def _rule_findings(trajectory: Trajectory) -> list[Any] | None:
     return list(run_detectors(trajectory, names=RULE_DETECTORS))
 
 
+def _finding_key(finding: Any) -> tuple[str | None, str]:
+    """A finding's identity across renumbering: its tag and evidence with turn labels blanked."""
+    evidence = re.sub(r"\bT\d+\b", "T#", getattr(finding, "evidence", "") or "")
+    return getattr(finding, "tag", None), evidence[:120]
+
+
 def rules_judge_clean(original: Trajectory, edited: Trajectory) -> ValidatorResult:
     """The rules judge finds no phantom failure reference or premature claim the original did not have."""
     after = _rule_findings(edited)
     if after is None:
         return ValidatorResult(name="rules-judge", passed=True, detail="rules judge not installed; skipped")
     before = _rule_findings(original) or []
-    before_keys = {(getattr(f, "tag", None), (getattr(f, "evidence", "") or "")[:80]) for f in before}
-    new = [f for f in after if (getattr(f, "tag", None), (getattr(f, "evidence", "") or "")[:80]) not in before_keys]
+    before_keys = {_finding_key(f) for f in before}
+    new = [f for f in after if _finding_key(f) not in before_keys]
     return ValidatorResult(
         name="rules-judge",
         passed=not new,
