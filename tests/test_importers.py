@@ -199,8 +199,9 @@ def test_mixed_good_and_broken_jsonl(tmp_path):
         json.dumps({"id": "empty", "messages": []}).encode(),  # 5 missing messages
         json.dumps(orphan).encode(),  # 6 tool result without a call
         json.dumps({"hello": "world"}).encode(),  # 7 unknown format
-        b"",  # 8 blank: skipped, not a reject
-        _openai_line("good-3").encode(),  # 9
+        json.dumps({"id": "odd-role", "messages": [{"role": "robot", "content": "x"}]}).encode(),  # 8 bad role
+        b"",  # 9 blank: skipped, not a reject
+        _openai_line("good-3").encode(),  # 10
     ]
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -208,8 +209,8 @@ def test_mixed_good_and_broken_jsonl(tmp_path):
     trajectories = [i for i in items if isinstance(i, Trajectory)]
     rejects = [i for i in items if isinstance(i, Reject)]
     assert [t.id for t in trajectories] == ["good-1", "good-2", "good-3"]
-    assert [t.metadata.source_line for t in trajectories] == [1, 3, 9]
-    assert [r.line for r in rejects] == [2, 4, 5, 6, 7]
+    assert [t.metadata.source_line for t in trajectories] == [1, 3, 10]
+    assert [r.line for r in rejects] == [2, 4, 5, 6, 7, 8]
     assert all(r.source_file == str(path) for r in rejects)
     reasons = [r.reason for r in rejects]
     assert reasons[0].startswith("broken JSON")
@@ -217,6 +218,7 @@ def test_mixed_good_and_broken_jsonl(tmp_path):
     assert "missing messages" in reasons[2]
     assert "'nope'" in reasons[3] and "no matching tool call" in reasons[3]
     assert reasons[4].startswith("unknown format") and "hello" in reasons[4]
+    assert reasons[5] == "message 0: unknown role 'robot'" and rejects[5].format == "openai"
     assert all("\n" not in reason for reason in reasons)
 
 

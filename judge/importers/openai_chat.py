@@ -36,12 +36,15 @@ _RECORD_KEYS = {"id", "query", "metadata", "model", "messages"}
 
 
 def detect(obj: Any) -> bool:
+    """A bare list of chat messages, or any object with a ``messages`` list.
+
+    OpenAI is the last, catch-all chat format: a record with a ``messages`` list that no other format claims
+    is parsed here, so a malformed one is rejected with a precise reason ("message 3: unknown role ...")
+    rather than as an unknown format.
+    """
     if isinstance(obj, list):
         return is_message_list(obj)
-    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
-        return False
-    # An empty list still names this format, so the record is rejected as "missing messages", not "unknown".
-    return not obj["messages"] or is_message_list(obj["messages"])
+    return isinstance(obj, dict) and isinstance(obj.get("messages"), list)
 
 
 def is_message_list(value: Any) -> bool:
