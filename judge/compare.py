@@ -117,9 +117,9 @@ def suffix_tokens(trajectory: Trajectory, branch_turn: int) -> tuple[int | None,
     """Generation (output) tokens of the turns after ``branch_turn`` and where the number came from."""
     total: int | None = None
     for message in trajectory.messages:
-        if message.role == "assistant" and (message.turn or 0) > branch_turn and message.usage is not None:
-            if message.usage.output_tokens is not None:
-                total = (total or 0) + message.usage.output_tokens
+        usage = message.usage
+        if message.role == "assistant" and (message.turn or 0) > branch_turn and usage and usage.output_tokens is not None:
+            total = (total or 0) + usage.output_tokens
     if total is not None:
         return total, "message"
     usage = trajectory.metadata.usage
@@ -308,7 +308,7 @@ def choose_baseline(arms: Sequence[str], baseline: str | None = None) -> str:
         if baseline not in arms:
             raise ValueError(f"--baseline {baseline!r} is not an arm of the input (arms: {', '.join(arms)})")
         return baseline
-    return "unguided" if "unguided" in arms else sorted(arms)[0]
+    return "unguided" if "unguided" in arms else min(arms)
 
 
 # --- noise floor ---------------------------------------------------------------------------------
@@ -369,9 +369,10 @@ def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 
     token_pairs = [(t.suffix_tokens, b.suffix_tokens) for t, b in outcomes
                    if t.suffix_tokens is not None and b.suffix_tokens is not None]
     token_diffs = [float(t - b) for t, b in token_pairs]
+    token_ci = paired_bootstrap_ci(token_diffs, seed=seed, resamples=resamples)
 
     def recurrence(side: int) -> dict[str, Any]:
-        flags = [pair[side].target_recurred for pair in outcomes if pair[side].target_recurred is not None]
+        flags = [bool(pair[side].target_recurred) for pair in outcomes if pair[side].target_recurred is not None]
         return {"recurred": sum(flags), "pairs": len(flags), "rate": (sum(flags) / len(flags)) if flags else None}
 
     issue_diffs = [float(t.suffix_issue_count - b.suffix_issue_count) for t, b in outcomes]
@@ -392,7 +393,7 @@ def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 
             "treatment_mean": mean_or_none([float(t) for t, _ in token_pairs]),
             "baseline_mean": mean_or_none([float(b) for _, b in token_pairs]),
             "mean_difference": mean_or_none(token_diffs),
-            "difference_ci95": (lambda c: list(c) if c else None)(paired_bootstrap_ci(token_diffs, seed=seed, resamples=resamples)),
+            "difference_ci95": list(token_ci) if token_ci else None,
         },
         "suffix_issue_difference": mean_or_none(issue_diffs),
         "budget_exhausted": {"treatment": sum(t.budget_exhausted for t, _ in outcomes),
@@ -552,14 +553,19 @@ def render(result: CompareResult) -> tuple[str, str]:
     from markupsafe import Markup
 
     from judge import __version__
-    from judge.report.render import CSS_FILE, csp_hash, html_environment, markdown_environment
+    from judge.report.render import (
+        CSS_FILE,
+        csp_hash,
+        html_environment,
+        markdown_environment,
+    )
     from judge.resources import resource_dir
 
     css_path = resource_dir("reports") / CSS_FILE
     css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""
     # No script on this page: only our own stylesheet (by hash) may apply; nothing may load.
     csp = f"default-src 'none'; style-src-elem {csp_hash(css)}; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
-    context = {"r": result, "generated_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    context = {"r": result, "generated_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                "version": __version__}
     html = html_environment().get_template(HTML_TEMPLATE).render(css=Markup(css), csp=csp, **context)
     markdown = markdown_environment().get_template(MD_TEMPLATE).render(**context)

@@ -272,7 +272,7 @@ def decisive_issue(issues: Sequence[ScoredIssue]) -> ScoredIssue | None:
     return min(pool, key=lambda i: i.turn) if pool else None  # type: ignore[arg-type,return-value]
 
 
-def match_issues(labels: list[tuple[int | None, str | None]], predictions: list[tuple[int | None, str | None]],
+def match_issues(labels: Sequence[tuple[int | None, str | None]], predictions: Sequence[tuple[int | None, str | None]],
                  k: int, by_category: bool) -> list[tuple[int, int]]:
     """One-to-one matches (label index, prediction index): turns within ``k``, same category if asked.
 
@@ -486,17 +486,17 @@ def evaluate(labels: list[TrajectoryLabels], trajectories: dict[str, Trajectory]
             report.agent.add(bool(predicted_agent) and normalise_agent(predicted_agent) == normalise_agent(label_agent))
         # issue precision/recall: every labelled failure against every majority issue, within k turns
         label_items = [(t, map_category(f.category)) for f, t in zip(label.failures, label_turns)]
-        pred_items = [(i.turn, i.category) for i in predicted]
+        pred_items: list[tuple[int | None, str | None]] = [(i.turn, i.category) for i in predicted]
         any_matches = match_issues(label_items, pred_items, k, by_category=False)
         counts["any"].update(pred=len(pred_items), label=len(label_items), tp_pred=len(any_matches), tp_label=len(any_matches))
         if kind == "agentrx":
             cat_matches = match_issues(label_items, pred_items, k, by_category=True)
-            for _, category in pred_items:
-                counts[category]["pred"] += 1
+            for _, predicted_category in pred_items:
+                counts[predicted_category or "unmapped"]["pred"] += 1
             for _, category in label_items:
                 counts[category or "unmapped"]["label"] += 1
             for li, pi in cat_matches:
-                counts[pred_items[pi][1]]["tp_pred"] += 1
+                counts[pred_items[pi][1] or "unmapped"]["tp_pred"] += 1
                 counts[label_items[li][1] or "unmapped"]["tp_label"] += 1
         report.results.append(TrajectoryResult(
             label_id=label.label_id, trajectory_id=trajectory.id, label_turns=label_turns, root_turn=root,
@@ -596,16 +596,14 @@ def format_table(report: ValidationReport) -> str:
         for category, counts in sorted(report.issue_counts.items(), key=lambda kv: (kv[0] != "any", kv[0])):
             pr = precision_recall(counts)
             name = "issues, any category" if category == "any" else f"issues, {category}"
-            rows.append((f"{name}: precision / recall (+-{report.k})",
-                         f"{_num(pr['precision'])} ({counts['tp_pred']}/{counts['pred']}) / "
-                         f"{_num(pr['recall'])} ({counts['tp_label']}/{counts['label']})", ""))
+            value = (f"{_num(pr['precision'])} ({counts['tp_pred']}/{counts['pred']}) / "
+                     f"{_num(pr['recall'])} ({counts['tp_label']}/{counts['label']})")
+            rows.append((f"{name}: precision / recall (+-{report.k})", value, ""))
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
-    lines = [
-        f"judge validate: {report.kind} labels, {report.evaluated} of {report.labels} labelled trajectories "
-        f"found in the run ({report.unscored} unscored, counted as misses)",
-        f"{'metric'.ljust(width)}  {'ours'.ljust(value_width)}  published reference",
-    ]
+    title = (f"judge validate: {report.kind} labels, {report.evaluated} of {report.labels} labelled trajectories "
+             f"found in the run ({report.unscored} unscored, counted as misses)")
+    lines = [title, f"{'metric'.ljust(width)}  {'ours'.ljust(value_width)}  published reference"]
     lines += [f"{name.ljust(width)}  {value.ljust(value_width)}  {ref}".rstrip() for name, value, ref in rows]
     if report.kind != "mast":
         lines.append("ours is measured on turns (a label on a tool or user message counts as the turn it belongs to); "

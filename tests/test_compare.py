@@ -19,7 +19,6 @@ from judge.compare import (
     compare_arms,
     compare_records,
     load_records,
-    noise_floor,
     pair_records,
     paired_bootstrap_ci,
     recurs,

@@ -17,7 +17,14 @@ from judge.export import (
     export_run,
     split_queries,
 )
-from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+from judge.model import (
+    Message,
+    Receipt,
+    ToolCall,
+    Trajectory,
+    TrajectoryMetadata,
+    number_turns,
+)
 from judge.schema import ScoredIssue, ScoreRow
 
 

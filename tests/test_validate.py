@@ -9,12 +9,19 @@ import pytest
 from typer.testing import CliRunner
 
 from judge import rundir
-from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+from judge.model import (
+    Message,
+    Receipt,
+    ToolCall,
+    Trajectory,
+    TrajectoryMetadata,
+    number_turns,
+)
 from judge.schema import ScoredIssue, ScoreRow
 from judge.validate import (
-    TrajectoryLabels,
-    LabelledFailure,
     LabelError,
+    LabelledFailure,
+    TrajectoryLabels,
     cohen_kappa,
     decisive_issue,
     evaluate,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-
 from typing import Any
 
 import typer
@@ -135,7 +134,13 @@ def compare_cmd(
     Continuation files are judged first, exactly as `judge score` would (same options), into OUT/run.
     Example: judge compare examples/continuations --out runs/cmp --judge rules
     """
-    from judge.compare import compare_records, is_run_dir, load_records, make_scorer, write_outputs
+    from judge.compare import (
+        compare_records,
+        is_run_dir,
+        load_records,
+        make_scorer,
+        write_outputs,
+    )
 
     score_command = _score_command()
     if score_command is not None:
