@@ -15,13 +15,13 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 Protocol = Literal["openai", "anthropic"]
@@ -91,16 +91,18 @@ class FakeLLMServer:
         self.request_headers: list[dict[str, str]] = []  # lets a test check which key reached the server
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name=f"fake-{protocol}", daemon=True)
+        # asyncio (not a thread per connection): delays are asyncio.sleep, so hundreds of slow requests in
+        # flight cost nothing, and benchmarks measure the client rather than the fake server.
+        self._loop = asyncio.new_event_loop()
+        self._server: asyncio.base_events.Server | None = None
+        self._port = port
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"fake-{protocol}", daemon=True)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._port
 
     @property
     def base_url(self) -> str:
@@ -110,11 +112,23 @@ class FakeLLMServer:
 
     def start(self) -> FakeLLMServer:
         self._thread.start()
+        started = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", self._port, backlog=1024), self._loop)
+        self._server = started.result(timeout=10)
+        self._port = int(self._server.sockets[0].getsockname()[1])
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        async def close() -> None:
+            if self._server is not None:
+                self._server.close()
+                # Open keep-alive connections must not keep the loop alive.
+                for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
 
     def __enter__(self) -> FakeLLMServer:
         return self.start()
@@ -227,31 +241,43 @@ class FakeLLMServer:
         }
 
 
-def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as real APIs do
+    # --- HTTP/1.1 over asyncio streams (just enough for the SDKs: keep-alive, content-length bodies) ------
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-            length = int(self.headers.get("content-length") or 0)
-            try:
-                request = json.loads(self.rfile.read(length) or b"{}")
-            except ValueError:
-                request = {}
-            scripted = server._next(request, {k.lower(): v for k, v in self.headers.items()})
-            if scripted.delay_s:
-                time.sleep(scripted.delay_s)
-            status, headers, body = server.render(scripted, request)
-            try:
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout test): nothing to do
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = (lines[0].split(" ", 2) + ["", ""])[:3]
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        name, _, value = line.partition(":")
+                        headers[name.strip().lower()] = value.strip()
+                raw = await reader.readexactly(int(headers.get("content-length") or 0))
+                if method == "GET":
+                    status, extra, body = (200 if path.rstrip("/").endswith("stats") else 404), {}, json.dumps(
+                        {"requests": self.request_count}).encode()
+                else:
+                    try:
+                        request = json.loads(raw or b"{}")
+                    except ValueError:
+                        request = {}
+                    scripted = self._next(request, headers)
+                    if scripted.delay_s:
+                        await asyncio.sleep(scripted.delay_s)
+                    status, extra, body = self.render(scripted, request)
+                reply = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json",
+                         f"content-length: {len(body)}"]
+                reply += [f"{name}: {value}" for name, value in extra.items() if name.lower() not in ("content-type", "content-length")]
+                writer.write(("\r\n".join(reply) + "\r\n\r\n").encode("latin-1") + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError, asyncio.LimitOverrunError):
+            pass  # the client closed the connection (or gave up: timeout tests)
+        finally:
+            writer.close()
 
-        def log_message(self, format: str, *args: Any) -> None:  # silence per-request logging
-            return
 
-    return Handler
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 408: "Request Timeout",
+            413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable",
+            529: "Overloaded"}

@@ -1,0 +1,97 @@
+"""Throughput of the judge panel against the SIMULATED judge server (not a model).
+
+300 synthetic trajectories x 3 passes, the simulated server answering each request after 200 ms, at
+--concurrency 32. Prints the wall time, the ideal (calls x latency / concurrency), their ratio (target
+<= 1.2), then reruns on the same run directory and prints how many calls the cached rerun made (target 0).
+
+The server runs in its own process (``python -m judge.testing.simjudge``) so that its threads do not
+compete with the client for the GIL, as a real remote API would not.
+
+    python bench/throughput.py [--trajectories 300] [--passes 3] [--latency 0.2] [--concurrency 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from judge.panel import PanelConfig, run_panel, summary_lines
+from judge.testing.synthetic import synthetic_batch
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def server_requests(base_url: str) -> int:
+    with urllib.request.urlopen(f"{base_url}/stats", timeout=5) as response:
+        return int(json.loads(response.read())["requests"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trajectories", type=int, default=300)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trajectories, truth = synthetic_batch(args.trajectories)
+        truth_path = Path(tmp) / "truth.jsonl"
+        truth_path.write_text("".join(json.dumps(row) + "\n" for row in truth), encoding="utf-8")
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "judge.testing.simjudge", "--port", str(port), "--truth", str(truth_path),
+             "--latency", str(args.latency), "--miss-rate", "0.1", "--false-alarm-rate", "0.1"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            print(server.stdout.readline().strip())  # the server's banner (it says SIMULATED)
+            base_url = f"http://127.0.0.1:{port}/v1"
+            config = PanelConfig(judges=[f"openai-compatible:simjudge@{base_url}"], passes=args.passes,
+                                 concurrency=args.concurrency, timeout_s=30)
+            run_dir = Path(tmp) / "run"
+
+            import openai  # noqa: F401 - SDK import time is start-up, not throughput (seconds on a busy machine)
+
+            load_before = os.getloadavg()[0]
+            started, cpu_started = time.monotonic(), time.process_time()
+            result = asyncio.run(run_panel(trajectories, config, run_dir, progress=False))
+            wall, cpu = time.monotonic() - started, time.process_time() - cpu_started
+            calls = server_requests(base_url)
+            ideal = calls * args.latency / args.concurrency
+            for line in summary_lines(result):
+                print("  " + line)
+            print(f"first run:  {len(trajectories)} trajectories x {args.passes} passes = {len(result.verdicts)} verdicts, "
+                  f"{calls} calls to the SIMULATED server")
+            print(f"wall time:  {wall:.2f} s")
+            print(f"ideal:      {ideal:.2f} s  (calls x latency / concurrency = {calls} x {args.latency} / {args.concurrency})")
+            print(f"ratio:      {wall / ideal:.3f}  (target <= 1.2) {'OK' if wall / ideal <= 1.2 else 'ABOVE TARGET'}")
+            # The client is CPU-bound once latency is overlapped: show how much CPU it used and how busy the
+            # machine was, so a ratio above target can be told apart from a slow pipeline.
+            print(f"client CPU: {cpu:.2f} s ({1000 * cpu / max(1, calls):.1f} ms per call; "
+                  f"{100 * cpu / wall:.0f}% of one core); load average {load_before:.1f} on {os.cpu_count()} cores")
+
+            started = time.monotonic()
+            rerun = asyncio.run(run_panel(trajectories, config, run_dir, progress=False))
+            rerun_calls = server_requests(base_url) - calls
+            print(f"cached rerun: {rerun_calls} calls (target 0), {rerun.cached} verdicts from the store, "
+                  f"{time.monotonic() - started:.2f} s")
+        finally:
+            server.terminate()
+            server.wait()
+
+
+if __name__ == "__main__":
+    main()
