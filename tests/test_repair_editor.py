@@ -11,12 +11,12 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge.model import Message  # noqa: E402
-from judge.repair import offline_edit  # noqa: E402
-from judge.repair.calls import call_sites  # noqa: E402
-from judge.repair.editor import apply_edit  # noqa: E402
-from judge.repair.textref import get_detectors  # noqa: E402
-from judge.repair.validators import (  # noqa: E402
+from judge.model import Message
+from judge.repair import offline_edit
+from judge.repair.calls import call_sites
+from judge.repair.editor import apply_edit
+from judge.repair.textref import get_detectors
+from judge.repair.validators import (
     information_order,
     no_failed_receipt_made_success,
     no_premature_claim,

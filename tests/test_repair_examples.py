@@ -12,9 +12,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge import rundir  # noqa: E402
-from judge.model import Trajectory  # noqa: E402
-from judge.schema import ScoreRow  # noqa: E402
+from judge import rundir
+from judge.model import Trajectory
+from judge.schema import ScoreRow
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
 
@@ -22,7 +22,12 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
 def scored_run(run: Path, inputs: list[Path]) -> list[ScoreRow]:
     """A scored run directory from the rules judge (a panel of one), through the pipeline's own functions."""
     from judge.judges import make_judge
-    from judge.pipeline import import_to_run, read_trajectories, score_run, write_manifest
+    from judge.pipeline import (
+        import_to_run,
+        read_trajectories,
+        score_run,
+        write_manifest,
+    )
 
     import_to_run(inputs, run)
     judge = make_judge("rules")

@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge import rundir  # noqa: E402
-from judge.cli import app  # noqa: E402
-from judge.repair import route_run, route_trajectory  # noqa: E402
-from judge.repair.routing import plan_repair  # noqa: E402
-from judge.repair.textref import get_detectors  # noqa: E402
-from judge.schema import RepairRow  # noqa: E402
+from judge import rundir
+from judge.cli import app
+from judge.repair import route_run, route_trajectory
+from judge.repair.routing import plan_repair
+from judge.repair.textref import get_detectors
+from judge.schema import RepairRow
 
 _spec = importlib.util.spec_from_file_location("repair_cases", Path(__file__).parent / "fixtures" / "repair" / "cases.py")
 cases = importlib.util.module_from_spec(_spec)
@@ -35,7 +35,7 @@ def route_of(traj, *issues):
     return route_trajectory(traj, cases.score_row(traj.id, clusters), clusters)
 
 
-SEMANTIC = dict(category="semantic", severity="severe", tag="unverified-completion", description="Claims done after a failure.")
+SEMANTIC = {"category": "semantic", "severity": "severe", "tag": "unverified-completion", "description": "Claims done after a failure."}
 
 
 @pytest.mark.parametrize("build, found, route, checkpoint", [

@@ -9,9 +9,13 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge.model import Receipt, ToolCall  # noqa: E402
-from judge.repair.calls import command_is_read_only, is_read_only, rejected_before_running  # noqa: E402
-from judge.repair.textref import (  # noqa: E402
+from judge.model import Receipt, ToolCall
+from judge.repair.calls import (
+    command_is_read_only,
+    is_read_only,
+    rejected_before_running,
+)
+from judge.repair.textref import (
     FAILURE_REFERENCES,
     ORDINARY_TEXT,
     clauses,

@@ -12,18 +12,18 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge import rundir  # noqa: E402
-from judge.model import Trajectory, TrajectoryMetadata, Usage  # noqa: E402
-from judge.repair import TICKETS, Ticket, ingest_continuations, make_tickets, repair_run  # noqa: E402
-from judge.repair.rewrite import verify_requirements  # noqa: E402
-from judge.repair.textref import get_detectors  # noqa: E402
-from judge.schema import RepairRow  # noqa: E402
+from judge import rundir
+from judge.model import Trajectory, TrajectoryMetadata, Usage
+from judge.repair import TICKETS, Ticket, ingest_continuations, make_tickets, repair_run
+from judge.repair.rewrite import verify_requirements
+from judge.repair.textref import get_detectors
+from judge.schema import RepairRow
 
 _spec = importlib.util.spec_from_file_location("repair_cases", Path(__file__).parent / "fixtures" / "repair" / "cases.py")
 cases = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cases)  # type: ignore[union-attr]
 
-SEMANTIC = dict(category="semantic", severity="severe", tag="unverified-completion", description="Claims done after a failure.")
+SEMANTIC = {"category": "semantic", "severity": "severe", "tag": "unverified-completion", "description": "Claims done after a failure."}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -117,7 +117,7 @@ def test_environment_ticket_is_a_rerun_without_guidance():
 def test_teacher_guidance_comes_from_the_provider_and_its_tokens_are_counted():
     provider = FakeProvider({"guidance": "Verify the table exists with a list call before claiming it."})
     traj = planned_build()
-    guided, unguided = tickets_for(traj, cases.issue(4, **SEMANTIC), provider=provider, teacher="fake:teacher")
+    guided, _ = tickets_for(traj, cases.issue(4, **SEMANTIC), provider=provider, teacher="fake:teacher")
     assert guided.guidance == "Verify the table exists with a list call before claiming it."
     assert guided.guidance_source == "teacher:fake:teacher (teacher-v1)"
     assert guided.usage == Usage(input_tokens=100, output_tokens=20)
@@ -152,7 +152,7 @@ REWRITE = ("Step 1: create a table named Products with fields SKU and Price. Ste
     ([*REQUIREMENTS[:3], {**REQUIREMENTS[3], "original_quote": "add a form"}], False, "not in the original query"),
 ])
 def test_the_requirement_check_is_verified_against_both_texts(items, passed, problem):
-    ok, matches, reason = verify_requirements(QUERY, REWRITE, items)
+    ok, _, reason = verify_requirements(QUERY, REWRITE, items)
     assert ok is passed
     if problem:
         assert problem in reason

@@ -19,8 +19,22 @@ from typing import Literal
 from pydantic import BaseModel
 
 from judge.model import Trajectory
-from judge.repair.calls import CallSite, argument_text, call_sites, is_read_only, message_text, receipt_failed, shell_command, side_effect_free
-from judge.repair.textref import Detectors, Sentence, distinctive_tokens, split_sentences
+from judge.repair.calls import (
+    CallSite,
+    argument_text,
+    call_sites,
+    is_read_only,
+    message_text,
+    receipt_failed,
+    shell_command,
+    side_effect_free,
+)
+from judge.repair.textref import (
+    Detectors,
+    Sentence,
+    distinctive_tokens,
+    split_sentences,
+)
 
 DependencyKind = Literal["resource-state", "returned-values", "control", "textual"]
 DependencyStatus = Literal["none", "resolved", "blocking", "unknown"]
@@ -133,10 +147,10 @@ def is_retry(failed: CallSite, later: CallSite) -> bool:
     if a_cmd is not None and b_cmd is not None:
         # Same program and subcommand path (the words before the first flag): `x records create --a` vs `--b`.
         return _command_path(a_cmd) == _command_path(b_cmd) and not {"--help", "-h", "help"} & set(b_cmd.split())
-    if isinstance(failed.call.arguments, dict) and isinstance(later.call.arguments, dict):
-        # Same tool with the same argument names: the same intent with corrected values (another path, id).
-        if failed.call.arguments.keys() == later.call.arguments.keys():
-            return True
+    # Same tool with the same argument names: the same intent with corrected values (another path, id).
+    if (isinstance(failed.call.arguments, dict) and isinstance(later.call.arguments, dict)
+            and failed.call.arguments.keys() == later.call.arguments.keys()):
+        return True
     a, b = distinctive_tokens(argument_text(failed.call)), distinctive_tokens(argument_text(later.call))
     if not a and not b:
         return True

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from judge.model import Message, Trajectory, number_turns
-from judge.repair.calls import CallSite, argument_text, call_sites, message_text, receipt_failed
+from judge.repair.calls import (
+    CallSite,
+    argument_text,
+    call_sites,
+    receipt_failed,
+)
 from judge.repair.dependencies import (
     Dependency,
     SentenceEdit,
@@ -29,7 +34,7 @@ from judge.repair.textref import Detectors, get_detectors, remove_spans, split_s
 from judge.repair.validators import ValidatorResult, validate_edit
 from judge.schema import Cluster, Issue, Route, ScoredIssue
 
-IssueLike = Union[Cluster, ScoredIssue, Issue]
+IssueLike = Cluster | ScoredIssue | Issue
 
 # Tags of wording defects the editor fixes by cutting the sentence (no action changes).
 EDIT_SUFFIX = "+edit"
@@ -92,7 +97,7 @@ def offline_edit(
     detectors = detectors or get_detectors()
     cluster_id, turn, category, tag, quoted = _issue_fields(issue)
     quoted = evidence if evidence is not None else quoted
-    base = dict(trajectory_id=trajectory.id, cluster=cluster_id)
+    base = {"trajectory_id": trajectory.id, "cluster": cluster_id}
     if turn is None:
         return EditResult(**base, kind="none", status="pending", route="pending", reason="the issue is not localised to a turn")
     if tag in WORDING_TAGS:
@@ -309,6 +314,3 @@ def render_diff(original: Trajectory, edited: Trajectory, turns: dict[int, int |
     )
     return "\n".join([*header, *body])
 
-
-def message_summary(message: Message) -> str:
-    return message_text(message)[:200]

@@ -22,8 +22,7 @@ def _records(paths: list[Path]) -> Iterator[Trajectory | Reject]:
         from judge.importers import iter_records
     except ImportError:  # importers not installed: canonical JSONL only
         for path in paths:
-            for trajectory in rundir.read_jsonl(path, Trajectory):
-                yield trajectory
+            yield from rundir.read_jsonl(path, Trajectory)
         return
     yield from iter_records(paths)
 

@@ -91,7 +91,7 @@ async def call_json(provider: Provider, messages: list[dict[str, str]], schema: 
 
 
 def _strip_fences(text: str) -> str:
-    match = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
+    match = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
     return match.group(1) if match else text
 
 

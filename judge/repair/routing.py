@@ -159,8 +159,9 @@ def _offline(trajectory: Trajectory, routes: list[IssueRoute], detectors: Detect
             )
             return TrajectoryRepair(trajectory, row, route if edit.route != "pending" else None, routes, edits=applied)
         current = edit.edited
+    first = min(routes, key=lambda r: r.issue.turn or 0)
     row = RepairRow(
-        trajectory_id=trajectory.id, route="offline-edit", cluster=routes[-1].issue.cluster if len(routes) == 1 else sorted(routes, key=lambda r: r.issue.turn or 0)[0].issue.cluster,
+        trajectory_id=trajectory.id, route="offline-edit", cluster=first.issue.cluster,
         reason="; ".join(e.reason for e in applied),
         extra={"issues": [r.summary("edit") for r in routes], "edited_id": current.id,
                "removed_calls": sorted({c for e in applied for c in e.removed_calls})},
@@ -179,4 +180,4 @@ def unfixable(trajectory_id: str, error: Exception) -> RepairRow:
     return RepairRow(trajectory_id=trajectory_id, route="pending", reason=f"repair failed: {type(error).__name__}: {error}")
 
 
-__all__ = ["IssueRoute", "TrajectoryRepair", "plan_repair", "route_issue", "route_trajectory", "majority_issues"]
+__all__ = ["IssueRoute", "TrajectoryRepair", "majority_issues", "plan_repair", "route_issue", "route_trajectory"]

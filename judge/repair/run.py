@@ -20,7 +20,14 @@ from judge.model import Trajectory, Usage
 from judge.repair.prompting import Provider, make_provider_from_spec
 from judge.repair.rewrite import rewrite_query
 from judge.repair.routing import TrajectoryRepair, plan_repair, unfixable
-from judge.repair.tickets import TEACHER_PROMPT, Ticket, build_tickets, evidence_for, teacher_guidance, template_guidance
+from judge.repair.tickets import (
+    TEACHER_PROMPT,
+    Ticket,
+    build_tickets,
+    evidence_for,
+    teacher_guidance,
+    template_guidance,
+)
 from judge.schema import Cluster, RepairRow, ScoreRow
 
 TICKETS = "tickets.jsonl"

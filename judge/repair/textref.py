@@ -108,7 +108,7 @@ NOT_CLAIMS = [
     "テストを実行してみます。",
 ]
 
-_SENTENCE_RE = re.compile(r"[^。！？!?\n]+?(?:[.!?](?=\s|$)|[。！？]|\n|$)", re.S)
+_SENTENCE_RE = re.compile(r"[^。！？!?\n]+?(?:[.!?](?=\s|$)|[。！？]|\n|$)", re.DOTALL)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from judge.model import Message, Trajectory, Usage
-from judge.repair.calls import argument_text, call_sites, is_plan_call, is_read_only, receipt_failed, rejected_before_running
-from judge.repair.prompting import CallResult, Provider, call_json, neutralise, render_prompt
+from judge.repair.calls import (
+    argument_text,
+    call_sites,
+    is_plan_call,
+    is_read_only,
+    receipt_failed,
+    rejected_before_running,
+)
+from judge.repair.prompting import (
+    CallResult,
+    Provider,
+    call_json,
+    neutralise,
+    render_prompt,
+)
 from judge.schema import Cluster, RepairRow, ScoredIssue
 
 TICKET_VERSION = "trajudge.ticket/1"
@@ -236,12 +249,12 @@ def build_tickets(
     reusable, unknown, plan = environment_state(trajectory, prefix)
     target = target_of(issue)
     evidence = evidence_for(trajectory, issue, cluster)
-    common: dict[str, Any] = dict(
-        trajectory_id=trajectory.id, query_id=trajectory.query_id, query=trajectory.query, route=row.route,
-        checkpoint_turn=checkpoint, branch_turn=checkpoint, prefix=prefix, reusable_receipts=reusable,
-        unknown_writes=unknown, plan=plan, target_issue=target, moot=list(row.moot), evidence=evidence,
-        fresh_environment=bool(unknown) or row.route in ("environment", "rewrite-restart"),
-    )
+    common: dict[str, Any] = {
+        "trajectory_id": trajectory.id, "query_id": trajectory.query_id, "query": trajectory.query, "route": row.route,
+        "checkpoint_turn": checkpoint, "branch_turn": checkpoint, "prefix": prefix, "reusable_receipts": reusable,
+        "unknown_writes": unknown, "plan": plan, "target_issue": target, "moot": list(row.moot), "evidence": evidence,
+        "fresh_environment": bool(unknown) or row.route in ("environment", "rewrite-restart"),
+    }
     if row.route == "environment":
         arms: list[tuple[Arm, str | None]] = [("rerun", None)]
     elif row.route == "rewrite-restart":

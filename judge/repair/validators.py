@@ -19,7 +19,11 @@ from pydantic import BaseModel
 
 from judge.model import Trajectory, number_turns
 from judge.repair.calls import argument_text, call_sites, message_text, receipt_failed
-from judge.repair.dependencies import failed_receipt_indices, recovery_window, value_tokens
+from judge.repair.dependencies import (
+    failed_receipt_indices,
+    recovery_window,
+    value_tokens,
+)
 from judge.repair.textref import Detectors, distinctive_tokens, split_sentences
 
 # The rules judge's detectors an edit could trip: text about a failure that is gone, a claim before its
@@ -246,7 +250,9 @@ def _values_from_receipts_before(trajectory: Trajectory, index: int) -> set[str]
 
 def _rule_findings(trajectory: Trajectory) -> list[Any] | None:
     try:
-        from judge.rules import run_detectors  # the rules judge (its own issue); optional here
+        from judge.rules import (
+            run_detectors,  # the rules judge (its own issue); optional here
+        )
     except ImportError:
         return None
     return list(run_detectors(trajectory, names=RULE_DETECTORS))
