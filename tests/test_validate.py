@@ -22,6 +22,7 @@ from judge.validate import (
     LabelError,
     LabelledFailure,
     TrajectoryLabels,
+    agent_at_turn,
     cohen_kappa,
     decisive_issue,
     evaluate,
@@ -375,3 +376,43 @@ def test_trivial_baselines_are_scored_on_the_same_labels():
     report = evaluate(labels, {l.label_id: trajectory for l in labels}, {}, {trajectory.id: True}, "who-and-when", k=0)
     assert (report.first_turn_exact.hits, report.last_turn_exact.hits, report.first_turn_exact.n) == (1, 1, 3)
     assert "trivial baseline: always T1, exact" in format_table(report)
+
+
+# --- bundled excerpts of the labelled sets (tests/fixtures/analysis, see SOURCE.md there) -------------
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "analysis"
+
+
+def test_real_who_and_when_step_12_is_not_matched_by_a_prediction_at_step_1(tmp_path: Path):
+    from judge.importers import load_trajectories
+    from judge.validate import match_trajectories
+
+    labels, errors = load_labels(FIXTURES / "who_and_when", "who-and-when")
+    assert errors == [] and {l.label_id: l.failures[0].step for l in labels} == {"Hand-Crafted/24.json": 1, "Hand-Crafted/43.json": 12}
+    matched = match_trajectories(labels, load_trajectories(FIXTURES / "who_and_when"))
+    long_log = matched["Hand-Crafted/43.json"]
+    assert label_turn(long_log, 12, "who-and-when") == 12  # history[12] is the 12th agent message: T12
+    assert normalise_agent(agent_at_turn(long_log, 12)) == "assistant"
+    only_43 = [l for l in labels if l.label_id == "Hand-Crafted/43.json"]
+    wrong = evaluate(only_43, matched, {long_log.id: [issue(label_turn(long_log, 1, "who-and-when"))]},
+                     {long_log.id: True}, "who-and-when", k=0)
+    assert (wrong.step_exact.hits, wrong.step_exact.n) == (0, 1)
+    right = evaluate(only_43, matched, {long_log.id: [issue(12)]}, {long_log.id: True}, "who-and-when", k=0)
+    assert (right.step_exact.hits, right.agent.hits) == (1, 1)
+
+
+def test_real_agentrx_failures_map_to_the_turns_of_their_messages():
+    from judge.importers import load_trajectories
+    from judge.validate import match_trajectories
+
+    (label,), errors = load_labels(FIXTURES / "agentrx" / "tau_ground_truth_74.json")
+    assert errors == [] and label.kind == "agentrx"
+    (trajectory,) = load_trajectories(FIXTURES / "agentrx" / "tau_dataset_failed_74.json")
+    assert match_trajectories([label], [trajectory]) == {"74": trajectory}
+    # step 21: the assistant's exchange call (T10); step 24: a user message, so the turn it follows (T11)
+    assert [label_turn(trajectory, f.step, "agentrx") for f in label.failures] == [10, 11]
+    assert [f.is_root for f in label.failures] == [True, False]
+    report = evaluate([label], {"74": trajectory}, {trajectory.id: [issue(10, category="semantic")]},
+                      {trajectory.id: True}, "agentrx", k=0)
+    assert (report.step_exact.hits, report.root_exact.hits) == (1, 1)
+    assert report.issue_counts["semantic"] == {"tp_pred": 1, "pred": 1, "tp_label": 1, "label": 2}
