@@ -270,3 +270,47 @@ def test_price_table_errors_name_the_file(tmp_path) -> None:
     bad.write_text("prices:\n  'x:y': {input: 1}\n")
     with pytest.raises(ValueError, match=r"prices.yaml: price 'x:y' needs numeric"):
         load_price_table(bad)
+
+
+def test_a_key_echoed_by_the_server_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-echoed-secret-123456")
+    with FakeLLMServer("openai") as fake:
+        with pytest.raises(ProviderError) as raised:
+            complete(fake, Scripted(status=401, error_message="Incorrect API key provided: sk-echoed-secret-123456"))
+    assert "sk-echoed-secret-123456" not in str(raised.value) and "***" in str(raised.value)
+
+
+class FakeClock:
+    """A clock that only moves when the code under test sleeps: rate limits are tested without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+@pytest.mark.parametrize(("per_minute", "requests", "amount", "waited"), [
+    (60, 60, 1, 0.0),  # a full bucket lets a burst of `per_minute` through
+    (60, 61, 1, 1.0),  # the next one waits one refill step (1 s at 60 per minute)
+    (120, 130, 1, 5.0),  # 10 over at 2 per second
+    (1000, 3, 600, 48.0),  # tokens: 1800 wanted, 1000 at once, 800 more at 1000/60 per second
+])
+def test_token_bucket(per_minute: float, requests: int, amount: int, waited: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.providers import retry
+
+    clock = FakeClock()
+    monkeypatch.setattr(retry.asyncio, "sleep", clock.sleep)
+    bucket = retry.TokenBucket(per_minute, clock=clock)
+
+    async def go() -> None:
+        for _ in range(requests):
+            await bucket.acquire(amount)
+
+    asyncio.run(go())
+    assert clock.now == pytest.approx(waited, abs=1e-6)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from types import ModuleType
 
 import httpx
@@ -24,7 +25,30 @@ from judge.providers.errors import (
 
 
 def classify_sdk_error(sdk: ModuleType, error: BaseException) -> ProviderError:
-    """Return the typed error for an exception raised by ``sdk`` (the imported openai or anthropic module)."""
+    """Return the typed error for an exception raised by ``sdk`` (the imported openai or anthropic module).
+
+    The message is scrubbed of the API keys in the environment: some servers echo the key they rejected.
+    """
+    typed = _classify(sdk, error)
+    scrubbed = scrub_secrets(str(typed.args[0]) if typed.args else "")
+    if typed.args and scrubbed != typed.args[0]:
+        typed.args = (scrubbed,)
+    return typed
+
+
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def scrub_secrets(text: str) -> str:
+    """Replace any API key from the environment that appears in ``text`` with ``***``."""
+    for name in KEY_VARIABLES:
+        key = os.environ.get(name)
+        if key and len(key) >= 8 and key in text:
+            text = text.replace(key, "***")
+    return text
+
+
+def _classify(sdk: ModuleType, error: BaseException) -> ProviderError:
     if isinstance(error, ProviderError):
         return error
     if isinstance(error, (sdk.APITimeoutError, httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)):
