@@ -219,3 +219,32 @@ def test_cli_export_prints_counts_and_rejects_missing_run(tmp_path: Path):
     missing = CliRunner(env={"COLUMNS": "300"}).invoke(app, ["export", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
     assert missing.exit_code == 2
     assert "trajectories.jsonl not found: `judge export` needs a scored run directory" in missing.output
+
+
+DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+@pytest.mark.shared
+def test_tau_airline_trials_of_one_task_stay_on_one_side(tmp_path: Path):
+    """200 real trajectories = 50 tasks x 4 trials: the split must keep every task's trials together."""
+    source = DATASETS / "tau_bench_trajectories" / "gpt-4o-airline.json"
+    if not source.exists():
+        pytest.skip(f"shared dataset not available: {source}")
+    from judge.pipeline import import_to_run, read_trajectories
+
+    run = tmp_path / "run"
+    import_to_run([source], run, None)
+    trajectories = list(read_trajectories(run))
+    # Scores are made up here (all released): this test is about the split, not the gate.
+    rundir.write_jsonl(run / rundir.SCORES, [score_row(t.id) for t in trajectories])
+    record = export_run(run, tmp_path / "out", ExportOptions(test_size=0.1, seed=0))
+    assert record["train"]["queries"] + record["test"]["queries"] == 50
+    assert (record["train"]["trajectories"], record["test"]["trajectories"]) == (180, 20)
+    assert record["disjoint_by_query"] is True
+    sides = {}
+    for side in ("train", "test"):
+        for line in (tmp_path / "out" / f"{side}.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            assert sides.setdefault(row["query_id"], side) == side
+    # one sample per assistant message with content or calls (SOURCE.md: 2,454 assistant messages)
+    assert record["train"]["samples"] + record["test"]["samples"] + record["skipped_empty_turns"] == 2454
