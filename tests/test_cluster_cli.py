@@ -72,6 +72,7 @@ def test_rescore_changes_scores_with_the_rubric_and_no_judge(tmp_path: Path) -> 
     row = json.loads((tmp_path / rundir.SCORES).read_text())
     assert (row["score"], row["rubric"]) == (1, "harsh-v1")
     assert json.loads((tmp_path / rundir.MANIFEST).read_text())["rubric"]["label"] == "harsh-v1"
+    assert (tmp_path / rundir.SUMMARY).is_file() and (tmp_path / rundir.REPAIRS).is_file()  # later stages rerun too
 
 
 def test_rescore_of_a_folder_without_verdicts_fails_clearly(tmp_path: Path) -> None:

@@ -99,9 +99,9 @@ def rescore_command(
     run: Path = typer.Argument(..., help="A run directory with trajectories.jsonl and verdicts.jsonl."),
     rubric: Optional[Path] = typer.Option(None, "--rubric", help="A rubric YAML (default rubrics/default-v1.yaml)."),
 ) -> None:
-    """Recompute clusters and scores from the stored verdicts, with no judge call."""
+    """Recompute clusters and scores from the stored verdicts, then repairs, summary and reports; no judge call."""
     from judge import rundir
-    from judge.pipeline import score_run
+    from judge.pipeline import finish_run, score_run
 
     for name in (rundir.TRAJECTORIES, rundir.VERDICTS):
         if not (run / name).is_file():
@@ -109,6 +109,7 @@ def rescore_command(
             raise typer.Exit(2)
     try:
         scores = score_run(run, rubric_path=rubric)
+        written = finish_run(run) or {}
     except (FileNotFoundError, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error
@@ -116,3 +117,5 @@ def rescore_command(
     histogram = {value: sum(1 for s in scored if s.score == value) for value in sorted({s.score for s in scored})}
     typer.echo(f"{len(scores)} trajectories: {len(scored)} scored {histogram}, {len(scores) - len(scored)} unscored, "
                f"{sum(s.release for s in scores)} released; wrote {run / rundir.SCORES}")
+    for name, path in written.items():
+        typer.echo(f"  {name}: {path}")
