@@ -75,12 +75,16 @@ def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
 
 
 def vote_histogram(clusters: Sequence[Cluster]) -> dict[int, int]:
-    """Number of clusters with each vote count, e.g. {1: 4, 2: 1, 3: 6}."""
-    return dict(sorted(Counter(c.votes for c in clusters).items()))
+    """Number of clusters with each vote count from 1 to the largest panel, e.g. {1: 4, 2: 0, 3: 6}."""
+    counts = Counter(c.votes for c in clusters)
+    largest = max([c.panel_size for c in clusters] + [c.votes for c in clusters], default=0)
+    return {votes: counts.get(votes, 0) for votes in range(1, largest + 1)}
 
 
 def effective_judges(n: int, mean_correlation: float | None) -> float | None:
-    """``n / (1 + (n - 1) r)`` with r clipped to [0, 1]; None when r is unknown."""
+    """``n / (1 + (n - 1) r)`` with r clipped to [0, 1]; 1 for a panel of one; None when r is unknown."""
+    if n == 1:
+        return 1.0
     if mean_correlation is None or n < 1:
         return None
     r = min(1.0, max(0.0, mean_correlation))

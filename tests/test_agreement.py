@@ -73,7 +73,7 @@ def test_fleiss_hand_computed(table, expected) -> None:
 
 
 @pytest.mark.parametrize(
-    ("n", "r", "expected"), [(3, 0.0, 3.0), (3, 1.0, 1.0), (3, 0.5, 1.5), (3, -0.3, 3.0), (1, 0.7, 1.0), (3, None, None)]
+    ("n", "r", "expected"), [(3, 0.0, 3.0), (3, 1.0, 1.0), (3, 0.5, 1.5), (3, -0.3, 3.0), (1, 0.7, 1.0), (1, None, 1.0), (3, None, None)]
 )
 def test_effective_judges(n, r, expected) -> None:
     assert effective_judges(n, r) == expected
@@ -120,7 +120,7 @@ def test_issue_units_and_summary() -> None:
 
 
 def test_vote_histogram_and_empty_summary() -> None:
-    assert vote_histogram([_cluster(2), _cluster(2), _cluster(1)]) == {1: 1, 2: 2}
+    assert vote_histogram([_cluster(2), _cluster(2), _cluster(1)]) == {1: 1, 2: 2, 3: 0}  # up to the panel size
     empty = agreement_summary([], [])
     assert empty["krippendorff_alpha_issues"] is None and empty["fleiss_kappa_efficiency"] is None
     assert empty["vote_histogram"] == {}
