@@ -228,6 +228,7 @@ class Detectors:
     # so grammatical aspect (perfective vs prospective markers) shifts the margin before the threshold.
     success_threshold: float = 0.04
     aspect_weight: float = 0.08
+    success_threshold_bare: float = 0.15
 
     def failure_reference(self, sentences: Sequence[str], cues: Sequence[bool]) -> list[tuple[bool, float]]:
         """Whether each sentence refers to a failure. A reference often sits in one clause ("さっきのはダメだった
@@ -252,8 +253,13 @@ class Detectors:
         failures = self.failure.margins(sentences)
         out = []
         for text, margin, failure in zip(sentences, margins, failures):
-            score = margin + self.aspect_weight * aspect(text)
-            out.append((score >= self.success_threshold and failure < self.failure_threshold and not _FAILURE_WORD.search(text), score))
+            form = aspect(text)
+            score = margin + self.aspect_weight * form
+            # Without a perfective form only a clear embedding match counts ("Inspect the migrations." is an
+            # imperative, not a report, even when its topic is close to the claim exemplars).
+            reported = form > 0 or margin >= self.success_threshold_bare
+            out.append((reported and score >= self.success_threshold and failure < self.failure_threshold
+                        and not _FAILURE_WORD.search(text), score))
         return out
 
 
