@@ -75,6 +75,7 @@ def sign_test(wins: int, losses: int) -> float:
 
 
 def mean_or_none(values: Sequence[float]) -> float | None:
+    """The mean, or None for no values (never a made-up 0)."""
     return float(np.mean(values)) if len(values) else None
 
 
@@ -162,6 +163,7 @@ class LinkScorer:
         return float(features @ self.config.weight_vector() + self.config.bias)
 
     def same_defect(self, a: Issue, b: Issue, category_known: bool = True) -> bool:
+        """Would the clusterer link these two (score at or above its threshold)?"""
         return self.score(a, b, category_known) >= self.config.threshold
 
 
@@ -180,6 +182,7 @@ class Target:
 
     @classmethod
     def of(cls, trajectory: Trajectory) -> Target | None:
+        """The target of a continuation, from its metadata (None when it names none)."""
         meta = trajectory.metadata
         if not meta.target_issue:
             return None
@@ -229,6 +232,7 @@ class ArmOutcome:
     panel_size: int
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON object of this arm in a ``compare.json`` pair."""
         return dict(self.__dict__)
 
 
@@ -264,6 +268,8 @@ def arm_outcome(record: ArmRecord, branch_turn: int, target: Target | str | None
 
 @dataclass
 class Pairing:
+    """Complete groups by (source_id, branch_turn) -> arm -> record, and the records left unpaired."""
+
     groups: dict[tuple[str, int], dict[str, ArmRecord]] = field(default_factory=dict)
     unmatched: list[dict[str, Any]] = field(default_factory=list)
 
@@ -444,6 +450,8 @@ def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list
 
 @dataclass
 class CompareResult:
+    """Everything ``compare.json`` holds; ``to_json`` gives its ``pairs`` and ``summary``."""
+
     arms: list[str]
     baseline: str
     pairs: list[dict[str, Any]]
@@ -452,6 +460,7 @@ class CompareResult:
     settings: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
+        """The ``compare.json`` document."""
         return {
             "pairs": self.pairs,
             "summary": {"arms": self.arms, "baseline": self.baseline, "comparisons": self.comparisons,
@@ -495,6 +504,7 @@ def compare_records(records: Sequence[ArmRecord], scorer: LinkScorer | None, bas
 
 
 def is_run_dir(path: Path) -> bool:
+    """A scored run directory: trajectories.jsonl and scores.jsonl present."""
     return path.is_dir() and (path / rundir.TRAJECTORIES).exists() and (path / rundir.SCORES).exists()
 
 

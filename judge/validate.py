@@ -300,6 +300,7 @@ def map_category(raw: str | None) -> str | None:
 
 
 def mast_group(text: str) -> str | None:
+    """The MAST mode group whose keywords occur in ``text`` (first in MAST_GROUPS order), else None."""
     lowered = text.lower()
     for group, words in MAST_GROUPS.items():
         if any(w in lowered for w in words):
@@ -319,15 +320,18 @@ class Rate:
 
     @property
     def value(self) -> float | None:
+        """hits / n, or None when nothing was evaluated."""
         return self.hits / self.n if self.n else None
 
     def add(self, hit: bool) -> None:
+        """Count one evaluated item."""
         self.n += 1
         self.hits += int(hit)
 
 
 @dataclass
 class TrajectoryResult:
+    """One labelled trajectory as evaluated: label turns, our decisive turn and agent."""
     label_id: str
     trajectory_id: str | None
     label_turns: list[int | None]
@@ -340,6 +344,7 @@ class TrajectoryResult:
 
 @dataclass
 class ValidationReport:
+    """Every figure of ``judge validate`` with its counts; ``to_json`` is what ``--json`` writes."""
     kind: LabelKind
     k: int
     labels: int
@@ -361,6 +366,7 @@ class ValidationReport:
     results: list[TrajectoryResult] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-ready form: each rate as hits, n and value, plus precision/recall per category."""
         data = asdict(self)
         for name in ("step_exact", "step_within_k", "first_turn_exact", "last_turn_exact", "agent", "root_exact",
                      "root_within_k"):
@@ -371,6 +377,7 @@ class ValidationReport:
 
 
 def precision_recall(counts: dict[str, int]) -> dict[str, float | None]:
+    """Precision and recall from matched/total counts (None when a denominator is 0)."""
     precision = counts["tp_pred"] / counts["pred"] if counts["pred"] else None
     recall = counts["tp_label"] / counts["label"] if counts["label"] else None
     return {"precision": precision, "recall": recall}
