@@ -1,10 +1,12 @@
 // Index filters (score, category, tag, release) and open-folds-for-printing. Our own code only: it reads
 // data-* attributes and toggles a class; it never builds HTML from the data. Without JavaScript the filter
-// form stays hidden and every trajectory is shown.
+// form stays hidden and every trajectory is shown. Filters can be preset from the address, e.g.
+// report.html?score=2&category=semantic, so a filtered view can be shared as a link.
 (function () {
   "use strict";
   var form = document.getElementById("filters");
   if (form) {
+    var names = ["score", "category", "tag", "release"];
     var rows = Array.prototype.slice.call(document.querySelectorAll("tr[data-trajectory]"));
     var count = document.getElementById("filter-count");
     var parse = function (text) { try { return JSON.parse(text || "[]"); } catch (e) { return []; } };
@@ -24,6 +26,16 @@
       });
       if (count) { count.textContent = shown + " of " + rows.length + " shown"; }
     };
+    var preset = new URLSearchParams(window.location.search);
+    names.forEach(function (name) {
+      var select = form.elements[name], wanted = preset.get(name);
+      if (select && wanted !== null) {
+        // Only a value that is one of the options: anything else leaves the filter at "all".
+        Array.prototype.forEach.call(select.options, function (option) {
+          if (option.value === wanted) { select.value = wanted; }
+        });
+      }
+    });
     form.addEventListener("change", apply);
     form.addEventListener("reset", function () { window.setTimeout(apply, 0); });
     form.hidden = false;

@@ -130,3 +130,33 @@ def test_report_of_the_bundled_examples_in_chromium(tmp_path: Path):
     chromium(tmp_path, "--virtual-time-budget=4000", f"--screenshot={shot}", "--window-size=1280,4000",
              page.resolve().as_uri())
     assert shot.stat().st_size > 50_000
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """report.html of the fixture batch, built once for the filter cases."""
+    return build_report(make_run(tmp_path_factory.mktemp("filters") / "run"))["report_html"]
+
+
+@needs_chromium
+@pytest.mark.parametrize(
+    ("query", "shown", "visible"),
+    [
+        ("score=2", 1, {"t-bad"}),
+        ("category=environment", 1, {"t-env"}),
+        ("tag=%3Cscript%3E", 5, None),  # not one of the options: the filter stays at "all"
+    ],
+)
+def test_index_filters_preset_from_the_address(
+    tmp_path: Path, built: Path, query: str, shown: int, visible: set[str] | None
+):
+    page = built
+    dom = chromium(tmp_path, "--virtual-time-budget=3000", "--dump-dom", f"{page.resolve().as_uri()}?{query}").stdout
+    assert f"{shown} of 5 shown" in dom
+    if visible is not None:
+        from judge.report.viewer import anchor_id as anchor
+
+        for trajectory_id in ("t-clean", "t-bad", "../../etc/x", "t-env", "t-noscore"):
+            before, after = dom.split(f'data-trajectory="{anchor(trajectory_id)}"', 1)
+            start_tag = before.rsplit("<tr", 1)[1] + after.split(">", 1)[0]
+            assert ("hidden-by-filter" in start_tag) == (trajectory_id not in visible), trajectory_id
