@@ -346,3 +346,33 @@ def test_resume_after_sigkill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         by_id = {v.trajectory_id: v for v in rows}
         for trajectory_id, row in before_kill.items():
             assert by_id[trajectory_id].cached and by_id[trajectory_id].issues == Verdict.model_validate(row).issues
+
+
+def test_simulated_panel_reports_known_defects_and_says_it_is_a_simulation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    trajectories, truth = synthetic_batch(12)
+    with simulated_server(truth, SimConfig(latency_s=0.0, miss_rate=0.1, false_alarm_rate=0.2)) as sim:
+        run(trajectories, PanelConfig(judges=[f"openai-compatible:simjudge@{sim.base_url}"]), tmp_path)
+    rows = verdict_rows(tmp_path)
+    assert len(rows) == 36 and all(v.status == "ok" for v in rows)
+    assert all(v.raw is None for v in rows)
+    found = {(v.trajectory_id, i.tag, i.turn) for v in rows for i in v.issues}
+    votes = [sum(1 for v in rows if v.trajectory_id == trajectory.id and any(i.tag == defect["tag"] for i in v.issues))
+             for trajectory, row in zip(trajectories, truth) for defect in row["issues"]]
+    assert votes and min(votes) >= 1  # every known defect is seen by some pass
+    assert sum(1 for n in votes if n >= 2) >= 0.75 * len(votes)  # noisy, but mostly by a majority
+    assert sum(1 for n in votes if n == 3) < len(votes)  # and the simulated judges do miss some
+    wordings = {i.description for v in rows for i in v.issues if i.tag == "repeated-failure"}
+    assert len(wordings) >= 3  # the three simulated judges word the same defect differently
+    assert found  # and the panel did report something
+    request_bodies = json.dumps(sim.requests)
+    assert "[SIMULATED JUDGE]" not in request_bodies  # the label is on the server's answers, not our prompt
+
+
+def test_rules_and_llm_in_one_panel(server: FakeLLMServer, tmp_path: Path) -> None:
+    config = config_for(server, passes=None, judges=["rules", spec_for(server)])
+    result = run([one_trajectory()], config, tmp_path)
+    assert [p.pass_key for p in result.plans] == ["rules#1", f"{spec_for(server)}#1"]
+    members = read_manifest(tmp_path)["panel"]["members"]
+    assert [m["deterministic"] for m in members] == [True, False]
+    assert server.request_count == 1 and len(verdict_rows(tmp_path)) == 2
