@@ -211,11 +211,14 @@ def load_labels(path: Path, kind: LabelKind | None = None) -> tuple[list[Traject
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"labels not found: {path}")
-    kind = kind or detect_kind(path)
     loaders = {"who-and-when": load_who_and_when, "agentrx": load_agentrx, "mast": load_mast}
-    if kind not in loaders:
-        raise LabelError(f"unknown label kind {kind!r}; expected one of {', '.join(LABEL_KINDS)}")
-    return loaders[kind](path)
+    try:
+        kind = kind or detect_kind(path)
+        if kind not in loaders:
+            raise LabelError(f"unknown label kind {kind!r}; expected one of {', '.join(LABEL_KINDS)}")
+        return loaders[kind](path)
+    except json.JSONDecodeError as error:  # a Who&When folder reports per file; a single bad document stops here
+        raise LabelError(f"{path}: not valid JSON ({error})") from error
 
 
 # --- step -> turn ------------------------------------------------------------------------------

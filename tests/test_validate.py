@@ -416,3 +416,17 @@ def test_real_agentrx_failures_map_to_the_turns_of_their_messages():
                       {trajectory.id: True}, "agentrx", k=0)
     assert (report.step_exact.hits, report.root_exact.hits) == (1, 1)
     assert report.issue_counts["semantic"] == {"tp_pred": 1, "pred": 1, "tp_label": 1, "label": 2}
+
+
+@pytest.mark.parametrize(("content", "kind", "message"), [
+    ("{not json", "agentrx", "not valid JSON"),
+    ("{not json", None, "not valid JSON"),
+    ('{"a": 1}', "agentrx", "expected a JSON list"),
+    ('[{"x": 1}]', None, "cannot tell the label kind"),
+])
+def test_bad_label_files_name_the_file(tmp_path: Path, content, kind, message):
+    path = tmp_path / "labels.json"
+    path.write_text(content)
+    with pytest.raises(LabelError, match=message) as caught:
+        load_labels(path, kind)
+    assert str(path) in str(caught.value)
