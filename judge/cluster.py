@@ -62,7 +62,10 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "category": 1.0,
     "tag_same": 1.5,
     "tag_differ": -0.5,
-    "evidence": 1.5,
+    # No labelled set here quotes evidence, so this one is set by reasoning, not fitted: an identical quote at
+    # a near turn with the same category links two wordings (a failed call and a false claim about it quote
+    # the same error line too, but differ in category, and stay apart; see tests/test_cluster_core.py).
+    "evidence": 2.5,
 }
 DEFAULT_BIAS = -4.0
 

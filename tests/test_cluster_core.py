@@ -207,3 +207,36 @@ def test_labelled_false_alarms_are_left_out_of_majority_recall() -> None:
 
     quality = cluster_quality([(["p", "q", "p"], ["A", "A", "noise:x"], ["1", "1", "2"])], panel_size=3)
     assert (quality.defects, quality.majority_recall, quality.f1) == (1, 1.0, 1.0)
+
+
+QUOTE = "ERROR: file not found: tests/test_dates.py"
+
+
+@pytest.mark.parametrize(
+    ("evidence_a", "evidence_b", "category_b", "merged"),
+    [
+        ("", "", "code", False),
+        (QUOTE, QUOTE, "code", True),
+        (QUOTE, "exit code 0, 12 passed", "code", False),
+        (QUOTE, QUOTE, "semantic", False),  # a false claim about the failure quotes it too: another defect
+    ],
+)
+def test_shared_quoted_evidence_links_different_wordings(evidence_a: str, evidence_b: str, category_b: str, merged: bool) -> None:
+    verdicts = [
+        verdict(1, [issue(4, "Kept rerunning a command that could not work.", tag="repeated-failure", evidence=evidence_a)]),
+        verdict(2, [issue(5, "The test path is wrong so pytest aborts.", category=category_b, evidence=evidence_b)]),
+    ]
+    clusters = cluster_verdicts("t", verdicts, panel_size=3, config=ClusterConfig(embedder="lexical"),
+                                embedder=make_embedder("lexical"))
+    assert (len(clusters) == 1) == merged
+
+
+def test_turn_nearness_decides_between_two_candidates() -> None:
+    # Pass 2's issue is equally worded to both of pass 1's; it joins the one at the nearer turn.
+    verdicts = [
+        verdict(1, [issue(2, "Retried the failing install command."), issue(9, "Retried the failing install command.")]),
+        verdict(2, [issue(8, "Retried the failing install command.")]),
+    ]
+    clusters = cluster_verdicts("t", verdicts, panel_size=3, config=ClusterConfig(embedder="lexical"),
+                                embedder=make_embedder("lexical"))
+    assert sorted((c.turn, c.votes) for c in clusters) == [(2, 1), (8, 2)]
