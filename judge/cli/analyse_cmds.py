@@ -169,7 +169,9 @@ def compare_cmd(
         run_dirs.insert(0, judged)
     records = [record for run in run_dirs for record in load_records(run)]
     try:
-        result = compare_records(records, make_scorer(run_dirs, cache_dir=out), baseline=baseline, seed=seed,
+        # Embeddings are cached in the run we judged (its clustering already embedded the descriptions), else in OUT.
+        cache_dir = out / "run" if to_judge else out
+        result = compare_records(records, make_scorer(run_dirs, cache_dir=cache_dir), baseline=baseline, seed=seed,
                                  resamples=resamples)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
