@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge.embed import DEFAULT_EMBEDDER, Embedder, char_ngrams
 from judge.schema import CATEGORIES, Category, Cluster, ClusterMember, Issue, Severity, Verdict
@@ -83,6 +83,14 @@ class ClusterConfig(BaseModel):
     bias: float = DEFAULT_BIAS
     threshold: float = Field(default=0.0, description="Merge while the mean link score is >= this.")
     turn_window: int = Field(default=2, ge=0, description="Turns this far apart (and not equal) count as near.")
+
+    @field_validator("weights")
+    @classmethod
+    def _known_features(cls, weights: dict[str, float]) -> dict[str, float]:
+        unknown = set(weights) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"unknown cluster weight(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")
+        return weights
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None) -> ClusterConfig:

@@ -84,13 +84,18 @@ class Rubric(BaseModel):
         return {"name": self.name, "version": self.version, "label": self.label, "source": self.source}
 
 
-def load_rubric(path: Path | None) -> Rubric:
-    """Read a rubric YAML file (the bundled default when ``path`` is None); errors name the file."""
-    if path is None:
-        from judge.resources import resource_path
+def load_rubric(path: Path | str | None) -> Rubric:
+    """Read a rubric YAML file; errors name the file.
 
+    ``None`` is the bundled default; a bare name such as ``default-v1`` is looked up in rubrics/.
+    """
+    from judge.resources import resource_dir, resource_path
+
+    if path is None:
         path = resource_path("rubrics", DEFAULT_RUBRIC)
     path = Path(path)
+    if not path.exists() and path.parent == Path(".") and (resource_dir("rubrics") / f"{path.name}.yaml").exists():
+        path = resource_dir("rubrics") / f"{path.name}.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -155,6 +155,8 @@ def test_config_from_options_keeps_default_weights_and_rejects_unknown() -> None
     assert ClusterConfig.from_options(config.describe()) == config
     with pytest.raises(ValueError, match="unknown cluster weight"):
         ClusterConfig.from_options({"weights": {"colour": 1.0}})
+    with pytest.raises(ValueError, match="unknown cluster weight"):
+        ClusterConfig(weights={"colour": 1.0})
 
 
 @pytest.mark.parametrize(

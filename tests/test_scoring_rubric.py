@@ -90,6 +90,7 @@ def test_custom_rubric_file_and_bad_rubric_errors(tmp_path: Path) -> None:
         load_rubric(bad)
     with pytest.raises(FileNotFoundError, match="missing.yaml"):
         load_rubric(tmp_path / "missing.yaml")
+    assert load_rubric("default-v1") == load_rubric(None)  # a bundled rubric by name
 
 
 def _trajectory(tid: str) -> Trajectory:
