@@ -193,3 +193,13 @@ def test_cli_names_a_directory_that_is_not_a_run(tmp_path):
     assert result.exit_code != 0
     flat = "".join(result.output.replace("│", "").split())  # rich wraps the error box, even inside words
     assert "trajectories.jsonldoesnotexist" in flat and "scoredrundirectory" in flat
+
+
+def test_cli_reports_a_teacher_without_a_key_before_doing_any_work(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    run = _run(tmp_path)
+    result = CliRunner().invoke(app, ["repair", str(run), "--teacher", "openai:gpt-4o"])
+    assert result.exit_code == 2
+    assert "OPENAI_API_KEY is not set" in result.output
+    assert not (run / "repairs.jsonl").exists()

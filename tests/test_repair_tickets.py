@@ -89,8 +89,14 @@ def test_online_ticket_restores_the_prefix_before_the_faulty_turn():
     assert guided.guidance_source == "template" and "T4" in guided.guidance and "Revise the plan" in guided.guidance
     assert guided.evidence and "created and verified" in guided.evidence[0]
     assert unguided.guidance is None and unguided.usage == Usage()
-    assert guided.metadata == {"source_id": "planned", "branch_turn": 3, "arm": "guided", "query_id": "q-planned",
-                               "target_issue": guided.target_issue.as_text(), "ticket_id": "planned:c1:guided"}
+    assert guided.prefix_issues == [] and guided.moot == []
+
+
+def test_issues_before_the_checkpoint_are_listed_as_inherited():
+    # T1's failed read could be edited offline, so it does not block; the T3 semantic issue drives.
+    guided, _ = tickets_for(cases.read_retry(), cases.issue(1), cases.issue(3, **SEMANTIC))
+    assert guided.target_issue.cluster == "c2" and guided.checkpoint_turn == 2
+    assert guided.prefix_issues == ["c1"] and guided.moot == []
 
 
 def test_clean_prefix_needs_no_fresh_environment():

@@ -48,9 +48,11 @@ def repair_run_command(
     for name in (rundir.TRAJECTORIES, rundir.SCORES):
         if not (run / name).exists():
             raise typer.BadParameter(f"{run / name} does not exist: is {run} a scored run directory?", param_hint="RUN")
+    from judge.providers import ProviderError
+
     try:
         outputs = repair_run(run, out, teacher=teacher, base_url=base_url, control_arm=not no_control)
-    except ValueError as error:  # a bad row names its file and line
+    except (ValueError, ProviderError) as error:  # a bad row names its file and line; a bad --teacher says why
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error
     counts = outputs.counts()

@@ -114,6 +114,8 @@ def repair_run(
     """
     run_dir = Path(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir
+    if teacher and provider is None:
+        provider = make_provider_from_spec(teacher, base_url)  # fail fast (a missing key) before any work
     scores, clusters = load_run(run_dir)
     outputs = RepairOutputs()
     plans: list[TrajectoryRepair] = []
@@ -133,8 +135,6 @@ def repair_run(
         outputs.edit_log.extend(e.log_row() for e in plan.edits)
         if plan.edited is not None and plan.row.route == "offline-edit":
             outputs.edited.append(plan.edited)
-    if teacher and provider is None:
-        provider = make_provider_from_spec(teacher, base_url)
     outputs.tickets = asyncio.run(_all_tickets(plans, provider, teacher or getattr(provider, "spec", None), control_arm, concurrency))
     for row in outputs.rows:
         used = row.extra.get("teacher_usage")

@@ -108,6 +108,7 @@ class Ticket(BaseModel):
     plan: Any = Field(default=None, description="The last plan (TodoWrite-style arguments) in the prefix, if any.")
     target_issue: TargetIssue
     moot: list[str] = Field(default_factory=list, description="Clusters the continuation makes moot.")
+    prefix_issues: list[str] = Field(default_factory=list, description="Clusters inside the restored prefix: the continuation inherits them.")
     guidance: str | None = None
     guidance_source: str | None = Field(default=None, description="'template' or 'teacher:<spec>' (with prompt version).")
     evidence: list[str] = Field(default_factory=list)
@@ -253,6 +254,7 @@ def build_tickets(
         "trajectory_id": trajectory.id, "query_id": trajectory.query_id, "query": trajectory.query, "route": row.route,
         "checkpoint_turn": checkpoint, "branch_turn": checkpoint, "prefix": prefix, "reusable_receipts": reusable,
         "unknown_writes": unknown, "plan": plan, "target_issue": target, "moot": list(row.moot), "evidence": evidence,
+        "prefix_issues": [i["cluster"] for i in row.extra.get("issues", []) if i.get("role") == "prefix"],
         "fresh_environment": bool(unknown) or row.route in ("environment", "rewrite-restart"),
     }
     if row.route == "environment":
