@@ -294,6 +294,19 @@ def test_viewer_pins_majority_issues_to_their_turn(dom: Node):
     assert not turns["T1"].find_all(cls="issue-marker")  # its only issue is a minority one: shown apart
 
 
+def test_viewer_lists_majority_issues_without_a_turn_before_the_transcript(dom: Node):
+    section = _section(dom, "t-bad")
+    markers = [m for m in section.find_all(cls="issue-marker") if "No plan was given" in m.all_text()]
+    assert len(markers) == 1
+    ancestors = []
+    node = markers[0].parent
+    while node is not None:
+        ancestors.append(node)
+        node = node.parent
+    assert not any("msg" in n.classes() or "apart" in n.classes() for n in ancestors), "not pinned to a turn"
+    assert "2/3 votes" in markers[0].all_text()
+
+
 def test_viewer_shows_minority_apart_and_receipts(dom: Node):
     section = _section(dom, "t-bad")
     (apart,) = section.find_all("div", cls="apart")
@@ -313,7 +326,7 @@ def test_index_rows_carry_filter_data(dom: Node):
     bad = rows[anchor_id("t-bad")]
     assert bad.attrs["data-score"] == "2"
     assert json.loads(bad.attrs["data-categories"]) == ["code", "semantic"]
-    assert json.loads(bad.attrs["data-tags"]) == ["bad-arguments", "unverified-completion"]
+    assert json.loads(bad.attrs["data-tags"]) == ["bad-arguments", "no-plan", "unverified-completion"]
     assert rows[anchor_id("t-noscore")].attrs["data-score"] == "unscored"
     (form,) = dom.find_all("form", id="filters")
     assert "hidden" in form.attrs, "without JavaScript the filters stay hidden and every trajectory shows"
@@ -430,6 +443,17 @@ def test_bad_rows_are_listed_with_file_and_line(tmp_path: Path):
     assert (bad["file"], bad["line"]) == ("verdicts.jsonl", lines)
     assert "could not be read" in paths["report_html"].read_text()
     assert summary["unscored"]["passes_total"] == 13  # the good rows are all still counted
+
+
+def test_score_rows_without_a_trajectory_are_counted_and_named(tmp_path: Path):
+    run_dir = make_run(tmp_path / "run")
+    rows = (run_dir / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "trajectories.jsonl").write_text("".join(r for r in rows if '"id":"t-env"' not in r.replace(" ", "")))
+    paths = build_report(run_dir)
+    summary = json.loads(paths["summary"].read_text())
+    assert summary["inputs"]["scores_without_trajectory"] == ["t-env"]
+    assert summary["scores"]["total"] == 5 and summary["scores"]["counts"]["4"] == 1
+    assert "does not hold" in paths["report_html"].read_text()
 
 
 def test_cost_without_a_store_falls_back_to_verdicts(tmp_path: Path):

@@ -75,8 +75,11 @@ def summarise(data: RunData) -> dict[str, Any]:
 
 
 def inputs_section(data: RunData) -> dict[str, Any]:
+    known = {t.id for t in data.trajectories}
     return {
         "trajectories": len(data.trajectories),
+        # Score rows of ids that trajectories.jsonl does not hold: counted in the figures, absent from the viewer.
+        "scores_without_trajectory": [row.trajectory_id for row in data.scores if row.trajectory_id not in known],
         "rejects": len(data.rejects),
         "files": dict(sorted(data.present.items())),
         "unreadable_rows": [{"file": b.file, "line": b.line, "error": b.error} for b in data.bad_rows],
