@@ -88,6 +88,7 @@ def test_a_value_only_the_failed_receipt_returned_sends_the_issue_online(detecto
     found = deps(result, "returned-values")
     assert [d.status for d in found] == ["blocking"] and found[0].evidence == "tblQ7x9Kp2Lm"
     assert result.status == "online" and result.route == "online-guided"
+    assert result.calls == ["c1"] and result.removed_calls == [] and result.edited is None
 
 
 def test_receipt_values_that_are_not_used_later_do_not_block(detectors):

@@ -50,7 +50,8 @@ class EditResult(BaseModel):
     status: Literal["edited", "online", "pending"]
     route: Route
     reason: str
-    removed_calls: list[str] = Field(default_factory=list)
+    calls: list[str] = Field(default_factory=list, description="The failed calls the edit targets.")
+    removed_calls: list[str] = Field(default_factory=list, description="The calls actually removed (edited only).")
     removed_turns: list[int] = Field(default_factory=list, description="Original turns deleted entirely.")
     sentences: list[SentenceEdit] = Field(default_factory=list)
     dependencies: list[Dependency] = Field(default_factory=list)
@@ -123,7 +124,7 @@ def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Det
         blocking = [d for d in states if d.status == "blocking"]
         return EditResult(**base, kind="remove-failed-call", status="online", route="online-guided",
                           reason="; ".join(f"resource-state: {d.detail}" for d in blocking),
-                          removed_calls=[], dependencies=states)
+                          calls=sorted(deleted), dependencies=states)
     for site, state in zip(failed, states):
         deps.append(state)
         deps.extend(returned_values(trajectory, site))
@@ -132,7 +133,7 @@ def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Det
         deps.extend(text_deps)
         sentences.extend(e for e in text_edits if (e.message_index, e.field, e.start) not in {(x.message_index, x.field, x.start) for x in sentences})
     result = EditResult(**base, kind="remove-failed-call", status="edited", route="offline-edit", reason="",
-                        removed_calls=sorted(deleted), sentences=sentences, dependencies=deps)
+                        calls=sorted(deleted), sentences=sentences, dependencies=deps)
     blocking = [d for d in deps if d.status == "blocking"]
     unknown = [d for d in deps if d.status == "unknown"]
     if blocking:
@@ -203,6 +204,7 @@ def _finish(
     cut = sum(1 for s in result.sentences if s.action == "removed")
     what = f"removed {', '.join(deleted)}" if deleted else "wording fixed"
     result.reason = f"{what}; {cut} sentence(s) cut; dependencies checked; validators passed"
+    result.removed_calls = list(deleted)
     result.edited = edited
     return result
 
