@@ -188,7 +188,8 @@ class _Block:
     protected: bool = False
 
     def text(self) -> str:
-        return f"{self.header}\n{self.body}" if self.body else self.header
+        body = self.body.strip("\n")
+        return f"{self.header}\n{body}" if body else self.header
 
 
 @dataclass
