@@ -11,6 +11,7 @@ Outcomes: ``ok``; ``error`` (the call failed: error flag, non-zero exit code, or
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -80,13 +81,14 @@ class Sentence:
 
 @dataclass
 class Speech:
-    """The text of one assistant message, split into sentences."""
+    """The text of one assistant message and the sentences of it that claim something."""
 
     message_index: int
     turn: int
     name: str | None
     text: str
-    sentences: list[Sentence]
+    region: str  # the part of the text that is read for claims and references (long messages: both ends)
+    sentences: list[Sentence]  # the claim sentences (only those)
     has_calls: bool
     mentions_failure: bool  # the message speaks of a failure or problem: it is reporting one, not hiding it
 
@@ -105,6 +107,7 @@ class Analysis:
     # (id, turn, resolved): a reused call id; resolved when the earlier use was answered before the reuse
     duplicate_call_ids: list[tuple[str, int, bool]] = field(default_factory=list)
     orphan_receipts: list[tuple[str, int, int]] = field(default_factory=list)  # (call id, message index, turn)
+    cache: dict[str, object] = field(default_factory=dict)  # per-analysis memo of detector helpers
 
     def excerpt(self, text: str) -> str:
         return excerpt(text, self.config.receipt.excerpt_chars)
@@ -156,7 +159,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                 action = _make_action(len(actions), index, message, call, config, patterns)
                 actions.append(action)
                 by_call_id.setdefault(call.id, []).append(action)
-            speeches.append(_speech(index, message, patterns))
+            speeches.append(_speech(index, message, config, patterns))
         elif message.role == "tool" and message.receipt is not None:
             receipt = message.receipt
             action = None
@@ -176,8 +179,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                     continue
             action.receipt = receipt
             action.receipt_index = index
-            action.outcome, action.error_line = classify_receipt(receipt, config, patterns)
-            if not action.is_plan and not action.is_check and patterns.check_receipt.search(receipt.content or ""):
+            action.outcome, action.error_line, reports_checks = _classify(receipt, config, patterns)
+            if reports_checks and not action.is_plan:
                 action.is_check = True  # it reported checks passing/failing: it was a check
 
     # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
@@ -202,6 +205,12 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
 
 def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str]:
     """Outcome of one receipt and the line that shows a failure ("" when it succeeded)."""
+    outcome, line, _ = _classify(receipt, config, patterns)
+    return outcome, line
+
+
+def _classify(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str, bool]:
+    """(outcome, failure line, whether the receipt reports checks passing or failing)."""
     text = receipt.content or ""
     lines = text.splitlines()
     settings = config.receipt
@@ -209,21 +218,24 @@ def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPa
         window = "\n".join(lines[: settings.head_lines] + lines[-settings.tail_lines :] if settings.tail_lines else lines[: settings.head_lines])
     else:
         window = text
-    environment = patterns.environment.search(window)
+    window = clip(window, settings.head_chars, settings.tail_chars)  # one-line JSON dumps can be huge
+    hits = patterns.receipt_lists.search_all(window)
+    environment = hits["environment"]
     explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
-    explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or bool(patterns.success.search(window))
-    error = None if explicit_success and not explicit_failure else patterns.error.search(window)
+    explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or bool(hits["success"])
+    error = None if explicit_success and not explicit_failure else hits["error"]
+    reports_checks = hits["check_receipt"] is not None
     if not (explicit_failure or error or environment):
-        return "ok", ""
+        return "ok", "", reports_checks
     if explicit_success and not explicit_failure and not environment:
-        return "ok", ""
+        return "ok", "", reports_checks
     shown = environment or error
     line = _line_at(window, shown.start()) if shown else (lines[0] if lines else "")
     if _EXIT_LINE.match(line):
         line = _reason_after_exit_line(window, patterns) or line
     if environment:
-        return "environment", line
-    return "error", line or f"exit code {receipt.exit_code}"
+        return "environment", line, reports_checks
+    return "error", line or f"exit code {receipt.exit_code}", reports_checks
 
 
 def _reason_after_exit_line(window: str, patterns: CompiledPatterns) -> str:
@@ -292,28 +304,29 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
     text = arguments_text(call)
     command = command_of(call, config)
     path = _path_argument(call, config)
-    is_plan = bool(patterns.plan_name.search(name)) and _plan_items(call) is not None
+    is_plan = patterns.name_is("plan_name", name) and _plan_items(call) is not None
     writes: tuple[str, ...] = ()
-    if path and patterns.write_name.search(name) and not _is_view(call):
+    if path and patterns.name_is("write_name", name) and not _is_view(call):
         writes = (path,)
     elif command:
         writes = tuple(dict.fromkeys(_REDIRECT.findall(command) + _SED_INPLACE.findall(command)))
         writes = tuple(w for w in writes if w not in ("/dev/null", "&1", "&2") and not w.startswith("&"))
     if command:
         intent = f"{name}:{_command_head(command)}"
-        read_only = bool(patterns.read_only_command.search(command.strip())) and not writes
-        is_check = bool(patterns.check.search(command))
+        hits = patterns.command_lists.search_all(command.strip())
+        read_only = hits["read_only"] is not None and not writes
+        is_check = hits["check"] is not None
     else:
         intent = f"{name}:{path}" if path else name
-        read_only = bool(patterns.read_only_name.search(name)) or _is_view(call)
-        is_check = bool(patterns.check_name.search(name))
+        read_only = patterns.name_is("read_only_name", name) or _is_view(call)
+        is_check = patterns.name_is("check_name", name)
     return Action(
         order=order,
         turn=message.turn or 0,
         message_index=index,
         call=call,
         name=name,
-        key=call.argument_hash(),
+        key=f"{name}\x00{text}",  # canonical JSON of the arguments: identical calls share it
         intent=intent,
         text=text,
         is_plan=is_plan,
@@ -393,22 +406,42 @@ def plan_items(call: ToolCall) -> list[tuple[str, str, str]]:
     return result
 
 
-def _speech(index: int, message: Message, patterns: CompiledPatterns) -> Speech:
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
+
+
+def _speech(index: int, message: Message, config: RulesConfig, patterns: CompiledPatterns) -> Speech:
     text = message.content or ""
-    sentences = [_sentence(part.strip(), patterns) for part in _SENTENCE_SPLIT.split(text) if part and part.strip()]
-    return Speech(index, message.turn or 0, message.name, text, sentences, bool(message.tool_calls),
-                  bool(patterns.prior_failure.search(text)))
+    region = clip(text, config.message.head_chars, config.message.tail_chars)
+    sentences: list[Sentence] = []
+    matches = patterns.claim.finditer(region)
+    if matches:
+        ends = [m.end() for m in _SENTENCE_END.finditer(region)]
+        seen: set[int] = set()
+        for match in matches:
+            # The sentence around the claim: from the end of the previous sentence to the end of this one.
+            at = bisect.bisect_right(ends, match.start())
+            if at in seen:
+                continue
+            seen.add(at)
+            start = ends[at - 1] if at else 0
+            stop = ends[at] if at < len(ends) else len(region)
+            sentences.append(_claim_sentence(region[start:stop].strip(), patterns))
+    mentions_failure = bool(sentences) and bool(patterns.prior_failure.search(region))
+    return Speech(index, message.turn or 0, message.name, text, region, sentences, bool(message.tool_calls), mentions_failure)
 
 
-def _sentence(text: str, patterns: CompiledPatterns) -> Sentence:
-    is_claim = bool(patterns.claim.search(text))
-    is_check_claim = is_claim and bool(patterns.check_claim.search(text))
-    if not is_claim:
-        return Sentence(text, False, False, False, False, ())
+def clip(text: str, head: int, tail: int) -> str:
+    """The first ``head`` and last ``tail`` characters of a long text (claims and errors sit at the ends)."""
+    if len(text) <= head + tail:
+        return text
+    return text[:head] + "\n" + (text[-tail:] if tail else "")
+
+
+def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
     return Sentence(
         text=text,
         is_claim=True,
-        is_check_claim=is_check_claim,
+        is_check_claim=bool(patterns.check_claim.search(text)),
         hedged=bool(patterns.hedge.search(text)),
         mentions_failure=bool(patterns.failure_words.search(text)),
         tokens=salient_tokens(text),

@@ -47,7 +47,18 @@ class ReceiptSettings(BaseModel):
 
     head_lines: int = Field(default=15, ge=1)
     tail_lines: int = Field(default=6, ge=0)
+    head_chars: int = Field(default=2000, ge=100)
+    tail_chars: int = Field(default=1000, ge=0)
     excerpt_chars: int = Field(default=160, ge=20)
+
+
+class MessageSettings(BaseModel):
+    """How much of a long assistant message is read for claims and failure references (its two ends)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    head_chars: int = Field(default=4000, ge=100)
+    tail_chars: int = Field(default=2000, ge=0)
 
 
 class ToolSettings(BaseModel):
@@ -84,6 +95,7 @@ class RulesConfig(BaseModel):
     detectors: dict[str, DetectorSettings] = Field(default_factory=dict)
     efficiency: EfficiencySettings = Field(default_factory=EfficiencySettings)
     receipt: ReceiptSettings = Field(default_factory=ReceiptSettings)
+    message: MessageSettings = Field(default_factory=MessageSettings)
     phrases: dict[str, dict[str, list[str]]] = Field(description="list name -> language -> regular expressions")
     tools: ToolSettings = Field(default_factory=ToolSettings)
     source: str | None = Field(default=None, description="The file this config was read from.")
@@ -165,30 +177,50 @@ class PhraseMatcher:
         self.patterns = patterns
         self.compiled = [re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns]
         self.always: list[int] = []
-        by_literal: dict[str, set[int]] = {}
+        self.requires: dict[str, set[int]] = {}  # literal -> patterns that need it
         for index, pattern in enumerate(patterns):
             required = necessary_literals(pattern)
             if required is None:
                 self.always.append(index)
                 continue
             for literal in required:
-                by_literal.setdefault(literal, set()).add(index)
-        # A literal found in the text also contains every shorter literal inside it: close over substrings.
-        self.needs: dict[str, frozenset[int]] = {
-            literal: frozenset(i for other, ids in by_literal.items() if other in literal for i in ids)
-            for literal in by_literal
-        }
-        ordered = sorted(by_literal, key=len, reverse=True)
-        self.gate = re.compile("|".join(re.escape(x) for x in ordered)) if ordered else None
+                self.requires.setdefault(literal, set()).add(index)
+        self.gate = LiteralGate(list(self.requires))
+        self._needs: dict[str, frozenset[int]] = {}
 
-    def search(self, text: str) -> re.Match[str] | None:
+    def needs(self, found: set[str]) -> set[int]:
+        """Patterns to run when the literals ``found`` occur (a found literal also holds every literal inside it)."""
         candidates = set(self.always)
-        if self.gate is not None:
-            low = text.lower()
-            if len(low) == len(text):  # lower() kept positions aligned (true except for a few exotic letters)
-                candidates |= self._gated(low)
-            else:
-                candidates = set(range(len(self.compiled)))
+        for literal in found:
+            ids = self._needs.get(literal)
+            if ids is None:
+                ids = self._needs[literal] = frozenset(
+                    i for own, group in self.requires.items() if own in literal for i in group)
+            candidates |= ids
+        return candidates
+
+    def search(self, text: str, low: str | None = None) -> re.Match[str] | None:
+        """Like ``re.search`` of the alternation; ``low`` is ``text.lower()`` when the caller already has it."""
+        if not self.always:
+            found = self.gate.find(text.lower() if low is None else low)
+            if not found:
+                return None  # the common case: no literal of the list occurs at all
+            return self.run(text, self.needs(found))
+        return self.run(text, self.needs(self.gate.find(text.lower() if low is None else low)))
+
+    def finditer(self, text: str) -> list[re.Match[str]]:
+        """Every match of every pattern of the list, by position (overlapping matches of different patterns kept)."""
+        if self.always:
+            candidates = self.needs(self.gate.find(text.lower()))
+        else:
+            found = self.gate.find(text.lower())
+            if not found:
+                return []
+            candidates = self.needs(found)
+        matches = [m for index in sorted(candidates) for m in self.compiled[index].finditer(text)]
+        return sorted(matches, key=lambda m: m.start())
+
+    def run(self, text: str, candidates: set[int]) -> re.Match[str] | None:
         best: re.Match[str] | None = None
         for index in sorted(candidates):
             match = self.compiled[index].search(text)
@@ -196,17 +228,49 @@ class PhraseMatcher:
                 best = match
         return best
 
-    def _gated(self, low: str) -> set[int]:
-        found: set[int] = set()
-        assert self.gate is not None
-        for hit in self.gate.finditer(low):
-            found |= self.needs[hit.group()]
-            # finditer skips literals that start inside a hit; look for them there too.
-            for position in range(hit.start() + 1, hit.end()):
-                inner = self.gate.match(low, position)
-                if inner is not None:
-                    found |= self.needs[inner.group()]
+
+class LiteralGate:
+    """Finds which of a set of literals occur in a lowered text, with one regex scan in the common case."""
+
+    def __init__(self, literals: list[str]) -> None:
+        ordered = sorted(set(literals), key=len, reverse=True)
+        alternation = "|".join(re.escape(x) for x in ordered)
+        self.scan = re.compile(alternation) if ordered else None
+        # findall skips a literal that starts inside an earlier hit and runs past its end ("ab", "bc" in "abc");
+        # when the literals allow that and something was found, a second, overlapping scan finds them all.
+        self.overlapping = re.compile(f"(?=({alternation}))") if ordered and _can_overlap(ordered) else None
+
+    def find(self, low: str) -> set[str]:
+        if self.scan is None:
+            return set()
+        found = set(self.scan.findall(low))
+        if found and self.overlapping is not None:
+            found = set(self.overlapping.findall(low))
         return found
+
+
+class PhraseGroup:
+    """Several phrase lists searched over the same text with one literal scan (receipts, commands)."""
+
+    def __init__(self, matchers: dict[str, PhraseMatcher]) -> None:
+        self.matchers = matchers
+        self.gate = LiteralGate([lit for m in matchers.values() for lit in m.requires])
+
+    def search_all(self, text: str) -> dict[str, re.Match[str] | None]:
+        found = self.gate.find(text.lower())
+        result: dict[str, re.Match[str] | None] = {}
+        for name, matcher in self.matchers.items():
+            if not found and not matcher.always:
+                result[name] = None
+            else:
+                result[name] = matcher.run(text, matcher.needs(found))
+        return result
+
+
+def _can_overlap(literals: list[str]) -> bool:
+    """Whether some literal's proper suffix is a proper prefix of another literal ("ab" + "bc" in "abc")."""
+    prefixes = {x[:k] for x in literals for k in range(1, len(x))}
+    return any(x[k:] in prefixes for x in literals for k in range(1, len(x)))
 
 
 def necessary_literals(pattern: str) -> set[str] | None:
@@ -261,7 +325,7 @@ def _node(op: Any, value: Any) -> set[str] | None:
 
 
 class CompiledPatterns:
-    """One compiled alternation per phrase list and tool list."""
+    """One matcher per phrase list and tool list; tool-name answers are memoised (names repeat a lot)."""
 
     def __init__(self, config: RulesConfig) -> None:
         for name in PHRASE_LISTS:
@@ -277,6 +341,18 @@ class CompiledPatterns:
         self.read_only_command = _alternation(tools.read_only_commands)
         self.write_name = _alternation(tools.write_names)
         self.final_name = _alternation(tools.final_names)
+        self.receipt_lists = PhraseGroup({"environment": self.environment, "success": self.success,
+                                          "error": self.error, "check_receipt": self.check_receipt})
+        self.command_lists = PhraseGroup({"read_only": self.read_only_command, "check": self.check})
+        self._names: dict[tuple[str, str], bool] = {}
+
+    def name_is(self, kind: str, name: str) -> bool:
+        """Whether tool ``name`` matches the tool list ``kind`` (plan_name, write_name, check_name, ...)."""
+        key = (kind, name)
+        answer = self._names.get(key)
+        if answer is None:
+            answer = self._names[key] = getattr(self, kind).search(name) is not None
+        return answer
 
     error: PhraseMatcher
     environment: PhraseMatcher

@@ -154,9 +154,12 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     has_shell = any(_is_shell(an, a) for a in an.actions)
     any_check = any(a.is_check for a in an.actions)
     for speech in an.speeches:
+        claims = _claims(speech)
+        if not claims:
+            continue
         index = speech.message_index
         prior = [a for a in an.actions if a.message_index < index and not a.is_plan]
-        for sentence in _claims(speech):
+        for sentence in claims:
             why: str | None = None
             referent: Action | None = None
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
@@ -209,12 +212,15 @@ def premature_claim(an: Analysis) -> list[Issue]:
     """
     issues = []
     for speech in an.speeches:
+        claims = _claims(speech)
+        if not claims:
+            continue
         index = speech.message_index
-        seen_ok = [a for a in an.actions if a.visible_at < index and a.outcome == "ok"]
         pending = [a for a in an.actions if a.message_index >= index and not a.is_plan]
         if not pending:
             continue
-        for sentence in _claims(speech):
+        seen_ok = [a for a in an.actions if a.visible_at < index and a.outcome == "ok"]
+        for sentence in claims:
             found: tuple[str, Action] | None = None
             for token in sentence.tokens:
                 if any(_mentions(a, token, with_receipt=True) for a in seen_ok):
@@ -251,7 +257,7 @@ def phantom_failure_reference(an: Analysis) -> list[Issue]:
     issues = []
     first_user = next((i for i, m in enumerate(messages) if m.role == "user"), None)
     for speech in an.speeches:
-        match = patterns.phantom.search(speech.text)
+        match = patterns.phantom.search(speech.region)
         if not match:
             continue
         index = speech.message_index
@@ -262,24 +268,45 @@ def phantom_failure_reference(an: Analysis) -> list[Issue]:
         if _failure_text_before(an, index, first_user, speech.name):
             continue
         description = "Refers to an earlier failure, but nothing before this message failed."
-        evidence = f"T{speech.turn}: \"{an.excerpt(_sentence_around(speech.text, match.start()))}\""
+        evidence = f"T{speech.turn}: \"{an.excerpt(_sentence_around(speech.region, match.start()))}\""
         issues.append(_issue(an, "phantom-failure-reference", speech.turn, "semantic", description, evidence))
     return issues
 
 
 def _failure_text_before(an: Analysis, index: int, first_user: int | None, speaker: str | None) -> bool:
-    words = an.patterns.prior_failure
-    for i, message in enumerate(an.trajectory.messages[:index]):
-        if message.role == "tool":
-            if message.receipt and words.search(message.receipt.content or ""):
-                return True
-        elif message.role == "user" and i != first_user:
-            if words.search(message.content or ""):
-                return True
-        elif message.role == "assistant" and an.multi_agent and message.name != speaker:
-            if words.search(message.content or ""):
-                return True
+    """Whether any message before ``index`` could be the failure a reference points at (see the detector)."""
+    for position, name in _failure_texts(an, first_user):
+        if position >= index:
+            return False
+        if name is _ANYONE or name != speaker:
+            return True
     return False
+
+
+_ANYONE = "\x00anyone"
+
+
+def _failure_texts(an: Analysis, first_user: int | None) -> list[tuple[int, str | None]]:
+    """(message index, speaker) of every message whose text speaks of a failure, computed once per analysis.
+
+    Receipts and user messages after the query count for any speaker; in multi-agent logs, an agent's message
+    counts for the other agents.
+    """
+    cached = an.cache.get("failure_texts")
+    if cached is None:
+        words = an.patterns.prior_failure
+        cached = []
+        for i, message in enumerate(an.trajectory.messages):
+            if message.role == "tool":
+                if message.receipt and words.search(message.receipt.content or ""):
+                    cached.append((i, _ANYONE))
+            elif message.role == "user" and i != first_user:
+                if words.search(message.content or ""):
+                    cached.append((i, _ANYONE))
+            elif message.role == "assistant" and an.multi_agent and words.search(message.content or ""):
+                cached.append((i, message.name))
+        an.cache["failure_texts"] = cached
+    return cached  # type: ignore[no-any-return]
 
 
 def _sentence_around(text: str, position: int) -> str:
@@ -308,7 +335,7 @@ def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
             updates.append((action.message_index, action.turn, plan_items(action.call)))
     if not updates:
         for speech in an.speeches:
-            boxes = _CHECKBOX.findall(speech.text)
+            boxes = _CHECKBOX.findall(speech.region)
             if boxes:
                 items = [(" ".join(text.lower().split()), text, "pending" if mark == " " else "completed") for mark, text in boxes]
                 updates.append((speech.message_index, speech.turn, items))
@@ -417,7 +444,7 @@ def unpaired_call_id(an: Analysis) -> list[Issue]:
     for action in an.actions:
         if action.call is None or action.receipt is not None:
             continue
-        if action.order == last_call and an.patterns.final_name.search(action.name):
+        if action.order == last_call and an.patterns.name_is("final_name", action.name):
             continue
         issues.append(_issue(
             an, "unpaired-call-id", action.turn, "environment",
