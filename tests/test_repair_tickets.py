@@ -173,7 +173,7 @@ def test_a_passing_rewrite_gets_a_restart_ticket_anchored_to_the_original():
     provider = FakeProvider({"rewrite": REWRITE, "notes": "numbered the steps"}, {"requirements": REQUIREMENTS})
     ticket, = tickets_for(capability_trajectory(), cases.issue(None, category="capability", tag="budget-exhausted"),
                           provider=provider, teacher="fake:teacher")
-    assert ticket.arm == "rewrite" and ticket.status == "ready"
+    assert ticket.arm == "rewrite" and ticket.status == "ready" and ticket.guidance is None
     assert ticket.query == QUERY and ticket.agent_query == REWRITE and ticket.checkpoint_turn == 0
     assert ticket.rewrite_check["passed"] is True and len(ticket.rewrite_check["requirements"]) == 4
     assert ticket.usage == Usage(input_tokens=200, output_tokens=40)  # both calls counted

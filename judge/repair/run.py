@@ -66,7 +66,8 @@ async def _finish_online(plan: TrajectoryRepair, provider: Provider | None, teac
     if driver is None or row.route not in ("online-guided", "online-regenerate", "rewrite-restart", "environment"):
         return []
     evidence = evidence_for(trajectory, driver.issue, driver.cluster)
-    guidance = template_guidance(trajectory, driver.issue, evidence)
+    # A capability restart starts fresh from the (checked) rewrite: no advice about the failed run.
+    guidance = None if row.route == "rewrite-restart" else template_guidance(trajectory, driver.issue, evidence)
     source = "template" if guidance else None
     usage = Usage()
     agent_query, check = None, None
