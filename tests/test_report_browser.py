@@ -91,7 +91,10 @@ def test_report_in_chromium_runs_nothing_from_the_data(tmp_path: Path, beacon: s
     page = build_report(run_dir)["report_html"]
     url = page.resolve().as_uri()
 
-    dom = chromium(tmp_path, "--virtual-time-budget=4000", "--dump-dom", url).stdout
+    result = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--virtual-time-budget=4000", "--dump-dom", url)
+    dom = result.stdout
+    console = [line for line in result.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == [], "the page logged to the console (a CSP violation or a script error):\n" + "\n".join(console)
     assert "<title>trajudge report · run</title>" in dom, "a script from the data changed the title"
     assert "PWNED" not in dom.split("<body", 1)[1].split(">", 1)[0], "the body's attributes were changed"
     assert "data-pwned" not in dom

@@ -150,7 +150,6 @@ def content_security_policy(css: str, js: str) -> str:
         "img-src data:",
         "base-uri 'none'",
         "form-action 'none'",
-        "frame-ancestors 'none'",
     ])
 
 
