@@ -99,3 +99,22 @@ def test_compare_cli_errors_name_the_problem(tmp_path: Path):
     assert missing.exit_code == 2 and "input not found" in missing.output
     nothing = runner.invoke(app, ["compare", "--out", str(tmp_path / "c")])
     assert nothing.exit_code == 2 and "at least one INPUT" in nothing.output
+
+
+def test_compare_cli_judges_continuation_files_with_judge_score_options(tmp_path: Path):
+    from judge.cli import app
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "continuations" / "continuations.jsonl"
+    out = tmp_path / "cmp"
+    result = CliRunner(env={"COLUMNS": "300"}).invoke(
+        app, ["compare", str(examples), "--out", str(out), "--judge", "rules", "--embedder", "lexical"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "run" / "run.json").read_text())
+    assert manifest["cluster"]["embedder"] == "lexical"  # the score option reached `judge score`
+    assert [m["judge"] for m in manifest["panel"]["members"]] == ["rules"]
+    data = json.loads((out / "compare.json").read_text())
+    assert len(data["pairs"]) == 10
+    assert "guided vs unguided: 10 pairs" in result.output
+    bad = CliRunner(env={"COLUMNS": "300"}).invoke(
+        app, ["compare", str(out / "run"), "--out", str(tmp_path / "c2"), "--judge", "rules"])
+    assert bad.exit_code == 2 and "every input is an already scored run" in bad.output
