@@ -241,11 +241,7 @@ def test_validators_pass_on_an_honest_edit(detectors):
 
 
 def test_wording_fix_removes_a_phantom_failure_reference(detectors):
-    traj = cases.trajectory("phantom", [
-        cases.say("Reading the configuration.", cases.call("c1", "Read", file_path="config/service.yaml")),
-        cases.tool("c1", "service:\n  port: 8080\n"),
-        cases.say("That failed, so I'll retry the read. The service listens on port 8080."),
-    ])
+    traj = cases.phantom_reference()
     result = offline_edit(traj, cases.issue(2, category="semantic", tag="phantom-failure-reference"), detectors=detectors)
     assert result.status == "edited", result.reason
     assert result.edited.messages[-1].content == "The service listens on port 8080."

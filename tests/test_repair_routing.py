@@ -44,6 +44,7 @@ SEMANTIC = {"category": "semantic", "severity": "severe", "tag": "unverified-com
     (cases.returned_value, cases.issue(1), "online-guided", 0),                        # returned value used later
     (cases.fallback_write, cases.issue(1), "online-guided", 0),                        # control dependency
     (cases.long_reference, cases.issue(1), "pending", None),                           # unknown (flagged text)
+    (cases.phantom_reference, cases.issue(2, category="semantic", tag="phantom-failure-reference"), "offline-edit", None),
     (cases.read_retry, cases.issue(2, tag="wrong-argument"), "online-guided", 1),      # code issue, no failed call
     (cases.read_retry, cases.issue(3, **SEMANTIC), "online-regenerate", 2),            # semantic
     (cases.read_retry, cases.issue(None, category="capability", tag="budget-exhausted"), "rewrite-restart", 0),

@@ -31,7 +31,7 @@ from judge.report.viewer import anchor_id
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
-from report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run  # noqa: E402
+from report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run
 
 
 @pytest.fixture(scope="module")

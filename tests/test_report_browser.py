@@ -23,7 +23,7 @@ from judge.report import build_report
 from judge.report.viewer import anchor_id
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
-from report_runs import make_run  # noqa: E402
+from report_runs import make_run
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +54,7 @@ def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 class Beacon(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+    def do_GET(self) -> None:
         Beacon.hits.append(self.path)
         self.send_response(200)
         self.end_headers()
