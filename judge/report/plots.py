@@ -16,7 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: never try to open a display
 
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 SCORE_COLOURS = {"2": "#c0392b", "3": "#e08e0b", "4": "#3f8f5f", "5": "#1f6f43", "unscored": "#9aa0a6"}
 SEVERITY_COLOURS = {"severe": "#c0392b", "minor": "#e0a82e"}
@@ -43,8 +43,8 @@ def _to_svg(figure: plt.Figure, prefix: str, title: str) -> str:
     plt.close(figure)
     svg = buffer.getvalue()
     svg = svg[svg.index("<svg"):]  # drop the XML declaration and DOCTYPE: not allowed inside HTML
-    svg = re.sub(r"<style[^>]*>.*?</style>", "", svg, flags=re.S)
-    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r"<style[^>]*>.*?</style>", "", svg, flags=re.DOTALL)
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.DOTALL)
     svg = re.sub(r'\bid="', f'id="{prefix}-', svg)
     svg = svg.replace("url(#", f"url(#{prefix}-").replace('xlink:href="#', f'xlink:href="#{prefix}-')
     # Accessible name; the title is one of our own fixed strings, escaped anyway.

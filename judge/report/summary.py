@@ -18,7 +18,15 @@ from typing import Any
 from judge import __version__, rundir
 from judge.model import Trajectory
 from judge.report.load import RunData, load_run
-from judge.schema import CATEGORIES, SEVERITIES, Cluster, Reject, RepairRow, ScoreRow, Verdict
+from judge.schema import (
+    CATEGORIES,
+    SEVERITIES,
+    Cluster,
+    Reject,
+    RepairRow,
+    ScoreRow,
+    Verdict,
+)
 
 SUMMARY_SCHEMA = "trajudge.summary/1"
 SCORE_KEYS: tuple[str, ...] = ("2", "3", "4", "5", "unscored")
@@ -202,7 +210,7 @@ def top_defects(clusters: list[Cluster], limit: int = TOP_DEFECTS) -> list[dict[
         groups[(cluster.category, cluster.tag or UNTAGGED)].append(cluster)
     kinds = []
     for (category, tag), members in groups.items():
-        example = max(members, key=lambda c: (c.votes, c.majority, -len(c.trajectory_id), c.trajectory_id, c.cluster))
+        example = max(members, key=lambda c: (c.votes, c.majority))  # ties: the first in file order
         kinds.append({
             "category": category,
             "tag": tag,
@@ -284,7 +292,9 @@ def agreement_section(verdicts: list[Verdict], clusters: list[Cluster], panel: d
     for name in AGREEMENT_FIELDS:
         section[name] = None
     try:
-        from judge.agreement import agreement_summary  # written by the clustering/scoring stage
+        from judge.agreement import (
+            agreement_summary,  # written by the clustering/scoring stage
+        )
     except ImportError:
         for name in AGREEMENT_FIELDS:
             section["unavailable"][name] = "judge.agreement is not installed in this build"
@@ -433,7 +443,7 @@ def rejects_section(rejects: list[Reject], limit: int = 200) -> dict[str, Any]:
 # --- cost and time -----------------------------------------------------------------------------
 
 
-def _add(total: int | float | None, value: int | float | None) -> int | float | None:
+def _add(total: float | None, value: float | None) -> int | float | None:
     if value is None:
         return total
     return value if total is None else total + value
@@ -474,8 +484,8 @@ def judge_cost(attempts: list[dict[str, Any]] | None, verdicts: list[Verdict]) -
         for verdict in verdicts:
             row = row_for(verdict.judge)
             row["attempts"] += max(1, verdict.attempts)
-            row["failed_attempts"] += max(0, verdict.attempts - 1) + (verdict.reason == "provider_error")
-            row["cached_calls"] += verdict.cached
+            row["failed_attempts"] += max(0, verdict.attempts - 1) + int(verdict.reason == "provider_error")
+            row["cached_calls"] += int(verdict.cached)
             for name in ("input_tokens", "output_tokens", "cached_tokens"):
                 row[name] = _add(row[name], getattr(verdict.usage, name))
             row["cost_usd"] = _add(row["cost_usd"], verdict.cost_usd)
