@@ -409,7 +409,9 @@ def label_keys(label: TrajectoryLabels) -> list[str]:
         source = Path(label.source_file)
         return [f"file:{source}", f"name:{source.parent.name}/{source.name}"]
     if label.kind == "agentrx":
-        return [f"task:{label.task_id}", f"query:{label.task_id}", f"id:{label.task_id}"]
+        # AgentRx labels tau-bench *retail* tasks; the tau importer names their query group tau-retail-<task_id>,
+        # which keeps an airline task with the same number from being taken for it.
+        return [f"query:tau-retail-{label.task_id}", f"task:{label.task_id}", f"query:{label.task_id}", f"id:{label.task_id}"]
     assert label.source_file and label.task_id is not None
     name = Path(label.source_file).name
     # importers number records in a JSON document 1-based (source_line) or 0-based; try the 1-based form first

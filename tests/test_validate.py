@@ -430,3 +430,12 @@ def test_bad_label_files_name_the_file(tmp_path: Path, content, kind, message):
     with pytest.raises(LabelError, match=message) as caught:
         load_labels(path, kind)
     assert str(path) in str(caught.value)
+
+
+def test_agentrx_labels_prefer_the_retail_task_over_an_airline_task_with_the_same_number():
+    from judge.validate import match_trajectories
+
+    retail = tau_trajectory().model_copy(update={"id": "tau-retail-2-t0", "query_id": "tau-retail-2"})
+    airline = tau_trajectory().model_copy(update={"id": "tau-airline-2-t0", "query_id": "tau-airline-2"})
+    label = TrajectoryLabels(label_id="2", kind="agentrx", task_id="2", failures=[LabelledFailure(step=3, is_root=True)])
+    assert match_trajectories([label], [airline, retail])["2"].id == "tau-retail-2-t0"
