@@ -5,7 +5,8 @@
 Each generated trajectory mixes what the detectors look at: shell calls with successes, failures (tracebacks,
 unknown flags, exit codes), environment faults, repeated failures, file writes, test runs, TodoWrite plan
 updates, and assistant text with claims in English, Chinese and Japanese. Timed: the whole judge pass (one
-analysis, all ten detectors, the efficiency vote), as the ``rules`` judge runs it. Trajectory generation is not
+analysis, all ten detectors, the efficiency vote), as the ``rules`` judge runs it. Every receipt and message text
+is unique, so the judge's memo of repeated texts does not flatter the figure. Trajectory generation is not
 timed. Prints the figure; the target is >= 500 trajectories/second.
 """
 
@@ -61,8 +62,12 @@ def generate(index: int, turns: int, rng: random.Random) -> Trajectory:
                 else:
                     call = ToolCall(id=f"c{index}-{turn}-{position}", name="Bash", arguments={"command": rng.choice(COMMANDS)})
                 calls.append(call)
-                receipts.append(Receipt(call_id=call.id, content=out, exit_code=code, is_error=kind != "ok"))
-        messages.append(Message(role="assistant", content=rng.choice(TEXTS), tool_calls=calls))
+                # Unique text per receipt and message: the judge memoises identical texts, which would
+                # otherwise measure the memo instead of the detectors.
+                unique = f"{out}\n(run {index}.{turn}.{position}, {rng.random():.6f})"
+                receipts.append(Receipt(call_id=call.id, content=unique, exit_code=code, is_error=kind != "ok"))
+        text = rng.choice(TEXTS)
+        messages.append(Message(role="assistant", content=f"{text} (step {index}.{turn})" if text else "", tool_calls=calls))
         messages.extend(Message(role="tool", content=r.content, receipt=r) for r in receipts)
     return Trajectory(id=f"bench-{index}", query="Fix calc.py.", query_id="bench", messages=number_turns(messages),
                       metadata=TrajectoryMetadata(source_format="bench"))

@@ -210,7 +210,19 @@ def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPa
 
 
 def _classify(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str, bool]:
-    """(outcome, failure line, whether the receipt reports checks passing or failing)."""
+    """(outcome, failure line, whether the receipt reports checks passing or failing).
+
+    Memoised per config: identical receipts are common ("Todos have been modified successfully.", the shared
+    prefix of a continuation and its source trajectory), and the answer depends on nothing else.
+    """
+    key = (receipt.content, receipt.is_error, receipt.exit_code)
+    cached = patterns.memo_receipts.get(key)
+    if cached is None:
+        cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns))
+    return cached  # type: ignore[return-value]
+
+
+def _classify_uncached(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str, bool]:
     text = receipt.content or ""
     lines = text.splitlines()
     settings = config.receipt
@@ -411,6 +423,15 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
 
 def _speech(index: int, message: Message, config: RulesConfig, patterns: CompiledPatterns) -> Speech:
     text = message.content or ""
+    cached = patterns.memo_speeches.get(text)
+    if cached is None:
+        cached = patterns.remember(patterns.memo_speeches, text, _read_speech(text, config, patterns))
+    region, sentences, mentions_failure = cached  # type: ignore[misc]
+    return Speech(index, message.turn or 0, message.name, text, region, sentences, bool(message.tool_calls), mentions_failure)
+
+
+def _read_speech(text: str, config: RulesConfig, patterns: CompiledPatterns) -> tuple[str, list[Sentence], bool]:
+    """(region read, claim sentences, whether the message speaks of a failure): depends on the text only."""
     region = clip(text, config.message.head_chars, config.message.tail_chars)
     sentences: list[Sentence] = []
     matches = patterns.claim.finditer(region)
@@ -427,7 +448,7 @@ def _speech(index: int, message: Message, config: RulesConfig, patterns: Compile
             stop = ends[at] if at < len(ends) else len(region)
             sentences.append(_claim_sentence(region[start:stop].strip(), patterns))
     mentions_failure = bool(sentences) and bool(patterns.prior_failure.search(region))
-    return Speech(index, message.turn or 0, message.name, text, region, sentences, bool(message.tool_calls), mentions_failure)
+    return region, sentences, mentions_failure
 
 
 def clip(text: str, head: int, tail: int) -> str:

@@ -345,6 +345,17 @@ class CompiledPatterns:
                                           "error": self.error, "check_receipt": self.check_receipt})
         self.command_lists = PhraseGroup({"read_only": self.read_only_command, "check": self.check})
         self._names: dict[tuple[str, str], bool] = {}
+        # Per-text answers of the analysis (receipt outcome, claim sentences), bounded; see analysis._classify.
+        self.memo_receipts: dict[object, object] = {}
+        self.memo_speeches: dict[object, object] = {}
+
+    MEMO_LIMIT = 20000
+
+    def remember(self, memo: dict[object, object], key: object, value: object) -> object:
+        if len(memo) >= self.MEMO_LIMIT:
+            memo.clear()  # simple and bounded; a batch's repeats are close together
+        memo[key] = value
+        return value
 
     def name_is(self, kind: str, name: str) -> bool:
         """Whether tool ``name`` matches the tool list ``kind`` (plan_name, write_name, check_name, ...)."""
