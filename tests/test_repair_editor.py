@@ -271,3 +271,16 @@ def test_receipts_are_compared_by_call_id(detectors):
     assert set(kept) == {"c2"} and kept["c2"] == next(s.receipt for s in call_sites(traj) if s.call.id == "c2")
     assert isinstance(result.edited.messages[2], Message)
     assert result.edited.id == "read-retry+edit" and result.edited.metadata.extra["edited_from"] == "read-retry"
+
+
+def test_receipts_paired_by_position_are_removed_with_their_call(detectors):
+    """Formats without call ids on results (paired by position) are edited the same way."""
+    traj = cases.read_retry_silent()
+    for message in traj.messages:
+        if message.receipt is not None:
+            message.receipt.call_id = None
+    assert [s.receipt.is_error for s in call_sites(traj)] == [True, False]
+    result = offline_edit(traj, cases.issue(1), detectors=detectors)
+    assert result.status == "edited", result.reason
+    assert [m.role for m in result.edited.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert result.edited.messages[3].receipt.content.startswith("service:")

@@ -73,7 +73,8 @@ def receipt_failed(receipt: Receipt | None) -> bool:
 
 
 def call_sites(trajectory: Trajectory) -> list[CallSite]:
-    """Every tool call in message order, paired with its receipt (by call id)."""
+    """Every tool call in message order, paired with its receipt: by call id, else (formats that pair by
+    position) with the next receipt without a call id that follows the call's message in the same turn."""
     receipt_at: dict[str, int] = {}
     for index, message in enumerate(trajectory.messages):
         if message.role == "tool" and message.receipt and message.receipt.call_id:
@@ -82,8 +83,15 @@ def call_sites(trajectory: Trajectory) -> list[CallSite]:
     for index, message in enumerate(trajectory.messages):
         if message.role != "assistant":
             continue
+        anonymous = [
+            i for i in range(index + 1, len(trajectory.messages))
+            if trajectory.messages[i].role == "tool" and trajectory.messages[i].receipt is not None
+            and not trajectory.messages[i].receipt.call_id and trajectory.messages[i].turn == message.turn
+        ]
         for call in message.tool_calls:
             r_index = receipt_at.get(call.id)
+            if r_index is None and anonymous:
+                r_index = anonymous.pop(0)
             receipt = trajectory.messages[r_index].receipt if r_index is not None else None
             sites.append(CallSite(call, message.turn or 0, index, receipt, r_index))
     return sites

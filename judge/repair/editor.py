@@ -220,6 +220,7 @@ def apply_edit(
     cuts: dict[tuple[int, str], list[tuple[int, int]]] = {}
     for edit in sentence_edits:
         cuts.setdefault((edit.message_index, edit.field), []).append((edit.start, edit.end))
+    deleted_receipts = {s.receipt_index for s in call_sites(trajectory) if s.call.id in deleted_calls}
     kept: list[Message] = []
     message_map: list[int] = []
     removed_turns: list[int] = []
@@ -227,7 +228,7 @@ def apply_edit(
     for index, message in enumerate(trajectory.messages):
         if message.role == "user":
             carried = ""
-        if message.role == "tool" and message.receipt and message.receipt.call_id in deleted_calls:
+        if message.role == "tool" and index in deleted_receipts:
             continue
         new = message.model_copy(deep=True)
         if message.role == "assistant":
