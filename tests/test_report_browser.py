@@ -112,22 +112,22 @@ def test_report_in_chromium_runs_nothing_from_the_data(tmp_path: Path, beacon: s
 
 
 @needs_chromium
-def test_report_of_the_bundled_examples_in_chromium(tmp_path: Path):
-    pytest.importorskip("judge.panel", reason="the judge panel is not in this build")
-    import asyncio
+def test_report_of_the_bundled_examples_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The README's main command on the bundled examples, then its report.html in the browser."""
+    from typer.testing import CliRunner
 
-    from judge.panel import PanelConfig, run_panel
-    from judge.pipeline import import_to_run, read_trajectories, score_run
+    from judge.cli import app
 
-    run_dir = tmp_path / "examples"
-    stats = import_to_run([ROOT / "examples" / "batch"], run_dir)
-    assert stats.imported > 0
-    asyncio.run(run_panel(list(read_trajectories(run_dir)), PanelConfig(), run_dir, progress=False))
-    score_run(run_dir)
-    page = build_report(run_dir)["report_html"]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run_dir = tmp_path / "demo"
+    result = CliRunner().invoke(app, ["score", str(ROOT / "examples"), "--out", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    page = run_dir / "report.html"
+    assert str(page) in result.output.strip().splitlines()[-1], "judge score must end by naming report.html"
+    trajectories = sum(1 for line in (run_dir / "trajectories.jsonl").open() if line.strip())
 
     dom = chromium(tmp_path, "--virtual-time-budget=4000", "--dump-dom", page.resolve().as_uri()).stdout
-    assert f"{stats.imported} of {stats.imported} shown" in dom
+    assert f"{trajectories} of {trajectories} shown" in dom
     assert 'class="issue-marker' in dom
     shot = tmp_path / "examples.png"
     chromium(tmp_path, "--virtual-time-budget=4000", f"--screenshot={shot}", "--window-size=1280,4000",
