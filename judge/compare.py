@@ -416,12 +416,13 @@ def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list
     p = summary["sign_test_p"]
     if not n:
         return [f"No pair has a score in both arms, so nothing can be said about {treatment} vs {baseline}."]
-    direction = "higher" if mean > 0 else "lower" if mean < 0 else "the same"
-    lines.append(
-        f"{treatment} scored {abs(mean):.2f} points {direction} than {baseline} on average over {n} pairs "
-        f"(95% interval {ci[0]:+.2f} to {ci[1]:+.2f}; sign test p = {p:.3f}, "
-        f"{summary['wins']} wins / {summary['ties']} ties / {summary['losses']} losses)."
-    )
+    if mean == 0:
+        headline = f"{treatment} and {baseline} scored the same on average over {n} pairs"
+    else:
+        headline = (f"{treatment} scored {abs(mean):.2f} points {'higher' if mean > 0 else 'lower'} than {baseline} "
+                    f"on average over {n} pairs")
+    lines.append(f"{headline} (95% interval {ci[0]:+.2f} to {ci[1]:+.2f}; sign test p = {p:.3f}, "
+                 f"{summary['wins']} wins / {summary['ties']} ties / {summary['losses']} losses).")
     if summary["evidence_of_difference"]:
         better = treatment if mean > 0 else baseline
         lines.append(f"The interval excludes 0 and p < {SIGNIFICANCE}: this is evidence that {better} scores higher.")
@@ -431,7 +432,8 @@ def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list
             reasons.append("the interval includes 0")
         if p >= SIGNIFICANCE:
             reasons.append(f"the sign test gives p >= {SIGNIFICANCE}")
-        lines.append(f"This is NOT evidence that {treatment} is better than {baseline}: {' and '.join(reasons)}."
+        ahead, behind = (baseline, treatment) if mean < 0 else (treatment, baseline)
+        lines.append(f"This is NOT evidence that {ahead} is better than {behind}: {' and '.join(reasons)}."
                      + (f" With {n} pairs only a large, consistent difference could show." if n < 20 else ""))
     noise = summary.get("noise_floor") or {}
     issue_diff = summary.get("suffix_issue_difference")

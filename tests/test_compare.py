@@ -341,3 +341,23 @@ def test_three_arms_compare_each_with_the_baseline_on_the_pairs_that_have_both(s
     assert [u["trajectory_id"] for u in result.unmatched] == ["r2"]
     paths = write_outputs(result, tmp_path)
     assert "no rewrite continuation" in paths["html"].read_text()
+
+
+@pytest.mark.parametrize(
+    ("scores", "headline", "caveat"),
+    [
+        ([(3, 3)] * 4, "guided and unguided scored the same on average over 4 pairs",
+         "NOT evidence that guided is better than unguided"),
+        ([(2, 4)] * 4, "guided scored 2.00 points lower than unguided on average over 4 pairs",
+         "NOT evidence that unguided is better than guided: the sign test gives p >= 0.05"),
+    ],
+)
+def test_verdict_wording(scorer, scores, headline, caveat):
+    (summary,) = compare_records(ten_pairs(scores), scorer).comparisons
+    assert summary["verdict"][0].startswith(headline)
+    assert summary["verdict"][1].startswith(f"This is {caveat}")
+
+
+def test_no_scored_pair_says_nothing_can_be_concluded(scorer):
+    (summary,) = compare_records(ten_pairs([(None, 3), (4, None)]), scorer).comparisons
+    assert summary["verdict"][0].startswith("No pair has a score in both arms")
