@@ -244,8 +244,14 @@ def anthropic_sample(history: Sequence[Message]) -> dict[str, Any]:
 
 
 def expand(trajectory: Trajectory, fmt: ExportFormat = "openai") -> list[dict[str, Any]]:
-    """One sample row per assistant turn that has something to train on, in turn order."""
+    """One sample row per assistant turn that has something to train on, in turn order.
+
+    Each row carries ``trajectory_id``, ``query_id`` and ``turn`` beside the format's fields, and ``tools``
+    when the trajectory's metadata has a ``tools`` list.
+    """
     history = history_with_query(trajectory)
+    # Tool definitions, when the source recorded them (metadata "tools"), in the format's own shape as given.
+    tools = (trajectory.metadata.extra or {}).get("tools")
     rows: list[dict[str, Any]] = []
     for index, message in enumerate(history):
         if message.role != "assistant" or not has_target(message):
@@ -256,6 +262,8 @@ def expand(trajectory: Trajectory, fmt: ExportFormat = "openai") -> list[dict[st
             row["messages"] = openai_messages(prefix)
         else:
             row.update(anthropic_sample(prefix))
+        if tools:
+            row["tools"] = tools
         rows.append(row)
     return rows
 

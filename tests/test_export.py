@@ -248,3 +248,11 @@ def test_tau_airline_trials_of_one_task_stay_on_one_side(tmp_path: Path):
             assert sides.setdefault(row["query_id"], side) == side
     # one sample per assistant message with content or calls (SOURCE.md: 2,454 assistant messages)
     assert record["train"]["samples"] + record["test"]["samples"] + record["skipped_empty_turns"] == 2454
+
+
+def test_tool_definitions_from_metadata_are_carried_on_every_sample():
+    trajectory = make_trajectory()
+    tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
+    trajectory.metadata.extra["tools"] = tools
+    assert all(row["tools"] == tools for row in expand(trajectory))
+    assert all("tools" not in row for row in expand(make_trajectory()))
