@@ -179,7 +179,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                     continue
             action.receipt = receipt
             action.receipt_index = index
-            action.outcome, action.error_line, reports_checks = _classify(receipt, config, patterns)
+            # What a read-only call shows is file content, not a message of the tool: only its flags count.
+            action.outcome, action.error_line, reports_checks = _classify(receipt, config, patterns, not action.read_only)
             if reports_checks and not action.is_plan:
                 action.is_check = True  # it reported checks passing/failing: it was a check
 
@@ -209,20 +210,25 @@ def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPa
     return outcome, line
 
 
-def _classify(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str, bool]:
+def _classify(
+    receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, text_signals: bool = True
+) -> tuple[Outcome, str, bool]:
     """(outcome, failure line, whether the receipt reports checks passing or failing).
 
-    Memoised per config: identical receipts are common ("Todos have been modified successfully.", the shared
-    prefix of a continuation and its source trajectory), and the answer depends on nothing else.
+    ``text_signals=False`` (a read-only call: its output is file content) trusts only the error flag and the
+    exit code. Memoised per config: identical receipts are common ("Todos have been modified successfully.",
+    the shared prefix of a continuation and its source trajectory), and the answer depends on nothing else.
     """
-    key = (receipt.content, receipt.is_error, receipt.exit_code)
+    key = (receipt.content, receipt.is_error, receipt.exit_code, text_signals)
     cached = patterns.memo_receipts.get(key)
     if cached is None:
-        cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns))
+        cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns, text_signals))
     return cached  # type: ignore[return-value]
 
 
-def _classify_uncached(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str, bool]:
+def _classify_uncached(
+    receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, text_signals: bool = True
+) -> tuple[Outcome, str, bool]:
     text = receipt.content or ""
     lines = text.splitlines()
     settings = config.receipt
@@ -231,9 +237,11 @@ def _classify_uncached(receipt: Receipt, config: RulesConfig, patterns: Compiled
     else:
         window = text
     window = clip(window, settings.head_chars, settings.tail_chars)  # one-line JSON dumps can be huge
+    explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
+    if not text_signals and not explicit_failure:
+        return "ok", "", False
     hits = patterns.receipt_lists.search_all(window)
     environment = hits["environment"]
-    explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
     explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or bool(hits["success"])
     error = None if explicit_success and not explicit_failure else hits["error"]
     reports_checks = hits["check_receipt"] is not None
