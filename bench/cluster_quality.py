@@ -1,5 +1,9 @@
 """Clustering quality on real and hand-made data, per embedder (no LLM). Prints a table.
 
+Columns: pairwise precision/recall/F1 and ARI against the truth; maj.rec = share of true defects reaching
+a majority (2 of 3 passes); x-merge = share of cross-pass pairs of different defects merged; x-step = the
+same among different defects at the same true step (AgentRx only).
+
     python bench/cluster_quality.py [--embedders use-m3,minilm,lexical] [--calibrate]
 
 Data sets (each as clustering rows with a ``truth`` defect id; a "pass" is one independent wording):
@@ -9,6 +13,7 @@ Data sets (each as clustering rows with a ``truth`` defect id; a "pass" is one i
   categories flipped, because real judges disagree on those.
 - ``agentrx-pooled``: the same, four distinct trajectories pooled into one, so failures of different
   trajectories (often at the same or a nearby step) must be kept apart.
+- ``agentrx-same-step``: failures of distinct trajectories annotated at the same step, pooled per step.
 - ``mast-names``: MAST/MAD failure-mode label names (CC-BY-4.0) across taxonomy rounds (one pass per round),
   names only: a hard paraphrase set ("Conversation reset" vs "Loss of Conversation History").
 - ``stsb-xling``: STS-B test rows (en/zh/ja, row aligned); each row's sentence 1 in three languages is one
@@ -76,38 +81,71 @@ def _perturb_turn(turn: int, rng: random.Random) -> int | None:
     return None
 
 
-def agentrx_rows(pool: int = 1, seed: int = 7, perturb: bool = True) -> list[dict[str, Any]]:
-    """Rows of the AgentRx tau ground truth; ``pool`` distinct trajectories per pseudo-trajectory."""
+def _agentrx_entries(distinct: bool) -> list[dict[str, Any]]:
+    """The AgentRx tau ground-truth entries; ``distinct`` drops near-duplicates.
+
+    Some entries carry the same or nearly the same annotations (trajectories of one task, notes copied
+    between them). Pooled, they would ask the clusterer to separate texts that say the same thing about
+    different trajectories, which no real single trajectory asks: pools keep one of each near-duplicate.
+    """
     path = DATASETS / "agentrx" / "ground_truth" / "tau_ground_truth.json"
     entries = json.loads(path.read_text(encoding="utf-8"))
-    rng = random.Random(seed)
-    # Some entries carry the same or nearly the same annotations (trajectories of one task, notes copied
-    # between them). Pooled, they would ask the clusterer to separate texts that say the same thing about
-    # different trajectories, which no real single trajectory asks: keep one of each near-duplicate.
+    limit = 0.6 if distinct else 1.0
     unique: list[dict[str, Any]] = []
     for entry in entries:
         grams = _grams(entry["failure_summary"])
-        limit = 0.6 if pool > 1 else 1.0
         if all(_jaccard(grams, _grams(kept["failure_summary"])) < limit for kept in unique):
             unique.append(entry)
+    return unique
+
+
+def _failure_rows(tid: str, entry: dict[str, Any], failure: dict[str, Any], rng: random.Random, perturb: bool) -> list[dict[str, Any]]:
+    """One failure's wordings as rows of three passes (step / category / summary for the root cause)."""
+    root = failure["failure_id"] == entry["root_cause"]["failure_id"]
+    wordings = [("step", _STEP.sub("", failure["step_reason"])), ("category", failure["category_reason"])]
+    if root:
+        wordings.append(("summary", entry["failure_summary"]))
+    category = AGENTRX_CATEGORY.get(failure["failure_category"], "semantic")
+    rows = []
+    for pass_label, text in wordings:
+        turn = _perturb_turn(failure["step_number"], rng) if perturb else failure["step_number"]
+        cat = rng.choice(CATEGORIES) if perturb and rng.random() < 0.15 else category
+        rows.append({
+            "trajectory_id": tid, "pass": pass_label, "turn": turn, "category": cat,
+            "severity": "severe" if root else "minor", "description": text,
+            "truth": f"{entry['trajectory_id']}/{failure['failure_id']}", "truth_turn": failure["step_number"],
+        })
+    return rows
+
+
+def agentrx_rows(pool: int = 1, seed: int = 7, perturb: bool = True) -> list[dict[str, Any]]:
+    """Rows of the AgentRx tau ground truth; ``pool`` distinct trajectories per pseudo-trajectory."""
+    rng = random.Random(seed)
+    unique = _agentrx_entries(distinct=pool > 1)
     rows: list[dict[str, Any]] = []
     for start in range(0, len(unique), pool):
         group = unique[start : start + pool]
         tid = "+".join(str(e["trajectory_id"]) for e in group)
         for entry in group:
             for failure in entry["failures"]:
-                wordings = [("step", _STEP.sub("", failure["step_reason"])), ("category", failure["category_reason"])]
-                if failure["failure_id"] == entry["root_cause"]["failure_id"]:
-                    wordings.append(("summary", entry["failure_summary"]))
-                category = AGENTRX_CATEGORY.get(failure["failure_category"], "semantic")
-                for pass_label, text in wordings:
-                    turn = _perturb_turn(failure["step_number"], rng) if perturb else failure["step_number"]
-                    cat = rng.choice(CATEGORIES) if perturb and rng.random() < 0.15 else category
-                    rows.append({
-                        "trajectory_id": tid, "pass": pass_label, "turn": turn, "category": cat,
-                        "severity": "severe" if failure["failure_id"] == entry["root_cause"]["failure_id"] else "minor",
-                        "description": text, "truth": f"{entry['trajectory_id']}/{failure['failure_id']}",
-                    })
+                rows += _failure_rows(tid, entry, failure, rng, perturb)
+    return _finish(rows)
+
+
+def agentrx_same_step_rows(seed: int = 7, perturb: bool = True) -> list[dict[str, Any]]:
+    """Failures of different (distinct) trajectories annotated at the same step, pooled per step: the
+    hardest separation, since turn and usually category agree and only the wording differs."""
+    rng = random.Random(seed)
+    by_step: dict[int, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for entry in _agentrx_entries(distinct=True):
+        for failure in entry["failures"]:
+            by_step.setdefault(failure["step_number"], []).append((entry, failure))
+    rows: list[dict[str, Any]] = []
+    for step, pairs in sorted(by_step.items()):
+        if len(pairs) < 2:
+            continue
+        for entry, failure in pairs:
+            rows += _failure_rows(f"step-{step}", entry, failure, rng, perturb)
     return _finish(rows)
 
 
@@ -203,6 +241,7 @@ def simjudge_rows(count: int = 60, seed: int = 5) -> list[dict[str, Any]]:
 DATASET_BUILDERS = {
     "agentrx": lambda: agentrx_rows(pool=1),
     "agentrx-pooled": lambda: agentrx_rows(pool=4),
+    "agentrx-same-step": agentrx_same_step_rows,
     "mast-names": mast_rows,
     "stsb-xling": stsb_rows,
     "multilingual": fixture_rows,
@@ -227,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             data[name] = DATASET_BUILDERS[name]()
         except FileNotFoundError as error:
             print(f"skip {name}: {error}", file=sys.stderr)
-    header = f"{'embedder':8} {'config':14} {'dataset':15} {'items':>5} {'P':>6} {'R':>6} {'F1':>6} {'ARI':>6} {'maj.rec':>7} {'x-merge':>7} {'secs':>5}"
+    header = f"{'embedder':8} {'config':14} {'dataset':15} {'items':>5} {'P':>6} {'R':>6} {'F1':>6} {'ARI':>6} {'maj.rec':>7} {'x-merge':>7} {'x-step':>6} {'secs':>5}"
     print(header)
     print("-" * len(header))
     for embedder_name in args.embedders.split(","):
@@ -240,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
                 panel = 3 if name != "mast-names" else len({r["pass"] for r in rows})
                 q = evaluate_rows(rows, cfg, embedder, panel_size=panel)
                 print(f"{embedder_name:8} {label:14} {name:15} {q.items:5d} {q.precision:6.3f} {q.recall:6.3f} {q.f1:6.3f} "
-                      f"{q.ari:6.3f} {q.majority_recall:7.3f} {q.cross_merge_rate:7.3f} {time.perf_counter() - started:5.1f}")
+                      f"{q.ari:6.3f} {q.majority_recall:7.3f} {q.cross_merge_rate:7.3f} "
+                      f"{'-' if q.same_step_merge_rate is None else format(q.same_step_merge_rate, '.3f'):>6} "
+                      f"{time.perf_counter() - started:5.1f}")
         if args.calibrate:
             rows = [r for name, rs in data.items() if name.startswith(("agentrx", "multilingual")) for r in rs]
             fit = calibrate(rows, config, embedder, panel_size=3)
