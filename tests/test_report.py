@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judge.report import build_report, build_summary
+from judge.report import build_report, build_summary, plots
 from judge.report.render import md_escape
 from judge.report.summary import (
     explain_agreement,
@@ -374,6 +374,23 @@ def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):
             assert value is None or value.startswith("#"), f"<{node.tag} {name}={value!r}> would load something"
     assert not re.search(r"url\((?!#)", html), "no CSS url() other than in-page references"
     assert "@import" not in style.all_text() and "@font-face" not in style.all_text()
+
+
+@pytest.mark.parametrize(
+    ("chart", "prefix"),
+    [
+        (lambda: plots.score_chart({"2": 1, "3": 0, "4": 2, "5": 0, "unscored": 1}), "plot-scores"),
+        (lambda: plots.category_chart({"code": {"severe": 1, "minor": 2}, "semantic": {"severe": 0, "minor": 0}}), "plot-categories"),
+        (lambda: plots.vote_chart({"1": 4, "2": 1, "3": 2}, 2), "plot-votes"),
+    ],
+)
+def test_charts_are_inert_svg_with_page_unique_ids(chart, prefix):
+    svg = chart()
+    assert svg.startswith('<svg class="plot" role="img" aria-label="')
+    assert "<style" not in svg and "<script" not in svg and "<?xml" not in svg
+    ids = re.findall(r'\bid="([^"]+)"', svg)
+    assert ids and all(i.startswith(prefix + "-") for i in ids)
+    assert all(ref.startswith(prefix + "-") for ref in re.findall(r"url\(#([^)]+)\)", svg))
 
 
 def test_no_path_from_the_data_escapes_the_run_directory(tmp_path: Path):

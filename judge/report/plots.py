@@ -67,7 +67,8 @@ def _bar_labels(axes: plt.Axes, bars: object, values: Sequence[float], horizonta
 
 def score_chart(counts: dict[str, int]) -> str:
     """Bars of trajectories per score, unscored last and grey."""
-    keys = [k for k in ("2", "3", "4", "5") if k in counts] + [k for k in counts if k not in ("2", "3", "4", "5", "unscored")]
+    # Scores are integers (or "unscored"); any other key would be a label from the data, so it is refused.
+    keys = sorted((k for k in counts if k != "unscored"), key=int)
     keys.append("unscored")
     values = [int(counts.get(k, 0)) for k in keys]
     with plt.rc_context(_RC):
@@ -106,15 +107,16 @@ def category_chart(grid: dict[str, dict[str, int]]) -> str:
         return _to_svg(figure, "plot-categories", "Majority issues per category and severity")
 
 
-def vote_chart(histogram: dict[str, int], majority_votes: int | None) -> str:
+def vote_chart(histogram: dict[str, int] | dict[int, int], majority_votes: int | None) -> str:
     """Bars of clusters per number of votes; the bars that reach a majority are dark."""
-    keys = sorted(histogram, key=int)
-    values = [int(histogram[k]) for k in keys]
-    colours = [VOTE_MAJORITY_COLOUR if majority_votes and int(k) >= majority_votes else VOTE_COLOUR for k in keys]
+    counts = {int(k): int(v) for k, v in histogram.items()}  # labels are made from integers only
+    keys = sorted(counts)
+    values = [counts[k] for k in keys]
+    colours = [VOTE_MAJORITY_COLOUR if majority_votes and k >= majority_votes else VOTE_COLOUR for k in keys]
     with plt.rc_context(_RC):
         figure, axes = plt.subplots(figsize=(4.6, 2.6))
         bars = axes.bar(range(len(keys)), values, color=colours, width=0.6)
-        axes.set_xticks(range(len(keys)), [f"{k} vote{'s' if k != '1' else ''}" for k in keys])
+        axes.set_xticks(range(len(keys)), [f"{k} vote{'s' if k != 1 else ''}" for k in keys])
         axes.set_ylabel("issue clusters")
         axes.set_xlim(-0.6, max(len(keys), 3) - 0.4)  # a panel of one still gets a narrow bar
         axes.yaxis.get_major_locator().set_params(integer=True)
