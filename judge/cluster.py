@@ -81,7 +81,10 @@ class ClusterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     embedder: str = Field(default=DEFAULT_EMBEDDER, description="Embedder name (judge.embed.make_embedder).")
-    weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    weights: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_WEIGHTS),
+        description="Weight per feature (FEATURES); a feature left out weighs 0 (from_options keeps the defaults).",
+    )
     bias: float = DEFAULT_BIAS
     threshold: float = Field(default=0.0, description="Merge while the mean link score is >= this.")
     turn_window: int = Field(default=2, ge=0, description="Turns this far apart (and not equal) count as near.")
@@ -99,9 +102,6 @@ class ClusterConfig(BaseModel):
         """Build from a run.json ``cluster`` entry or CLI options; missing weights keep their defaults."""
         options = dict(options or {})
         weights = dict(DEFAULT_WEIGHTS)
-        unknown = set(options.get("weights") or {}) - set(FEATURES)
-        if unknown:
-            raise ValueError(f"unknown cluster weight(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")
         weights.update(options.pop("weights", None) or {})
         return cls(weights=weights, **options)
 
@@ -133,7 +133,8 @@ def _gram_set(text: str) -> frozenset[str]:
     return frozenset(char_ngrams(text, 3)) if text and text.strip() else frozenset()
 
 
-_STEP_PREFIX = re.compile(r"^\s*(at|in|on)\s+(step|turn)\s+\d+\s*[,:]?\s*", re.IGNORECASE)
+# "At step 4,", "In turn 12:", "At T3": a judge's pointer, not part of what went wrong (the turn is a feature).
+_STEP_PREFIX = re.compile(r"^\s*(?:at|in|on)\s+(?:(?:step|turn)\s+|t)\d+\s*[,:]?\s*", re.IGNORECASE)
 
 
 def description_text(issue: Issue) -> str:

@@ -162,7 +162,8 @@ def test_config_from_options_keeps_default_weights_and_rejects_unknown() -> None
 @pytest.mark.parametrize(
     ("text", "expected"),
     [("At step 4, the agent retried", "the agent retried"), ("In turn 12: wrong path", "wrong path"),
-     ("Step 3 was fine", "Step 3 was fine")],
+     ("Step 3 was fine", "Step 3 was fine"), ("At T3 the agent went wrong: x", "the agent went wrong: x"),
+     ("At the top the agent", "At the top the agent"), ("at turn 7 — 它重复了", "— 它重复了")],
 )
 def test_description_text_strips_step_prefix(text: str, expected: str) -> None:
     assert description_text(issue(1, text)) == expected
