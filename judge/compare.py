@@ -320,33 +320,55 @@ def choose_baseline(arms: Sequence[str], baseline: str | None = None) -> str:
 # --- noise floor ---------------------------------------------------------------------------------
 
 
-def prefix_disagreement(a: ArmRecord, b: ArmRecord, branch_turn: int, scorer: LinkScorer | None) -> int:
-    """Majority issues on the shared prefix found in one arm's judgment with no counterpart in the other's.
+def match_clusters(left: Sequence[Cluster], right: Sequence[Cluster], scorer: LinkScorer | None) -> list[tuple[int, int]]:
+    """One-to-one counterparts (left index, right index) between two judgments of the same turns.
 
-    Counterparts are matched one-to-one by the clusterer's link score (turns are comparable here: the
-    prefix is the same trajectory). Without a scorer, issues are matched on (turn, category).
+    Matched by the clusterer's link score (turns are comparable here: it is the same trajectory prefix);
+    without a scorer, on (turn, category). Greedy in left order.
     """
-    left, right = a.agent_issues(branch_turn, "prefix"), b.agent_issues(branch_turn, "prefix")
     used: set[int] = set()
-    matched = 0
-    for cluster in left:
-        for index, other in enumerate(right):
-            if index in used:
+    pairs: list[tuple[int, int]] = []
+    for li, cluster in enumerate(left):
+        for ri, other in enumerate(right):
+            if ri in used:
                 continue
             same = (scorer.same_defect(cluster_issue(cluster), cluster_issue(other)) if scorer is not None
                     else (cluster.turn, cluster.category) == (other.turn, other.category))
             if same:
-                used.add(index)
-                matched += 1
+                used.add(ri)
+                pairs.append((li, ri))
                 break
+    return pairs
+
+
+def prefix_disagreement(a: ArmRecord, b: ArmRecord, branch_turn: int, scorer: LinkScorer | None) -> int:
+    """Majority issues on the shared prefix found in one arm's judgment with no counterpart in the other's."""
+    left, right = a.agent_issues(branch_turn, "prefix"), b.agent_issues(branch_turn, "prefix")
+    matched = len(match_clusters(left, right, scorer))
     return (len(left) - matched) + (len(right) - matched)
 
 
+def prefix_vote_change(a: ArmRecord, b: ArmRecord, branch_turn: int, scorer: LinkScorer | None) -> int:
+    """Votes that moved on the shared prefix: over all its clusters (minority ones too), |votes A - votes B|
+    for counterparts, and the full vote count of a cluster without one."""
+    def prefix_clusters(record: ArmRecord) -> list[Cluster]:
+        return [c for c in record.clusters if c.turn is not None and c.turn <= branch_turn and c.category != "environment"]
+
+    left, right = prefix_clusters(a), prefix_clusters(b)
+    pairs = match_clusters(left, right, scorer)
+    moved = sum(abs(left[li].votes - right[ri].votes) for li, ri in pairs)
+    matched_left, matched_right = {li for li, _ in pairs}, {ri for _, ri in pairs}
+    moved += sum(c.votes for i, c in enumerate(left) if i not in matched_left)
+    moved += sum(c.votes for i, c in enumerate(right) if i not in matched_right)
+    return moved
+
+
 def noise_floor(pairs: Sequence[tuple[ArmRecord, ArmRecord, int]], scorer: LinkScorer | None) -> dict[str, Any]:
-    """How much the judge's majority issues move on facts both arms share (the prefix up to the branch).
+    """How much the judge's findings move on facts both arms share (the prefix up to the branch).
 
     ``mean_count_change``: mean |prefix majority count of A - of B| per pair (comparable with a difference
-    in issue counts). ``mean_unmatched``: mean number of prefix issues without a counterpart per pair.
+    in issue counts). ``mean_unmatched``: mean number of prefix majority issues without a counterpart per
+    pair. ``mean_vote_change``: mean number of votes that moved per pair, minority clusters included.
     Only estimated when both arms of every pair were judged with more than one pass.
     """
     judged = [(a, b, t) for a, b, t in pairs if a.panel_size > 1 and b.panel_size > 1]
@@ -354,8 +376,9 @@ def noise_floor(pairs: Sequence[tuple[ArmRecord, ArmRecord, int]], scorer: LinkS
         return {"estimated": False, "reason": "needs both arms judged with more than one pass", "pairs": len(judged)}
     changes = [abs(len(a.agent_issues(t, "prefix")) - len(b.agent_issues(t, "prefix"))) for a, b, t in judged]
     unmatched = [prefix_disagreement(a, b, t, scorer) for a, b, t in judged]
+    votes = [prefix_vote_change(a, b, t, scorer) for a, b, t in judged]
     return {"estimated": True, "pairs": len(judged), "mean_count_change": float(np.mean(changes)),
-            "mean_unmatched": float(np.mean(unmatched))}
+            "mean_unmatched": float(np.mean(unmatched)), "mean_vote_change": float(np.mean(votes))}
 
 
 # --- the comparison ------------------------------------------------------------------------------
@@ -443,7 +466,8 @@ def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list
         lines.append(
             f"Noise floor: on the shared prefix (identical in both arms) the judge's majority issue count moves by "
             f"{floor:.2f} per pair between the two judgments ({noise['mean_unmatched']:.2f} issues per pair without a "
-            f"counterpart). The measured difference after the branch, {issue_diff:+.2f} issues per pair, {relation} it."
+            f"counterpart, {noise['mean_vote_change']:.2f} votes moved per pair). The measured difference after the "
+            f"branch, {issue_diff:+.2f} issues per pair, {relation} it."
         )
     elif noise:
         lines.append(f"Noise floor not estimated: {noise.get('reason', 'not enough passes')}.")

@@ -217,12 +217,24 @@ def test_noise_floor_needs_more_than_one_pass_and_measures_prefix_flips(scorer):
     single = compare_records(ten_pairs([(4, 3)] * 4, panel=1), scorer).comparisons[0]["noise_floor"]
     assert single["estimated"] is False
     stable = compare_records(ten_pairs([(4, 3)] * 4), scorer).comparisons[0]
-    assert stable["noise_floor"] == {"estimated": True, "pairs": 4, "mean_count_change": 0.0, "mean_unmatched": 0.0}
+    assert stable["noise_floor"] == {"estimated": True, "pairs": 4, "mean_count_change": 0.0, "mean_unmatched": 0.0,
+                                     "mean_vote_change": 0.0}
     assert stable["suffix_issue_difference"] == -1.0
     assert any("-1.00 issues per pair, exceeds it" in line for line in stable["verdict"])
     flipping = compare_records(ten_pairs([(4, 3)] * 4, prefix_flip=True), scorer).comparisons[0]
     assert flipping["noise_floor"]["mean_count_change"] == 0.5
     assert flipping["noise_floor"]["mean_unmatched"] == 0.5
+    assert flipping["noise_floor"]["mean_vote_change"] == 1.0  # a 2-vote cluster seen in one arm only, every other pair
+
+
+def test_prefix_vote_change_counts_minority_clusters(scorer):
+    a = record(continuation("g", "guided"), 4, [cluster("g", "p", 1, "wrong flag passed to pytest", votes=3),
+                                                  cluster("g", "q", 2, "forgot to read the file", votes=1)])
+    b = record(continuation("u", "unguided"), 4, [cluster("u", "p", 1, "wrong flag passed to pytest", votes=2)])
+    from judge.compare import prefix_vote_change
+
+    assert prefix_vote_change(a, b, 2, scorer) == 2  # 3 -> 2 votes on one defect, and a 1-vote one only in A
+    assert prefix_vote_change(a, b, 0, scorer) == 0  # nothing on an empty prefix
 
 
 def test_a_single_arm_is_an_error(scorer):
