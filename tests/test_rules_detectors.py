@@ -121,6 +121,18 @@ def test_receipts_are_classified(content: str, is_error: bool, exit_code: int | 
     assert classify_receipt(receipt, config, config.patterns)[0] == outcome
 
 
+@pytest.mark.parametrize(("call", "outcome"), [
+    (tool("Read", {"file_path": "docs/help.md"}, "Error: Connection refused\nTraceback (most recent call last):"), "ok"),
+    (sh("cat notes.txt", "Error: disk full on the old server", None), "ok"),
+    (sh("cat missing.txt", "cat: missing.txt: No such file or directory", 1), "error"),
+    (sh("ls missing", "ls: cannot access 'missing': No such file or directory", None), "error"),
+    (tool("Read", {"file_path": "x"}, "File does not exist.", error=True), "error"),
+])
+def test_file_content_is_judged_by_flags_only(call: dict[str, Any], outcome: str) -> None:
+    [action] = analyse(build(U("go"), A("", call)), default_config()).actions
+    assert action.outcome == outcome
+
+
 # --- claim sentences -----------------------------------------------------------------------------------
 
 CLAIMS = [

@@ -57,6 +57,7 @@ class Action:
     is_plan: bool = False
     is_check: bool = False
     read_only: bool = False
+    shows_content: bool = False  # its output is file content: only flags and exit codes can say it failed
     writes: tuple[str, ...] = ()
 
     @property
@@ -180,7 +181,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
             action.receipt = receipt
             action.receipt_index = index
             # What a read-only call shows is file content, not a message of the tool: only its flags count.
-            action.outcome, action.error_line, reports_checks = _classify(receipt, config, patterns, not action.read_only)
+            action.outcome, action.error_line, reports_checks = _classify(receipt, config, patterns, not action.shows_content)
             if reports_checks and not action.is_plan:
                 action.is_check = True  # it reported checks passing/failing: it was a check
 
@@ -336,10 +337,12 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         hits = patterns.command_lists.search_all(command.strip())
         read_only = hits["read_only"] is not None and not writes
         is_check = hits["check"] is not None
+        shows_content = hits["content"] is not None and not writes
     else:
         intent = f"{name}:{path}" if path else name
         read_only = patterns.name_is("read_only_name", name) or _is_view(call)
         is_check = patterns.name_is("check_name", name)
+        shows_content = patterns.name_is("content_name", name) or _is_view(call)
     return Action(
         order=order,
         turn=message.turn or 0,
@@ -352,6 +355,7 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         is_plan=is_plan,
         is_check=is_check and not is_plan,
         read_only=read_only and not is_plan,
+        shows_content=shows_content and not is_plan,
         writes=writes,
     )
 

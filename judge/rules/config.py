@@ -75,6 +75,8 @@ class ToolSettings(BaseModel):
     path_keys: list[str] = Field(default_factory=list)
     command_keys: list[str] = Field(default_factory=list)
     final_names: list[str] = Field(default_factory=list)
+    content_names: list[str] = Field(default_factory=list)
+    content_commands: list[str] = Field(default_factory=list)
 
 
 PHRASE_LISTS = (
@@ -341,9 +343,12 @@ class CompiledPatterns:
         self.read_only_command = _alternation(tools.read_only_commands)
         self.write_name = _alternation(tools.write_names)
         self.final_name = _alternation(tools.final_names)
+        self.content_name = _alternation(tools.content_names)
+        self.content_command = _alternation(tools.content_commands)
         self.receipt_lists = PhraseGroup({"environment": self.environment, "success": self.success,
                                           "error": self.error, "check_receipt": self.check_receipt})
-        self.command_lists = PhraseGroup({"read_only": self.read_only_command, "check": self.check})
+        self.command_lists = PhraseGroup(
+            {"read_only": self.read_only_command, "check": self.check, "content": self.content_command})
         self._names: dict[tuple[str, str], bool] = {}
         # Per-text answers of the analysis (receipt outcome, claim sentences), bounded; see analysis._classify.
         self.memo_receipts: dict[object, object] = {}
