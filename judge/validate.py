@@ -617,6 +617,8 @@ def format_table(report: ValidationReport) -> str:
              f"found in the run ({report.unscored} unscored, counted as misses)")
     lines = [title, f"{'metric'.ljust(width)}  {'ours'.ljust(value_width)}  published reference"]
     lines += [f"{name.ljust(width)}  {value.ljust(value_width)}  {ref}".rstrip() for name, value, ref in rows]
+    if report.kind == "who-and-when":
+        lines.append("Who&When labels only the decisive error: issue precision counts any other real defect as a false positive")
     if report.kind != "mast":
         lines.append("ours is measured on turns (a label on a tool or user message counts as the turn it belongs to); "
                      "the published figures count history steps")
