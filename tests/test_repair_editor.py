@@ -284,3 +284,20 @@ def test_receipts_paired_by_position_are_removed_with_their_call(detectors):
     assert result.status == "edited", result.reason
     assert [m.role for m in result.edited.messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert result.edited.messages[3].receipt.content.startswith("service:")
+
+
+def test_a_user_who_answered_the_failure_is_a_control_dependency(detectors):
+    """In a conversation (tau-bench style) the user's reply to a failure cannot be edited away."""
+    traj = cases.trajectory("conversation", [
+        cases.say("", cases.call("c1", "find_user_id_by_email", email="fatima@example.com")),
+        cases.tool("c1", "Error: user not found", error=True),
+        cases.say("I couldn't find that email. Could you give me your name and zip code?"),
+        Message(role="user", content="Oh no! Fatima Taylor, 32169."),
+        cases.say("", cases.call("c2", "find_user_id_by_name_zip", first_name="Fatima", last_name="Taylor", zip="32169")),
+        cases.tool("c2", "fatima_taylor_3452"),
+        cases.say("Found your account."),
+    ], query="Help me with my order.")
+    result = offline_edit(traj, cases.issue(1), detectors=detectors)
+    control = deps(result, "control")
+    assert control[0].status == "blocking" and "user message" in control[0].detail
+    assert result.route == "online-guided"

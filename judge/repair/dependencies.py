@@ -252,6 +252,14 @@ def control_conditions(
     and whose explanation cites the failure is a fallback chosen because of it: the decision must be re-made.
     """
     window = recovery_window(trajectory, site, sites)
+    # A user (or another agent) who answered the failure is part of the environment: their words cannot be
+    # edited, and without the failure they would not have been said. The conversation must be re-run.
+    replies = [i for i in window if trajectory.messages[i].role == "user"]
+    if replies:
+        reply = trajectory.messages[replies[0]]
+        return Dependency(kind="control", status="blocking", call_id=site.call.id, turn=reply.turn,
+                          detail=f"a user message after T{reply.turn} answers the failure; the conversation must be re-run",
+                          evidence=reply.content[:200])
     after = [s for s in sites if s.call.id not in deleted and s.message_index > site.message_index and s.message_index in window]
     if not after:
         return Dependency(kind="control", status="none", call_id=site.call.id, detail="no later decision near the failure")

@@ -50,7 +50,7 @@ def validate_edit(
     """Run every validator; ``message_map[i]`` is the original index of edited message ``i``."""
     return [
         no_reference_to_deleted_failure(original, edited, message_map, deleted_calls, detectors),
-        no_premature_claim(edited, detectors),
+        no_new_premature_claim(original, edited, detectors),
         no_failed_receipt_made_success(original, edited),
         information_order(original, edited, message_map),
         rules_judge_clean(original, edited),
@@ -90,11 +90,15 @@ def no_reference_to_deleted_failure(
         original_index = message_map[index]
         nearest_original = max((i for i in orig_failed if i < original_index), default=None)
         nearest_edited = max((i for i in edited_failed if i < index), default=None)
-        # It refers to a deleted failure when nothing failed before it any more, when the failure nearest to it
+        # It refers to a deleted failure when the failure it followed is gone, when the failure nearest to it
         # was deleted, when it names the deleted call, or when it sits in a deleted failure's recovery window
-        # with no kept failure inside that window.
+        # with no kept failure inside that window. A reference that had no failure before it in the original
+        # either is not the edit's doing (the rules judge's phantom-failure-reference reports it).
+        if deleted_receipts and original_index < min(deleted_receipts):
+            continue  # written before the deleted failure: it cannot refer to it
         in_deleted_window = nearest_edited is not None and nearest_edited < _first_window_start(windows, message_map, index)
-        if nearest_edited is None or nearest_original in deleted_receipts or (names_deleted and deleted) or in_deleted_window:
+        lost_its_failure = nearest_edited is None and nearest_original is not None
+        if lost_its_failure or nearest_original in deleted_receipts or (names_deleted and deleted) or in_deleted_window:
             turn = edited.messages[index].turn
             findings.append(f"T{turn}: {text!r} (margin {margin:.2f})")
     return ValidatorResult(
@@ -174,6 +178,21 @@ def no_premature_claim(trajectory: Trajectory, detectors: Detectors) -> Validato
         passed=not findings,
         detail="a success is claimed before its receipt" if findings else "every success claim follows its receipt",
         findings=findings,
+    )
+
+
+def no_new_premature_claim(original: Trajectory, edited: Trajectory, detectors: Detectors) -> ValidatorResult:
+    """The edit introduced no premature claim (one already in the original is the judges' business, noted here)."""
+    before = {re.sub(r"\bT\d+\b", "T#", f) for f in no_premature_claim(original, detectors).findings}
+    after = no_premature_claim(edited, detectors)
+    new = [f for f in after.findings if re.sub(r"\bT\d+\b", "T#", f) not in before]
+    kept = len(after.findings) - len(new)
+    return ValidatorResult(
+        name="no-premature-claim",
+        passed=not new,
+        detail=("the edit put a success claim before its receipt" if new else "every success claim follows its receipt")
+        + (f" ({kept} already in the original)" if kept else ""),
+        findings=new,
     )
 
 
