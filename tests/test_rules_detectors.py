@@ -111,6 +111,9 @@ RECEIPTS = [
     ("app.py:12:    raise ValueError('bad')\napp.py:30:        logger.error('x')", False, None, "ok"),
     ("exitcode: 0 (execution succeeded)\nCode output: Error: column missing, using default", False, None, "ok"),
     ("...\n3 passed in 0.01s", False, 0, "ok"),
+    ("The script ran, then exited with Unix exit code: 0\nIts output was:\nError count: 3", False, None, "ok"),
+    ("The script ran, then exited with Unix exit code: 1\nIts output was:\nboom", False, None, "error"),
+    ("No code block detected in the messages. Please provide a markdown-encoded code block.", False, None, "error"),
 ]
 
 
