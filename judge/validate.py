@@ -414,8 +414,8 @@ def label_keys(label: TrajectoryLabels) -> list[str]:
         return [f"query:tau-retail-{label.task_id}", f"task:{label.task_id}", f"query:{label.task_id}", f"id:{label.task_id}"]
     assert label.source_file and label.task_id is not None
     name = Path(label.source_file).name
-    # importers number records in a JSON document 1-based (source_line) or 0-based; try the 1-based form first
-    return [f"record:{name}#{int(label.task_id) + 1}", f"id:{label.label_id}"]
+    # The importers record a JSON document's record index (0-based) as source_line.
+    return [f"record:{name}#{int(label.task_id)}", f"id:{label.label_id}"]
 
 
 def match_trajectories(labels: Iterable[TrajectoryLabels], trajectories: Iterable[Trajectory]) -> dict[str, Trajectory]:

@@ -439,3 +439,26 @@ def test_agentrx_labels_prefer_the_retail_task_over_an_airline_task_with_the_sam
     airline = tau_trajectory().model_copy(update={"id": "tau-airline-2-t0", "query_id": "tau-airline-2"})
     label = TrajectoryLabels(label_id="2", kind="agentrx", task_id="2", failures=[LabelledFailure(step=3, is_root=True)])
     assert match_trajectories([label], [airline, retail])["2"].id == "tau-retail-2-t0"
+
+
+def test_mast_labels_match_trajectories_by_record_index_and_score_trace_level_modes(tmp_path: Path):
+    from judge.validate import match_trajectories
+
+    mast = tmp_path / "MAD.json"
+    records = [{"mas_name": "AG2", "round": "Round 3", "trace_id": i, "trace": "",
+                "annotations": [{"failure mode": "1.3 Step Repetition\n\nd", "annotator_1": i == 1, "annotator_2": i == 1, "annotator_3": False},
+                                {"failure mode": "3.2 No or Incomplete Verification\n\nd", "annotator_1": True, "annotator_2": True, "annotator_3": i == 0}]}
+               for i in range(2)]
+    mast.write_text(json.dumps(records))
+    labels, _ = load_labels(mast)
+    trajectories = [multi_agent_trajectory().model_copy(update={
+        "id": f"mast-{i}", "metadata": TrajectoryMetadata(source_format="x", source_file=str(mast), source_line=i)}) for i in range(2)]
+    matched = match_trajectories(labels, trajectories)
+    assert {k: v.id for k, v in matched.items()} == {"AG2/Round 3/0": "mast-0", "AG2/Round 3/1": "mast-1"}
+    issues = {"mast-0": [issue(2, tag="unverified-completion", description="Claimed done without running the tests")],
+              "mast-1": [issue(3, tag="repeated-failure", description="Ran the same failing command again")]}
+    report = evaluate(labels, matched, issues, {"mast-0": True, "mast-1": True}, "mast")
+    assert report.mast["repetition"]["kappa"] == pytest.approx(1.0)
+    assert (report.mast["verification"]["labelled"], report.mast["verification"]["predicted"]) == (2, 1)
+    assert report.mast["verification"]["recall"] == 0.5
+    assert "kappa 0.77" in format_table(report)
