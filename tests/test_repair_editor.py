@@ -301,3 +301,37 @@ def test_a_user_who_answered_the_failure_is_a_control_dependency(detectors):
     control = deps(result, "control")
     assert control[0].status == "blocking" and "user message" in control[0].detail
     assert result.route == "online-guided"
+
+
+def test_the_edit_is_judged_on_what_it_changed(detectors):
+    """A premature claim already in the original is not the edit's doing (the judges report it); the same
+    claim moved before its receipt by an edit is."""
+    from judge.repair.validators import no_new_premature_claim
+
+    create = "lark-cli base table create --name Products"
+    traj = cases.trajectory("pre-existing", [
+        cases.say("The Products table was created successfully.",
+                  cases.call("c0", "Read", file_path="notes.md"), cases.call("c1", "Read", file_path="config.yaml")),
+        cases.tool("c0", "notes"),
+        cases.tool("c1", "Error: ENOENT: no such file or directory", error=True),
+        cases.say("", cases.call("c2", "Read", file_path="config/service.yaml")),
+        cases.tool("c2", "port: 8080"),
+        cases.say("", cases.call("c3", "Bash", command=create)),
+        cases.tool("c3", '{"ok": true}'),
+        cases.say("Port 8080."),
+    ])
+    result = offline_edit(traj, cases.issue(1), detectors=detectors)
+    assert result.status == "edited", result.reason
+    claim = next(v for v in result.validators if v.name == "no-premature-claim")
+    assert claim.passed and "1 already in the original" in claim.detail
+    assert not no_premature_claim(result.edited, detectors).passed  # the absolute check still sees it
+
+    honest = cases.trajectory("honest", [
+        cases.say("", cases.call("c3", "Bash", command=create)),
+        cases.tool("c3", '{"ok": true}'),
+        cases.say("The Products table was created successfully."),
+    ])
+    careless = honest.model_copy(deep=True)
+    careless.messages[2].content, careless.messages[4].content = "The Products table was created successfully.", "Done."
+    assert no_new_premature_claim(honest, honest, detectors).passed
+    assert not no_new_premature_claim(honest, careless, detectors).passed
