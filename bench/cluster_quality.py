@@ -36,7 +36,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.cluster import ClusterConfig, FEATURES, calibrate, evaluate_rows, issue_from_row, read_issue_rows
+from judge.cluster import (
+    FEATURES,
+    ClusterConfig,
+    calibrate,
+    evaluate_rows,
+    issue_from_row,
+    read_issue_rows,
+)
 from judge.embed import char_ngrams, make_embedder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -179,7 +186,7 @@ def mast_rows() -> list[dict[str, Any]]:
     for record in data:
         for annotation in record["annotations"]:
             label = annotation["failure mode"]
-            head, _, definition = label.partition("\n")
+            head, _, _definition = label.partition("\n")
             name = re.sub(r"^\s*\d+(\.\d+)?\s*", "", head).split("  ")[0].strip()
             lowered = label.lower()
             mode = next((m for phrase, m in MAST_MODES.items() if phrase in lowered), None)

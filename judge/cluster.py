@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge.embed import DEFAULT_EMBEDDER, Embedder, char_ngrams
-from judge.schema import CATEGORIES, Category, Cluster, ClusterMember, Issue, Severity, Verdict
+from judge.schema import Category, Cluster, ClusterMember, Issue, Severity, Verdict
 
 FEATURES: tuple[str, ...] = (
     "text",  # cosine of the description embeddings

@@ -43,9 +43,7 @@ def check_roles_order(trajectory: Trajectory) -> bool:
     for message in trajectory.messages:
         if message.role == "user":
             seen_user = True
-        elif message.role == "assistant" and not seen_user:
-            return False
-        elif message.role == "tool" and (previous is None or previous.role not in ("assistant", "tool")):
+        elif message.role == "assistant" and not seen_user or message.role == "tool" and (previous is None or previous.role not in ("assistant", "tool")):
             return False
         previous = message
     return True

@@ -25,6 +25,7 @@ from judge.schema import Category, Cluster, Efficiency, ScoredIssue, ScoreRow, V
 
 DEFAULT_RUBRIC = "default-v1.yaml"
 NO_QUORUM = "no_quorum"
+ENVIRONMENT_CATEGORIES: tuple[Category, ...] = ("environment",)
 
 
 class RubricScores(BaseModel):
@@ -51,7 +52,7 @@ class RubricEfficient(BaseModel):
 class RubricEnvironment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    categories: list[Category] = Field(default_factory=lambda: ["environment"])
+    categories: list[Category] = Field(default_factory=lambda: list(ENVIRONMENT_CATEGORIES))
     lowers_score: bool = False
     failed_check: str = "environment-fault-rerun"
 

@@ -7,7 +7,6 @@ import pytest
 
 from judge.cluster import (
     ClusterConfig,
-    IssueItem,
     agglomerate,
     cluster_category,
     cluster_severity,

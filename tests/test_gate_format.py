@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from judge.gate import FORMAT_CHECKS, format_checks, release_checks
-from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+from judge.model import (
+    Message,
+    Receipt,
+    ToolCall,
+    Trajectory,
+    TrajectoryMetadata,
+    number_turns,
+)
 
 
 def make(messages: list[Message], query: str = "fix the bug") -> Trajectory:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
 from judge.cli.app import app
 
 
-def _config(embedder: Optional[str], threshold: Optional[float], config_file: Optional[Path]) -> Any:
+def _config(embedder: str | None, threshold: float | None, config_file: Path | None) -> Any:
     from judge.cluster import ClusterConfig
 
     options: dict[str, Any] = {}
@@ -44,9 +44,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 def cluster_command(
     file: Path = typer.Argument(..., help="Issue rows, one JSON object a line (DESIGN.md 'Clustering input')."),
     out: Path = typer.Option(..., "--out", help="Where to write the rows with `cluster` and `votes`."),
-    embedder: Optional[str] = typer.Option(None, help="use-m3 (default), minilm, lexical or st:NAME_OR_PATH."),
-    threshold: Optional[float] = typer.Option(None, help="Merge while the mean link score is >= this."),
-    config: Optional[Path] = typer.Option(None, "--config", help="A cluster config JSON (e.g. from `judge calibrate --out`)."),
+    embedder: str | None = typer.Option(None, help="use-m3 (default), minilm, lexical or st:NAME_OR_PATH."),
+    threshold: float | None = typer.Option(None, help="Merge while the mean link score is >= this."),
+    config: Path | None = typer.Option(None, "--config", help="A cluster config JSON (e.g. from `judge calibrate --out`)."),
 ) -> None:
     """Cluster issue rows from any source with the pipeline's clusterer; bad rows are reported and skipped."""
     from judge.cluster import cluster_rows
@@ -67,9 +67,9 @@ def cluster_command(
 @app.command("calibrate")
 def calibrate_command(
     labels: Path = typer.Argument(..., help="`judge cluster` rows plus `label` (or `truth`): the true cluster id."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the fitted cluster config (JSON) here."),
-    embedder: Optional[str] = typer.Option(None, help="Embedder to fit the weights for (default use-m3)."),
-    panel_size: Optional[int] = typer.Option(None, help="Planned passes for majority recall (default: passes in the file)."),
+    out: Path | None = typer.Option(None, "--out", help="Write the fitted cluster config (JSON) here."),
+    embedder: str | None = typer.Option(None, help="Embedder to fit the weights for (default use-m3)."),
+    panel_size: int | None = typer.Option(None, help="Planned passes for majority recall (default: passes in the file)."),
 ) -> None:
     """Fit the link weights and threshold on labelled rows; print pairwise P/R/F1 and ARI before and after."""
     from judge.cluster import calibrate
@@ -97,7 +97,7 @@ def calibrate_command(
 @app.command("rescore")
 def rescore_command(
     run: Path = typer.Argument(..., help="A run directory with trajectories.jsonl and verdicts.jsonl."),
-    rubric: Optional[Path] = typer.Option(None, "--rubric", help="A rubric YAML (default rubrics/default-v1.yaml)."),
+    rubric: Path | None = typer.Option(None, "--rubric", help="A rubric YAML (default rubrics/default-v1.yaml)."),
 ) -> None:
     """Recompute clusters and scores from the stored verdicts, then repairs, summary and reports; no judge call."""
     from judge import rundir
@@ -114,7 +114,8 @@ def rescore_command(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error
     scored = [s for s in scores if s.score is not None]
-    histogram = {value: sum(1 for s in scored if s.score == value) for value in sorted({s.score for s in scored})}
+    values = [s.score for s in scored if s.score is not None]
+    histogram = {value: values.count(value) for value in sorted(set(values))}
     typer.echo(f"{len(scores)} trajectories: {len(scored)} scored {histogram}, {len(scores) - len(scored)} unscored, "
                f"{sum(s.release for s in scores)} released; wrote {run / rundir.SCORES}")
     for name, path in written.items():
