@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -291,26 +291,36 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
     per_query = Counter(t.query_id for t in selection.chosen)
     test_queries = split_queries(dict(per_query), options.test_size, options.seed)
 
-    sides: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
+    # Samples repeat the whole history, so a batch's samples can be far larger than the batch: they are
+    # streamed to disk one trajectory at a time, never held together in memory.
+    samples: dict[str, int] = {"train": 0, "test": 0}
     trajectories: dict[str, int] = {"train": 0, "test": 0}
     queries: dict[str, set[str]] = defaultdict(set)
     skipped_empty = 0
-    for trajectory in selection.chosen:
-        side = "test" if trajectory.query_id in test_queries else "train"
-        rows = expand(trajectory, options.format)
-        skipped_empty += sum(1 for m in trajectory.messages if m.role == "assistant") - len(rows)
-        sides[side].extend(rows)
-        trajectories[side] += 1
-        queries[side].add(trajectory.query_id)
 
-    overlap = sorted(queries["train"] & queries["test"])
-    if overlap:  # cannot happen by construction; checked because a leak would silently inflate test scores
-        raise SplitLeakError(f"queries on both sides of the split: {overlap[:10]}")
+    def side_rows(side: str) -> Iterator[dict[str, Any]]:
+        nonlocal skipped_empty
+        for trajectory in selection.chosen:
+            if ("test" if trajectory.query_id in test_queries else "train") != side:
+                continue
+            rows = expand(trajectory, options.format)
+            skipped_empty += sum(1 for m in trajectory.messages if m.role == "assistant") - len(rows)
+            samples[side] += len(rows)
+            trajectories[side] += 1
+            queries[side].add(trajectory.query_id)
+            yield from rows
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rundir.write_jsonl(rundir.safe_child(out_dir, TRAIN_FILE), sides["train"])
-    rundir.write_jsonl(rundir.safe_child(out_dir, TEST_FILE), sides["test"])
+    for side, name in (("train", TRAIN_FILE), ("test", TEST_FILE)):
+        rundir.write_jsonl(rundir.safe_child(out_dir, name), side_rows(side))
+
+    overlap = sorted(queries["train"] & queries["test"])
+    if overlap:  # cannot happen by construction; checked because a leak would silently inflate test scores
+        for name in (TRAIN_FILE, TEST_FILE):
+            (out_dir / name).unlink(missing_ok=True)  # never leave a leaking split behind
+        raise SplitLeakError(f"queries on both sides of the split: {overlap[:10]}")
+
     record: dict[str, Any] = {
         "run": str(run_dir),
         "format": options.format,
@@ -321,8 +331,8 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
             "include_unreleased": options.include_unreleased,
             "exclude_categories": list(options.exclude_categories),
         },
-        "train": {"trajectories": trajectories["train"], "queries": len(queries["train"]), "samples": len(sides["train"])},
-        "test": {"trajectories": trajectories["test"], "queries": len(queries["test"]), "samples": len(sides["test"])},
+        "train": {"trajectories": trajectories["train"], "queries": len(queries["train"]), "samples": samples["train"]},
+        "test": {"trajectories": trajectories["test"], "queries": len(queries["test"]), "samples": samples["test"]},
         "excluded": {"trajectories": len(selection.excluded), "by_reason": dict(Counter(selection.excluded.values()))},
         "skipped_empty_turns": skipped_empty,
         "query_overlap": overlap,

@@ -256,3 +256,27 @@ def test_tool_definitions_from_metadata_are_carried_on_every_sample():
     trajectory.metadata.extra["tools"] = tools
     assert all(row["tools"] == tools for row in expand(trajectory))
     assert all("tools" not in row for row in expand(make_trajectory()))
+
+
+def test_a_leaking_split_is_refused_and_leaves_no_files(tmp_path: Path, monkeypatch):
+    import judge.export as export
+
+    trajectories = [make_trajectory(f"t{i}", "q0") for i in range(2)] + [make_trajectory("t9", "q9")]
+    write_run(tmp_path / "run", trajectories, [score_row(t.id) for t in trajectories])
+
+    class Flaky(set):
+        """A broken split: membership of q0 flips on every look, so its two trajectories land on both sides."""
+
+        answer = False
+
+        def __contains__(self, item: object) -> bool:
+            if item != "q0":
+                return False
+            Flaky.answer = not Flaky.answer
+            return Flaky.answer
+
+    monkeypatch.setattr(export, "split_queries", lambda counts, size, seed: Flaky())
+    with pytest.raises(export.SplitLeakError, match="q0"):
+        export.export_run(tmp_path / "run", tmp_path / "out", ExportOptions(test_size=0.2))
+    assert not (tmp_path / "out" / "train.jsonl").exists() and not (tmp_path / "out" / "test.jsonl").exists()
+    assert not (tmp_path / "out" / "split.json").exists()
