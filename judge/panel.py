@@ -107,7 +107,7 @@ class PanelConfig(BaseModel):
         return {
             "runtime": runtime, "temperature": self.temperature, "max_tokens": self.max_tokens,
             "max_input_tokens": self.max_input_tokens, "base_url": self.base_url, "timeout_s": self.timeout_s,
-            "prompt": self.prompt, "params": dict(self.params),
+            "prompt": self.prompt, "params": dict(self.params), "concurrency": self.concurrency,
         }
 
     def described(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,7 @@ DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_TOKENS = 4096  # output budget per call
 DEFAULT_MAX_INPUT_TOKENS = 100_000  # prompt budget per call (the trajectory is elided to fit)
 SCHEMA_NAME = "verdict"
+PROMPT_CACHE_SIZE = 256
 
 
 class JudgeIssue(BaseModel):
@@ -151,6 +153,7 @@ class LLMJudge:
         self.provider: Provider = options.get("provider") or make_provider(spec, {
             "base_url": options.get("base_url"),
             "timeout_s": options.get("timeout_s"),
+            "concurrency": options.get("concurrency"),
             **(options.get("params") or {}),
         })
         self.template: PromptTemplate = load_template(options.get("prompt") or DEFAULT_PROMPT)
@@ -161,6 +164,7 @@ class LLMJudge:
         self.max_input_tokens = int(options.get("max_input_tokens") or DEFAULT_MAX_INPUT_TOKENS)
         self.runtime: CallRuntime = options.get("runtime") or CallRuntime(timeout_s=float(options.get("timeout_s") or 120))
         self.extra_params = dict(options.get("params") or {})
+        self._prompts: OrderedDict[tuple[str, int], tuple[Trajectory, Any, list[dict[str, str]]]] = OrderedDict()
 
     @property
     def model(self) -> str:
@@ -250,7 +254,23 @@ class LLMJudge:
             raise VerdictProblem("truncated", "Your answer was cut off at the output token limit.")
 
     def prompt_for(self, trajectory: Trajectory) -> tuple[Any, list[dict[str, str]]]:
-        """The rendered trajectory and the chat messages of the first call."""
+        """The rendered trajectory and the chat messages of the first call.
+
+        The passes of one trajectory share the same prompt, so it is rendered once (a small LRU keyed by the
+        trajectory object; the panel hands every pass the same object).
+        """
+        key = (trajectory.id, id(trajectory))
+        cached = self._prompts.get(key)
+        if cached is not None and cached[0] is trajectory:
+            self._prompts.move_to_end(key)
+            return cached[1], cached[2]
+        rendered, messages = self._render_prompt(trajectory)
+        self._prompts[key] = (trajectory, rendered, messages)
+        if len(self._prompts) > PROMPT_CACHE_SIZE:
+            self._prompts.popitem(last=False)
+        return rendered, messages
+
+    def _render_prompt(self, trajectory: Trajectory) -> tuple[Any, list[dict[str, str]]]:
         query = neutralise(trajectory.query)
         frame = self.template.render(query=query, trajectory="", turn_count=trajectory.turn_count, elision_note="")
         overhead = sum(estimate_tokens(m["content"]) for m in frame)

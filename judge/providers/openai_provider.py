@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
@@ -18,10 +19,18 @@ _FINISH: dict[str, FinishReason] = {
     "tool_calls": "tool_use",
     "function_call": "tool_use",
 }
+CONNECTIONS_PER_CLIENT = 8
 
 
 class OpenAIProvider:
-    """``openai:MODEL`` and ``openai-compatible:MODEL@URL``: ``AsyncOpenAI`` with retries disabled."""
+    """``openai:MODEL`` and ``openai-compatible:MODEL@URL``: ``AsyncOpenAI`` with retries disabled.
+
+    Requests go through the SDK's low-level ``post`` and the JSON body is read directly: the typed
+    ``chat.completions.create()`` walks every message through a TypedDict transform and builds a pydantic
+    model of the answer, several ms of CPU per call that cap throughput at high concurrency. Auth, base URL,
+    timeouts and the SDK's error types are unchanged. With ``concurrency`` above 8 the calls are spread over
+    a few SDK clients, because the HTTP pool checks every idle connection on each request.
+    """
 
     def __init__(self, spec: str, parsed: ProviderSpec, *, api_key: str, timeout_s: float, options: dict[str, Any]):
         import openai  # lazy: only when an OpenAI-protocol judge is used
@@ -33,7 +42,10 @@ class OpenAIProvider:
         self.base_url = parsed.base_url
         self.structured_output = str(options.get("structured_output") or "json_schema")
         self.default_max_tokens = options.get("default_max_tokens")
-        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s)
+        count = max(1, -(-int(options.get("concurrency") or 1) // CONNECTIONS_PER_CLIENT))
+        self._clients = [openai.AsyncOpenAI(api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s)
+                         for _ in range(count)]
+        self._next_client = itertools.cycle(self._clients)
 
     async def complete(
         self,
@@ -64,23 +76,24 @@ class OpenAIProvider:
             request["response_format"] = {"type": "json_object"}
         started = time.monotonic()
         try:
-            # The SDK's low-level post: typed create() first walks every message through a TypedDict
-            # transform, several ms of CPU per call that caps throughput at high concurrency; our messages are
-            # plain JSON already. Auth, errors and the typed ChatCompletion result are the SDK's as usual.
-            response = await self._client.post("/chat/completions", body=request, cast_to=self._sdk.types.chat.ChatCompletion)
-            return self._completion(response, schema is not None, time.monotonic() - started)
+            body = await next(self._next_client).post("/chat/completions", body=request, cast_to=object)
         except Exception as error:  # every SDK/transport failure becomes a typed error
             raise classify_sdk_error(self._sdk, error) from None
+        return self._completion(body, schema is not None, time.monotonic() - started)
 
-    def _completion(self, response: Any, want_json: bool, latency_s: float) -> Completion:
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise BadOutput("the response has no choices")
-        choice = choices[0]
-        message = choice.message
-        text = message.content or ""
-        refusal = getattr(message, "refusal", None)
-        finish: FinishReason = "refusal" if refusal else _FINISH.get(str(choice.finish_reason), "stop")
+    def _completion(self, body: Any, want_json: bool, latency_s: float) -> Completion:
+        if not isinstance(body, dict):
+            raise BadOutput("the response body is not a JSON object")
+        try:
+            choice = body["choices"][0]
+            message = choice.get("message") or {}
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise BadOutput("the response has no choices") from None
+        text = message.get("content") or ""
+        if not isinstance(text, str):
+            raise BadOutput("the message content is not text")
+        refusal = message.get("refusal") or None
+        finish: FinishReason = "refusal" if refusal else _FINISH.get(str(choice.get("finish_reason")), "stop")
         parsed: dict[str, Any] | None = None
         if want_json and text and finish == "stop":
             try:
@@ -93,23 +106,28 @@ class OpenAIProvider:
             parsed=parsed,
             finish_reason=finish,
             refusal=refusal,
-            usage=_usage(getattr(response, "usage", None)),
-            model=getattr(response, "model", None) or self.model,
+            usage=_usage(body.get("usage")),
+            model=body.get("model") or self.model,
             latency_s=latency_s,
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        for client in self._clients:
+            await client.close()
 
 
 def _usage(usage: Any) -> Usage:
     """Usage from the API's fields; missing fields stay None (unknown), never a guessed zero."""
-    if usage is None:
+    if not isinstance(usage, dict):
         return Usage()
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return Usage(
-        input_tokens=getattr(usage, "prompt_tokens", None),
-        output_tokens=getattr(usage, "completion_tokens", None),
-        cached_tokens=cached,
+        input_tokens=_int(usage.get("prompt_tokens")),
+        output_tokens=_int(usage.get("completion_tokens")),
+        cached_tokens=_int(cached),
     )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
