@@ -259,7 +259,7 @@ def test_tool_definitions_from_metadata_are_carried_on_every_sample():
 
 
 def test_a_leaking_split_is_refused_and_leaves_no_files(tmp_path: Path, monkeypatch):
-    import judge.export as export
+    from judge import export
 
     trajectories = [make_trajectory(f"t{i}", "q0") for i in range(2)] + [make_trajectory("t9", "q9")]
     write_run(tmp_path / "run", trajectories, [score_row(t.id) for t in trajectories])
