@@ -115,6 +115,13 @@ def test_offline_and_pending_routes_get_no_ticket():
     assert tickets_for(cases.long_reference(), cases.issue(1)) == []
 
 
+def test_an_environment_fault_after_the_checkpoint_still_forces_a_fresh_environment():
+    guided, _ = tickets_for(cases.read_retry(), cases.issue(2, tag="wrong-argument"),
+                            cases.issue(3, category="environment", severity="severe", tag="environment-fault"))
+    assert guided.route == "online-guided" and guided.moot == ["c2"] and guided.unknown_writes == []
+    assert guided.fresh_environment is True
+
+
 def test_environment_ticket_is_a_rerun_without_guidance():
     ticket, = tickets_for(cases.read_retry(), cases.issue(1, category="environment", severity="severe", tag="environment-fault"))
     assert ticket.arm == "rerun" and ticket.guidance is None and ticket.fresh_environment

@@ -255,7 +255,10 @@ def build_tickets(
         "checkpoint_turn": checkpoint, "branch_turn": checkpoint, "prefix": prefix, "reusable_receipts": reusable,
         "unknown_writes": unknown, "plan": plan, "target_issue": target, "moot": list(row.moot), "evidence": evidence,
         "prefix_issues": [i["cluster"] for i in row.extra.get("issues", []) if i.get("role") == "prefix"],
-        "fresh_environment": bool(unknown) or row.route in ("environment", "rewrite-restart"),
+        # An environment fault anywhere in the run (even one the continuation makes moot) needs a fresh,
+        # repaired environment: the same expired token would fail the continuation too.
+        "fresh_environment": bool(unknown) or row.route in ("environment", "rewrite-restart")
+        or any(i.get("category") == "environment" for i in row.extra.get("issues", [])),
     }
     if row.route == "environment":
         arms: list[tuple[Arm, str | None]] = [("rerun", None)]
