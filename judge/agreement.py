@@ -8,6 +8,8 @@
 - **Fleiss' kappa** for the efficiency votes (subjects = trajectories, raters = valid passes). For subjects
   with unequal rater counts the per-subject agreement ``P_i = (sum_j n_ij^2 - n_i) / (n_i (n_i - 1))`` is
   used as is and category shares are pooled over all ratings; with equal counts this is Fleiss (1971).
+- The same alpha with **clusters** as units (``krippendorff_alpha_clusters``): passes that were clustered
+  together agree even when they named neighbouring turns.
 - **Vote histogram**: clusters by votes (how many 1-, 2-, 3-vote clusters).
 - **Effective number of independent judges** (the design effect of correlated raters, Kish):
   ``n_eff = n / (1 + (n - 1) * r)``, where n is the panel's passes and r the mean pairwise Pearson
@@ -132,6 +134,21 @@ def issue_units(verdicts: Sequence[Verdict]) -> tuple[list[list[int]], dict[str,
     return units, dict(codes)
 
 
+def cluster_units(verdicts: Sequence[Verdict], clusters: Sequence[Cluster]) -> list[list[int]]:
+    """Alpha units at the cluster level: each cluster, coded 1/0 by every valid pass of its trajectory
+    (was the pass a member?). Unlike the turn x category units, judges that disagree on the turn by one but
+    were clustered together count as agreeing."""
+    valid: dict[str, list[str]] = defaultdict(list)
+    for verdict in verdicts:
+        if verdict.status == "ok":
+            valid[verdict.trajectory_id].append(verdict.pass_key)
+    units = []
+    for cluster in clusters:
+        members = {m.pass_key for m in cluster.members}
+        units.append([int(key in members) for key in valid.get(cluster.trajectory_id, [])])
+    return units
+
+
 def efficiency_table(verdicts: Sequence[Verdict]) -> list[list[int]]:
     """Trajectories x (high, medium, low) counts of the valid passes' efficiency votes."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
@@ -149,11 +166,13 @@ def agreement_summary(verdicts: Sequence[Verdict], clusters: Sequence[Cluster]) 
                                             for t in {v.trajectory_id for v in verdicts}), default=0)
     correlation = mean_pairwise_correlation(codes)
     alpha = krippendorff_alpha_nominal(units)
+    alpha_clusters = krippendorff_alpha_nominal(cluster_units(verdicts, clusters))
     kappa = fleiss_kappa(efficiency_table(verdicts))
     histogram = vote_histogram(clusters)
     return {
         "krippendorff_alpha_issues": None if alpha is None else round(alpha, 4),
         "alpha_units": sum(1 for u in units if len(u) >= 2),
+        "krippendorff_alpha_clusters": None if alpha_clusters is None else round(alpha_clusters, 4),
         "fleiss_kappa_efficiency": None if kappa is None else round(kappa, 4),
         "efficiency_subjects": sum(1 for r in efficiency_table(verdicts) if sum(r) >= 2),
         "vote_histogram": {str(k): v for k, v in histogram.items()},
@@ -162,6 +181,7 @@ def agreement_summary(verdicts: Sequence[Verdict], clusters: Sequence[Cluster]) 
         "effective_judges": None if (n := effective_judges(panel, correlation)) is None else round(n, 3),
         "definitions": {
             "alpha": "nominal Krippendorff alpha; units = (trajectory, turn, category) flagged by any valid pass, coded 0/1 per pass",
+            "alpha_clusters": "the same with units = clusters (a pass codes 1 when it is a member)",
             "kappa": "Fleiss kappa of efficiency votes (high/medium/low), subjects = trajectories",
             "effective_judges": "n / (1 + (n-1) r), r = mean pairwise correlation of passes' 0/1 unit codes, clipped to [0,1]",
         },

@@ -119,6 +119,29 @@ def test_issue_units_and_summary() -> None:
     assert summary["panel_size"] == 3 and summary["alpha_units"] == 3
 
 
+def test_cluster_level_alpha_counts_clustered_passes_as_agreeing() -> None:
+    from judge.agreement import cluster_units
+
+    # Two passes name turns 3 and 4 for one defect: the turn x category units disagree, the cluster agrees.
+    verdicts = [_verdict("t", 0, [(3, "code"), (6, "semantic")]), _verdict("t", 1, [(4, "code"), (6, "semantic")])]
+    issue = Issue(turn=3, category="code", severity="minor", description="x")
+    both = Cluster(trajectory_id="t", cluster="c1", votes=2, panel_size=2, majority=True, turn=3, category="code",
+                   severity="minor", description="x",
+                   members=[ClusterMember(pass_key="j#0", issue_index=0, issue=issue),
+                            ClusterMember(pass_key="j#1", issue_index=0, issue=issue)])
+    other = both.model_copy(update={"cluster": "c2", "turn": 6})
+    lone = both.model_copy(update={"cluster": "c3", "votes": 1, "members": both.members[:1]})
+    assert cluster_units(verdicts, [both, other, lone]) == [[1, 1], [1, 1], [1, 0]]
+    units, _ = issue_units(verdicts)
+    assert sorted(units) == [[0, 1], [1, 0], [1, 1]]
+    summary = agreement_summary(verdicts, [both, other, lone])
+    # clusters: o11 = 2 + 2, o10 = o01 = 1 -> n1 = 5, n0 = 1, n = 6: alpha = 1 - 5 * 2 / (2 * 5 * 1) = 0
+    assert summary["krippendorff_alpha_clusters"] == pytest.approx(0.0)
+    # units: (3,code) = [1,0], (4,code) = [0,1], (6,semantic) = [1,1]: o11 = 2, o10 = o01 = 2, n1 = 4, n0 = 2
+    # alpha = 1 - 5 * 4 / (2 * 4 * 2) = -0.25
+    assert summary["krippendorff_alpha_issues"] == pytest.approx(-0.25)
+
+
 def test_vote_histogram_and_empty_summary() -> None:
     assert vote_histogram([_cluster(2), _cluster(2), _cluster(1)]) == {1: 1, 2: 2, 3: 0}  # up to the panel size
     empty = agreement_summary([], [])

@@ -265,3 +265,11 @@ def test_ingest_cli_on_the_bundled_continuations(tmp_path):
     rows = list(rundir.read_jsonl(out, Trajectory))
     assert {(t.metadata.source_id, t.metadata.branch_turn) for t in rows} == {("inv-base-build", 2)}
     assert {t.metadata.arm for t in rows} == {"guided", "unguided"}
+
+
+def test_every_ticket_field_is_documented():
+    doc = Path(__file__).resolve().parents[1] / "docs" / "continuation-tickets.md"
+    if not doc.exists():
+        pytest.skip("docs/ is not in this installation")
+    text = doc.read_text(encoding="utf-8")
+    assert [f for f in Ticket.model_fields if f"`{f}`" not in text] == []

@@ -126,10 +126,9 @@ def test_worked_case_inventory_build(corpus: list[Trajectory]) -> None:
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
 
-# What EXPECTED.md lists that receipts alone can show: (id, turn, category). The rules judge also reports
-# failures EXPECTED.md leaves out (the first of the repeated pytest runs, the failing test after the install),
-# which are real failed calls; logic errors in drafts (EXPECTED's T2 of the name cleaner and the ja case) need
-# an LLM judge and are not expected here.
+# What EXPECTED.md lists that receipts alone can show: (id, turn, category). Logic errors in drafts (EXPECTED's
+# T2 of the name cleaner and of the ja case, T4 of the migration) need an LLM judge; the rules judge finds the
+# failed call they cause instead (name cleaner T4, ja T3, migration T4).
 EXPECTED_BY_RULES = {
     "inv-base-build": {(3, "code"), (5, "code")},
     "inv-base-build-unguided": {(3, "code")},
@@ -140,6 +139,7 @@ EXPECTED_BY_RULES = {
     "env-expired-token": {(1, "environment")},
     "env-dns-failure": {(1, "environment")},
     "repeat-failing-pytest": {(2, "code"), (3, "code")},
+    "name-cleaner-evidence": set(),
     "zh-false-completion": {(2, "code"), (3, "semantic")},
     "name-cleaner-false-completion": {(5, "semantic"), (8, "semantic")},
     "ja-false-completion": {(4, "semantic")},
@@ -149,6 +149,7 @@ CLEAN_EXAMPLES = {k for k, v in EXPECTED_BY_RULES.items() if not v}
 
 
 def test_example_batch_defects_found_at_their_turns() -> None:
+    """Every defect EXPECTED.md lists that receipts can show is found at its turn; clean examples get nothing."""
     if not (EXAMPLES / "EXPECTED.md").exists():
         pytest.skip("examples/batch is not in this checkout")
     from judge.importers import load_trajectories

@@ -108,8 +108,9 @@ class WasteCounts:
 def waste_counts(analysis: Analysis) -> WasteCounts:
     """Failed calls (first of their kind), identical repeats of a failure, and redundant read-only repeats.
 
-    A read-only call is redundant when an identical call already succeeded and no call that may change state
-    ran in between (re-reading an unchanged file).
+    A failed check that later passes is not waste (it found what the next calls fixed). A read-only call is
+    redundant when an identical call already succeeded and no call that may change state ran in between
+    (re-reading an unchanged file).
     """
     failed = repeated = redundant = 0
     seen_failures: set[tuple[str, str]] = set()
@@ -120,9 +121,9 @@ def waste_counts(analysis: Analysis) -> WasteCounts:
             signature = (action.key, action.error_line.strip().lower())
             if signature in seen_failures:
                 repeated += 1
-            else:
+            elif not (action.is_check and analysis.recovered(action)):
                 failed += 1
-                seen_failures.add(signature)
+            seen_failures.add(signature)
         elif action.outcome == "ok" and action.read_only:
             previous = last_ok_read.get(action.key)
             if previous is not None and previous > last_mutation:

@@ -35,6 +35,7 @@ _REDIRECT = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+)")
 _SED_INPLACE = re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([\w./-]+)")
 _CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
 _DOC_SUFFIXES = (".md", ".txt", ".rst")
+_JSON_REASON = re.compile(r'"(msg|message|error|detail|reason)"\s*:', re.IGNORECASE)  # a JSON error body's reason
 _EXIT_LINE = re.compile(r"^\s*(error:\s*)?exit ?code:?\s*-?\d+\s*(\(execution failed\))?\s*$", re.IGNORECASE)
 
 
@@ -262,7 +263,8 @@ def _classify_uncached(
 def _reason_after_exit_line(window: str, patterns: CompiledPatterns) -> str:
     """ "Exit code 1" says that a call failed; the lines after it usually say why. Pick the best of them."""
     rest = window.split("\n", 1)[1] if "\n" in window else ""
-    match = patterns.environment.search(rest) or patterns.error.search(rest)
+    match = (patterns.environment.search(rest) or patterns.error.search(rest) or _JSON_REASON.search(rest)
+             or patterns.prior_failure.search(rest))
     if match is not None:
         return _line_at(rest, match.start())
     return next((ln.strip() for ln in rest.splitlines() if len(ln.strip()) > 3), "")

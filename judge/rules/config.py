@@ -31,7 +31,7 @@ class DetectorSettings(BaseModel):
     severity: Severity = "severe"
     recovered_severity: Severity = "minor"
     unrecovered_severity: Severity = "severe"
-    severe_after: int = Field(default=3, ge=2, description="Identical failures from this count on are severe.")
+    severe_after: int = Field(default=4, ge=2, description="Identical failures from this count on are severe.")
 
 
 class EfficiencySettings(BaseModel):

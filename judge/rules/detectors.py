@@ -55,6 +55,8 @@ def failed_call(an: Analysis) -> list[Issue]:
     """A call that failed for a reason of the agent's making (category ``code``).
 
     Severity: minor when a later call of the same intent succeeded (recovered), severe when it never did.
+    A failed check (a test run, a validator) that later passes is not reported: finding a bug and fixing it is
+    the work going right (plan-then-act-lesson.txt, "complete on evidence"); a check that never passes is.
     Identical repeats of a failure are left to ``repeated-failure``, so one defect is reported once.
     """
     settings = an.config.settings("failed-call")
@@ -63,6 +65,8 @@ def failed_call(an: Analysis) -> list[Issue]:
         if action.outcome != "error" or _earlier_identical_failures(an, action):
             continue
         recovery = an.recovered(action)
+        if recovery is not None and action.is_check:
+            continue
         kind = "check" if action.is_check else "call"
         if recovery:
             description = f"The {action.name} {kind} failed; a later call of the same intent succeeded at T{recovery.turn}."
