@@ -104,3 +104,10 @@ def test_authenticity_checks_reuse_the_rules_detectors(name, messages, failed) -
     checks = release_checks(make(messages))
     assert failed in checks
     assert all(c.startswith(("format:", "authenticity:")) for c in checks)
+
+
+def test_gate_fails_closed_without_the_rules_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "judge.rules", None)  # makes `from judge.rules import ...` raise ImportError
+    assert release_checks(make(good())) == ["authenticity:unavailable"]

@@ -9,7 +9,9 @@ import pytest
 
 from judge import rundir
 from judge.model import Message, Trajectory, TrajectoryMetadata, number_turns
+from judge.cluster import ClusterConfig
 from judge.schema import Cluster, ClusterMember, Issue, Verdict
+from judge.store import RunStore
 from judge.scoring import load_rubric, score_trajectory
 
 RUBRIC = load_rubric(None)
@@ -116,3 +118,6 @@ def test_score_run_writes_clusters_and_scores_without_judging(tmp_path: Path) ->
     assert [(c["trajectory_id"], c["votes"]) for c in clusters] == [("a", 3)]
     manifest = json.loads((tmp_path / rundir.MANIFEST).read_text())
     assert manifest["embedder"]["name"] == "lexical" and manifest["rubric"]["label"] == "default-v1"
+    assert manifest["cluster"]["weights"]["text"] == ClusterConfig().weights["text"]
+    with RunStore.for_run(tmp_path) as store:  # the three wordings were embedded once and cached in the run
+        assert len(store.get_embeddings("lexical|char3-hash|1", [wrong.description])) == 1
