@@ -121,3 +121,14 @@ def test_score_run_writes_clusters_and_scores_without_judging(tmp_path: Path) ->
     assert manifest["cluster"]["weights"]["text"] == ClusterConfig().weights["text"]
     with RunStore.for_run(tmp_path) as store:  # the three wordings were embedded once and cached in the run
         assert len(store.get_embeddings("lexical|char3-hash|1", [wrong.description])) == 1
+
+
+def test_a_rubric_may_let_environment_issues_lower_the_score(tmp_path: Path) -> None:
+    path = tmp_path / "strict-env.yaml"
+    path.write_text("name: strict-env\nversion: 1\nenvironment: {lowers_score: true, failed_check: env-rerun}\n")
+    rubric = load_rubric(path)
+    env = cluster("c1", 3, "severe", "environment")
+    row = score_trajectory(None, [verdict(k) for k in range(3)], [env], rubric, panel_size=3, failed_checks=[])
+    assert (row.score, row.release) == (2, False)
+    assert [i.cluster for i in row.issues] == ["c1"] and [i.cluster for i in row.environment] == ["c1"]
+    assert row.failed_checks == ["env-rerun"]
