@@ -142,6 +142,11 @@ def description_text(issue: Issue) -> str:
     return _STEP_PREFIX.sub("", unicodedata.normalize("NFKC", issue.description)).strip() or issue.description
 
 
+def normalise_tag(tag: str | None) -> str:
+    """Tags compare case-insensitively, with ``_`` and spaces read as ``-`` (judges spell them loosely)."""
+    return re.sub(r"[\s_]+", "-", (tag or "").strip().lower())
+
+
 def pair_features(a: Issue, b: Issue, cosine: float, turn_window: int, grams: tuple[frozenset[str], ...] = ()) -> np.ndarray:
     """Feature vector of two issues in :data:`FEATURES` order.
 
@@ -159,7 +164,8 @@ def pair_features(a: Issue, b: Issue, cosine: float, turn_window: int, grams: tu
     evidence = len(ea & eb) / min(len(ea), len(eb)) if ea and eb else 0.0
     both_turns = a.turn is not None and b.turn is not None
     gap = abs(a.turn - b.turn) if both_turns else None  # type: ignore[operator]
-    both_tags = bool(a.tag) and bool(b.tag)
+    tag_a, tag_b = normalise_tag(a.tag), normalise_tag(b.tag)
+    both_tags = bool(tag_a) and bool(tag_b)
     return np.array(
         [
             cosine,
@@ -168,8 +174,8 @@ def pair_features(a: Issue, b: Issue, cosine: float, turn_window: int, grams: tu
             float(gap is not None and 0 < gap <= turn_window),
             float(gap is not None and gap > turn_window),
             float(a.category == b.category),
-            float(both_tags and a.tag == b.tag),
-            float(both_tags and a.tag != b.tag),
+            float(both_tags and tag_a == tag_b),
+            float(both_tags and tag_a != tag_b),
             evidence,
         ],
         dtype=np.float64,

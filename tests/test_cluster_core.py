@@ -242,3 +242,15 @@ def test_turn_nearness_decides_between_two_candidates() -> None:
     clusters = cluster_verdicts("t", verdicts, panel_size=3, config=ClusterConfig(embedder="lexical"),
                                 embedder=make_embedder("lexical"))
     assert sorted((c.turn, c.votes) for c in clusters) == [(2, 1), (8, 2)]
+
+
+@pytest.mark.parametrize(
+    ("tag_a", "tag_b", "same", "differ"),
+    [("repeated-failure", "Repeated_Failure", 1.0, 0.0), ("repeated failure", "repeated-failure", 1.0, 0.0),
+     ("a", "b", 0.0, 1.0), (None, "b", 0.0, 0.0), ("", "b", 0.0, 0.0)],
+)
+def test_tag_features_compare_normalised_tags(tag_a, tag_b, same, differ) -> None:
+    from judge.cluster import FEATURES, pair_features
+
+    features = dict(zip(FEATURES, pair_features(issue(1, "x", tag=tag_a), issue(1, "y", tag=tag_b), 0.0, 2)))
+    assert (features["tag_same"], features["tag_differ"]) == (same, differ)
