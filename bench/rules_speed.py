@@ -18,7 +18,14 @@ import random
 import time
 
 from judge.judges import make_judge
-from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+from judge.model import (
+    Message,
+    Receipt,
+    ToolCall,
+    Trajectory,
+    TrajectoryMetadata,
+    number_turns,
+)
 
 TEXTS = [
     "Let me look at the file first.",

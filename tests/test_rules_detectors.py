@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from judge.judges import make_judge
-from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+from judge.model import (
+    Message,
+    Receipt,
+    ToolCall,
+    Trajectory,
+    TrajectoryMetadata,
+    number_turns,
+)
 from judge.rules import (
     DETECTOR_NAMES,
     DETECTORS,

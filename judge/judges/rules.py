@@ -15,7 +15,14 @@ from typing import Any
 
 from judge.judges import register_judge
 from judge.model import Trajectory, Usage
-from judge.rules import RulesConfig, analyse, default_config, detect, vote_from_waste, waste_counts
+from judge.rules import (
+    RulesConfig,
+    analyse,
+    default_config,
+    detect,
+    vote_from_waste,
+    waste_counts,
+)
 from judge.schema import Verdict
 
 MODEL_NAME = "rules-v1"
@@ -33,26 +40,29 @@ class RulesJudge:
 
     async def __call__(self, trajectory: Trajectory, pass_index: int) -> Verdict:
         started = time.perf_counter()
-        base = {
-            "trajectory_id": trajectory.id,
-            "judge": self.spec,
-            "pass_index": pass_index,
-            "pass_key": f"{self.spec}#{pass_index}",
-            "model": MODEL_NAME,
-            "prompt_version": self.config.version,
-            "deterministic": True,
-            "usage": Usage(input_tokens=0, output_tokens=0),
-            "cost_usd": 0.0,
-        }
         try:
             analysis = analyse(trajectory, self.config)
             issues = detect(analysis, self.detectors)
             efficiency = vote_from_waste(waste_counts(analysis), self.config)
-        except Exception as error:  # a detector bug must not drop the trajectory from the denominators
-            return Verdict(**base, status="unscored", reason="parse_error",
-                           detail=f"rules judge failed on this trajectory: {type(error).__name__}: {error}",
-                           latency_s=time.perf_counter() - started)
-        return Verdict(**base, status="ok", issues=issues, efficiency=efficiency, latency_s=time.perf_counter() - started)
+        except Exception as error:  # noqa: BLE001 - a detector bug must not drop the trajectory from the denominators
+            return self._verdict(trajectory, pass_index, started, status="unscored", reason="parse_error",
+                                 detail=f"rules judge failed on this trajectory: {type(error).__name__}: {error}")
+        return self._verdict(trajectory, pass_index, started, status="ok", issues=issues, efficiency=efficiency)
+
+    def _verdict(self, trajectory: Trajectory, pass_index: int, started: float, **outcome: Any) -> Verdict:
+        return Verdict(
+            trajectory_id=trajectory.id,
+            judge=self.spec,
+            pass_index=pass_index,
+            pass_key=f"{self.spec}#{pass_index}",
+            model=MODEL_NAME,
+            prompt_version=self.config.version,
+            deterministic=True,
+            usage=Usage(input_tokens=0, output_tokens=0),  # no model call: nothing to pay
+            cost_usd=0.0,
+            latency_s=time.perf_counter() - started,
+            **outcome,
+        )
 
 
 @register_judge("rules")

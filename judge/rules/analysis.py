@@ -109,7 +109,7 @@ class Analysis:
     # (id, turn, resolved): a reused call id; resolved when the earlier use was answered before the reuse
     duplicate_call_ids: list[tuple[str, int, bool]] = field(default_factory=list)
     orphan_receipts: list[tuple[str, int, int]] = field(default_factory=list)  # (call id, message index, turn)
-    cache: dict[str, object] = field(default_factory=dict)  # per-analysis memo of detector helpers
+    cache: dict[str, Any] = field(default_factory=dict)  # per-analysis memo of detector helpers
 
     def excerpt(self, text: str) -> str:
         return excerpt(text, self.config.receipt.excerpt_chars)
@@ -117,9 +117,8 @@ class Analysis:
     def recovered(self, action: Action, before: int | None = None) -> Action | None:
         """A later successful action of the same intent (visible before message ``before``, if given)."""
         for later in self.actions[action.order + 1 :]:
-            if later.intent == action.intent and later.outcome == "ok":
-                if before is None or later.visible_at < before:
-                    return later
+            if later.intent == action.intent and later.outcome == "ok" and (before is None or later.visible_at < before):
+                return later
         return None
 
     def actions_before(self, message_index: int) -> list[Action]:
@@ -225,7 +224,8 @@ def _classify(
     cached = patterns.memo_receipts.get(key)
     if cached is None:
         cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns, text_signals))
-    return cached  # type: ignore[return-value]
+    outcome: Outcome = cached[0]
+    return outcome, cached[1], cached[2]
 
 
 def _classify_uncached(
@@ -440,7 +440,9 @@ def _speech(index: int, message: Message, config: RulesConfig, patterns: Compile
     cached = patterns.memo_speeches.get(text)
     if cached is None:
         cached = patterns.remember(patterns.memo_speeches, text, _read_speech(text, config, patterns))
-    region, sentences, mentions_failure = cached  # type: ignore[misc]
+    region: str = cached[0]
+    sentences: list[Sentence] = cached[1]
+    mentions_failure: bool = cached[2]
     return Speech(index, message.turn or 0, message.name, text, region, sentences, bool(message.tool_calls), mentions_failure)
 
 

@@ -8,13 +8,13 @@ alternation per list, so a detector pays one regex search per text, whatever the
 from __future__ import annotations
 
 import re
-import re._constants as _c  # the parsed-pattern opcodes, for necessary_literals
-import re._parser as _sre_parser
+import re._constants as _c  # type: ignore[import-not-found]  # parsed-pattern opcodes, for necessary_literals
+import re._parser as _sre_parser  # type: ignore[import-not-found]
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge.schema import Severity
@@ -141,7 +141,7 @@ class RulesConfig(BaseModel):
         except (OSError, yaml.YAMLError) as error:
             raise ValueError(f"{path}: cannot read rules config: {error}") from None
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: a rules config must be a mapping, got {type(data).__name__}")
+            raise ValueError(f"{path}: a rules config must be a mapping, got {type(data).__name__}")  # noqa: TRY004 (bad file content, not a bad argument)
         try:
             return cls.model_validate({**data, "source": str(path)})
         except ValueError as error:
@@ -351,12 +351,12 @@ class CompiledPatterns:
             {"read_only": self.read_only_command, "check": self.check, "content": self.content_command})
         self._names: dict[tuple[str, str], bool] = {}
         # Per-text answers of the analysis (receipt outcome, claim sentences), bounded; see analysis._classify.
-        self.memo_receipts: dict[object, object] = {}
-        self.memo_speeches: dict[object, object] = {}
+        self.memo_receipts: dict[Any, Any] = {}
+        self.memo_speeches: dict[Any, Any] = {}
 
     MEMO_LIMIT = 20000
 
-    def remember(self, memo: dict[object, object], key: object, value: object) -> object:
+    def remember(self, memo: dict[Any, Any], key: Any, value: Any) -> Any:
         if len(memo) >= self.MEMO_LIMIT:
             memo.clear()  # simple and bounded; a batch's repeats are close together
         memo[key] = value

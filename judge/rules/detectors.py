@@ -11,7 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from judge.rules.analysis import Action, Analysis, Sentence, Speech, command_of, is_doc, plan_items
+from judge.rules.analysis import (
+    Action,
+    Analysis,
+    Sentence,
+    Speech,
+    command_of,
+    is_doc,
+    plan_items,
+)
 from judge.schema import Category, Issue, Severity
 
 DetectorFn = Callable[[Analysis], list[Issue]]
@@ -296,7 +304,7 @@ def _failure_texts(an: Analysis, first_user: int | None) -> list[tuple[int, str 
     Receipts and user messages after the query count for any speaker; in multi-agent logs, an agent's message
     counts for the other agents.
     """
-    cached = an.cache.get("failure_texts")
+    cached: list[tuple[int, str | None]] | None = an.cache.get("failure_texts")
     if cached is None:
         words = an.patterns.prior_failure
         cached = []
@@ -310,7 +318,7 @@ def _failure_texts(an: Analysis, first_user: int | None) -> list[tuple[int, str 
             elif message.role == "assistant" and an.multi_agent and words.search(message.content or ""):
                 cached.append((i, message.name))
         an.cache["failure_texts"] = cached
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def _sentence_around(text: str, position: int) -> str:
@@ -398,7 +406,7 @@ def stale_evidence(an: Analysis) -> list[Issue]:
     not documentation); it is stale when a successful write to it happened after the check and before the
     claim, with no check after the write.
     """
-    issues = []
+    issues: list[Issue] = []
     checks = [a for a in an.actions if a.is_check]
     if not checks:
         return issues
