@@ -272,12 +272,17 @@ async def run_panel(
                                  attempt.usage.input_tokens, attempt.usage.output_tokens, attempt.usage.cached_tokens,
                                  attempt.cost_usd, attempt.latency_s)
 
-        if getattr(judge, "reports_attempts", False):
-            verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt)  # type: ignore[call-arg]
-        else:
-            verdict = await judge(trajectory, plan.pass_index)
-            on_attempt(Attempt(1, verdict.reason or verdict.status, usage=verdict.usage, cost_usd=verdict.cost_usd,
-                               latency_s=verdict.latency_s))
+        try:
+            if getattr(judge, "reports_attempts", False):
+                verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt)  # type: ignore[call-arg]
+            else:
+                verdict = await judge(trajectory, plan.pass_index)
+                on_attempt(Attempt(1, verdict.reason or verdict.status, usage=verdict.usage, cost_usd=verdict.cost_usd,
+                                   latency_s=verdict.latency_s))
+        except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
+            verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
+                              pass_key=plan.pass_key, status="unscored", reason="provider_error",
+                              detail=f"the judge failed: {type(error).__name__}: {error}", attempts=0)
         verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
                                              "deterministic": plan.deterministic, "cached": False})
         if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:

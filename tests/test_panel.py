@@ -376,3 +376,28 @@ def test_rules_and_llm_in_one_panel(server: FakeLLMServer, tmp_path: Path) -> No
     members = read_manifest(tmp_path)["panel"]["members"]
     assert [m["deterministic"] for m in members] == [True, False]
     assert server.request_count == 1 and len(verdict_rows(tmp_path)) == 2
+
+
+def test_auth_failure_stops_all_further_calls(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.queue(Scripted(status=401, error_message="invalid key"))
+    trajectories, _ = synthetic_batch(4)
+    result = run(trajectories, config_for(server, passes=2, concurrency=1), tmp_path)
+    assert server.request_count == 1  # not 8 identical failures
+    rows = verdict_rows(tmp_path)
+    assert len(rows) == 8 and all(v.reason == "provider_error" for v in rows)
+    assert result.unscored["provider_error"] == 8 and "not attempted" in rows[-1].detail
+
+
+def test_a_failing_judge_does_not_stop_the_batch(tmp_path: Path) -> None:
+    class Flaky:
+        spec, deterministic = "flaky", True
+
+        async def __call__(self, trajectory, pass_index):
+            if trajectory.id.endswith("1"):
+                raise RuntimeError("detector bug")
+            return Verdict(trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key="x", status="ok")
+
+    trajectories, _ = synthetic_batch(3)
+    result = asyncio.run(run_panel(trajectories, PanelConfig(judges=["flaky"]), tmp_path, progress=False, judges={"flaky": Flaky()}))
+    assert [v.status for v in result.verdicts] == ["ok", "unscored", "ok"]
+    assert "RuntimeError: detector bug" in result.verdicts[1].detail

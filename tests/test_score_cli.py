@@ -96,10 +96,13 @@ def test_strict_fails_on_rejects_but_still_scores(batch: Path, tmp_path: Path) -
     [
         (["--judge", "nosuch:model"], "unknown judge"),
         (["--judge", "openai-compatible:m"], "needs a server URL"),
+        (["--judge", "openai:gpt-4o"], "OPENAI_API_KEY is not set"),
+        (["--judge", "replay:/no/such/run"], "no verdicts"),
     ],
 )
 def test_bad_judge_specs_are_clear_errors(batch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str) -> None:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
     result = score(str(batch), "--out", str(tmp_path / "run"), *args)
     assert result.exit_code != 0
     assert message in result.output

@@ -67,9 +67,11 @@ def score_command(
         typer.echo("nothing could be imported; stopping", err=True)
         raise typer.Exit(code=1)
 
+    from judge.providers.errors import ProviderError
+
     try:
         result = asyncio.run(run_panel(read_trajectories(out), settings, out, progress=True))
-    except (ValueError, FileNotFoundError) as error:  # a bad judge spec, a missing key, a missing replay file
+    except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
         raise typer.BadParameter(str(error)) from error
     for line in summary_lines(result):
         typer.echo(line)

@@ -166,6 +166,7 @@ class CallRuntime:
     sleep: Callable[[float], Any] = asyncio.sleep
     retries: int = 0  # counters for the progress bar
     calls: int = 0
+    fatal: ProviderError | None = None  # an auth failure stops all further calls: every one would fail the same way
 
     def limiter_for(self, key: str) -> RateLimiter:
         if key not in self.limiters:
@@ -201,6 +202,10 @@ async def complete_with_retries(
     estimate_usage = Usage(input_tokens=estimated_input_tokens, output_tokens=max_tokens)
     attempts: list[Attempt] = []
     for number in range(1, runtime.policy.max_retries + 2):
+        if runtime.fatal is not None:
+            stopped = type(runtime.fatal)(f"not attempted: an earlier call failed ({runtime.fatal})", status=runtime.fatal.status)
+            stopped.attempts = attempts  # type: ignore[attr-defined]
+            raise stopped
         reserved = runtime.budget.reserve(runtime.cost(price_key, estimate_usage))
         await limiter.acquire(estimated_input_tokens + max_tokens)
         started = time.monotonic()
@@ -214,6 +219,8 @@ async def complete_with_retries(
             attempts.append(attempt)
             if on_attempt:
                 on_attempt(attempt)
+            if error.kind == "auth":
+                runtime.fatal = error
             if not error.retryable or number > runtime.policy.max_retries:
                 error.attempts = attempts  # type: ignore[attr-defined]
                 raise error
