@@ -328,10 +328,16 @@ def test_bundled_examples_compare_end_to_end(example_run: Path, tmp_path: Path):
     assert summary["suffix_tokens"]["pairs_with_tokens"] == 10
     assert summary["suffix_tokens"]["mean_difference"] < 0
     assert summary["noise_floor"]["estimated"] is False  # one rules pass per arm
-    # the unguided pytest run repeats the unsupported flag: the rules judge's evidence ties it to the target
-    pytest_pair = next(p for p in result.pairs if p["source_id"] == "src-pytest-flag")
-    assert pytest_pair["arms"]["unguided"]["target_recurred"] is True
-    assert pytest_pair["arms"]["guided"]["target_recurred"] is False
+    # The unguided migrate run repeats the invalid subcommand twice: the quoted receipt ties it to the target.
+    migrate = next(p for p in result.pairs if p["source_id"] == "src-migrate-flag")
+    assert migrate["arms"]["unguided"]["target_recurred"] is True
+    assert migrate["arms"]["guided"]["target_recurred"] is False
+    # Unguided arms repeat their errors by construction; guided ones avoid them.
+    recurrence = summary["target_recurrence"]
+    assert recurrence["treatment"]["recurred"] < recurrence["baseline"]["recurred"]
+    for pair in result.pairs:
+        for outcome in pair["arms"].values():
+            assert outcome["target_recurred"] == bool(outcome["recurred_clusters"])
     paths = write_outputs(result, tmp_path / "out")
     assert "orphan-guided" in paths["html"].read_text()
 
