@@ -157,8 +157,9 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     The referent is, in order: for each thing the claim names (a file, an identifier, a record code), the last
     call that names it; for a claim about checks, the last check; otherwise the last call before the claim,
     unless the message itself speaks of a failure (it is reporting one, not hiding it). A final message's claim
-    is also contradicted by a failure the agent never recovered from (only by a failed check, when the claim
-    names what it is about). Hedged, negated or future sentences, and sentences that themselves mention a
+    is also contradicted by a failure the agent never recovered from nor owned up to in between (only by a
+    failed check, when the claim names what it is about). A claim of creation ("created", "已写入") refers to
+    the last write rather than to whatever ran after it. Hedged, negated or future sentences, and sentences that themselves mention a
     failure, are not claims.
     """
     issues = []
@@ -189,14 +190,17 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             elif patterns.test_claim.search(sentence.text) and has_shell and not any_check:
                 why = "no test or check was ever run"
             elif prior and not speech.mentions_failure:
-                referent = prior[-1]
+                # "Created X" speaks of the last write, whatever ran after it (a server, a listing).
+                writes = [a for a in prior if a.writes] if patterns.creation_claim.search(sentence.text) else []
+                referent = writes[-1] if writes else prior[-1]
                 why = _bad_referent(an, referent, index)
             final = index == an.final_message_index and not speech.has_calls
             if why is None and final and not speech.mentions_failure:
-                # A final claim over a failure never redone; when the claim names its objects, only a failed
-                # check still contradicts it (the work it names may be fine, its verification is not).
+                # A final claim over a failure never redone and never owned up to; when the claim names its
+                # objects, only a failed check still contradicts it (the work it names may be fine, its
+                # verification is not).
                 open_failures = [a for a in prior if a.outcome == "error" and not an.recovered(a, before=index)
-                                 and (a.is_check or not named)]
+                                 and (a.is_check or not named) and not _acknowledged(an, a, index)]
                 if open_failures:
                     referent = open_failures[-1]
                     why = f"the {referent.name} call of T{referent.turn} failed and was never redone successfully"
@@ -209,6 +213,15 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             issues.append(_issue(an, "unverified-completion", speech.turn, "semantic", description, evidence))
             break  # one finding per message
     return issues
+
+
+def _acknowledged(an: Analysis, action: Action, before: int) -> bool:
+    """Whether an assistant message between the failure's receipt and ``before`` speaks of a failure."""
+    words = an.patterns.prior_failure
+    return any(
+        action.visible_at < speech.message_index < before and words.search(speech.region)
+        for speech in an.speeches
+    )
 
 
 def _is_shell(an: Analysis, action: Action) -> bool:
