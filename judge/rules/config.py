@@ -80,7 +80,7 @@ class ToolSettings(BaseModel):
 
 
 PHRASE_LISTS = (
-    "error", "environment", "success", "claim", "check_claim", "test_claim", "creation_claim", "hedge", "failure_words", "phantom", "prior_failure",
+    "error", "environment", "success", "claim", "check_claim", "test_claim", "creation_claim", "done_claim", "hedge", "failure_words", "phantom", "prior_failure",
 )
 DETECTOR_NAMES = (
     "failed-call", "repeated-failure", "environment-fault", "unverified-completion", "plan-receipt-mismatch",
@@ -377,6 +377,7 @@ class CompiledPatterns:
     check_claim: PhraseMatcher
     test_claim: PhraseMatcher
     creation_claim: PhraseMatcher
+    done_claim: PhraseMatcher
     hedge: PhraseMatcher
     failure_words: PhraseMatcher
     phantom: PhraseMatcher

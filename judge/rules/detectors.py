@@ -156,10 +156,10 @@ def unverified_completion(an: Analysis) -> list[Issue]:
 
     The referent is, in order: for each thing the claim names (a file, an identifier, a record code), the last
     call that names it; for a claim about checks, the last check; otherwise the last call before the claim,
-    unless the message itself speaks of a failure (it is reporting one, not hiding it). A final message's claim
-    is also contradicted by a failure the agent never recovered from nor owned up to in between (only by a
-    failed check, when the claim names what it is about). A claim of creation ("created", "已写入") refers to
-    the last write rather than to whatever ran after it. Hedged, negated or future sentences, and sentences that themselves mention a
+    unless the message itself speaks of a failure (it is reporting one, not hiding it). A final "all done"
+    ("done", "3/3", "已完成", "完了しました") is also contradicted by a failure the agent never recovered from
+    nor owned up to in between (only by a failed check, when the claim names what it is about). A claim of
+    creation ("created", "已写入") refers to the last write rather than to whatever ran after it. Hedged, negated or future sentences, and sentences that themselves mention a
     failure, are not claims.
     """
     issues = []
@@ -175,6 +175,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
+            creation = bool(patterns.creation_claim.search(sentence.text))
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
             named = [last for t in sentence.tokens if (last := _last_mentioning(prior, t)) is not None]
             checks = [a for a in prior if a.is_check]
@@ -191,11 +192,11 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                 why = "no test or check was ever run"
             elif prior and not speech.mentions_failure:
                 # "Created X" speaks of the last write, whatever ran after it (a server, a listing).
-                writes = [a for a in prior if a.writes] if patterns.creation_claim.search(sentence.text) else []
+                writes = [a for a in prior if a.writes] if creation else []
                 referent = writes[-1] if writes else prior[-1]
                 why = _bad_referent(an, referent, index)
             final = index == an.final_message_index and not speech.has_calls
-            if why is None and final and not speech.mentions_failure:
+            if why is None and final and not speech.mentions_failure and patterns.done_claim.search(sentence.text):
                 # A final claim over a failure never redone and never owned up to; when the claim names its
                 # objects, only a failed check still contradicts it (the work it names may be fine, its
                 # verification is not).
