@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -176,7 +177,7 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None
             count = 1
         for _ in range(count):
             seen[spec] += 1
-            plans.append(PassPlan(f"{spec}#{seen[spec]}", spec, seen[spec], deterministic))
+            plans.append(PassPlan(f"{_strip_credentials(spec)}#{seen[spec]}", spec, seen[spec], deterministic))
     return plans
 
 
@@ -257,7 +258,8 @@ async def run_panel(
         unpriced = sorted({getattr(j, "price_key", "") for j in judges.values()
                            if getattr(j, "price_key", None) and table.lookup(j.price_key) is None})  # type: ignore[attr-defined]
         for name in unpriced:
-            print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending")
+            print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending",
+                  file=sys.stderr)
     tracker = _Progress(total=len(items) * len(plans), done=cached, enabled=progress)
     this_run_cost: float | None = None
 
@@ -275,15 +277,14 @@ async def run_panel(
         try:
             if getattr(judge, "reports_attempts", False):
                 verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt)  # type: ignore[call-arg]
-            else:
+            else:  # a local judge (rules, replay): no provider call, so no attempt to record
                 verdict = await judge(trajectory, plan.pass_index)
-                on_attempt(Attempt(1, verdict.reason or verdict.status, usage=verdict.usage, cost_usd=verdict.cost_usd,
-                                   latency_s=verdict.latency_s))
         except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
             verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                               pass_key=plan.pass_key, status="unscored", reason="provider_error",
                               detail=f"the judge failed: {type(error).__name__}: {error}", attempts=0)
         verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
+                                             "judge": _strip_credentials(plan.judge),
                                              "deterministic": plan.deterministic, "cached": False})
         if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
             store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
@@ -359,17 +360,20 @@ def _strip_credentials(url_or_spec: str | None) -> str | None:
     """Remove ``user:password@`` from a URL (or from the URL inside an openai-compatible spec)."""
     if not url_or_spec:
         return url_or_spec
-    head, sep, url = url_or_spec.rpartition("@") if "://" in url_or_spec.rpartition("@")[2] else ("", "", url_or_spec)
+    scheme = re.search(r"[A-Za-z][A-Za-z0-9+.-]*://", url_or_spec)
+    if scheme is None:
+        return url_or_spec
+    head, url = url_or_spec[:scheme.start()], url_or_spec[scheme.start():]
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return url_or_spec
-    if parts.username or parts.password:
+        if not (parts.username or parts.password):
+            return url_or_spec
         host = parts.hostname or ""
         if parts.port:
             host += f":{parts.port}"
-        url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-    return f"{head}{sep}{url}" if sep else url
+    except ValueError:
+        return url_or_spec
+    return head + urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
 class _Progress:

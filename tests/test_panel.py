@@ -401,3 +401,16 @@ def test_a_failing_judge_does_not_stop_the_batch(tmp_path: Path) -> None:
     result = asyncio.run(run_panel(trajectories, PanelConfig(judges=["flaky"]), tmp_path, progress=False, judges={"flaky": Flaky()}))
     assert [v.status for v in result.verdicts] == ["ok", "unscored", "ok"]
     assert "RuntimeError: detector bug" in result.verdicts[1].detail
+
+
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        ("openai-compatible:m@http://user:pw@h:8000/v1", "openai-compatible:m@http://h:8000/v1"),
+        ("openai-compatible:m@http://h:8000/v1", "openai-compatible:m@http://h:8000/v1"),
+        ("openai:gpt-4o", "openai:gpt-4o"),
+    ],
+)
+def test_url_credentials_never_reach_pass_keys(spec: str, shown: str) -> None:
+    (plan,) = plan_passes(PanelConfig(judges=[spec], passes=1), {spec: _Stub(spec)})
+    assert plan.pass_key == f"{shown}#1" and plan.judge == spec
