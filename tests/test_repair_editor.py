@@ -335,3 +335,27 @@ def test_the_edit_is_judged_on_what_it_changed(detectors):
     careless.messages[2].content, careless.messages[4].content = "The Products table was created successfully.", "Done."
     assert no_new_premature_claim(honest, honest, detectors).passed
     assert not no_new_premature_claim(honest, careless, detectors).passed
+
+
+IMPORT_OK = '{"ok": true, "data": {"records": 6}}'
+
+
+@pytest.mark.parametrize("receipt, error, status, route", [
+    (IMPORT_OK, False, "edited", "offline-edit"),                      # it did succeed: the claim only came early
+    ("Error: request timed out", True, "online", "online-regenerate"),  # it never succeeded: a false belief
+])
+def test_premature_claim_is_cut_only_when_the_operation_later_succeeded(detectors, receipt, error, status, route):
+    traj = cases.trajectory("early-claim", [
+        cases.say("Writing the rows now. The products were imported successfully.", cases.call("c2", "Bash", command=IMPORT)),
+        cases.tool("c2", receipt, error=error, exit_code=1 if error else 0),
+        cases.say("Six products are in the table." if not error else "The import timed out."),
+    ], query="Import products.json into table tblPr0d8KqW3.")
+    result = offline_edit(traj, cases.issue(1, category="semantic", severity="severe", tag="premature-claim"), detectors=detectors)
+    assert (result.status, result.route) == (status, route), result.reason
+    if status == "edited":
+        assert result.edited.messages[2].content == "Writing the rows now."
+        assert [s.text for s in result.sentences] == ["The products were imported successfully."]
+        assert no_premature_claim(result.edited, detectors).passed
+        assert all(v.passed for v in result.validators)
+        rules = pytest.importorskip("judge.rules")
+        assert rules.run_detectors(result.edited) == []  # the edit leaves nothing for the rules judge

@@ -31,14 +31,18 @@ from judge.repair.dependencies import (
     textual_context,
 )
 from judge.repair.textref import Detectors, get_detectors, remove_spans, split_sentences
-from judge.repair.validators import ValidatorResult, validate_edit
+from judge.repair.validators import (
+    ValidatorResult,
+    find_premature_claims,
+    validate_edit,
+)
 from judge.schema import Cluster, Issue, Route, ScoredIssue
 
 IssueLike = Cluster | ScoredIssue | Issue
 
 # Tags of wording defects the editor fixes by cutting the sentence (no action changes).
 EDIT_SUFFIX = "+edit"
-WORDING_TAGS = {"phantom-failure-reference", "wording", "stale-reference", "typo"}
+WORDING_TAGS = {"phantom-failure-reference", "premature-claim", "wording", "stale-reference", "typo"}
 
 
 class EditResult(BaseModel):
@@ -149,7 +153,8 @@ def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Det
 
 
 def _wording_edit(trajectory: Trajectory, turn: int, quoted: str, detectors: Detectors, base: dict) -> EditResult:
-    """Cut the sentences of ``turn`` that the issue quotes, or that refer to a failure that never happened."""
+    """Cut the sentences of ``turn`` that claim a later success too early, that the issue quotes, or that
+    refer to a failure that never happened."""
     turn_view = next((t for t in trajectory.turns() if t.number == turn), None)
     result = EditResult(**base, kind="wording", status="edited", route="offline-edit", reason="")
     if turn_view is None:
@@ -159,16 +164,22 @@ def _wording_edit(trajectory: Trajectory, turn: int, quoted: str, detectors: Det
     message = trajectory.messages[index]
     failed_before = [i for i in failed_receipt_indices(trajectory) if i < index]
     edits: list[SentenceEdit] = []
-    for field_name in ("reasoning", "content"):
-        pieces = split_sentences(getattr(message, field_name) or "")
-        verdicts = detectors.failure_reference([p.text for p in pieces], [False] * len(pieces))
-        for piece, (is_ref, margin) in zip(pieces, verdicts):
-            quoted_here = bool(quoted.strip()) and (piece.text in quoted or quoted.strip() in piece.text)
-            phantom = is_ref and not failed_before
-            if quoted_here or phantom:
-                edits.append(SentenceEdit(message_index=index, turn=turn, field=field_name, start=piece.start, end=piece.end,
-                                          text=piece.text, margin=round(margin, 3), action="removed",
-                                          why="quoted by the issue" if quoted_here else "refers to a failure that did not happen"))
+    premature = [c for c in find_premature_claims(trajectory, detectors) if c.message_index == index]
+    if premature:
+        false_claims = [c for c in premature if c.site.receipt is None or receipt_failed(c.site.receipt)]
+        if false_claims:
+            # The claimed operation never succeeded: the agent acted on a false belief, so the suffix must be
+            # regenerated; cutting the sentence would hide a semantic error.
+            result.status, result.route = "online", "online-regenerate"
+            result.reason = f"T{turn} claims {false_claims[0].site.call.name} succeeded, but its receipt (T{false_claims[0].site.turn}) did not"
+            result.dependencies = [Dependency(kind="control", status="blocking", turn=turn, detail=result.reason, evidence=false_claims[0].text)]
+            return result
+        # The operation did succeed later: the claim only came too early. Cutting it keeps information order.
+        edits = [SentenceEdit(message_index=index, turn=turn, field="content", start=c.start, end=c.end, text=c.text, margin=0.0,
+                              action="removed", why=f"claims {c.site.call.name} succeeded before its receipt (T{c.site.turn})")
+                 for c in premature]
+    if not edits:
+        edits = _quoted_or_phantom(message, index, turn, quoted, bool(failed_before), detectors)
     result.sentences = edits
     result.dependencies = [Dependency(kind="textual", status="resolved" if edits else "unknown", turn=turn,
                                       detail=f"{len(edits)} sentence(s) cut" if edits else "could not locate the wording to fix")]
@@ -177,6 +188,22 @@ def _wording_edit(trajectory: Trajectory, turn: int, quoted: str, detectors: Det
         return result
     edited, message_map, removed_turns = apply_edit(trajectory, set(), edits)
     return _finish(trajectory, edited, message_map, removed_turns, [], result, detectors)
+
+
+def _quoted_or_phantom(message: Message, index: int, turn: int, quoted: str, failed_before: bool,
+                       detectors: Detectors) -> list[SentenceEdit]:
+    """Sentences of one message that the issue quotes, or that refer to a failure when none happened before."""
+    edits: list[SentenceEdit] = []
+    for field_name in ("reasoning", "content"):
+        pieces = split_sentences(getattr(message, field_name) or "")
+        verdicts = detectors.failure_reference([p.text for p in pieces], [False] * len(pieces))
+        for piece, (is_ref, margin) in zip(pieces, verdicts):
+            quoted_here = bool(quoted.strip()) and (piece.text in quoted or quoted.strip() in piece.text)
+            if quoted_here or (is_ref and not failed_before):
+                edits.append(SentenceEdit(message_index=index, turn=turn, field=field_name, start=piece.start, end=piece.end,
+                                          text=piece.text, margin=round(margin, 3), action="removed",
+                                          why="quoted by the issue" if quoted_here else "refers to a failure that did not happen"))
+    return edits
 
 
 def _finish(

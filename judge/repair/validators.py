@@ -13,18 +13,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from judge.model import Trajectory, number_turns
-from judge.repair.calls import argument_text, call_sites, message_text, receipt_failed
+from judge.repair.calls import (
+    CallSite,
+    argument_text,
+    call_sites,
+    message_text,
+    receipt_failed,
+)
 from judge.repair.dependencies import (
     failed_receipt_indices,
     recovery_window,
     value_tokens,
 )
-from judge.repair.textref import Detectors, distinctive_tokens, split_sentences
+from judge.repair.textref import (
+    Detectors,
+    Sentence,
+    distinctive_tokens,
+    split_sentences,
+)
 
 # The rules judge's detectors an edit could trip: text about a failure that is gone, a claim before its
 # receipt, and completion marks (TodoList) no longer backed by a receipt.
@@ -147,32 +159,49 @@ def _overlap(sentence: str, call_text: str) -> int:
     return len(_stems(sentence) & _stems(call_text))
 
 
-def no_premature_claim(trajectory: Trajectory, detectors: Detectors) -> ValidatorResult:
-    """No message claims an operation succeeded before a successful receipt for it exists.
+@dataclass(frozen=True)
+class PrematureClaim:
+    """A success claim made before the receipt of the call it talks about."""
 
-    A success claim is tied to the call it talks about by shared words. It is premature when a call made in
-    the same message or later matches it better than every call that had already succeeded ("Base created.
-    Now the table..." reports the previous receipt and is not premature).
-    """
+    message_index: int
+    start: int
+    end: int
+    text: str
+    site: CallSite
+
+    def describe(self, trajectory: Trajectory) -> str:
+        return (f"T{trajectory.messages[self.message_index].turn}: {self.text!r} claims {self.site.call.name} succeeded "
+                f"before its receipt (call at T{self.site.turn})")
+
+
+def find_premature_claims(trajectory: Trajectory, detectors: Detectors) -> list[PrematureClaim]:
+    """Success claims tied (by shared words) to a call made in the same message or later that matches them
+    better than every call that had already succeeded ("Base created. Now the table..." reports the previous
+    receipt and is not premature)."""
     sites = call_sites(trajectory)
-    items: list[tuple[int, str]] = []
+    items: list[tuple[int, Sentence]] = []
     for index, message in enumerate(trajectory.messages):
         if message.role == "assistant":
-            items.extend((index, s.text) for s in split_sentences(message.content or ""))
-    claims = detectors.success_claim([t for _, t in items])
-    findings: list[str] = []
-    for (index, text), (is_claim, _score) in zip(items, claims):
+            items.extend((index, s) for s in split_sentences(message.content or ""))
+    claims = detectors.success_claim([s.text for _, s in items])
+    found: list[PrematureClaim] = []
+    for (index, sentence), (is_claim, _score) in zip(items, claims):
         if not is_claim:
             continue
-        done = [_overlap(text, s.call.name + " " + argument_text(s.call)) for s in sites
+        done = [_overlap(sentence.text, s.call.name + " " + argument_text(s.call)) for s in sites
                 if s.receipt_index is not None and s.receipt_index < index and not receipt_failed(s.receipt)]
         best_done = max(done, default=0)
         for site in (s for s in sites if s.message_index >= index):
-            score = _overlap(text, site.call.name + " " + argument_text(site.call))
+            score = _overlap(sentence.text, site.call.name + " " + argument_text(site.call))
             if score and score > best_done:
-                findings.append(f"T{trajectory.messages[index].turn}: {text!r} claims {site.call.name} succeeded "
-                                f"before its receipt (call at T{site.turn})")
+                found.append(PrematureClaim(index, sentence.start, sentence.end, sentence.text, site))
                 break
+    return found
+
+
+def no_premature_claim(trajectory: Trajectory, detectors: Detectors) -> ValidatorResult:
+    """No message claims an operation succeeded before a successful receipt for it exists."""
+    findings = [c.describe(trajectory) for c in find_premature_claims(trajectory, detectors)]
     return ValidatorResult(
         name="no-premature-claim",
         passed=not findings,
