@@ -214,8 +214,11 @@ async def complete_with_retries(
             completion = await asyncio.wait_for(provider.complete(messages, **kwargs), timeout=runtime.timeout_s)
         except (ProviderError, asyncio.TimeoutError, TimeoutError) as raw_error:
             error = raw_error if isinstance(raw_error, ProviderError) else ProviderTimeout(f"no answer within {runtime.timeout_s:g}s")
-            runtime.budget.settle(reserved, 0.0)  # a failed request is not billed by the providers we know
-            attempt = Attempt(number, error.kind, latency_s=time.monotonic() - started, error=str(error), cost_usd=0.0)
+            # An error response is not billed; a timed-out request may have been (the server can finish after
+            # we gave up): its cost is unknown, and the budget charges its worst case.
+            cost = None if error.kind == "timeout" else 0.0
+            runtime.budget.settle(reserved, cost)
+            attempt = Attempt(number, error.kind, latency_s=time.monotonic() - started, error=str(error), cost_usd=cost)
             attempts.append(attempt)
             if on_attempt:
                 on_attempt(attempt)
