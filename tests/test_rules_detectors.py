@@ -371,6 +371,15 @@ def test_rules_judge_verdict() -> None:
     assert verdict.efficiency == "low"
 
 
+def test_rules_judge_takes_a_config_file(tmp_path: Path) -> None:
+    text = Path(default_config().source or "").read_text(encoding="utf-8").replace("version: rules-v1", "version: rules-test")
+    path = tmp_path / "rules.yaml"
+    path.write_text(text, encoding="utf-8")
+    for judge in (make_judge(f"rules:{path}"), make_judge("rules", {"config": str(path)})):
+        verdict = asyncio.run(judge(build(U("go"), A("hi")), 0))
+        assert verdict.prompt_version == "rules-test" and verdict.status == "ok"
+
+
 def test_rules_judge_reports_a_crash_as_unscored(monkeypatch: pytest.MonkeyPatch) -> None:
     import judge.judges.rules as rules_module
 
