@@ -238,21 +238,7 @@ async def run_panel(
     store = RunStore.for_run(run_dir)
     verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
     verdicts_path.write_text("", encoding="utf-8")  # rebuilt below from the store + new calls: no duplicates
-    done: dict[tuple[str, str], Verdict] = {}
-    todo: list[tuple[Trajectory, PassPlan, str]] = []
-    for trajectory in items:
-        content_hash = trajectory.content_hash()
-        for plan in plans:
-            judge = judges[plan.judge]
-            key = pass_cache_key(judge, content_hash, plan.pass_index)
-            stored = store.get_verdict(key) if _cacheable(judge) else None
-            if stored is not None:
-                verdict = Verdict.model_validate(stored).model_copy(update={
-                    "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})
-                done[(trajectory.id, plan.pass_key)] = verdict
-                rundir.append_jsonl(verdicts_path, verdict)
-            else:
-                todo.append((trajectory, plan, key))
+    done, todo = _split_cached(items, plans, judges, store, verdicts_path)
     cached = len(done)
     if runtime.budget.max_cost_usd is not None:
         unpriced = sorted({getattr(j, "price_key", "") for j in judges.values()
@@ -292,17 +278,12 @@ async def run_panel(
         done[(trajectory.id, plan.pass_key)] = verdict
         tracker.advance(verdict, runtime, this_run_cost)
 
-    queue: asyncio.Queue[tuple[Trajectory, PassPlan, str]] = asyncio.Queue()
-    for item in todo:
-        queue.put_nowait(item)
+    pending = iter(todo)
 
     async def worker() -> None:
-        # A fixed pool of workers bounds the calls in flight without creating one task per pass up front.
-        while True:
-            try:
-                item = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
+        # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
+        # they share one iterator (next() never awaits, so no pass is taken twice).
+        for item in pending:
             await run_one(*item)
 
     try:
@@ -318,6 +299,29 @@ async def run_panel(
     ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
     rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
     return _result(plans, ordered, runtime, cached, this_run_cost, time.monotonic() - started)
+
+
+def _split_cached(
+    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore, verdicts_path: Path,
+) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]]]:
+    """Passes the store already holds (written to verdicts.jsonl at once) and passes still to run."""
+    done: dict[tuple[str, str], Verdict] = {}
+    todo: list[tuple[Trajectory, PassPlan, str]] = []
+    for trajectory in items:
+        content_hash = trajectory.content_hash()
+        for plan in plans:
+            judge = judges[plan.judge]
+            key = pass_cache_key(judge, content_hash, plan.pass_index)
+            stored = store.get_verdict(key) if _cacheable(judge) else None
+            if stored is None:
+                todo.append((trajectory, plan, key))
+                continue
+            # The same content under another id (a duplicate record) reuses the verdict under its own id.
+            verdict = Verdict.model_validate(stored).model_copy(update={
+                "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})
+            done[(trajectory.id, plan.pass_key)] = verdict
+            rundir.append_jsonl(verdicts_path, verdict)
+    return done, todo
 
 
 def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime, cached: int,
