@@ -8,10 +8,26 @@ Public API::
     DETECTORS["failed-call"](trajectory)             # the same, one detector, called alone
     vote = efficiency_vote(trajectory, config)       # "high" | "medium" | "low"
 
-Detector names (each issue's ``tag`` is the name of the detector that found it): ``failed-call``,
-``repeated-failure``, ``environment-fault``, ``unverified-completion``, ``plan-receipt-mismatch``,
-``stale-evidence``, ``premature-claim``, ``phantom-failure-reference``, ``unpaired-call-id``,
-``budget-exhausted``. Their rules are documented on the functions in :mod:`judge.rules.detectors`.
+Detector names (each issue's ``tag`` is exactly the name of the detector that found it; no sub-tags):
+
+=========================== =========== =========================================================
+detector                    category    finds
+=========================== =========== =========================================================
+failed-call                 code        a failed call; minor if later redone, severe if never
+repeated-failure            code        the same failing call repeated unchanged
+environment-fault           environment network, auth, quota, disk failures (never ``code``)
+unverified-completion       semantic    a done/created/verified claim its receipts contradict
+plan-receipt-mismatch       semantic    a todo marked completed without a successful call / check
+stale-evidence              semantic    "verified" after the checked file changed
+premature-claim             semantic    a result stated before its receipt exists
+phantom-failure-reference   semantic    "that failed, retry" with no failure before it
+unpaired-call-id            environment a call without receipt, a receipt without call, a reused id
+budget-exhausted            capability  the log marks the budget exhausted and no final answer came
+=========================== =========== =========================================================
+
+Their rules are documented on the functions in :mod:`judge.rules.detectors`; phrase lists and thresholds are
+data in ``rubrics/rules-v1.yaml``. Everything is computed from one :class:`~judge.rules.analysis.Analysis`
+per trajectory, so a single detector is as cheap as the analysis it needs.
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def _classify(
     exit code. Memoised per config: identical receipts are common ("Todos have been modified successfully.",
     the shared prefix of a continuation and its source trajectory), and the answer depends on nothing else.
     """
-    key = (receipt.content, receipt.is_error, receipt.exit_code, text_signals)
+    key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, text_signals)
     cached = patterns.memo_receipts.get(key)
     if cached is None:
         cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns, text_signals))
@@ -437,13 +437,19 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
 
 def _speech(index: int, message: Message, config: RulesConfig, patterns: CompiledPatterns) -> Speech:
     text = message.content or ""
-    cached = patterns.memo_speeches.get(text)
+    key = _digest(text)
+    cached = patterns.memo_speeches.get(key)
     if cached is None:
-        cached = patterns.remember(patterns.memo_speeches, text, _read_speech(text, config, patterns))
+        cached = patterns.remember(patterns.memo_speeches, key, _read_speech(text, config, patterns))
     region: str = cached[0]
     sentences: list[Sentence] = cached[1]
     mentions_failure: bool = cached[2]
     return Speech(index, message.turn or 0, message.name, text, region, sentences, bool(message.tool_calls), mentions_failure)
+
+
+def _digest(text: str) -> bytes:
+    """Memo key of a text: a digest, so the memo holds no copy of long receipts."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _read_speech(text: str, config: RulesConfig, patterns: CompiledPatterns) -> tuple[str, list[Sentence], bool]:
