@@ -236,7 +236,7 @@ class LiteralGate:
 
     def __init__(self, literals: list[str]) -> None:
         ordered = sorted(set(literals), key=len, reverse=True)
-        alternation = "|".join(re.escape(x) for x in ordered)
+        alternation = trie_regex(ordered)
         self.scan = re.compile(alternation) if ordered else None
         # findall skips a literal that starts inside an earlier hit and runs past its end ("ab", "bc" in "abc");
         # when the literals allow that and something was found, a second, overlapping scan finds them all.
@@ -267,6 +267,32 @@ class PhraseGroup:
             else:
                 result[name] = matcher.run(text, matcher.needs(found))
         return result
+
+
+def trie_regex(literals: list[str]) -> str:
+    """A regex matching any of ``literals`` (the longest one at a position), with shared prefixes factored.
+
+    ``re`` tries the branches of ``a|b|c...`` one by one at every position; as a trie (``ab(?:c|d)``) only the
+    branch of the character at hand is tried, which makes scanning for a hundred literals several times faster.
+    """
+    trie: dict[str, dict] = {}  # type: ignore[type-arg]
+    for literal in literals:
+        node = trie
+        for char in literal:
+            node = node.setdefault(char, {})
+        node[""] = {}  # end of a literal
+
+    def emit(node: dict) -> str:  # type: ignore[type-arg]
+        ends = "" in node
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if ends:  # a literal ends here and longer ones go on: prefer the longer (greedy)
+            return ("(?:" + body + ")?") if len(branches) > 1 or len(body) > 1 else body + "?"
+        return body
+
+    return emit(trie)
 
 
 def _can_overlap(literals: list[str]) -> bool:
