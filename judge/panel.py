@@ -353,7 +353,7 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
     manifest["panel"] = {
         "size": len(plans),
         "members": members,
-        "prompt_version": sorted(versions)[0] if len(versions) == 1 else sorted(versions),
+        "prompt_version": min(versions) if len(versions) == 1 else sorted(versions),
         "params": config.described(),
         "note": "a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
     }
@@ -395,7 +395,13 @@ class _Progress:
     def __enter__(self) -> _Progress:
         if self.enabled:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self._progress = Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                       TextColumn("{task.fields[stats]}"), transient=False,

@@ -15,7 +15,12 @@ from typing import Any
 import pytest
 
 from judge import rundir
-from judge.judges.llm import VERDICT_SCHEMA, JudgeOutput, parse_judge_output, VerdictProblem
+from judge.judges.llm import (
+    VERDICT_SCHEMA,
+    JudgeOutput,
+    VerdictProblem,
+    parse_judge_output,
+)
 from judge.panel import PanelConfig, PassPlan, plan_passes, run_panel
 from judge.pipeline import read_manifest
 from judge.schema import Verdict
@@ -256,7 +261,7 @@ def test_config_file_and_flags(tmp_path: Path) -> None:
 
 def test_schema_agrees_with_the_model() -> None:
     assert set(VERDICT_SCHEMA["required"]) == set(JudgeOutput.model_fields)
-    assert list(VERDICT_SCHEMA["properties"])[0] == "reasoning"  # reasoning first, then the verdict
+    assert next(iter(VERDICT_SCHEMA["properties"])) == "reasoning"  # reasoning first, then the verdict
     item = VERDICT_SCHEMA["properties"]["issues"]["items"]
     from judge.judges.llm import JudgeIssue
 

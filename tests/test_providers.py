@@ -10,9 +10,23 @@ import pytest
 
 from judge.model import Usage
 from judge.pricing import Price, PriceTable, cost_usd, load_price_table, price
-from judge.providers import PLACEHOLDER_KEY, AuthError, ProviderError, make_provider, parse_spec
+from judge.providers import (
+    PLACEHOLDER_KEY,
+    AuthError,
+    ProviderError,
+    make_provider,
+    parse_spec,
+)
 from judge.providers.errors import classify_status, parse_retry_after
-from judge.providers.retry import Attempt, Budget, BudgetExceeded, CallRuntime, RetryPolicy, backoff_delay, complete_with_retries
+from judge.providers.retry import (
+    Attempt,
+    Budget,
+    BudgetExceeded,
+    CallRuntime,
+    RetryPolicy,
+    backoff_delay,
+    complete_with_retries,
+)
 from judge.testing.servers import FakeLLMServer, Scripted
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}
@@ -274,9 +288,8 @@ def test_price_table_errors_name_the_file(tmp_path) -> None:
 
 def test_a_key_echoed_by_the_server_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-echoed-secret-123456")
-    with FakeLLMServer("openai") as fake:
-        with pytest.raises(ProviderError) as raised:
-            complete(fake, Scripted(status=401, error_message="Incorrect API key provided: sk-echoed-secret-123456"))
+    with FakeLLMServer("openai") as fake, pytest.raises(ProviderError) as raised:
+        complete(fake, Scripted(status=401, error_message="Incorrect API key provided: sk-echoed-secret-123456"))
     assert "sk-echoed-secret-123456" not in str(raised.value) and "***" in str(raised.value)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -28,18 +28,18 @@ from judge.cli.app import app
 def score_command(
     inputs: list[Path] = typer.Argument(..., help="Trajectory files or folders (any supported format)."),
     out: Path = typer.Option(..., "--out", help="Run directory to write (resumes if it exists)."),
-    judge: Optional[list[str]] = typer.Option(None, "--judge", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH."),
-    passes: Optional[int] = typer.Option(None, "--passes", min=1, help="Passes per judge (default 3 for one LLM judge; a deterministic judge runs once)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="Panel config file (YAML/JSON); flags override it."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Judge calls in flight at once (default 8)."),
-    rpm: Optional[float] = typer.Option(None, "--rpm", help="Requests per minute per model."),
-    tpm: Optional[float] = typer.Option(None, "--tpm", help="Tokens per minute per model."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-call timeout in seconds (default 120)."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Stop calling at this many USD; the rest is unscored budget_exceeded."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Input format (default: detected per file)."),
-    rubric: Optional[Path] = typer.Option(None, "--rubric", help="Rubric YAML (default rubrics/ default)."),
-    embedder: Optional[str] = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
+    judge: list[str] | None = typer.Option(None, "--judge", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH."),
+    passes: int | None = typer.Option(None, "--passes", min=1, help="Passes per judge (default 3 for one LLM judge; a deterministic judge runs once)."),
+    config: Path | None = typer.Option(None, "--config", help="Panel config file (YAML/JSON); flags override it."),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp)."),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Judge calls in flight at once (default 8)."),
+    rpm: float | None = typer.Option(None, "--rpm", help="Requests per minute per model."),
+    tpm: float | None = typer.Option(None, "--tpm", help="Tokens per minute per model."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Per-call timeout in seconds (default 120)."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop calling at this many USD; the rest is unscored budget_exceeded."),
+    fmt: str | None = typer.Option(None, "--format", help="Input format (default: detected per file)."),
+    rubric: Path | None = typer.Option(None, "--rubric", help="Rubric YAML (default rubrics/ default)."),
+    embedder: str | None = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any input record was rejected."),
 ) -> None:
     """Judge, score and report on a batch of trajectories; writes the run directory OUT.

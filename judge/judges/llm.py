@@ -22,10 +22,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from judge.judges import register_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
-from judge.prompting import PromptTemplate, estimate_tokens, load_template, neutralise, render_trajectory
+from judge.prompting import (
+    PromptTemplate,
+    estimate_tokens,
+    load_template,
+    neutralise,
+    render_trajectory,
+)
 from judge.providers import Completion, Provider, make_provider
 from judge.providers.errors import ProviderError
-from judge.providers.retry import Attempt, BudgetExceeded, CallRuntime, complete_with_retries
+from judge.providers.retry import (
+    Attempt,
+    BudgetExceeded,
+    CallRuntime,
+    complete_with_retries,
+)
 from judge.schema import Efficiency, Issue, Verdict
 
 DEFAULT_PROMPT = "judge-v1"

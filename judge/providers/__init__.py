@@ -162,13 +162,13 @@ def _key(env_name: str, parsed: ProviderSpec, base_url_env: str) -> str:
 
 
 __all__ = [
+    "PLACEHOLDER_KEY",
     "AuthError",
     "BadOutput",
     "BadRequest",
     "Completion",
     "ContextOverflow",
     "FinishReason",
-    "PLACEHOLDER_KEY",
     "Provider",
     "ProviderError",
     "ProviderSpec",

@@ -212,7 +212,7 @@ async def complete_with_retries(
         runtime.calls += 1
         try:
             completion = await asyncio.wait_for(provider.complete(messages, **kwargs), timeout=runtime.timeout_s)
-        except (ProviderError, asyncio.TimeoutError, TimeoutError) as raw_error:
+        except (ProviderError, TimeoutError) as raw_error:
             error = raw_error if isinstance(raw_error, ProviderError) else ProviderTimeout(f"no answer within {runtime.timeout_s:g}s")
             # An error response is not billed; a timed-out request may have been (the server can finish after
             # we gave up): its cost is unknown, and the budget charges its worst case.

@@ -5,7 +5,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+from judge.model import (
+    Message,
+    Receipt,
+    ToolCall,
+    Trajectory,
+    TrajectoryMetadata,
+    number_turns,
+)
 
 _TASKS = ["fix the failing date parser", "add a --verbose flag to the CLI", "make the cache thread-safe",
           "rename the config loader", "speed up the CSV export", "add retries to the HTTP client"]
