@@ -46,6 +46,7 @@ def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     with FakeLLMServer(request.param) as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)  # the SDK's own variable: --base-url is OpenAI-only
         yield fake
 
 
@@ -54,8 +55,7 @@ def spec_for(server: FakeLLMServer) -> str:
 
 
 def config_for(server: FakeLLMServer, **kw: Any) -> PanelConfig:
-    base = {"judges": [spec_for(server)], "passes": 1, "concurrency": 4, "retry_base_delay_s": 0.001,
-            "base_url": server.base_url if server.protocol == "anthropic" else None}
+    base = {"judges": [spec_for(server)], "passes": 1, "concurrency": 4, "retry_base_delay_s": 0.001}
     return PanelConfig(**{**base, **kw})
 
 

@@ -31,7 +31,7 @@ def score_command(
     judge: list[str] | None = typer.Option(None, "--judge", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH."),
     passes: int | None = typer.Option(None, "--passes", min=1, help="Passes per judge (default 3 for one LLM judge; a deterministic judge runs once)."),
     config: Path | None = typer.Option(None, "--config", help="Panel config file (YAML/JSON); flags override it."),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp)."),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp) for openai:/openai-compatible: judges; Anthropic reads ANTHROPIC_BASE_URL."),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Judge calls in flight at once (default 8)."),
     rpm: float | None = typer.Option(None, "--rpm", help="Requests per minute per model."),
     tpm: float | None = typer.Option(None, "--tpm", help="Tokens per minute per model."),

@@ -152,7 +152,8 @@ class LLMJudge:
     """A judge backed by one provider. ``await judge(trajectory, pass_index)`` returns a :class:`Verdict`.
 
     Options: ``runtime`` (:class:`CallRuntime`, shared across the panel), ``temperature``, ``max_tokens``,
-    ``max_input_tokens``, ``prompt`` (template name or path), ``base_url``, ``timeout_s``, ``params``
+    ``max_input_tokens``, ``prompt`` (template name or path), ``base_url`` (OpenAI-protocol judges only),
+    ``timeout_s``, ``params``
     (extra provider settings recorded in the cache key), ``provider`` (a ready :class:`Provider`, for tests).
     """
 
@@ -162,7 +163,9 @@ class LLMJudge:
     def __init__(self, spec: str, options: dict[str, Any]):
         self.spec = spec
         self.provider: Provider = options.get("provider") or make_provider(spec, {
-            "base_url": options.get("base_url"),
+            # --base-url names an OpenAI-compatible server; an Anthropic endpoint comes from ANTHROPIC_BASE_URL,
+            # so a mixed panel (openai-compatible + anthropic) does not send Claude requests to a vLLM.
+            "base_url": None if spec.startswith("anthropic:") else options.get("base_url"),
             "timeout_s": options.get("timeout_s"),
             "concurrency": options.get("concurrency"),
             **(options.get("params") or {}),
