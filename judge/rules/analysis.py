@@ -116,8 +116,15 @@ class Analysis:
 
     def recovered(self, action: Action, before: int | None = None) -> Action | None:
         """A later successful action of the same intent (visible before message ``before``, if given)."""
-        for later in self.actions[action.order + 1 :]:
-            if later.intent == action.intent and later.outcome == "ok" and (before is None or later.visible_at < before):
+        successes: dict[str, list[Action]] | None = self.cache.get("ok_by_intent")
+        if successes is None:
+            successes = {}
+            for candidate in self.actions:
+                if candidate.outcome == "ok":
+                    successes.setdefault(candidate.intent, []).append(candidate)
+            self.cache["ok_by_intent"] = successes
+        for later in successes.get(action.intent, ()):
+            if later.order > action.order and (before is None or later.visible_at < before):
                 return later
         return None
 

@@ -50,9 +50,16 @@ def _same_error(a: Action, b: Action) -> bool:
 
 
 def _earlier_identical_failures(an: Analysis, action: Action) -> list[Action]:
+    failures: dict[str, list[Action]] | None = an.cache.get("failures_by_key")
+    if failures is None:
+        failures = {}
+        for candidate in an.actions:
+            if candidate.failed:
+                failures.setdefault(candidate.key, []).append(candidate)
+        an.cache["failures_by_key"] = failures
     return [
-        p for p in an.actions[: action.order]
-        if p.key == action.key and p.outcome == action.outcome and _same_error(p, action)
+        p for p in failures.get(action.key, ())
+        if p.order < action.order and p.outcome == action.outcome and _same_error(p, action)
     ]
 
 
