@@ -360,6 +360,7 @@ def test_simulated_panel_reports_known_defects_and_says_it_is_a_simulation(tmp_p
         run(trajectories, PanelConfig(judges=[f"openai-compatible:simjudge@{sim.base_url}"]), tmp_path)
     rows = verdict_rows(tmp_path)
     assert len(rows) == 36 and all(v.status == "ok" for v in rows)
+    assert all("SIMULATION" in v.model for v in rows)  # every verdict row says where it came from
     assert all(v.raw is None for v in rows)
     found = {(v.trajectory_id, i.tag, i.turn) for v in rows for i in v.issues}
     votes = [sum(1 for v in rows if v.trajectory_id == trajectory.id and any(i.tag == defect["tag"] for i in v.issues))

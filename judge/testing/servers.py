@@ -83,8 +83,10 @@ Responder = Callable[[dict[str, Any]], Scripted]
 class FakeLLMServer:
     """A threaded HTTP server speaking one protocol. Use as a context manager; ``base_url`` for the SDK."""
 
-    def __init__(self, protocol: Protocol = "openai", responder: Responder | None = None, port: int = 0, model: str = "fake-model"):
+    def __init__(self, protocol: Protocol = "openai", responder: Responder | None = None, port: int = 0,
+                 model: str = "fake-model", response_model: str | None = None):
         self.protocol = protocol
+        self.response_model = response_model  # when set, answers name this model whatever was asked for
         self.responder: Responder = responder or (lambda request: Scripted.ok())
         self.model = model
         self.requests: list[dict[str, Any]] = []
@@ -194,7 +196,7 @@ class FakeLLMServer:
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": request.get("model", self.model),
+            "model": self.response_model or request.get("model", self.model),
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": text or None, "refusal": scripted.refusal},
@@ -231,7 +233,7 @@ class FakeLLMServer:
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
-            "model": request.get("model", self.model),
+            "model": self.response_model or request.get("model", self.model),
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,

@@ -32,6 +32,7 @@ from typing import Any
 from judge.testing.servers import FakeLLMServer, Scripted
 
 SIMULATION_LABEL = "[SIMULATED JUDGE]"
+SIMULATED_MODEL = "simjudge (SIMULATION, not a model)"  # the model name every verdict row will carry
 
 _PHRASES = (
     ("{description}", "The trajectory shows this at T{turn}."),
@@ -170,7 +171,8 @@ SIMULATED_NOTE = f"{SIMULATION_LABEL} This verdict was produced by a simulation,
 def simulated_server(truth: dict[str, dict[str, Any]] | list[dict[str, Any]], config: SimConfig | None = None,
                      port: int = 0) -> FakeLLMServer:
     """An OpenAI-compatible server (not started) answering as the SIMULATED judge panel."""
-    return FakeLLMServer("openai", responder=SimulatedJudge(truth, config), port=port, model="simjudge")
+    return FakeLLMServer("openai", responder=SimulatedJudge(truth, config), port=port, model="simjudge",
+                         response_model=SIMULATED_MODEL)
 
 
 def _rng(key: str) -> random.Random:
