@@ -19,12 +19,28 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
-from rules_corpus_loader import expected_of, load_corpus
 
+from judge.importers import load_trajectories
 from judge.model import Trajectory
 from judge.rules import DETECTOR_NAMES, run_detectors
+
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "rules_corpus"
+
+
+def load_corpus() -> list[Trajectory]:
+    """Every corpus trajectory, through the real importers (a rejected record raises, naming file and line)."""
+    return load_trajectories(sorted(CORPUS.glob("*.jsonl")))
+
+
+def expected_of(trajectory: Trajectory) -> list[dict[str, Any]]:
+    """The per-turn truth written into the record's ``metadata.expected``."""
+    expected = trajectory.metadata.extra.get("expected")
+    if not isinstance(expected, list):
+        raise KeyError(f"{trajectory.id}: no metadata.expected list in the corpus record")
+    return expected
 
 STRUCTURAL = {"failed-call", "repeated-failure", "environment-fault", "unpaired-call-id", "budget-exhausted",
               "plan-receipt-mismatch"}
