@@ -327,3 +327,27 @@ def test_token_bucket(per_minute: float, requests: int, amount: int, waited: flo
 
     asyncio.run(go())
     assert clock.now == pytest.approx(waited, abs=1e-6)
+
+
+def test_budget_waits_for_in_flight_calls_then_stops_before_overshooting() -> None:
+    async def go() -> list[str]:
+        budget = Budget(max_cost_usd=1.0)
+        events: list[str] = []
+        first = await budget.reserve(0.6)  # worst case of a call in flight
+
+        async def second() -> None:
+            await budget.reserve(0.6)  # 0.6 + 0.6 > 1.0: must wait for the first to settle
+            events.append("second reserved")
+
+        task = asyncio.create_task(second())
+        await asyncio.sleep(0)
+        events.append("first settles")
+        await budget.settle(first, 0.1)  # it cost far less than its worst case
+        await task
+        await budget.settle(0.6, 0.2)
+        with pytest.raises(BudgetExceeded):
+            await budget.reserve(0.75)  # 0.3 spent + 0.75 > 1.0: stop, never overshoot
+        events.append(f"spent {budget.spent_usd:.1f}, exceeded {budget.exceeded}")
+        return events
+
+    assert asyncio.run(go()) == ["first settles", "second reserved", "spent 0.3, exceeded True"]

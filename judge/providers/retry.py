@@ -108,34 +108,46 @@ class RateLimiter:
 
 @dataclass
 class Budget:
-    """A run-wide spending cap. Calls reserve their worst-case cost first, so concurrent calls cannot overshoot."""
+    """A run-wide spending cap that is never overshot.
+
+    Each call first reserves its worst-case cost (estimated input plus ``max_tokens`` of output). A call
+    that the money already spent cannot cover stops the run (``exceeded``, sticky: remaining passes become
+    ``budget_exceeded``). A call that only in-flight reservations block waits for them to settle, since
+    they usually cost far less than their worst case.
+    """
 
     max_cost_usd: float | None = None
     spent_usd: float = 0.0
     reserved_usd: float = 0.0
     exceeded: bool = False
+    _settled: asyncio.Condition | None = field(default=None, init=False, repr=False)
 
-    def reserve(self, estimate_usd: float | None) -> float:
-        """Reserve ``estimate_usd``; raise :class:`BudgetExceeded` when the cap would be passed."""
+    async def reserve(self, estimate_usd: float | None) -> float:
+        """Reserve ``estimate_usd``; raise :class:`BudgetExceeded` when the cap cannot cover it."""
         if self.max_cost_usd is None:
             return 0.0
         estimate = estimate_usd or 0.0
-        if self.exceeded or self.spent_usd + self.reserved_usd + estimate > self.max_cost_usd:
-            self.exceeded = True  # stop cleanly: no new calls once the cap is reached
-            raise BudgetExceeded(
-                f"--max-cost {self.max_cost_usd:.4f} USD reached (spent {self.spent_usd:.4f}, in flight {self.reserved_usd:.4f})"
-            )
-        self.reserved_usd += estimate
-        return estimate
+        if self._settled is None:
+            self._settled = asyncio.Condition()
+        async with self._settled:
+            while True:
+                if self.exceeded or self.spent_usd + estimate > self.max_cost_usd:
+                    self.exceeded = True
+                    raise BudgetExceeded(
+                        f"--max-cost {self.max_cost_usd:.4f} USD reached (spent {self.spent_usd:.4f}; "
+                        f"the next call could cost up to {estimate:.4f})")
+                if self.spent_usd + self.reserved_usd + estimate <= self.max_cost_usd:
+                    self.reserved_usd += estimate
+                    return estimate
+                await self._settled.wait()
 
-    def settle(self, reserved: float, actual_usd: float | None) -> None:
+    async def settle(self, reserved: float, actual_usd: float | None) -> None:
+        """Replace a reservation by the actual cost (an unknown cost is charged at the reservation)."""
         self.reserved_usd = max(0.0, self.reserved_usd - reserved)
-        # An unknown actual cost is charged at the reservation: the cap must not become leaky.
         self.spent_usd += actual_usd if actual_usd is not None else reserved
-
-    def record(self, actual_usd: float | None) -> None:
-        """Count a cost that had no reservation (e.g. budget disabled while accounting)."""
-        self.spent_usd += actual_usd or 0.0
+        if self._settled is not None:
+            async with self._settled:
+                self._settled.notify_all()
 
 
 @dataclass
@@ -206,7 +218,7 @@ async def complete_with_retries(
             stopped = type(runtime.fatal)(f"not attempted: an earlier call failed ({runtime.fatal})", status=runtime.fatal.status)
             stopped.attempts = attempts  # type: ignore[attr-defined]
             raise stopped
-        reserved = runtime.budget.reserve(runtime.cost(price_key, estimate_usage))
+        reserved = await runtime.budget.reserve(runtime.cost(price_key, estimate_usage))
         await limiter.acquire(estimated_input_tokens + max_tokens)
         started = time.monotonic()
         runtime.calls += 1
@@ -217,7 +229,7 @@ async def complete_with_retries(
             # An error response is not billed; a timed-out request may have been (the server can finish after
             # we gave up): its cost is unknown, and the budget charges its worst case.
             cost = None if error.kind == "timeout" else 0.0
-            runtime.budget.settle(reserved, cost)
+            await runtime.budget.settle(reserved, cost)
             attempt = Attempt(number, error.kind, latency_s=time.monotonic() - started, error=str(error), cost_usd=cost)
             attempts.append(attempt)
             if on_attempt:
@@ -230,8 +242,11 @@ async def complete_with_retries(
             runtime.retries += 1
             await runtime.sleep(backoff_delay(number, runtime.policy, error.retry_after, runtime.rng))
             continue
+        except BaseException:  # cancelled or a bug: release the reservation so other calls are not blocked
+            await runtime.budget.settle(reserved, None)
+            raise
         cost = runtime.cost(price_key, completion.usage)
-        runtime.budget.settle(reserved, cost)
+        await runtime.budget.settle(reserved, cost)
         limiter.settle(estimated_input_tokens + max_tokens, completion.usage)
         attempt = Attempt(number, "ok", usage=completion.usage, cost_usd=cost, latency_s=completion.latency_s, completion=completion)
         attempts.append(attempt)
