@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import unicodedata
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Protocol
@@ -214,10 +215,17 @@ class CachedEmbedder:
 
 
 def make_embedder(name: str, run_dir: Path | None = None) -> Embedder:
-    """Build the embedder called ``name`` (see the module docstring); cached in ``run_dir``'s store if given.
+    """The embedder called ``name`` (see the module docstring); cached in ``run_dir``'s store if given.
 
-    Nothing is loaded here: the model loads on the first :meth:`embed` call.
+    Nothing is loaded here: the model loads on the first :meth:`embed` call. One model object per name is
+    shared within the process, so rescoring several runs (or a test session) loads each model once.
     """
+    inner = _shared_model(name)
+    return CachedEmbedder(inner, run_dir) if run_dir is not None else inner
+
+
+@lru_cache(maxsize=8)
+def _shared_model(name: str) -> Embedder:
     inner: Embedder
     if name == "use-m3":
         inner = UseM3Embedder()
@@ -229,4 +237,4 @@ def make_embedder(name: str, run_dir: Path | None = None) -> Embedder:
         inner = SentenceTransformerEmbedder(name, model=name[3:])
     else:
         raise ValueError(f"unknown embedder {name!r}; known: {', '.join(EMBEDDER_NAMES)}")
-    return CachedEmbedder(inner, run_dir) if run_dir is not None else inner
+    return inner

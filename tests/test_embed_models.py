@@ -57,7 +57,7 @@ def test_only_use_m3_places_chinese_next_to_its_english_meaning(model) -> None:
 def test_run_store_cache_returns_the_same_vectors(model, tmp_path: Path) -> None:
     name, embedder = model
     cached = make_embedder(name, run_dir=tmp_path)
-    cached.inner = embedder  # reuse the loaded model
+    assert cached.inner is embedder  # the loaded model is shared, not loaded again
     first = cached.embed([SENTENCE, UNRELATED])
     assert np.allclose(first, embedder.embed([SENTENCE, UNRELATED]), atol=1e-6)
     assert np.allclose(cached.embed([UNRELATED]), first[1:], atol=1e-6)
