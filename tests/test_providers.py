@@ -101,7 +101,8 @@ def test_schema_is_enforced_the_provider_way(server: FakeLLMServer) -> None:
     else:
         assert request["tool_choice"] == {"type": "tool", "name": "verdict"}
         assert request["tools"][0]["input_schema"] == SCHEMA
-        assert request["system"] == "be brief" and request["temperature"] == 0.7 and request["max_tokens"] == 321
+        assert request["system"] == [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]
+        assert request["temperature"] == 0.7 and request["max_tokens"] == 321
         assert all(m["role"] != "system" for m in request["messages"])
 
 

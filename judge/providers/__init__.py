@@ -135,7 +135,8 @@ def make_provider(spec: str, options: dict[str, Any] | None = None) -> Provider:
 
     Options: ``base_url`` (str), ``timeout_s`` (float, per request), ``structured_output``
     (``json_schema`` (default), ``json_object`` or ``none``: for OpenAI-compatible servers that cannot
-    enforce a schema), ``default_max_tokens`` (int).
+    enforce a schema), ``default_max_tokens`` (int), ``prompt_cache`` (Anthropic: mark the system prompt
+    cacheable; default true), ``concurrency`` (expected calls in flight, to size connection pools).
     """
     options = dict(options or {})
     parsed = parse_spec(spec, options.get("base_url"))

@@ -36,6 +36,7 @@ class AnthropicProvider:
         self.model = parsed.model
         self.base_url = parsed.base_url
         self.default_max_tokens = int(options.get("default_max_tokens") or DEFAULT_MAX_TOKENS)
+        self.prompt_cache = bool(options.get("prompt_cache", True))
         self._accepted: frozenset[str] | None = None
         self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s)
 
@@ -54,7 +55,11 @@ class AnthropicProvider:
         chat = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
         request: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": int(max_tokens or self.default_max_tokens)}
         if system:
-            request["system"] = system
+            # The judge's instructions are the same in every call: mark them cacheable, so a batch pays the
+            # cache-read price (about a tenth) for them after the first call. Below the model's minimum
+            # cacheable length the API simply does not cache.
+            request["system"] = ([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+                                 if self.prompt_cache else system)
         if temperature is not None:
             # Some SDK releases dropped the typed ``temperature`` argument; the API still reads it.
             if self._sdk_accepts("temperature"):
