@@ -131,6 +131,8 @@ class FakeLLMServer:
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+        if not self._loop.is_running():
+            self._loop.close()
 
     def __enter__(self) -> FakeLLMServer:
         return self.start()
