@@ -39,6 +39,15 @@ def server_requests(base_url: str) -> int:
         return int(json.loads(response.read())["requests"])
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) a process has used, from /proc (None where /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trajectories", type=int, default=300)
@@ -66,9 +75,11 @@ def main() -> None:
             import openai  # noqa: F401 - SDK import time is start-up, not throughput (seconds on a busy machine)
 
             load_before = os.getloadavg()[0]
+            server_cpu_before = process_cpu_s(server.pid)
             started, cpu_started = time.monotonic(), time.process_time()
             result = asyncio.run(run_panel(trajectories, config, run_dir, progress=False))
             wall, cpu = time.monotonic() - started, time.process_time() - cpu_started
+            server_cpu_after = process_cpu_s(server.pid)
             calls = server_requests(base_url)
             ideal = calls * args.latency / args.concurrency
             for line in summary_lines(result):
@@ -82,6 +93,8 @@ def main() -> None:
             # machine was, so a ratio above target can be told apart from a slow pipeline.
             print(f"client CPU: {cpu:.2f} s ({1000 * cpu / max(1, calls):.1f} ms per call; "
                   f"{100 * cpu / wall:.0f}% of one core); load average {load_before:.1f} on {os.cpu_count()} cores")
+            if server_cpu_before is not None and server_cpu_after is not None:
+                print(f"server CPU: {server_cpu_after - server_cpu_before:.2f} s (the simulated server shares this machine)")
 
             started = time.monotonic()
             rerun = asyncio.run(run_panel(trajectories, config, run_dir, progress=False))

@@ -223,7 +223,8 @@ async def complete_with_retries(
         started = time.monotonic()
         runtime.calls += 1
         try:
-            completion = await asyncio.wait_for(provider.complete(messages, **kwargs), timeout=runtime.timeout_s)
+            async with asyncio.timeout(runtime.timeout_s):  # no extra task per call, unlike wait_for
+                completion = await provider.complete(messages, **kwargs)
         except (ProviderError, TimeoutError) as raw_error:
             error = raw_error if isinstance(raw_error, ProviderError) else ProviderTimeout(f"no answer within {runtime.timeout_s:g}s")
             # An error response is not billed; a timed-out request may have been (the server can finish after
