@@ -88,14 +88,14 @@ WRONG_CATEGORY = {**GOOD, "issues": [{**GOOD["issues"][0], "category": "style"}]
         ([Scripted.context_overflow()], "unscored", "context_overflow", 1),
         ([Scripted(status=401)], "unscored", "provider_error", 1),
         ([Scripted.rate_limited(0.01), Scripted.malformed_body(), Scripted.ok(GOOD)], "ok", None, 3),
-        ([Scripted.server_error(), Scripted.slow(2.5), Scripted.ok(GOOD)], "ok", None, 3),
+        ([Scripted.server_error(), Scripted.slow(5.0), Scripted.ok(GOOD)], "ok", None, 3),
         ([Scripted.server_error()] * 3, "unscored", "provider_error", 3),
     ],
 )
 def test_pass_outcomes(server: FakeLLMServer, tmp_path: Path, responses, status: str, reason: str | None, requests: int) -> None:
     server.queue(*responses)
     # A tight timeout only where a delay is scripted (a cold first call on a busy machine can be slow).
-    timeout_s = 1.0 if any(r.delay_s for r in responses) else 30.0
+    timeout_s = 2.0 if any(r.delay_s for r in responses) else 30.0
     result = run([one_trajectory()], config_for(server, max_retries=2, timeout_s=timeout_s), tmp_path)
     (verdict,) = verdict_rows(tmp_path)
     assert (verdict.status, verdict.reason) == (status, reason)

@@ -229,7 +229,7 @@ def test_retries_stop_after_max_retries(server: FakeLLMServer) -> None:
 
 
 def test_timeout_is_retried(server: FakeLLMServer) -> None:
-    outcome, seen, _, _ = run_with_retries(server, Scripted.slow(1.0), Scripted.ok({"a": "y"}), timeout_s=0.2)
+    outcome, seen, _, _ = run_with_retries(server, Scripted.slow(4.0), Scripted.ok({"a": "y"}), timeout_s=1.5)
     assert outcome[0].parsed == {"a": "y"}
     assert [a.outcome for a in seen] == ["timeout", "ok"]
 
