@@ -24,8 +24,34 @@ import time
 import urllib.request
 from pathlib import Path
 
+from judge.judges.llm import LLMJudge
+from judge.model import Usage
 from judge.panel import PanelConfig, run_panel, summary_lines
+from judge.providers import Completion
 from judge.testing.synthetic import synthetic_batch
+
+EMPTY_VERDICT = '{"reasoning": "in-process stand-in", "issues": [], "efficiency": "high"}'
+
+
+class SleepProvider:
+    """An in-process stand-in provider (no HTTP): waits ``latency`` and returns an empty verdict.
+
+    Running the same panel with it separates the panel's own overhead from the SDK's HTTP stack.
+    """
+
+    provider, model, spec = "openai-compatible", "sleep-stub", "openai-compatible:sleep-stub@http://in-process/v1"
+
+    def __init__(self, latency: float):
+        self.latency = latency
+
+    async def complete(self, messages, **kwargs) -> Completion:  # noqa: ANN001, ANN003 - the Provider protocol
+        await asyncio.sleep(self.latency)
+        return Completion(text=EMPTY_VERDICT, parsed=json.loads(EMPTY_VERDICT), finish_reason="stop", refusal=None,
+                          usage=Usage(input_tokens=1000, output_tokens=20, cached_tokens=0), model=self.model,
+                          latency_s=self.latency)
+
+    async def aclose(self) -> None:
+        return None
 
 
 def free_port() -> int:
@@ -101,6 +127,15 @@ def main() -> None:
             rerun_calls = server_requests(base_url) - calls
             print(f"cached rerun: {rerun_calls} calls (target 0), {rerun.cached} verdicts from the store, "
                   f"{time.monotonic() - started:.2f} s")
+
+            stub = SleepProvider(args.latency)
+            stub_config = config.model_copy(update={"judges": [stub.spec]})
+            judge = LLMJudge(stub.spec, {**stub_config.judge_options(), "provider": stub})
+            started, cpu_started = time.monotonic(), time.process_time()
+            asyncio.run(run_panel(trajectories, stub_config, Path(tmp) / "stub-run", progress=False, judges={stub.spec: judge}))
+            stub_wall, stub_cpu = time.monotonic() - started, time.process_time() - cpu_started
+            print(f"same panel, in-process provider stand-in (no HTTP): wall {stub_wall:.2f} s, ratio {stub_wall / ideal:.3f}, "
+                  f"client CPU {1000 * stub_cpu / max(1, calls):.1f} ms per call (the rest above is the SDK's HTTP stack)")
         finally:
             server.terminate()
             server.wait()
