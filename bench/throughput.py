@@ -44,7 +44,7 @@ class SleepProvider:
     def __init__(self, latency: float):
         self.latency = latency
 
-    async def complete(self, messages, **kwargs) -> Completion:  # noqa: ANN001, ANN003 - the Provider protocol
+    async def complete(self, messages: list[dict], **kwargs: object) -> Completion:
         await asyncio.sleep(self.latency)
         return Completion(text=EMPTY_VERDICT, parsed=json.loads(EMPTY_VERDICT), finish_reason="stop", refusal=None,
                           usage=Usage(input_tokens=1000, output_tokens=20, cached_tokens=0), model=self.model,
