@@ -24,6 +24,7 @@ from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
 from judge.prompting import (
     PromptTemplate,
+    RenderedTrajectory,
     estimate_tokens,
     load_template,
     neutralise,
@@ -178,7 +179,7 @@ class LLMJudge:
         self.max_input_tokens = int(options.get("max_input_tokens") or DEFAULT_MAX_INPUT_TOKENS)
         self.runtime: CallRuntime = options.get("runtime") or CallRuntime(timeout_s=float(options.get("timeout_s") or 120))
         self.extra_params = dict(options.get("params") or {})
-        self._prompts: OrderedDict[tuple[str, int], tuple[Trajectory, Any, list[dict[str, str]]]] = OrderedDict()
+        self._prompts: OrderedDict[tuple[str, int], tuple[Trajectory, RenderedTrajectory, list[dict[str, str]]]] = OrderedDict()
 
     @property
     def model(self) -> str:
@@ -267,7 +268,7 @@ class LLMJudge:
         if completion.finish_reason == "length":
             raise VerdictProblem("truncated", "Your answer was cut off at the output token limit.")
 
-    def prompt_for(self, trajectory: Trajectory) -> tuple[Any, list[dict[str, str]]]:
+    def prompt_for(self, trajectory: Trajectory) -> tuple[RenderedTrajectory, list[dict[str, str]]]:
         """The rendered trajectory and the chat messages of the first call.
 
         The passes of one trajectory share the same prompt, so it is rendered once (a small LRU keyed by the
@@ -284,7 +285,7 @@ class LLMJudge:
             self._prompts.popitem(last=False)
         return rendered, messages
 
-    def _render_prompt(self, trajectory: Trajectory) -> tuple[Any, list[dict[str, str]]]:
+    def _render_prompt(self, trajectory: Trajectory) -> tuple[RenderedTrajectory, list[dict[str, str]]]:
         query = neutralise(trajectory.query)
         frame = self.template.render(query=query, trajectory="", turn_count=trajectory.turn_count, elision_note="")
         overhead = sum(estimate_tokens(m["content"]) for m in frame)
