@@ -52,6 +52,7 @@ class Verdict(BaseModel):
     reason: str | None = Field(default=None, description="Why the pass is unscored (UnscoredReason), else None.")
     detail: str | None = Field(default=None, description="Human-readable detail of the reason.")
     raw: str | None = Field(default=None, description="The raw model output, kept for unscored passes.")
+    reasoning: str | None = Field(default=None, description="The judge's reasoning before its verdict, when it gave one.")
     issues: list[Issue] = Field(default_factory=list)
     efficiency: Efficiency | None = None
     model: str | None = None
