@@ -55,8 +55,13 @@ def check_has_assistant_turn(trajectory: Trajectory) -> bool:
 
 
 def check_final_message(trajectory: Trajectory) -> bool:
-    """The rollout ends with an assistant message (the export needs a final answer to learn from)."""
-    return bool(trajectory.messages) and trajectory.messages[-1].role == "assistant"
+    """The agent's part ends with an assistant answer, not with a call whose result it never read.
+
+    Trailing user or system messages are allowed: a simulated user's closing line (tau-bench's
+    ``###STOP###``) is not the agent's to answer, and the export trains only assistant turns.
+    """
+    agent_part = [m for m in trajectory.messages if m.role in ("assistant", "tool")]
+    return bool(agent_part) and agent_part[-1].role == "assistant" and not agent_part[-1].tool_calls
 
 
 def check_tool_arguments(trajectory: Trajectory) -> bool:

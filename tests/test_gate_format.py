@@ -54,6 +54,10 @@ CASES = [
      ["format:empty-assistant-message"]),
     ("reasoning only", good()[:4] + [Message(role="assistant", content="", reasoning="think"), good()[4]], "fix the bug", []),
     ("ends on tool", good()[:4], "fix the bug", ["format:final-message"]),
+    ("ends on a call before the user's closing line", good()[:3] + [good()[1]], "fix the bug",
+     ["format:final-message"]),
+    ("simulated user's closing line after the answer", good() + [Message(role="user", content="thanks ###STOP###")],
+     "fix the bug", []),
 ]
 
 
