@@ -180,7 +180,8 @@ def load_mast(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
         try:
             modes: dict[str, bool] = {}
             for annotation in record["annotations"]:
-                votes = sum(bool(annotation.get(f"annotator_{i}")) for i in (1, 2, 3))
+                # only a literal true is a vote: the file writes a missing vote as NaN, and bool(nan) is True
+                votes = sum(annotation.get(f"annotator_{i}") is True for i in (1, 2, 3))
                 name = mast_mode_name(annotation["failure mode"])
                 modes[name] = modes.get(name, False) or votes >= 2
             label_id = f"{record.get('mas_name')}/{record.get('round')}/{record.get('trace_id')}"

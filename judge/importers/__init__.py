@@ -8,7 +8,7 @@ Public API::
     FORMATS: name -> FormatSpec, in detection order
 
 Formats: ``canonical``, ``openai``, ``tau``, ``anthropic``, ``swe-agent``, ``mini-swe-agent``, ``openhands``,
-``inspect``, ``who-and-when``, ``atif``; each lives in its own module with a ``parse(record, source)`` function
+``inspect``, ``who-and-when``, ``atif``, ``mast``; each lives in its own module with a ``parse(record, source)`` function
 and a docstring describing its mapping. Shared helpers are in ``_common``; file reading in ``reader``.
 """
 
