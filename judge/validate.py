@@ -60,15 +60,36 @@ AGENTRX_CATEGORY_MAP: dict[str, str] = {
     "system failure": "environment",
 }
 
-# MAST failure modes are renamed and renumbered between annotation rounds; they are grouped by keywords
-# of the mode name, and an issue of ours falls in a group when its tag or description has the same words.
+# MAST category mapping (documented in docs/validation.md). MAST failure modes are renamed and renumbered
+# between annotation rounds (Round 1: 18 modes, Rounds 2-3: 17, final taxonomy: 14), so a label mode is put in a
+# group by keywords of its name; the first group in this order whose keyword occurs wins. Every mode name of the
+# shared file falls in a group except "backtracking interruption", which counts only for "any".
 MAST_GROUPS: dict[str, tuple[str, ...]] = {
-    "repetition": ("repetition", "repetitive", "repeat"),
-    "verification": ("verification", "verif", "unverified"),
-    "termination": ("termination", "stopping", "premature", "gave up", "give up"),
-    "clarification": ("clarification", "ambigu"),
+    "repetition": ("repetition", "repetitive", "repeat"),  # step repetition, unbatched repetitive execution
+    "verification": ("verification", "verif", "unverified"),  # no/incomplete, incorrect, lack of result/critical
+    "termination": ("termination", "stopping", "premature", "gave up", "give up"),  # unaware of stopping conditions
+    "clarification": ("clarification", "ambigu"),  # fail to ask/elicit clarification, undetected ambiguities
     "task-compliance": ("task specification", "constraint compliance", "requirement", "task derailment",
-                        "derailment"),
+                        "derailment"),  # disobey task specification, derailment from task
+    "role": ("role specification", "blurring roles"),  # disobey role specification
+    "reasoning-action": ("reasoning and action", "reasoning-action"),  # inconsistency / mismatch
+    "history": ("conversation reset", "conversation history"),  # conversation reset, loss of history
+    "inter-agent": ("other agents", "suggestions from agents", "withholding", "witholding", "disagreement",
+                    "known information"),  # ignored input, information withholding, inaction, waiting
+}
+
+# Our issues -> MAST groups. Tags of the rules judge are mapped explicitly (None: the detector has no MAST
+# counterpart, e.g. a failed tool call, so it counts for "any" only); any other tag (an LLM judge's free tag)
+# is grouped by the MAST_GROUPS keywords of its tag and description. Environment issues are never a MAST failure.
+RULES_TAG_TO_MAST: dict[str, str | None] = {
+    "repeated-failure": "repetition",
+    "unverified-completion": "verification",
+    "plan-receipt-mismatch": "verification",
+    "stale-evidence": "verification",
+    "premature-claim": "verification",
+    "phantom-failure-reference": "reasoning-action",
+    "budget-exhausted": "termination",
+    "failed-call": None,
 }
 
 
@@ -312,6 +333,13 @@ def mast_group(text: str) -> str | None:
     return None
 
 
+def issue_mast_group(issue: ScoredIssue) -> str | None:
+    """The MAST group of one of our issues: the rules-tag table first, else keywords of tag and description."""
+    if issue.tag in RULES_TAG_TO_MAST:
+        return RULES_TAG_TO_MAST[issue.tag]
+    return mast_group(f"{issue.tag or ''} {issue.description}")
+
+
 # --- evaluation ----------------------------------------------------------------------------------
 
 
@@ -478,8 +506,7 @@ def evaluate(labels: list[TrajectoryLabels], trajectories: dict[str, Trajectory]
         is_scored = scored.get(trajectory.id, False)
         report.unscored += int(not is_scored)
         if kind == "mast":
-            groups = {g for i in predicted if i.category != "environment"
-                      for g in [mast_group(f"{i.tag or ''} {i.description}")] if g}
+            groups = {g for i in predicted if i.category != "environment" for g in [issue_mast_group(i)] if g}
             mast_rows.append((label.modes, groups, bool([i for i in predicted if i.category != "environment"])))
             continue
         label_turns = [label_turn(trajectory, f.step, kind) for f in label.failures]
@@ -534,7 +561,11 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
 
 
 def mast_agreement(rows: list[tuple[dict[str, bool], set[str], bool]]) -> dict[str, Any]:
-    """Trace-level agreement: any failure, and each mode group, as kappa + precision/recall over traces."""
+    """Trace-level agreement: any failure, and each mode group, as kappa + precision/recall over traces.
+
+    Also ``baseline_any`` (a predictor that calls every trace failing, for scale) and ``unmapped_positive``
+    (majority-positive label modes in no group: they count for "any" only).
+    """
     out: dict[str, Any] = {}
     label_any = [any(modes.values()) for modes, _, _ in rows]
     pred_any = [has for _, _, has in rows]
@@ -543,6 +574,9 @@ def mast_agreement(rows: list[tuple[dict[str, bool], set[str], bool]]) -> dict[s
         labelled = [any(v and mast_group(name) == group for name, v in modes.items()) for modes, _, _ in rows]
         predicted = [group in groups for _, groups, _ in rows]
         out[group] = _binary_summary(labelled, predicted)
+    out["baseline_any"] = _binary_summary(label_any, [True] * len(rows))
+    out["unmapped_positive"] = sorted({name for modes, _, _ in rows for name, v in modes.items()
+                                       if v and mast_group(name) is None})
     return out
 
 
@@ -582,18 +616,27 @@ def _pct(rate: Rate) -> str:
 def _num(value: float | None, percent: bool = True) -> str:
     if value is None:
         return "n/a"
-    return f"{100 * value:.1f}%" if percent else f"{value:.2f}"
+    return f"{100 * value:.1f}%" if percent else f"{round(value, 2) + 0.0:.2f}"  # + 0.0: no "-0.00"
 
 
 def format_table(report: ValidationReport) -> str:
     """The table ``judge validate`` prints: our figures beside the published reference points."""
     rows: list[tuple[str, str, str]] = []
     if report.kind == "mast":
-        for group, summary in report.mast.items():
-            rows.append((f"trace-level '{group}' kappa", _num(summary["kappa"], percent=False),
+        groups = ["any", *MAST_GROUPS]
+        for group in groups:
+            summary = report.mast.get(group)
+            if summary is None:
+                continue
+            name = "any failure" if group == "any" else f"'{group}'"
+            rows.append((f"trace-level {name}: kappa", _num(summary["kappa"], percent=False),
                          REFERENCE_POINTS["mast_kappa"] if group == "any" else ""))
             rows.append((f"  precision / recall ({summary['labelled']} labelled, {summary['predicted']} predicted)",
                          f"{_num(summary['precision'])} / {_num(summary['recall'])}", ""))
+            if group == "any" and "baseline_any" in report.mast:
+                base = report.mast["baseline_any"]
+                rows.append(("  trivial baseline: every trace failing, kappa", _num(base["kappa"], percent=False), ""))
+                rows.append(("  trivial baseline: precision / recall", f"{_num(base['precision'])} / {_num(base['recall'])}", ""))
     else:
         step_ref = REFERENCE_POINTS["step_exact"] if report.kind == "who-and-when" else ""
         # Several failures per AgentRx trajectory: the decisive prediction hits if it names any of them.
@@ -620,6 +663,12 @@ def format_table(report: ValidationReport) -> str:
     lines += [f"{name.ljust(width)}  {value.ljust(value_width)}  {ref}".rstrip() for name, value, ref in rows]
     if report.kind == "who-and-when":
         lines.append("Who&When labels only the decisive error: issue precision counts any other real defect as a false positive")
+    if report.kind == "mast":
+        lines.append("labels: a mode is present when >= 2 of 3 annotators marked it; modes and our issues are grouped "
+                     "by the MAST category mapping of judge.validate (kappa 0 = chance; n/a when both sides are constant)")
+        unmapped = report.mast.get("unmapped_positive") or []
+        if unmapped:
+            lines.append(f"label modes in no group (counted for 'any' only): {', '.join(unmapped)}")
     if report.kind != "mast":
         lines.append("ours is measured on turns (a label on a tool or user message counts as the turn it belongs to); "
                      "the published figures count history steps")

@@ -52,12 +52,20 @@ text (``round``, ``annotations`` with the three annotators' votes, the AG2/Hyper
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from judge.importers._common import RecordError, Source, build_metadata, build_trajectory, make_receipt, text_of
+from judge.importers._common import (
+    RecordError,
+    Source,
+    build_metadata,
+    build_trajectory,
+    make_receipt,
+    text_of,
+)
 from judge.model import Message, Role, Trajectory
 
 NAME = "mast"
@@ -189,7 +197,7 @@ def ag2_messages(trajectory: list[Any]) -> list[Message]:
 def without_nan(value: Any) -> Any:
     """``value`` with NaN floats as None: the file writes a missing vote as ``NaN``, which is not JSON and would
     not survive a canonical round trip (and ``bool(nan)`` is True, which would count it as a vote)."""
-    if isinstance(value, float) and value != value:
+    if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, list):
         return [without_nan(v) for v in value]
