@@ -11,7 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from judge.schema import ScoredIssue
-from judge.validate import MAST_GROUPS, RULES_TAG_TO_MAST, issue_mast_group, load_labels, mast_group
+from judge.validate import (
+    MAST_GROUPS,
+    RULES_TAG_TO_MAST,
+    issue_mast_group,
+    load_labels,
+    mast_group,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "importers" / "mast" / "MAD_excerpt.json"
