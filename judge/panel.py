@@ -32,8 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -43,6 +42,7 @@ from judge.judges import JudgeFn, make_judge
 from judge.model import Trajectory, Usage
 from judge.pipeline import read_manifest, write_manifest
 from judge.pricing import add_costs, load_price_table, price
+from judge.providers import strip_credentials as _strip_credentials
 from judge.providers.retry import Attempt, Budget, CallRuntime, RetryPolicy
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
@@ -66,7 +66,9 @@ class PanelConfig(BaseModel):
     max_retries: int = Field(default=4, ge=0, description="Retries after the first attempt on 429/5xx/timeouts.")
     retry_base_delay_s: float = Field(default=1.0, ge=0, description="First backoff step (doubles each retry, full jitter).")
     max_cost_usd: float | None = Field(default=None, ge=0, description="Stop calling once this much is spent.")
-    temperature: float | None = Field(default=None, ge=0, description="Sampling temperature (default 0.7).")
+    temperature: float | Literal["none"] | None = Field(
+        default=None, description="Sampling temperature (default 0.7; left out for o1/o3/gpt-5 style reasoning models); "
+                                  "'none' leaves it out of every request.")
     max_input_tokens: int | None = Field(default=None, gt=0, description="Prompt budget per call (elision beyond).")
     max_tokens: int | None = Field(default=None, gt=0, description="Output budget per call.")
     base_url: str | None = Field(default=None, description="OpenAI-compatible server URL for openai:/openai-compatible: judges.")
@@ -80,6 +82,20 @@ class PanelConfig(BaseModel):
         for name in value:
             if _SECRET_NAME.search(name):
                 raise ValueError(f"params.{name}: API keys come only from the environment, never from a config file")
+        return value
+
+    @field_validator("temperature", mode="before")
+    @classmethod
+    def _temperature(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("none", "null", "omit"):
+            return "none"  # YAML "none" and the CLI's --temperature none: leave temperature out of requests
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ValueError(f"temperature must be a number >= 0 or 'none', not {value!r}") from None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            raise ValueError(f"temperature must be >= 0, not {value}")
         return value
 
     @classmethod
@@ -348,7 +364,9 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         versions.add(identity["prompt"])
         members.append({"pass_key": plan.pass_key, "judge": _strip_credentials(plan.judge), "pass_index": plan.pass_index,
                         "model": identity["model"], "deterministic": plan.deterministic,
-                        "prompt_version": identity["prompt"]})
+                        "prompt_version": identity["prompt"],
+                        "endpoint": identity["params"].get("endpoint"),
+                        "independence": getattr(judge, "independence", None)})
     versions.discard(None)
     manifest["panel"] = {
         "size": len(plans),
@@ -358,26 +376,6 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         "note": "a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
     }
     write_manifest(run_dir, manifest)
-
-
-def _strip_credentials(url_or_spec: str | None) -> str | None:
-    """Remove ``user:password@`` from a URL (or from the URL inside an openai-compatible spec)."""
-    if not url_or_spec:
-        return url_or_spec
-    scheme = re.search(r"[A-Za-z][A-Za-z0-9+.-]*://", url_or_spec)
-    if scheme is None:
-        return url_or_spec
-    head, url = url_or_spec[:scheme.start()], url_or_spec[scheme.start():]
-    try:
-        parts = urlsplit(url)
-        if not (parts.username or parts.password):
-            return url_or_spec
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-    except ValueError:
-        return url_or_spec
-    return head + urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
 class _Progress:

@@ -16,10 +16,13 @@ import pytest
 
 from judge import rundir
 from judge.judges.llm import (
+    DEFAULT_TEMPERATURE,
     VERDICT_SCHEMA,
     JudgeOutput,
+    LLMJudge,
     VerdictProblem,
     parse_judge_output,
+    resolve_temperature,
 )
 from judge.panel import PanelConfig, PassPlan, plan_passes, run_panel
 from judge.pipeline import read_manifest
@@ -208,6 +211,114 @@ def test_manifest_records_the_panel(server: FakeLLMServer, tmp_path: Path) -> No
     assert panel["size"] == 3 and panel["prompt_version"] == "judge-v1"
     assert [m["pass_key"] for m in panel["members"]] == [f"{spec}#1", f"{spec}#2", f"{spec}#3"]
     assert all(m["deterministic"] is False for m in panel["members"])
+
+
+def test_the_endpoint_is_part_of_the_cache_key(server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same model name on another server is another judge: its verdicts are not reused."""
+    first = run([one_trajectory()], config_for(server), tmp_path)
+    assert first.calls == 1 and server.request_count == 1
+    with FakeLLMServer(server.protocol) as other:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", other.base_url)
+        spec = f"openai-compatible:fake@{other.base_url}" if other.protocol == "openai" else "anthropic:claude-fake"
+        second = run([one_trajectory()], config_for(server, judges=[spec]), tmp_path)
+        assert other.request_count == 1 and second.calls == 1 and second.cached == 0
+    assert server.request_count == 1
+    endpoints = {m["endpoint"] for m in read_manifest(tmp_path)["panel"]["members"]}
+    assert endpoints == {other.base_url.rstrip("/")}
+
+
+@pytest.mark.parametrize(
+    ("spec", "base_url", "endpoint"),
+    [
+        ("openai-compatible:m@http://user:pw@127.0.0.1:9/v1", None, "http://127.0.0.1:9/v1"),
+        ("openai-compatible:m@http://127.0.0.1:9/v1/", None, "http://127.0.0.1:9/v1"),
+        ("openai:m", "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1"),
+        ("openai:m", None, "https://api.openai.com/v1"),
+    ],
+)
+def test_cache_identity_names_the_endpoint_without_credentials(
+    spec: str, base_url: str | None, endpoint: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    identity = LLMJudge(spec, {"base_url": base_url}).cache_identity()
+    assert identity["params"]["endpoint"] == endpoint and "pw" not in json.dumps(identity)
+
+
+def test_reasoning_is_kept_and_replayed(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.queue(Scripted.ok(GOOD), Scripted.ok({**GOOD, "reasoning": "  Second look: T2 again.  "}))
+    run([one_trajectory()], config_for(server, passes=2, concurrency=1), tmp_path / "first")
+    rows = verdict_rows(tmp_path / "first")
+    assert sorted(v.reasoning for v in rows) == ["Second look: T2 again.", GOOD["reasoning"]]
+    run([one_trajectory()], PanelConfig(judges=[f"replay:{tmp_path / 'first'}"]), tmp_path / "second")
+    replayed = {v.pass_index: v.reasoning for v in verdict_rows(tmp_path / "second")}
+    assert replayed == {v.pass_index: v.reasoning for v in rows}
+
+
+def test_an_unscored_pass_has_no_reasoning_but_keeps_the_raw_answer(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.queue(Scripted.ok(WRONG_CATEGORY), Scripted.ok(WRONG_CATEGORY))
+    run([one_trajectory()], config_for(server), tmp_path)
+    (verdict,) = verdict_rows(tmp_path)
+    assert verdict.status == "unscored" and verdict.reasoning is None and GOOD["reasoning"] in verdict.raw
+
+
+@pytest.mark.parametrize(
+    ("setting", "model", "expected"),
+    [
+        (None, "gpt-4o", DEFAULT_TEMPERATURE),
+        (None, "claude-sonnet-4-5", DEFAULT_TEMPERATURE),
+        (None, "o1", None),
+        (None, "o3-mini", None),
+        (None, "o4-mini-2025-04-16", None),
+        (None, "gpt-5", None),
+        (None, "gpt-5-mini", None),
+        (None, "openai/o3", None),
+        (None, "gpt-4o-mini", DEFAULT_TEMPERATURE),
+        (None, "omni-judge", DEFAULT_TEMPERATURE),
+        ("none", "gpt-4o", None),
+        ("None", "qwen2.5", None),
+        (0.2, "o3", 0.2),  # an explicit number is sent as given
+        ("0.3", "gpt-4o", 0.3),
+        (0, "gpt-4o", 0.0),
+    ],
+)
+def test_resolve_temperature(setting: float | str | None, model: str, expected: float | None) -> None:
+    assert resolve_temperature(setting, model) == expected
+
+
+@pytest.mark.parametrize("setting", ["warm", -0.5])
+def test_resolve_temperature_rejects(setting: float | str) -> None:
+    with pytest.raises(ValueError, match="temperature"):
+        resolve_temperature(setting, "gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("model", "temperature", "sent"),
+    [("o3-mini", None, False), ("fake", "none", False), ("fake", None, True), ("gpt-5", 0.4, True)],
+)
+def test_temperature_left_out_of_requests(model: str, temperature: str | None, sent: bool, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLMServer("openai") as fake:
+        config = PanelConfig(judges=[f"openai-compatible:{model}@{fake.base_url}"], passes=2, temperature=temperature)
+        run([one_trajectory()], config, tmp_path)
+        assert len(fake.requests) == 2
+        assert all(("temperature" in r) == sent for r in fake.requests)
+        assert sorted(r["seed"] for r in fake.requests) == [1, 2]  # independence still has the per-pass seed
+    members = read_manifest(tmp_path)["panel"]["members"]
+    assert all("seed = pass index" in m["independence"] and "separate call" in m["independence"] for m in members)
+    assert all(("left out" in m["independence"]) != sent for m in members)
+
+
+@pytest.mark.parametrize(("text", "value"), [("temperature: none", "none"), ("temperature: 0.2", 0.2),
+                                             ("temperature: null", None)])
+def test_temperature_in_the_config_file(text: str, value: object, tmp_path: Path) -> None:
+    path = tmp_path / "panel.yaml"
+    path.write_text(f"judges: [openai:o3]\n{text}\n")
+    assert PanelConfig.load(path).temperature == value
+    path.write_text("judges: [openai:o3]\ntemperature: hot\n")
+    with pytest.raises(ValueError, match="(?s)panel.yaml.*temperature"):
+        PanelConfig.load(path)
 
 
 # --- planning ------------------------------------------------------------------------------------

@@ -7,6 +7,12 @@ reject issues whose turn lies outside the trajectory. Anything that cannot becom
 
 Independence of passes: each pass is its own call with ``temperature`` > 0 (default 0.7) *and* a per-pass
 ``seed`` (the pass index), and no pass sees another's output.
+
+Reasoning models (OpenAI o1/o3/o4 and gpt-5 style names, see :data:`REASONING_MODEL`) reject
+``temperature``: for them it is left out of the request by default, and so it is for any model when the
+temperature is set to ``none`` (``--temperature none``, or ``temperature: none`` in the panel config).
+Independence then rests on the separate calls and the per-pass seed (the model samples at its own default
+temperature); the run manifest says so for each pass (``panel.members[].independence``).
 """
 
 from __future__ import annotations
@@ -46,6 +52,31 @@ DEFAULT_MAX_TOKENS = 4096  # output budget per call
 DEFAULT_MAX_INPUT_TOKENS = 100_000  # prompt budget per call (the trajectory is elided to fit)
 SCHEMA_NAME = "verdict"
 PROMPT_CACHE_SIZE = 256
+# OpenAI reasoning models, which reject a temperature: o1, o3-mini, o4-mini, gpt-5, gpt-5-mini... (an
+# optional "vendor/" prefix, as routers write it, is allowed).
+REASONING_MODEL = re.compile(r"^(?:[\w.-]+/)?(?:o\d+|gpt-5)(?:[-.].*)?$", re.IGNORECASE)
+OMIT_TEMPERATURE = "none"  # the setting that leaves temperature out of every request
+
+
+def resolve_temperature(setting: float | str | None, model: str) -> float | None:
+    """The temperature to send, or None to leave it out of the request.
+
+    ``setting`` None means the default: 0.7, except for reasoning models (:data:`REASONING_MODEL`), which
+    reject the parameter. ``"none"`` always leaves it out; a number is sent as given.
+    """
+    if setting is None:
+        return None if REASONING_MODEL.match(model) else DEFAULT_TEMPERATURE
+    if isinstance(setting, str):
+        if setting.strip().lower() == OMIT_TEMPERATURE:
+            return None
+        try:
+            setting = float(setting)
+        except ValueError:
+            raise ValueError(f"temperature must be a number >= 0 or {OMIT_TEMPERATURE!r}, not {setting!r}") from None
+    value = float(setting)
+    if value < 0:
+        raise ValueError(f"temperature must be >= 0, not {value}")
+    return value
 
 
 class JudgeIssue(BaseModel):
@@ -152,7 +183,8 @@ def to_issues(output: JudgeOutput) -> list[Issue]:
 class LLMJudge:
     """A judge backed by one provider. ``await judge(trajectory, pass_index)`` returns a :class:`Verdict`.
 
-    Options: ``runtime`` (:class:`CallRuntime`, shared across the panel), ``temperature``, ``max_tokens``,
+    Options: ``runtime`` (:class:`CallRuntime`, shared across the panel), ``temperature`` (a number,
+    ``"none"`` to leave it out, or None for the default: see :func:`resolve_temperature`), ``max_tokens``,
     ``max_input_tokens``, ``prompt`` (template name or path), ``base_url`` (OpenAI-protocol judges only),
     ``timeout_s``, ``params``
     (extra provider settings recorded in the cache key), ``provider`` (a ready :class:`Provider`, for tests).
@@ -173,8 +205,7 @@ class LLMJudge:
         })
         self.template: PromptTemplate = load_template(options.get("prompt") or DEFAULT_PROMPT)
         self.prompt_version = self.template.version
-        temperature = options.get("temperature")
-        self.temperature = DEFAULT_TEMPERATURE if temperature is None else float(temperature)
+        self.temperature: float | None = resolve_temperature(options.get("temperature"), self.provider.model)
         self.max_tokens = int(options.get("max_tokens") or DEFAULT_MAX_TOKENS)
         self.max_input_tokens = int(options.get("max_input_tokens") or DEFAULT_MAX_INPUT_TOKENS)
         self.runtime: CallRuntime = options.get("runtime") or CallRuntime(timeout_s=float(options.get("timeout_s") or 120))
@@ -184,6 +215,19 @@ class LLMJudge:
     @property
     def model(self) -> str:
         return self.provider.model
+
+    @property
+    def independence(self) -> str:
+        """How the passes of this judge are kept independent (recorded in the run manifest)."""
+        seeded = self.provider.provider != "anthropic"  # the Messages API has no seed
+        parts = ["a separate call per pass, no pass sees another's output"]
+        if self.temperature is not None:
+            parts.append(f"temperature {self.temperature:g}")
+        else:
+            parts.append("temperature left out of the request (the model's own default sampling)")
+        if seeded:
+            parts.append("seed = pass index")
+        return "; ".join(parts)
 
     @property
     def price_key(self) -> str:
@@ -196,6 +240,8 @@ class LLMJudge:
             "model": self.provider.model,
             "prompt": self.prompt_version,
             "params": {
+                # The same model name on another server is another judge: the endpoint is part of the key.
+                "endpoint": getattr(self.provider, "endpoint", None),
                 "temperature": self.temperature,
                 "seed": "pass_index",
                 "max_tokens": self.max_tokens,
@@ -253,6 +299,7 @@ class LLMJudge:
                 verdict = _finish(base, attempts, None, None, None)
                 return verdict.model_copy(update={
                     "status": "ok", "issues": to_issues(output), "efficiency": output.efficiency,
+                    "reasoning": output.reasoning.strip() or None,
                     "model": completion.model or self.provider.model,
                     "detail": "elided to fit the budget" if rendered.elided else None,
                 })

@@ -24,8 +24,10 @@ for visibly.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
 
 from judge.model import Usage
 from judge.providers.errors import (
@@ -162,6 +164,32 @@ def _key(env_name: str, parsed: ProviderSpec, base_url_env: str) -> str:
     raise AuthError(f"{env_name} is not set: export it to use {parsed.kind}:{parsed.model}")
 
 
+def strip_credentials(url_or_spec: str | None) -> str | None:
+    """Remove ``user:password@`` from a URL (or from the URL inside an openai-compatible spec)."""
+    if not url_or_spec:
+        return url_or_spec
+    scheme = re.search(r"[A-Za-z][A-Za-z0-9+.-]*://", url_or_spec)
+    if scheme is None:
+        return url_or_spec
+    head, url = url_or_spec[:scheme.start()], url_or_spec[scheme.start():]
+    try:
+        parts = urlsplit(url)
+        if not (parts.username or parts.password):
+            return url_or_spec
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+    except ValueError:
+        return url_or_spec
+    return head + urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def endpoint_of(client: Any) -> str:
+    """The URL an SDK client sends to (its resolved ``base_url``: the option, the SDK's environment variable,
+    or the official default), without credentials and without a trailing slash: part of the cache key."""
+    return (strip_credentials(str(client.base_url)) or "").rstrip("/")
+
+
 __all__ = [
     "PLACEHOLDER_KEY",
     "AuthError",
@@ -178,5 +206,7 @@ __all__ = [
     "Refused",
     "ServerError",
     "make_provider",
+    "endpoint_of",
     "parse_spec",
+    "strip_credentials",
 ]

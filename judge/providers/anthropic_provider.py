@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from judge.model import Usage
-from judge.providers import Completion, FinishReason, ProviderSpec
+from judge.providers import Completion, FinishReason, ProviderSpec, endpoint_of
 from judge.providers.errors import BadOutput
 from judge.providers.sdk_errors import classify_sdk_error
 
@@ -39,6 +39,7 @@ class AnthropicProvider:
         self.prompt_cache = bool(options.get("prompt_cache", True))
         self._accepted: frozenset[str] | None = None
         self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s)
+        self.endpoint = endpoint_of(self._client)  # where requests go (cache key part), no credentials
 
     async def complete(
         self,

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from judge.model import Usage
-from judge.providers import Completion, FinishReason, ProviderSpec
+from judge.providers import Completion, FinishReason, ProviderSpec, endpoint_of
 from judge.providers.errors import BadOutput
 from judge.providers.sdk_errors import classify_sdk_error
 
@@ -51,6 +51,7 @@ class OpenAIProvider:
             http_client=openai.DefaultAsyncHttpxClient(verify=False) if plain_http else None,
         ) for _ in range(count)]
         self._next_client = itertools.cycle(self._clients)
+        self.endpoint = endpoint_of(self._clients[0])  # where requests go (cache key part), no credentials
 
     async def complete(
         self,
