@@ -7,7 +7,9 @@ The work is done by library functions: :func:`judge.pipeline.import_to_run`, :fu
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ def score_command(
     tpm: float | None = typer.Option(None, "--tpm", help="Tokens per minute per model."),
     timeout: float | None = typer.Option(None, "--timeout", help="Per-call timeout in seconds (default 120)."),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop calling at this many USD; the rest is unscored budget_exceeded."),
+    temperature: str | None = typer.Option(None, "--temperature", help="Judge sampling temperature (default 0.7), or 'none' to leave it out of requests (the default for o1/o3/gpt-5 style reasoning models, which reject it; passes then differ by seed and separate calls)."),
     fmt: str | None = typer.Option(None, "--format", help="Input format (default: detected per file)."),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rubric YAML (default rubrics/ default)."),
     embedder: str | None = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
@@ -50,10 +53,12 @@ def score_command(
     from judge.panel import PanelConfig, run_panel, summary_lines
     from judge.pipeline import finish_run, import_to_run, read_trajectories, score_run
 
+    started_at, started = datetime.now(UTC), time.monotonic()
     try:
         settings = PanelConfig.load(config) if config else PanelConfig()
         settings = settings.merged(judges=list(judge or []), passes=passes, base_url=base_url, concurrency=concurrency,
-                                   rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost)
+                                   rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
+                                   temperature=temperature)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
     missing = [str(p) for p in inputs if not p.exists()]
@@ -77,15 +82,35 @@ def score_command(
         typer.echo(line)
 
     scores = score_run(out, rubric, {"embedder": embedder} if embedder else None)
+    record_timing(out, started_at, time.monotonic() - started)  # before the report, which shows it
     written = finish_run(out) or {}
     typer.echo(score_distribution(scores))
     paths = [out / name for name in ("trajectories.jsonl", "verdicts.jsonl", "clusters.jsonl", "scores.jsonl",
                                      "rejects.jsonl", "run.json")]
     paths += [Path(p) for p in written.values()]
     typer.echo("wrote: " + ", ".join(str(p) for p in dict.fromkeys(paths) if p.exists()))
-    if strict and stats.rejected:
+    failed = strict and stats.rejected
+    if failed:
         typer.echo("--strict: some input records were rejected", err=True)
+    report = Path(written.get("report_html") or out / "report.html").resolve()
+    typer.echo(f"report: {report}")  # always the last line: scripts and people look for it there
+    if failed:
         raise typer.Exit(code=1)
+
+
+def record_timing(run_dir: Path, started_at: datetime, elapsed_s: float) -> None:
+    """Write this invocation's timing into the manifest: ``started_at`` and ``finished_at`` (ISO 8601, UTC)
+    and ``elapsed_s``. ``finished_at`` is when judging and scoring ended, just before the reports are
+    written (so the report can show it). A resumed run records its own invocation."""
+    from judge.pipeline import read_manifest, write_manifest
+
+    manifest = read_manifest(run_dir)
+    manifest.update({
+        "started_at": started_at.isoformat(timespec="milliseconds"),
+        "finished_at": (started_at + timedelta(seconds=elapsed_s)).isoformat(timespec="milliseconds"),
+        "elapsed_s": round(elapsed_s, 3),
+    })
+    write_manifest(run_dir, manifest)
 
 
 def score_distribution(scores: list[Any]) -> str:

@@ -205,8 +205,8 @@ __all__ = [
     "RateLimited",
     "Refused",
     "ServerError",
-    "make_provider",
     "endpoint_of",
+    "make_provider",
     "parse_spec",
     "strip_credentials",
 ]
