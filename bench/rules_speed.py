@@ -1,6 +1,6 @@
 """Rules judge throughput: trajectories per second on generated 30-turn trajectories, one process.
 
-    python bench/rules_speed.py [--count 2000] [--turns 30]
+    python bench/rules_speed.py [--count 2000] [--turns 30] [--repeat 3] [--real]
 
 Each generated trajectory mixes what the detectors look at: shell calls with successes, failures (tracebacks,
 unknown flags, exit codes), environment faults, repeated failures, file writes, test runs, TodoWrite plan
@@ -8,6 +8,11 @@ updates, and assistant text with claims in English, Chinese and Japanese. Timed:
 analysis, all ten detectors, the efficiency vote), as the ``rules`` judge runs it. Every receipt and message text
 is unique, so the judge's memo of repeated texts does not flatter the figure. Trajectory generation is not
 timed. Prints the figure; the target is >= 500 trajectories/second.
+
+CPU time (``time.process_time``) is our own share of the machine, so it does not count time other processes held
+the CPU; on a shared machine it still varies by ~20% with their load (caches, frequency), so ``--repeat N``
+judges the batch N times and reports the best run (the judge's memo is cleared before each). ``--real`` also
+times the shared third-party datasets (tau-bench airline, SWE-agent, Who&When) when they are present.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import asyncio
 import random
 import time
+from pathlib import Path
 
 from judge.judges import make_judge
 from judge.model import (
@@ -26,6 +32,7 @@ from judge.model import (
     TrajectoryMetadata,
     number_turns,
 )
+from judge.rules import default_config
 
 TEXTS = [
     "Let me look at the file first.",
@@ -80,16 +87,14 @@ def generate(index: int, turns: int, rng: random.Random) -> Trajectory:
                       metadata=TrajectoryMetadata(source_format="bench"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--count", type=int, default=2000)
-    parser.add_argument("--turns", type=int, default=30)
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
+DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+REAL = {"tau-bench": "tau_bench_trajectories", "swe-agent": "swe_agent_traj", "who-and-when": "who_and_when"}
 
-    rng = random.Random(args.seed)
-    trajectories = [generate(i, args.turns, rng) for i in range(args.count)]
+
+def best_cpu(trajectories: list[Trajectory], repeat: int) -> tuple[float, float, int]:
+    """(best CPU seconds, its wall seconds, findings) of judging every trajectory, best of ``repeat`` runs."""
     judge = make_judge("rules")
+    asyncio.run(judge(trajectories[0], 0))  # warm-up: config load and regex compilation are paid once per process
 
     async def judge_all() -> int:
         found = 0
@@ -99,16 +104,52 @@ def main() -> None:
             found += len(verdict.issues)
         return found
 
-    asyncio.run(judge(trajectories[0], 0))  # warm-up: config load and regex compilation are paid once per process
-    started, cpu_started = time.perf_counter(), time.process_time()
-    found = asyncio.run(judge_all())
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    best: tuple[float, float, int] | None = None
+    for _ in range(repeat):
+        patterns = default_config().patterns
+        for name, memo in vars(patterns).items():
+            if name.startswith("memo_"):
+                memo.clear()  # each run starts cold: the memo must not turn later runs into lookups
+        started, cpu_started = time.perf_counter(), time.process_time()
+        found = asyncio.run(judge_all())
+        run = (time.process_time() - cpu_started, time.perf_counter() - started, found)
+        if best is None or run[0] < best[0]:
+            best = run
+    assert best is not None
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=1, help="judge the batch N times, report the best CPU time")
+    parser.add_argument("--real", action="store_true", help="also time the shared datasets")
+    args = parser.parse_args()
+
+    rng = random.Random(args.seed)
+    trajectories = [generate(i, args.turns, rng) for i in range(args.count)]
+    cpu, elapsed, found = best_cpu(trajectories, args.repeat)
     calls = sum(len(m.tool_calls) for t in trajectories for m in t.messages)
     print(f"rules judge: {args.count} trajectories x {args.turns} turns ({calls} tool calls), {found} findings")
     print(f"{elapsed:.2f} s wall, single process -> {args.count / elapsed:.0f} trajectories/second "
           f"({1000 * elapsed / args.count:.2f} ms each; target >= 500/s)")
     # On a shared machine the wall clock includes time other processes held the CPU; this is our own share.
-    print(f"{cpu:.2f} s CPU -> {args.count / cpu:.0f} trajectories/CPU-second")
+    print(f"{cpu:.2f} s CPU -> {args.count / cpu:.0f} trajectories/CPU-second (best of {args.repeat})")
+    if args.real:
+        from judge.importers import iter_records
+
+        for label, folder in REAL.items():
+            path = DATASETS / folder
+            if not path.is_dir():
+                print(f"{label}: {path} not found, skipped")
+                continue
+            real = [t for t in iter_records([path]) if isinstance(t, Trajectory)]
+            cpu, _, found = best_cpu(real, args.repeat)
+            messages = sum(len(t.messages) for t in real)
+            print(f"{label}: {len(real)} trajectories ({messages} messages), {found} findings, "
+                  f"{cpu:.2f} s CPU -> {len(real) / cpu:.0f} trajectories/CPU-second")
 
 
 if __name__ == "__main__":

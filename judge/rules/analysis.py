@@ -48,9 +48,7 @@ class Action:
     message_index: int  # the assistant message that made the call
     call: ToolCall | None
     name: str
-    key: str  # tool name + argument hash: identical calls share it
     intent: str  # what the call tries to do, coarser than key: a later success of the same intent is a recovery
-    text: str  # the call's arguments as text, for matching names of files and objects
     receipt: Receipt | None = None
     receipt_index: int | None = None  # message index of the receipt
     outcome: Outcome = "missing"
@@ -60,6 +58,23 @@ class Action:
     read_only: bool = False
     shows_content: bool = False  # its output is file content: only flags and exit codes can say it failed
     writes: tuple[str, ...] = ()
+    # Computed on first use (most actions never need them): see the ``text`` and ``key`` properties.
+    arguments: str | None = field(default=None, repr=False)
+    identity: str | None = field(default=None, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The call's arguments as text (canonical JSON), for matching names of files and objects."""
+        if self.arguments is None:
+            self.arguments = arguments_text(self.call) if self.call is not None else ""
+        return self.arguments
+
+    @property
+    def key(self) -> str:
+        """Tool name + canonical arguments: identical calls share it."""
+        if self.identity is None:
+            self.identity = f"{self.name}\x00{self.text}"
+        return self.identity
 
     @property
     def failed(self) -> bool:
@@ -73,12 +88,17 @@ class Action:
 
 @dataclass
 class Sentence:
+    """A claim sentence and what the phrase lists say about it (read once, when the message is analysed)."""
+
     text: str
     is_claim: bool
     is_check_claim: bool
     hedged: bool
     mentions_failure: bool
     tokens: tuple[str, ...]
+    creation: bool = False  # "created", "已写入": refers to the last write
+    test_claim: bool = False  # "all tests pass"
+    done_claim: bool = False  # "all done", "3/3"
 
 
 @dataclass
@@ -92,7 +112,9 @@ class Speech:
     region: str  # the part of the text that is read for claims and references (long messages: both ends)
     sentences: list[Sentence]  # the claim sentences (only those)
     has_calls: bool
-    mentions_failure: bool  # the message speaks of a failure or problem: it is reporting one, not hiding it
+    mentions_failure: bool  # a claiming message that speaks of a failure or problem: it reports one, not hides it
+    speaks_of_failure: bool = False  # the region has failure words at all (prior_failure list)
+    phantom: str | None = None  # the sentence that refers to an earlier failure ("that failed, retry"), if any
 
 
 @dataclass
@@ -329,9 +351,18 @@ def _command_head(command: str) -> str:
     return " ".join(words)
 
 
+def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, bool, bool]:
+    """(intent head, read-only, check, shows file content) of a shell command; memoised (commands repeat)."""
+    cached = patterns.memo_commands.get(command)
+    if cached is None:
+        hits = patterns.command_lists.search_all(command.strip())
+        cached = patterns.remember(patterns.memo_commands, command, (
+            _command_head(command), hits["read_only"] is not None, hits["check"] is not None, hits["content"] is not None))
+    return cached  # type: ignore[no-any-return]
+
+
 def _make_action(order: int, index: int, message: Message, call: ToolCall, config: RulesConfig, patterns: CompiledPatterns) -> Action:
     name = call.name
-    text = arguments_text(call)
     command = command_of(call, config)
     path = _path_argument(call, config)
     is_plan = patterns.name_is("plan_name", name) and _plan_items(call) is not None
@@ -342,11 +373,11 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         writes = tuple(dict.fromkeys(_REDIRECT.findall(command) + _SED_INPLACE.findall(command)))
         writes = tuple(w for w in writes if w not in ("/dev/null", "&1", "&2") and not w.startswith("&"))
     if command:
-        intent = f"{name}:{_command_head(command)}"
-        hits = patterns.command_lists.search_all(command.strip())
-        read_only = hits["read_only"] is not None and not writes
-        is_check = hits["check"] is not None
-        shows_content = hits["content"] is not None and not writes
+        head, read_only_hit, check_hit, content_hit = _read_command(command, patterns)
+        intent = f"{name}:{head}"
+        read_only = read_only_hit and not writes
+        is_check = check_hit
+        shows_content = content_hit and not writes
     else:
         intent = f"{name}:{path}" if path else name
         read_only = patterns.name_is("read_only_name", name) or _is_view(call)
@@ -358,9 +389,7 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         message_index=index,
         call=call,
         name=name,
-        key=f"{name}\x00{text}",  # canonical JSON of the arguments: identical calls share it
         intent=intent,
-        text=text,
         is_plan=is_plan,
         is_check=is_check and not is_plan,
         read_only=read_only and not is_plan,
@@ -395,9 +424,9 @@ def _positional_action(
         message_index=last_assistant,
         call=None,
         name=name,
-        key=key,
         intent=name,
-        text=code,
+        arguments=code,
+        identity=key,
     )
     actions.append(action)
     return action
@@ -448,22 +477,31 @@ def _speech(index: int, message: Message, config: RulesConfig, patterns: Compile
     cached = patterns.memo_speeches.get(key)
     if cached is None:
         cached = patterns.remember(patterns.memo_speeches, key, _read_speech(text, config, patterns))
-    region: str = cached[0]
-    sentences: list[Sentence] = cached[1]
-    mentions_failure: bool = cached[2]
-    return Speech(index, message.turn or 0, message.name, text, region, sentences, bool(message.tool_calls), mentions_failure)
+    region, sentences, speaks_of_failure, phantom = cached
+    return Speech(index, message.turn or 0, message.name, text, region, sentences, bool(message.tool_calls),
+                  bool(sentences) and speaks_of_failure, speaks_of_failure, phantom)
 
 
-def _digest(text: str) -> bytes:
-    """Memo key of a text: a digest, so the memo holds no copy of long receipts."""
+def _digest(text: str) -> str | bytes:
+    """Memo key of a text: short texts are their own key (str hashes are cached); long ones a digest, so the
+    memo holds no copy of long receipts."""
+    if len(text) <= 512:
+        return text
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _read_speech(text: str, config: RulesConfig, patterns: CompiledPatterns) -> tuple[str, list[Sentence], bool]:
-    """(region read, claim sentences, whether the message speaks of a failure): depends on the text only."""
+def _read_speech(
+    text: str, config: RulesConfig, patterns: CompiledPatterns
+) -> tuple[str, list[Sentence], bool, str | None]:
+    """(region read, claim sentences, whether it speaks of a failure, phantom sentence): from the text only.
+
+    One literal scan of the region serves every phrase list; a claim sentence is only tested for the literals
+    the region holds.
+    """
     region = clip(text, config.message.head_chars, config.message.tail_chars)
+    found = patterns.speech_lists.find(region.lower())
     sentences: list[Sentence] = []
-    matches = patterns.claim.finditer(region)
+    matches = patterns.claim.finditer_found(region, found) if found else []
     if matches:
         ends = [m.end() for m in _SENTENCE_END.finditer(region)]
         seen: set[int] = set()
@@ -475,9 +513,12 @@ def _read_speech(text: str, config: RulesConfig, patterns: CompiledPatterns) -> 
             seen.add(at)
             start = ends[at - 1] if at else 0
             stop = ends[at] if at < len(ends) else len(region)
-            sentences.append(_claim_sentence(region[start:stop].strip(), patterns))
-    mentions_failure = bool(sentences) and bool(patterns.prior_failure.search(region))
-    return region, sentences, mentions_failure
+            sentences.append(_claim_sentence(region[start:stop].strip(), patterns, found))
+    if not found:
+        return region, sentences, False, None
+    speaks_of_failure = patterns.prior_failure.search_found(region, found) is not None
+    phantom = patterns.phantom.search_found(region, found)
+    return region, sentences, speaks_of_failure, (_sentence_around(region, phantom.start()) if phantom else None)
 
 
 def clip(text: str, head: int, tail: int) -> str:
@@ -487,15 +528,33 @@ def clip(text: str, head: int, tail: int) -> str:
     return text[:head] + "\n" + (text[-tail:] if tail else "")
 
 
-def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
+def _claim_sentence(text: str, patterns: CompiledPatterns, region_found: frozenset[str] | None = None) -> Sentence:
+    """Read one claim sentence; ``region_found`` (literals of the message region) narrows the literal scan."""
+    low = text.lower()
+    if region_found is None:
+        found = patterns.speech_lists.find(low)
+    else:
+        found = frozenset([literal for literal in region_found if literal in low])
     return Sentence(
         text=text,
         is_claim=True,
-        is_check_claim=bool(patterns.check_claim.search(text)),
-        hedged=bool(patterns.hedge.search(text)),
-        mentions_failure=bool(patterns.failure_words.search(text)),
+        is_check_claim=patterns.check_claim.search_found(text, found) is not None,
+        hedged=patterns.hedge.search_found(text, found) is not None,
+        mentions_failure=patterns.failure_words.search_found(text, found) is not None,
         tokens=salient_tokens(text),
+        creation=patterns.creation_claim.search_found(text, found) is not None,
+        test_claim=patterns.test_claim.search_found(text, found) is not None,
+        done_claim=patterns.done_claim.search_found(text, found) is not None,
     )
+
+
+def _sentence_around(text: str, position: int) -> str:
+    """The sentence of ``text`` that holds ``position`` (for quoting evidence)."""
+    starts = [text.rfind(ch, 0, position) for ch in ".!?。！？\n"]
+    start = max(starts) + 1
+    ends = [e for e in (text.find(ch, position) for ch in ".!?。！？\n") if e >= 0]
+    end = min(ends) + 1 if ends else len(text)
+    return text[start:end].strip()
 
 
 def salient_tokens(text: str) -> tuple[str, ...]:

@@ -170,7 +170,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     failure, are not claims.
     """
     issues = []
-    patterns = an.patterns
+
     has_shell = any(_is_shell(an, a) for a in an.actions)
     any_check = any(a.is_check for a in an.actions)
     for speech in an.speeches:
@@ -182,7 +182,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
-            creation = bool(patterns.creation_claim.search(sentence.text))
+            creation = sentence.creation
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
             named = [last for t in sentence.tokens if (last := _last_mentioning(prior, t)) is not None]
             checks = [a for a in prior if a.is_check]
@@ -195,7 +195,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             elif sentence.is_check_claim and checks:
                 referent = checks[-1]
                 why = _bad_referent(an, referent, index)
-            elif patterns.test_claim.search(sentence.text) and has_shell and not any_check:
+            elif sentence.test_claim and has_shell and not any_check:
                 why = "no test or check was ever run"
             elif prior and not speech.mentions_failure:
                 # "Created X" speaks of the last write, whatever ran after it (a server, a listing).
@@ -203,7 +203,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                 referent = writes[-1] if writes else prior[-1]
                 why = _bad_referent(an, referent, index)
             final = index == an.final_message_index and not speech.has_calls
-            if why is None and final and not speech.mentions_failure and patterns.done_claim.search(sentence.text):
+            if why is None and final and not speech.mentions_failure and sentence.done_claim:
                 # A final claim over a failure never redone and never owned up to; when the claim names its
                 # objects, only a failed check still contradicts it (the work it names may be fine, its
                 # verification is not).
@@ -225,9 +225,8 @@ def unverified_completion(an: Analysis) -> list[Issue]:
 
 def _acknowledged(an: Analysis, action: Action, before: int) -> bool:
     """Whether an assistant message between the failure's receipt and ``before`` speaks of a failure."""
-    words = an.patterns.prior_failure
     return any(
-        action.visible_at < speech.message_index < before and words.search(speech.region)
+        action.visible_at < speech.message_index < before and speech.speaks_of_failure
         for speech in an.speeches
     )
 
@@ -264,7 +263,7 @@ def premature_claim(an: Analysis) -> list[Issue]:
                     break
             if found is None and sentence.is_check_claim and not any(a.is_check for a in seen_ok):
                 later = next((a for a in pending if a.is_check), None)
-                if later is not None and (later.message_index == index or an.patterns.test_claim.search(sentence.text)):
+                if later is not None and (later.message_index == index or sentence.test_claim):
                     found = ("the check", later)
             if found is None:
                 continue
@@ -285,13 +284,12 @@ def phantom_failure_reference(an: Analysis) -> list[Issue]:
     receipt, in a user message after the query, or (multi-agent logs) in another agent's message. The first
     turn is never flagged: nothing of the log precedes it, so it can only refer to the brief or an older session.
     """
-    patterns = an.patterns
+
     messages = an.trajectory.messages
     issues = []
     first_user = next((i for i, m in enumerate(messages) if m.role == "user"), None)
     for speech in an.speeches:
-        match = patterns.phantom.search(speech.region)
-        if not match:
+        if speech.phantom is None:
             continue
         index = speech.message_index
         if speech is an.speeches[0]:
@@ -301,7 +299,7 @@ def phantom_failure_reference(an: Analysis) -> list[Issue]:
         if _failure_text_before(an, index, first_user, speech.name):
             continue
         description = "Refers to an earlier failure, but nothing before this message failed."
-        evidence = f"T{speech.turn}: \"{an.excerpt(_sentence_around(speech.region, match.start()))}\""
+        evidence = f"T{speech.turn}: \"{an.excerpt(speech.phantom)}\""
         issues.append(_issue(an, "phantom-failure-reference", speech.turn, "semantic", description, evidence))
     return issues
 
@@ -340,14 +338,6 @@ def _failure_texts(an: Analysis, first_user: int | None) -> list[tuple[int, str 
                 cached.append((i, message.name))
         an.cache["failure_texts"] = cached
     return cached
-
-
-def _sentence_around(text: str, position: int) -> str:
-    starts = [text.rfind(ch, 0, position) for ch in ".!?。！？\n"]
-    start = max(starts) + 1
-    ends = [e for e in (text.find(ch, position) for ch in ".!?。！？\n") if e >= 0]
-    end = min(ends) + 1 if ends else len(text)
-    return text[start:end].strip()
 
 
 # --- plans --------------------------------------------------------------------------------------------
