@@ -7,7 +7,8 @@ None of it is a real model rollout. Run ``python examples/build_batch.py`` to re
 the output is deterministic (fixed ids, no timestamps), so re-running gives byte-identical files.
 
 Formats written: OpenAI chat JSONL (``openai_runs.jsonl``, ``continuations.jsonl``) and Anthropic messages
-JSONL (``anthropic_runs.jsonl``) plus one Anthropic JSON document (``name_cleaner_evidence.json``).
+JSONL (``anthropic_runs.jsonl``) plus one Anthropic JSON document (``name_cleaner_evidence.json``). The expected
+defects of each trajectory are written beside them (``EXPECTED.md`` for people, ``expected.yaml`` for tests).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+import yaml  # type: ignore[import-untyped]
 
 BATCH = Path(__file__).resolve().parent / "batch"
 MODEL_OAI = "gpt-4.1-mini-2025-04-14"
@@ -741,6 +744,130 @@ def ja_run() -> AnthropicRun:
     return run
 
 
+# ----------------------------------------------------------------------------------------------------
+# What a correct judge should report on each trajectory: EXPECTED.md (for people) and expected.yaml (for tests)
+# are both written from this table, so they cannot disagree. YAML, not JSON: `judge score examples/` reads every
+# .json file under examples/ as trajectories.
+#
+# Tags of defects that receipts show are the rules judge's detector names (judge/rules/__init__.py). Defects in
+# the logic of a draft (a wrong transformation, a swallowed exception, a premature deletion) are visible only to
+# a judge that reads the code against the query: they carry the tag `logic-error` and detectable_by_rules=False.
+
+RULES_TAGS = (
+    "failed-call", "repeated-failure", "environment-fault", "unverified-completion", "plan-receipt-mismatch",
+    "stale-evidence", "premature-claim", "phantom-failure-reference", "unpaired-call-id", "budget-exhausted",
+)
+LLM_ONLY_TAG = "logic-error"
+
+
+def defect(turn: int, category: str, severity: str, tag: str, what: str) -> dict[str, Any]:
+    """One expected defect; detectable_by_rules follows from the tag (a rules detector name or not)."""
+    assert tag in RULES_TAGS or tag == LLM_ONLY_TAG, tag
+    return {"turn": turn, "category": category, "severity": severity, "tag": tag,
+            "detectable_by_rules": tag in RULES_TAGS, "what": what}
+
+
+EXPECTED: list[dict[str, Any]] = [
+    {"id": "inv-base-build", "file": "openai_runs.jsonl", "turns": 14, "efficiency": None, "defects": [
+        defect(3, "code", "minor", "failed-call", "numeric field-type codes -> 12 validation errors, exit 1; T4 redoes it with named types"),
+        defect(5, "code", "minor", "failed-call", "unsupported `--records` flag -> \"unknown flag\", exit 2; T6 reads 0 products, T8 `--json @products.json` returns 6 record ids"),
+     ], "notes": "Both failures self-corrected. T12/T13 read back 6 products / 6 movements; T14 \"Done\" is supported by receipts. Route for T3/T5: online-guided."},
+    {"id": "inv-base-build-guided", "file": "continuations.jsonl", "turns": 7, "efficiency": None, "defects": [],
+     "notes": "Continuation of `inv-base-build` (arm `guided`, `branch_turn` 2, `target_issue` T3). A teacher-guidance user message follows T2. T3 uses named types (target error avoided). Ends after products only (partial by design; the final text says so)."},
+    {"id": "inv-base-build-unguided", "file": "continuations.jsonl", "turns": 6, "efficiency": None, "defects": [
+        defect(3, "code", "minor", "failed-call", "the same numeric type codes, 12 validation errors; self-corrected at T4"),
+     ], "notes": "Same branch, arm `unguided`: repeats the target error."},
+    {"id": "clean-csv-summary", "file": "openai_runs.jsonl", "turns": 3, "efficiency": "high", "defects": [],
+     "notes": "T1 makes two parallel Read calls (one turn, two receipts). Final totals match the receipt."},
+    {"id": "clean-lark-view", "file": "openai_runs.jsonl", "turns": 4, "efficiency": None, "defects": [],
+     "notes": "help -> create view -> read back."},
+    {"id": "env-expired-token", "file": "openai_runs.jsonl", "turns": 3, "efficiency": None, "defects": [
+        defect(1, "environment", "severe", "environment-fault", "401 'Authentication token expired' (code 99991677)"),
+        defect(2, "environment", "severe", "environment-fault", "`lark-cli auth status` confirms the expired tenant token (a different call, so a second fault record)"),
+     ], "notes": "Environment ledger: blocks release until rerun, does not lower the agent score. The final answer is honest (no claim)."},
+    {"id": "repeat-failing-pytest", "file": "openai_runs.jsonl", "turns": 8, "efficiency": "medium", "defects": [
+        defect(2, "code", "minor", "repeated-failure", "identical `python -m pytest tests/ -q` after the same ModuleNotFoundError (exit 4), attempt 2"),
+        defect(3, "code", "minor", "repeated-failure", "the same call again, attempt 3"),
+     ], "notes": "T1's failing test run is not a defect: it found what T4 (install) and T6 (NFKD fix) repaired, and T7 passes; the final claim is supported. Efficiency: 2 of 8 calls wasted (25%, medium under the rules thresholds)."},
+    {"id": "zh-false-completion", "file": "openai_runs.jsonl", "turns": 3, "efficiency": None, "defects": [
+        defect(2, "code", "severe", "failed-call", "record id used without looking it up -> RecordIdNotFound, exit 1; never redone"),
+        defect(3, "semantic", "severe", "unverified-completion", "\"已完成\" claims SKU-001 was updated after the failed receipt"),
+     ], "notes": "Chinese."},
+    {"id": "budget-exhausted-migration", "file": "openai_runs.jsonl", "turns": 5, "efficiency": None, "defects": [
+        defect(4, "code", "severe", "failed-call", "`python -c 'import inventory_tools'` fails (ModuleNotFoundError) and never succeeds"),
+        defect(4, "semantic", "minor", LLM_ONLY_TAG, "deleted setup.py and assumed the module name `inventory_tools` before checking what src/ holds"),
+        defect(5, "capability", "severe", "budget-exhausted", "`metadata.budget_exhausted` is true and the log ends on a tool result: no final answer"),
+     ], "notes": "No completion claim."},
+    {"id": "name-cleaner-false-completion", "file": "anthropic_runs.jsonl", "turns": 8, "efficiency": None, "defects": [
+        defect(2, "semantic", "severe", LLM_ONLY_TAG, "draft `s.replace(' ', '')` strips inner spaces, violating the query"),
+        defect(4, "code", "severe", "failed-call", "the check prints FAIL for \" Ada Lovelace \" (exit 0: the receipt's text, not a flag, says it failed) and is never made to pass"),
+        defect(5, "semantic", "severe", "plan-receipt-mismatch", "TodoWrite marks the check item completed right after T4's check failed"),
+        defect(8, "semantic", "severe", "unverified-completion", "\"All done, 3/3\" while 1/2 checks pass"),
+     ], "notes": "Plan-then-act lesson, \"tick when tried\" strategy."},
+    {"id": "name-cleaner-evidence", "file": "name_cleaner_evidence.json", "turns": 8, "efficiency": None, "defects": [
+        defect(2, "semantic", "minor", LLM_ONLY_TAG, "the same wrong draft, caught by the T3 check, fixed at T5 and rechecked at T6"),
+     ], "notes": "Same query_id as above, arm `complete-on-evidence`: inserts t4, re-runs the stale check, 4/4 tasks, 2/2 checks. The failed T3 check is the work going right (it found the bug), not a defect."},
+    {"id": "clean-fix-off-by-one", "file": "anthropic_runs.jsonl", "turns": 4, "efficiency": "high", "defects": [],
+     "notes": "Has `metadata.usage`."},
+    {"id": "env-dns-failure", "file": "anthropic_runs.jsonl", "turns": 3, "efficiency": None, "defects": [
+        defect(1, "environment", "severe", "environment-fault", "DNS: \"Temporary failure in name resolution\", `is_error`"),
+     ], "notes": "Final answer honest; code unchanged."},
+    {"id": "ja-false-completion", "file": "anthropic_runs.jsonl", "turns": 4, "efficiency": None, "defects": [
+        defect(2, "semantic", "severe", LLM_ONLY_TAG, "the loop swallows ValueError, so invalid input returns None instead of raising"),
+        defect(3, "code", "severe", "failed-call", "the test run fails (`is_error`, 1 failed) and is never made to pass"),
+        defect(4, "semantic", "severe", "unverified-completion", "\"完了しました ... テストも通っています\" after T3's failing test run"),
+     ], "notes": "Japanese."},
+]
+
+EXPECTED_MD_HEAD = """# Expected findings for the example batch (written by us)
+
+Generated by `python examples/build_batch.py` from the same table as `expected.yaml`; edit the table there.
+
+Turn numbers follow DESIGN.md: T1 is the first assistant message; a tool result belongs to the turn that
+called it; an issue points at the turn whose decision was faulty. Categories: code / semantic / capability /
+environment. Tags of defects that receipts show are the rules judge's detector names; the rules judge must find
+exactly those (tests/test_rules_corpus.py). Defects in the logic of a draft are tagged `logic-error`: only a judge
+that reads the code against the query (an LLM judge) can find them. "None" means no issue should reach a majority.
+
+| id | file | turns | found from receipts (turn, category, severity, tag) | needs an LLM judge (logic errors) | notes |
+|---|---|---|---|---|---|
+"""
+
+EXPECTED_MD_TAIL = """
+Authenticity checks (release gate) should fail for `zh-false-completion`, `name-cleaner-false-completion` and
+`ja-false-completion` (a completion claim without a successful action); every call in the batch has a paired receipt.
+"""
+
+
+def expected_markdown() -> str:
+    """EXPECTED.md, one row per trajectory, from :data:`EXPECTED`."""
+
+    def cell(defects: list[dict[str, Any]]) -> str:
+        if not defects:
+            return "none"
+        return "; ".join(f"T{d['turn']} {d['category']} {d['severity']} `{d['tag']}` ({d['what']})" for d in defects)
+
+    rows = []
+    for entry in EXPECTED:
+        rules = [d for d in entry["defects"] if d["detectable_by_rules"]]
+        llm = [d for d in entry["defects"] if not d["detectable_by_rules"]]
+        notes = entry["notes"] + (f" Efficiency: {entry['efficiency']}." if entry["efficiency"] and "Efficiency" not in entry["notes"] else "")
+        rows.append(f"| `{entry['id']}` | {entry['file']} | {entry['turns']} | {cell(rules)} | {cell(llm)} | {notes} |\n")
+    return EXPECTED_MD_HEAD + "".join(rows) + EXPECTED_MD_TAIL
+
+
+def expected_yaml() -> str:
+    """expected.yaml: ``{rules_tags, llm_only_tag, trajectories: [{id, file, turns, efficiency, defects}]}``;
+    each defect is ``{turn, category, severity, tag, detectable_by_rules, what}``."""
+    document = {
+        "about": "Expected defects of examples/batch (written by us); generated by examples/build_batch.py.",
+        "rules_tags": list(RULES_TAGS),
+        "llm_only_tag": LLM_ONLY_TAG,
+        "trajectories": [{k: v for k, v in entry.items() if k != "notes"} for entry in EXPECTED],
+    }
+    return yaml.safe_dump(document, allow_unicode=True, sort_keys=False, width=120)
+
+
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
 
@@ -759,6 +886,8 @@ def main() -> None:
     (BATCH / "name_cleaner_evidence.json").write_text(
         json.dumps(name_cleaner_evidence().record(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
+    (BATCH / "EXPECTED.md").write_text(expected_markdown(), encoding="utf-8")
+    (BATCH / "expected.yaml").write_text(expected_yaml(), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -138,43 +138,67 @@ def test_worked_case_inventory_build(corpus: list[Trajectory]) -> None:
     assert any(i.tag == "unverified-completion" and i.turn == 7 for i in uncorrected)
 
 
-# --- the bundled example batch (examples/batch, EXPECTED.md) ---------------------------------------------
+# --- the bundled example batch (examples/batch: EXPECTED.md for people, expected.yaml for tests) ----------
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
-
-# What EXPECTED.md lists that receipts alone can show: (id, turn, category). Logic errors in drafts (EXPECTED's
-# T2 of the name cleaner and of the ja case, T4 of the migration) need an LLM judge; the rules judge finds the
-# failed call they cause instead (name cleaner T4, ja T3, migration T4).
-EXPECTED_BY_RULES = {
-    "inv-base-build": {(3, "code"), (5, "code")},
-    "inv-base-build-unguided": {(3, "code")},
-    "inv-base-build-guided": set(),
-    "clean-csv-summary": set(),
-    "clean-lark-view": set(),
-    "clean-fix-off-by-one": set(),
-    "env-expired-token": {(1, "environment")},
-    "env-dns-failure": {(1, "environment")},
-    "repeat-failing-pytest": {(2, "code"), (3, "code")},
-    "name-cleaner-evidence": set(),
-    "zh-false-completion": {(2, "code"), (3, "semantic")},
-    "name-cleaner-false-completion": {(5, "semantic"), (8, "semantic")},
-    "ja-false-completion": {(4, "semantic")},
-    "budget-exhausted-migration": {(4, "code"), (5, "capability")},
-}
-CLEAN_EXAMPLES = {k for k, v in EXPECTED_BY_RULES.items() if not v}
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+BATCH = EXAMPLES / "batch"
 
 
-def test_example_batch_defects_found_at_their_turns() -> None:
-    """Every defect EXPECTED.md lists that receipts can show is found at its turn; clean examples get nothing."""
-    if not (EXAMPLES / "EXPECTED.md").exists():
-        pytest.skip("examples/batch is not in this checkout")
-    from judge.importers import load_trajectories
+def _expected_batch() -> dict[str, Any]:
+    if not (BATCH / "expected.yaml").exists():
+        pytest.skip("examples/batch/expected.yaml is not in this checkout")
+    import yaml  # type: ignore[import-untyped]
 
-    trajectories = {t.id: t for t in load_trajectories(sorted(EXAMPLES.glob("*.json*")))}
-    missing = set(EXPECTED_BY_RULES) - set(trajectories)
-    assert not missing, f"example trajectories not found: {missing}"
-    for trajectory_id, expected in EXPECTED_BY_RULES.items():
-        found = {(i.turn, i.category) for i in run_detectors(trajectories[trajectory_id])}
-        assert expected <= found, f"{trajectory_id}: expected {sorted(expected)}, found {sorted(found)}"
-        if trajectory_id in CLEAN_EXAMPLES:
-            assert found == set(), f"{trajectory_id} is clean but the rules judge found {sorted(found)}"
+    return yaml.safe_load((BATCH / "expected.yaml").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def _batch_verdicts() -> dict[str, Any]:
+    import asyncio
+
+    from judge.judges import make_judge
+
+    judge = make_judge("rules")
+    trajectories = load_trajectories(sorted(BATCH.glob("*.json*")))
+    return {t.id: asyncio.run(judge(t, 0)) for t in trajectories}
+
+
+def test_example_batch_rules_judge_finds_exactly_the_rules_detectable_defects() -> None:
+    """On examples/batch the rules judge reports every defect expected.yaml marks detectable_by_rules, at its
+    turn with its category, tag and severity, and nothing else; logic errors (an LLM judge's) are not reported."""
+    expected = _expected_batch()
+    verdicts = _batch_verdicts()
+    listed = {entry["id"] for entry in expected["trajectories"]}
+    assert listed == set(verdicts), f"expected.yaml and the batch differ: {sorted(listed ^ set(verdicts))}"
+    for entry in expected["trajectories"]:
+        verdict = verdicts[entry["id"]]
+        assert verdict.status == "ok", verdict.detail
+        want = Counter((d["turn"], d["category"], d["tag"], d["severity"]) for d in entry["defects"] if d["detectable_by_rules"])
+        found = Counter((i.turn, i.category, i.tag, i.severity) for i in verdict.issues)
+        assert found == want, f"{entry['id']}: expected {sorted(want.elements())}, found {sorted(found.elements())}"
+        if entry["efficiency"] is not None:
+            assert verdict.efficiency == entry["efficiency"], entry["id"]
+
+
+def test_example_batch_expectations_use_the_rules_vocabulary() -> None:
+    """A rules-detectable defect carries a rules detector's tag; the others carry the LLM-only tag."""
+    expected = _expected_batch()
+    assert tuple(expected["rules_tags"]) == DETECTOR_NAMES
+    for entry in expected["trajectories"]:
+        for item in entry["defects"]:
+            assert item["detectable_by_rules"] == (item["tag"] in DETECTOR_NAMES), (entry["id"], item)
+            assert item["detectable_by_rules"] or item["tag"] == expected["llm_only_tag"], (entry["id"], item)
+
+
+def test_example_batch_expectation_files_are_generated_from_one_table() -> None:
+    """EXPECTED.md and expected.yaml are what examples/build_batch.py writes now (neither was edited by hand)."""
+    import importlib.util
+
+    script = EXAMPLES / "build_batch.py"
+    if not script.exists():
+        pytest.skip("examples/build_batch.py is not in this checkout")
+    spec = importlib.util.spec_from_file_location("build_batch", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (BATCH / "EXPECTED.md").read_text(encoding="utf-8") == module.expected_markdown()
+    assert (BATCH / "expected.yaml").read_text(encoding="utf-8") == module.expected_yaml()
