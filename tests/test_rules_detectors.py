@@ -256,8 +256,13 @@ CASES: list[tuple[str, str, Trajectory, list[tuple[int | None, str]]]] = [
                                                   A("", tool("Write", {"file_path": "NOTES.md", "content": "2"})), A("Verified: all tests pass.")), []),
     # unpaired-call-id
     ("unpaired-call-id", "no receipt", build(U("go"), A("", sh("x", None)), A("I could not tell if it ran.")), [(1, "environment")]),
-    ("unpaired-call-id", "duplicate id", build(U("go"), A("", sh("a", "1", id="same")), A("", sh("b", "2", id="same"))),
-     [(2, "environment")]),
+    ("unpaired-call-id", "duplicate id in one message", build(U("go"), A("", sh("a", "1", id="same"), sh("b", "2", id="same"))),
+     [(1, "environment")]),
+    # The one receipt answers the first call (in order): the reuse and the now unanswered second call are reported.
+    ("unpaired-call-id", "id reused before its receipt", build(U("go"), A("", sh("a", None, id="same")), A("", sh("b", "2", id="same"))),
+     [(2, "environment"), (2, "environment")]),
+    ("unpaired-call-id", "id reused after its receipt (tau-bench)", build(U("go"), A("", sh("a", "1", id="same")), A("", sh("b", "2", id="same"))),
+     []),
     ("unpaired-call-id", "final submit needs no receipt", build(U("go"), A("", sh("a", "1")), A("", tool("submit", {}, None))), []),
     ("unpaired-call-id", "submit before the end does", build(U("go"), A("", tool("submit", {}, None)), A("", sh("a", "1"))),
      [(1, "environment")]),
@@ -266,6 +271,11 @@ CASES: list[tuple[str, str, Trajectory, list[tuple[int | None, str]]]] = [
     ("budget-exhausted", "no final answer", build(U("go"), A("", sh("a", "1")), budget_exhausted=True), [(1, "capability")]),
     ("budget-exhausted", "final answer given", build(U("go"), A("", sh("a", "1")), A("Result: 1."), budget_exhausted=True), []),
     ("budget-exhausted", "not marked", build(U("go"), A("", sh("a", "1"))), []),
+    # tau-bench: the simulated user closes every run after the agent's answer; that is not a missing answer.
+    ("budget-exhausted", "answer then user ###STOP###", build(U("go"), A("", sh("a", "1")), A("Result: 1."), U("###STOP###"),
+                                                         budget_exhausted=True), []),
+    ("budget-exhausted", "user message after a call", build(U("go"), A("", sh("a", "1")), U("###STOP###"), budget_exhausted=True),
+     [(1, "capability")]),
 ]
 
 
@@ -313,7 +323,7 @@ def test_every_finding_quotes_evidence() -> None:
 
 def test_default_config_is_versioned_and_a_disabled_detector_finds_nothing(tmp_path: Path) -> None:
     config = default_config()
-    assert config.version == "rules-v1" and set(config.detectors) == set(DETECTOR_NAMES)
+    assert config.version == "rules-v1.1" and set(config.detectors) == set(DETECTOR_NAMES)
     text = Path(config.source or "").read_text(encoding="utf-8").replace(
         "  failed-call:\n    enabled: true", "  failed-call:\n    enabled: false")
     path = tmp_path / "rules.yaml"
@@ -372,7 +382,7 @@ def test_rules_judge_verdict() -> None:
 
 
 def test_rules_judge_takes_a_config_file(tmp_path: Path) -> None:
-    text = Path(default_config().source or "").read_text(encoding="utf-8").replace("version: rules-v1", "version: rules-test")
+    text = Path(default_config().source or "").read_text(encoding="utf-8").replace(f"version: {default_config().version}", "version: rules-test")
     path = tmp_path / "rules.yaml"
     path.write_text(text, encoding="utf-8")
     for judge in (make_judge(f"rules:{path}"), make_judge("rules", {"config": str(path)})):

@@ -215,11 +215,16 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                 action.is_check = True  # it reported checks passing/failing: it was a check
 
     # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
+    # Resolved when every earlier call under the same source id had its receipt before the reuse.
     renamed = trajectory.metadata.extra.get("renamed_call_ids")
     if isinstance(renamed, dict):
-        for new_id, original in renamed.items():
-            for action in by_call_id.get(str(new_id), []):
-                duplicates.append((str(original), action.turn, True))
+        source_of = {str(new): str(original) for new, original in renamed.items()}
+        for new_id, original in source_of.items():
+            for action in by_call_id.get(new_id, []):
+                earlier = [a for a in actions if a.order < action.order and a.call is not None
+                           and source_of.get(a.call.id, a.call.id) == original]
+                resolved = all(a.receipt_index is not None and a.receipt_index < action.message_index for a in earlier)
+                duplicates.append((original, action.turn, resolved))
 
     return Analysis(
         trajectory=trajectory,

@@ -457,11 +457,15 @@ def _basename(path: str) -> str:
 
 
 def unpaired_call_id(an: Analysis) -> list[Issue]:
-    """A call without a receipt, a receipt without its call, or a call id used twice (category ``environment``:
-    ids and receipts are the harness's record). A reused id whose receipts still pair in order is minor; a
-    run-ending call (``submit``) that is the last call of the trajectory needs no receipt.
+    """A call without a receipt, a receipt without its call, or a call id reused while an earlier call under it
+    was still unanswered, so its receipts cannot be told apart (category ``environment``: ids and receipts are
+    the harness's record). A run-ending call (``submit``) that is the last call of the trajectory needs no receipt.
+
+    An id reused after its earlier call was answered is not reported: the record is unambiguous (in OpenAI chat
+    a tool result only has to answer a call of the message before it), and harnesses do it routinely (tau-bench's
+    logs reuse ids across turns in a third of the airline runs), so flagging it would send sound trajectories
+    to the environment ledger and block their release for a rerun that cannot change it.
     """
-    settings = an.config.settings("unpaired-call-id")
     issues = []
     last_call = max((a.order for a in an.actions if a.call is not None), default=-1)
     for action in an.actions:
@@ -481,23 +485,30 @@ def unpaired_call_id(an: Analysis) -> list[Issue]:
             f"A receipt answers call id {call_id}, which no call has.", f"receipt: {an.excerpt(content)}",
         ))
     for call_id, turn, resolved in an.duplicate_call_ids:
-        how = "its receipts still pair in call order" if resolved else "its receipts cannot be told apart"
+        if resolved:
+            continue
         issues.append(_issue(
-            an, "unpaired-call-id", turn, "environment", f"Call id {call_id} is used more than once; {how}.",
-            f"call id {call_id}", settings.recovered_severity if resolved else settings.severity,
+            an, "unpaired-call-id", turn, "environment",
+            f"Call id {call_id} is used again before its earlier call was answered; its receipts cannot be told apart.",
+            f"call id {call_id}",
         ))
     return issues
 
 
 def budget_exhausted(an: Analysis) -> list[Issue]:
-    """The log marks the budget as exhausted and the trajectory ends without a final answer (capability)."""
+    """The log marks the budget as exhausted and the trajectory ends without a final answer (capability).
+
+    The final answer is the last assistant message when it makes no call and no tool result follows it; user
+    messages after it (tau-bench's simulated customer ends every run with ``###STOP###``) do not undo it.
+    """
     if not an.trajectory.metadata.budget_exhausted:
         return []
     final = an.final_message_index
     messages = an.trajectory.messages
     if final is not None:
         last = messages[final]
-        answered = not last.tool_calls and last.content.strip() and final == len(messages) - 1
+        answered = (not last.tool_calls and last.content.strip()
+                    and all(m.role != "tool" for m in messages[final + 1 :]))
         if answered:
             return []
     turn = messages[final].turn if final is not None else None
