@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -149,7 +149,7 @@ class PanelResult:
     """What a panel run did. Costs are USD; None = unknown (an unpriced model)."""
 
     plans: list[PassPlan]
-    verdicts: list[Verdict]
+    verdicts: list[Verdict] = field(repr=False)  # asyncio.run repr()s its result: 30,000 verdicts took seconds
     calls: int = 0  # provider attempts made in this run (0 on a fully cached rerun)
     retries: int = 0
     cached: int = 0
@@ -253,8 +253,9 @@ async def run_panel(
     items = list(trajectories)
     store = RunStore.for_run(run_dir)
     verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
-    verdicts_path.write_text("", encoding="utf-8")  # rebuilt below from the store + new calls: no duplicates
-    done, todo = _split_cached(items, plans, judges, store, verdicts_path)
+    # Rebuilt below from the store + new calls (no duplicates); one handle for the run, each row flushed.
+    verdicts_file = verdicts_path.open("w", encoding="utf-8")
+    done, todo = _split_cached(items, plans, judges, store, verdicts_file)
     cached = len(done)
     if runtime.budget.max_cost_usd is not None:
         unpriced = sorted({getattr(j, "price_key", "") for j in judges.values()
@@ -290,7 +291,7 @@ async def run_panel(
                                              "deterministic": plan.deterministic, "cached": False})
         if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
             store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
-        rundir.append_jsonl(verdicts_path, verdict)  # after the store: a kill in between loses nothing
+        _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
         done[(trajectory.id, plan.pass_key)] = verdict
         tracker.advance(verdict, runtime, this_run_cost)
 
@@ -307,6 +308,7 @@ async def run_panel(
             await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(1, len(todo))))))
     finally:
         store.close()
+        verdicts_file.close()
         if own_judges:
             for judge in judges.values():
                 closer = getattr(judge, "aclose", None)
@@ -318,7 +320,7 @@ async def run_panel(
 
 
 def _split_cached(
-    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore, verdicts_path: Path,
+    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore, verdicts_file: TextIO,
 ) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]]]:
     """Passes the store already holds (written to verdicts.jsonl at once) and passes still to run."""
     done: dict[tuple[str, str], Verdict] = {}
@@ -336,8 +338,14 @@ def _split_cached(
             verdict = Verdict.model_validate(stored).model_copy(update={
                 "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})
             done[(trajectory.id, plan.pass_key)] = verdict
-            rundir.append_jsonl(verdicts_path, verdict)
+            _append(verdicts_file, verdict)
     return done, todo
+
+
+def _append(handle: TextIO, verdict: Verdict) -> None:
+    """One verdicts.jsonl row, flushed so that it survives a kill (the file stays open for the whole run)."""
+    handle.write(verdict.model_dump_json() + "\n")
+    handle.flush()
 
 
 def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime, cached: int,

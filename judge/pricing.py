@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import yaml
@@ -38,10 +38,16 @@ class PriceTable:
     source: str | None = None
 
     def lookup(self, provider_model: str) -> Price | None:
-        for pattern, price in self.entries:
-            if fnmatch.fnmatchcase(provider_model, pattern):
-                return price
-        return None
+        # Memoised per table: every call of a batch prices the same few models, and fnmatch is not free.
+        memo = self._memo
+        if provider_model not in memo:
+            memo[provider_model] = next(
+                (price for pattern, price in self.entries if fnmatch.fnmatchcase(provider_model, pattern)), None)
+        return memo[provider_model]
+
+    @cached_property
+    def _memo(self) -> dict[str, Price | None]:
+        return {}
 
 
 def load_price_table(path: Path | str | None = None) -> PriceTable:

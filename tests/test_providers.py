@@ -352,3 +352,30 @@ def test_budget_waits_for_in_flight_calls_then_stops_before_overshooting() -> No
         return events
 
     assert asyncio.run(go()) == ["first settles", "second reserved", "spent 0.3, exceeded True"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "installed", "expected"),
+    [(None, True, "aiohttp"), (None, False, "httpx"), ("auto", True, "aiohttp"), ("httpx", True, "httpx"),
+     ("aiohttp", True, "aiohttp"), ("HTTPX", False, "httpx")],
+)
+def test_choose_transport(setting: str | None, installed: bool, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from judge.providers.openai_provider import choose_transport
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (object() if installed else None) if name == "aiohttp" else real(name, *a))
+    assert choose_transport(setting) == expected
+
+
+@pytest.mark.parametrize(("setting", "installed", "message"), [("curl", True, "one of auto"), ("aiohttp", False, "needs the aiohttp")])
+def test_choose_transport_rejects(setting: str, installed: bool, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from judge.providers.openai_provider import choose_transport
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (object() if installed else None) if name == "aiohttp" else real(name, *a))
+    with pytest.raises(ValueError, match=message):
+        choose_transport(setting)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import time
@@ -20,6 +21,7 @@ _FINISH: dict[str, FinishReason] = {
     "function_call": "tool_use",
 }
 CONNECTIONS_PER_CLIENT = 8
+HTTP_TRANSPORTS = ("auto", "httpx", "aiohttp")
 
 
 class OpenAIProvider:
@@ -42,14 +44,22 @@ class OpenAIProvider:
         self.base_url = parsed.base_url
         self.structured_output = str(options.get("structured_output") or "json_schema")
         self.default_max_tokens = options.get("default_max_tokens")
-        count = max(1, -(-int(options.get("concurrency") or 1) // CONNECTIONS_PER_CLIENT))
+        self.http_transport = choose_transport(options.get("http_transport"))
         # A plain-http server (a local vLLM, the simulated judge) needs no TLS: skip loading the CA bundle,
         # which costs about 0.1 s of CPU per client.
         plain_http = bool(parsed.base_url and parsed.base_url.startswith("http://"))
-        self._clients = [openai.AsyncOpenAI(
-            api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(verify=False) if plain_http else None,
-        ) for _ in range(count)]
+        if self.http_transport == "aiohttp":
+            # The SDK's own aiohttp transport (openai.DefaultAioHttpClient): the same SDK request path, with a
+            # C HTTP parser under it instead of httpcore/h11 - about 1 ms less CPU per call. Its pool is not
+            # scanned per request, so one client serves any concurrency.
+            self._clients = [openai.AsyncOpenAI(api_key=api_key, base_url=parsed.base_url, max_retries=0,
+                                                timeout=timeout_s, http_client=openai.DefaultAioHttpClient())]
+        else:
+            count = max(1, -(-int(options.get("concurrency") or 1) // CONNECTIONS_PER_CLIENT))
+            self._clients = [openai.AsyncOpenAI(
+                api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s,
+                http_client=openai.DefaultAsyncHttpxClient(verify=False) if plain_http else None,
+            ) for _ in range(count)]
         self._next_client = itertools.cycle(self._clients)
         self.endpoint = endpoint_of(self._clients[0])  # where requests go (cache key part), no credentials
 
@@ -120,6 +130,20 @@ class OpenAIProvider:
     async def aclose(self) -> None:
         for client in self._clients:
             await client.close()
+
+
+def choose_transport(setting: str | None) -> str:
+    """The SDK HTTP transport to use: ``httpx`` (the SDK default) or ``aiohttp`` (the SDK's optional transport,
+    when the ``aiohttp`` package is installed). ``auto`` (default) picks aiohttp when it is importable."""
+    value = (setting or "auto").strip().lower()
+    if value not in HTTP_TRANSPORTS:
+        raise ValueError(f"http_transport must be one of {', '.join(HTTP_TRANSPORTS)}, not {setting!r}")
+    available = importlib.util.find_spec("aiohttp") is not None
+    if value == "aiohttp" and not available:
+        raise ValueError("http_transport aiohttp needs the aiohttp package (pip install 'trajudge[fast-http]')")
+    if value == "auto":
+        return "aiohttp" if available else "httpx"
+    return value
 
 
 def _usage(usage: Any) -> Usage:
