@@ -399,3 +399,63 @@ def test_rules_judge_reports_a_crash_as_unscored(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(rules_module, "detect", boom)
     verdict = asyncio.run(make_judge("rules")(build(U("go"), A("hi")), 0))
     assert verdict.status == "unscored" and "detector bug" in (verdict.detail or "")
+
+
+# --- phrase matching: the fast matcher must answer exactly like the plain alternation ------------------
+
+_FILLER = "\n".join(f"line {i}: nothing to see here, x = {i}" for i in range(40))  # > WINDOW_MIN_CHARS
+MATCHER_TEXTS = [
+    ("empty", ""),
+    ("no literal", "Let me look at the file first."),
+    ("claim", "I've updated calc.py; all tests pass."),
+    ("two claims", "Done.\nThe tests now pass and I have created README.md."),
+    ("zh", "已完成：README.md 已写入。测试全部通过。"),
+    ("ja", "修正が完了しました。テストもすべて通過しました。"),
+    ("long, claim in the middle", _FILLER + "\nAll 3 tests passed and the work is done.\n" + _FILLER),
+    ("long, claim on the last line", _FILLER + "\nEverything is complete"),
+    ("long, lone done line", _FILLER + "\n\n  done  \n\n" + _FILLER),
+    ("long, multi-line error", _FILLER + "\nUsage: tool [flags]\nerror: unknown flag --records\n" + _FILLER),
+    ("long, lowering changes length", "İ" * 10 + _FILLER + "\nTraceback (most recent call last):\nValueError: bad\n"),
+    ("long, many hits", "\n".join(f"step {i}: error: failed, not done, will retry" for i in range(30))),
+]
+
+
+@pytest.mark.parametrize("list_name", ["claim", "done_claim", "hedge", "error", "environment", "prior_failure", "phantom"])
+@pytest.mark.parametrize(("case", "text"), MATCHER_TEXTS, ids=[c for c, _ in MATCHER_TEXTS])
+def test_phrase_matcher_answers_like_the_alternation(list_name: str, case: str, text: str) -> None:
+    import re
+
+    matcher = getattr(default_config().patterns, list_name)
+    flags = re.IGNORECASE | re.MULTILINE
+    compiled = [re.compile(p, flags) for p in matcher.patterns]
+    first = [m for m in (c.search(text) for c in compiled) if m]
+    want = min(first, key=lambda m: m.start()) if first else None
+    got = matcher.search(text)
+    assert (got.start(), got.group()) == (want.start(), want.group()) if want else got is None
+    everything = sorted((m.start(), m.group()) for c in compiled for m in c.finditer(text))
+    assert sorted((m.start(), m.group()) for m in matcher.finditer(text)) == everything
+
+
+@pytest.mark.parametrize(("pattern", "crosses"), [
+    (r"\b(tests?|checks?) (now )?(pass|passed)\b", False),
+    (r"^.{0,30}(错误|失败)", False),
+    (r"(?!.*\bfailed\b)ok", False),
+    (r"^\W*(done)\b\W*$", True),
+    (r"\s(FAIL|FAILED)\s*$", True),
+    (r"^\s*Usage: .*\n?.*error", True),
+    (r"[^a]b", True),
+    (r"\d+/\d+\s*(项)", True),
+])
+def test_may_match_newline(pattern: str, crosses: bool) -> None:
+    from judge.rules.config import may_match_newline
+
+    assert may_match_newline(pattern) is crosses
+
+
+def test_literal_gate_finds_exactly_the_literals_that_occur() -> None:
+    from judge.rules.config import LiteralGate
+
+    literals = ["rror", "error", "syntaxerror", "fail", "failed", "ab", "bc", "abc", "失败", "失败了"]
+    gate = LiteralGate(literals)
+    for text in ["", "syntaxerror: failed", "abc", "xbcx", "上次失败了", "rror", "nothing"]:
+        assert gate.find(text) == {lit for lit in literals if lit in text}, text

@@ -504,9 +504,10 @@ def _read_speech(
     the region holds.
     """
     region = clip(text, config.message.head_chars, config.message.tail_chars)
-    found = patterns.speech_lists.find(region.lower())
+    low = region.lower()
+    found = patterns.speech_lists.find(low)
     sentences: list[Sentence] = []
-    matches = patterns.claim.finditer_found(region, found) if found else []
+    matches = patterns.claim.finditer_found(region, found, low) if found else []
     if matches:
         ends = [m.end() for m in _SENTENCE_END.finditer(region)]
         seen: set[int] = set()
@@ -521,8 +522,8 @@ def _read_speech(
             sentences.append(_claim_sentence(region[start:stop].strip(), patterns, found))
     if not found:
         return region, sentences, False, None
-    speaks_of_failure = patterns.prior_failure.search_found(region, found) is not None
-    phantom = patterns.phantom.search_found(region, found)
+    speaks_of_failure = patterns.prior_failure.search_found(region, found, low) is not None
+    phantom = patterns.phantom.search_found(region, found, low)
     return region, sentences, speaks_of_failure, (_sentence_around(region, phantom.start()) if phantom else None)
 
 

@@ -196,52 +196,125 @@ class PhraseMatcher:
             for literal in required:
                 self.requires.setdefault(literal, set()).add(index)
         self.gate = LiteralGate(list(self.requires))
-        self._plans: dict[frozenset[str], tuple[re.Pattern[str], ...]] = {}
+        # A pattern that cannot match a line break has every match inside one line, and that line holds one of
+        # its literals: on a long text it is run only on the lines where its literals occur.
+        self.one_line = [i not in self.always and not may_match_newline(p) for i, p in enumerate(patterns)]
+        self._plans: dict[frozenset[str], Plan] = {}
 
-    def plan(self, found: frozenset[str]) -> tuple[re.Pattern[str], ...]:
+    def plan(self, found: frozenset[str]) -> Plan:
         """The patterns to run, in list order, when exactly the literals ``found`` occur (others are ignored)."""
         plan = self._plans.get(found)
         if plan is None:
             indices = set(self.always)
+            window_literals: set[str] = set()
             for literal in found:
-                indices.update(self.requires.get(literal, ()))
+                needing = self.requires.get(literal, ())
+                indices.update(needing)
+                if any(self.one_line[i] for i in needing):
+                    window_literals.add(literal)
             if len(self._plans) >= _PLAN_LIMIT:
                 self._plans.clear()
-            plan = self._plans[found] = tuple(self.compiled[i] for i in sorted(indices))
+            ordered = sorted(indices)
+            plan = self._plans[found] = Plan(
+                tuple(self.compiled[i] for i in ordered), tuple(self.one_line[i] for i in ordered),
+                tuple(sorted(window_literals)))
         return plan
 
     def search(self, text: str, low: str | None = None) -> re.Match[str] | None:
         """Like ``re.search`` of the alternation; ``low`` is ``text.lower()`` when the caller already has it."""
-        return self.search_found(text, self.gate.find(text.lower() if low is None else low))
+        low = text.lower() if low is None else low
+        return self.search_found(text, self.gate.find(low), low)
 
-    def search_found(self, text: str, found: frozenset[str]) -> re.Match[str] | None:
+    def search_found(self, text: str, found: frozenset[str], low: str | None = None) -> re.Match[str] | None:
         """:meth:`search` when the literals occurring in ``text`` are known (a superset of this list's is fine:
         a :class:`PhraseGroup` finds the literals of several lists at once)."""
         if not found and not self.always:
             return None  # the common case: no literal of the list occurs at all
-        return self.run(text, self.plan(found))
+        return self.run(text, self.plan(found), low)
 
     def finditer(self, text: str, low: str | None = None) -> list[re.Match[str]]:
         """Every match of every pattern of the list, by position (overlapping matches of different patterns kept)."""
-        return self.finditer_found(text, self.gate.find(text.lower() if low is None else low))
+        low = text.lower() if low is None else low
+        return self.finditer_found(text, self.gate.find(low), low)
 
-    def finditer_found(self, text: str, found: frozenset[str]) -> list[re.Match[str]]:
+    def finditer_found(self, text: str, found: frozenset[str], low: str | None = None) -> list[re.Match[str]]:
         """:meth:`finditer` when the literals occurring in ``text`` are known (see :meth:`search_found`)."""
         if not found and not self.always:
             return []
-        matches = [m for pattern in self.plan(found) for m in pattern.finditer(text)]
+        plan = self.plan(found)
+        windows = plan.windows(text, low)
+        matches: list[re.Match[str]] = []
+        for pattern, one_line in zip(plan.patterns, plan.one_line):
+            if one_line and windows is not None:
+                for start, end in windows:
+                    matches.extend(pattern.finditer(text, start, end))
+            else:
+                matches.extend(pattern.finditer(text))
         if len(matches) > 1:
             matches.sort(key=lambda m: m.start())
         return matches
 
     @staticmethod
-    def run(text: str, plan: tuple[re.Pattern[str], ...]) -> re.Match[str] | None:
+    def run(text: str, plan: Plan, low: str | None = None) -> re.Match[str] | None:
+        """The leftmost match of the plan's patterns (the earliest pattern first at one position)."""
+        windows = plan.windows(text, low)
         best: re.Match[str] | None = None
-        for pattern in plan:
-            match = pattern.search(text)
+        for pattern, one_line in zip(plan.patterns, plan.one_line):
+            if one_line and windows is not None:
+                match = None
+                for start, end in windows:  # in text order: the first window with a match has the leftmost
+                    match = pattern.search(text, start, end)
+                    if match is not None:
+                        break
+            else:
+                match = pattern.search(text)
             if match is not None and (best is None or match.start() < best.start()):
                 best = match
         return best
+
+
+WINDOW_MIN_CHARS = 400  # below this, running a pattern over the whole text is cheaper than finding its lines
+
+
+class Plan:
+    """The patterns of one list to run on a text, and the literals whose lines bound the one-line patterns."""
+
+    __slots__ = ("literals", "one_line", "patterns")
+
+    def __init__(self, patterns: tuple[re.Pattern[str], ...], one_line: tuple[bool, ...], literals: tuple[str, ...]) -> None:
+        self.patterns = patterns
+        self.one_line = one_line
+        self.literals = literals
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def windows(self, text: str, low: str | None) -> list[tuple[int, int]] | None:
+        """Line spans of ``text`` holding one of the literals (merged, in order); None: search the whole text.
+
+        Only for long texts, and only when lowering kept every position (a few characters, such as "İ", lower
+        to two; then positions in ``low`` are not positions in ``text``).
+        """
+        if not self.literals or len(text) < WINDOW_MIN_CHARS or low is None or len(low) != len(text):
+            return None
+        spans: list[tuple[int, int]] = []
+        for literal in self.literals:
+            at = low.find(literal)
+            while at >= 0:
+                start = low.rfind("\n", 0, at) + 1
+                end = low.find("\n", at + len(literal))
+                end = len(low) if end < 0 else end
+                spans.append((start, end))
+                at = low.find(literal, end)  # the rest of this line is covered already
+        spans.sort()
+        merged: list[tuple[int, int]] = []
+        for start, end in spans:
+            if merged and start <= merged[-1][1]:
+                if end > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], end)
+            else:
+                merged.append((start, end))
+        return merged
 
 
 class LiteralGate:
@@ -296,14 +369,64 @@ class PhraseGroup:
         return self.gate.find(low)
 
     def search_all(self, text: str) -> dict[str, re.Match[str] | None]:
-        found = self.gate.find(text.lower())
+        low = text.lower()
+        found = self.gate.find(low)
         result: dict[str, re.Match[str] | None] = {}
         for name, matcher in self.matchers.items():
             if not found and not matcher.always:
                 result[name] = None
             else:
-                result[name] = matcher.run(text, matcher.plan(found))
+                result[name] = matcher.run(text, matcher.plan(found), low)
         return result
+
+
+def may_match_newline(pattern: str) -> bool:
+    """Whether some match of ``pattern`` (compiled without DOTALL) can contain a line break; True when unsure."""
+    try:
+        parsed = _sre_parser.parse(pattern, re.IGNORECASE)
+    except re.error:
+        return True
+    return _crosses(list(parsed))
+
+
+_NEWLINE = ord("\n")
+_LINE_CATEGORIES = {_c.CATEGORY_SPACE, _c.CATEGORY_NOT_WORD, _c.CATEGORY_NOT_DIGIT, _c.CATEGORY_LINEBREAK,
+                    _c.CATEGORY_UNI_SPACE, _c.CATEGORY_UNI_NOT_WORD, _c.CATEGORY_UNI_NOT_DIGIT, _c.CATEGORY_UNI_LINEBREAK}
+
+
+def _crosses(items: list[tuple[Any, Any]]) -> bool:
+    for op, value in items:
+        if op is _c.LITERAL:
+            if value == _NEWLINE:
+                return True
+        elif op is _c.NOT_LITERAL:
+            if value != _NEWLINE:
+                return True
+        elif op is _c.ANY or op is _c.AT:
+            continue  # "." stops at a line break without DOTALL; anchors match no character
+        elif op is _c.IN:
+            for kind, arg in value:
+                if kind is _c.NEGATE or (kind is _c.LITERAL and arg == _NEWLINE):
+                    return True
+                if kind is _c.RANGE and arg[0] <= _NEWLINE <= arg[1]:
+                    return True
+                if kind is _c.CATEGORY and arg in _LINE_CATEGORIES:
+                    return True
+        elif op is _c.SUBPATTERN:
+            if _crosses(list(value[-1])):
+                return True
+        elif op is _c.BRANCH:
+            if any(_crosses(list(branch)) for branch in value[1]):
+                return True
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
+            if _crosses(list(value[2])):
+                return True
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            if _crosses(list(value[1])):
+                return True
+        else:
+            return True  # back-references, conditionals, atomic groups...: assume the worst
+    return False
 
 
 def necessary_literals(pattern: str) -> set[str] | None:

@@ -8,6 +8,7 @@ text, never the text alone.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 
@@ -45,22 +46,25 @@ def _receipt_quote(an: Analysis, action: Action) -> str:
     return f"T{action.turn} {action.name}: {an.excerpt(line)}"
 
 
-def _same_error(a: Action, b: Action) -> bool:
-    return _DIGITS.sub("#", a.error_line.strip().lower()) == _DIGITS.sub("#", b.error_line.strip().lower())
+def _error_shape(action: Action) -> str:
+    """The failure line with numbers masked: two failures with the same shape are the same error."""
+    return _DIGITS.sub("#", action.error_line.strip().lower())
 
 
 def _earlier_identical_failures(an: Analysis, action: Action) -> list[Action]:
-    failures: dict[str, list[Action]] | None = an.cache.get("failures_by_key")
-    if failures is None:
-        failures = {}
+    """Earlier failures of the same call (same key) with the same outcome and error shape; computed for every
+    failed action in one pass per analysis (three detectors ask)."""
+    earlier: dict[int, list[Action]] | None = an.cache.get("earlier_identical")
+    if earlier is None:
+        earlier = {}
+        groups: dict[tuple[str, str, str], list[Action]] = {}
         for candidate in an.actions:
             if candidate.failed:
-                failures.setdefault(candidate.key, []).append(candidate)
-        an.cache["failures_by_key"] = failures
-    return [
-        p for p in failures.get(action.key, ())
-        if p.order < action.order and p.outcome == action.outcome and _same_error(p, action)
-    ]
+                group = groups.setdefault((candidate.key, candidate.outcome, _error_shape(candidate)), [])
+                earlier[candidate.order] = list(group)
+                group.append(candidate)
+        an.cache["earlier_identical"] = earlier
+    return earlier.get(action.order, [])
 
 
 # --- failed calls -------------------------------------------------------------------------------------
@@ -122,7 +126,7 @@ def environment_fault(an: Analysis) -> list[Issue]:
     for action in an.actions:
         if action.outcome != "environment" or _earlier_identical_failures(an, action):
             continue
-        retries = sum(1 for later in an.actions[action.order + 1 :] if later.key == action.key and later.outcome == "environment")
+        retries = sum(1 for later in an.actions[action.order + 1 :] if later.outcome == "environment" and later.key == action.key)
         more = f" ({retries} identical retries hit it too)" if retries else ""
         description = f"The {action.name} call failed for an environment reason{more}."
         issues.append(_issue(an, "environment-fault", action.turn, "environment", description, _receipt_quote(an, action)))
@@ -178,21 +182,20 @@ def unverified_completion(an: Analysis) -> list[Issue]:
         if not claims:
             continue
         index = speech.message_index
-        prior = [a for a in an.actions if a.message_index < index and not a.is_plan]
+        prior = _work_before(an, index)
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
             creation = sentence.creation
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
             named = [last for t in sentence.tokens if (last := _last_mentioning(prior, t)) is not None]
-            checks = [a for a in prior if a.is_check]
             if named:
                 for candidate in named:
                     why = _bad_referent(an, candidate, index)
                     if why is not None:
                         referent = candidate
                         break
-            elif sentence.is_check_claim and checks:
+            elif sentence.is_check_claim and (checks := [a for a in prior if a.is_check]):
                 referent = checks[-1]
                 why = _bad_referent(an, referent, index)
             elif sentence.test_claim and has_shell and not any_check:
@@ -223,6 +226,27 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     return issues
 
 
+def _work(an: Analysis) -> tuple[list[Action], list[int]]:
+    """The non-plan actions in call order and their message indexes (for slicing by message), once per analysis."""
+    cached: tuple[list[Action], list[int]] | None = an.cache.get("work")
+    if cached is None:
+        work = [a for a in an.actions if not a.is_plan]
+        cached = an.cache["work"] = (work, [a.message_index for a in work])
+    return cached
+
+
+def _work_before(an: Analysis, index: int) -> list[Action]:
+    """Non-plan actions made by messages before ``index``."""
+    work, positions = _work(an)
+    return work[: bisect.bisect_left(positions, index)]
+
+
+def _work_from(an: Analysis, index: int) -> list[Action]:
+    """Non-plan actions made by the message ``index`` or later."""
+    work, positions = _work(an)
+    return work[bisect.bisect_left(positions, index) :]
+
+
 def _acknowledged(an: Analysis, action: Action, before: int) -> bool:
     """Whether an assistant message between the failure's receipt and ``before`` speaks of a failure."""
     return any(
@@ -248,20 +272,26 @@ def premature_claim(an: Analysis) -> list[Issue]:
         if not claims:
             continue
         index = speech.message_index
-        pending = [a for a in an.actions if a.message_index >= index and not a.is_plan]
+        pending = _work_from(an, index)
         if not pending:
             continue
-        seen_ok = [a for a in an.actions if a.visible_at < index and a.outcome == "ok"]
+        seen_ok: list[Action] | None = None  # successes seen before the message; built only when needed
         for sentence in claims:
             found: tuple[str, Action] | None = None
             for token in sentence.tokens:
-                if any(_mentions(a, token, with_receipt=True) for a in seen_ok):
-                    continue
                 later = next((a for a in pending if _mentions(a, token)), None)
-                if later is not None:
+                if later is None:
+                    continue
+                if seen_ok is None:
+                    seen_ok = [a for a in an.actions if a.visible_at < index and a.outcome == "ok"]
+                if not any(_mentions(a, token, with_receipt=True) for a in seen_ok):
                     found = (f"`{token}`", later)
                     break
-            if found is None and sentence.is_check_claim and not any(a.is_check for a in seen_ok):
+            if found is None and sentence.is_check_claim:
+                if seen_ok is None:
+                    seen_ok = [a for a in an.actions if a.visible_at < index and a.outcome == "ok"]
+                if any(a.is_check for a in seen_ok):
+                    continue
                 later = next((a for a in pending if a.is_check), None)
                 if later is not None and (later.message_index == index or sentence.test_claim):
                     found = ("the check", later)
