@@ -266,16 +266,17 @@ def _classify_uncached(
     receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, text_signals: bool = True
 ) -> tuple[Outcome, str, bool]:
     text = receipt.content or ""
-    lines = text.splitlines()
+    explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
+    if not text_signals and not explicit_failure:
+        return "ok", "", False
     settings = config.receipt
-    if len(lines) > settings.head_lines + settings.tail_lines:
+    # Most receipts are short: count line breaks (C speed) before splitting into lines.
+    if text.count("\n") + 1 > settings.head_lines + settings.tail_lines or "\r" in text:
+        lines = text.splitlines()
         window = "\n".join(lines[: settings.head_lines] + lines[-settings.tail_lines :] if settings.tail_lines else lines[: settings.head_lines])
     else:
         window = text
     window = clip(window, settings.head_chars, settings.tail_chars)  # one-line JSON dumps can be huge
-    explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
-    if not text_signals and not explicit_failure:
-        return "ok", "", False
     hits = patterns.receipt_lists.search_all(window)
     environment = hits["environment"]
     explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or bool(hits["success"])
@@ -286,7 +287,7 @@ def _classify_uncached(
     if explicit_success and not explicit_failure and not environment:
         return "ok", "", reports_checks
     shown = environment or error
-    line = _line_at(window, shown.start()) if shown else (lines[0] if lines else "")
+    line = _line_at(window, shown.start()) if shown else (text.splitlines() or [""])[0]
     if _EXIT_LINE.match(line):
         line = _reason_after_exit_line(window, patterns) or line
     if environment:
@@ -356,13 +357,17 @@ def _command_head(command: str) -> str:
     return " ".join(words)
 
 
-def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, bool, bool]:
-    """(intent head, read-only, check, shows file content) of a shell command; memoised (commands repeat)."""
+def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, bool, bool, tuple[str, ...]]:
+    """(intent head, read-only, check, shows file content, files written by redirects / ``sed -i``) of a shell
+    command; memoised (commands repeat)."""
     cached = patterns.memo_commands.get(command)
     if cached is None:
         hits = patterns.command_lists.search_all(command.strip())
+        writes = tuple(dict.fromkeys(_REDIRECT.findall(command) + _SED_INPLACE.findall(command)))
+        writes = tuple(w for w in writes if w not in ("/dev/null", "&1", "&2") and not w.startswith("&"))
         cached = patterns.remember(patterns.memo_commands, command, (
-            _command_head(command), hits["read_only"] is not None, hits["check"] is not None, hits["content"] is not None))
+            _command_head(command), hits["read_only"] is not None, hits["check"] is not None, hits["content"] is not None,
+            writes))
     return cached  # type: ignore[no-any-return]
 
 
@@ -372,13 +377,13 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
     path = _path_argument(call, config)
     is_plan = patterns.name_is("plan_name", name) and _plan_items(call) is not None
     writes: tuple[str, ...] = ()
+    if command:
+        head, read_only_hit, check_hit, content_hit, command_writes = _read_command(command, patterns)
     if path and patterns.name_is("write_name", name) and not _is_view(call):
         writes = (path,)
     elif command:
-        writes = tuple(dict.fromkeys(_REDIRECT.findall(command) + _SED_INPLACE.findall(command)))
-        writes = tuple(w for w in writes if w not in ("/dev/null", "&1", "&2") and not w.startswith("&"))
+        writes = command_writes
     if command:
-        head, read_only_hit, check_hit, content_hit = _read_command(command, patterns)
         intent = f"{name}:{head}"
         read_only = read_only_hit and not writes
         is_check = check_hit

@@ -230,7 +230,8 @@ class PhraseMatcher:
         a :class:`PhraseGroup` finds the literals of several lists at once)."""
         if not found and not self.always:
             return None  # the common case: no literal of the list occurs at all
-        return self.run(text, self.plan(found), low)
+        plan = self.plan(found)
+        return self.run(text, plan, low) if plan.patterns else None
 
     def finditer(self, text: str, low: str | None = None) -> list[re.Match[str]]:
         """Every match of every pattern of the list, by position (overlapping matches of different patterns kept)."""
@@ -242,7 +243,9 @@ class PhraseMatcher:
         if not found and not self.always:
             return []
         plan = self.plan(found)
-        windows = plan.windows(text, low)
+        if not plan.patterns:
+            return []
+        windows = plan.windows(text, low) if len(text) >= WINDOW_MIN_CHARS else None
         matches: list[re.Match[str]] = []
         for pattern, one_line in zip(plan.patterns, plan.one_line):
             if one_line and windows is not None:
@@ -257,7 +260,7 @@ class PhraseMatcher:
     @staticmethod
     def run(text: str, plan: Plan, low: str | None = None) -> re.Match[str] | None:
         """The leftmost match of the plan's patterns (the earliest pattern first at one position)."""
-        windows = plan.windows(text, low)
+        windows = plan.windows(text, low) if len(text) >= WINDOW_MIN_CHARS else None
         best: re.Match[str] | None = None
         for pattern, one_line in zip(plan.patterns, plan.one_line):
             if one_line and windows is not None:
@@ -376,7 +379,8 @@ class PhraseGroup:
             if not found and not matcher.always:
                 result[name] = None
             else:
-                result[name] = matcher.run(text, matcher.plan(found), low)
+                plan = matcher.plan(found)
+                result[name] = matcher.run(text, plan, low) if plan.patterns else None
         return result
 
 
