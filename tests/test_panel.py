@@ -245,6 +245,34 @@ def test_cache_identity_names_the_endpoint_without_credentials(
     assert identity["params"]["endpoint"] == endpoint and "pw" not in json.dumps(identity)
 
 
+def test_passes_of_one_judge_share_one_provider_and_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import openai
+
+    from judge.providers import openai_provider
+
+    built: list[object] = []
+    real_init = openai_provider.OpenAIProvider.__init__
+    clients: list[object] = []
+    real_client = openai.AsyncOpenAI
+
+    def counting_init(self, *args: Any, **kwargs: Any) -> None:
+        built.append(self)
+        real_init(self, *args, **kwargs)
+
+    def counting_client(*args: Any, **kwargs: Any) -> Any:
+        clients.append(real_client(*args, **kwargs))
+        return clients[-1]
+
+    monkeypatch.setattr(openai_provider.OpenAIProvider, "__init__", counting_init)
+    monkeypatch.setattr(openai, "AsyncOpenAI", counting_client)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    trajectories, _ = synthetic_batch(4)
+    with FakeLLMServer("openai") as fake:
+        run(trajectories, PanelConfig(judges=[f"openai-compatible:m@{fake.base_url}"], passes=3, concurrency=4), tmp_path)
+        assert fake.request_count == 12
+    assert len(built) == 1 and len(clients) == 1  # 12 calls, 3 passes: one provider, one SDK client
+
+
 def test_reasoning_is_kept_and_replayed(server: FakeLLMServer, tmp_path: Path) -> None:
     server.queue(Scripted.ok(GOOD), Scripted.ok({**GOOD, "reasoning": "  Second look: T2 again.  "}))
     run([one_trajectory()], config_for(server, passes=2, concurrency=1), tmp_path / "first")

@@ -140,7 +140,7 @@ def choose_transport(setting: str | None) -> str:
         raise ValueError(f"http_transport must be one of {', '.join(HTTP_TRANSPORTS)}, not {setting!r}")
     available = importlib.util.find_spec("aiohttp") is not None
     if value == "aiohttp" and not available:
-        raise ValueError("http_transport aiohttp needs the aiohttp package (pip install 'trajudge[fast-http]')")
+        raise ValueError("http_transport aiohttp needs the aiohttp package (pip install aiohttp)")
     if value == "auto":
         return "aiohttp" if available else "httpx"
     return value
