@@ -431,9 +431,21 @@ def test_phrase_matcher_answers_like_the_alternation(list_name: str, case: str, 
     first = [m for m in (c.search(text) for c in compiled) if m]
     want = min(first, key=lambda m: m.start()) if first else None
     got = matcher.search(text)
-    assert (got.start(), got.group()) == (want.start(), want.group()) if want else got is None
-    everything = sorted((m.start(), m.group()) for c in compiled for m in c.finditer(text))
-    assert sorted((m.start(), m.group()) for m in matcher.finditer(text)) == everything
+    assert got.span() == want.span() if want else got is None
+    everything = sorted(m.span() for c in compiled for m in c.finditer(text))
+    assert sorted(m.span() for m in matcher.finditer(text)) == everything
+
+
+@pytest.mark.parametrize(("pattern", "lowered"), [
+    (r"^\s*[A-Z]\w*(Error|Exception)\b:?", r"^\s*[a-z]\w*(error|exception)\b:?"),
+    (r"\bI('ve| have)\S\W\D\B", r"\bi('ve| have)\S\W\D\B"),
+    (r"^\s*(FAIL|FAILED)\b", r"^\s*(fail|failed)\b"),
+    (r"(错误|エラー)", r"(错误|エラー)"),
+])
+def test_lower_pattern_keeps_escapes(pattern: str, lowered: str) -> None:
+    from judge.rules.config import lower_pattern
+
+    assert lower_pattern(pattern) == lowered
 
 
 @pytest.mark.parametrize(("pattern", "crosses"), [

@@ -186,6 +186,9 @@ class PhraseMatcher:
     def __init__(self, patterns: list[str]) -> None:
         self.patterns = patterns
         self.compiled = [re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns]
+        # The same patterns in lower case, without IGNORECASE, for the lowered text: ``re`` compares case-folded
+        # characters several times slower, and a case-insensitive start defeats its first-character skip.
+        self.lowered = [re.compile(lower_pattern(p), re.MULTILINE) for p in patterns]
         self.always: list[int] = []
         self.requires: dict[str, set[int]] = {}  # literal -> patterns that need it
         for index, pattern in enumerate(patterns):
@@ -216,8 +219,8 @@ class PhraseMatcher:
                 self._plans.clear()
             ordered = sorted(indices)
             plan = self._plans[found] = Plan(
-                tuple(self.compiled[i] for i in ordered), tuple(self.one_line[i] for i in ordered),
-                tuple(sorted(window_literals)))
+                tuple(self.compiled[i] for i in ordered), tuple(self.lowered[i] for i in ordered),
+                tuple(self.one_line[i] for i in ordered), tuple(sorted(window_literals)))
         return plan
 
     def search(self, text: str, low: str | None = None) -> re.Match[str] | None:
@@ -245,9 +248,11 @@ class PhraseMatcher:
         plan = self.plan(found)
         if not plan.patterns:
             return []
-        windows = plan.windows(text, low) if len(text) >= WINDOW_MIN_CHARS else None
+        patterns, text = plan.for_text(text, low)
+        # Windows are found in the lowered text; on the case-insensitive fallback the whole text is searched.
+        windows = plan.windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
         matches: list[re.Match[str]] = []
-        for pattern, one_line in zip(plan.patterns, plan.one_line):
+        for pattern, one_line in zip(patterns, plan.one_line):
             if one_line and windows is not None:
                 for start, end in windows:
                     matches.extend(pattern.finditer(text, start, end))
@@ -259,10 +264,16 @@ class PhraseMatcher:
 
     @staticmethod
     def run(text: str, plan: Plan, low: str | None = None) -> re.Match[str] | None:
-        """The leftmost match of the plan's patterns (the earliest pattern first at one position)."""
-        windows = plan.windows(text, low) if len(text) >= WINDOW_MIN_CHARS else None
+        """The leftmost match of the plan's patterns (the earliest pattern first at one position).
+
+        With ``low`` the match is made on the lowered text (same positions; only ``start``/``end`` are meant
+        to be read from it).
+        """
+        patterns, text = plan.for_text(text, low)
+        # Windows are found in the lowered text; on the case-insensitive fallback the whole text is searched.
+        windows = plan.windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
         best: re.Match[str] | None = None
-        for pattern, one_line in zip(plan.patterns, plan.one_line):
+        for pattern, one_line in zip(patterns, plan.one_line):
             if one_line and windows is not None:
                 match = None
                 for start, end in windows:  # in text order: the first window with a match has the leftmost
@@ -282,23 +293,28 @@ WINDOW_MIN_CHARS = 400  # below this, running a pattern over the whole text is c
 class Plan:
     """The patterns of one list to run on a text, and the literals whose lines bound the one-line patterns."""
 
-    __slots__ = ("literals", "one_line", "patterns")
+    __slots__ = ("literals", "lowered", "one_line", "patterns")
 
-    def __init__(self, patterns: tuple[re.Pattern[str], ...], one_line: tuple[bool, ...], literals: tuple[str, ...]) -> None:
+    def __init__(self, patterns: tuple[re.Pattern[str], ...], lowered: tuple[re.Pattern[str], ...],
+                 one_line: tuple[bool, ...], literals: tuple[str, ...]) -> None:
         self.patterns = patterns
+        self.lowered = lowered
         self.one_line = one_line
         self.literals = literals
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
-    def windows(self, text: str, low: str | None) -> list[tuple[int, int]] | None:
-        """Line spans of ``text`` holding one of the literals (merged, in order); None: search the whole text.
+    def for_text(self, text: str, low: str | None) -> tuple[tuple[re.Pattern[str], ...], str]:
+        """(patterns, text to run them on): the lowered patterns on ``low`` when lowering kept every position,
+        else the case-insensitive ones on ``text`` (a few characters, such as "İ", lower to two)."""
+        if low is not None and len(low) == len(text):
+            return self.lowered, low
+        return self.patterns, text
 
-        Only for long texts, and only when lowering kept every position (a few characters, such as "İ", lower
-        to two; then positions in ``low`` are not positions in ``text``).
-        """
-        if not self.literals or len(text) < WINDOW_MIN_CHARS or low is None or len(low) != len(text):
+    def windows(self, low: str) -> list[tuple[int, int]] | None:
+        """Line spans of the lowered text holding one of the literals (merged, in order); None: search it whole."""
+        if not self.literals or len(low) < WINDOW_MIN_CHARS:
             return None
         spans: list[tuple[int, int]] = []
         for literal in self.literals:
@@ -382,6 +398,22 @@ class PhraseGroup:
                 plan = matcher.plan(found)
                 result[name] = matcher.run(text, plan, low) if plan.patterns else None
         return result
+
+
+def lower_pattern(pattern: str) -> str:
+    """``pattern`` for lowered text: every character lowered except escapes (``\\S``, ``\\W``, ``\\D``, ``\\B``
+    keep their meaning). Matching it on ``text.lower()`` finds what ``pattern`` with IGNORECASE finds in
+    ``text``, at the same positions, when lowering keeps the length."""
+    out: list[str] = []
+    at = 0
+    while at < len(pattern):
+        if pattern[at] == "\\" and at + 1 < len(pattern):
+            out.append(pattern[at : at + 2])
+            at += 2
+        else:
+            out.append(pattern[at].lower())
+            at += 1
+    return "".join(out)
 
 
 def may_match_newline(pattern: str) -> bool:
