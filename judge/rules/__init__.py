@@ -21,7 +21,7 @@ plan-receipt-mismatch       semantic    a todo marked completed without a succes
 stale-evidence              semantic    "verified" after the checked file changed
 premature-claim             semantic    a result stated before its receipt exists
 phantom-failure-reference   semantic    "that failed, retry" with no failure before it
-unpaired-call-id            environment a call without receipt, a receipt without call, a reused id
+unpaired-call-id            environment a call without receipt, a receipt without call, an id reused unanswered
 budget-exhausted            capability  the log marks the budget exhausted and no final answer came
 =========================== =========== =========================================================
 
