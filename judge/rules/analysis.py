@@ -39,6 +39,10 @@ _JSON_REASON = re.compile(r'"(msg|message|error|detail|reason)"\s*:', re.IGNOREC
 _EXIT_LINE = re.compile(r"^\s*(error:\s*)?exit ?code:?\s*-?\d+\s*(\(execution failed\))?\s*$", re.IGNORECASE)
 
 
+# One encoder for every call (json.dumps with options builds a new encoder per call).
+_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
+
+
 @dataclass
 class Action:
     """One tool call (or, for id-less logs, one executed message) and what came back."""
@@ -316,7 +320,7 @@ def arguments_text(call: ToolCall) -> str:
         return call.raw_arguments or ""
     if isinstance(call.arguments, str):
         return call.arguments
-    return json.dumps(call.arguments, ensure_ascii=False, sort_keys=True, default=str)
+    return _CANONICAL_JSON.encode(call.arguments)
 
 
 def command_of(call: ToolCall, config: RulesConfig) -> str | None:
