@@ -5,7 +5,11 @@
 <= 1.2), then reruns on the same run directory and prints how many calls the cached rerun made (target 0).
 
 The server runs in its own process (``python -m judge.testing.simjudge``) so that its threads do not
-compete with the client for the GIL, as a real remote API would not.
+compete with the client for the GIL, as a real remote API would not. Importing the SDK and its HTTP
+transport (about a second, once per process) happens before the timed run and is printed apart; the timed
+run builds its judges and clients as usual. The client is CPU-bound once latency is overlapped, so the
+client CPU per call is printed too: unlike the ratio, it does not depend on how busy the machine is. The
+openai SDK runs over aiohttp when that package is installed (about 1 ms less CPU per call), else httpx.
 
     python bench/throughput.py [--trajectories 300] [--passes 3] [--latency 0.2] [--concurrency 32]
 """
