@@ -200,7 +200,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m judge.testing.simjudge",
                                      description="SIMULATED judge server (OpenAI-compatible). Not a model.")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--truth", type=Path, help="truth table (JSON Lines); without it every trajectory looks clean")
+    parser.add_argument("--truth", type=Path,
+                        help="truth table (JSON Lines), or a run directory whose verdicts become the truth; "
+                             "without it every trajectory looks clean")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per request")
     parser.add_argument("--miss-rate", type=float, default=0.1)
     parser.add_argument("--false-alarm-rate", type=float, default=0.1)
@@ -208,7 +210,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate-limit-rate", type=float, default=0.0)
     parser.add_argument("--malformed-rate", type=float, default=0.0)
     args = parser.parse_args(argv)
-    truth = load_truth(args.truth) if args.truth else {}
+    if args.truth is None:
+        truth: dict[str, dict[str, Any]] | list[dict[str, Any]] = {}
+    elif args.truth.is_dir():
+        truth = truth_from_verdicts(args.truth)
+    else:
+        truth = load_truth(args.truth)
     config = SimConfig(latency_s=args.latency, miss_rate=args.miss_rate, false_alarm_rate=args.false_alarm_rate,
                        error_rate=args.error_rate, rate_limit_rate=args.rate_limit_rate, malformed_rate=args.malformed_rate)
     server = simulated_server(truth, config, port=args.port)
