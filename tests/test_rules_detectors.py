@@ -284,6 +284,15 @@ def test_detector_alone(detector: str, case: str, trajectory: Trajectory, expect
     assert found(detector, trajectory) == expected
 
 
+@pytest.mark.parametrize(("detector", "case", "trajectory"), [c[:3] for c in CASES if c[3]], ids=[f"{d}:{c}" for d, c, _, e in CASES if e])
+def test_findings_are_valid_issues(detector: str, case: str, trajectory: Trajectory) -> None:
+    # Detectors build issues without validation (speed): each must still be exactly what validation accepts.
+    from judge.schema import Issue
+
+    for issue in DETECTORS[detector](trajectory):
+        assert Issue.model_validate(issue.model_dump()) == issue
+
+
 def test_every_detector_has_positive_and_negative_cases() -> None:
     for name in DETECTOR_NAMES:
         rows = [expected for d, _, _, expected in CASES if d == name]
@@ -471,3 +480,19 @@ def test_literal_gate_finds_exactly_the_literals_that_occur() -> None:
     gate = LiteralGate(literals)
     for text in ["", "syntaxerror: failed", "abc", "xbcx", "上次失败了", "rror", "nothing"]:
         assert gate.find(text) == {lit for lit in literals if lit in text}, text
+
+
+@pytest.mark.parametrize("texts", [
+    [],
+    ["syntaxerror: failed"],
+    ["", "syntaxerror: failed", "abc", "xbcx", "上次失败了", "rror", "nothing", ""],
+    ["ab", "c", "a", "bc"],  # a literal split across two texts is in neither
+    ["nothing", "at all"],
+    ["abc", "abc", "abc"],
+])
+def test_literal_gate_finds_the_same_in_a_batch(texts: list[str]) -> None:
+    from judge.rules.config import LiteralGate
+
+    literals = ["rror", "error", "syntaxerror", "fail", "failed", "ab", "bc", "abc", "失败", "失败了"]
+    gate = LiteralGate(literals)
+    assert gate.find_many(texts) == [gate.find(text) for text in texts]

@@ -176,7 +176,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
     seen_ids: set[str] = set()
     duplicates: list[tuple[str, int, bool]] = []
     orphans: list[tuple[str, int, int]] = []
-    speeches: list[Speech] = []
+    spoken: list[int] = []  # assistant messages, read after the loop in one batch
+    receipted: list[Action] = []  # actions with a receipt, classified after the loop in one batch
     last_assistant: int | None = None
     names: set[str] = set()
 
@@ -193,7 +194,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                 action = _make_action(len(actions), index, message, call, config, patterns)
                 actions.append(action)
                 by_call_id.setdefault(call.id, []).append(action)
-            speeches.append(_speech(index, message, config, patterns))
+            spoken.append(index)
         elif message.role == "tool" and message.receipt is not None:
             receipt = message.receipt
             action = None
@@ -213,10 +214,10 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                     continue
             action.receipt = receipt
             action.receipt_index = index
-            # What a read-only call shows is file content, not a message of the tool: only its flags count.
-            action.outcome, action.error_line, reports_checks = _classify(receipt, config, patterns, not action.shows_content)
-            if reports_checks and not action.is_plan:
-                action.is_check = True  # it reported checks passing/failing: it was a check
+            receipted.append(action)
+
+    _classify_actions(receipted, config, patterns)
+    speeches = _speeches(messages, spoken, config, patterns)
 
     # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
     # Resolved when every earlier call under the same source id had its receipt before the reuse.
@@ -266,13 +267,49 @@ def _classify(
     return outcome, cached[1], cached[2]
 
 
-def _classify_uncached(
-    receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, text_signals: bool = True
-) -> tuple[Outcome, str, bool]:
+def _classify_actions(actions: list[Action], config: RulesConfig, patterns: CompiledPatterns) -> None:
+    """Set outcome, failure line and check flag of every answered action: :func:`_classify` for all of a
+    trajectory's receipts at once, with one literal scan of the receipts the memo does not know."""
+    memo = patterns.memo_receipts
+    unknown: list[tuple[Action, Any, str]] = []  # (action, memo key, window)
+    for action in actions:
+        receipt = action.receipt
+        assert receipt is not None
+        # What a read-only call shows is file content, not a message of the tool: only its flags count.
+        text_signals = not action.shows_content
+        key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, text_signals)
+        cached = memo.get(key)
+        if cached is None:
+            window = _receipt_window(receipt, config, text_signals)
+            if window is None:
+                cached = patterns.remember(memo, key, ("ok", "", False))
+            else:
+                unknown.append((action, key, window))
+                continue
+        _set_outcome(action, cached)
+    if not unknown:
+        return
+    lows = [window.lower() for _, _, window in unknown]
+    founds = patterns.receipt_lists.gate.find_many(lows)
+    for (action, key, window), low, found in zip(unknown, lows, founds):
+        hits = patterns.receipt_lists.search_all_found(window, low, found)
+        cached = patterns.remember(memo, key, _classify_hits(action.receipt, window, hits, patterns))  # type: ignore[arg-type]
+        _set_outcome(action, cached)
+
+
+def _set_outcome(action: Action, classified: tuple[Outcome, str, bool]) -> None:
+    action.outcome, action.error_line, reports_checks = classified
+    if reports_checks and not action.is_plan:
+        action.is_check = True  # it reported checks passing/failing: it was a check
+
+
+def _receipt_window(receipt: Receipt, config: RulesConfig, text_signals: bool) -> str | None:
+    """The part of a receipt that is read (its first and last lines, clipped); None when its flags say "ok"
+    and its text is not to be read (``text_signals=False``)."""
     text = receipt.content or ""
     explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
     if not text_signals and not explicit_failure:
-        return "ok", "", False
+        return None
     settings = config.receipt
     # Most receipts are short: count line breaks (C speed) before splitting into lines.
     if text.count("\n") + 1 > settings.head_lines + settings.tail_lines or "\r" in text:
@@ -280,8 +317,24 @@ def _classify_uncached(
         window = "\n".join(lines[: settings.head_lines] + lines[-settings.tail_lines :] if settings.tail_lines else lines[: settings.head_lines])
     else:
         window = text
-    window = clip(window, settings.head_chars, settings.tail_chars)  # one-line JSON dumps can be huge
-    hits = patterns.receipt_lists.search_all(window)
+    return clip(window, settings.head_chars, settings.tail_chars)  # one-line JSON dumps can be huge
+
+
+def _classify_uncached(
+    receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, text_signals: bool = True
+) -> tuple[Outcome, str, bool]:
+    window = _receipt_window(receipt, config, text_signals)
+    if window is None:
+        return "ok", "", False
+    return _classify_hits(receipt, window, patterns.receipt_lists.search_all(window), patterns)
+
+
+def _classify_hits(
+    receipt: Receipt, window: str, hits: dict[str, re.Match[str] | None], patterns: CompiledPatterns
+) -> tuple[Outcome, str, bool]:
+    """The outcome of a receipt from its flags and the phrase lists' matches in its window."""
+    text = receipt.content or ""
+    explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
     environment = hits["environment"]
     explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or bool(hits["success"])
     error = None if explicit_success and not explicit_failure else hits["error"]
@@ -375,15 +428,27 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
     return cached  # type: ignore[no-any-return]
 
 
+_NAME_KINDS = ("plan_name", "write_name", "read_only_name", "check_name", "content_name")
+
+
+def _name_kinds(name: str, patterns: CompiledPatterns) -> tuple[bool, ...]:
+    """Whether tool ``name`` is in each list of :data:`_NAME_KINDS`, memoised per config (names repeat)."""
+    kinds = patterns.memo_names.get(name)
+    if kinds is None:
+        kinds = patterns.remember(patterns.memo_names, name, tuple(patterns.name_is(kind, name) for kind in _NAME_KINDS))
+    return kinds  # type: ignore[no-any-return]
+
+
 def _make_action(order: int, index: int, message: Message, call: ToolCall, config: RulesConfig, patterns: CompiledPatterns) -> Action:
     name = call.name
     command = command_of(call, config)
     path = _path_argument(call, config)
-    is_plan = patterns.name_is("plan_name", name) and _plan_items(call) is not None
+    plan_name, write_name, read_only_name, check_name, content_name = _name_kinds(name, patterns)
+    is_plan = plan_name and _plan_items(call) is not None
     writes: tuple[str, ...] = ()
     if command:
         head, read_only_hit, check_hit, content_hit, command_writes = _read_command(command, patterns)
-    if path and patterns.name_is("write_name", name) and not _is_view(call):
+    if path and write_name and not _is_view(call):
         writes = (path,)
     elif command:
         writes = command_writes
@@ -394,9 +459,9 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         shows_content = content_hit and not writes
     else:
         intent = f"{name}:{path}" if path else name
-        read_only = patterns.name_is("read_only_name", name) or _is_view(call)
-        is_check = patterns.name_is("check_name", name)
-        shows_content = patterns.name_is("content_name", name) or _is_view(call)
+        read_only = read_only_name or _is_view(call)
+        is_check = check_name
+        shows_content = content_name or _is_view(call)
     return Action(
         order=order,
         turn=message.turn or 0,
@@ -485,15 +550,31 @@ def plan_items(call: ToolCall) -> list[tuple[str, str, str]]:
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
 
 
-def _speech(index: int, message: Message, config: RulesConfig, patterns: CompiledPatterns) -> Speech:
-    text = message.content or ""
-    key = _digest(text)
-    cached = patterns.memo_speeches.get(key)
-    if cached is None:
-        cached = patterns.remember(patterns.memo_speeches, key, _read_speech(text, config, patterns))
-    region, sentences, speaks_of_failure, phantom = cached
-    return Speech(index, message.turn or 0, message.name, text, region, sentences, bool(message.tool_calls),
-                  bool(sentences) and speaks_of_failure, speaks_of_failure, phantom)
+def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, patterns: CompiledPatterns) -> list[Speech]:
+    """The :class:`Speech` of each assistant message at ``indexes``; the texts the memo does not know are read
+    together, with one literal scan of them all."""
+    memo = patterns.memo_speeches
+    readings: list[Any] = []
+    unknown: list[tuple[int, Any, str]] = []  # (position in readings, memo key, region)
+    for index in indexes:
+        text = messages[index].content or ""
+        key = _digest(text)
+        cached = memo.get(key)
+        if cached is None:
+            unknown.append((len(readings), key, clip(text, config.message.head_chars, config.message.tail_chars)))
+        readings.append(cached)
+    if unknown:
+        lows = [region.lower() for _, _, region in unknown]
+        founds = patterns.speech_lists.gate.find_many(lows)
+        for (position, key, region), low, found in zip(unknown, lows, founds):
+            readings[position] = patterns.remember(memo, key, _read_region(region, low, found, patterns))
+    speeches = []
+    for index, (region, sentences, speaks_of_failure, phantom) in zip(indexes, readings):
+        message = messages[index]
+        speeches.append(Speech(index, message.turn or 0, message.name, message.content or "", region, sentences,
+                               bool(message.tool_calls), bool(sentences) and speaks_of_failure, speaks_of_failure,
+                               phantom))
+    return speeches
 
 
 def _digest(text: str) -> str | bytes:
@@ -514,7 +595,13 @@ def _read_speech(
     """
     region = clip(text, config.message.head_chars, config.message.tail_chars)
     low = region.lower()
-    found = patterns.speech_lists.find(low)
+    return _read_region(region, low, patterns.speech_lists.find(low), patterns)
+
+
+def _read_region(
+    region: str, low: str, found: frozenset[str], patterns: CompiledPatterns
+) -> tuple[str, list[Sentence], bool, str | None]:
+    """:func:`_read_speech` of a clipped region, its lowered text and the literals that occur in it."""
     sentences: list[Sentence] = []
     matches = patterns.claim.finditer_found(region, found, low) if found else []
     if matches:

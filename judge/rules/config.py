@@ -11,6 +11,7 @@ read at both ends only (``receipt`` and ``message`` settings of the YAML file).
 
 from __future__ import annotations
 
+import bisect
 import re
 import re._constants as _c  # type: ignore[import-not-found]  # parsed-pattern opcodes, for necessary_literals
 import re._parser as _sre_parser  # type: ignore[import-not-found]
@@ -379,6 +380,40 @@ class LiteralGate:
             at += 1
         return frozenset(found)
 
+    def find_many(self, lows: list[str]) -> list[frozenset[str]]:
+        """:meth:`find` of each lowered text, in one scan of them all (a trajectory's texts share most misses).
+
+        The texts are joined with NUL, which no literal contains, so no literal is found across two texts. The
+        literals of the joined text are found once; each is then located text by text with ``str.find``, so a
+        text costs only the literals that occur somewhere in the batch, not a test of every root.
+        """
+        if len(lows) < 2:
+            return [self.find(low) for low in lows]
+        joined = "\x00".join(lows)
+        present = self.find(joined)
+        if not present:
+            return [_NOTHING] * len(lows)
+        starts: list[int] = []
+        at = 0
+        for low in lows:
+            starts.append(at)
+            at += len(low) + 1
+        last = len(lows) - 1
+        hits: list[list[str] | None] = [None] * len(lows)
+        for literal in present:
+            at = joined.find(literal)
+            while at >= 0:
+                text = bisect.bisect_right(starts, at) - 1
+                held = hits[text]
+                if held is None:
+                    hits[text] = [literal]
+                else:
+                    held.append(literal)
+                if text == last:
+                    break
+                at = joined.find(literal, starts[text + 1])  # the next text that holds it
+        return [frozenset(held) if held else _NOTHING for held in hits]
+
 
 class PhraseGroup:
     """Several phrase lists searched over the same text with one literal scan (receipts, commands)."""
@@ -393,7 +428,10 @@ class PhraseGroup:
 
     def search_all(self, text: str) -> dict[str, re.Match[str] | None]:
         low = text.lower()
-        found = self.gate.find(low)
+        return self.search_all_found(text, low, self.gate.find(low))
+
+    def search_all_found(self, text: str, low: str, found: frozenset[str]) -> dict[str, re.Match[str] | None]:
+        """:meth:`search_all` when ``low`` (``text.lower()``) and its literals are known (:meth:`LiteralGate.find_many`)."""
         result: dict[str, re.Match[str] | None] = {}
         for name, matcher in self.matchers.items():
             if not found and not matcher.always:
@@ -551,6 +589,7 @@ class CompiledPatterns:
         self.memo_receipts: dict[Any, Any] = {}
         self.memo_speeches: dict[Any, Any] = {}
         self.memo_commands: dict[Any, Any] = {}
+        self.memo_names: dict[str, tuple[bool, ...]] = {}  # tool name -> its kinds (analysis._name_kinds)
 
     MEMO_LIMIT = 20000
 
