@@ -509,6 +509,7 @@ def test_simulated_panel_reports_known_defects_and_says_it_is_a_simulation(tmp_p
     assert sum(1 for n in votes if n == 3) < len(votes)  # and the simulated judges do miss some
     wordings = {i.description for v in rows for i in v.issues if i.tag == "repeated-failure"}
     assert len(wordings) >= 3  # the three simulated judges word the same defect differently
+    assert not any("{" in wording for wording in wordings)  # every template field is filled
     assert found  # and the panel did report something
     request_bodies = json.dumps(sim.requests)
     assert "[SIMULATED JUDGE]" not in request_bodies  # the label is on the server's answers, not our prompt

@@ -149,9 +149,9 @@ class SimulatedJudge:
                 turn = min(turn_count, max(1, turn + rng.choice((-1, 1))))
             head, tail = _PHRASES[persona]
             description = defect.get("description") or "A defect."
-            text = head.format(description=description, lower=description[:1].lower() + description[1:],
-                               turn=turn if turn is not None else "?", tag=defect.get("tag") or "issue")
-            issues.append({"turn": turn, "description": f"{text} {tail}", "evidence": defect.get("evidence") or "",
+            fields = {"description": description, "lower": description[:1].lower() + description[1:],
+                      "turn": turn if turn is not None else "?", "tag": defect.get("tag") or "issue"}
+            issues.append({"turn": turn, "description": f"{head.format(**fields)} {tail.format(**fields)}", "evidence": defect.get("evidence") or "",
                            "category": defect.get("category", "semantic"), "severity": defect.get("severity", "minor"),
                            "tag": defect.get("tag")})
         if rng.random() < self.config.false_alarm_rate and turn_count:
