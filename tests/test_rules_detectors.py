@@ -496,3 +496,19 @@ def test_literal_gate_finds_the_same_in_a_batch(texts: list[str]) -> None:
     literals = ["rror", "error", "syntaxerror", "fail", "failed", "ab", "bc", "abc", "失败", "失败了"]
     gate = LiteralGate(literals)
     assert gate.find_many(texts) == [gate.find(text) for text in texts]
+
+
+@pytest.mark.parametrize(("text", "tokens"), [
+    ("I've updated calc.py; all tests pass.", ("calc.py",)),
+    ("Wrote src/app/main.py and `config.yaml`.", ("main.py", "config.yaml")),
+    ("Booked GV1N64 and SKU-001 for you.", ("GV1N64", "SKU-001")),
+    ("ABCDE-9x is a code up to its hyphen; ABCDEF is not a code (no digit).", ("ABCDE-",)),
+    ("xGV1N64 and GV1N64x are inside words.", ()),
+    ("Called update_reservation_flights twice.", ("update_reservation_flights",)),
+    ("All done (step 12.3).", ()),
+    ("修正が完了しました。calc.py を更新。", ("calc.py",)),
+])
+def test_salient_tokens(text: str, tokens: tuple[str, ...]) -> None:
+    from judge.rules.analysis import salient_tokens
+
+    assert salient_tokens(text) == tokens

@@ -208,6 +208,11 @@ class PhraseMatcher:
         # its literals: on a long text it is run only on the lines where its literals occur.
         self.one_line = [i not in self.always and not may_match_newline(p) for i, p in enumerate(patterns)]
         self._plans: dict[frozenset[str], Plan] = {}
+        # Patterns of a plan joined into one alternation (see Plan.joined), per set of patterns: set-up shared by
+        # every literal set that selects the same patterns. A pattern with group references cannot be joined.
+        self.joinable = [_joinable(p) for p in patterns]
+        self._joined: dict[tuple[int, ...], tuple[re.Pattern[str], re.Pattern[str]] | None] = {}
+        self._uses: dict[tuple[int, ...], int] = {}
 
     def plan(self, found: frozenset[str]) -> Plan:
         """The patterns to run, in list order, when exactly the literals ``found`` occur (others are ignored)."""
@@ -225,8 +230,41 @@ class PhraseMatcher:
             ordered = sorted(indices)
             plan = self._plans[found] = Plan(
                 tuple(self.compiled[i] for i in ordered), tuple(self.lowered[i] for i in ordered),
-                tuple(self.one_line[i] for i in ordered), tuple(sorted(window_literals)))
+                tuple(self.one_line[i] for i in ordered), tuple(sorted(window_literals)), self,
+                tuple(ordered) if len(ordered) > 1 else ())
         return plan
+
+    def join(self, plan: Plan) -> None:
+        """Count a search with ``plan``; once its patterns have been searched :data:`JOIN_AFTER` times, give it
+        their alternation (compiling one costs milliseconds, as much as a few thousand searches save)."""
+        ordered = plan.indices
+        uses = self._uses.get(ordered, 0) + 1
+        if uses < JOIN_AFTER:
+            if len(self._uses) >= _PLAN_LIMIT:
+                self._uses.clear()
+            self._uses[ordered] = uses
+            return
+        plan.joined = self._join(ordered)
+        plan.indices = ()  # settled: joined or not joinable
+
+    def _join(self, ordered: tuple[int, ...]) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+        """(case-insensitive, lowered) alternation of the patterns ``ordered``; None for fewer than two or when
+        one of them cannot be joined."""
+        if len(ordered) < 2 or not all(self.joinable[i] for i in ordered):
+            return None
+        joined = self._joined.get(ordered, _UNSET)
+        if joined is _UNSET:
+            if len(self._joined) >= _PLAN_LIMIT:
+                self._joined.clear()
+            try:
+                joined = (
+                    re.compile("|".join(f"(?:{self.patterns[i]})" for i in ordered), re.IGNORECASE | re.MULTILINE),
+                    re.compile("|".join(f"(?:{lower_pattern(self.patterns[i])})" for i in ordered), re.MULTILINE),
+                )
+            except re.error:
+                joined = None
+            self._joined[ordered] = joined
+        return joined  # type: ignore[return-value]
 
     def search(self, text: str, low: str | None = None) -> re.Match[str] | None:
         """Like ``re.search`` of the alternation; ``low`` is ``text.lower()`` when the caller already has it."""
@@ -277,6 +315,12 @@ class PhraseMatcher:
         patterns, text = plan.for_text(text, low)
         # Windows are found in the lowered text; on the case-insensitive fallback the whole text is searched.
         windows = plan.windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
+        if windows is None:
+            if plan.joined is not None:
+                # One search of the alternation finds the same leftmost match start, earliest pattern first.
+                return plan.joined[1 if text is low else 0].search(text)
+            if plan.indices:
+                plan.matcher.join(plan)
         best: re.Match[str] | None = None
         for pattern, one_line in zip(patterns, plan.one_line):
             if one_line and windows is not None:
@@ -292,20 +336,38 @@ class PhraseMatcher:
         return best
 
 
+_UNSET: Any = object()
+JOIN_AFTER = 1000  # searches with one set of patterns before they are joined into one alternation
+
+
+def _joinable(pattern: str) -> bool:
+    """Whether ``pattern`` keeps its meaning inside an alternation of several: no group references (their
+    numbers would shift), no named groups (names would clash), no global inline flags."""
+    if "(?P" in pattern or "(?(" in pattern or re.search(r"\\\d", pattern) or re.match(r"\(\?[aiLmsux]+\)", pattern):
+        return False
+    return True
+
+
 WINDOW_MIN_CHARS = 400  # below this, running a pattern over the whole text is cheaper than finding its lines
 
 
 class Plan:
     """The patterns of one list to run on a text, and the literals whose lines bound the one-line patterns."""
 
-    __slots__ = ("literals", "lowered", "one_line", "patterns")
+    __slots__ = ("indices", "joined", "literals", "lowered", "matcher", "one_line", "patterns")
 
     def __init__(self, patterns: tuple[re.Pattern[str], ...], lowered: tuple[re.Pattern[str], ...],
-                 one_line: tuple[bool, ...], literals: tuple[str, ...]) -> None:
+                 one_line: tuple[bool, ...], literals: tuple[str, ...], matcher: PhraseMatcher | None = None,
+                 indices: tuple[int, ...] = ()) -> None:
         self.patterns = patterns
         self.lowered = lowered
         self.one_line = one_line
         self.literals = literals
+        # The patterns as one alternation (case-insensitive, lowered), for a search of a whole text: its match
+        # starts where the leftmost of theirs does (callers read only ``start()``). None: run them one by one.
+        self.joined: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+        self.matcher = matcher
+        self.indices = indices  # the patterns' positions in the list, until joining them is settled
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
@@ -389,6 +451,21 @@ class LiteralGate:
         """
         if len(lows) < 2:
             return [self.find(low) for low in lows]
+        # One non-ASCII character makes the whole joined text a wide string (slower to search, and tested for
+        # the wide literals too): ASCII texts and the others are scanned apart.
+        wide = [position for position, low in enumerate(lows) if not low.isascii()]
+        if wide and len(wide) < len(lows):
+            narrow = [position for position, low in enumerate(lows) if low.isascii()]
+            result: list[frozenset[str]] = [_NOTHING] * len(lows)
+            for positions in (narrow, wide):
+                for position, found in zip(positions, self._find_joined([lows[p] for p in positions])):
+                    result[position] = found
+            return result
+        return self._find_joined(lows)
+
+    def _find_joined(self, lows: list[str]) -> list[frozenset[str]]:
+        if len(lows) < 2:
+            return [self.find(low) for low in lows]
         joined = "\x00".join(lows)
         present = self.find(joined)
         if not present:
@@ -425,6 +502,14 @@ class PhraseGroup:
     def find(self, low: str) -> frozenset[str]:
         """The literals of all the group's lists that occur in the lowered text ``low``."""
         return self.gate.find(low)
+
+    def search_one(self, name: str, text: str, low: str, found: frozenset[str]) -> re.Match[str] | None:
+        """The list ``name``'s search of ``text`` when ``low`` and the group's literals in it are known."""
+        matcher = self.matchers[name]
+        if not found and not matcher.always:
+            return None
+        plan = matcher.plan(found)
+        return matcher.run(text, plan, low) if plan.patterns else None
 
     def search_all(self, text: str) -> dict[str, re.Match[str] | None]:
         low = text.lower()

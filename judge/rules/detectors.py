@@ -31,9 +31,7 @@ _CHECKBOX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*\[([ xX✓✔])\]\s*(.+?)\s*$",
 
 def _issue(an: Analysis, detector: str, turn: int | None, category: Category, description: str, evidence: str,
            severity: Severity | None = None) -> Issue:
-    # Built without validation: every field is typed here, and a batch of 30-turn trajectories makes ~20 issues
-    # each (validation was a tenth of the judge's time). tests/test_rules_detectors.py validates their shape.
-    return Issue.model_construct(
+    return Issue(
         turn=turn,
         category=category,
         severity=severity or an.config.settings(detector).severity,
