@@ -445,6 +445,41 @@ def test_phrase_matcher_answers_like_the_alternation(list_name: str, case: str, 
     assert sorted(m.span() for m in matcher.finditer(text)) == everything
 
 
+@pytest.mark.parametrize("list_name", ["claim", "done_claim", "hedge", "error", "environment", "prior_failure", "phantom"])
+def test_joined_patterns_answer_like_one_by_one(list_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hot set of patterns is searched as one alternation: same match as searching them one by one.
+    import judge.rules.config as config_module
+
+    patterns = getattr(default_config().patterns, list_name).patterns
+    one_by_one = config_module.PhraseMatcher(patterns)
+    monkeypatch.setattr(config_module, "JOIN_AFTER", 1)
+    joined = config_module.PhraseMatcher(patterns)
+    texts = [text for _, text in MATCHER_TEXTS] + ["Error: unknown flag", "Connection timed out; retry failed", "不是完成"]
+    for _ in range(2):  # the first search settles the join, the second uses it
+        for text in texts:
+            want, got = one_by_one.search(text), joined.search(text)
+            assert (got.span() if got else None) == (want.span() if want else None), text
+    if list_name in ("claim", "error", "environment"):  # these texts search several of their patterns at once
+        assert any(plan.joined is not None for plan in joined._plans.values())
+
+
+@pytest.mark.parametrize(("patterns", "text", "span"), [
+    (["abc", "ab", "b"], "xabc", (1, 4)),  # leftmost start; at one start, the earliest pattern of the list
+    (["b", "ab", "abc"], "xabc", (1, 3)),
+    (["zz", "c", "ab"], "xabc", (1, 3)),  # the leftmost start wins over list order
+    (["(a)(b)", "(c)"], "ABC", (0, 2)),  # groups of one pattern do not disturb another
+])
+def test_joined_patterns_keep_the_leftmost_earliest_match(patterns: list[str], text: str, span: tuple[int, int],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import judge.rules.config as config_module
+
+    monkeypatch.setattr(config_module, "JOIN_AFTER", 1)
+    matcher = config_module.PhraseMatcher(patterns)
+    answers = [matcher.search(text) for _ in range(2)]  # before and after the join
+    assert [a.span() if a else None for a in answers] == [span, span]
+    assert all(plan.joined is not None for plan in matcher._plans.values())
+
+
 @pytest.mark.parametrize(("pattern", "lowered"), [
     (r"^\s*[A-Z]\w*(Error|Exception)\b:?", r"^\s*[a-z]\w*(error|exception)\b:?"),
     (r"\bI('ve| have)\S\W\D\B", r"\bi('ve| have)\S\W\D\B"),
