@@ -48,7 +48,7 @@ _EXIT_LINE = re.compile(r"^\s*(error:\s*)?exit ?code:?\s*-?\d+\s*(\(execution fa
 _CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
 
 
-@dataclass
+@dataclass(slots=True)
 class Action:
     """One tool call (or, for id-less logs, one executed message) and what came back."""
 
@@ -95,7 +95,7 @@ class Action:
         return self.receipt_index if self.receipt_index is not None else 1 << 30
 
 
-@dataclass
+@dataclass(slots=True)
 class Sentence:
     """A claim sentence and what the phrase lists say about it (read once, when the message is analysed)."""
 
@@ -110,7 +110,7 @@ class Sentence:
     done_claim: bool = False  # "all done", "3/3"
 
 
-@dataclass
+@dataclass(slots=True)
 class Speech:
     """The text of one assistant message and the sentences of it that claim something."""
 
