@@ -146,8 +146,29 @@ def _mentions(action: Action, token: str, with_receipt: bool = False) -> bool:
     return with_receipt and action.receipt is not None and token in action.receipt.content
 
 
-def _last_mentioning(actions: list[Action], token: str) -> Action | None:
-    return next((a for a in reversed(actions) if _mentions(a, token)), None)
+def _naming(an: Analysis, token: str) -> list[int]:
+    """Positions in the non-plan actions (:func:`_work`) of those whose arguments name ``token``; found once per
+    analysis and token (claims name the same files message after message)."""
+    index: dict[str, list[int]] = an.cache.setdefault("naming", {})
+    positions = index.get(token)
+    if positions is None:
+        work, _ = _work(an)
+        positions = index[token] = [i for i, action in enumerate(work) if token in action.text]
+    return positions
+
+
+def _last_naming(an: Analysis, token: str, before: int) -> Action | None:
+    """The last of the first ``before`` non-plan actions whose arguments name ``token``."""
+    positions = _naming(an, token)
+    at = bisect.bisect_left(positions, before)
+    return _work(an)[0][positions[at - 1]] if at else None
+
+
+def _first_naming(an: Analysis, token: str, start: int) -> Action | None:
+    """The first non-plan action from position ``start`` on whose arguments name ``token``."""
+    positions = _naming(an, token)
+    at = bisect.bisect_left(positions, start)
+    return _work(an)[0][positions[at]] if at < len(positions) else None
 
 
 def _bad_referent(an: Analysis, action: Action, before: int) -> str | None:
@@ -188,7 +209,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             referent: Action | None = None
             creation = sentence.creation
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
-            named = [last for t in sentence.tokens if (last := _last_mentioning(prior, t)) is not None]
+            named = [last for t in sentence.tokens if (last := _last_naming(an, t, len(prior))) is not None]
             if named:
                 for candidate in named:
                     why = _bad_referent(an, candidate, index)
@@ -275,11 +296,12 @@ def premature_claim(an: Analysis) -> list[Issue]:
         pending = _work_from(an, index)
         if not pending:
             continue
+        first_pending = len(_work(an)[0]) - len(pending)
         seen_ok: list[Action] | None = None  # successes seen before the message; built only when needed
         for sentence in claims:
             found: tuple[str, Action] | None = None
             for token in sentence.tokens:
-                later = next((a for a in pending if _mentions(a, token)), None)
+                later = _first_naming(an, token, first_pending)
                 if later is None:
                     continue
                 if seen_ok is None:
