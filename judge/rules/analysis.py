@@ -209,7 +209,11 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
                     orphans.append((receipt.call_id, index, message.turn or 0))
                     continue
                 # A reused call id: receipts answer its calls in order; a receipt beyond them is a duplicate.
-                action = next((a for a in candidates if a.receipt is None), None)
+                for action in candidates:
+                    if action.receipt is None:
+                        break
+                else:
+                    action = None
                 if action is None:
                     duplicates.append((receipt.call_id, message.turn or 0, False))
                     continue

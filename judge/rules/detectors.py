@@ -473,6 +473,7 @@ def stale_evidence(an: Analysis) -> list[Issue]:
     checks = [a for a in an.actions if a.is_check]
     if not checks:
         return issues
+    covered_by: dict[int, set[str]] = {}
     for speech in an.speeches:
         index = speech.message_index
         sentence = next((s for s in _claims(speech) if s.is_check_claim), None)
@@ -482,8 +483,11 @@ def stale_evidence(an: Analysis) -> list[Issue]:
         if not seen or seen[-1].outcome != "ok":
             continue
         check = seen[-1]
-        covered = {p for a in an.actions[: check.order] if a.outcome == "ok" for p in a.writes if not is_doc(p)}
-        covered |= {p for a in an.actions if a.writes for p in a.writes if _basename(p) in check.text}
+        covered = covered_by.get(check.order)
+        if covered is None:  # the files a check covers depend on the check only; several claims cite one check
+            covered = {p for a in an.actions[: check.order] if a.outcome == "ok" for p in a.writes if not is_doc(p)}
+            covered |= {p for a in an.actions if a.writes for p in a.writes if _basename(p) in check.text}
+            covered_by[check.order] = covered
         stale = next(
             (a for a in an.actions[check.order + 1 :]
              if a.outcome == "ok" and a.visible_at < index and any(p in covered for p in a.writes)),
