@@ -547,3 +547,28 @@ def test_salient_tokens(text: str, tokens: tuple[str, ...]) -> None:
     from judge.rules.analysis import salient_tokens
 
     assert salient_tokens(text) == tokens
+
+
+class _Opaque:
+    def __str__(self) -> str:
+        return "opaque"
+
+
+@pytest.mark.parametrize("arguments", [
+    {"command": "python -m pytest -q"},
+    {"z": 1, "a": [1.5, None, True, "é\"\\\n中😀"], "m": {"b": float("nan"), "a": float("inf")}},
+    {"todos": [{"id": "t1", "content": "Fix calc.py", "status": "pending"}]},
+    [10**30, -0.0, {"k": (1, "tuple")}],
+    {"obj": _Opaque()},  # default=str
+    {},
+    [],
+    7,
+    None,
+])
+def test_arguments_text_is_canonical_json(arguments: Any) -> None:
+    import json
+
+    from judge.rules.analysis import arguments_text
+
+    call = ToolCall(id="c1", name="t", arguments=arguments)
+    assert arguments_text(call) == json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)

@@ -46,6 +46,13 @@ _EXIT_LINE = re.compile(r"^\s*(error:\s*)?exit ?code:?\s*-?\d+\s*(\(execution fa
 
 # One encoder for every call (json.dumps with options builds a new encoder per call).
 _CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
+# Its C core, made once: JSONEncoder.encode builds a new one per call, most of the cost for small arguments.
+# No circular check (arguments are parsed JSON, never circular); otherwise the same text, separators and options.
+_C_ENCODER = (
+    json.encoder.c_make_encoder(None, str, json.encoder.c_encode_basestring, None, ": ", ", ", True, False, True)
+    if json.encoder.c_make_encoder is not None and json.encoder.c_encode_basestring is not None
+    else None
+)
 
 
 @dataclass(slots=True)
@@ -389,6 +396,8 @@ def arguments_text(call: ToolCall) -> str:
         return call.raw_arguments or ""
     if isinstance(call.arguments, str):
         return call.arguments
+    if _C_ENCODER is not None and isinstance(call.arguments, (dict, list)):
+        return "".join(_C_ENCODER(call.arguments, 0))
     return _CANONICAL_JSON.encode(call.arguments)
 
 
