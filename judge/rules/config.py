@@ -3,10 +3,12 @@
 The file (``rubrics/rules-v1.yaml`` by default) is data, versioned by its ``version`` key; that version is
 the judge's ``prompt_version``. Phrase lists are regular expressions, compiled once per config into a
 :class:`PhraseMatcher` per list that answers like the alternation of its patterns. Speed (bench/rules_speed.py):
-the literals every match needs are found with substring tests, once per text for all the lists read there
-(:class:`PhraseGroup`); only the patterns needing a found literal run, lowered, on the lowered text; in long texts a
-pattern that cannot cross a line runs only on the lines that hold its literals. Long receipts and messages are
-read at both ends only (``receipt`` and ``message`` settings of the YAML file).
+the literals every match needs are found with substring tests, for all the lists read there (:class:`PhraseGroup`)
+and all of a trajectory's receipts (or messages) in one scan (:meth:`LiteralGate.find_many`); only the patterns
+needing a found literal run, lowered, on the lowered text, as one alternation once the same set of patterns has
+been searched often (:data:`JOIN_AFTER`); in long texts a pattern that cannot cross a line runs only on the lines
+that hold its literals. Long receipts and messages are read at both ends only (``receipt`` and ``message``
+settings of the YAML file).
 """
 
 from __future__ import annotations
