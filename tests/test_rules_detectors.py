@@ -524,6 +524,7 @@ def test_literal_gate_finds_exactly_the_literals_that_occur() -> None:
     ["ab", "c", "a", "bc"],  # a literal split across two texts is in neither
     ["nothing", "at all"],
     ["abc", "abc", "abc"],
+    ["x" * 600 + "syntaxerror", "abc", "上次" * 300 + "失败了", "fail"],  # long texts are scanned alone
 ])
 def test_literal_gate_finds_the_same_in_a_batch(texts: list[str]) -> None:
     from judge.rules.config import LiteralGate

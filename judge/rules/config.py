@@ -405,6 +405,9 @@ class Plan:
         return merged
 
 
+JOIN_MAX_CHARS = 512  # texts up to this length are scanned for literals together (LiteralGate.find_many)
+
+
 class LiteralGate:
     """Finds exactly which of a set of literals occur in a lowered text.
 
@@ -453,17 +456,24 @@ class LiteralGate:
         """
         if len(lows) < 2:
             return [self.find(low) for low in lows]
-        # One non-ASCII character makes the whole joined text a wide string (slower to search, and tested for
-        # the wide literals too): ASCII texts and the others are scanned apart.
-        wide = [position for position, low in enumerate(lows) if not low.isascii()]
-        if wide and len(wide) < len(lows):
-            narrow = [position for position, low in enumerate(lows) if low.isascii()]
-            result: list[frozenset[str]] = [_NOTHING] * len(lows)
-            for positions in (narrow, wide):
-                for position, found in zip(positions, self._find_joined([lows[p] for p in positions])):
-                    result[position] = found
-            return result
-        return self._find_joined(lows)
+        # Joining pays for short texts (a test per literal and text is mostly call overhead); a long text holds
+        # many literals, each then located again in the joined text, so it is scanned alone. One non-ASCII
+        # character makes the whole joined text a wide string (slower to search, and tested for the wide literals
+        # too): ASCII texts and the others are joined apart.
+        narrow: list[int] = []
+        wide: list[int] = []
+        result: list[frozenset[str]] = [_NOTHING] * len(lows)
+        for position, low in enumerate(lows):
+            if len(low) > JOIN_MAX_CHARS:
+                result[position] = self.find(low)
+            elif low.isascii():
+                narrow.append(position)
+            else:
+                wide.append(position)
+        for positions in (narrow, wide):
+            for position, found in zip(positions, self._find_joined([lows[p] for p in positions])):
+                result[position] = found
+        return result
 
     def _find_joined(self, lows: list[str]) -> list[frozenset[str]]:
         if len(lows) < 2:
