@@ -344,6 +344,26 @@ def build_trajectory(
     )
 
 
+
+
+def trajectory_from_envelope(
+    fmt: str, src: Source, record: dict[str, Any], messages: list[Message], known_keys: set[str]
+) -> Trajectory:
+    """Wrap converted messages of a chat record with the DESIGN.md envelope (``id``, ``query``, ``model``,
+    ``metadata``); keys outside ``known_keys`` are kept in ``metadata.extra``."""
+    meta = as_dict(record.get("metadata"))
+    unknown = {k: v for k, v in record.items() if k not in known_keys}
+    metadata = build_metadata(fmt, src, {"model": record.get("model")}, unknown, meta)
+    return build_trajectory(
+        fmt,
+        src,
+        messages,
+        trajectory_id=record.get("id"),
+        query=record.get("query"),
+        query_id=meta.get("query_id") or record.get("query_id"),
+        metadata=metadata,
+    )
+
 def require_list(record: dict[str, Any], key: str) -> list[Any]:
     """``record[key]`` as a list (loosely parsed), or a RecordError naming the key."""
     value = loose_value(record.get(key)) if isinstance(record, dict) else None

@@ -15,14 +15,12 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
-    as_dict,
-    build_metadata,
-    build_trajectory,
     make_call,
     make_receipt,
     require_list,
     text_of,
     text_of_block,
+    trajectory_from_envelope,
     usage_from,
 )
 from judge.model import Message, Trajectory
@@ -67,18 +65,7 @@ def parse(record: Any, src: Source) -> Trajectory:
             messages.extend(_user(blocks, index))
         else:
             raise RecordError(f"message {index}: unknown role {role!r}")
-    meta = as_dict(record.get("metadata"))
-    unknown = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
-    metadata = build_metadata(NAME, src, {"model": record.get("model")}, unknown, meta)
-    return build_trajectory(
-        NAME,
-        src,
-        messages,
-        trajectory_id=record.get("id"),
-        query=record.get("query"),
-        query_id=meta.get("query_id") or record.get("query_id"),
-        metadata=metadata,
-    )
+    return trajectory_from_envelope(NAME, src, record, messages, _RECORD_KEYS)
 
 
 def _assistant(blocks: list[Any], index: int, usage: Any) -> Message:

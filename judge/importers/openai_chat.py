@@ -17,14 +17,12 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
-    as_dict,
-    build_metadata,
-    build_trajectory,
     loose_value,
     make_call,
     make_receipt,
     require_list,
     text_of,
+    trajectory_from_envelope,
     usage_from,
 )
 from judge.model import Message, Receipt, Role, Trajectory
@@ -148,15 +146,4 @@ def parse(record: Any, src: Source) -> Trajectory:
         raise RecordError("record is not a JSON object")
     raw_messages = require_list(record, "messages")
     messages = convert_messages(raw_messages)
-    meta = as_dict(record.get("metadata"))
-    unknown = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
-    metadata = build_metadata(NAME, src, {"model": record.get("model")}, unknown, meta)
-    return build_trajectory(
-        NAME,
-        src,
-        messages,
-        trajectory_id=record.get("id"),
-        query=record.get("query"),
-        query_id=meta.get("query_id") or record.get("query_id"),
-        metadata=metadata,
-    )
+    return trajectory_from_envelope(NAME, src, record, messages, _RECORD_KEYS)
