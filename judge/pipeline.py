@@ -15,7 +15,7 @@ from typing import Any
 
 from judge import rundir
 from judge.model import Trajectory
-from judge.schema import Cluster, Reject, ScoreRow, Verdict
+from judge.schema import Cluster, ScoreRow, Verdict
 
 
 @dataclass
@@ -111,8 +111,8 @@ def finish_run(run_dir: Path) -> dict[str, Path]:
     Returns the paths of what it wrote, by name. Both stages read the run directory only, so this is
     also what ``judge rescore`` runs after recomputing scores.
     """
-    from judge.report import build_report
     from judge.repair import route_run
+    from judge.report import build_report
 
     route_run(run_dir)
     written = {"repairs": run_dir / rundir.REPAIRS}

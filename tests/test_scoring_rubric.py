@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from judge import rundir
-from judge.model import Message, Trajectory, TrajectoryMetadata, number_turns
 from judge.cluster import ClusterConfig
+from judge.model import Message, Trajectory, TrajectoryMetadata, number_turns
 from judge.schema import Cluster, ClusterMember, Issue, Verdict
-from judge.store import RunStore
 from judge.scoring import load_rubric, score_trajectory
+from judge.store import RunStore
 
 RUBRIC = load_rubric(None)
 

@@ -1,12 +1,14 @@
 """Command-line interface: a thin layer over library functions. Each command lives in its own module."""
 
+# ruff: noqa: I001  (the command modules are imported in --help order, not alphabetically)
+
 from __future__ import annotations
 
 from judge.cli.app import app
 
 # Importing a command module attaches its commands to ``app``; ``--help`` lists them in this order,
 # which follows the pipeline: score, then the stages that can be rerun on their own, then analyses.
-from judge.cli import (  # noqa: E402,F401,I001
+from judge.cli import (  # noqa: F401
     score_cmds,
     ingest_cmds,
     cluster_cmds,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import click
 import typer
@@ -36,9 +35,9 @@ app.add_typer(repair_app, name="repair")
 @repair_app.command("run")
 def repair_run_command(
     run: Path = typer.Argument(..., help="A scored run directory (judge score ... --out RUN)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Where to write the four files (default: RUN)."),
-    teacher: Optional[str] = typer.Option(None, "--teacher", help="Teacher/rewrite model: openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server URL for the teacher."),
+    out: Path | None = typer.Option(None, "--out", help="Where to write the four files (default: RUN)."),
+    teacher: str | None = typer.Option(None, "--teacher", help="Teacher/rewrite model: openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL."),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL for the teacher."),
     no_control: bool = typer.Option(False, "--no-control", help="Do not add an unguided ticket beside each guided one."),
 ) -> None:
     """Write repairs.jsonl (routes), tickets.jsonl, edited.jsonl and edits.jsonl; print counts per route."""
@@ -62,7 +61,7 @@ def repair_run_command(
     typer.echo(f"{len(outputs.tickets)} tickets, {len(outputs.edited)} edited trajectories")
     if outputs.usage.total:
         typer.echo(f"teacher tokens: {outputs.usage.input_tokens or 0} in, {outputs.usage.output_tokens or 0} out")
-    for name, path in outputs.paths.items():
+    for path in outputs.paths.values():
         typer.echo(f"wrote {path}")
 
 
@@ -70,7 +69,7 @@ def repair_run_command(
 def repair_ingest_command(
     files: list[Path] = typer.Argument(..., help="Continuation files in any importable format."),
     out: Path = typer.Option(..., "--out", help="Canonical JSONL to write (ready for judge compare)."),
-    tickets: Optional[Path] = typer.Option(None, "--tickets", help="tickets.jsonl, to link records that only carry ticket_id."),
+    tickets: Path | None = typer.Option(None, "--tickets", help="tickets.jsonl, to link records that only carry ticket_id."),
 ) -> None:
     """Bring continuations back as trajectories linked to their source and branch turn."""
     from judge import rundir

@@ -239,7 +239,7 @@ async def complete_with_retries(
                 runtime.fatal = error
             if not error.retryable or number > runtime.policy.max_retries:
                 error.attempts = attempts  # type: ignore[attr-defined]
-                raise error
+                raise error from (None if error is raw_error else raw_error)
             runtime.retries += 1
             await runtime.sleep(backoff_delay(number, runtime.policy, error.retry_after, runtime.rng))
             continue

@@ -310,7 +310,8 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
     for (action, key, window), low, found in zip(unknown, lows, founds):
         group = patterns.receipt_lists
 
-        def hit(name: str, window: str = window, low: str = low, found: frozenset[str] = found) -> re.Match[str] | None:
+        def hit(name: str, window: str = window, low: str = low, found: frozenset[str] = found,
+                group: Any = group) -> re.Match[str] | None:
             return group.search_one(name, window, low, found)
 
         cached = patterns.remember(memo, key, _classify_hits(action.receipt, window, hit, patterns))  # type: ignore[arg-type]

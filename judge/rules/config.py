@@ -345,9 +345,9 @@ JOIN_AFTER = 1000  # searches with one set of patterns before they are joined in
 def _joinable(pattern: str) -> bool:
     """Whether ``pattern`` keeps its meaning inside an alternation of several: no group references (their
     numbers would shift), no named groups (names would clash), no global inline flags."""
-    if "(?P" in pattern or "(?(" in pattern or re.search(r"\\\d", pattern) or re.match(r"\(\?[aiLmsux]+\)", pattern):
-        return False
-    return True
+    return not (
+        "(?P" in pattern or "(?(" in pattern or re.search(r"\\\d", pattern) or re.match(r"\(\?[aiLmsux]+\)", pattern)
+    )
 
 
 WINDOW_MIN_CHARS = 400  # below this, running a pattern over the whole text is cheaper than finding its lines
