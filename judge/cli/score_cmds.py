@@ -21,7 +21,7 @@ from judge.cli.app import app
 @app.command(
     "score",
     epilog="Examples:\n\n"
-    "  judge score examples/ --out runs/demo                      (offline rules judge)\n\n"
+    "  judge score examples/batch --out runs/example             (offline rules judge)\n\n"
     "  judge score runs.jsonl --out runs/a --judge openai:gpt-4o  (3 passes of one model)\n\n"
     "  judge score runs.jsonl --out runs/b --judge openai:gpt-4o --judge anthropic:claude-sonnet-4-5 --judge rules\n\n"
     "  judge score runs.jsonl --out runs/c --judge openai-compatible:qwen2.5@http://localhost:8000/v1\n\n"
