@@ -9,6 +9,9 @@ Two families, each check a named, pure function of the trajectory:
   rather than releasing unchecked data.
 - **format** (``format:<name>``): roles and order valid, tool arguments parse, nothing the training export
   would reject (implemented here).
+- **outcome** (``outcome:failed``): the log itself records that the task failed (a reward of 0 or below, as
+  tau-bench and inspect_ai logs carry). The judge scores the process, not the result, so a structurally
+  clean run that failed its task can score 5; it is still not released as an example to imitate.
 
 :func:`release_checks` returns the names of the failed checks; an empty list means the gate passes.
 """
@@ -97,6 +100,12 @@ FORMAT_CHECKS: dict[str, Callable[[Trajectory], bool]] = {
 }
 
 
+def check_recorded_outcome(trajectory: Trajectory) -> bool:
+    """The log does not record a failed task (no reward, or a reward above 0; partial credit passes)."""
+    reward = trajectory.metadata.reward
+    return reward is None or reward > 0
+
+
 def format_checks(trajectory: Trajectory) -> list[str]:
     """Names of the failed format checks, in :data:`FORMAT_CHECKS` order."""
     return [name for name, check in FORMAT_CHECKS.items() if not check(trajectory)]
@@ -117,5 +126,6 @@ def authenticity_checks(trajectory: Trajectory) -> list[str]:
 
 
 def release_checks(trajectory: Trajectory) -> list[str]:
-    """All failed gate checks of ``trajectory`` (format first, then authenticity); [] when it may be released."""
-    return format_checks(trajectory) + authenticity_checks(trajectory)
+    """All failed gate checks of ``trajectory`` (format, outcome, then authenticity); [] when it may be released."""
+    outcome = [] if check_recorded_outcome(trajectory) else ["outcome:failed"]
+    return format_checks(trajectory) + outcome + authenticity_checks(trajectory)

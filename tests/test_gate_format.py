@@ -115,3 +115,10 @@ def test_gate_fails_closed_without_the_rules_judge(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setitem(sys.modules, "judge.rules", None)  # makes `from judge.rules import ...` raise ImportError
     assert release_checks(make(good())) == ["authenticity:unavailable"]
+
+
+@pytest.mark.parametrize(("reward", "released"), [(None, True), (1.0, True), (0.5, True), (0.0, False), (-1.0, False)])
+def test_a_recorded_task_failure_blocks_release(reward, released) -> None:
+    trajectory = make(good())
+    trajectory.metadata.reward = reward
+    assert ("outcome:failed" not in release_checks(trajectory)) is released
