@@ -6,7 +6,6 @@ Each stage reads the files of the stage before it from the run directory, so eve
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -99,10 +98,6 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     rundir.write_json(rundir.safe_child(run_dir, rundir.MANIFEST), manifest)
-
-
-def now() -> float:
-    return time.time()
 
 
 def finish_run(run_dir: Path) -> dict[str, Path]:

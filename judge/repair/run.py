@@ -30,9 +30,7 @@ from judge.repair.tickets import (
 )
 from judge.schema import Cluster, RepairRow, ScoreRow
 
-TICKETS = "tickets.jsonl"
-EDITED = "edited.jsonl"
-EDITS = "edits.jsonl"
+TICKETS, EDITED, EDITS = rundir.TICKETS, rundir.EDITED, rundir.EDITS  # file names live in judge.rundir
 
 
 @dataclass
