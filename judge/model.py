@@ -153,6 +153,8 @@ class Trajectory(BaseModel):
         # turn (tau-bench airline, SWE-agent replays) still pairs each call with its own receipt.
         receipt_of: dict[tuple[int, int], Receipt] = {}
         waiting: dict[str, list[tuple[int, int]]] = {}
+        # Receipts without call ids (formats that pair by position) belong to the turn that precedes them.
+        unkeyed_by_turn: dict[int | None, list[Receipt]] = {}
         for index, message in enumerate(self.messages):
             if message.role == "assistant":
                 for position, call in enumerate(message.tool_calls):
@@ -161,16 +163,13 @@ class Trajectory(BaseModel):
                 queue = waiting.get(message.receipt.call_id)
                 if queue:
                     receipt_of[queue.pop(0)] = message.receipt
+            elif message.role == "tool" and message.receipt:
+                unkeyed_by_turn.setdefault(message.turn, []).append(message.receipt)
         for index, message in enumerate(self.messages):
             if message.role != "assistant":
                 continue
             receipts = [receipt_of[(index, p)] for p in range(len(message.tool_calls)) if (index, p) in receipt_of]
-            # Receipts without call ids (formats that pair by position) belong to the turn that precedes them.
-            receipts += [
-                m.receipt
-                for m in self.messages
-                if m.role == "tool" and m.receipt and not m.receipt.call_id and m.turn == message.turn
-            ]
+            receipts += unkeyed_by_turn.get(message.turn, [])
             turns.append(Turn(number=message.turn or len(turns) + 1, message=message, receipts=receipts, message_index=index))
         return turns
 
