@@ -37,6 +37,11 @@ class Issue(BaseModel):
     description: str = Field(description="What went wrong, in one or two sentences.")
     evidence: str = Field(default="", description="Text quoted from the trajectory that shows it.")
     tag: str | None = Field(default=None, description="Short machine name, e.g. repeated-failure, unverified-completion.")
+    recovered: bool | None = Field(
+        default=None,
+        description="Environment faults: True when the agent got past the fault within the trajectory (a later call "
+        "of the same intent succeeded): recorded, does not block release. False: never got past it. None: not said.",
+    )
 
 
 class Verdict(BaseModel):
@@ -88,6 +93,7 @@ class Cluster(BaseModel):
     category: Category
     severity: Severity
     tag: str | None = None
+    recovered: bool | None = Field(default=None, description="True only when every member that says, says recovered.")
     description: str
 
 
@@ -101,6 +107,7 @@ class ScoredIssue(BaseModel):
     category: Category
     severity: Severity
     tag: str | None = None
+    recovered: bool | None = None
     description: str
     votes: int
 

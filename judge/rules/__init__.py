@@ -124,22 +124,27 @@ class WasteCounts:
 def waste_counts(analysis: Analysis) -> WasteCounts:
     """Failed calls (first of their kind), identical repeats of a failure, and redundant read-only repeats.
 
-    A failed check that later passes is not waste (it found what the next calls fixed). A read-only call is
-    redundant when an identical call already succeeded and no call that may change state ran in between
-    (re-reading an unchanged file).
+    A failed check that later passes is not waste (it found what the next calls fixed), nor is a check that ran
+    and reported failures (its findings are evidence). A repeat of a failure counts only when no successful call
+    that may change state ran since the identical failure (re-running after a fix is the loop working). A
+    read-only call is redundant when an identical call already succeeded and no call that may change state ran in
+    between (re-reading an unchanged file).
     """
     failed = repeated = redundant = 0
-    seen_failures: set[tuple[str, str]] = set()
+    last_failure: dict[tuple[str, str], int] = {}  # signature -> order of the last identical failure
     last_ok_read: dict[str, int] = {}  # key -> order of the last successful identical read-only call
-    last_mutation = -1
+    last_mutation = -1  # order of the last call that may change state
+    last_ok_mutation = -1  # ... of those, the last that succeeded
     for action in analysis.actions:
         if action.outcome == "error":
             signature = (action.key, action.error_line.strip().lower())
-            if signature in seen_failures:
-                repeated += 1
-            elif not (action.is_check and analysis.recovered(action)):
+            previous = last_failure.get(signature)
+            if previous is not None:
+                if previous > last_ok_mutation:
+                    repeated += 1
+            elif not action.reported and not (action.is_check and analysis.recovered(action)):
                 failed += 1
-            seen_failures.add(signature)
+            last_failure[signature] = action.order
         elif action.outcome == "ok" and action.read_only:
             previous = last_ok_read.get(action.key)
             if previous is not None and previous > last_mutation:
@@ -147,6 +152,8 @@ def waste_counts(analysis: Analysis) -> WasteCounts:
             last_ok_read[action.key] = action.order
         if not action.read_only and not action.is_plan:
             last_mutation = action.order
+            if action.outcome == "ok":
+                last_ok_mutation = action.order
     return WasteCounts(total=len(analysis.actions), failed=failed, repeated=repeated, redundant=redundant)
 
 
