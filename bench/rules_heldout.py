@@ -125,7 +125,7 @@ def main() -> None:
         expected = {e["turn"]: e.get("recovered") for e in trajectory.metadata.extra["expected"] if e["tag"] == "environment-fault"}
         for issue in issues[trajectory.id]:
             if issue.tag == "environment-fault" and issue.turn in expected:
-                if issue.recovered == expected[issue.turn]:
+                if getattr(issue, "recovered", None) == expected[issue.turn]:
                     right += 1
                 else:
                     wrong += 1
