@@ -26,7 +26,8 @@ Outcome = Literal["ok", "error", "environment", "missing"]
 
 # Sentence ends: [.!?] before whitespace (not the dot of "report.csv"), any CJK stop, or a line break.
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-_EXTENSIONS = r"\.(?:py|js|ts|tsx|jsx|json|ya?ml|md|txt|csv|sh|go|rs|java|toml|html|css|sql|cfg|ini|rb|c|h|cpp|xml)"
+_EXTENSIONS = (r"\.(?:py|js|ts|tsx|jsx|json|jsonl|ya?ml|md|txt|csv|tsv|sh|go|rs|java|kt|php|toml|html|css|scss|sql|cfg|"
+               r"conf|ini|rb|c|h|cpp|xml|log|ipynb|png|jpe?g|gif|svg|pdf|xlsx?|docx?|pptx|parquet|zip|gz|tgz|db|sqlite)")
 _PATH_TOKEN = re.compile(r"(?<![\w/.-])([\w./-]*[\w-]" + _EXTENSIONS + r")\b")
 # Every path token holds a dot and an extension: this literal-led search (fast) rules most sentences out first.
 _HAS_EXTENSION = re.compile(_EXTENSIONS)
@@ -644,6 +645,7 @@ def plan_items(call: ToolCall) -> list[tuple[str, str, str]]:
 
 
 _NUMBER = re.compile(r"\d+")
+_CLAUSE = re.compile(r"\s[—–]\s|\s--?\s|;\s|；")  # clause breaks inside a sentence (dashes, semicolons)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
 
 
@@ -735,13 +737,17 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
     """Read one claim sentence (one literal scan of it for the sentence-level lists)."""
     low = text.lower()
     found = patterns.sentence_lists.find(low)
+    hedged = patterns.hedge.search_found(text, found) is not None
+    if hedged and _CLAUSE.search(text):
+        # A hedge holds for its clause: "It will ship Monday — the address has been updated" still claims.
+        hedged = not any(patterns.claim.search(clause) and not patterns.hedge.search(clause) for clause in _CLAUSE.split(text))
     test_claim = patterns.test_claim.search_found(text, found) is not None
     pass_claim = test_claim or patterns.pass_claim.search_found(text, found) is not None
     return Sentence(
         text=text,
         is_claim=True,
         is_check_claim=pass_claim or patterns.check_claim.search_found(text, found) is not None,
-        hedged=patterns.hedge.search_found(text, found) is not None,
+        hedged=hedged,
         mentions_failure=patterns.failure_words.search_found(text, found) is not None,
         tokens=salient_tokens(text),
         creation=patterns.creation_claim.search_found(text, found) is not None,

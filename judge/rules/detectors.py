@@ -345,9 +345,9 @@ def _checked_name(kind: str, sentence: Sentence) -> bool:
 
 
 def _shown_before(an: Analysis, token: str, index: int, speaker: str | None) -> bool:
-    """Whether ``token`` occurs before message ``index`` anywhere but in the claimant's own words: the query, a
-    user or system message, a tool call's arguments, a receipt, or (multi-agent logs) another agent's message."""
-    if token in (an.trajectory.query or "") or token in _speakers(an):
+    """Whether a call or its receipt shows ``token`` before message ``index`` (in a multi-agent log, also another
+    agent's message): what the calls wrote, read or printed, not the user's request nor the claimant's own words."""
+    if token in _speakers(an):
         return True
     calls: dict[int, list[Action]] | None = an.cache.get("calls_by_message")
     if calls is None:
@@ -360,7 +360,7 @@ def _shown_before(an: Analysis, token: str, index: int, speaker: str | None) -> 
                 return True
             if an.multi_agent and message.name != speaker and token in (message.content or ""):
                 return True
-        elif token in (message.content or ""):
+        elif message.role == "tool" and token in (message.content or ""):
             return True
     return False
 
@@ -395,8 +395,8 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     receipts do not support. Each claim sentence is matched to the calls it speaks of:
 
     - things it names (a file, an identifier, a record code): the last call that names each must not have failed,
-      be unanswered or have an unknown effect; a name that no call, receipt, user or system message shows before
-      the claim is unsupported (an invented id or file); a file it claims to have created must have been written
+      be unanswered or have an unknown effect; a file or id that no call or receipt shows before the claim is
+      unsupported (invented, or never touched: the user naming it is not evidence); a file it claims to have created must have been written
       or produced by a successful call (a read of it, or nothing, is not enough);
     - tests or checks passing: a check (tests, linter, validator; never a read of a status file or an echo) must
       have run and passed, and its receipt must show something;
@@ -439,7 +439,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                 elif creation and kind == "path" and not _produced(an, token, prior, index):
                     why = f"no call wrote or produced {token}"
                 elif _checked_name(kind, sentence) and not _shown_before(an, token, index, speech.name):
-                    why = f"{token} appears in no call, receipt or message before it"
+                    why = f"{token} appears in no call or receipt before it"
                 if why is not None:
                     referent = last
                     break
