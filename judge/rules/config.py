@@ -478,12 +478,19 @@ class LiteralGate:
         # non-ASCII one) occurs in it: a Chinese text is not searched for Korean or Russian words.
         self.roots = tuple(r for r in roots if r.isascii())
         self.wide_roots = tuple(r for r in roots if not r.isascii())
+        # Many roots (nine languages' words): one scan of a trie-shaped regex finds them about twice as fast as a
+        # substring test per root. No root is a prefix of another (it would contain it), so at most one root starts
+        # at a position and the look-ahead finds every occurrence.
+        self.root_scan = _trie_scan(self.roots) if len(self.roots) >= TRIE_MIN_ROOTS else None
         self.wide_by_key: dict[str, list[str]] = {}
         for root in self.wide_roots:
             self.wide_by_key.setdefault(next(ch for ch in root if not ch.isascii()), []).append(root)
 
     def find(self, low: str) -> frozenset[str]:
-        found = [literal for literal in self.roots if literal in low]
+        if self.root_scan is not None:
+            found = list({m.group(1): None for m in self.root_scan.finditer(low)})
+        else:
+            found = [literal for literal in self.roots if literal in low]
         if self.wide_roots and not low.isascii():
             by_key = self.wide_by_key
             for key in by_key.keys() & set(low):
@@ -554,6 +561,28 @@ class LiteralGate:
                     break
                 at = joined.find(literal, starts[text + 1])  # the next text that holds it
         return [frozenset(held) if held else _NOTHING for held in hits]
+
+
+TRIE_MIN_ROOTS = 60  # below this many roots, a substring test per root is as fast as a trie scan
+
+
+def _trie_scan(words: tuple[str, ...]) -> re.Pattern[str]:
+    """A regex whose look-ahead group captures, at every position, the word of ``words`` starting there."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return re.compile("(?=(" + build(trie) + "))")
 
 
 class PhraseGroup:
