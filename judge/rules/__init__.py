@@ -2,7 +2,7 @@
 
 Public API::
 
-    config = RulesConfig.load()                      # rubrics/rules-v1.yaml, or a path
+    config = RulesConfig.load()                      # rubrics/rules-v2.yaml, or a path
     issues = run_detectors(trajectory)               # every enabled detector
     issues = run_detectors(trajectory, ["premature-claim"])   # one detector, as a validator
     DETECTORS["failed-call"](trajectory)             # the same, one detector, called alone
@@ -13,10 +13,10 @@ Detector names (each issue's ``tag`` is exactly the name of the detector that fo
 =========================== =========== =========================================================
 detector                    category    finds
 =========================== =========== =========================================================
-failed-call                 code        a failed call; minor if later redone, severe if never
+failed-call                 code        a failed call (not a check that reported failures); minor if redone
 repeated-failure            code        the same failing call repeated unchanged
-environment-fault           environment network, auth, quota, disk failures (never ``code``)
-unverified-completion       semantic    a done/created/verified claim its receipts contradict
+environment-fault           environment network, DNS, auth, quota, disk, timeout (never ``code``); ``recovered``
+unverified-completion       semantic    a done/created/pushed/tests-pass/N-records claim no receipt supports
 plan-receipt-mismatch       semantic    a todo marked completed without a successful call / check
 stale-evidence              semantic    "verified" after the checked file changed
 premature-claim             semantic    a result stated before its receipt exists
@@ -26,8 +26,9 @@ budget-exhausted            capability  the log marks the budget exhausted and n
 =========================== =========== =========================================================
 
 Their rules are documented on the functions in :mod:`judge.rules.detectors`; phrase lists and thresholds are
-data in ``rubrics/rules-v1.yaml``. Everything is computed from one :class:`~judge.rules.analysis.Analysis`
-per trajectory, so a single detector is as cheap as the analysis it needs.
+data in ``rubrics/rules-v2.yaml`` (per language; a language without a vocabulary gets the structural checks).
+Everything is computed from one :class:`~judge.rules.analysis.Analysis` per trajectory, so a single detector is
+as cheap as the analysis it needs.
 """
 
 from __future__ import annotations
