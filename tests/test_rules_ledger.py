@@ -67,3 +67,17 @@ def test_rules_panel_releases_after_a_recovered_fault_only(retry: str, released:
     row = score_trajectory(trajectory, [verdict], clusters, RUBRIC, panel_size=1, failed_checks=[])
     assert row.environment and {i.recovered for i in row.environment} == {released}
     assert row.release is released
+
+
+def test_a_recovered_fault_is_not_routed_for_a_rerun() -> None:
+    from judge.repair.routing import majority_issues
+    from judge.schema import ScoredIssue, ScoreRow
+
+    def ledger(recovered: bool | None) -> ScoredIssue:
+        return ScoredIssue(cluster="c1", turn=1, category="environment", severity="severe", description="DNS",
+                           votes=1, recovered=recovered)
+
+    for recovered, routed in [(True, []), (False, ["c1"]), (None, ["c1"])]:
+        row = ScoreRow(trajectory_id="t", score=5, reason="", release=True, environment=[ledger(recovered)],
+                       panel_size=1, valid_passes=1)
+        assert [i.cluster for i in majority_issues(row)] == routed
