@@ -50,6 +50,7 @@ def score_command(
     API keys are read from OPENAI_API_KEY / ANTHROPIC_API_KEY only. Without --judge the offline rules judge
     runs (no key, no cost). A killed run resumes from OUT without paying twice.
     """
+    from judge.cli.ingest_cmds import import_notes
     from judge.panel import PanelConfig, run_panel, summary_lines
     from judge.pipeline import finish_run, import_to_run, read_trajectories, score_run
 
@@ -67,7 +68,9 @@ def score_command(
 
     stats = import_to_run(inputs, out, fmt=fmt)
     typer.echo(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
-               + (f" (see {out / 'rejects.jsonl'})" if stats.rejected else ""))
+               + (f" (see {out / 'rejects.jsonl'})" if stats.rejected or stats.skipped else ""))
+    for line in import_notes(stats):
+        typer.echo(line)
     if stats.imported == 0:
         typer.echo("nothing could be imported; stopping", err=True)
         raise typer.Exit(code=1)
