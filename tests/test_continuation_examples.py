@@ -81,6 +81,20 @@ def repaired_run(tmp_path_factory) -> Path:
     return run
 
 
+def before_the_prefix(ticket, tmp_path: Path) -> tuple[Path, Path]:
+    """The repository before the prefix (the module as T1 read it, from its receipt, and the test file) and the
+    agent's script file."""
+    workdir = tmp_path / "repo"
+    (workdir / "utils").mkdir(parents=True)
+    (workdir / "tests").mkdir()
+    (workdir / "utils" / "date.py").write_text(next(r.content for r in ticket.reusable_receipts if r.name == "Read"), encoding="utf-8")
+    (workdir / "tests" / "test_date.py").write_text(TEST_DATE, encoding="utf-8")
+    script = tmp_path / "script.json"
+    keyed = {f"{SOURCE}:{arm}": turns for arm, turns in SCRIPTS.items()}  # other trajectories' tickets get no script
+    script.write_text(json.dumps({"scripts": keyed}, ensure_ascii=False), encoding="utf-8")
+    return workdir, script
+
+
 def test_score_repair_continue_ingest_compare(repaired_run: Path, tmp_path: Path):
     from judge.compare import compare_records, load_records, make_scorer
     from judge.repair import ingest_continuations
@@ -90,15 +104,7 @@ def test_score_repair_continue_ingest_compare(repaired_run: Path, tmp_path: Path
     guided = next(t for t in tickets if t.arm == "guided")
     assert (guided.checkpoint_turn, guided.target_issue.turn, guided.target_issue.tag) == (2, 3, "failed-call")
 
-    # The state before the prefix: the module as T1 read it (its receipt) and the repository's test file.
-    workdir = tmp_path / "repo"
-    (workdir / "utils").mkdir(parents=True)
-    (workdir / "tests").mkdir()
-    (workdir / "utils" / "date.py").write_text(next(r.content for r in guided.reusable_receipts if r.name == "Read"), encoding="utf-8")
-    (workdir / "tests" / "test_date.py").write_text(TEST_DATE, encoding="utf-8")
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"scripts": SCRIPTS}, ensure_ascii=False), encoding="utf-8")
-
+    workdir, script = before_the_prefix(guided, tmp_path)
     options = ContinueOptions(environments=Environments(default=EnvironmentSource(workdir=workdir)))
     results = asyncio.run(run_tickets(tickets, ScriptedAgent.load(script), options))
     by_arm = {r.ticket.arm: r for r in results}
@@ -124,3 +130,26 @@ def test_score_repair_continue_ingest_compare(repaired_run: Path, tmp_path: Path
     assert arms["guided"]["target_recurred"] is False and arms["unguided"]["target_recurred"] is True
     assert (arms["guided"]["suffix_tokens"], arms["unguided"]["suffix_tokens"]) == (160, 80)
     assert arms["guided"]["budget_exhausted"] is False and compared.unmatched == []
+
+
+def test_judge_continue_runs_the_tickets_of_a_run_from_the_command_line(repaired_run: Path, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from judge.cli import app
+
+    guided = next(t for t in load_tickets(repaired_run) if t.ticket_id == f"{SOURCE}:c1:guided")
+    workdir, script = before_the_prefix(guided, tmp_path)
+    out = tmp_path / "continuations.jsonl"
+    runner = CliRunner(env={"COLUMNS": "300"})
+    result = runner.invoke(app, ["continue", str(repaired_run), "--agent", f"scripted:{script}", "--workdir", str(workdir),
+                                 "--out", str(out), "--ticket", SOURCE, "--ticket", "zh-false-completion", "--budget-turns", "2"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "4 tickets: budget-exhausted 1, completed 1, unsupported-tool 2"
+    assert any(line.startswith("  zh-false-completion:c1:guided: unsupported-tool: replaying T1 Bash") for line in lines)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted((r["id"], r["metadata"]["budget_exhausted"]) for r in rows) == [
+        (f"{SOURCE}-guided", True), (f"{SOURCE}-unguided", False)]
+
+    bad = runner.invoke(app, ["continue", str(repaired_run), "--agent", "openai:gpt-4.1", "--out", str(out)])
+    assert bad.exit_code == 2 and "provider-backed agents are not available yet" in bad.output

@@ -282,3 +282,32 @@ def test_finished_arms_are_written_for_ingest_and_stopped_arms_only_to_the_log(t
     assert meta.extra["stop_reason"] == "completed" and meta.extra["guidance_source"] == "template"
     assert linked[0].messages[-1].usage == Usage(**USAGE)  # compare counts suffix tokens from the turns
     assert linked[0].query_id == "q-t1" and linked[0].id == "t1-guided"
+
+
+def test_the_plan_state_is_restored_and_follows_the_plan_tool():
+    todos = {"todos": [{"id": "t1", "content": "Fix", "status": "in_progress"}]}
+    steps = [say("", call("p1", "TodoWrite", **todos)), tool("p1", "Todos have been modified successfully."),
+             say("", call("b1", "Bash", command="false")), tool("b1", "Exit code 1", error=True, exit_code=1), say("Done.")]
+    ticket = make_ticket(steps, checkpoint=1)
+    assert ticket.plan == todos
+    kept, agent = run(ticket, [{"content": "ok", "usage": USAGE}])
+    assert kept.plan == todos and "TodoWrite" in [t.name for t in agent.requests[0].tools]
+    done = {"todos": [{"id": "t1", "content": "Fix", "status": "completed"}]}
+    moved, _ = run(ticket, [{"tool_calls": [{"name": "TodoWrite", "arguments": done}], "usage": USAGE},
+                            {"content": "ok", "usage": USAGE}])
+    assert moved.plan == done and moved.suffix()[1].receipt.content == "Todos have been modified successfully."
+
+
+def test_a_failure_of_the_harness_ends_that_arm_only(monkeypatch):
+    from judge.continuation.sandbox import Sandbox
+
+    async def broken(self, command, timeout_s=None, stdin=None):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(Sandbox, "bash", broken)
+    bash = {"tool_calls": [{"name": "Bash", "arguments": {"command": "ls"}}], "usage": USAGE}
+    agent = ScriptedAgent.of({"guided": [bash], "unguided": [{"content": "fine", "usage": USAGE}]})
+    tickets = [make_ticket(READ_THEN_WRITE, checkpoint=0), make_ticket(READ_THEN_WRITE, checkpoint=0, arm="unguided")]
+    guided, unguided = asyncio.run(run_tickets(tickets, agent))
+    assert (guided.stop.reason, guided.stop.detail) == ("harness-error", "RuntimeError: disk on fire")
+    assert unguided.stop.reason == "completed"

@@ -151,3 +151,15 @@ class ScriptedAgent:
     async def aclose(self) -> None:
         return None
 
+
+
+def make_agent(spec: str) -> Agent:
+    """The agent named by ``spec``. Only ``scripted:FILE`` exists today; provider-backed agents
+    (``openai:MODEL``, ``anthropic:MODEL``, ``openai-compatible:MODEL@URL``) come with the provider layer's
+    tool-calling support."""
+    kind, sep, rest = spec.partition(":")
+    if kind == "scripted" and sep and rest:
+        return ScriptedAgent.load(Path(rest))
+    if kind in ("openai", "anthropic", "openai-compatible"):
+        raise ValueError(f"agent {spec!r}: provider-backed agents are not available yet; use scripted:FILE")
+    raise ValueError(f"unknown agent {spec!r}: write scripted:FILE")

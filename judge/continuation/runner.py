@@ -83,6 +83,7 @@ class ArmResult:
     events: list[ToolEvent] = field(default_factory=list)
     replayed: list[ToolEvent] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
+    plan: Any = None  # the plan state (last plan-tool arguments) when the arm ended
 
     @property
     def finished(self) -> bool:
@@ -131,7 +132,7 @@ class ArmResult:
             "route": self.ticket.route, "output_id": self.output_id if self.finished else None,
             "stop_reason": self.stop.reason, "stop_detail": self.stop.detail, "budget_exhausted": self.budget_exhausted,
             "new_turns": self.new_turns, "usage": self.usage.model_dump(), "cost_usd": self.cost_usd, "agent": self.model,
-            "environment": self.environment, "replayed": [e.as_dict() for e in self.replayed],
+            "environment": self.environment, "plan": self.plan, "replayed": [e.as_dict() for e in self.replayed],
             "tool_events": [e.as_dict() for e in self.events],
             "suffix": None if self.finished else [m.model_dump(mode="json") for m in self.suffix()],
         }
@@ -163,8 +164,12 @@ async def run_ticket(ticket: Ticket, agent: Agent, options: ContinueOptions | No
     if stop is not None:
         result.stop = stop
         return result
-    sandbox = Sandbox.create(source.directory, options.limits, parent=options.work_parent, env=options.env,
-                             path_alias=source.path_alias)
+    try:
+        sandbox = Sandbox.create(source.directory, options.limits, parent=options.work_parent, env=options.env,
+                                 path_alias=source.path_alias)
+    except OSError as error:
+        result.stop = Stop("environment-unavailable", f"cannot make the working copy: {error}")
+        return result
     result.environment = {"workdir": str(source.workdir) if source.workdir else None,
                           "snapshot": str(source.snapshot) if source.snapshot else None,
                           "fresh_environment": ticket.fresh_environment,
@@ -179,7 +184,10 @@ async def run_ticket(ticket: Ticket, agent: Agent, options: ContinueOptions | No
         # Replayed writes are the prefix's own: the cache already accounts for them, so it joins only now.
         dispatcher.cache = ReceiptCache(ticket, sites) if options.reuse_receipts else None
         result.stop = await _continue(result, agent, dispatcher, tool_schemas(ticket, options.mapping), options.budget)
+    except Exception as error:  # noqa: BLE001 - a failure of the harness ends this arm, recorded, not the batch
+        result.stop = Stop("harness-error", f"{type(error).__name__}: {error}")
     finally:
+        result.plan = sandbox.plan
         sandbox.close(keep=options.keep_workdirs)
     return result
 
