@@ -9,7 +9,6 @@ target error recur in the unguided arm only.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -17,6 +16,8 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from test_repair_examples import scored_run  # noqa: E402  (the rules judge through the pipeline's own functions)
 
 from judge import rundir  # noqa: E402
 from judge.continuation import (  # noqa: E402
@@ -30,10 +31,6 @@ from judge.continuation import (  # noqa: E402
 )
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
-_spec = importlib.util.spec_from_file_location("repair_examples", Path(__file__).parent / "test_repair_examples.py")
-_examples = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_examples)  # type: ignore[union-attr]
-scored_run = _examples.scored_run  # the rules judge through the pipeline's own functions
 
 SOURCE = "ja-false-completion"
 # The repository's test file before the prefix (written by us to match the log's receipts: one test passes

@@ -4,7 +4,6 @@ snapshots, unknown writes), reusing receipts, budgets, stops, and the records `j
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from pathlib import Path
 
@@ -24,23 +23,19 @@ from judge.continuation import (
 from judge.model import Message, Usage
 from judge.repair import ingest_continuations
 from judge.repair.tickets import TargetIssue, Ticket, environment_state, prefix_before
-
-_spec = importlib.util.spec_from_file_location("repair_cases", Path(__file__).parent / "fixtures" / "repair" / "cases.py")
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)  # type: ignore[union-attr]
-call, tool, say = cases.call, cases.tool, cases.say
+from judge.testing.builders import call, say, tool, trajectory
 
 USAGE = {"input_tokens": 500, "output_tokens": 100}
 
 
 def make_ticket(steps: list[Message], checkpoint: int, arm: str = "guided", **update) -> Ticket:
     """A ticket for the trajectory ``steps``, built the way `judge repair` builds one (prefix, receipts, writes)."""
-    trajectory = cases.trajectory("t1", steps)
-    prefix = prefix_before(trajectory, checkpoint + 1)
-    reusable, unknown, plan = environment_state(trajectory, prefix)
+    source = trajectory("t1", steps)
+    prefix = prefix_before(source, checkpoint + 1)
+    reusable, unknown, plan = environment_state(source, prefix)
     target = TargetIssue(cluster="c1", turn=checkpoint + 1, category="code", severity="severe", tag="failed-call",
                          description="A call failed.")
-    ticket = Ticket(ticket_id=f"t1:c1:{arm}", trajectory_id="t1", query_id="q-t1", query=trajectory.query,
+    ticket = Ticket(ticket_id=f"t1:c1:{arm}", trajectory_id="t1", query_id="q-t1", query=source.query,
                     route="online-guided", arm=arm, checkpoint_turn=checkpoint, branch_turn=checkpoint, prefix=prefix,
                     reusable_receipts=reusable, unknown_writes=unknown, fresh_environment=bool(unknown), plan=plan,
                     target_issue=target, guidance="Read config.ini before answering." if arm == "guided" else None,
@@ -246,7 +241,7 @@ def test_an_agent_that_runs_out_of_turns_or_a_ticket_not_ready_is_stopped_with_a
 def test_a_rewrite_arm_gets_the_rewritten_query_then_the_guidance():
     ticket = make_ticket(READ_THEN_WRITE, checkpoint=0, arm="rewrite", route="rewrite-restart",
                          agent_query="Open config.ini and report the port.", guidance="Keep every requirement.",
-                         prefix=[m for m in cases.trajectory("t1", READ_THEN_WRITE).messages if m.role == "system"])
+                         prefix=[m for m in trajectory("t1", READ_THEN_WRITE).messages if m.role == "system"])
     result, agent = run(ticket, [{"content": "8080", "usage": USAGE}])
     assert [(m.role, m.content) for m in agent.requests[0].messages[1:]] == [
         ("user", "Open config.ini and report the port."), ("user", "Keep every requirement.")]
