@@ -35,7 +35,7 @@ from judge.continuation.restore import (
     restored_messages,
 )
 from judge.continuation.sandbox import Limits, Sandbox
-from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolSchema
+from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolKind, ToolSchema
 from judge.model import Message, Trajectory, TrajectoryMetadata, Usage
 from judge.repair.calls import is_plan_call
 from judge.repair.tickets import Ticket
@@ -146,7 +146,7 @@ def _quote(evidence: str) -> str:
 def tool_schemas(ticket: Ticket, mapping: CommandMapping) -> list[ToolSchema]:
     """What the agent is told it can call: Bash, Read, Write, Edit; the plan tool when the prefix planned;
     each tool the mapping serves (its schema unknown, so any object)."""
-    kinds = ["bash", "read", "write", "edit"]
+    kinds: list[ToolKind] = ["bash", "read", "write", "edit"]
     planned = ticket.plan is not None or any(is_plan_call(c) for m in ticket.prefix for c in m.tool_calls)
     schemas = [SCHEMAS[k] for k in kinds] + ([SCHEMAS["plan"]] if planned else [])
     schemas += [ToolSchema(rule.name, f"Served by the harness mapping ({rule.source}).", MAPPED_TOOL_PARAMETERS)
