@@ -187,24 +187,25 @@ def load_agentrx(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
 
 
 def mast_mode_name(raw: str) -> str:
-    """``"1.3 Step Repetition\\n\\nDefinition..."`` -> ``"step repetition"`` (number and definition dropped)."""
-    head = raw.split("\n", 1)[0].strip()
-    return re.sub(r"^\d+(\.\d+)?\s*", "", head).strip().lower()
+    """``"1.3 Step Repetition\\n\\nDefinition..."`` -> ``"step repetition"`` (the importer's rule)."""
+    from judge.importers.mast import mode_name
+
+    return mode_name(raw)
 
 
 def load_mast(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
-    """MAST/MAD human labels: trace-level modes, majority-positive when >= 2 of 3 annotators marked them."""
+    """MAST/MAD human labels: trace-level modes, majority-positive when >= 2 of 3 annotators marked them
+    (``judge.importers.mast.majority_modes``, the rule the importer's recorded outcome uses too)."""
+    from judge.importers.mast import majority_modes
+
     labels: list[TrajectoryLabels] = []
     errors: list[str] = []
     records = json.loads(path.read_text(encoding="utf-8"))
     for index, record in enumerate(records):
         try:
-            modes: dict[str, bool] = {}
-            for annotation in record["annotations"]:
-                # only a literal true is a vote: the file writes a missing vote as NaN, and bool(nan) is True
-                votes = sum(annotation.get(f"annotator_{i}") is True for i in (1, 2, 3))
-                name = mast_mode_name(annotation["failure mode"])
-                modes[name] = modes.get(name, False) or votes >= 2
+            positive = set(majority_modes(record["annotations"]))
+            modes = {mast_mode_name(a["failure mode"]): False for a in record["annotations"]}
+            modes.update({name: True for name in positive})
             label_id = f"{record.get('mas_name')}/{record.get('round')}/{record.get('trace_id')}"
             labels.append(TrajectoryLabels(label_id=label_id, kind="mast", source_file=str(path.resolve()),
                                            task_id=str(index), modes=modes))
