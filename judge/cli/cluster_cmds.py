@@ -104,7 +104,7 @@ def calibrate_command(
 @app.command("rescore")
 def rescore_command(
     run: Path = typer.Argument(..., help="A run directory with trajectories.jsonl and verdicts.jsonl."),
-    rubric: Path | None = typer.Option(None, "--rubric", help="A rubric YAML (default rubrics/default-v1.yaml)."),
+    rubric: Path | None = typer.Option(None, "--rubric", help="A rubric YAML (default rubrics/default-v2.yaml)."),
 ) -> None:
     """Recompute clusters and scores from the stored verdicts, then repairs, summary and reports; no judge call."""
     from judge import rundir
