@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from judge.outcome import TaskOutcome, from_fields
 
 SCHEMA_VERSION = "trajudge.trajectory/1"
 
@@ -115,9 +118,24 @@ class TrajectoryMetadata(BaseModel):
     target_issue: str | None = None
     budget_exhausted: bool | None = None
     usage: Usage | None = None
-    reward: float | None = None
-    outcome: str | None = None
+    reward: float | None = Field(default=None, description="A finite reward; a NaN is read into task_outcome and dropped.")
+    outcome: str | None = Field(default=None, description="The outcome as the source wrote it (e.g. 'submitted', 'C').")
+    task_outcome: TaskOutcome | None = Field(
+        default=None,
+        description="The recorded result, normalised (judge.outcome): what the gate and the report read. Importers "
+        "set it from their format's fields; when absent it is read from reward and outcome.",
+    )
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _settle_outcome(self) -> TrajectoryMetadata:
+        # A reward the importer could not coerce stays in extra; it is still a recorded value that must be read.
+        reward = self.reward if self.reward is not None else self.extra.get("reward")
+        if self.task_outcome is None:
+            self.task_outcome = from_fields(reward, self.outcome)
+        if self.reward is not None and not math.isfinite(self.reward):
+            self.reward = None  # NaN/inf are not JSON; the raw value and why it blocks release are in task_outcome
+        return self
 
 
 class Turn(BaseModel):
