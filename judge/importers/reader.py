@@ -492,12 +492,13 @@ def _read_document(document: Any, file: str, fmt: str | None, line_of: _LineFind
     def record(part: Any, src: Source, name: str | None, in_array: bool = False) -> Item:
         cut_at = _cut_line(part) if cut else None
         if cut_at is not None:
-            item: Item = _reject(src, name, f"{_TOO_DEEP} (from line {cut_at})")
-            item.line = cut_at
+            item: Item = _reject(src, name, _TOO_DEEP)
+            item.line = cut_at  # where the value too deep opens
             return item
         item = parse_record(part, src, name)
         if cut and isinstance(item, Trajectory) and (cut_at := _cut_line(item.model_dump())) is not None:
-            item = _reject(src, name, f"{_TOO_DEEP} (from line {cut_at})")  # a cut value outside the record reached it
+            item = _reject(src, name, _TOO_DEEP)  # a cut value outside the record reached it
+            item.line = cut_at
         if in_array and isinstance(item, Reject) and item.line is None and src.index is not None:
             item.line = line_of(src.index)
         return item

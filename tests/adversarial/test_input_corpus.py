@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from adversarial.inputs import CASES, Case, build, line
 from judge.cli import app
 from judge.importers import iter_records, reader
 from judge.importers.writer import write_import
 from judge.model import Trajectory
 from judge.pipeline import import_to_run
 from judge.schema import Reject
-
-sys.path.insert(0, str(Path(__file__).parent))
-from adversarial_inputs import CASES, Case, build, line  # noqa: E402
 
 runner = CliRunner()
 

@@ -4,7 +4,7 @@ Each :class:`Case` writes its files into its own folder and says what a correct 
 imported (in order), the rejects (file, line, a piece of the reason) and the paths skipped. The tests in this
 folder build every case in a temporary folder and import it; to look at the files themselves::
 
-    python tests/adversarial/adversarial_inputs.py /tmp/adversarial   # then: judge import /tmp/adversarial --out x.jsonl
+    python tests/adversarial/inputs.py /tmp/adversarial   # then: judge import /tmp/adversarial --out x.jsonl
 """
 
 from __future__ import annotations
@@ -259,6 +259,6 @@ def build(root: Path, cases: list[Case] = CASES) -> dict[str, Path]:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/adversarial/adversarial_inputs.py OUT_DIR")
+        sys.exit("usage: python tests/adversarial/inputs.py OUT_DIR")
     for name, folder in build(Path(sys.argv[1])).items():
         print(f"{name:28} {folder}")
