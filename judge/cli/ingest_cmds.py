@@ -40,9 +40,12 @@ def import_command(
 ) -> None:
     """Import agent logs into canonical trajectories; unreadable records go to a rejects file.
 
-    Prints how many records were read, imported and rejected (and per format). Paths not read (a trajudge run
-    directory inside an input folder, OUT itself, a symlinked directory) are listed in the rejects file as
-    skipped; repeated ids are renamed ID~2, ID~3... with the original kept in metadata.extra.original_id.
+    Prints how many records were read, imported and rejected (and per format).
+
+    Paths not read (OUT itself, a trajudge run directory inside an input folder, a symlinked directory) are listed in the rejects file as skipped.
+
+    A repeated id is renamed ID~2, ID~3...; the original stays in metadata.extra.original_id.
+
     Exits non-zero only when nothing could be imported, or with --strict when a record was rejected.
     """
     from judge.importers import FORMATS, describe_reject
