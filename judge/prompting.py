@@ -478,10 +478,13 @@ def plan_windows(sizes: dict[int, int], turn_count: int, budget: int) -> list[Wi
         shown_from = start
         context = sizes.get(0, 0) if start == 1 else 0
         if windows:
-            while (shown_from > 1 and start - shown_from < OVERLAP_TURNS
-                   and context + sizes.get(shown_from - 1, 0) <= OVERLAP_SHARE * budget):
+            while shown_from > 1 and start - shown_from < OVERLAP_TURNS:
+                # Showing T1 again shows the messages before it too (render_trajectory does).
+                cost = sizes.get(shown_from - 1, 0) + (sizes.get(0, 0) if shown_from - 1 == 1 else 0)
+                if context + cost > OVERLAP_SHARE * budget:
+                    break
                 shown_from -= 1
-                context += sizes.get(shown_from, 0)
+                context += cost
         end, total = start - 1, context
         while end < turn_count and total + sizes.get(end + 1, 0) <= budget:
             end += 1
