@@ -622,3 +622,29 @@ def test_a_tools_key_of_another_shape_stays_in_extra() -> None:
 
     trajectory = parse_record({"id": "a", "messages": CHAT, "tools": {"filter": {"blocklist": ["vim"]}}}, Source("x.json"), "openai")
     assert trajectory.metadata.tools == [] and trajectory.metadata.extra["tools"] == {"filter": {"blocklist": ["vim"]}}
+
+
+# --- the simulated judge speaks v2 -------------------------------------------------------------------
+
+
+def test_the_simulated_judge_answers_v2_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.testing.simjudge import SimConfig, simulated_server
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    trajectory = long_run()
+    truth = [{"query": trajectory.query, "turn_count": trajectory.turn_count, "efficiency": "medium", "issues": [
+        {"turn": 17, "category": "code", "severity": "severe", "description": "Step 17 failed.", "evidence": "boom: step failed",
+         "tag": "failed-call"},
+        {"turn": None, "category": "semantic", "severity": "minor", "description": "Never verified.", "evidence": "", "tag": None}]}]
+    config = SimConfig(latency_s=0.0, miss_rate=0.0, false_alarm_rate=1.0, turn_jitter_rate=0.0)
+    with simulated_server(truth, config) as sim:
+        run_panel_config = PanelConfig(judges=[f"openai-compatible:simjudge@{sim.base_url}"], passes=1, max_input_tokens=5000)
+        asyncio.run(run_panel([trajectory], run_panel_config, tmp_path, progress=False))
+        calls = sim.request_count
+    (verdict,) = list(rundir.read_jsonl(tmp_path / rundir.VERDICTS, Verdict))
+    assert verdict.status == "ok" and verdict.windows == calls > 1 and verdict.critical_turn == 17
+    known = [i for i in verdict.issues if i.tag == "failed-call"]
+    assert [(i.turn, i.evidence_verified) for i in known] == [(17, True)]
+    assert [i.description for i in verdict.issues if i.turn is None] == ["Never verified. The trajectory shows this at T?."]
+    alarms = [i for i in verdict.issues if i.tag in ("missing-rationale", "redundant-call", "weak-summary")]
+    assert len(alarms) == calls and all(i.evidence_verified is False for i in alarms)  # invented quotes are flagged
