@@ -645,6 +645,6 @@ def test_the_simulated_judge_answers_v2_windows(tmp_path: Path, monkeypatch: pyt
     assert verdict.status == "ok" and verdict.windows == calls > 1 and verdict.critical_turn == 17
     known = [i for i in verdict.issues if i.tag == "failed-call"]
     assert [(i.turn, i.evidence_verified) for i in known] == [(17, True)]
-    assert [i.description for i in verdict.issues if i.turn is None] == ["Never verified. The trajectory shows this at T?."]
+    assert ["never verified" in i.description.lower() for i in verdict.issues if i.turn is None] == [True]  # last window only
     alarms = [i for i in verdict.issues if i.tag in ("missing-rationale", "redundant-call", "weak-summary")]
     assert len(alarms) == calls and all(i.evidence_verified is False for i in alarms)  # invented quotes are flagged
