@@ -4,8 +4,9 @@ A quote is *verified* when, after normalising only what a faithful copy may chan
 trajectory. Normalised on both sides: Unicode NFKC, runs of whitespace (one space), curly and other quote
 marks (to ``'`` and ``"``), the escapes the judge prompt adds (``&lt;``, the [ ] that stand for ⟦ ⟧). Nothing
 else: no case folding, no fuzzy matching, no translation. What a judge commonly wraps around a quote is
-accepted: surrounding quote marks or backticks, a leading turn pointer (``T3:``), "..." joining parts of one
-passage (each part must be found, in order), or several double-quoted passages amid its own words (each
+accepted: surrounding quote marks or backticks, a leading turn pointer (``T3:``, ``T3 Bash:``), "..."
+joining parts of one passage or cutting it short (each part must be found, in order, in one field), several
+quotes on separate lines or joined by " | ", or double-quoted passages amid its own words (each quote or
 passage must be found).
 
 Searched: the query, every message's text, reasoning and name, each call's name, id and arguments (as the
@@ -33,7 +34,9 @@ _QUOTES = str.maketrans({
 _SPACE = re.compile(r"\s+")
 # "...", "…", "[...]", "(...)" and the prompt's own elision marker join two parts of one passage.
 _ELLIPSIS = re.compile(r"\s*(?:\[\.\.\. \d+ chars elided \.\.\.\]|[\[(]\s*(?:\.\.\.|…)\s*[\])]|\.\.\.+|…+)\s*")
-_POINTER = re.compile(r"^(?:\(?\s*(?:T|turn\s*)\d+\s*\)?\s*[:\-–—,]\s*)", re.IGNORECASE)
+# "T3:", "(T3)", "turn 3 -", "T3 Bash:", "receipt T3 Bash:": a pointer a judge puts before its quote.
+_POINTER = re.compile(r"^(?:\w+\s+)?\(?\s*(?:T|turn\s*)\d+(?:\s+[\w.\-]+){0,3}\s*\)?\s*[:\-–—,]\s*", re.IGNORECASE)
+_SEPARATOR = re.compile(r"\n+|\s\|\s")
 _WRAP = "\"'`“”‘’「」『』«» "
 _QUOTED = re.compile(r'"([^"]+)"')
 MIN_PART_CHARS = 3  # a part shorter than this (after normalising) proves nothing and is not searched
@@ -58,24 +61,25 @@ class EvidenceIndex:
 
     def verify(self, evidence: str) -> bool | None:
         """True: quoted verbatim; False: not found; None: no quote to check (empty evidence)."""
-        quote = _strip(normalise_quote(evidence or ""))
-        if not quote:
+        whole = normalise_quote(evidence or "")
+        if not whole.strip(_WRAP):
             return None
-        if quote in self.corpus:
+        if whole in self.corpus:
             return True
-        parts = [_strip(p) for p in _ELLIPSIS.split(quote)]
-        parts = [p for p in parts if p]
-        if len(parts) > 1 and self._in_order(parts):
-            return True
-        passages = [_strip(p) for p in _QUOTED.findall(quote)]
-        passages = [p for p in passages if len(p) >= MIN_PART_CHARS]
-        return bool(passages) and all(self._found(p) for p in passages)
+        # Several quotes on their own lines or joined by " | ": each must be found.
+        passages = [p for p in (normalise_quote(x) for x in _SEPARATOR.split(evidence)) if p.strip(_WRAP)]
+        return bool(passages) and all(self._passage(p) for p in passages)
 
-    def _found(self, text: str) -> bool:
-        if text in self.corpus:
+    def _passage(self, text: str) -> bool:
+        stripped = _strip(text)
+        if len(_ELLIPSIS.sub("", stripped)) >= MIN_PART_CHARS and stripped in self.corpus:
             return True
-        parts = [p for p in (_strip(x) for x in _ELLIPSIS.split(text)) if p]
-        return len(parts) > 1 and self._in_order(parts)
+        parts = [p for p in (_strip(x) for x in _ELLIPSIS.split(stripped)) if p]
+        if parts != [stripped] and self._in_order(parts):  # "a ... b", or a quote cut short with "..."
+            return True
+        quoted = [q for q in (_strip(x) for x in _QUOTED.findall(text)) if len(q) >= MIN_PART_CHARS]
+        return bool(quoted) and all(q in self.corpus or self._in_order([p for p in (_strip(x) for x in _ELLIPSIS.split(q)) if p])
+                                    for q in quoted)
 
     def _in_order(self, parts: list[str]) -> bool:
         """Each part occurs, in order, within one field (parts too short to prove anything are skipped)."""

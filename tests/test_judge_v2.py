@@ -395,6 +395,12 @@ def quoting_run():
         ("Done. All tests pass.", False),  # English paraphrase of a Japanese claim
         ("Tests were completed.", False),  # a translation
         ("完了しました。テストも通っています。全部", False),
+        ("T1 bash: 1 failed, 2 passed", True),  # a pointer naming the tool
+        ("AssertionError: assert 'dry' in o…", True),  # a quote cut short
+        ('T2: "完了しました。" | receipt T1 bash: 1 failed, 2 passed', True),  # two quotes joined by " | "
+        ("完了しました。\n1 failed, 2 passed", True),  # two quotes on their own lines
+        ('T2: "完了しました。" | T1 bash: 12 tests passed', False),  # ... each must be found
+        ("T1 bash: ...", False),  # nothing left to check
         ("", None),
     ],
 )
