@@ -534,4 +534,7 @@ def _digest_line(turn: Any, cap: int) -> str:
             failed = receipt.is_error or receipt.exit_code not in (None, 0)
             bit += f' -> {"ERROR " if failed else ""}"{_clip(neutralise(receipt.content, inline=True), cap // 2)}"'
         parts.append(bit)
+    for receipt in (r for r in turn.receipts if not r.call_id):  # results paired by position (multi-agent logs)
+        failed = receipt.is_error or receipt.exit_code not in (None, 0)
+        parts.append(f'result {"ERROR " if failed else ""}"{_clip(neutralise(receipt.content, inline=True), cap // 2)}"')
     return f"T{turn.number}{who}: " + ("; ".join(parts) if parts else "(no text, no call)")

@@ -553,6 +553,24 @@ def test_a_turn_that_cannot_fit_even_alone_is_context_overflow_without_a_call(se
     assert verdict.reason == "context_overflow" and server.request_count == 0 and "T2" in verdict.detail
 
 
+def test_token_estimate_does_not_undercount_other_scripts() -> None:
+    assert estimate_tokens("a" * 400) == 100
+    assert estimate_tokens("完了しました" * 100) >= 600 and estimate_tokens("Проверка " * 100) >= 800
+
+
+def test_the_digest_keeps_results_without_call_ids() -> None:
+    from judge.model import Message, Receipt, Trajectory, number_turns
+    from judge.prompting import digest
+
+    messages = [Message(role="user", content="q"), Message(role="assistant", content="run it", name="Coder"),
+                Message(role="tool", content="exitcode: 1\nTraceback", receipt=Receipt(content="exitcode: 1\nTraceback", is_error=True)),
+                Message(role="assistant", content="fixed")]
+    trajectory = Trajectory(id="w", query="q", query_id="w", messages=number_turns(messages),
+                            metadata=TrajectoryMetadata(source_format="x"))
+    text = digest(trajectory, before_turn=2, max_tokens=500)
+    assert text == 'T1 [Coder]: says "run it"; result ERROR "exitcode: 1 Traceback"'
+
+
 def test_the_prompt_budget_comes_from_the_model_context_window(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # no call is made
     table = load_price_table()
