@@ -533,27 +533,13 @@ def cluster_quality(trajectories: Sequence[Sequence[Sequence[Any]]], panel_size:
 
 
 def adjusted_rand_index(truth: Sequence[Hashable], predicted: Sequence[Hashable]) -> float:
-    """Hubert-Arabie adjusted Rand index of two labelings (1.0 when both are trivially identical).
+    """Hubert-Arabie adjusted Rand index of two labelings: sklearn's ``adjusted_rand_score`` (1.0 when both are
+    trivially identical, e.g. one cluster each or no items)."""
+    from sklearn.metrics import adjusted_rand_score
 
-    ``(sum_ij C(n_ij, 2) - E) / (mean(sum_i C(a_i, 2), sum_j C(b_j, 2)) - E)`` with
-    ``E = sum_i C(a_i, 2) * sum_j C(b_j, 2) / C(n, 2)``; equals sklearn's ``adjusted_rand_score``.
-    """
-    n = len(truth)
-    if n != len(predicted):
+    if len(truth) != len(predicted):
         raise ValueError("labelings differ in length")
-
-    def pairs(count: int) -> float:
-        return count * (count - 1) / 2.0
-
-    joint = sum(pairs(c) for c in Counter(zip(truth, predicted)).values())
-    rows = sum(pairs(c) for c in Counter(truth).values())
-    cols = sum(pairs(c) for c in Counter(predicted).values())
-    total = pairs(n)
-    expected = rows * cols / total if total else 0.0
-    maximum = (rows + cols) / 2.0
-    if maximum == expected:
-        return 1.0
-    return (joint - expected) / (maximum - expected)
+    return float(adjusted_rand_score(list(truth), list(predicted)))
 
 
 def truth_of(row: dict[str, Any]) -> str:

@@ -26,7 +26,14 @@ def _config(embedder: str | None, threshold: float | None, config_file: Path | N
         options["embedder"] = embedder
     if threshold is not None:
         options["threshold"] = threshold
-    return ClusterConfig.from_options(options)
+    settings = ClusterConfig.from_options(options)
+    from judge.embed import check_embedder
+
+    try:
+        check_embedder(settings.embedder)
+    except (ValueError, ImportError) as error:
+        raise typer.BadParameter(str(error)) from error
+    return settings
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
