@@ -94,7 +94,8 @@ def parse(record: Any, src: Source) -> Trajectory:
         )
     extra = {k: v for k, v in record.items() if k not in ("steps", "extra")}
     meta = as_dict(record.get("extra"))
-    metadata = build_metadata(NAME, src, {"model": agent.get("model_name") or (models[0] if models else None), "usage": usage}, extra, meta)
+    metadata = build_metadata(NAME, src, {"model": agent.get("model_name") or (models[0] if models else None), "usage": usage,
+                                         "tools": agent.get("tool_definitions")}, extra, meta)
     return build_trajectory(
         NAME, src, messages, trajectory_id=record.get("session_id"), query_id=meta.get("query_id"), metadata=metadata
     )
