@@ -42,6 +42,11 @@ class Issue(BaseModel):
         description="Environment faults: True when the agent got past the fault within the trajectory (a later call "
         "of the same intent succeeded): recorded, does not block release. False: never got past it. None: not said.",
     )
+    evidence_verified: bool | None = Field(
+        default=None,
+        description="True: the evidence was found verbatim in the trajectory (whitespace and quote marks normalised); "
+                    "False: it was not, so it weighs nothing in clustering; None: not checked, or no quote given.",
+    )
 
 
 class Verdict(BaseModel):
@@ -60,6 +65,10 @@ class Verdict(BaseModel):
     reasoning: str | None = Field(default=None, description="The judge's reasoning before its verdict, when it gave one.")
     issues: list[Issue] = Field(default_factory=list)
     efficiency: Efficiency | None = None
+    critical_turn: int | None = Field(
+        default=None, description="The turn of the critical step (root cause of the failure) the pass named; None: none named.")
+    windows: int | None = Field(
+        default=None, description="Overlapping windows the trajectory was judged in (long trajectories); None: one call.")
     model: str | None = None
     prompt_version: str | None = None
     deterministic: bool = False

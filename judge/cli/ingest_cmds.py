@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -11,6 +12,9 @@ from rich.table import Table
 
 from judge.cli.app import app
 from judge.model import Message, Trajectory
+
+if TYPE_CHECKING:
+    from judge.pipeline import ImportStats
 
 _FORMAT_HELP = (
     "Force one format instead of auto-detection: canonical, openai, tau, anthropic, swe-agent, "
@@ -28,7 +32,7 @@ _FORMAT_HELP = (
     ),
 )
 def import_command(
-    inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.traj files)."),
+    inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.ndjson/.traj files, also .gz/.bz2/.xz)."),
     out: Path = typer.Option(..., "--out", "-o", help="Canonical JSONL to write (one trajectory per line)."),
     fmt: str | None = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
     rejects: Path | None = typer.Option(None, "--rejects", help="Where to write rejected records (default: next to OUT, as NAME.rejects.jsonl)."),
@@ -36,8 +40,13 @@ def import_command(
 ) -> None:
     """Import agent logs into canonical trajectories; unreadable records go to a rejects file.
 
-    Prints how many records were read, imported and rejected (and per format). Exits non-zero only when
-    nothing could be imported, or with --strict when anything was rejected.
+    Prints how many records were read, imported and rejected (and per format).
+
+    Paths not read (OUT itself, a trajudge run directory inside an input folder, a symlinked directory) are listed in the rejects file as skipped.
+
+    A repeated id is renamed ID~2, ID~3...; the original stays in metadata.extra.original_id.
+
+    Exits non-zero only when nothing could be imported, or with --strict when a record was rejected.
     """
     from judge.importers import FORMATS, describe_reject
     from judge.importers.writer import default_rejects_path, write_import
@@ -50,8 +59,10 @@ def import_command(
     console = Console(stderr=True)
     formats = ", ".join(f"{name} {count}" for name, count in sorted(stats.by_format.items())) or "none"
     console.print(f"read {stats.read}, imported {stats.imported}, rejected {stats.rejected}  ({formats})")
+    for line in import_notes(stats):
+        console.print(line, style="yellow")
     console.print(f"trajectories -> {out}")
-    if stats.rejected:
+    if kept:
         console.print(f"rejects      -> {rejects_path}", style="yellow")
         for reject in kept[:10]:
             console.print("  " + escape(describe_reject(reject)), style="yellow")
@@ -63,6 +74,16 @@ def import_command(
     if strict and stats.rejected:
         console.print("--strict: rejects are fatal", style="bold red")
         raise typer.Exit(1)
+
+
+def import_notes(stats: ImportStats) -> list[str]:
+    """Lines about paths skipped and ids renamed (none when there were none)."""
+    notes = []
+    if stats.skipped:
+        notes.append(f"skipped {stats.skipped} path(s) that are not input (listed with the rejects)")
+    if stats.renamed:
+        notes.append(f"renamed {stats.renamed} repeated id(s) to ID~N (the original is in metadata.extra.original_id)")
+    return notes
 
 
 @app.command(
@@ -83,7 +104,7 @@ def show_command(
     reasoning: bool = typer.Option(True, "--reasoning/--no-reasoning", help="Show the assistant's reasoning."),
 ) -> None:
     """Print trajectories turn by turn: T1, T2, ... with their tool calls and receipts (errors in red)."""
-    from judge.importers import describe_reject, iter_records
+    from judge.importers import Skipped, describe_reject, iter_records
     from judge.schema import Reject
 
     console = Console()
@@ -97,7 +118,8 @@ def show_command(
     shown = 0
     for item in iter_records([file], fmt=fmt):
         if isinstance(item, Reject):
-            console.print("rejected: " + escape(describe_reject(item)), style="yellow")
+            prefix = "" if isinstance(item, Skipped) else "rejected: "
+            console.print(prefix + escape(describe_reject(item)), style="yellow")
             continue
         if trajectory_id is not None and item.id != trajectory_id:
             continue

@@ -50,6 +50,7 @@ def score_command(
     API keys are read from OPENAI_API_KEY / ANTHROPIC_API_KEY only. Without --judge the offline rules judge
     runs (no key, no cost). A killed run resumes from OUT without paying twice.
     """
+    from judge.cli.ingest_cmds import import_notes
     from judge.panel import PanelConfig, run_panel, summary_lines
     from judge.pipeline import finish_run, import_to_run, read_trajectories, score_run
 
@@ -59,7 +60,11 @@ def score_command(
         settings = settings.merged(judges=list(judge or []), passes=passes, base_url=base_url, concurrency=concurrency,
                                    rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
                                    temperature=temperature)
-    except ValueError as error:
+        if embedder:
+            from judge.embed import check_embedder
+
+            check_embedder(embedder)  # before any judge call is paid for
+    except (ValueError, ImportError) as error:
         raise typer.BadParameter(str(error)) from error
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:
@@ -67,7 +72,9 @@ def score_command(
 
     stats = import_to_run(inputs, out, fmt=fmt)
     typer.echo(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
-               + (f" (see {out / 'rejects.jsonl'})" if stats.rejected else ""))
+               + (f" (see {out / 'rejects.jsonl'})" if stats.rejected or stats.skipped else ""))
+    for line in import_notes(stats):
+        typer.echo(line)
     if stats.imported == 0:
         typer.echo("nothing could be imported; stopping", err=True)
         raise typer.Exit(code=1)
