@@ -255,7 +255,8 @@ class LLMJudge:
         await self.provider.aclose()
 
     async def __call__(
-        self, trajectory: Trajectory, pass_index: int, *, on_attempt: Callable[[Attempt], None] | None = None
+        self, trajectory: Trajectory, pass_index: int, *, on_attempt: Callable[[Attempt], None] | None = None,
+        on_send: Callable[[Attempt], None] | None = None,
     ) -> Verdict:
         base = Verdict(
             trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key=f"{self.spec}#{pass_index}",
@@ -276,7 +277,7 @@ class LLMJudge:
                 completion, made = await complete_with_retries(
                     self.provider, messages, runtime=self.runtime,
                     estimated_input_tokens=sum(estimate_tokens(str(m["content"])) for m in messages),
-                    on_attempt=on_attempt, schema=VERDICT_SCHEMA, schema_name=SCHEMA_NAME,
+                    on_attempt=on_attempt, on_send=on_send, schema=VERDICT_SCHEMA, schema_name=SCHEMA_NAME,
                     temperature=self.temperature, seed=pass_index, max_tokens=self.max_tokens,
                 )
                 attempts += made
@@ -284,7 +285,8 @@ class LLMJudge:
                 return _finish(base, attempts, "budget_exceeded", str(error), last_text)
             except ProviderError as error:
                 attempts += getattr(error, "attempts", [])
-                reason = {"context_overflow": "context_overflow", "refusal": "refusal"}.get(error.kind, "provider_error")
+                reason = {"context_overflow": "context_overflow", "refusal": "refusal",
+                          "connection_error": "connection_error"}.get(error.kind, "provider_error")
                 return _finish(base, attempts, reason, f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))", last_text)
             last_text = completion.text
             if completion.finish_reason in ("refusal", "content_filter"):
