@@ -381,8 +381,17 @@ async def _run_panel(
             for item in pending:
                 await run_one(*item)
 
+        workers = [asyncio.create_task(worker()) for _ in range(min(config.concurrency, max(1, len(todo))))]
         with tracker:
-            await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(1, len(todo))))))
+            try:
+                await asyncio.gather(*workers)
+            except BaseException:
+                # One worker failed (a full disk) or we were interrupted: stop the others before the store closes.
+                # Their attempts in flight stay recorded as sent, so the next invocation counts them.
+                for task in workers:
+                    task.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                raise
         ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
         verdicts_file.close()
         rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
@@ -620,7 +629,8 @@ def summary_lines(result: PanelResult) -> list[str]:
     ]
     budget = result.budget
     if budget is not None and budget.interrupted_now:
-        lines.append(f"note: {budget.interrupted_now} call(s) were in flight when an earlier invocation was killed: they "
+        lines.append(f"note: {budget.interrupted_now} call(s) were in flight when an earlier invocation stopped (killed, "
+                     "or ended by an error): they "
                      f"may have been billed, and count at their worst case (${budget.interrupted_now_usd:.4f}) in the "
                      "run's spend; their passes were judged again")
     if budget is not None and budget.max_cost_usd is not None:

@@ -162,7 +162,10 @@ def compare_cmd(
         if score_command is None:
             raise typer.BadParameter("judging continuation files needs the `judge score` command, which is not available")
         judged = out / "run"
-        typer.echo(f"judging {len(to_judge)} input(s) into {judged} (judge score {' '.join(score_args) or '(defaults)'})")
+        from judge.providers import redact
+
+        shown = " ".join(redact(arg) for arg in score_args) or "(defaults)"  # a judge URL may carry credentials
+        typer.echo(f"judging {len(to_judge)} input(s) into {judged} (judge score {shown})")
         status = score_command.main([*map(str, to_judge), "--out", str(judged), *score_args], prog_name="judge score",
                                     standalone_mode=False)
         if isinstance(status, int) and status in (ExitCode.ERROR, ExitCode.NONE_SCORED):

@@ -65,7 +65,7 @@ def describe_os_error(error: OSError | sqlite3.Error) -> str:
         text = f"{error.strerror or error}{where}"
         full = error.errno in (errno.ENOSPC, errno.EDQUOT)
     if full:
-        text += " - free some space, then run the same command again: a run resumes from its store without paying twice"
+        text += " - free some space, then run the same command again: a run resumes from its store (answered calls are kept)"
     return "error: " + text
 
 
