@@ -47,7 +47,8 @@ FEATURES: tuple[str, ...] = (
     "category",  # same category
     "tag_same",  # both have a tag and it is the same
     "tag_differ",  # both have a tag and they differ
-    "evidence",  # overlap coefficient of the quoted evidence (character 3-grams); 0 if either has none
+    "evidence",  # overlap coefficient of the quoted evidence (character 3-grams); 0 if either has none or
+    # either quote failed verification (evidence_verified False: an invented quote weighs nothing)
 )
 
 # Set by hand for use-m3 cosines, then checked with `judge calibrate` / `bench/cluster_quality.py --calibrate`
@@ -147,6 +148,11 @@ def normalise_tag(tag: str | None) -> str:
     return re.sub(r"[\s_]+", "-", (tag or "").strip().lower())
 
 
+def weighed_evidence(issue: Issue) -> str:
+    """The evidence that counts for clustering: none when the quote was not found in the trajectory."""
+    return "" if issue.evidence_verified is False else issue.evidence
+
+
 def pair_features(a: Issue, b: Issue, cosine: float, turn_window: int, grams: tuple[frozenset[str], ...] = ()) -> np.ndarray:
     """Feature vector of two issues in :data:`FEATURES` order.
 
@@ -156,8 +162,8 @@ def pair_features(a: Issue, b: Issue, cosine: float, turn_window: int, grams: tu
         grams = (
             _gram_set(description_text(a)),
             _gram_set(description_text(b)),
-            _gram_set(a.evidence),
-            _gram_set(b.evidence),
+            _gram_set(weighed_evidence(a)),
+            _gram_set(weighed_evidence(b)),
         )
     da, db, ea, eb = grams
     lexical = len(da & db) / len(da | db) if da and db else 0.0
@@ -194,7 +200,7 @@ def feature_tensor(items: Sequence[IssueItem], config: ClusterConfig, embedder: 
         cosines = np.clip(vectors @ vectors.T, -1.0, 1.0).astype(np.float64)
     else:
         cosines = np.zeros((n, n))
-    grams = [(_gram_set(t), _gram_set(item.issue.evidence)) for t, item in zip(texts, items)]
+    grams = [(_gram_set(t), _gram_set(weighed_evidence(item.issue))) for t, item in zip(texts, items)]
     for i in range(n):
         for j in range(i + 1, n):
             if items[i].pass_label == items[j].pass_label:
@@ -398,6 +404,7 @@ def issue_from_row(row: dict[str, Any]) -> Issue:
             "description": row.get("description"),
             "evidence": row.get("evidence") or "",
             "tag": row.get("tag") or None,
+            "evidence_verified": row.get("evidence_verified"),
         }
     )
 
@@ -526,27 +533,13 @@ def cluster_quality(trajectories: Sequence[Sequence[Sequence[Any]]], panel_size:
 
 
 def adjusted_rand_index(truth: Sequence[Hashable], predicted: Sequence[Hashable]) -> float:
-    """Hubert-Arabie adjusted Rand index of two labelings (1.0 when both are trivially identical).
+    """Hubert-Arabie adjusted Rand index of two labelings: sklearn's ``adjusted_rand_score`` (1.0 when both are
+    trivially identical, e.g. one cluster each or no items)."""
+    from sklearn.metrics import adjusted_rand_score
 
-    ``(sum_ij C(n_ij, 2) - E) / (mean(sum_i C(a_i, 2), sum_j C(b_j, 2)) - E)`` with
-    ``E = sum_i C(a_i, 2) * sum_j C(b_j, 2) / C(n, 2)``; equals sklearn's ``adjusted_rand_score``.
-    """
-    n = len(truth)
-    if n != len(predicted):
+    if len(truth) != len(predicted):
         raise ValueError("labelings differ in length")
-
-    def pairs(count: int) -> float:
-        return count * (count - 1) / 2.0
-
-    joint = sum(pairs(c) for c in Counter(zip(truth, predicted)).values())
-    rows = sum(pairs(c) for c in Counter(truth).values())
-    cols = sum(pairs(c) for c in Counter(predicted).values())
-    total = pairs(n)
-    expected = rows * cols / total if total else 0.0
-    maximum = (rows + cols) / 2.0
-    if maximum == expected:
-        return 1.0
-    return (joint - expected) / (maximum - expected)
+    return float(adjusted_rand_score(list(truth), list(predicted)))
 
 
 def truth_of(row: dict[str, Any]) -> str:

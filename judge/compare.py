@@ -32,7 +32,6 @@ recurrence, token and budget figures.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -54,24 +53,29 @@ SIGNIFICANCE = 0.05
 
 def paired_bootstrap_ci(differences: Sequence[float], seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
                         level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean of paired differences (resampling pairs). None if empty."""
+    """Percentile bootstrap interval of the mean of paired differences (resampling pairs). None if empty.
+
+    scipy's ``bootstrap`` (percentile method) with a seeded generator: the same input gives the same interval.
+    """
+    from scipy.stats import bootstrap
+
     values = np.asarray(list(differences), dtype=np.float64)
     if values.size == 0:
         return None
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    if values.size == 1:  # every resample is the one value (scipy refuses a sample of one)
+        return float(values[0]), float(values[0])
+    result = bootstrap((values,), np.mean, n_resamples=resamples, confidence_level=level, method="percentile",
+                       rng=np.random.default_rng(seed), vectorized=True)
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def sign_test(wins: int, losses: int) -> float:
     """Exact two-sided sign test (binomial, p = 1/2) on wins vs losses; ties are excluded by the caller."""
-    n = wins + losses
-    if n == 0:
+    from scipy.stats import binomtest
+
+    if wins + losses == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
-    return min(1.0, 2.0 * tail)
+    return float(binomtest(wins, wins + losses, 0.5).pvalue)
 
 
 def mean_or_none(values: Sequence[float]) -> float | None:

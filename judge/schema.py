@@ -38,6 +38,11 @@ class Issue(BaseModel):
     description: str = Field(description="What went wrong, in one or two sentences.")
     evidence: str = Field(default="", description="Text quoted from the trajectory that shows it.")
     tag: str | None = Field(default=None, description="Short machine name, e.g. repeated-failure, unverified-completion.")
+    evidence_verified: bool | None = Field(
+        default=None,
+        description="True: the evidence was found verbatim in the trajectory (whitespace and quote marks normalised); "
+                    "False: it was not, so it weighs nothing in clustering; None: not checked, or no quote given.",
+    )
 
 
 class Verdict(BaseModel):
@@ -56,6 +61,10 @@ class Verdict(BaseModel):
     reasoning: str | None = Field(default=None, description="The judge's reasoning before its verdict, when it gave one.")
     issues: list[Issue] = Field(default_factory=list)
     efficiency: Efficiency | None = None
+    critical_turn: int | None = Field(
+        default=None, description="The turn of the critical step (root cause of the failure) the pass named; None: none named.")
+    windows: int | None = Field(
+        default=None, description="Overlapping windows the trajectory was judged in (long trajectories); None: one call.")
     model: str | None = None
     prompt_version: str | None = None
     deterministic: bool = False

@@ -2,10 +2,11 @@
 
 :func:`score_trajectory` is a pure function of the verdicts, clusters, rubric and the failed gate checks;
 ``judge rescore`` reruns it from stored verdicts without any judge call. The default rubric
-(``rubrics/default-v1.yaml``) follows DESIGN.md:
+(``rubrics/default-v2.yaml``) follows DESIGN.md:
 
 - fewer valid passes than floor(n/2)+1 of the n planned passes: no score, reason ``no_quorum``;
-- any severe majority issue: 2; only minor ones: 3; none: 4; none and enough ``high`` efficiency votes: 5;
+- any severe majority issue: 2; only minor ones: 3; none: 4; none and enough ``high`` efficiency votes: 5
+  (a majority of the planned passes and at least ``efficient.min_votes``, 2: a panel of one stops at 4);
 - environment issues go to the environment ledger (``ScoreRow.environment``), do not lower the score and
   add the failed check ``environment-fault-rerun``;
 - only scores in ``release.scores`` are released, and only when no gate check failed.
@@ -17,13 +18,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judge.cluster import majority_floor
 from judge.model import Trajectory
 from judge.schema import Category, Cluster, Efficiency, ScoredIssue, ScoreRow, Verdict
 
-DEFAULT_RUBRIC = "default-v1.yaml"
+DEFAULT_RUBRIC = "default-v2.yaml"
 NO_QUORUM = "no_quorum"
 ENVIRONMENT_CATEGORIES: tuple[Category, ...] = ("environment",)
 
@@ -38,15 +39,35 @@ class RubricScores(BaseModel):
 
 
 class RubricEfficient(BaseModel):
+    """When "no majority issue" earns the top score: enough passes vote efficiency ``vote``.
+
+    ``votes`` is relative to the panel (``majority`` = floor(n/2)+1) or a count; ``min_votes`` is a floor on it
+    whatever the panel size, so that a panel of one (the rules judge) cannot reach the top score on its single
+    vote unless a rubric says so with ``min_votes: 1``. DESIGN.md's rule, ">= 2 passes vote high" (2 of 3), is
+    ``votes: majority`` with ``min_votes: 2``.
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     vote: Efficiency = "high"
     votes: int | Literal["majority"] = Field(
         default="majority", description="Votes needed for the top score: a count, or 'majority' = floor(n/2)+1."
     )
+    min_votes: int = Field(
+        default=2, ge=1, description="At least this many votes, whatever the panel size (2: one pass alone never reaches 5)."
+    )
+
+    @model_validator(mode="after")
+    def _votes_not_below_floor(self) -> RubricEfficient:
+        if self.votes != "majority" and int(self.votes) < self.min_votes:
+            raise ValueError(f"efficient.votes {self.votes} is below efficient.min_votes {self.min_votes}; "
+                             f"set min_votes: {self.votes} to let {self.votes} vote(s) give the top score")
+        return self
 
     def needed(self, panel_size: int) -> int:
-        return majority_floor(panel_size) if self.votes == "majority" else int(self.votes)
+        """High votes needed for the top score on a panel of ``panel_size`` planned passes (pure)."""
+        relative = majority_floor(panel_size) if self.votes == "majority" else int(self.votes)
+        return max(relative, self.min_votes)
 
 
 class RubricEnvironment(BaseModel):
@@ -142,7 +163,10 @@ def rubric_score(
     needed = rubric.efficient.needed(panel_size)
     if high >= needed:
         return rubric.scores.none_efficient, f"no majority issue; {high} of {panel_size} passes vote efficiency {rubric.efficient.vote}"
-    return rubric.scores.none, f"no majority issue; {high} of {panel_size} passes vote efficiency {rubric.efficient.vote} (needs {needed})"
+    reason = f"no majority issue; {high} of {panel_size} passes vote efficiency {rubric.efficient.vote} (needs {needed}"
+    if needed > panel_size:
+        reason += f": a panel of {panel_size} cannot reach {rubric.scores.none_efficient} under rubric {rubric.label}"
+    return rubric.scores.none, reason + ")"
 
 
 def score_trajectory(

@@ -48,17 +48,43 @@ REFERENCE_POINTS: dict[str, str] = {
     "mast_kappa": "kappa 0.77, MAST LLM annotator vs experts (Cemri et al. 2025)",
 }
 
-# AgentRx failure categories -> our categories (DESIGN.md "category"). Underspecified user intent is the
-# agent acting on an ambiguous request without asking: a semantic (missed requirement) error on our side.
-AGENTRX_CATEGORY_MAP: dict[str, str] = {
-    "invalid invocation": "code",
-    "misinterpretation of tool output": "semantic",
-    "intent plan misalignment": "semantic",
+# AgentRx failure categories -> our categories (DESIGN.md "category"), keyed by the normalised name
+# (:func:`category_key`: lower case, punctuation as spaces), so "Intent-Plan Misalignment" and "Intent Plan
+# Misalignment" are one key. The taxonomy is AgentRx's (microsoft/AgentRx, judge.py TAXONOMY_DATA, 9 categories plus
+# "Inconclusive"); the tau ground truth uses 7 of them, with the shorter spellings listed too.
+AGENTRX_CATEGORY_MAP: dict[str, str | None] = {
+    # the agent did not follow the directions, the agreed plan or the policy: a missed requirement
+    "instruction plan adherence failure": "semantic",
     "instruction adherence failure": "semantic",
+    "plan adherence failure": "semantic",
+    # facts not grounded in any input or tool output (fabricated, altered or omitted): a false claim
+    "invention of new information": "semantic",
+    # a call that cannot be parsed or validated (bad or missing arguments, syntax)
+    "invalid invocation": "code",
+    # wrong reasoning about a tool's or another agent's output, or a partial reading of it
+    "misinterpretation of tool output handoff failure": "semantic",
+    "misinterpretation of tool output": "semantic",
+    "handoff failure": "semantic",
+    # the user's goal or constraints misread: the plan aims at the wrong objective
+    "intent plan misalignment": "semantic",
+    # acting on an ambiguous request without asking (agent-attributed; a failure the labels attribute to the user
+    # is user-caused and is not an agent turn at all, see LabelledFailure.by_user)
     "underspecified user intent": "semantic",
+    # no tool can do what is asked: beyond the agent as equipped
     "intent not supported": "capability",
+    # blocked by a safety policy, CAPTCHA, login, paywall, 403: AgentRx calls it "not an agent planning/execution
+    # error", an external block, which is our environment category
+    "guardrails triggered": "environment",
+    # an endpoint not reachable, a timeout, a service down
     "system failure": "environment",
+    # AgentRx's own "cannot classify": deliberately mapped to nothing (counted as unmapped)
+    "inconclusive": None,
+    "inconclusive use sparingly": None,
 }
+
+# Who caused a labelled failure: these agent names mean the user (tau-bench's simulated customer), not the agent.
+USER_AGENTS = frozenset({"user", "human", "simulated user", "user simulator", "customer"})
+
 
 # MAST category mapping (documented in docs/validation.md). MAST failure modes are renamed and renumbered
 # between annotation rounds (Round 1: 18 modes, Rounds 2-3: 17, final taxonomy: 14), so a label mode is put in a
@@ -107,6 +133,11 @@ class LabelledFailure:
     is_root: bool = False
     reason: str = ""
 
+    @property
+    def by_user(self) -> bool:
+        """The labels attribute it to the user (or simulated user): no agent turn is at fault."""
+        return normalise_agent(self.agent) in USER_AGENTS
+
 
 @dataclass
 class TrajectoryLabels:
@@ -132,6 +163,16 @@ def parse_step(value: Any, where: str) -> int:
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
         return int(value)
     raise LabelError(f"{where}: step {value!r} is not an integer")
+
+
+def failure_id(value: Any) -> str | None:
+    """A failure id compared as text, so the root cause's ``2`` names the failure ``"2"`` (and ``" 2 "``)."""
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    if re.fullmatch(r"-?\d+(\.0+)?", text):  # 2, "2" and 2.0 are one id
+        text = str(int(float(text)))
+    return text or None
 
 
 def load_who_and_when(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
@@ -168,13 +209,13 @@ def load_agentrx(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
     for index, entry in enumerate(entries):
         where = f"{path} [record {index}]"
         try:
-            root_id = (entry.get("root_cause") or {}).get("failure_id")
+            root_id = failure_id((entry.get("root_cause") or {}).get("failure_id"))
             failures = [
                 LabelledFailure(
                     step=parse_step(f.get("step_number"), f"{where}: step_number"),
                     agent=f.get("failed_agent"),
                     category=f.get("failure_category"),
-                    is_root=f.get("failure_id") == root_id,
+                    is_root=root_id is not None and failure_id(f.get("failure_id")) == root_id,
                     reason=str(f.get("step_reason") or ""),
                 )
                 for f in entry.get("failures") or []
@@ -187,24 +228,25 @@ def load_agentrx(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
 
 
 def mast_mode_name(raw: str) -> str:
-    """``"1.3 Step Repetition\\n\\nDefinition..."`` -> ``"step repetition"`` (number and definition dropped)."""
-    head = raw.split("\n", 1)[0].strip()
-    return re.sub(r"^\d+(\.\d+)?\s*", "", head).strip().lower()
+    """``"1.3 Step Repetition\\n\\nDefinition..."`` -> ``"step repetition"`` (the importer's rule)."""
+    from judge.importers.mast import mode_name
+
+    return mode_name(raw)
 
 
 def load_mast(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
-    """MAST/MAD human labels: trace-level modes, majority-positive when >= 2 of 3 annotators marked them."""
+    """MAST/MAD human labels: trace-level modes, majority-positive when >= 2 of 3 annotators marked them
+    (``judge.importers.mast.majority_modes``, the rule the importer's recorded outcome uses too)."""
+    from judge.importers.mast import majority_modes
+
     labels: list[TrajectoryLabels] = []
     errors: list[str] = []
     records = json.loads(path.read_text(encoding="utf-8"))
     for index, record in enumerate(records):
         try:
-            modes: dict[str, bool] = {}
-            for annotation in record["annotations"]:
-                # only a literal true is a vote: the file writes a missing vote as NaN, and bool(nan) is True
-                votes = sum(annotation.get(f"annotator_{i}") is True for i in (1, 2, 3))
-                name = mast_mode_name(annotation["failure mode"])
-                modes[name] = modes.get(name, False) or votes >= 2
+            positive = set(majority_modes(record["annotations"]))
+            modes = {mast_mode_name(a["failure mode"]): False for a in record["annotations"]}
+            modes.update({name: True for name in positive})
             label_id = f"{record.get('mas_name')}/{record.get('round')}/{record.get('trace_id')}"
             labels.append(TrajectoryLabels(label_id=label_id, kind="mast", source_file=str(path.resolve()),
                                            task_id=str(index), modes=modes))
@@ -319,9 +361,14 @@ def match_issues(labels: Sequence[tuple[int | None, str | None]], predictions: S
     return matches
 
 
+def category_key(raw: str | None) -> str:
+    """``"Intent-Plan Misalignment"`` -> ``"intent plan misalignment"``: lower case, punctuation as spaces."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", (raw or "").lower()).split())
+
+
 def map_category(raw: str | None) -> str | None:
-    """AgentRx category -> ours (None when unknown or absent)."""
-    return AGENTRX_CATEGORY_MAP.get((raw or "").strip().lower())
+    """AgentRx category -> ours (None when unknown, absent, or AgentRx's own "Inconclusive")."""
+    return AGENTRX_CATEGORY_MAP.get(category_key(raw))
 
 
 def mast_group(text: str) -> str | None:
@@ -345,9 +392,12 @@ def issue_mast_group(issue: ScoredIssue) -> str | None:
 
 @dataclass
 class Rate:
-    """hits of n (n counts every evaluated trajectory or item, including those without a prediction)."""
+    """hits of n (n counts every evaluated trajectory or item, including those without a prediction).
 
-    hits: int = 0
+    ``hits`` is a float so that the random baseline can add its expected hit (a probability) per item.
+    """
+
+    hits: float = 0
     n: int = 0
 
     @property
@@ -355,10 +405,51 @@ class Rate:
         """hits / n, or None when nothing was evaluated."""
         return self.hits / self.n if self.n else None
 
-    def add(self, hit: bool) -> None:
-        """Count one evaluated item."""
+    def add(self, hit: bool | float) -> None:
+        """Count one evaluated item (a bool, or an expected hit in [0, 1])."""
         self.n += 1
-        self.hits += int(hit)
+        self.hits += float(hit)
+
+    def to_json(self) -> dict[str, Any]:
+        hits = int(self.hits) if float(self.hits).is_integer() else round(self.hits, 4)
+        return {"hits": hits, "n": self.n, "value": self.value}
+
+
+# The localisation figures, each a Rate per predictor (the agent is measured on Who&When only).
+METRICS: tuple[str, ...] = ("step_exact", "step_within_k", "root_exact", "root_within_k", "agent")
+
+
+@dataclass
+class PredictorScores:
+    """One predictor's figures on the labels (the judge's, or a baseline's)."""
+
+    step_exact: Rate = field(default_factory=Rate)
+    step_within_k: Rate = field(default_factory=Rate)
+    root_exact: Rate = field(default_factory=Rate)
+    root_within_k: Rate = field(default_factory=Rate)
+    agent: Rate = field(default_factory=Rate)
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name).to_json() for name in METRICS}
+
+
+JUDGE = "judge"
+# Baselines scored on the same labels and the same denominators as the judge, in the order they are printed.
+BASELINES: dict[str, str] = {
+    "random": "random (expected value)",
+    "always-first": "always T1",
+    "always-last": "always the last turn",
+    "first-failed-call": "first failed call",
+    "majority-agent": "majority agent (from the labels)",
+}
+BASELINE_NOTES: dict[str, str] = {
+    "random": "random is the exact expected value of a turn drawn uniformly from the trajectory's turns (and, for "
+              "the agent, of an agent drawn uniformly from those that speak in it), not a seeded sample",
+    "first-failed-call": "first failed call is the first turn with a call whose receipt the log marks as failed "
+                         "(error flag or non-zero exit); a trajectory without one has no prediction",
+    "majority-agent": "majority agent predicts, for every trajectory, the agent the labels blame most often: it reads "
+                      "the label distribution, so it is an optimistic baseline",
+}
 
 
 @dataclass
@@ -372,6 +463,7 @@ class TrajectoryResult:
     predicted_agent: str | None
     label_agent: str | None
     scored: bool
+    user_caused: int = 0  # labelled failures attributed to the user (not an agent turn)
 
 
 @dataclass
@@ -385,27 +477,191 @@ class ValidationReport:
     label_errors: list[str]
     unscored: int
     unmappable_steps: int
-    step_exact: Rate = field(default_factory=Rate)
-    step_within_k: Rate = field(default_factory=Rate)
-    # Trivial predictors on the same labels, for scale: "always the first turn", "always the last turn".
-    first_turn_exact: Rate = field(default_factory=Rate)
-    last_turn_exact: Rate = field(default_factory=Rate)
-    agent: Rate = field(default_factory=Rate)
-    root_exact: Rate = field(default_factory=Rate)
-    root_within_k: Rate = field(default_factory=Rate)
+    predictors: dict[str, PredictorScores] = field(
+        default_factory=lambda: {name: PredictorScores() for name in (JUDGE, *BASELINES)})
+    majority_agent: str | None = None
+    user_failures: int = 0  # labelled failures attributed to the user: not an agent turn, not a target
+    failures: int = 0
+    user_only: list[str] = field(default_factory=list)  # labels whose every failure is the user's: no step target
+    user_root: list[str] = field(default_factory=list)  # labels whose root cause is the user's: no root target
+    unmapped_categories: dict[str, int] = field(default_factory=dict)  # raw label category -> failures
+    run_trajectories: int | None = None  # set by validate_run: how many trajectories the run holds ...
+    matched_trajectories: int | None = None  # ... and how many of them the labels name
     issue_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # category -> tp_pred, pred, tp_label, label
     mast: dict[str, Any] = field(default_factory=dict)
     results: list[TrajectoryResult] = field(default_factory=list)
 
+    # The judge's figures by their old names (``report.step_exact`` is the judge's exact-step Rate).
+    @property
+    def step_exact(self) -> Rate:
+        return self.predictors[JUDGE].step_exact
+
+    @property
+    def step_within_k(self) -> Rate:
+        return self.predictors[JUDGE].step_within_k
+
+    @property
+    def root_exact(self) -> Rate:
+        return self.predictors[JUDGE].root_exact
+
+    @property
+    def root_within_k(self) -> Rate:
+        return self.predictors[JUDGE].root_within_k
+
+    @property
+    def agent(self) -> Rate:
+        return self.predictors[JUDGE].agent
+
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready form: each rate as hits, n and value, plus precision/recall per category."""
+        """JSON-ready form: the judge's rates at the top level (as before), every predictor under ``predictors``."""
         data = asdict(self)
-        for name in ("step_exact", "step_within_k", "first_turn_exact", "last_turn_exact", "agent", "root_exact",
-                     "root_within_k"):
-            rate: Rate = getattr(self, name)
-            data[name] = {"hits": rate.hits, "n": rate.n, "value": rate.value}
+        data["predictors"] = {name: scores.to_json() for name, scores in self.predictors.items()}
+        data.update(self.predictors[JUDGE].to_json())
         data["issue_precision_recall"] = {c: precision_recall(v) for c, v in self.issue_counts.items()}
         return data
+
+
+def first_failed_call_turn(trajectory: Trajectory) -> int | None:
+    """The first turn with a call whose receipt the log marks as failed (``is_error``), or None."""
+    for turn in trajectory.turns():
+        if any(receipt.is_error for receipt in turn.receipts):
+            return turn.number
+    return None
+
+
+def random_turn_hit(label_turns: Sequence[int | None], turn_count: int, k: int = 0) -> float:
+    """Probability that a turn drawn uniformly from 1..turn_count lies within ``k`` of any label turn (pure)."""
+    if turn_count <= 0:
+        return 0.0
+    hits = sum(1 for turn in range(1, turn_count + 1) if any(turns_match(t, turn, k) for t in label_turns))
+    return hits / turn_count
+
+
+def speaking_agents(trajectory: Trajectory) -> list[str]:
+    """The distinct agents (normalised names) that have an assistant turn, in order of first appearance."""
+    agents: list[str] = []
+    for message in trajectory.messages:
+        name = normalise_agent(message.name) if message.role == "assistant" else ""
+        if name and name not in agents:
+            agents.append(name)
+    return agents
+
+
+def random_agent_hit(trajectory: Trajectory, label_agent: str | None) -> float:
+    """Probability that an agent drawn uniformly from those that speak names the labelled agent (pure)."""
+    agents = speaking_agents(trajectory)
+    return 1 / len(agents) if agents and normalise_agent(label_agent) in agents else 0.0
+
+
+def majority_agent(labels: Iterable[TrajectoryLabels]) -> str | None:
+    """The agent the labels blame most often for the root cause (normalised; ties: alphabetical first)."""
+    counts = Counter(normalise_agent(f.agent) for label in labels for f in label.failures
+                     if f.is_root and f.agent and not f.by_user)
+    if not counts:
+        return None
+    return min(counts, key=lambda name: (-counts[name], name))
+
+
+def evaluate(labels: list[TrajectoryLabels], trajectories: dict[str, Trajectory],
+             issues: dict[str, list[ScoredIssue]], scored: dict[str, bool], kind: LabelKind, k: int = 1,
+             label_errors: Sequence[str] = ()) -> ValidationReport:
+    """Compare majority issues, and every baseline of :data:`BASELINES`, with labels.
+
+    ``trajectories`` maps label_id -> matched trajectory. Every predictor is scored on the same trajectories and
+    the same denominators; no prediction (or an unscored trajectory) is a miss. A failure the labels attribute to
+    the user (:attr:`LabelledFailure.by_user`) is not an agent turn: it is no step target and no labelled issue, a
+    trajectory whose root cause is the user's has no root-cause target, and both are counted in the report.
+    """
+    report = ValidationReport(kind=kind, k=k, labels=len(labels), evaluated=0, label_errors=list(label_errors),
+                              unmatched_labels=[l.label_id for l in labels if l.label_id not in trajectories],
+                              unscored=0, unmappable_steps=0)
+    found = [label for label in labels if label.label_id in trajectories]
+    if kind == "who-and-when":
+        report.majority_agent = majority_agent(found)
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    unmapped: Counter[str] = Counter()
+    mast_rows: list[tuple[dict[str, bool], set[str], bool, bool]] = []
+    for label in found:
+        trajectory = trajectories[label.label_id]
+        report.evaluated += 1
+        predicted = issues.get(trajectory.id, [])
+        is_scored = scored.get(trajectory.id, False)
+        report.unscored += int(not is_scored)
+        failed_call = first_failed_call_turn(trajectory)
+        if kind == "mast":
+            agent_issues = [i for i in predicted if i.category != "environment"]
+            groups = {g for i in agent_issues for g in [issue_mast_group(i)] if g}
+            mast_rows.append((label.modes, groups, bool(agent_issues), failed_call is not None))
+            continue
+        label_turns = [label_turn(trajectory, f.step, kind) for f in label.failures]
+        report.unmappable_steps += sum(1 for t in label_turns if t is None)
+        report.failures += len(label.failures)
+        agent_items = [(f, t) for f, t in zip(label.failures, label_turns) if not f.by_user]
+        user_caused = len(label.failures) - len(agent_items)
+        report.user_failures += user_caused
+        agent_turns = [t for _, t in agent_items]
+        root, root_turn = next(((f, t) for f, t in zip(label.failures, label_turns) if f.is_root), (None, None))
+        steps_counted = bool(agent_items)
+        root_counted = root is None or not root.by_user  # a missing root is a miss; the user's is no target
+        if not steps_counted:
+            report.user_only.append(label.label_id)
+        if not root_counted:
+            report.user_root.append(label.label_id)
+        label_agent = root.agent if root is not None and not root.by_user else None
+        decisive = decisive_issue(predicted)
+        predicted_turn = decisive.turn if decisive else None
+        last = trajectory.turn_count or None
+        predictions: dict[str, tuple[int | None, str | None]] = {
+            JUDGE: (predicted_turn, agent_at_turn(trajectory, predicted_turn) if decisive else None),
+            "always-first": (1 if last else None, agent_at_turn(trajectory, 1)),
+            "always-last": (last, agent_at_turn(trajectory, last)),
+            "first-failed-call": (failed_call, agent_at_turn(trajectory, failed_call)),
+            "majority-agent": (None, report.majority_agent),
+        }
+        for name, (turn, agent) in predictions.items():
+            rates = report.predictors[name]
+            if name != "majority-agent":  # an agent prior names no turn
+                if steps_counted:
+                    rates.step_exact.add(any(turns_match(t, turn, 0) for t in agent_turns))
+                    rates.step_within_k.add(any(turns_match(t, turn, k) for t in agent_turns))
+                if root_counted:
+                    rates.root_exact.add(turns_match(root_turn, turn, 0))
+                    rates.root_within_k.add(turns_match(root_turn, turn, k))
+            if kind == "who-and-when" and label_agent:
+                rates.agent.add(bool(agent) and normalise_agent(agent) == normalise_agent(label_agent))
+        chance = report.predictors["random"]
+        if steps_counted:
+            chance.step_exact.add(random_turn_hit(agent_turns, trajectory.turn_count, 0))
+            chance.step_within_k.add(random_turn_hit(agent_turns, trajectory.turn_count, k))
+        if root_counted:
+            chance.root_exact.add(random_turn_hit([root_turn], trajectory.turn_count, 0))
+            chance.root_within_k.add(random_turn_hit([root_turn], trajectory.turn_count, k))
+        if kind == "who-and-when" and label_agent:
+            chance.agent.add(random_agent_hit(trajectory, label_agent))
+        # issue precision/recall: every agent-caused labelled failure against every majority issue, within k turns
+        label_items = [(t, map_category(f.category)) for f, t in agent_items]
+        unmapped.update(f.category for f, _ in agent_items if f.category and map_category(f.category) is None)
+        pred_items: list[tuple[int | None, str | None]] = [(i.turn, i.category) for i in predicted]
+        any_matches = match_issues(label_items, pred_items, k, by_category=False)
+        counts["any"].update(pred=len(pred_items), label=len(label_items), tp_pred=len(any_matches), tp_label=len(any_matches))
+        if kind == "agentrx":
+            cat_matches = match_issues(label_items, pred_items, k, by_category=True)
+            for _, predicted_category in pred_items:
+                counts[predicted_category or "unmapped"]["pred"] += 1
+            for _, category in label_items:
+                counts[category or "unmapped"]["label"] += 1
+            for li, pi in cat_matches:
+                counts[pred_items[pi][1] or "unmapped"]["tp_pred"] += 1
+                counts[label_items[li][1] or "unmapped"]["tp_label"] += 1
+        report.results.append(TrajectoryResult(
+            label_id=label.label_id, trajectory_id=trajectory.id, label_turns=label_turns, root_turn=root_turn,
+            predicted_turn=predicted_turn, predicted_agent=predictions[JUDGE][1], label_agent=label_agent,
+            scored=is_scored, user_caused=user_caused))
+    report.issue_counts = {c: {key: v.get(key, 0) for key in ("tp_pred", "pred", "tp_label", "label")} for c, v in counts.items()}
+    report.unmapped_categories = dict(unmapped.most_common())
+    if kind == "mast":
+        report.mast = mast_agreement(mast_rows)
+    return report
 
 
 def precision_recall(counts: dict[str, int]) -> dict[str, float | None]:
@@ -488,65 +744,6 @@ def majority_issues(run_dir: Path) -> tuple[dict[str, list[ScoredIssue]], dict[s
     return issues, scored
 
 
-def evaluate(labels: list[TrajectoryLabels], trajectories: dict[str, Trajectory],
-             issues: dict[str, list[ScoredIssue]], scored: dict[str, bool], kind: LabelKind, k: int = 1,
-             label_errors: Sequence[str] = ()) -> ValidationReport:
-    """Compare majority issues with labels. ``trajectories`` maps label_id -> matched trajectory."""
-    report = ValidationReport(kind=kind, k=k, labels=len(labels), evaluated=0, label_errors=list(label_errors),
-                              unmatched_labels=[l.label_id for l in labels if l.label_id not in trajectories],
-                              unscored=0, unmappable_steps=0)
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    mast_rows: list[tuple[dict[str, bool], set[str], bool]] = []
-    for label in labels:
-        trajectory = trajectories.get(label.label_id)
-        if trajectory is None:
-            continue
-        report.evaluated += 1
-        predicted = issues.get(trajectory.id, [])
-        is_scored = scored.get(trajectory.id, False)
-        report.unscored += int(not is_scored)
-        if kind == "mast":
-            groups = {g for i in predicted if i.category != "environment" for g in [issue_mast_group(i)] if g}
-            mast_rows.append((label.modes, groups, bool([i for i in predicted if i.category != "environment"])))
-            continue
-        label_turns = [label_turn(trajectory, f.step, kind) for f in label.failures]
-        report.unmappable_steps += sum(1 for t in label_turns if t is None)
-        decisive = decisive_issue(predicted)
-        predicted_turn = decisive.turn if decisive else None
-        root = next((t for f, t in zip(label.failures, label_turns) if f.is_root), None)
-        report.step_exact.add(any(turns_match(t, predicted_turn, 0) for t in label_turns))
-        report.step_within_k.add(any(turns_match(t, predicted_turn, k) for t in label_turns))
-        report.first_turn_exact.add(any(turns_match(t, 1, 0) for t in label_turns))
-        report.last_turn_exact.add(any(turns_match(t, trajectory.turn_count, 0) for t in label_turns))
-        report.root_exact.add(turns_match(root, predicted_turn, 0))
-        report.root_within_k.add(turns_match(root, predicted_turn, k))
-        label_agent = next((f.agent for f in label.failures if f.is_root), None)
-        predicted_agent = agent_at_turn(trajectory, predicted_turn) if decisive else None
-        if kind == "who-and-when" and label_agent:
-            report.agent.add(bool(predicted_agent) and normalise_agent(predicted_agent) == normalise_agent(label_agent))
-        # issue precision/recall: every labelled failure against every majority issue, within k turns
-        label_items = [(t, map_category(f.category)) for f, t in zip(label.failures, label_turns)]
-        pred_items: list[tuple[int | None, str | None]] = [(i.turn, i.category) for i in predicted]
-        any_matches = match_issues(label_items, pred_items, k, by_category=False)
-        counts["any"].update(pred=len(pred_items), label=len(label_items), tp_pred=len(any_matches), tp_label=len(any_matches))
-        if kind == "agentrx":
-            cat_matches = match_issues(label_items, pred_items, k, by_category=True)
-            for _, predicted_category in pred_items:
-                counts[predicted_category or "unmapped"]["pred"] += 1
-            for _, category in label_items:
-                counts[category or "unmapped"]["label"] += 1
-            for li, pi in cat_matches:
-                counts[pred_items[pi][1] or "unmapped"]["tp_pred"] += 1
-                counts[label_items[li][1] or "unmapped"]["tp_label"] += 1
-        report.results.append(TrajectoryResult(
-            label_id=label.label_id, trajectory_id=trajectory.id, label_turns=label_turns, root_turn=root,
-            predicted_turn=predicted_turn, predicted_agent=predicted_agent, label_agent=label_agent, scored=is_scored))
-    report.issue_counts = {c: {key: v.get(key, 0) for key in ("tp_pred", "pred", "tp_label", "label")} for c, v in counts.items()}
-    if kind == "mast":
-        report.mast = mast_agreement(mast_rows)
-    return report
-
-
 def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
     """Cohen's kappa of two binary raters (None when undefined: no items, or chance agreement is 1)."""
     n = len(a)
@@ -560,22 +757,26 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
     return (observed - expected) / (1 - expected)
 
 
-def mast_agreement(rows: list[tuple[dict[str, bool], set[str], bool]]) -> dict[str, Any]:
+def mast_agreement(rows: list[tuple[dict[str, bool], set[str], bool, bool]]) -> dict[str, Any]:
     """Trace-level agreement: any failure, and each mode group, as kappa + precision/recall over traces.
 
-    Also ``baseline_any`` (a predictor that calls every trace failing, for scale) and ``unmapped_positive``
-    (majority-positive label modes in no group: they count for "any" only).
+    Baselines for "any failure", on the same traces: ``baseline_any`` (the majority class here: every trace
+    failing), ``baseline_random_any`` (a fair coin per trace, as expected values: precision = the share of failing
+    traces, recall 0.5, kappa 0) and ``baseline_first_failed_any`` (a trace with a call the log marks failed).
+    ``unmapped_positive`` lists majority-positive label modes in no group (they count for "any" only).
+    Each row is (label modes, our issue groups, any agent issue, any failed call).
     """
     out: dict[str, Any] = {}
-    label_any = [any(modes.values()) for modes, _, _ in rows]
-    pred_any = [has for _, _, has in rows]
-    out["any"] = _binary_summary(label_any, pred_any)
+    label_any = [any(modes.values()) for modes, _, _, _ in rows]
+    out["any"] = _binary_summary(label_any, [has for _, _, has, _ in rows])
     for group in MAST_GROUPS:
-        labelled = [any(v and mast_group(name) == group for name, v in modes.items()) for modes, _, _ in rows]
-        predicted = [group in groups for _, groups, _ in rows]
+        labelled = [any(v and mast_group(name) == group for name, v in modes.items()) for modes, _, _, _ in rows]
+        predicted = [group in groups for _, groups, _, _ in rows]
         out[group] = _binary_summary(labelled, predicted)
     out["baseline_any"] = _binary_summary(label_any, [True] * len(rows))
-    out["unmapped_positive"] = sorted({name for modes, _, _ in rows for name, v in modes.items()
+    out["baseline_random_any"] = expected_random_summary(label_any)
+    out["baseline_first_failed_any"] = _binary_summary(label_any, [failed for _, _, _, failed in rows])
+    out["unmapped_positive"] = sorted({name for modes, _, _, _ in rows for name, v in modes.items()
                                        if v and mast_group(name) is None})
     return out
 
@@ -592,8 +793,53 @@ def _binary_summary(labelled: list[bool], predicted: list[bool]) -> dict[str, An
     }
 
 
-def validate_run(run_dir: Path, labels_path: Path, kind: LabelKind | None = None, k: int = 1) -> ValidationReport:
-    """Load labels and the run, match them, and evaluate (the library form of ``judge validate``)."""
+def expected_random_summary(labelled: list[bool]) -> dict[str, Any]:
+    """A fair coin per trace, as expected values: half the traces predicted, precision = prevalence, recall 0.5,
+    kappa 0 (a predictor independent of the labels agrees only by chance). None where undefined."""
+    n, positives = len(labelled), sum(labelled)
+    return {
+        "traces": n,
+        "labelled": positives,
+        "predicted": n / 2,
+        "precision": positives / n if n else None,
+        "recall": 0.5 if positives else None,
+        "kappa": 0.0 if 0 < positives < n else None,
+        "expected": True,
+    }
+
+
+class LabelMismatch(LabelError):
+    """The labels name too few of the run's trajectories: they are probably not labels of this run."""
+
+
+MIN_COVERAGE = 0.5  # labels must name at least half of the run's trajectories
+
+
+def check_coverage(labels: list[TrajectoryLabels], matched: dict[str, Trajectory], run: list[Trajectory],
+                   labels_path: Path, kind: LabelKind, min_coverage: float = MIN_COVERAGE) -> None:
+    """Refuse labels that name under ``min_coverage`` of the run's trajectories (:class:`LabelMismatch`).
+
+    A run of another dataset can still share a few task numbers or query ids with a label file (tau airline
+    task 12 and AgentRx retail task 12); a table computed on those few accidental matches would look like a
+    result. The message says what matched and how to proceed knowingly.
+    """
+    names = {t.id for t in matched.values()}
+    if run and len(names) >= min_coverage * len(run):
+        return
+    share = f"{100 * len(names) / len(run):.0f}%" if run else "no trajectory"
+    label_ids = ", ".join(l.label_id for l in labels[:3]) or "none"
+    run_ids = ", ".join(t.id for t in run[:3]) or "none"
+    raise LabelMismatch(
+        f"the {kind} labels in {labels_path} name {len(names)} of the run's {len(run)} trajectories ({share}), "
+        f"under the {100 * min_coverage:.0f}% needed: they are probably not labels of this run (label ids: "
+        f"{label_ids}...; run ids: {run_ids}...). Score the labelled data itself, or pass --min-coverage "
+        f"{len(names) / len(run) if run else 0:.2f} to validate on the matched part knowingly."
+    )
+
+
+def validate_run(run_dir: Path, labels_path: Path, kind: LabelKind | None = None, k: int = 1,
+                 min_coverage: float = MIN_COVERAGE) -> ValidationReport:
+    """Load labels and the run, match them, refuse a mismatch, and evaluate (the library form of ``judge validate``)."""
     from judge.pipeline import read_trajectories
 
     run_dir = Path(run_dir)
@@ -602,15 +848,23 @@ def validate_run(run_dir: Path, labels_path: Path, kind: LabelKind | None = None
     kind = kind or detect_kind(Path(labels_path))
     labels, errors = load_labels(Path(labels_path), kind)
     issues, scored = majority_issues(run_dir)
-    matched = match_trajectories(labels, read_trajectories(run_dir))
-    return evaluate(labels, matched, issues, scored, kind, k=k, label_errors=errors)
+    run = list(read_trajectories(run_dir))
+    matched = match_trajectories(labels, run)
+    check_coverage(labels, matched, run, Path(labels_path), kind, min_coverage)
+    report = evaluate(labels, matched, issues, scored, kind, k=k, label_errors=errors)
+    report.run_trajectories = len(run)
+    report.matched_trajectories = len({t.id for t in matched.values()})
+    return report
 
 
-# --- the printed table ---------------------------------------------------------------------------
+# --- the printed tables --------------------------------------------------------------------------
 
 
 def _pct(rate: Rate) -> str:
-    return "n/a" if rate.value is None else f"{100 * rate.value:.1f}% ({rate.hits}/{rate.n})"
+    if rate.value is None:
+        return "n/a"
+    hits = f"{rate.hits:.0f}" if float(rate.hits).is_integer() else f"{rate.hits:.1f}"
+    return f"{100 * rate.value:.1f}% ({hits}/{rate.n})"
 
 
 def _num(value: float | None, percent: bool = True) -> str:
@@ -619,64 +873,128 @@ def _num(value: float | None, percent: bool = True) -> str:
     return f"{100 * value:.1f}%" if percent else f"{round(value, 2) + 0.0:.2f}"  # + 0.0: no "-0.00"
 
 
-def format_table(report: ValidationReport) -> str:
-    """The table ``judge validate`` prints: our figures beside the published reference points."""
-    rows: list[tuple[str, str, str]] = []
+@dataclass
+class Table:
+    """Rows of text cells under a header: printed aligned (:func:`format_table`) or as Markdown."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+def report_tables(report: ValidationReport) -> tuple[str, list[Table], list[str]]:
+    """The title, the tables and the notes of a report: what both the text and the Markdown forms show."""
+    title = (f"judge validate: {report.kind} labels, {report.evaluated} of {report.labels} labelled trajectories found "
+             f"in the run ({report.unscored} unscored, counted as misses)")
+    if report.run_trajectories is not None:
+        title += f"; the labels name {report.matched_trajectories} of the run's {report.run_trajectories} trajectories"
+    tables: list[Table] = []
+    notes: list[str] = []
     if report.kind == "mast":
-        groups = ["any", *MAST_GROUPS]
-        for group in groups:
+        rows = []
+        for group in ["any", *MAST_GROUPS]:
             summary = report.mast.get(group)
             if summary is None:
                 continue
-            name = "any failure" if group == "any" else f"'{group}'"
-            rows.append((f"trace-level {name}: kappa", _num(summary["kappa"], percent=False),
-                         REFERENCE_POINTS["mast_kappa"] if group == "any" else ""))
-            rows.append((f"  precision / recall ({summary['labelled']} labelled, {summary['predicted']} predicted)",
-                         f"{_num(summary['precision'])} / {_num(summary['recall'])}", ""))
-            if group == "any" and "baseline_any" in report.mast:
-                base = report.mast["baseline_any"]
-                rows.append(("  trivial baseline: every trace failing, kappa", _num(base["kappa"], percent=False), ""))
-                rows.append(("  trivial baseline: precision / recall", f"{_num(base['precision'])} / {_num(base['recall'])}", ""))
-    else:
-        step_ref = REFERENCE_POINTS["step_exact"] if report.kind == "who-and-when" else ""
-        # Several failures per AgentRx trajectory: the decisive prediction hits if it names any of them.
-        which = " (any labelled failure)" if report.kind == "agentrx" else ""
-        rows.append((f"step accuracy, exact turn{which}", _pct(report.step_exact), step_ref))
-        rows.append((f"step accuracy, within +-{report.k} turns{which}", _pct(report.step_within_k), ""))
-        rows.append(("  trivial baseline: always T1, exact", _pct(report.first_turn_exact), ""))
-        rows.append(("  trivial baseline: always the last turn, exact", _pct(report.last_turn_exact), ""))
-        if report.kind == "who-and-when":
-            rows.append(("agent accuracy", _pct(report.agent), REFERENCE_POINTS["agent"]))
-        rows.append(("root-cause accuracy, exact turn", _pct(report.root_exact), ""))
-        rows.append((f"root-cause accuracy, within +-{report.k}", _pct(report.root_within_k), ""))
-        for category, counts in sorted(report.issue_counts.items(), key=lambda kv: (kv[0] != "any", kv[0])):
-            pr = precision_recall(counts)
-            name = "issues, any category" if category == "any" else f"issues, {category}"
-            value = (f"{_num(pr['precision'])} ({counts['tp_pred']}/{counts['pred']}) / "
-                     f"{_num(pr['recall'])} ({counts['tp_label']}/{counts['label']})")
-            rows.append((f"{name}: precision / recall (+-{report.k})", value, ""))
-    width = max(len(r[0]) for r in rows)
-    value_width = max(len(r[1]) for r in rows)
-    title = (f"judge validate: {report.kind} labels, {report.evaluated} of {report.labels} labelled trajectories "
-             f"found in the run ({report.unscored} unscored, counted as misses)")
-    lines = [title, f"{'metric'.ljust(width)}  {'ours'.ljust(value_width)}  published reference"]
-    lines += [f"{name.ljust(width)}  {value.ljust(value_width)}  {ref}".rstrip() for name, value, ref in rows]
-    if report.kind == "who-and-when":
-        lines.append("Who&When labels only the decisive error: issue precision counts any other real defect as a false positive")
-    if report.kind == "mast":
-        lines.append("labels: a mode is present when >= 2 of 3 annotators marked it; modes and our issues are grouped "
+            rows.append(_mast_row("any failure: judge" if group == "any" else f"'{group}': judge", summary))
+            if group == "any":
+                for key, name in (("baseline_random_any", "  random (expected value)"),
+                                  ("baseline_any", "  every trace failing (majority class)"),
+                                  ("baseline_first_failed_any", "  first failed call")):
+                    if key in report.mast:
+                        rows.append(_mast_row(name, report.mast[key]))
+        tables.append(Table(["trace-level", "kappa", "precision", "recall", "labelled", "predicted"], rows))
+        notes.append(f"published reference: {REFERENCE_POINTS['mast_kappa']} (agreement on the modes themselves, "
+                     "a different task at a different level)")
+        notes.append("labels: a mode is present when >= 2 of 3 annotators marked it; modes and our issues are grouped "
                      "by the MAST category mapping of judge.validate (kappa 0 = chance; n/a when both sides are constant)")
+        notes.append("random: a fair coin per trace, as expected values; first failed call: a trace with a call the "
+                     "log marks failed is called failing")
         unmapped = report.mast.get("unmapped_positive") or []
         if unmapped:
-            lines.append(f"label modes in no group (counted for 'any' only): {', '.join(unmapped)}")
-    if report.kind != "mast":
-        lines.append("ours is measured on turns (a label on a tool or user message counts as the turn it belongs to); "
+            notes.append(f"label modes in no group (counted for 'any' only): {', '.join(unmapped)}")
+    else:
+        which = " (any labelled failure)" if report.kind == "agentrx" else ""
+        metrics = ["step_exact", "step_within_k", "root_exact", "root_within_k"]
+        header = ["predictor", f"step, exact{which}", f"step, +-{report.k}", "root cause, exact", f"root cause, +-{report.k}"]
+        if report.kind == "who-and-when":
+            metrics.append("agent")
+            header.append("agent")
+        names = {JUDGE: "judge (ours)", **BASELINES}
+        rows = [[names[name], *(_pct(getattr(scores, m)) for m in metrics)] for name, scores in report.predictors.items()
+                if any(getattr(scores, m).n for m in metrics)]
+        if report.kind == "who-and-when":
+            rows.append(["published best (history steps)", "14.2%", "", "", "", "53.5%"])
+        tables.append(Table(header, rows))
+        issue_rows = []
+        for category, counts in sorted(report.issue_counts.items(), key=lambda kv: (kv[0] != "any", kv[0])):
+            pr = precision_recall(counts)
+            issue_rows.append(["any category" if category == "any" else category,
+                               f"{_num(pr['precision'])} ({counts['tp_pred']}/{counts['pred']})",
+                               f"{_num(pr['recall'])} ({counts['tp_label']}/{counts['label']})"])
+        if issue_rows:
+            tables.append(Table([f"judge's majority issues vs labelled failures (+-{report.k})", "precision", "recall"],
+                                issue_rows))
+        if report.kind == "who-and-when":
+            notes.append(f"published: {REFERENCE_POINTS['step_exact']}; {REFERENCE_POINTS['agent']}")
+            notes.append("Who&When labels only the decisive error: issue precision counts any other real defect as a "
+                         "false positive")
+        notes.append("ours is measured on turns (a label on a tool or user message counts as the turn it belongs to); "
                      "the published figures count history steps")
+        notes.append("every predictor is scored on the same trajectories; no prediction (or unscored) is a miss")
+        for name, note in BASELINE_NOTES.items():
+            if name == "majority-agent" and report.kind != "who-and-when":
+                continue
+            notes.append(note + (f" (here: {report.majority_agent})" if name == "majority-agent" and report.majority_agent else ""))
+        if report.user_failures:
+            notes.append(
+                f"{report.user_failures} of {report.failures} labelled failures are attributed to the user (simulated "
+                f"customer), not an agent turn: they are no step target and no labelled issue; "
+                f"{len(report.user_root)} trajectories whose root cause is the user's are left out of the root-cause "
+                f"columns and {len(report.user_only)} with only user-caused failures out of the step columns")
+        if report.unmapped_categories:
+            shown = ", ".join(f"{name} ({n})" for name, n in report.unmapped_categories.items())
+            notes.append(f"label categories with no counterpart in ours (counted as 'unmapped'): {shown}")
     if report.unmappable_steps:
-        lines.append(f"{report.unmappable_steps} label steps name no message of the imported trajectory (counted as misses)")
+        notes.append(f"{report.unmappable_steps} label steps name no message of the imported trajectory (counted as misses)")
     if report.unmatched_labels:
         shown = ", ".join(report.unmatched_labels[:8]) + (" ..." if len(report.unmatched_labels) > 8 else "")
-        lines.append(f"{len(report.unmatched_labels)} labelled trajectories not in the run: {shown}")
-    for error in report.label_errors[:10]:
-        lines.append(f"label error: {error}")
+        notes.append(f"{len(report.unmatched_labels)} labelled trajectories not in the run: {shown}")
+    notes += [f"label error: {error}" for error in report.label_errors[:10]]
+    return title, tables, notes
+
+
+def _mast_row(name: str, summary: dict[str, Any]) -> list[str]:
+    predicted = summary["predicted"]
+    return [name, _num(summary["kappa"], percent=False), _num(summary["precision"]), _num(summary["recall"]),
+            str(summary["labelled"]), f"{predicted:g}" if isinstance(predicted, float) else str(predicted)]
+
+
+def format_table(report: ValidationReport) -> str:
+    """The text ``judge validate`` prints: the judge beside every baseline, then the notes."""
+    title, tables, notes = report_tables(report)
+    lines = [title]
+    for table in tables:
+        widths = [max(len(row[i]) for row in [table.header, *table.rows]) for i in range(len(table.header))]
+        lines.append("")
+        for row in [table.header, *table.rows]:
+            lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    lines.append("")
+    lines += notes
+    return "\n".join(lines)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def format_markdown(report: ValidationReport) -> str:
+    """The same tables as Markdown (``judge validate --markdown``; docs/validation.md is made from it)."""
+    title, tables, notes = report_tables(report)
+    lines = [title, ""]
+    for table in tables:
+        lines.append("| " + " | ".join(_md_cell(c) for c in table.header) + " |")
+        lines.append("|" + "|".join(["---"] + ["---:"] * (len(table.header) - 1)) + "|")
+        lines += ["| " + " | ".join(_md_cell(c.strip()) for c in row) + " |" for row in table.rows]
+        lines.append("")
+    lines += [f"- {note}" for note in notes]
     return "\n".join(lines)

@@ -169,23 +169,29 @@ def test_description_text_strips_step_prefix(text: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("truth", "predicted"),
+    ("truth", "predicted", "expected"),
     [
-        ([0, 0, 1, 1], [0, 0, 1, 1]),
-        ([0, 0, 1, 1], [1, 1, 0, 0]),
-        ([0, 0, 1, 1], [0, 1, 0, 1]),
-        ([0, 0, 0, 1, 1, 2], [0, 0, 1, 1, 2, 2]),
-        ([0, 1, 2, 3], [0, 0, 0, 0]),
-        ([0, 0, 0], [0, 0, 0]),
-        (list("aabbccdd"), list("abababcd")),
+        ([0, 0, 1, 1], [0, 0, 1, 1], 1.0),
+        ([0, 0, 1, 1], [1, 1, 0, 0], 1.0),
+        ([0, 0, 1, 1], [0, 1, 0, 1], -0.5),  # joint 0, E = 2*2/6, max 2: (0 - 2/3) / (2 - 2/3)
+        ([0, 0, 0, 1, 1, 2], [0, 0, 1, 1, 2, 2], 2 / 27),  # joint 1, E = 4*3/15, max 3.5
+        ([0, 1, 2, 3], [0, 0, 0, 0], 0.0),
+        ([0, 0, 0], [0, 0, 0], 1.0),  # one cluster each: trivially identical
+        ([], [], 1.0),
+        (list("aabbccdd"), list("abababcd"), -6 / 29),  # joint 0, E = 4*6/28, max 5
     ],
 )
-def test_adjusted_rand_index_matches_sklearn(truth, predicted) -> None:
-    from sklearn.metrics import adjusted_rand_score
-
+def test_adjusted_rand_index_hand_computed(truth, predicted, expected) -> None:
     from judge.cluster import adjusted_rand_index
 
-    assert adjusted_rand_index(truth, predicted) == pytest.approx(adjusted_rand_score(truth, predicted))
+    assert adjusted_rand_index(truth, predicted) == pytest.approx(expected, abs=1e-12)
+
+
+def test_adjusted_rand_index_needs_labelings_of_one_length() -> None:
+    from judge.cluster import adjusted_rand_index
+
+    with pytest.raises(ValueError, match="differ in length"):
+        adjusted_rand_index([0, 1], [0])
 
 
 def test_cluster_quality_hand_computed() -> None:

@@ -78,3 +78,50 @@ def test_rules_only_scoring_does_not_import_torch(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+# --- the st extra (torch + sentence-transformers) is optional -----------------------------------------
+
+
+@pytest.fixture
+def without_st_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pretend torch and sentence-transformers are not installed (None in sys.modules blocks the import)."""
+    for module in ("torch", "sentence_transformers"):
+        monkeypatch.setitem(sys.modules, module, None)
+
+
+@pytest.mark.parametrize("name", ["minilm", "st:/models/any"])
+def test_st_embedders_without_the_extra_name_it(without_st_extra: None, name: str) -> None:
+    from judge.embed import MissingExtraError, check_embedder
+
+    with pytest.raises(MissingExtraError, match=r"pip install 'trajudge\[st\]'.*use-m3"):
+        check_embedder(name)
+
+
+def test_loading_an_st_model_without_the_extra_names_it(without_st_extra: None) -> None:
+    from judge.embed import MissingExtraError, SentenceTransformerEmbedder
+
+    with pytest.raises(MissingExtraError, match=r"trajudge\[st\]"):
+        SentenceTransformerEmbedder("minilm").embed(["a sentence"])
+
+
+@pytest.mark.parametrize("name", ["use-m3", "lexical"])
+def test_default_embedders_need_no_extra(without_st_extra: None, name: str) -> None:
+    from judge.embed import check_embedder
+
+    check_embedder(name)
+    assert make_embedder("lexical").embed(["works without torch"]).shape == (1, 1024)
+
+
+def test_score_with_an_unavailable_embedder_stops_before_judging(without_st_extra: None, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from judge.cli import app
+
+    out = tmp_path / "run"
+    examples = Path(__file__).resolve().parents[1] / "examples" / "batch"
+    result = CliRunner().invoke(app, ["score", str(examples), "--out", str(out), "--embedder", "minilm"])
+    assert result.exit_code == 1 and "trajudge[st]" in result.output
+    assert not out.exists()  # nothing imported, nothing judged
+    result = CliRunner().invoke(app, ["cluster", str(tmp_path / "rows.jsonl"), "--out", str(out), "--embedder", "st:x"])
+    assert result.exit_code == 1 and "trajudge[st]" in result.output

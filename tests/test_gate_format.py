@@ -120,5 +120,5 @@ def test_gate_fails_closed_without_the_rules_judge(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize(("reward", "released"), [(None, True), (1.0, True), (0.5, True), (0.0, False), (-1.0, False)])
 def test_a_recorded_task_failure_blocks_release(reward, released) -> None:
     trajectory = make(good())
-    trajectory.metadata.reward = reward
+    trajectory.metadata = TrajectoryMetadata(source_format="openai", reward=reward)
     assert ("outcome:failed" not in release_checks(trajectory)) is released

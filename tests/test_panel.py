@@ -187,8 +187,9 @@ def test_budget_cap_stops_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_context_overflow_without_a_call(server: FakeLLMServer, tmp_path: Path) -> None:
+    # judge-v1 has no windows (judge-v2 judges this one in windows: tests/test_judge_v2.py)
     trajectory = make_trajectory("long", "q", [{"text": "x" * 500} for _ in range(300)])
-    run([trajectory], config_for(server, max_input_tokens=3000), tmp_path)
+    run([trajectory], config_for(server, max_input_tokens=3000, prompt="judge-v1"), tmp_path)
     (verdict,) = verdict_rows(tmp_path)
     assert verdict.reason == "context_overflow" and server.request_count == 0 and "budget" in verdict.detail
 
@@ -208,7 +209,7 @@ def test_manifest_records_the_panel(server: FakeLLMServer, tmp_path: Path) -> No
     run([one_trajectory()], config_for(server, passes=3), tmp_path)
     panel = read_manifest(tmp_path)["panel"]
     spec = spec_for(server)
-    assert panel["size"] == 3 and panel["prompt_version"] == "judge-v1"
+    assert panel["size"] == 3 and panel["prompt_version"] == "judge-v2"
     assert [m["pass_key"] for m in panel["members"]] == [f"{spec}#1", f"{spec}#2", f"{spec}#3"]
     assert all(m["deterministic"] is False for m in panel["members"])
 

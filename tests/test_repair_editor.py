@@ -3,14 +3,13 @@ two constructed counterexamples, and re-scoring of edited trajectories with the 
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from fixtures.repair import cases
 from judge.model import Message
 from judge.repair import offline_edit
 from judge.repair.calls import call_sites
@@ -23,10 +22,6 @@ from judge.repair.validators import (
     no_reference_to_deleted_failure,
     validate_edit,
 )
-
-_spec = importlib.util.spec_from_file_location("repair_cases", Path(__file__).parent / "fixtures" / "repair" / "cases.py")
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ entry points (route_run, the CLI) on run directories built from the schema model
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -13,16 +12,13 @@ from typer.testing import CliRunner
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from fixtures.repair import cases
 from judge import rundir
 from judge.cli import app
 from judge.repair import route_run, route_trajectory
 from judge.repair.routing import plan_repair
 from judge.repair.textref import get_detectors
 from judge.schema import RepairRow
-
-_spec = importlib.util.spec_from_file_location("repair_cases", Path(__file__).parent / "fixtures" / "repair" / "cases.py")
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module", autouse=True)

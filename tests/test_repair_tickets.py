@@ -3,7 +3,6 @@ capability rewrite with its independent requirement check, and ingesting continu
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -12,16 +11,13 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from fixtures.repair import cases
 from judge import rundir
 from judge.model import Trajectory, TrajectoryMetadata, Usage
 from judge.repair import TICKETS, Ticket, ingest_continuations, make_tickets, repair_run
 from judge.repair.rewrite import verify_requirements
 from judge.repair.textref import get_detectors
 from judge.schema import RepairRow
-
-_spec = importlib.util.spec_from_file_location("repair_cases", Path(__file__).parent / "fixtures" / "repair" / "cases.py")
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)  # type: ignore[union-attr]
 
 SEMANTIC = {"category": "semantic", "severity": "severe", "tag": "unverified-completion", "description": "Claims done after a failure."}
 

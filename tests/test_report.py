@@ -10,13 +10,13 @@ import base64
 import hashlib
 import json
 import re
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run
 from judge.report import build_report, build_summary, plots
 from judge.report.render import md_escape
 from judge.report.summary import (
@@ -29,9 +29,6 @@ from judge.report.summary import (
 )
 from judge.report.viewer import anchor_id
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
-
-sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
-from report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run
 
 
 @pytest.fixture(scope="module")

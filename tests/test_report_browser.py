@@ -12,18 +12,15 @@ from __future__ import annotations
 import http.server
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fixtures.report.report_runs import make_run
 from judge.report import build_report
 from judge.report.viewer import anchor_id
-
-sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
-from report_runs import make_run
 
 pytestmark = pytest.mark.slow
 

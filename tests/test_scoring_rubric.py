@@ -47,7 +47,7 @@ def test_default_rubric_table(clusters, efficiency, checks, score, release) -> N
     verdicts = [verdict(k, efficiency=e) for k, e in enumerate(efficiency)]
     row = score_trajectory(None, verdicts, clusters, RUBRIC, panel_size=3, failed_checks=checks)
     assert (row.score, row.release) == (score, release)
-    assert row.rubric == "default-v1"
+    assert row.rubric == "default-v2"
     assert [i.cluster for i in row.issues] == [c.cluster for c in clusters if c.majority and c.category != "environment"]
     environment = [c.cluster for c in clusters if c.majority and c.category == "environment"]
     assert [i.cluster for i in row.environment] == environment
@@ -72,10 +72,43 @@ def test_no_quorum_leaves_the_trajectory_unscored(statuses, panel, scored) -> No
     assert row.valid_passes == statuses.count("ok")
 
 
-@pytest.mark.parametrize(("vote", "score"), [("high", 5), ("medium", 4), (None, 4)])
-def test_panel_of_one_needs_its_single_vote_high(vote, score) -> None:
-    row = score_trajectory(None, [verdict(0, efficiency=vote)], [], RUBRIC, panel_size=1, failed_checks=[])
+@pytest.mark.parametrize(("rubric", "vote", "score"), [
+    ("default-v2", "high", 4), ("default-v2", "medium", 4), ("default-v2", None, 4),  # one vote never gives 5
+    ("default-v1", "high", 5), ("default-v1", "medium", 4), ("default-v1", None, 4),  # v1 said one vote was enough
+])
+def test_panel_of_one_reaches_5_only_when_the_rubric_says_so(rubric, vote, score) -> None:
+    row = score_trajectory(None, [verdict(0, efficiency=vote)], [], load_rubric(rubric), panel_size=1, failed_checks=[])
     assert row.score == score
+    if rubric == "default-v2" and vote == "high":
+        assert "a panel of 1 cannot reach 5 under rubric default-v2" in row.reason
+
+
+@pytest.mark.parametrize(
+    ("efficient", "panel", "needed"),
+    [({}, 1, 2), ({}, 2, 2), ({}, 3, 2), ({}, 4, 3), ({}, 5, 3), ({"min_votes": 1}, 1, 1), ({"min_votes": 1}, 3, 2),
+     ({"votes": 3}, 1, 3), ({"votes": 3}, 5, 3), ({"min_votes": 4}, 3, 4), ({"votes": 1, "min_votes": 1}, 3, 1)],
+)
+def test_high_votes_needed_for_the_top_score(efficient, panel, needed) -> None:
+    from judge.scoring import RubricEfficient
+
+    assert RubricEfficient(**efficient).needed(panel) == needed
+
+
+@pytest.mark.parametrize(("efficiency", "panel", "score"), [
+    (["high", "high"], 3, 5), (["high"], 3, 4), (["high", "high", "high"], 3, 5),  # DESIGN.md: 2 of 3
+    (["high"], 1, 4), (["high", "high"], 2, 5), (["high", "high"], 5, 4), (["high"] * 3, 5, 5),
+])
+def test_default_rubric_efficiency_rule(efficiency, panel, score) -> None:
+    verdicts = [verdict(k, efficiency=e) for k, e in enumerate(efficiency)]
+    verdicts += [verdict(k, efficiency="medium") for k in range(len(efficiency), panel)]
+    assert score_trajectory(None, verdicts, [], RUBRIC, panel_size=panel, failed_checks=[]).score == score
+
+
+def test_a_count_below_the_floor_must_say_so() -> None:
+    from judge.scoring import RubricEfficient
+
+    with pytest.raises(ValueError, match="min_votes: 1"):
+        RubricEfficient(votes=1)
 
 
 def test_custom_rubric_file_and_bad_rubric_errors(tmp_path: Path) -> None:
@@ -92,7 +125,7 @@ def test_custom_rubric_file_and_bad_rubric_errors(tmp_path: Path) -> None:
         load_rubric(bad)
     with pytest.raises(FileNotFoundError, match="missing.yaml"):
         load_rubric(tmp_path / "missing.yaml")
-    assert load_rubric("default-v1") == load_rubric(None)  # a bundled rubric by name
+    assert load_rubric("default-v2") == load_rubric(None)  # a bundled rubric by name
 
 
 def _trajectory(tid: str) -> Trajectory:
@@ -117,7 +150,7 @@ def test_score_run_writes_clusters_and_scores_without_judging(tmp_path: Path) ->
     clusters = [json.loads(line) for line in (tmp_path / rundir.CLUSTERS).read_text().splitlines()]
     assert [(c["trajectory_id"], c["votes"]) for c in clusters] == [("a", 3)]
     manifest = json.loads((tmp_path / rundir.MANIFEST).read_text())
-    assert manifest["embedder"]["name"] == "lexical" and manifest["rubric"]["label"] == "default-v1"
+    assert manifest["embedder"]["name"] == "lexical" and manifest["rubric"]["label"] == "default-v2"
     assert manifest["cluster"]["weights"]["text"] == ClusterConfig().weights["text"]
     with RunStore.for_run(tmp_path) as store:  # the three wordings were embedded once and cached in the run
         assert len(store.get_embeddings("lexical|char3-hash|1", [wrong.description])) == 1

@@ -126,7 +126,7 @@ def test_validate_mast_end_to_end_on_the_fixture(tmp_path: Path):
     records = json.loads(FIXTURE.read_text(encoding="utf-8"))
     assert f"{len(records)} of {len(records)} labelled trajectories found in the run" in output
     assert "kappa 0.77, MAST LLM annotator vs experts" in output
-    assert "trivial baseline: every trace failing" in output
+    assert "every trace failing (majority class)" in output and "random (expected value)" in output
     mast = data["mast"]
     labelled = majority_positive_traces(records)
     assert mast["any"]["traces"] == len(records) and mast["any"]["labelled"] == labelled

@@ -14,6 +14,7 @@ from judge.cli import (  # noqa: F401
     cluster_cmds,
     report_cmds,
     repair_cmds,
+    continue_cmds,
     analyse_cmds,
     meta_cmds,
 )

@@ -52,21 +52,30 @@ def validate_cmd(
     kind: str | None = typer.Option(None, "--kind", help="who-and-when | agentrx | mast (detected from the file when omitted)."),
     k: int = typer.Option(1, "--k", min=0, help="Tolerance in turns for the 'within +-k' figures."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the full comparison (per trajectory) as JSON."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the tables as Markdown (docs/validation.md is made of them)."),
+    min_coverage: float = typer.Option(0.5, "--min-coverage", min=0.0, max=1.0,
+                                       help="Refuse labels that name under this share of the run's trajectories."),
 ) -> None:
-    """Compare a run's majority issues with human failure labels; print our figures beside published ones.
+    """Compare a run's majority issues with human failure labels, beside baselines scored on the same labels
+    (random, always-first, always-last, first-failed-call, majority-agent) and the published figures.
+
+    Labels that name under half of the run's trajectories are refused (exit 1): they are probably not this run's.
 
     Example: judge validate runs/ww --labels ../shared/datasets/who_and_when/Hand-Crafted --kind who-and-when
     """
     from judge import rundir
-    from judge.validate import LABEL_KINDS, LabelError, format_table, validate_run
+    from judge.validate import LABEL_KINDS, LabelError, LabelMismatch, format_markdown, format_table, validate_run
 
     if kind is not None and kind not in LABEL_KINDS:
         raise typer.BadParameter(f"--kind must be one of {', '.join(LABEL_KINDS)}, got {kind!r}")
     try:
-        report = validate_run(run, labels, kind, k=k)  # type: ignore[arg-type]
+        report = validate_run(run, labels, kind, k=k, min_coverage=min_coverage)  # type: ignore[arg-type]
+    except LabelMismatch as error:
+        typer.echo(f"judge validate: refused: {error}", err=True)
+        raise typer.Exit(1) from error
     except (LabelError, FileNotFoundError, ValueError) as error:
         raise typer.BadParameter(str(error)) from error
-    typer.echo(format_table(report))
+    typer.echo(format_markdown(report) if markdown else format_table(report))
     if json_out is not None:
         rundir.write_json(json_out, report.to_json())
         typer.echo(f"wrote {json_out}")

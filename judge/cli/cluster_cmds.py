@@ -26,7 +26,14 @@ def _config(embedder: str | None, threshold: float | None, config_file: Path | N
         options["embedder"] = embedder
     if threshold is not None:
         options["threshold"] = threshold
-    return ClusterConfig.from_options(options)
+    settings = ClusterConfig.from_options(options)
+    from judge.embed import check_embedder
+
+    try:
+        check_embedder(settings.embedder)
+    except (ValueError, ImportError) as error:
+        raise typer.BadParameter(str(error)) from error
+    return settings
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
@@ -97,7 +104,7 @@ def calibrate_command(
 @app.command("rescore")
 def rescore_command(
     run: Path = typer.Argument(..., help="A run directory with trajectories.jsonl and verdicts.jsonl."),
-    rubric: Path | None = typer.Option(None, "--rubric", help="A rubric YAML (default rubrics/default-v1.yaml)."),
+    rubric: Path | None = typer.Option(None, "--rubric", help="A rubric YAML (default rubrics/default-v2.yaml)."),
 ) -> None:
     """Recompute clusters and scores from the stored verdicts, then repairs, summary and reports; no judge call.
 

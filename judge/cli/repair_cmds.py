@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -14,7 +13,7 @@ from judge.cli.app import ExitCode, app
 class _DefaultRunGroup(TyperGroup):
     """``judge repair RUN ...`` means ``judge repair run RUN ...``; named subcommands still work."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
         return super().parse_args(ctx, args)

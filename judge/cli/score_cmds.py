@@ -65,7 +65,11 @@ def score_command(
         settings = settings.merged(judges=list(judge or []), passes=passes, base_url=base_url, concurrency=concurrency,
                                    rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
                                    temperature=temperature)
-    except ValueError as error:
+        if embedder:
+            from judge.embed import check_embedder
+
+            check_embedder(embedder)  # before any judge call is paid for
+    except (ValueError, ImportError) as error:
         raise typer.BadParameter(str(error)) from error
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:

@@ -20,6 +20,7 @@ from judge.model import (
     Message,
     Receipt,
     ToolCall,
+    ToolSpec,
     Trajectory,
     TrajectoryMetadata,
     Usage,
@@ -224,6 +225,34 @@ def usage_from(value: Any) -> Usage | None:
     return usage if usage.total is not None or usage.cached_tokens is not None else None
 
 
+def tool_specs(value: Any) -> list[ToolSpec] | None:
+    """Tool schemas in the usual spellings -> :class:`ToolSpec` list; None when ``value`` is not a tool list.
+
+    Accepted items: OpenAI ``{"type": "function", "function": {name, description, parameters}}``, flat
+    ``{name, description, parameters}`` (legacy OpenAI functions, inspect_ai ToolInfo), Anthropic
+    ``{name, description, input_schema}``, MCP ``{name, description, inputSchema}``, or a bare name.
+    """
+    value = loose_value(value)
+    if not isinstance(value, list) or not value:
+        return None
+    specs = []
+    for item in value:
+        item = loose_value(item)
+        if isinstance(item, str) and item.strip():
+            specs.append(ToolSpec(name=item.strip()))
+            continue
+        if not isinstance(item, dict):
+            return None
+        body = item["function"] if isinstance(item.get("function"), dict) else item
+        name = body.get("name")
+        if not isinstance(name, str) or not name.strip():
+            return None
+        description = body.get("description")
+        parameters = next((body[k] for k in ("parameters", "input_schema", "inputSchema") if isinstance(body.get(k), dict)), None)
+        specs.append(ToolSpec(name=name, description=description if isinstance(description, str) else "", parameters=parameters))
+    return specs
+
+
 # The DESIGN.md record-metadata keys with a typed field in TrajectoryMetadata.
 _TYPED_KEYS = ("model", "arm", "source_id", "branch_turn", "target_issue", "budget_exhausted", "reward", "outcome")
 
@@ -248,6 +277,12 @@ def build_metadata(fmt: str, src: Source, *layers: dict[str, Any] | None) -> Tra
                 fields["usage"] = usage
             else:
                 extra["usage"] = value
+        elif key in ("tools", "functions"):
+            specs = tool_specs(value)
+            if specs is not None and "tools" not in fields:
+                fields["tools"] = specs
+            else:
+                extra[key] = value
         elif key in _TYPED_KEYS:
             fields[key] = _coerce(key, value, extra)
         elif key == "extra" and isinstance(value, dict):

@@ -10,6 +10,8 @@ Mapping: a system/user step -> one system/user message; an agent step -> one ass
 observation result. A result's ``source_call_id`` pairs it with its call; a result without one (an action that is
 not a tool call) is a receipt without call id belonging to that turn, as is an observation on a system step.
 All messages of a step keep the step's position in ``steps`` as ``source_index``. Ids: ``session_id``.
+ATIF has no result field (Harbor keeps the verifier's reward outside the trajectory): a ``reward`` or ``outcome``
+in the trajectory's ``extra`` object is read as the recorded outcome, like those keys in any record's metadata.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def parse(record: Any, src: Source) -> Trajectory:
         )
     extra = {k: v for k, v in record.items() if k not in ("steps", "extra")}
     meta = as_dict(record.get("extra"))
-    metadata = build_metadata(NAME, src, {"model": agent.get("model_name") or (models[0] if models else None), "usage": usage}, extra, meta)
+    metadata = build_metadata(NAME, src, {"model": agent.get("model_name") or (models[0] if models else None), "usage": usage,
+                                         "tools": agent.get("tool_definitions")}, extra, meta)
     return build_trajectory(
         NAME, src, messages, trajectory_id=record.get("session_id"), query_id=meta.get("query_id"), metadata=metadata
     )

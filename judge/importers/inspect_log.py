@@ -8,7 +8,9 @@ tool messages pair by ``tool_call_id`` and an ``error`` object marks the receipt
 ``attachment://<hash>`` references are resolved from the sample's ``attachments``.
 
 Ids: ``inspect-<task>-<sample id>-e<epoch>``; the query group is ``inspect-<task>-<sample id>``. The first
-score's value becomes the outcome, and its float value (C=1, I=0, P=0.5, N=0, numbers as is) the reward.
+score's value becomes the outcome, and its float value (C=1, I=0, P=0.5, N=0, numbers as is) the reward. The
+recorded result (``metadata.task_outcome``) reads every scorer (C success, I and N failure, P partial, numbers as
+rewards, dict and list scores per entry; scorers that disagree make it partial), and a sample ``error`` is a failure.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from judge.importers._common import (
     usage_from,
 )
 from judge.model import Message, Trajectory, Usage
+from judge.outcome import TaskOutcome, combine, from_inspect_scores
 
 NAME = "inspect"
 
@@ -103,10 +106,28 @@ def parse(record: Any, src: Source) -> Trajectory:
     if sample.get("error"):
         extra["error"] = sample["error"]
         outcome = outcome or "error"
-    metadata = build_metadata(NAME, src, {"model": header.get("model"), "outcome": outcome, "reward": reward, "usage": usage}, extra)
+    metadata = build_metadata(NAME, src, {"model": header.get("model"), "outcome": outcome, "reward": reward, "usage": usage,
+                                          "tools": _offered_tools(sample, attachments)}, extra)
+    recorded = from_inspect_scores(sample.get("scores"))
+    if sample.get("error"):  # the sample did not finish: whatever the scores say, the task was not done
+        recorded = combine(TaskOutcome(status="failure", source="sample.error", raw=str(sample["error"])[:200],
+                                       note="the sample ended with an error"), recorded)
+    metadata.task_outcome = combine(recorded, metadata.task_outcome)
     query_id = f"inspect-{task}-{sample_id}" if sample_id is not None else None
     trajectory_id = f"{query_id}-e{epoch}" if query_id else None
     return build_trajectory(NAME, src, messages, trajectory_id=trajectory_id, query=query or None, query_id=query_id, metadata=metadata)
+
+
+def _offered_tools(sample: dict[str, Any], attachments: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The tools (ToolInfo) offered in the sample's model events, first declaration of each name; None if none."""
+    tools: dict[str, dict[str, Any]] = {}
+    for event in sample.get("events") or []:
+        if isinstance(event, dict) and event.get("event") == "model" and isinstance(event.get("tools"), list):
+            for tool in event["tools"]:
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"] not in tools:
+                    description = tool.get("description")
+                    tools[tool["name"]] = {**tool, "description": _resolve(description, attachments) if isinstance(description, str) else ""}
+    return list(tools.values()) or None
 
 
 def _message(index: int, raw: Any, attachments: dict[str, Any]) -> Message:

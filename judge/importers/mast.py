@@ -47,6 +47,9 @@ run's ``instance_id`` when the trace carries one (``mast-<system>-<instance_id>`
 so the same run annotated in two rounds stays in one query group. Everything else of the record except the trace
 text (``round``, ``annotations`` with the three annotators' votes, the AG2/HyperAgent ``note`` and
 ``other_data``) goes to ``metadata.extra``; a vote written as ``NaN`` (missing) becomes None.
+
+Outcome (:func:`recorded_outcome`): a trace with a failure mode marked by at least two of the three annotators is a
+recorded failure, as is an AG2 run whose ``other_data.correct`` is false.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from judge.importers._common import (
     text_of,
 )
 from judge.model import Message, Role, Trajectory
+from judge.outcome import TaskOutcome, combine, from_flag
 
 NAME = "mast"
 
@@ -206,6 +210,46 @@ def without_nan(value: Any) -> Any:
     return value
 
 
+def mode_name(raw: str) -> str:
+    """``"1.3 Step Repetition\\n\\nDefinition..."`` -> ``"step repetition"`` (number and definition dropped)."""
+    head = raw.split("\n", 1)[0].strip()
+    return re.sub(r"^\d+(\.\d+)?\s*", "", head).strip().lower()
+
+
+def majority_modes(annotations: Any) -> list[str]:
+    """Failure modes marked by at least two of the three annotators, by name, in annotation order.
+
+    Only a literal ``true`` is a vote: the file writes a missing vote as NaN, and ``bool(nan)`` is True.
+    """
+    modes: list[str] = []
+    for annotation in annotations if isinstance(annotations, list) else []:
+        if not isinstance(annotation, dict):
+            continue
+        votes = sum(annotation.get(f"annotator_{i}") is True for i in (1, 2, 3))
+        name = mode_name(str(annotation.get("failure mode") or ""))
+        if votes >= 2 and name not in modes:
+            modes.append(name)
+    return modes
+
+
+def recorded_outcome(record: dict[str, Any], document: dict[str, Any] | None) -> TaskOutcome:
+    """The run's result as the record states it: the benchmark's own grading where the trace carries one (AG2
+    GSM-Plus ``other_data.correct``), and the human annotation (a failure mode marked by >= 2 of 3 annotators
+    is a recorded failure). Both are read; a failure in either wins (:func:`judge.outcome.combine`)."""
+    readings = []
+    other = (document or {}).get("other_data")
+    if isinstance(other, dict) and isinstance(other.get("correct"), bool):
+        readings.append(from_flag(other["correct"], "other_data.correct"))
+    modes = majority_modes(record.get("annotations"))
+    if modes:
+        readings.append(TaskOutcome(status="failure", source="annotations", raw="; ".join(modes)[:200],
+                                    note=f"{len(modes)} failure mode(s) marked by >= 2 of 3 annotators"))
+    elif isinstance(record.get("annotations"), list) and record["annotations"]:
+        readings.append(TaskOutcome(source="annotations", note="annotated, and no failure mode has a majority of the "
+                                    "three annotators (which does not say the task succeeded)"))
+    return combine(*readings)
+
+
 def _json_trace(trace: str) -> dict[str, Any] | None:
     if not trace.lstrip().startswith("{"):
         return None
@@ -264,6 +308,7 @@ def parse(record: Any, src: Source) -> Trajectory:
     extra["split"] = split
     mas, benchmark = record.get("mas_name"), record.get("benchmark_name")
     metadata = build_metadata(NAME, src, extra)
+    metadata.task_outcome = combine(recorded_outcome(record, document), metadata.task_outcome)
     return build_trajectory(
         NAME,
         src,

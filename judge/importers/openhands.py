@@ -21,6 +21,8 @@ Mapping (``source_index`` = the event's position in the list):
 * environment events, agent-state changes, ``null`` observations and ``recall`` events are skipped (counted in
   ``metadata.extra['skipped_events']``). An observation whose ``cause`` names no event of the log rejects the
   record; one that answers a non-call event (a message) is skipped.
+
+Outcome (:func:`recorded_outcome`): the resolver's ``success`` and ``error``; a last agent state ``error``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from judge.importers._common import (
     usage_from,
 )
 from judge.model import Message, ToolCall, Trajectory
+from judge.outcome import TaskOutcome, combine, from_flag
 
 NAME = "openhands"
 
@@ -60,6 +63,25 @@ def detect(obj: Any) -> bool:
         and any("action" in e or "observation" in e for e in events)
         and not any("role" in e for e in events)
     )
+
+
+def recorded_outcome(record: dict[str, Any], events: list[Any]) -> TaskOutcome:
+    """The resolver's ``success`` (and its ``error``: a run that stopped on an error did not do the task), and an
+    event stream whose last agent state is ``error``. The agent's own ``finish`` claim (``task_completed``) is a
+    claim, not a recorded result, and is not read."""
+    readings = []
+    success = loose_value(record.get("success"))
+    if isinstance(success, bool):
+        readings.append(from_flag(success, "success"))
+    error = loose_value(record.get("error"))
+    if error:
+        readings.append(TaskOutcome(status="failure", source="error", raw=str(error)[:200], note="the run ended with an error"))
+    states = [as_dict(e.get("extras")).get("agent_state") for e in events
+              if isinstance(e, dict) and e.get("observation") == "agent_state_changed"]
+    if states and states[-1] == "error":
+        readings.append(TaskOutcome(status="failure", source="agent_state_changed", raw="error",
+                                    note="the agent's last state is error"))
+    return combine(*readings)
 
 
 def parse(record: Any, src: Source) -> Trajectory:
@@ -89,6 +111,7 @@ def parse(record: Any, src: Source) -> Trajectory:
         trajectory_id = src.stem
         metadata = build_metadata(NAME, src, {"model": converter.model}, {"skipped_events": converter.skipped})
         query = None
+    metadata.task_outcome = combine(recorded_outcome(record if resolver else {}, events), metadata.task_outcome)
     return build_trajectory(NAME, src, messages, trajectory_id=trajectory_id or None, query=query, metadata=metadata)
 
 

@@ -9,7 +9,7 @@ The message list is ``history`` (``source_index`` = position in it). Two dialect
   ``{"command": action}``. The user message that follows it is the observation and becomes that call's receipt.
 
 SWE-agent observations state no exit code, so receipts carry none; ``info.exit_status`` becomes the outcome
-and ``info.model_stats`` the usage. Demonstration messages (``is_demo``) stay user messages.
+(:func:`recorded_outcome`: ``submitted`` is ungraded, any other exit a failure) and ``info.model_stats`` the usage. Demonstration messages (``is_demo``) stay user messages.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from judge.importers._common import (
     usage_from,
 )
 from judge.model import Message, Trajectory
+from judge.outcome import TaskOutcome, combine, from_exit_status, from_flag
 
 NAME = "swe-agent"
 
@@ -41,6 +42,14 @@ def detect(obj: Any) -> bool:
         return False
     history = obj["history"]
     return "trajectory" in obj or any(isinstance(m, dict) and "agent" in m and "role" in m for m in history)
+
+
+def recorded_outcome(info: dict[str, Any]) -> TaskOutcome:
+    """``info.resolved`` when an evaluation wrote it; else the exit status (a submission is ungraded, unknown; an
+    exit without one, such as ``exit_cost`` or ``exit_format``, is a failure)."""
+    resolved = loose_value(info.get("resolved"))
+    return combine(from_flag(resolved, "info.resolved") if isinstance(resolved, bool) else None,
+                   from_exit_status(info.get("exit_status"), "info.exit_status"))
 
 
 def parse(record: Any, src: Source) -> Trajectory:
@@ -98,4 +107,5 @@ def parse(record: Any, src: Source) -> Trajectory:
     extra.update({k: v for k, v in info.items() if k not in ("exit_status",)})
     extra["trajectory_steps"] = len(record.get("trajectory") or [])
     metadata = build_metadata(NAME, src, {"outcome": info.get("exit_status"), "usage": usage_from(stats)}, extra)
+    metadata.task_outcome = combine(recorded_outcome(info), metadata.task_outcome)
     return build_trajectory(NAME, src, messages, trajectory_id=src.stem, query=query, metadata=metadata)

@@ -8,7 +8,8 @@ Ids: the policy in the system prompt names the domain (``# Retail agent policy``
 ``tau-<domain>-<task_id>-t<trial>`` and the query group is ``tau-<domain>-<task_id>`` (retail task 0 and airline
 task 0 are different tasks); without a recognisable domain, ``tau-<task_id>-t<trial>``. The raw ``task_id`` is
 kept in ``metadata.extra``. The query is the simulated user's first message (what the agent saw); the
-user-simulator instruction stays in ``metadata.extra['info']``.
+user-simulator instruction stays in ``metadata.extra['info']``. ``reward`` is the recorded outcome (1 success,
+0 failure; a reward that is not a finite number is unreadable and holds the trajectory at the gate).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from judge.importers._common import (
 )
 from judge.importers.openai_chat import convert_messages
 from judge.model import Receipt, Trajectory
+from judge.outcome import combine, from_reward
 
 NAME = "tau"
 
@@ -66,14 +68,14 @@ def parse(record: Any, src: Source) -> Trajectory:
         query_id = f"{prefix}-{task_id}"
         trajectory_id = f"{query_id}-t{trial if trial is not None else 0}"
     reward = loose_value(record.get("reward"))
-    outcome = None
-    if isinstance(reward, (int, float)):
-        outcome = "success" if reward >= 1 else "failure"
+    recorded = from_reward(reward)  # tau-bench grades 0/1; NaN or a non-number is unreadable, never "no outcome"
+    outcome = recorded.status if recorded.status in ("success", "failure") else None
     extra = {k: v for k, v in record.items() if k not in ("traj", "reward", "metadata")}
     if domain:
         extra["domain"] = domain
     meta = as_dict(record.get("metadata"))
     metadata = build_metadata(NAME, src, {"reward": reward, "outcome": outcome}, extra, meta)
+    metadata.task_outcome = combine(recorded, metadata.task_outcome)
     return build_trajectory(
         NAME, src, messages, trajectory_id=trajectory_id, query_id=meta.get("query_id") or query_id, metadata=metadata
     )

@@ -18,6 +18,9 @@ which is the agent whose code the terminal ran. ``exitcode: N`` gives the exit c
 Ids: ``ww-<subset>-<file stem>`` with subset ``algorithm-generated`` or ``hand-crafted`` (told apart by shape:
 AG2 messages carry ``name``). ``query`` = ``question``, ``query_id`` = ``question_ID``. The gold label
 (``mistake_agent``, ``mistake_step`` as int, ``mistake_reason``) and the rest go to ``metadata.extra``.
+
+Outcome (:func:`recorded_outcome`): every Who&When log is a recorded failure (``is_correct`` / ``is_corrected``
+false, and a failure annotation); ``metadata.task_outcome`` says so, and the release gate holds it.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from judge.importers._common import (
     text_of,
 )
 from judge.model import Message, Trajectory
+from judge.outcome import TaskOutcome, combine, from_flag
 
 NAME = "who-and-when"
 
@@ -44,6 +48,23 @@ _USERS = {"human"}
 
 def detect(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("history"), list) and ("question" in obj or "mistake_agent" in obj)
+
+
+def recorded_outcome(record: dict[str, Any]) -> TaskOutcome:
+    """What the log records about the result: ``is_correct`` (Algorithm-Generated) or ``is_corrected``
+    (Hand-Crafted), and the failure annotation itself: Who&When annotates failed runs only, so a record naming
+    the agent and step that caused the failure (``mistake_agent`` / ``mistake_step``) is a recorded failure."""
+    readings = []
+    for key in ("is_correct", "is_corrected"):
+        value = loose_value(record.get(key))
+        if isinstance(value, bool):
+            readings.append(from_flag(value, key))
+    if record.get("mistake_agent") or record.get("mistake_step") not in (None, ""):
+        readings.append(TaskOutcome(status="failure", source="mistake_agent/mistake_step",
+                                    raw=f"{record.get('mistake_agent')} at step {record.get('mistake_step')}",
+                                    note="Who&When annotates failed runs only: the log names the agent and step "
+                                         "that caused the failure"))
+    return combine(*readings)
 
 
 def subset_of(history: list[Any]) -> str:
@@ -79,6 +100,7 @@ def parse(record: Any, src: Source) -> Trajectory:
     correct = loose_value(record.get("is_correct", record.get("is_corrected")))
     outcome = "failure" if correct is False else ("success" if correct is True else None)
     metadata = build_metadata(NAME, src, {"outcome": outcome}, extra)
+    metadata.task_outcome = combine(recorded_outcome(record), metadata.task_outcome)
     return build_trajectory(
         NAME,
         src,

@@ -1,9 +1,18 @@
 """LLM judges: ``openai:MODEL``, ``anthropic:MODEL`` and ``openai-compatible:MODEL@URL``.
 
 One pass = one judge call (plus at most one corrective retry): render the versioned prompt with the
-neutralised trajectory, force the verdict JSON schema, validate the answer with :class:`JudgeOutput`, and
-reject issues whose turn lies outside the trajectory. Anything that cannot become a valid verdict is an
-``unscored`` verdict with the raw text and a reason - never a zero, never an exception.
+neutralised trajectory, force the verdict JSON schema, validate the answer strictly with :class:`JudgeOutput`
+(a turn written ``true``, ``"3"`` or ``3.0`` is not a turn), and reject issues whose turn lies outside the
+trajectory. Anything that cannot become a valid verdict is an ``unscored`` verdict with the raw text and a
+reason - never a zero, never an exception. Each issue's evidence is then checked against the trajectory
+(:mod:`judge.evidence`): a quote not found verbatim is flagged ``evidence_verified: false``.
+
+Prompt judge-v2 (the default) adds the critical step (``critical_turn``) to the answer and, for a trajectory
+longer than the judge's context (the model's context window from rubrics/prices.yaml, or
+``max_input_tokens``), judges it in overlapping windows: one call per window, each with the query and a digest
+of the earlier turns, each reviewing its own turns (absolute numbers). Their issues are merged into one pass;
+every window's call is counted in tokens and cost, and a window that fails makes the pass unscored with the
+window named in the detail - never a silently partial verdict.
 
 Independence of passes: each pass is its own call with ``temperature`` > 0 (default 0.7) *and* a per-pass
 ``seed`` (the pass index), and no pass sees another's output.
@@ -21,20 +30,30 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from judge.evidence import EvidenceIndex
 from judge.judges import register_judge
 from judge.model import Trajectory, Usage
-from judge.pricing import add_costs
+from judge.pricing import add_costs, context_window, load_price_table
 from judge.prompting import (
     PromptTemplate,
     RenderedTrajectory,
+    TemplateError,
+    Window,
+    digest,
     estimate_tokens,
     load_template,
     neutralise,
+    plan_windows,
+    render_outcome,
+    render_reference,
+    render_tools,
     render_trajectory,
+    turn_sizes,
 )
 from judge.providers import Completion, Provider, make_provider
 from judge.providers.errors import ProviderError
@@ -46,10 +65,13 @@ from judge.providers.retry import (
 )
 from judge.schema import Efficiency, Issue, Verdict
 
-DEFAULT_PROMPT = "judge-v1"
+DEFAULT_PROMPT = "judge-v2"
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_TOKENS = 4096  # output budget per call
-DEFAULT_MAX_INPUT_TOKENS = 100_000  # prompt budget per call (the trajectory is elided to fit)
+DEFAULT_MAX_INPUT_TOKENS = 100_000  # prompt budget per call when the model's context window is not known
+CONTEXT_MARGIN = 0.9  # share of (context window - output budget) used for the prompt: estimates are estimates
+DIGEST_SHARE = 0.15  # share of a window's trajectory budget given to the digest of earlier turns
+DIGEST_MAX_TOKENS = 4000
 SCHEMA_NAME = "verdict"
 PROMPT_CACHE_SIZE = 256
 # OpenAI reasoning models, which reject a temperature: o1, o3-mini, o4-mini, gpt-5, gpt-5-mini... (an
@@ -80,9 +102,12 @@ def resolve_temperature(setting: float | str | None, model: str) -> float | None
 
 
 class JudgeIssue(BaseModel):
-    """One issue as the judge writes it (the description, its reasoning, comes before the labels it justifies)."""
+    """One issue as the judge writes it (the description, its reasoning, comes before the labels it justifies).
 
-    model_config = ConfigDict(extra="forbid")
+    Strict: a turn must be a JSON integer or null (not ``true``, ``"3"`` or ``3.0``), every text a string.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     turn: int | None = Field(description="Assistant turn (1 = T1) whose decision was faulty; null if not localised.")
     description: str = Field(min_length=1, description="What went wrong, one or two sentences.")
@@ -93,41 +118,75 @@ class JudgeIssue(BaseModel):
 
 
 class JudgeOutput(BaseModel):
-    """The verdict object: reasoning first, then issues, then the efficiency vote."""
+    """The verdict object of judge-v1: reasoning first, then issues, then the efficiency vote (strict types)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     reasoning: str
     issues: list[JudgeIssue]
     efficiency: Efficiency
 
 
-# Hand-written so it satisfies OpenAI strict mode (every property required, no extra properties) and is a
-# valid Anthropic tool input schema. tests/test_panel.py checks it agrees with JudgeOutput.
+class JudgeOutputV2(JudgeOutput):
+    """The verdict object of judge-v2: adds the critical step. An answer that leaves ``critical_turn`` out
+    names none (the forced schema asks for it; servers without schema forcing may omit a null)."""
+
+    critical_turn: int | None = Field(default=None, description="Turn of the critical step (root cause); null if none.")
+
+
+_ISSUE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "turn": {"type": ["integer", "null"], "description": "Assistant turn (T1 = 1) of the faulty decision."},
+        "description": {"type": "string"},
+        "evidence": {"type": "string", "description": "Quoted from the trajectory."},
+        "category": {"type": "string", "enum": ["code", "semantic", "capability", "environment"]},
+        "severity": {"type": "string", "enum": ["severe", "minor"]},
+        "tag": {"type": ["string", "null"]},
+    },
+    "required": ["turn", "description", "evidence", "category", "severity", "tag"],
+    "additionalProperties": False,
+}
+
+# Hand-written so they satisfy OpenAI strict mode (every property required, no extra properties) and are
+# valid Anthropic tool input schemas. tests/test_panel.py and tests/test_judge_v2.py check they agree with
+# the models.
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "reasoning": {"type": "string", "description": "Brief analysis of the trajectory, written first."},
-        "issues": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "turn": {"type": ["integer", "null"], "description": "Assistant turn (T1 = 1) of the faulty decision."},
-                    "description": {"type": "string"},
-                    "evidence": {"type": "string", "description": "Quoted from the trajectory."},
-                    "category": {"type": "string", "enum": ["code", "semantic", "capability", "environment"]},
-                    "severity": {"type": "string", "enum": ["severe", "minor"]},
-                    "tag": {"type": ["string", "null"]},
-                },
-                "required": ["turn", "description", "evidence", "category", "severity", "tag"],
-                "additionalProperties": False,
-            },
-        },
+        "issues": {"type": "array", "items": _ISSUE_SCHEMA},
         "efficiency": {"type": "string", "enum": ["high", "medium", "low"]},
     },
     "required": ["reasoning", "issues", "efficiency"],
     "additionalProperties": False,
+}
+VERDICT_SCHEMA_V2: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string", "description": "Brief analysis of the trajectory, written first."},
+        "issues": {"type": "array", "items": _ISSUE_SCHEMA},
+        "critical_turn": {"type": ["integer", "null"],
+                          "description": "Turn of the critical step: the earliest decision that caused the failure; null if none."},
+        "efficiency": {"type": "string", "enum": ["high", "medium", "low"]},
+    },
+    "required": ["reasoning", "issues", "critical_turn", "efficiency"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What a prompt version asks the model to answer: the forced schema and the model that validates it."""
+
+    name: str
+    schema: dict[str, Any]
+    model: type[JudgeOutput]
+
+
+OUTPUTS: dict[str, OutputSpec] = {
+    "verdict-v1": OutputSpec("verdict-v1", VERDICT_SCHEMA, JudgeOutput),
+    "verdict-v2": OutputSpec("verdict-v2", VERDICT_SCHEMA_V2, JudgeOutputV2),
 }
 
 
@@ -139,28 +198,61 @@ class VerdictProblem(Exception):
         self.reason = reason
 
 
-def parse_judge_output(completion_text: str, parsed: dict[str, Any] | None, turn_count: int) -> JudgeOutput:
+def parse_judge_output(
+    completion_text: str,
+    parsed: dict[str, Any] | None,
+    turn_count: int,
+    *,
+    output: type[JudgeOutput] = JudgeOutputV2,
+    review: tuple[int, int] | None = None,
+    null_turns: bool = True,
+) -> JudgeOutput:
     """Validate a judge answer; raise :class:`VerdictProblem` (parse_error or invalid_turn) with a message
-    that can be sent back to the model as the corrective instruction."""
+    that can be sent back to the model as the corrective instruction.
+
+    Strict: the JSON must be one object without duplicate keys or NaN/Infinity, and every field must have
+    its exact JSON type. ``review=(a, b)`` limits the turns an answer may name (a window of a long
+    trajectory); ``null_turns=False`` refuses issues with turn null (they belong to the last window).
+    """
     data: Any = parsed
     if data is None:
         try:
-            data = json.loads(_json_text(completion_text))
+            data = json.loads(_json_text(completion_text), object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
         except ValueError as error:
             raise VerdictProblem("parse_error", f"The answer is not valid JSON ({error}).") from None
     try:
-        output = JudgeOutput.model_validate(data)
+        result = output.model_validate(data)
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in error.errors()[:10])
         raise VerdictProblem("parse_error", f"The answer does not match the verdict schema: {problems}.") from None
-    bad = [(i, issue.turn) for i, issue in enumerate(output.issues) if issue.turn is not None and not 1 <= issue.turn <= turn_count]
+    low, high = review or (1, turn_count)
+    where = (f"this window reviews T{low} to T{high} of {turn_count}" if review
+             else f"the trajectory has {turn_count} turns")
+    bad = [f"issues[{i}] has turn {issue.turn}" for i, issue in enumerate(result.issues)
+           if issue.turn is not None and not low <= issue.turn <= high]
+    critical = getattr(result, "critical_turn", None)
+    if critical is not None and not low <= critical <= high:
+        bad.append(f"critical_turn is {critical}")
     if bad:
-        listed = ", ".join(f"issues[{i}] has turn {turn}" for i, turn in bad)
-        raise VerdictProblem(
-            "invalid_turn",
-            f"Turn numbers must be between 1 and {turn_count} (the trajectory has {turn_count} turns): {listed}.",
-        )
-    return output
+        raise VerdictProblem("invalid_turn", f"Turn numbers must be between {low} and {high} ({where}): {', '.join(bad)}.")
+    if not null_turns:
+        nulls = [f"issues[{i}]" for i, issue in enumerate(result.issues) if issue.turn is None]
+        if nulls:
+            raise VerdictProblem("invalid_turn", f"Issues with turn null belong to the window with the last turn, not this one "
+                                                 f"({where}): give {', '.join(nulls)} a turn in that range or leave them out.")
+    return result
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate key(s) {', '.join(repr(k) for k in duplicates)}")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _json_text(text: str) -> str:
@@ -172,12 +264,57 @@ def _json_text(text: str) -> str:
     return text[start:end + 1] if 0 <= start < end else text
 
 
-def to_issues(output: JudgeOutput) -> list[Issue]:
+def to_issues(output: JudgeOutput, evidence: EvidenceIndex | None = None) -> list[Issue]:
+    """The judge's issues as :class:`Issue` rows; with ``evidence`` each quote is checked (``evidence_verified``)."""
     return [
         Issue(turn=i.turn, category=i.category, severity=i.severity, description=i.description.strip(),  # type: ignore[arg-type]
-              evidence=i.evidence, tag=(i.tag or "").strip() or None)
+              evidence=i.evidence, tag=(i.tag or "").strip() or None,
+              evidence_verified=evidence.verify(i.evidence) if evidence is not None else None)
         for i in output.issues
     ]
+
+
+EFFICIENCY_POINTS = {"low": 0, "medium": 1, "high": 2}
+
+
+def merge_efficiency(votes: list[tuple[Efficiency, int]]) -> Efficiency:
+    """One efficiency vote from the windows of a pass: the mean of low=0, medium=1, high=2 weighted by the
+    turns each window reviewed, then >= 1.5 high, >= 0.5 medium, else low (pure)."""
+    weight = sum(max(1, turns) for _, turns in votes)
+    mean = sum(EFFICIENCY_POINTS[vote] * max(1, turns) for vote, turns in votes) / weight
+    return "high" if mean >= 1.5 else "medium" if mean >= 0.5 else "low"
+
+
+def merge_critical_turn(turns: list[int | None]) -> int | None:
+    """The critical step of a pass judged in windows: the earliest one a window named (the root cause comes
+    first); None when no window named one (pure)."""
+    named = [turn for turn in turns if turn is not None]
+    return min(named) if named else None
+
+
+@dataclass
+class PromptCall:
+    """One call of a pass: its messages, the rendering, the turns it reviews, and whether it holds the last turn."""
+
+    messages: list[dict[str, str]]
+    rendered: RenderedTrajectory
+    review: tuple[int, int] | None = None  # None: the whole trajectory
+    last: bool = True
+
+
+@dataclass
+class PromptPlan:
+    """The calls of one pass over one trajectory (one, or one per window); ``fits`` False means context_overflow."""
+
+    calls: list[PromptCall]
+    fits: bool
+    detail: str | None = None
+    windows: list[Window] = field(default_factory=list)
+    _evidence: EvidenceIndex | None = None
+
+    @property
+    def windowed(self) -> bool:
+        return len(self.calls) > 1
 
 
 class LLMJudge:
@@ -185,9 +322,11 @@ class LLMJudge:
 
     Options: ``runtime`` (:class:`CallRuntime`, shared across the panel), ``temperature`` (a number,
     ``"none"`` to leave it out, or None for the default: see :func:`resolve_temperature`), ``max_tokens``,
-    ``max_input_tokens``, ``prompt`` (template name or path), ``base_url`` (OpenAI-protocol judges only),
-    ``timeout_s``, ``params``
-    (extra provider settings recorded in the cache key), ``provider`` (a ready :class:`Provider`, for tests).
+    ``max_input_tokens`` (default: the model's context window from the price table, less the output budget
+    and a margin; else 100k), ``prompt`` (template name or path), ``windows`` (``auto``: judge a trajectory
+    that does not fit whole in windows, when the prompt supports them; ``off``: elide to fit or give up),
+    ``base_url`` (OpenAI-protocol judges only), ``timeout_s``, ``params`` (extra provider settings recorded in
+    the cache key), ``prices`` (a price table path), ``provider`` (a ready :class:`Provider`, for tests).
     """
 
     deterministic = False
@@ -205,12 +344,27 @@ class LLMJudge:
         })
         self.template: PromptTemplate = load_template(options.get("prompt") or DEFAULT_PROMPT)
         self.prompt_version = self.template.version
+        schema_name = str(self.template.meta.get("schema") or "verdict-v1")
+        if schema_name not in OUTPUTS:
+            raise TemplateError(f"{self.template.path}: unknown output schema {schema_name!r}; known: {', '.join(OUTPUTS)}")
+        self.output = OUTPUTS[schema_name]
+        self.supports_windows = bool(self.template.meta.get("windows"))
+        self.windows = str(options.get("windows") or "auto")
+        if self.windows not in ("auto", "off"):
+            raise ValueError(f"windows must be 'auto' or 'off', not {self.windows!r}")
         self.temperature: float | None = resolve_temperature(options.get("temperature"), self.provider.model)
         self.max_tokens = int(options.get("max_tokens") or DEFAULT_MAX_TOKENS)
-        self.max_input_tokens = int(options.get("max_input_tokens") or DEFAULT_MAX_INPUT_TOKENS)
+        self.context_window = context_window(self.price_key, load_price_table(options.get("prices")))
+        self.max_input_tokens = int(options.get("max_input_tokens") or self._default_input_budget())
         self.runtime: CallRuntime = options.get("runtime") or CallRuntime(timeout_s=float(options.get("timeout_s") or 120))
         self.extra_params = dict(options.get("params") or {})
-        self._prompts: OrderedDict[tuple[str, int], tuple[Trajectory, RenderedTrajectory, list[dict[str, str]]]] = OrderedDict()
+        self._plans: OrderedDict[tuple[str, int], tuple[Trajectory, PromptPlan]] = OrderedDict()
+
+    def _default_input_budget(self) -> int:
+        """The prompt budget: (context window - output budget) x margin when the window is known, else 100k."""
+        if self.context_window is None:
+            return DEFAULT_MAX_INPUT_TOKENS
+        return max(1024, int((self.context_window - self.max_tokens) * CONTEXT_MARGIN))
 
     @property
     def model(self) -> str:
@@ -235,21 +389,20 @@ class LLMJudge:
 
     def cache_identity(self) -> dict[str, Any]:
         """What besides the trajectory and pass index determines this judge's answer (the cache key parts)."""
-        return {
-            "provider": self.provider.provider,
-            "model": self.provider.model,
-            "prompt": self.prompt_version,
-            "params": {
-                # The same model name on another server is another judge: the endpoint is part of the key.
-                "endpoint": getattr(self.provider, "endpoint", None),
-                "temperature": self.temperature,
-                "seed": "pass_index",
-                "max_tokens": self.max_tokens,
-                "max_input_tokens": self.max_input_tokens,
-                "schema": SCHEMA_NAME,
-                **self.extra_params,
-            },
+        params: dict[str, Any] = {
+            # The same model name on another server is another judge: the endpoint is part of the key.
+            "endpoint": getattr(self.provider, "endpoint", None),
+            "temperature": self.temperature,
+            "seed": "pass_index",
+            "max_tokens": self.max_tokens,
+            "max_input_tokens": self.max_input_tokens,
+            "schema": SCHEMA_NAME if self.output.name == "verdict-v1" else self.output.name,
+            **self.extra_params,
         }
+        if self.supports_windows:
+            params["windows"] = self.windows
+        return {"provider": self.provider.provider, "model": self.provider.model, "prompt": self.prompt_version,
+                "params": params}
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -262,54 +415,89 @@ class LLMJudge:
             trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key=f"{self.spec}#{pass_index}",
             status="unscored", model=self.provider.model, prompt_version=self.prompt_version, attempts=0,
         )
-        rendered, messages = self.prompt_for(trajectory)
-        if not rendered.fits:
-            return base.model_copy(update={
-                "reason": "context_overflow",
-                "detail": f"the trajectory needs about {rendered.estimated_tokens} tokens after elision; "
-                          f"the budget is {self.max_input_tokens} input tokens",
-            })
+        plan = self.plan_for(trajectory)
+        if plan.windowed:
+            base = base.model_copy(update={"windows": len(plan.calls)})
+        if not plan.fits:
+            return base.model_copy(update={"reason": "context_overflow", "detail": plan.detail})
+        attempts: list[Attempt] = []
+        outputs: list[JudgeOutput] = []
+        model_name: str | None = None
+        for number, call in enumerate(plan.calls, start=1):
+            answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt, on_send)
+            attempts += answer.attempts
+            if answer.output is None:
+                detail = answer.detail
+                if plan.windowed:
+                    low, high = call.review or (1, trajectory.turn_count)
+                    detail = (f"window {number} of {len(plan.calls)} (T{low}-T{high}) failed, so the pass is unscored "
+                              f"(earlier windows were paid for and are counted): {detail}")
+                return _finish(base, attempts, answer.reason, detail, answer.raw)
+            outputs.append(answer.output)
+            model_name = answer.model or model_name
+        verdict = _finish(base, attempts, None, None, None)
+        evidence = self._evidence(trajectory, plan)
+        issues = [issue for output in outputs for issue in to_issues(output, evidence)]
+        reviewed = [(call.review or (1, trajectory.turn_count)) for call in plan.calls]
+        if plan.windowed:
+            efficiency = merge_efficiency([(o.efficiency, high - low + 1) for o, (low, high) in zip(outputs, reviewed)])
+            reasoning = "\n".join(f"[T{low}-T{high}] {o.reasoning.strip()}" for o, (low, high) in zip(outputs, reviewed))
+        else:
+            efficiency, reasoning = outputs[0].efficiency, outputs[0].reasoning.strip()
+        critical = merge_critical_turn([getattr(o, "critical_turn", None) for o in outputs])
+        notes = []
+        if plan.windowed:
+            notes.append(f"judged in {len(plan.calls)} overlapping windows ("
+                         + ", ".join(f"T{c.rendered.first_turn}-T{c.rendered.last_turn}" for c in plan.calls) + ")")
+        if any(call.rendered.elided for call in plan.calls):
+            notes.append("elided to fit the budget")
+        return verdict.model_copy(update={
+            "status": "ok", "issues": issues, "efficiency": efficiency, "reasoning": reasoning or None,
+            "critical_turn": critical, "model": model_name or self.provider.model, "detail": "; ".join(notes) or None,
+        })
+
+    async def _ask(self, call: PromptCall, turn_count: int, pass_index: int,
+                   on_attempt: Callable[[Attempt], None] | None,
+                   on_send: Callable[[Attempt], None] | None = None) -> _Answer:
+        """One call (plus at most one corrective retry) -> a validated output, or the reason it failed."""
         attempts: list[Attempt] = []
         problem: VerdictProblem | None = None
         last_text: str | None = None
+        messages = call.messages
         for round_number in (1, 2):  # the original call, then at most one corrective retry
             try:
                 completion, made = await complete_with_retries(
                     self.provider, messages, runtime=self.runtime,
                     estimated_input_tokens=sum(estimate_tokens(str(m["content"])) for m in messages),
-                    on_attempt=on_attempt, on_send=on_send, schema=VERDICT_SCHEMA, schema_name=SCHEMA_NAME,
+                    on_attempt=on_attempt, on_send=on_send, schema=self.output.schema, schema_name=SCHEMA_NAME,
                     temperature=self.temperature, seed=pass_index, max_tokens=self.max_tokens,
                 )
                 attempts += made
             except BudgetExceeded as error:
-                return _finish(base, attempts, "budget_exceeded", str(error), last_text)
+                return _Answer(attempts, reason="budget_exceeded", detail=str(error), raw=last_text)
             except ProviderError as error:
                 attempts += getattr(error, "attempts", [])
                 reason = {"context_overflow": "context_overflow", "refusal": "refusal",
                           "connection_error": "connection_error"}.get(error.kind, "provider_error")
-                return _finish(base, attempts, reason, f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))", last_text)
+                return _Answer(attempts, reason=reason, raw=last_text,
+                               detail=f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))")
             last_text = completion.text
             if completion.finish_reason in ("refusal", "content_filter"):
-                return _finish(base, attempts, "refusal", completion.refusal or completion.finish_reason,
-                               completion.refusal or completion.text)
+                return _Answer(attempts, reason="refusal", detail=completion.refusal or completion.finish_reason,
+                               raw=completion.refusal or completion.text)
             try:
                 self._check(completion)
-                output = parse_judge_output(completion.text, completion.parsed, trajectory.turn_count)
+                output = parse_judge_output(completion.text, completion.parsed, turn_count, output=self.output.model,
+                                            review=call.review, null_turns=call.last)
             except VerdictProblem as found:
                 problem = found
             else:
-                verdict = _finish(base, attempts, None, None, None)
-                return verdict.model_copy(update={
-                    "status": "ok", "issues": to_issues(output), "efficiency": output.efficiency,
-                    "reasoning": output.reasoning.strip() or None,
-                    "model": completion.model or self.provider.model,
-                    "detail": "elided to fit the budget" if rendered.elided else None,
-                })
+                return _Answer(attempts, output=output, model=completion.model)
             if round_number == 1:
                 messages = [*messages, {"role": "assistant", "content": completion.text or "(empty answer)"},
                             {"role": "user", "content": _corrective(problem)}]
         assert problem is not None
-        return _finish(base, attempts, problem.reason, str(problem), last_text)
+        return _Answer(attempts, reason=problem.reason, detail=str(problem), raw=last_text)
 
     @staticmethod
     def _check(completion: Completion) -> None:
@@ -318,30 +506,115 @@ class LLMJudge:
             raise VerdictProblem("truncated", "Your answer was cut off at the output token limit.")
 
     def prompt_for(self, trajectory: Trajectory) -> tuple[RenderedTrajectory, list[dict[str, str]]]:
-        """The rendered trajectory and the chat messages of the first call.
+        """The rendered trajectory and the chat messages of the first call (of the first window)."""
+        plan = self.plan_for(trajectory)
+        return plan.calls[0].rendered, plan.calls[0].messages
 
-        The passes of one trajectory share the same prompt, so it is rendered once (a small LRU keyed by the
+    def plan_for(self, trajectory: Trajectory) -> PromptPlan:
+        """The calls of a pass over ``trajectory``.
+
+        The passes of one trajectory share the same prompts, so they are planned once (a small LRU keyed by the
         trajectory object; the panel hands every pass the same object).
         """
         key = (trajectory.id, id(trajectory))
-        cached = self._prompts.get(key)
+        cached = self._plans.get(key)
         if cached is not None and cached[0] is trajectory:
-            self._prompts.move_to_end(key)
-            return cached[1], cached[2]
-        rendered, messages = self._render_prompt(trajectory)
-        self._prompts[key] = (trajectory, rendered, messages)
-        if len(self._prompts) > PROMPT_CACHE_SIZE:
-            self._prompts.popitem(last=False)
-        return rendered, messages
+            self._plans.move_to_end(key)
+            return cached[1]
+        plan = self._plan(trajectory)
+        self._plans[key] = (trajectory, plan)
+        if len(self._plans) > PROMPT_CACHE_SIZE:
+            self._plans.popitem(last=False)
+        return plan
 
-    def _render_prompt(self, trajectory: Trajectory) -> tuple[RenderedTrajectory, list[dict[str, str]]]:
+    def _evidence(self, trajectory: Trajectory, plan: PromptPlan) -> EvidenceIndex:
+        if plan._evidence is None:
+            # Against the whole trajectory, un-elided (a window's quote may come from any turn it showed).
+            plan._evidence = EvidenceIndex(trajectory, render_trajectory(trajectory, max_tokens=2**62).text)
+        return plan._evidence
+
+    def _plan(self, trajectory: Trajectory) -> PromptPlan:
+        if self.output.name == "verdict-v1" and not self.supports_windows:
+            return self._plan_v1(trajectory)
+        return self._plan_v2(trajectory)
+
+    def _plan_v1(self, trajectory: Trajectory) -> PromptPlan:
         query = neutralise(trajectory.query)
         frame = self.template.render(query=query, trajectory="", turn_count=trajectory.turn_count, elision_note="")
         overhead = sum(estimate_tokens(m["content"]) for m in frame)
         rendered = render_trajectory(trajectory, max(0, self.max_input_tokens - overhead - 64))
         note = "; some long outputs were shortened, marked [... N chars elided ...]" if rendered.elided else ""
         messages = self.template.render(query=query, trajectory=rendered.text, turn_count=trajectory.turn_count, elision_note=note)
-        return rendered, messages
+        return PromptPlan([PromptCall(messages, rendered)], fits=rendered.fits, detail=None if rendered.fits else (
+            f"the trajectory needs about {rendered.estimated_tokens} tokens after elision; "
+            f"the budget is {self.max_input_tokens} input tokens"))
+
+    def _plan_v2(self, trajectory: Trajectory) -> PromptPlan:
+        n = trajectory.turn_count
+        context = {
+            "query": neutralise(trajectory.query),
+            "outcome": render_outcome(trajectory.metadata),
+            "reference": render_reference(trajectory.metadata),
+            "tools": render_tools(trajectory.metadata.tools),
+            "turn_count": n,
+        }
+
+        def messages_for(rendered: RenderedTrajectory, window: Window | None, digest_text: str, last: bool) -> list[dict[str, str]]:
+            if window is None:
+                shown = review = f"T1-T{n}" if n else "none"
+                scope = f"the whole trajectory (turns T1 to T{n})" if n else "the whole trajectory (it has no assistant turn)"
+            else:
+                shown, review = f"T{window.shown_from}-T{window.last}", f"T{window.review_from}-T{window.last}"
+                scope = f"turns T{window.review_from} to T{window.last} of {n}"
+                if window.shown_from < window.review_from:
+                    scope += (f" (T{window.shown_from} to T{window.review_from - 1} are shown again for context: the "
+                              f"previous window reviewed them)")
+                scope += (f". Report only defects made in T{window.review_from} to T{window.last}, and a critical_turn "
+                          f"in that range or null")
+                scope += ("; issues with turn null belong here, in the last window" if last
+                          else "; leave issues with turn null to the last window")
+            note = "; some long outputs were shortened, marked [... N chars elided ...]" if rendered.elided else ""
+            return self.template.render(**context, digest=digest_text, trajectory=rendered.text, shown=shown,
+                                        review=review, scope=scope, elision_note=note)
+
+        empty = RenderedTrajectory(text="", turn_count=n, estimated_tokens=0, fits=True)
+        overhead = sum(estimate_tokens(m["content"]) for m in messages_for(empty, Window(1, 1, max(1, n)), "", False))
+        budget = max(0, self.max_input_tokens - overhead - 64)
+        whole = render_trajectory(trajectory, budget, mild=self.windows == "auto" and self.supports_windows)
+        if whole.fits or n <= 1 or self.windows == "off" or not self.supports_windows:
+            if not whole.fits:
+                whole = render_trajectory(trajectory, budget)
+            call = PromptCall(messages_for(whole, None, "none: the whole trajectory is shown", True), whole)
+            return PromptPlan([call], fits=whole.fits, detail=None if whole.fits else (
+                f"the trajectory needs about {whole.estimated_tokens} tokens after elision; "
+                f"the budget is {self.max_input_tokens} input tokens"))
+        digest_budget = min(DIGEST_MAX_TOKENS, int(budget * DIGEST_SHARE))
+        window_budget = budget - digest_budget
+        windows = plan_windows(turn_sizes(trajectory), n, window_budget)
+        calls = []
+        for window in windows:
+            rendered = render_trajectory(trajectory, window_budget, turns=(window.shown_from, window.last))
+            last = window.last == n
+            call = PromptCall(messages_for(rendered, window, digest(trajectory, window.shown_from, digest_budget), last),
+                              rendered, review=(window.review_from, window.last), last=last)
+            calls.append(call)
+            if not rendered.fits:
+                return PromptPlan(calls, fits=False, windows=windows, detail=(
+                    f"turns T{window.shown_from}-T{window.last} need about {rendered.estimated_tokens} tokens after "
+                    f"elision; a window's budget is {window_budget} of {self.max_input_tokens} input tokens"))
+        return PromptPlan(calls, fits=True, windows=windows)
+
+
+@dataclass
+class _Answer:
+    """The result of one call of a pass: an output, or the unscored reason (with the raw text) - and its attempts."""
+
+    attempts: list[Attempt]
+    output: JudgeOutput | None = None
+    model: str | None = None
+    reason: str | None = None
+    detail: str | None = None
+    raw: str | None = None
 
 
 def _corrective(problem: VerdictProblem) -> str:

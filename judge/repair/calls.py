@@ -23,7 +23,7 @@ _READ_TOOL_NAMES = {
     "webfetch", "web_fetch", "websearch", "web_search", "fetch", "think", "notebookread",
 }
 _READ_NAME_PREFIXES = ("get_", "list_", "read_", "search_", "find_", "view_", "describe_", "show_", "fetch_", "lookup_")
-_SHELL_TOOL_NAMES = {"bash", "shell", "sh", "terminal", "run", "run_command", "execute_bash", "execute", "exec", "cmd", "command"}
+SHELL_TOOL_NAMES = {"bash", "shell", "sh", "terminal", "run", "run_command", "execute_bash", "execute", "exec", "cmd", "command"}
 # Planning tools change the harness's plan state (Spec -> TodoList): never deleted offline.
 _PLAN_TOOL_RE = re.compile(r"todo|plan", re.IGNORECASE)
 
@@ -110,11 +110,11 @@ def shell_command(call: ToolCall) -> str | None:
     """The command line of a shell-like call, when it has one."""
     args = call.arguments
     if isinstance(args, str):
-        return args if call.name.lower() in _SHELL_TOOL_NAMES else None
+        return args if call.name.lower() in SHELL_TOOL_NAMES else None
     if isinstance(args, dict):
         for key in ("command", "cmd", "script", "code", "input"):
             value = args.get(key)
-            if isinstance(value, str) and (call.name.lower() in _SHELL_TOOL_NAMES or key in ("command", "cmd")):
+            if isinstance(value, str) and (call.name.lower() in SHELL_TOOL_NAMES or key in ("command", "cmd")):
                 return value
         if isinstance(args.get("argv"), list):
             return " ".join(str(a) for a in args["argv"])

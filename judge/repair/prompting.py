@@ -1,8 +1,10 @@
 """Teacher and rewrite prompts: versioned files in prompts/, filled strictly, sent through a Provider.
 
 Prompt files use the shared format of ``judge.prompting`` (front matter with ``version:``, role sections,
-strict ``{{ var }}`` filling). Trajectory text is neutralised before it is inserted, so a trajectory cannot
-close the prompt's delimiters and pose as instructions to the teacher.
+strict ``{{ var }}`` filling). Trajectory text is neutralised before it is inserted, by the one function every
+prompt uses (``judge.prompting.neutralise``, which knows these prompts' delimiters too: <issue>, <evidence>,
+<original>, <rewrite>, <failure>), so a trajectory cannot close a delimiter and pose as instructions to the
+teacher.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from judge.model import Usage
+from judge.prompting import neutralise
 
-_EXTRA_DELIMITERS = re.compile(r"<(\s*/?\s*(?:issue|evidence|original|rewrite|failure)\b)", re.IGNORECASE)
+__all__ = ["CallResult", "Provider", "call_json", "make_provider_from_spec", "neutralise", "render_prompt"]
 
 
 class Provider(Protocol):
@@ -30,13 +33,6 @@ def render_prompt(version: str, **values: Any) -> list[dict[str, str]]:
     from judge.prompting import load_template
 
     return load_template(version).render(**values)
-
-
-def neutralise(text: str) -> str:
-    """The judge prompt's neutraliser plus the fixer prompts' own delimiters (<issue>, <evidence>, ...)."""
-    from judge.prompting import neutralise as shared
-
-    return _EXTRA_DELIMITERS.sub(r"&lt;\1", shared(text or ""))
 
 
 @dataclass

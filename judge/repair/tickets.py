@@ -214,7 +214,7 @@ async def teacher_guidance(
         turn=issue.turn if issue.turn is not None else "?",
         category=issue.category,
         severity=issue.severity,
-        tag=f", tag {issue.tag}" if issue.tag else "",
+        tag=f", tag {neutralise(issue.tag, inline=True)}" if issue.tag else "",
         description=neutralise(issue.description),
         evidence=neutralise("\n".join(evidence)),
         checkpoint_turn=checkpoint_turn,

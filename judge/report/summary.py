@@ -17,6 +17,7 @@ from typing import Any
 
 from judge import __version__, rundir
 from judge.model import Trajectory
+from judge.outcome import OUTCOME_STATUSES
 from judge.report.load import RunData, load_run
 from judge.schema import (
     CATEGORIES,
@@ -60,6 +61,7 @@ def summarise(data: RunData) -> dict[str, Any]:
         "inputs": inputs_section(data),
         "scores": score_distribution(score_rows.values()),
         "release": release_section(score_rows.values()),
+        "outcomes": outcome_section(data.trajectories, score_rows, panel),
         "issues": issues_section(data.clusters),
         "top_defects": top_defects(data.clusters),
         "agreement": agreement_section(data.verdicts, data.clusters, panel),
@@ -159,6 +161,63 @@ def release_section(rows: Iterable[ScoreRow]) -> dict[str, Any]:
         "released_by_score": dict(sorted(Counter(score_key(r.score) for r in rows if r.release).items())),
         "held_by_gate": dict(sorted(held_by_score.items())),
         "failed_checks": dict(failed_checks.most_common()),
+    }
+
+
+# --- scores against recorded outcomes ----------------------------------------------------------
+
+RULES_JUDGE = "rules"
+
+
+def outcome_section(trajectories: list[Trajectory], rows: dict[str, ScoreRow], panel: dict[str, Any]) -> dict[str, Any]:
+    """Scores against the task outcome each log records (``metadata.task_outcome``): does the score track the result?
+
+    ``by_score`` has a row per score key (2-5 and unscored) and a column per outcome status; a score row whose
+    trajectory is not in trajectories.jsonl counts as unknown. ``warning`` is set when a panel of the rules judge
+    alone scores most recorded failures 4 or 5: it is structural and cannot see a wrong result.
+    """
+    from judge.gate import recorded_outcome
+
+    outcome_of = {t.id: recorded_outcome(t) for t in trajectories}
+    by_score = {key: {status: 0 for status in OUTCOME_STATUSES} for key in SCORE_KEYS}
+    sources: Counter[str] = Counter()
+    released_failures: list[str] = []
+    unreadable = 0
+    for trajectory_id, row in rows.items():
+        outcome = outcome_of.get(trajectory_id)
+        status = outcome.status if outcome else "unknown"
+        by_score.setdefault(score_key(row.score), {s: 0 for s in OUTCOME_STATUSES})[status] += 1
+        if outcome is not None and (outcome.source or outcome.status != "unknown"):
+            sources[f"{outcome.source or 'unnamed'}: {status}"] += 1
+        unreadable += int(bool(outcome and outcome.unreadable))
+        if row.release and status == "failure":
+            released_failures.append(trajectory_id)  # the gate holds these: a non-empty list is a bug, shown
+    totals = {status: sum(counts[status] for counts in by_score.values()) for status in OUTCOME_STATUSES}
+    failures = totals["failure"]
+    high = sum(by_score[key]["failure"] for key in ("4", "5") if key in by_score)
+    judges = [j for j in panel.get("judges") or [] if j]
+    rules_only = bool(judges) and all(j == RULES_JUDGE for j in judges)
+    warning = None
+    if rules_only and failures and 2 * high > failures:
+        warning = (
+            f"The rules judge scored {high} of {failures} recorded task failures 4 or 5. It is structural: it checks "
+            "tool calls against their receipts (failed and repeated calls, claims a receipt contradicts) and cannot "
+            "see a wrong answer, a misread page or a missed requirement, so a high score here means the process "
+            "left no structural trace of a defect, not that the task was done. The release gate holds these "
+            "trajectories (outcome:failed); add an LLM judge to the panel to learn what went wrong."
+        )
+    return {
+        "statuses": list(OUTCOME_STATUSES),
+        "by_score": by_score,
+        "totals": totals,
+        "recorded": sum(v for k, v in totals.items() if k != "unknown"),
+        "failures_scored_4_or_5": high,
+        "failure_share_scored_4_or_5": share(high, failures),
+        "released_failures": released_failures,
+        "unreadable": unreadable,
+        "sources": dict(sources.most_common()),
+        "rules_only": rules_only,
+        "warning": warning,
     }
 
 

@@ -176,6 +176,9 @@ def _metadata_rows(trajectory: Trajectory) -> list[tuple[str, str]]:
                          ("budget exhausted", meta.budget_exhausted), ("reward", meta.reward), ("outcome", meta.outcome)):
         if value is not None:
             rows.append((label, str(value)))
+    recorded = meta.task_outcome
+    if recorded is not None and (recorded.status != "unknown" or recorded.source):
+        rows.append(("recorded result", f"{recorded.status} ({recorded.note or recorded.source})"))
     usage = trajectory.generation_usage()
     if usage.total is not None:
         rows.append(("generation tokens", f"{usage.input_tokens or 0:,} in / {usage.output_tokens or 0:,} out"))
@@ -185,10 +188,10 @@ def _metadata_rows(trajectory: Trajectory) -> list[tuple[str, str]]:
 def gate_check_names() -> list[str]:
     """Every release-gate check by name, when the gate module is present (else only failures are known)."""
     try:
-        from judge.gate import AUTHENTICITY_DETECTORS, FORMAT_CHECKS
+        from judge.gate import AUTHENTICITY_DETECTORS, FORMAT_CHECKS, OUTCOME_CHECKS
     except ImportError:
         return []
-    return list(FORMAT_CHECKS) + [f"authenticity:{name}" for name in AUTHENTICITY_DETECTORS]
+    return list(FORMAT_CHECKS) + list(OUTCOME_CHECKS) + [f"authenticity:{name}" for name in AUTHENTICITY_DETECTORS]
 
 
 def _checks(failed: list[str], known: list[str]) -> list[CheckView]:

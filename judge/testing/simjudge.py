@@ -7,6 +7,11 @@ three personas), some defects are missed, some false alarms are added, the turn 
 and a configurable share of requests fail (HTTP 500, 429 with Retry-After, or malformed content).
 Randomness is seeded by (query, seed), so a rerun gives the same answers.
 
+It speaks the prompt it is sent: to judge-v2 it also names the critical step (the earliest severe defect of
+the truth row) and, when the trajectory comes in windows, reports only the defects of the turns a window
+reviews (issues without a turn in the last window only). False alarms come with an invented quote, so the
+evidence check flags them (``evidence_verified: false``).
+
 Every verdict's reasoning starts with "[SIMULATED JUDGE]" so its output can never be mistaken for a real
 model's. Priced with made-up numbers (``openai-compatible:simjudge*`` in rubrics/prices.yaml).
 
@@ -39,10 +44,12 @@ _PHRASES = (
     ("At T{turn} the agent went wrong: {lower}", "Evidence is in the receipts of that turn."),
     ("Problem ({tag}): {lower}", "This is what a careful reviewer would flag."),
 )
+# (category, severity, description, tag, an invented quote that the evidence check will not find)
 _FALSE_ALARMS = (
-    ("semantic", "minor", "The agent did not explain why it chose this approach.", "missing-rationale"),
-    ("code", "minor", "An unnecessary command was run to list the directory again.", "redundant-call"),
-    ("semantic", "minor", "The final message does not summarise the change.", "weak-summary"),
+    ("semantic", "minor", "The agent did not explain why it chose this approach.", "missing-rationale",
+     "I'll just try something and see."),
+    ("code", "minor", "An unnecessary command was run to list the directory again.", "redundant-call", "$ ls -la  # again"),
+    ("semantic", "minor", "The final message does not summarise the change.", "weak-summary", "Done, see above."),
 )
 
 
@@ -115,12 +122,14 @@ class SimulatedJudge:
 
     def __call__(self, request: dict[str, Any]) -> Scripted:
         # The data sits in the first user message (the system message also mentions the tags, in prose).
-        prompt = next((str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "user"), "")
+        prompt = next((_text(m.get("content")) for m in request.get("messages", []) if m.get("role") == "user"), "")
         query = _extract(prompt, "query")
         turns = int(_extract_attr(prompt, "turns") or 0)
+        review = _review(prompt)  # judge-v2 only: the turns this call reviews
         seed = int(request.get("seed") or 0)
         corrective = sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
-        key = f"{query}\x00{seed}\x00{corrective}"
+        windowed = review is not None and review != (1, turns)
+        key = f"{query}\x00{seed}\x00{corrective}" + (f"\x00{review}" if windowed else "")  # a window draws its own
         with self._lock:
             self._seen[key] = attempt = self._seen.get(key, 0) + 1
         # Failures are drawn per attempt (a retry can succeed); the verdict per request key (stable on retry).
@@ -136,17 +145,27 @@ class SimulatedJudge:
         if roll < self.config.malformed_rate and corrective == 0:
             return Scripted(content=f"{SIMULATION_LABEL} Here is my verdict: the agent did fine", delay_s=delay)
         row = self.truth.get(_key(query, turns)) or self.truth.get(_key(query, None), {})
-        return Scripted(content=self.verdict(row, seed % 3, turns or int(row.get("turn_count") or 1), rng), delay_s=delay)
+        turn_count = turns or int(row.get("turn_count") or 1)
+        return Scripted(content=self.verdict(row, seed % 3, turn_count, rng, review=review), delay_s=delay)
 
-    def verdict(self, row: dict[str, Any], persona: int, turn_count: int, rng: random.Random) -> dict[str, Any]:
-        """One simulated judge's verdict on a trajectory with the known defects of ``row``."""
+    def verdict(self, row: dict[str, Any], persona: int, turn_count: int, rng: random.Random,
+                review: tuple[int, int] | None = None) -> dict[str, Any]:
+        """One simulated judge's verdict on a trajectory with the known defects of ``row``.
+
+        ``review`` (judge-v2): the turns the request reviews; the answer then has ``critical_turn`` and keeps to
+        those turns. None: a judge-v1 answer.
+        """
+        low, high = review or (1, turn_count)
+        last = high >= turn_count
         issues = []
         for defect in row.get("issues", []):
+            turn = defect.get("turn")
+            if review and (turn is None and not last or turn is not None and not low <= turn <= high):
+                continue  # another window's defect
             if rng.random() < self.config.miss_rate:
                 continue
-            turn = defect.get("turn")
             if turn is not None and rng.random() < self.config.turn_jitter_rate:
-                turn = min(turn_count, max(1, turn + rng.choice((-1, 1))))
+                turn = min(high, max(low, turn + rng.choice((-1, 1))))
             head, tail = _PHRASES[persona]
             description = defect.get("description") or "A defect."
             fields = {"description": description, "lower": description[:1].lower() + description[1:],
@@ -155,14 +174,19 @@ class SimulatedJudge:
                            "category": defect.get("category", "semantic"), "severity": defect.get("severity", "minor"),
                            "tag": defect.get("tag")})
         if rng.random() < self.config.false_alarm_rate and turn_count:
-            category, severity, description, tag = rng.choice(_FALSE_ALARMS)
-            issues.append({"turn": rng.randint(1, turn_count), "description": description, "evidence": "",
+            category, severity, description, tag, quote = rng.choice(_FALSE_ALARMS)
+            issues.append({"turn": rng.randint(low, high), "description": description, "evidence": quote,
                            "category": category, "severity": severity, "tag": tag})
         efficiency = row.get("efficiency") or "medium"
         if rng.random() < 0.15:
             efficiency = rng.choice(["high", "medium", "low"])
-        return {"reasoning": f"{SIMULATED_NOTE} persona {persona + 1}; {len(issues)} issue(s).",
-                "issues": issues, "efficiency": efficiency}
+        answer: dict[str, Any] = {"reasoning": f"{SIMULATED_NOTE} persona {persona + 1}; {len(issues)} issue(s).",
+                                  "issues": issues}
+        if review:
+            severe = [i["turn"] for i in issues if i["severity"] == "severe" and i["turn"] is not None]
+            answer["critical_turn"] = min(severe) if severe else None
+        answer["efficiency"] = efficiency
+        return answer
 
 
 SIMULATED_NOTE = f"{SIMULATION_LABEL} This verdict was produced by a simulation, not a language model:"
@@ -192,8 +216,21 @@ def _extract(prompt: str, tag: str) -> str:
 
 
 def _extract_attr(prompt: str, name: str) -> str | None:
-    found = re.search(rf'<trajectory {name}="(\d+)">', prompt)
+    found = re.search(rf'<trajectory[^>]*\s{name}="(\d+)"[^>]*>', prompt)
     return found.group(1) if found else None
+
+
+def _review(prompt: str) -> tuple[int, int] | None:
+    """The turns a judge-v2 request reviews (``review="T4-T9"``); None for judge-v1 requests."""
+    found = re.search(r'<trajectory[^>]*\sreview="T(\d+)-T(\d+)"', prompt)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, or Anthropic-style content blocks."""
+    if isinstance(content, list):
+        return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+    return str(content or "")
 
 
 def main(argv: list[str] | None = None) -> None:

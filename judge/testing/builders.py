@@ -1,0 +1,84 @@
+"""Small builders of the canonical models for tests: messages, trajectories, issues, verdicts, clusters.
+
+Every builder fills the fields a test does not care about with plain defaults, so a test states only what it
+checks. Turn numbers are assigned by :func:`judge.model.number_turns`, as an importer would (DESIGN.md).
+
+    traj = trajectory("t1", [say("Running.", call("c1", "bash", cmd="pytest")), tool("c1", "1 failed", error=True),
+                             say("All tests pass.")])
+    v = verdict(1, [issue(2, "claims success after a failed run", category="semantic", severity="severe")])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from judge.cluster import majority_floor
+from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
+from judge.schema import Cluster, ClusterMember, Issue, ScoredIssue, Verdict
+from judge.scoring import scored_issue
+
+QUERY = "Read the service configuration and tell me which port it listens on."
+SYSTEM = "You are a coding agent."
+
+
+def call(call_id: str, name: str, **arguments: Any) -> ToolCall:
+    """A tool call with keyword arguments, e.g. ``call("c1", "bash", cmd="ls")``."""
+    return ToolCall(id=call_id, name=name, arguments=arguments)
+
+
+def tool(call_id: str, content: str, *, error: bool = False, exit_code: int | None = None, name: str | None = None) -> Message:
+    """The tool message carrying the receipt of call ``call_id``."""
+    return Message(role="tool", receipt=Receipt(call_id=call_id, name=name, content=content, is_error=error, exit_code=exit_code))
+
+
+def say(text: str, *calls: ToolCall) -> Message:
+    """An assistant message, optionally calling tools."""
+    return Message(role="assistant", content=text, tool_calls=list(calls))
+
+
+def user(text: str) -> Message:
+    return Message(role="user", content=text)
+
+
+def trajectory(tid: str, messages: Sequence[Message], query: str = QUERY, *, system: str | None = SYSTEM,
+               source_format: str = "canonical", **metadata: Any) -> Trajectory:
+    """A trajectory opened by the system prompt (unless None) and the user's ``query``, then ``messages``.
+
+    Extra keywords go to :class:`TrajectoryMetadata` (``arm``, ``branch_turn``, ``budget_exhausted``, ...).
+    """
+    opening = [Message(role="system", content=system)] if system is not None else []
+    full = [*opening, user(query), *messages]
+    return Trajectory(id=tid, query=query, query_id=f"q-{tid}", messages=number_turns(full),
+                      metadata=TrajectoryMetadata(source_format=source_format, **{"model": "test-model", **metadata}))
+
+
+def issue(turn: int | None, description: str = "A call failed.", *, category: str = "code", severity: str = "minor",
+          tag: str | None = None, evidence: str = "") -> Issue:
+    return Issue(turn=turn, description=description, category=category, severity=severity, tag=tag, evidence=evidence)  # type: ignore[arg-type]
+
+
+def verdict(pass_index: int, issues: Sequence[Issue] = (), *, trajectory_id: str = "t", judge: str = "fake",
+            status: str = "ok", reason: str | None = None, efficiency: str | None = "high") -> Verdict:
+    """One judge pass. An unscored pass gets ``reason`` (default ``parse_error``) and no efficiency vote."""
+    ok = status == "ok"
+    return Verdict(trajectory_id=trajectory_id, judge=judge, pass_index=pass_index, pass_key=f"{judge}#{pass_index}",
+                   status=status, reason=None if ok else (reason or "parse_error"), issues=list(issues),  # type: ignore[arg-type]
+                   efficiency=efficiency if ok else None)  # type: ignore[arg-type]
+
+
+def cluster(found: Issue, votes: int = 2, *, trajectory_id: str = "t", cid: str = "c1", panel_size: int = 3,
+            judge: str = "fake") -> Cluster:
+    """A cluster of ``votes`` passes that all reported ``found``; majority by the clusterer's own rule."""
+    members = [ClusterMember(pass_key=f"{judge}#{k}", issue_index=0, issue=found) for k in range(1, votes + 1)]
+    return Cluster(trajectory_id=trajectory_id, cluster=cid, members=members, votes=votes, panel_size=panel_size,
+                   majority=votes >= majority_floor(panel_size), turn=found.turn, category=found.category,
+                   severity=found.severity, tag=found.tag, description=found.description)
+
+
+def scored(found: Cluster) -> ScoredIssue:
+    """The cluster as a majority issue of ``scores.jsonl``."""
+    return scored_issue(found)
+
+
+__all__ = ["QUERY", "SYSTEM", "call", "cluster", "issue", "say", "scored", "tool", "trajectory", "user", "verdict"]

@@ -1,0 +1,113 @@
+"""A queued in-process provider for tests: scripted answers in order, every request recorded.
+
+It satisfies :class:`judge.providers.Provider`, so it goes wherever a real provider is injected: the
+``provider`` option of :class:`judge.judges.llm.LLMJudge`, the ``provider=`` argument of the repair
+functions, or :func:`judge.providers.make_provider` itself through the ``fake_providers`` fixture of
+tests/conftest.py. Unlike :class:`judge.testing.servers.FakeLLMServer` it bypasses the SDKs and HTTP: use it
+to test what callers do with answers and errors, and the fake servers to test the SDK paths.
+
+    provider = FakeProvider(EMPTY_VERDICT, "not json", RateLimited("slow down", retry_after=0.01))
+    ... run the code under test ...
+    assert len(provider.requests) == 3 and provider.requests[0].seed == 1
+
+Queued items: a dict (a JSON answer: ``parsed`` when a schema was asked for), a str (plain text, parsed if it
+is a JSON object and a schema was asked for), a :class:`Completion` (returned as is, e.g. a truncated
+answer), or an exception instance (raised, e.g. a :class:`judge.providers.ProviderError`). An empty queue
+raises :class:`QueueEmpty` (a test asked for more calls than it scripted) unless ``default`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from judge.model import Usage
+from judge.providers import Completion
+
+Answer = dict[str, Any] | str | Completion | BaseException
+
+
+class QueueEmpty(AssertionError):
+    """The code under test made more calls than the test queued answers for."""
+
+
+@dataclass
+class FakeRequest:
+    """One call as the provider received it."""
+
+    messages: list[dict[str, Any]]
+    schema: dict[str, Any] | None
+    schema_name: str
+    temperature: float | None
+    seed: int | None
+    max_tokens: int | None
+
+
+class FakeProvider:
+    """Answers from a queue; ``requests`` holds every call in order (failed ones included).
+
+    ``spec`` is ``provider:model`` as for the real providers (the price key and the cache identity use it).
+    """
+
+    def __init__(self, *answers: Answer, spec: str = "fake:fake-model", default: Answer | None = None,
+                 usage: Usage | None = None, endpoint: str | None = None):
+        self.answers: list[Answer] = list(answers)
+        self.spec = spec
+        self.provider, _, self.model = spec.partition(":")
+        self.endpoint = endpoint  # part of LLMJudge's cache identity, as for the real providers
+        self.default = default
+        self.usage = usage or Usage(input_tokens=100, output_tokens=20)
+        self.requests: list[FakeRequest] = []
+        self.closed = False
+
+    def queue(self, *answers: Answer) -> FakeProvider:
+        """Append answers; returns self so a test can write ``FakeProvider().queue(...)``."""
+        self.answers.extend(answers)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Answers queued but not yet used."""
+        return len(self.answers)
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "verdict",
+        temperature: float | None = None,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        self.requests.append(FakeRequest([dict(m) for m in messages], schema, schema_name, temperature, seed, max_tokens))
+        if self.answers:
+            answer = self.answers.pop(0)
+        elif self.default is not None:
+            answer = self.default
+        else:
+            raise QueueEmpty(f"{self.spec}: call {len(self.requests)} has no queued answer")
+        if isinstance(answer, BaseException):
+            raise answer
+        if isinstance(answer, Completion):
+            return answer
+        return self._completion(answer, schema is not None)
+
+    def _completion(self, answer: dict[str, Any] | str, want_json: bool) -> Completion:
+        text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        parsed: dict[str, Any] | None = None
+        if want_json:
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = None
+            parsed = value if isinstance(value, dict) else None
+        return Completion(text=text, parsed=parsed, finish_reason="stop", refusal=None, usage=self.usage.model_copy(),
+                          model=self.model, latency_s=0.0)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+__all__ = ["FakeProvider", "FakeRequest", "QueueEmpty"]

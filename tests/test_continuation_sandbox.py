@@ -1,0 +1,297 @@
+"""The continuation sandbox: confinement of paths, Bash timeouts / output limits / exit codes, the tools'
+aliases, and the user's mapping for tools the sandbox cannot run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from judge.continuation import CommandMapping, Limits, MappingError, Sandbox, ToolDispatcher
+from judge.continuation.tools import ArgumentError, SandboxCall, normalise
+from judge.model import ToolCall
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path):
+    source = tmp_path / "source"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "a.txt").write_text("alpha\nbeta\ngamma\n", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("outside", encoding="utf-8")
+    (source / "escape").symlink_to(tmp_path / "secret.txt")
+    box = Sandbox.create(source, Limits(timeout_s=5, output_chars=1000, read_lines=2), parent=tmp_path,
+                         path_alias="/testbed")
+    yield box
+    box.close()
+
+
+def dispatch(box: Sandbox, name: str, arguments, mapping: CommandMapping | None = None):
+    call = ToolCall(id="c1", name=name, arguments=arguments)
+    return asyncio.run(ToolDispatcher(box, mapping).dispatch(call, 1))
+
+
+# --- confinement --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("Read", {"file_path": "../secret.txt"}),
+        ("Read", {"file_path": "pkg/../../secret.txt"}),
+        ("Read", {"file_path": "escape"}),  # a symlink pointing out of the copy
+        ("Read", {"file_path": "/etc/hostname"}),
+        ("Write", {"file_path": "../planted.txt", "content": "x"}),
+        ("Write", {"file_path": "{tmp}/planted.txt", "content": "x"}),  # absolute, outside the copy
+        ("Edit", {"file_path": "../secret.txt", "old_string": "outside", "new_string": "changed"}),
+        ("str_replace_editor", {"command": "create", "path": "../planted.txt", "file_text": "x"}),
+    ],
+)
+def test_paths_outside_the_working_copy_are_refused_with_an_error_receipt(sandbox, tmp_path, name, arguments):
+    arguments = {k: v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v for k, v in arguments.items()}
+    done = dispatch(sandbox, name, arguments)
+    assert done.event.disposition == "refused"
+    assert done.receipt.is_error and "outside the working directory" in done.receipt.content
+    assert (tmp_path / "secret.txt").read_text(encoding="utf-8") == "outside"
+    assert not list(tmp_path.rglob("planted.txt"))
+
+
+def test_paths_inside_the_copy_work_relative_absolute_and_through_the_original_root(sandbox):
+    assert dispatch(sandbox, "Read", {"file_path": "pkg/a.txt", "limit": 5}).receipt.content == "alpha\nbeta\ngamma\n"
+    assert dispatch(sandbox, "Read", {"file_path": str(sandbox.root / "pkg" / "a.txt"), "offset": 2, "limit": 1}).receipt.content == "beta\n"
+    written = dispatch(sandbox, "Write", {"file_path": "/testbed/new/b.txt", "content": "made"})
+    assert written.event.disposition == "executed" and not written.receipt.is_error
+    assert (sandbox.root / "new" / "b.txt").read_text(encoding="utf-8") == "made"
+
+
+def test_read_without_a_limit_stops_at_the_line_cap_and_says_so(sandbox):
+    content = dispatch(sandbox, "Read", {"file_path": "pkg/a.txt"}).receipt.content
+    assert content.startswith("alpha\nbeta\n") and "gamma" not in content
+    assert "3 lines in all; lines 1-2 shown" in content
+
+
+def test_edit_needs_a_unique_match_unless_replace_all(sandbox):
+    (sandbox.root / "r.txt").write_text("x = 1\nx = 1\n", encoding="utf-8")
+    twice = dispatch(sandbox, "Edit", {"file_path": "r.txt", "old_string": "x = 1", "new_string": "x = 2"})
+    assert twice.receipt.is_error and "Found 2 matches" in twice.receipt.content
+    missing = dispatch(sandbox, "Edit", {"file_path": "r.txt", "old_string": "y", "new_string": "z"})
+    assert missing.receipt.is_error and "not found" in missing.receipt.content
+    done = dispatch(sandbox, "Edit", {"file_path": "r.txt", "old_string": "x = 1", "new_string": "x = 2", "replace_all": True})
+    assert not done.receipt.is_error and (sandbox.root / "r.txt").read_text(encoding="utf-8") == "x = 2\nx = 2\n"
+
+
+# --- Bash -------------------------------------------------------------------------------------------------
+
+
+def test_bash_runs_in_the_copy_and_reports_the_exit_code(sandbox):
+    ok = dispatch(sandbox, "Bash", {"command": "cat pkg/a.txt | wc -l"})
+    assert ok.receipt.content.strip() == "3" and ok.receipt.exit_code == 0 and not ok.receipt.is_error
+    failed = dispatch(sandbox, "Bash", {"command": "echo oops >&2; exit 3"})
+    assert failed.receipt.exit_code == 3 and failed.receipt.is_error
+    assert failed.receipt.content == "Exit code 3\noops\n"
+
+
+def test_bash_gets_a_short_environment_without_the_callers_keys(sandbox, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-agent")
+    out = dispatch(sandbox, "Bash", {"command": "echo ${OPENAI_API_KEY:-unset}; echo $HOME; pwd"}).receipt.content.split()
+    assert out[0] == "unset"
+    assert Path(out[1]).parent == sandbox.arm_dir and Path(out[2]) == sandbox.root
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "limits"),
+    [
+        ("Bash", {"command": "echo start; sleep 20"}, Limits(timeout_s=0.5)),
+        ("Bash", {"command": "echo start; sleep 20", "timeout": 500}, Limits(timeout_s=30)),  # Claude Code: ms
+        ("execute_bash", {"command": "echo start; sleep 20", "timeout": 0.5}, Limits(timeout_s=30)),  # seconds
+        ("Bash", {"command": "echo start; sleep 20", "timeout": 60_000}, Limits(timeout_s=30, max_timeout_s=0.5)),
+    ],
+)
+def test_bash_timeouts_kill_the_command_and_say_so(tmp_path, name, arguments, limits):
+    box = Sandbox.create(None, limits, parent=tmp_path)
+    try:
+        started = time.monotonic()
+        receipt = dispatch(box, name, arguments).receipt
+        assert time.monotonic() - started < 5
+    finally:
+        box.close()
+    assert receipt.is_error and receipt.exit_code is None
+    assert receipt.content.startswith("start\n") and "[timed out after 0.5 s" in receipt.content
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to look at processes")
+def test_background_processes_do_not_outlive_their_call(sandbox):
+    started = time.monotonic()
+    receipt = dispatch(sandbox, "Bash", {"command": "sleep 30 & echo $! > bg.pid; echo started"}).receipt
+    assert time.monotonic() - started < 6 and receipt.content == "started\n"
+    pid = int((sandbox.root / "bg.pid").read_text())
+    deadline = time.monotonic() + 3
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def test_long_output_is_truncated_with_a_note_keeping_head_and_tail(sandbox):
+    receipt = dispatch(sandbox, "Bash", {"command": "echo HEAD; seq 1 200000; echo TAIL"}).receipt
+    assert len(receipt.content) < 1200
+    assert receipt.content.startswith("HEAD\n") and receipt.content.rstrip().endswith("TAIL")
+    total = len(("HEAD\n" + "".join(f"{i}\n" for i in range(1, 200001)) + "TAIL\n").encode())
+    assert f"[... output truncated: the first and last 500 characters of {total} bytes are shown ...]" in receipt.content
+
+
+# --- names and arguments real logs use ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("Bash", {"command": "ls", "timeout": 2000}, SandboxCall("bash", {"command": "ls", "timeout_s": 2.0})),
+        ("execute_bash", {"command": "ls", "is_input": False}, SandboxCall("bash", {"command": "ls", "timeout_s": None})),
+        ("bash", {"cmd": "ls"}, SandboxCall("bash", {"command": "ls", "timeout_s": None})),
+        ("bash", "ls -la", SandboxCall("bash", {"command": "ls -la", "timeout_s": None})),
+        ("Read", {"file_path": "a", "offset": 3, "limit": 2},
+         SandboxCall("read", {"path": "a", "offset": 3, "limit": 2, "list_dirs": False})),
+        ("read_file", {"path": "a"}, SandboxCall("read", {"path": "a", "offset": None, "limit": None, "list_dirs": False})),
+        ("str_replace_editor", {"command": "view", "path": "a", "view_range": [2, 4]},
+         SandboxCall("read", {"path": "a", "offset": 2, "limit": 3, "list_dirs": True})),
+        ("Write", {"file_path": "a", "content": "x"}, SandboxCall("write", {"path": "a", "content": "x"})),
+        ("str_replace_editor", {"command": "create", "path": "a", "file_text": "x"}, SandboxCall("write", {"path": "a", "content": "x"})),
+        ("Edit", {"file_path": "a", "old_string": "x", "new_string": "y"},
+         SandboxCall("edit", {"path": "a", "old": "x", "new": "y", "replace_all": False})),
+        ("str_replace_based_edit_tool", {"command": "str_replace", "path": "a", "old_str": "x", "new_str": "y"},
+         SandboxCall("edit", {"path": "a", "old": "x", "new": "y", "replace_all": False})),
+        ("text_editor", {"command": "insert", "path": "a", "insert_line": 0, "new_str": "y"},
+         SandboxCall("insert", {"path": "a", "line": 0, "text": "y"})),
+        ("TodoWrite", {"todos": []}, SandboxCall("plan", {"plan": {"todos": []}})),
+        ("present_files", {"paths": ["a"]}, None),
+        ("get_order_details", {"order_id": "1"}, None),
+    ],
+)
+def test_tool_names_and_arguments_of_real_logs_normalise(name, arguments, expected):
+    assert normalise(ToolCall(id="c", name=name, arguments=arguments)) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "message"),
+    [
+        ("Read", {}, "Read needs file_path"),
+        ("Write", {"file_path": "a"}, "Write needs content"),
+        ("Read", {"file_path": "a", "offset": "two"}, "offset must be an integer"),
+        ("Bash", {"command": "ls", "run_in_background": True}, "background"),
+        ("Bash", {"command": "ls", "timeout": -1}, "timeout must be a positive number"),
+        ("str_replace_editor", {"command": "undo_edit", "path": "a"}, "not supported"),
+    ],
+)
+def test_invalid_arguments_are_an_error_receipt(sandbox, name, arguments, message):
+    with pytest.raises(ArgumentError, match=message):
+        normalise(ToolCall(id="c", name=name, arguments=arguments))
+    done = dispatch(sandbox, name, arguments)
+    assert done.event.disposition == "refused" and done.receipt.is_error and message in done.receipt.content
+
+
+def test_editor_view_lists_a_directory_and_insert_adds_a_line(sandbox):
+    listing = dispatch(sandbox, "str_replace_editor", {"command": "view", "path": "pkg"}).receipt.content
+    assert listing == "a.txt"
+    dispatch(sandbox, "str_replace_editor", {"command": "insert", "path": "pkg/a.txt", "insert_line": 1, "new_str": "inserted"})
+    assert (sandbox.root / "pkg" / "a.txt").read_text(encoding="utf-8") == "alpha\ninserted\nbeta\ngamma\n"
+
+
+# --- the user's mapping -----------------------------------------------------------------------------------
+
+FAKE_CLI = "import json, sys\nprint(json.dumps({'ok': True, 'argv': sys.argv[1:]}))\n"
+
+
+def write_mapping(tmp_path: Path, text: str) -> CommandMapping:
+    (tmp_path / "fake_cli.py").write_text(FAKE_CLI, encoding="utf-8")
+    (tmp_path / "order.py").write_text("import json, sys\nprint(json.load(sys.stdin)['order_id'])\n", encoding="utf-8")
+    (tmp_path / "receipts").mkdir(exist_ok=True)
+    (tmp_path / "receipts" / "create.json").write_text('{"content": "{\\"ok\\": true, \\"field_id\\": \\"fld1\\"}", "exit_code": 0}',
+                                                       encoding="utf-8")
+    (tmp_path / "receipts" / "present.txt").write_text("presented 1 file", encoding="utf-8")
+    (tmp_path / "mapping.yaml").write_text(text, encoding="utf-8")
+    return CommandMapping.load(tmp_path / "mapping.yaml")
+
+
+MAPPING = """
+programs:
+  lark-cli: python {dir}/fake_cli.py
+commands:
+  - prefix: lark-cli base fields create
+    receipt: receipts/create.json
+tools:
+  present_files: {receipt: receipts/present.txt}
+  get_order_details:
+    run: python {dir}/order.py
+external: [aws]
+"""
+
+
+def test_a_mapped_program_runs_the_local_command_inside_any_shell_command(sandbox, tmp_path):
+    mapping = write_mapping(tmp_path, MAPPING)
+    done = dispatch(sandbox, "Bash", {"command": "cd pkg && lark-cli base records list --table t1 | cat"}, mapping)
+    assert done.event.disposition == "executed" and done.event.detail == "mapped programs: lark-cli"
+    assert '"argv": ["base", "records", "list", "--table", "t1"]' in done.receipt.content
+
+
+def test_a_command_prefix_gets_its_canned_receipt_recorded_as_mapped(sandbox, tmp_path):
+    mapping = write_mapping(tmp_path, MAPPING)
+    done = dispatch(sandbox, "Bash", {"command": "lark-cli base fields create --name 供应商 --type text"}, mapping)
+    assert done.event.disposition == "mapped" and "commands[0]" in done.event.detail
+    assert done.receipt.content == '{"ok": true, "field_id": "fld1"}' and done.receipt.exit_code == 0
+    assert done.receipt.call_id == "c1"
+
+
+def test_a_mapped_tool_gets_a_canned_receipt_or_its_local_command_with_the_arguments_on_stdin(sandbox, tmp_path):
+    mapping = write_mapping(tmp_path, MAPPING)
+    canned = dispatch(sandbox, "present_files", {"paths": ["a"]}, mapping)
+    assert canned.event.disposition == "mapped" and canned.receipt.content == "presented 1 file"
+    ran = dispatch(sandbox, "get_order_details", {"order_id": "#W123"}, mapping)
+    assert ran.event.disposition == "mapped" and ran.receipt.content == "#W123\n" and ran.receipt.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "detail"),
+    [
+        ("lark_base_api", {"q": 1}, "no sandbox tool and no mapping for tool 'lark_base_api'"),
+        ("Bash", {"command": "echo start && no-such-cloud-cli-xyz base list"}, "no-such-cloud-cli-xyz not found in the sandbox"),
+        ("Bash", {"command": "aws s3 ls"}, "aws must not run here"),
+    ],
+)
+def test_what_neither_the_sandbox_nor_the_mapping_can_run_is_unsupported(sandbox, tmp_path, name, arguments, detail):
+    done = dispatch(sandbox, name, arguments, write_mapping(tmp_path, MAPPING))
+    assert done.receipt is None and done.event.disposition == "unsupported" and detail in done.event.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("programs: {lark-cli: 3}", "programs.lark-cli: needs a program name and a command string"),
+        ("commands: [{prefix: lark-cli}]", "commands[0]: needs 'prefix'"),
+        ("commands: [{prefix: lark-cli, receipt: receipts/missing.json}]", "commands[0]: cannot read receipt file"),
+        ("tools: {x: {run: a, receipt: receipts/present.txt}}", "tools.x: needs exactly one of"),
+        ("external: lark-cli", "external must be a list"),
+        ("program: {}", "unknown key(s) program"),
+    ],
+)
+def test_a_bad_mapping_names_the_file_and_the_entry(tmp_path, text, message):
+    with pytest.raises(MappingError) as error:
+        write_mapping(tmp_path, text)
+    assert "mapping.yaml" in str(error.value) and message in str(error.value)
+
+
+def test_the_sandbox_leaves_nothing_behind(tmp_path):
+    box = Sandbox.create(None, parent=tmp_path)
+    asyncio.run(box.bash("echo hi > f.txt"))
+    assert (box.root / "f.txt").exists()
+    box.close()
+    assert not box.arm_dir.exists() and os.listdir(tmp_path) == []
