@@ -17,7 +17,8 @@ Severity = Literal["severe", "minor"]
 Efficiency = Literal["high", "medium", "low"]
 PassStatus = Literal["ok", "unscored"]
 UnscoredReason = Literal[
-    "parse_error", "refusal", "truncated", "context_overflow", "provider_error", "budget_exceeded", "invalid_turn"
+    "parse_error", "refusal", "truncated", "context_overflow", "provider_error", "connection_error", "budget_exceeded",
+    "invalid_turn", "no_assistant_turn",
 ]
 Route = Literal["online-guided", "online-regenerate", "rewrite-restart", "environment", "offline-edit", "pending"]
 

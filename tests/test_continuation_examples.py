@@ -151,4 +151,4 @@ def test_judge_continue_runs_the_tickets_of_a_run_from_the_command_line(repaired
         (f"{SOURCE}-guided", True), (f"{SOURCE}-unguided", False)]
 
     bad = runner.invoke(app, ["continue", str(repaired_run), "--agent", "openai:gpt-4.1", "--out", str(out)])
-    assert bad.exit_code == 2 and "provider-backed agents are not available yet" in bad.output
+    assert bad.exit_code == 1 and "provider-backed agents are not available yet" in bad.output

@@ -217,7 +217,7 @@ def test_cli_export_prints_counts_and_rejects_missing_run(tmp_path: Path):
     row = json.loads((tmp_path / "o" / "train.jsonl").read_text().splitlines()[0])
     assert "mask" in row and "system" in row
     missing = CliRunner(env={"COLUMNS": "300"}).invoke(app, ["export", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
-    assert missing.exit_code == 2
+    assert missing.exit_code == 1  # a usage/input error (README exit-code table)
     assert "trajectories.jsonl not found: `judge export` needs a scored run directory" in missing.output
 
 

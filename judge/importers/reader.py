@@ -105,8 +105,8 @@ def is_run_dir(path: Path) -> bool:
     from judge.store import STORE_FILE
 
     if (path / rundir.TRAJECTORIES).is_file():
-        return any((path / name).exists() for name in (rundir.MANIFEST, STORE_FILE, rundir.VERDICTS, rundir.REJECTS))
-    return (path / rundir.MANIFEST).is_file() and (path / STORE_FILE).exists()
+        return any((path / name).exists() for name in (rundir.MANIFEST, STORE_FILE, rundir.VERDICTS, rundir.REJECTS, rundir.LOCK))
+    return (path / rundir.MANIFEST).is_file() and ((path / STORE_FILE).exists() or (path / rundir.LOCK).exists())
 
 
 # ----------------------------------------------------------------------------------------------------
