@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from judge import rundir
 from judge.model import Message, Trajectory
+from judge.rundir import RunDir
 from judge.schema import ScoreRow
 
 ExportFormat = Literal["openai", "anthropic"]
@@ -277,16 +278,11 @@ class SplitLeakError(AssertionError):
 
 def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str, Any]:
     """Write ``train.jsonl``, ``test.jsonl`` and ``split.json`` for the run and return the split record."""
-    from judge.pipeline import read_trajectories
-
-    run_dir = Path(run_dir)
-    traj_path = run_dir / rundir.TRAJECTORIES
-    scores_path = run_dir / rundir.SCORES
-    for path in (traj_path, scores_path):
-        if not path.exists():
-            raise FileNotFoundError(f"{path} not found: `judge export` needs a scored run directory")
-    scores = {row.trajectory_id: row for row in rundir.read_jsonl(scores_path, ScoreRow)}
-    selection = select(read_trajectories(run_dir), scores, options)
+    run = RunDir(run_dir)
+    for name in (rundir.TRAJECTORIES, rundir.SCORES):
+        if not run.has(name):
+            raise FileNotFoundError(f"{run.path / name} not found: `judge export` needs a scored run directory")
+    selection = select(run.trajectories(), run.scores_by_trajectory(), options)
 
     per_query = Counter(t.query_id for t in selection.chosen)
     test_queries = split_queries(dict(per_query), options.test_size, options.seed)
@@ -322,7 +318,7 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
         raise SplitLeakError(f"queries on both sides of the split: {overlap[:10]}")
 
     record: dict[str, Any] = {
-        "run": str(run_dir),
+        "run": str(run.path),
         "format": options.format,
         "seed": options.seed,
         "test_size": options.test_size,

@@ -36,7 +36,8 @@ from typing import Any, Literal
 
 from judge import rundir
 from judge.model import Trajectory
-from judge.schema import Cluster, ScoredIssue, ScoreRow
+from judge.rundir import RunDir
+from judge.schema import ScoredIssue
 
 LabelKind = Literal["who-and-when", "agentrx", "mast"]
 LABEL_KINDS: tuple[LabelKind, ...] = ("who-and-when", "agentrx", "mast")
@@ -722,23 +723,20 @@ def match_trajectories(labels: Iterable[TrajectoryLabels], trajectories: Iterabl
 
 def majority_issues(run_dir: Path) -> tuple[dict[str, list[ScoredIssue]], dict[str, bool]]:
     """trajectory id -> majority issues (scores.jsonl; clusters.jsonl when there is no scores file), and scored?"""
+    from judge.scoring import scored_issue
+
+    run = RunDir(run_dir)
     issues: dict[str, list[ScoredIssue]] = defaultdict(list)
     scored: dict[str, bool] = {}
-    scores_path = run_dir / rundir.SCORES
-    clusters_path = run_dir / rundir.CLUSTERS
-    if scores_path.exists():
-        for row in rundir.read_jsonl(scores_path, ScoreRow):
+    if run.has(rundir.SCORES):
+        for row in run.scores():
             issues[row.trajectory_id] = [*row.issues, *row.environment]
             scored[row.trajectory_id] = row.valid_passes > 0
-    elif clusters_path.exists():
-        for cluster in rundir.read_jsonl(clusters_path, Cluster):
+    elif run.has(rundir.CLUSTERS):
+        for cluster in run.clusters():
             scored[cluster.trajectory_id] = True
             if cluster.majority:
-                issues[cluster.trajectory_id].append(
-                    ScoredIssue(cluster=cluster.cluster, turn=cluster.turn, category=cluster.category,
-                                severity=cluster.severity, tag=cluster.tag, description=cluster.description,
-                                votes=cluster.votes)
-                )
+                issues[cluster.trajectory_id].append(scored_issue(cluster))
     else:
         raise FileNotFoundError(f"{run_dir}: no scores.jsonl or clusters.jsonl; score the run first")
     return issues, scored
@@ -840,15 +838,13 @@ def check_coverage(labels: list[TrajectoryLabels], matched: dict[str, Trajectory
 def validate_run(run_dir: Path, labels_path: Path, kind: LabelKind | None = None, k: int = 1,
                  min_coverage: float = MIN_COVERAGE) -> ValidationReport:
     """Load labels and the run, match them, refuse a mismatch, and evaluate (the library form of ``judge validate``)."""
-    from judge.pipeline import read_trajectories
-
     run_dir = Path(run_dir)
-    if not (run_dir / rundir.TRAJECTORIES).exists():
+    if not RunDir(run_dir).has(rundir.TRAJECTORIES):
         raise FileNotFoundError(f"{run_dir / rundir.TRAJECTORIES} not found: not a run directory")
     kind = kind or detect_kind(Path(labels_path))
     labels, errors = load_labels(Path(labels_path), kind)
     issues, scored = majority_issues(run_dir)
-    run = list(read_trajectories(run_dir))
+    run = list(RunDir(run_dir).trajectories())
     matched = match_trajectories(labels, run)
     check_coverage(labels, matched, run, Path(labels_path), kind, min_coverage)
     report = evaluate(labels, matched, issues, scored, kind, k=k, label_errors=errors)

@@ -230,11 +230,12 @@ def test_tau_airline_trials_of_one_task_stay_on_one_side(tmp_path: Path):
     source = DATASETS / "tau_bench_trajectories" / "gpt-4o-airline.json"
     if not source.exists():
         pytest.skip(f"shared dataset not available: {source}")
-    from judge.pipeline import import_to_run, read_trajectories
+    from judge.pipeline import import_to_run
+    from judge.rundir import RunDir
 
     run = tmp_path / "run"
     import_to_run([source], run, None)
-    trajectories = list(read_trajectories(run))
+    trajectories = list(RunDir(run).trajectories())
     # Scores are made up here (all released): this test is about the split, not the gate.
     rundir.write_jsonl(run / rundir.SCORES, [score_row(t.id) for t in trajectories])
     record = export_run(run, tmp_path / "out", ExportOptions(test_size=0.1, seed=0))

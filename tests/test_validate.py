@@ -360,12 +360,13 @@ def test_validate_cli_on_a_rules_run_of_agentrx_tau(tmp_path: Path):
 
     from judge.cli import app
     from judge.panel import PanelConfig, run_panel
-    from judge.pipeline import import_to_run, read_trajectories, score_run
+    from judge.pipeline import import_to_run, score_run
+    from judge.rundir import RunDir
 
     source = _need(DATASETS / "agentrx" / "tau_retail" / "tau_dataset_failed.json")
     run = tmp_path / "run"
     import_to_run([source], run, None)
-    asyncio.run(run_panel(list(read_trajectories(run)), PanelConfig(judges=["rules"]), run, progress=False))
+    asyncio.run(run_panel(list(RunDir(run).trajectories()), PanelConfig(judges=["rules"]), run, progress=False))
     score_run(run, None, {"embedder": "lexical"})
     labels = DATASETS / "agentrx" / "ground_truth" / "tau_ground_truth.json"
     result = CliRunner(env={"COLUMNS": "200"}).invoke(

@@ -102,11 +102,9 @@ def is_data_file_name(name: str) -> bool:
 
 def is_run_dir(path: Path) -> bool:
     """A trajudge run directory: its ``trajectories.jsonl`` beside its run files, or a manifest beside a store."""
-    from judge.store import STORE_FILE
-
     if (path / rundir.TRAJECTORIES).is_file():
-        return any((path / name).exists() for name in (rundir.MANIFEST, STORE_FILE, rundir.VERDICTS, rundir.REJECTS, rundir.LOCK))
-    return (path / rundir.MANIFEST).is_file() and ((path / STORE_FILE).exists() or (path / rundir.LOCK).exists())
+        return any((path / name).exists() for name in (rundir.MANIFEST, rundir.STORE, rundir.VERDICTS, rundir.REJECTS, rundir.LOCK))
+    return (path / rundir.MANIFEST).is_file() and ((path / rundir.STORE).exists() or (path / rundir.LOCK).exists())
 
 
 # ----------------------------------------------------------------------------------------------------
