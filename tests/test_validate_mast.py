@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from judge.importers.labels import load_labels
 from judge.schema import ScoredIssue
 from judge.validate import (
     MAST_GROUPS,
     RULES_TAG_TO_MAST,
     issue_mast_group,
-    load_labels,
     mast_group,
 )
 

@@ -64,7 +64,8 @@ def validate_cmd(
     Example: judge validate runs/ww --labels ../shared/datasets/who_and_when/Hand-Crafted --kind who-and-when
     """
     from judge import rundir
-    from judge.validate import LABEL_KINDS, LabelError, LabelMismatch, format_markdown, format_table, validate_run
+    from judge.importers.labels import LABEL_KINDS, LabelError
+    from judge.validate import LabelMismatch, format_markdown, format_table, validate_run
 
     if kind is not None and kind not in LABEL_KINDS:
         raise typer.BadParameter(f"--kind must be one of {', '.join(LABEL_KINDS)}, got {kind!r}")
