@@ -534,11 +534,6 @@ def compare_records(records: Sequence[ArmRecord], scorer: LinkScorer | None, bas
 # --- reading runs --------------------------------------------------------------------------------
 
 
-def is_run_dir(path: Path) -> bool:
-    """A scored run directory: trajectories.jsonl and scores.jsonl present."""
-    return RunDir(path).is_scored()
-
-
 def load_records(run_dir: Path) -> list[ArmRecord]:
     """Every trajectory of a scored run with its score row, its clusters and the panel size."""
     run = RunDir(run_dir)

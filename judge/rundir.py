@@ -71,14 +71,6 @@ def write_jsonl(path: Path, rows: Iterable[BaseModel | dict[str, Any]]) -> int:
     return count
 
 
-def append_jsonl(path: Path, row: BaseModel | dict[str, Any]) -> None:
-    """Append one row and flush it to disk (used for rows that must survive a kill)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(_json_line(row) + "\n")
-        handle.flush()
-
-
 def _json_line(row: BaseModel | dict[str, Any]) -> str:
     return row.model_dump_json() if isinstance(row, BaseModel) else json.dumps(row, ensure_ascii=False, default=str)
 
@@ -117,10 +109,6 @@ def write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)
-
-
-def read_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 # --- run.json --------------------------------------------------------------------------------------

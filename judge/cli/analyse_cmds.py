@@ -120,10 +120,9 @@ def split_score_args(tokens: list[str], score_command: Any) -> tuple[list[str], 
     return inputs, options
 
 
-def _score_command() -> Any | None:
-    """The click command behind ``judge score`` (None if that command is not registered)."""
-    root = typer.main.get_command(app)
-    return (getattr(root, "commands", None) or {}).get("score")
+def _score_command() -> Any:
+    """The click command behind ``judge score``."""
+    return typer.main.get_command(app).commands["score"]  # type: ignore[attr-defined]
 
 
 @app.command(
@@ -144,33 +143,23 @@ def compare_cmd(
     Continuation files are judged first, exactly as `judge score` would (same options), into OUT/run.
     Example: judge compare examples/continuations --out runs/cmp --judge rules
     """
-    from judge.compare import (
-        compare_records,
-        is_run_dir,
-        load_records,
-        make_scorer,
-        write_outputs,
-    )
+    from judge.compare import compare_records, load_records, make_scorer, write_outputs
+    from judge.rundir import RunDir
 
     score_command = _score_command()
-    if score_command is not None:
-        tokens, score_args = split_score_args(list(ctx.args), score_command)
-    else:
-        tokens, score_args = list(ctx.args), []
+    tokens, score_args = split_score_args(list(ctx.args), score_command)
     if not tokens:
         raise typer.BadParameter("give at least one INPUT (continuation files or scored run directories)")
     paths = [Path(t) for t in tokens]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise typer.BadParameter(f"input not found: {', '.join(missing)}")
-    run_dirs = [p for p in paths if is_run_dir(p)]
-    to_judge = [p for p in paths if not is_run_dir(p)]
+    run_dirs = [p for p in paths if RunDir(p).is_scored()]
+    to_judge = [p for p in paths if not RunDir(p).is_scored()]
     status: Any = ExitCode.OK
     if score_args and not to_judge:
         raise typer.BadParameter(f"judging options {' '.join(score_args)} given, but every input is an already scored run")
     if to_judge:
-        if score_command is None:
-            raise typer.BadParameter("judging continuation files needs the `judge score` command, which is not available")
         judged = out / "run"
         from judge.providers import redact
 
