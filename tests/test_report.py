@@ -24,10 +24,12 @@ from judge.report.summary import (
     explain_agreement,
     reason_code,
     release_section,
+    run_rubric,
     score_distribution,
     share,
 )
 from judge.report.viewer import anchor_id
+from judge.rundir import RunManifest
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
 
 
@@ -208,6 +210,24 @@ def test_score_distribution(scores, counts, mean):
 def test_release_section(rows, released, yield_, held):
     result = release_section(rows)
     assert (result["released"], result["yield"], result["held_by_gate"]) == (released, yield_, held)
+
+
+def test_the_releasable_scores_come_from_the_run_rubric(tmp_path: Path):
+    strict = tmp_path / "strict.yaml"
+    strict.write_text("name: strict\nversion: 1\nrelease:\n  scores: [5]\n", encoding="utf-8")
+    held = [_row(4, False, ("format:role-order",)), _row(5, False, ("format:role-order",))]
+
+    def used(rubric: dict) -> tuple[str, list[int]]:
+        found = run_rubric(RunManifest.model_validate({"rubric": rubric} if rubric else {}))
+        return found.label, found.release.scores
+
+    assert used({"label": "strict-v1", "source": str(strict)}) == ("strict-v1", [5])
+    # the recorded file is gone (a run copied elsewhere): the bundled rubric of the label, else the default
+    assert used({"label": "default-v1", "source": str(tmp_path / "moved.yaml")}) == ("default-v1", [4, 5])
+    assert used({"label": "gone-v3", "source": str(tmp_path / "moved.yaml")}) == ("default-v2", [4, 5])
+    assert used({}) == ("default-v2", [4, 5])
+    assert release_section(held, [5])["held_by_gate"] == {"5": 1}  # a 4 is not releasable under this rubric
+    assert release_section(held)["held_by_gate"] == {"4": 1, "5": 1}
 
 
 @pytest.mark.parametrize(
