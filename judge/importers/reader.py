@@ -91,6 +91,11 @@ def _looks_like_jsonl(data: bytes) -> bool:
 
 
 def _read_lines(path: Path, fmt: str | None) -> Iterator[Item]:
+    # The first record decides whether the file is one a format reads whole (span exports: a trace's spans are
+    # spread over lines); such a file's records are collected and handed to that format's ``gather``.
+    gathering: FormatSpec | None = None
+    gathered: list[tuple[Source, Any]] = []
+    first = True
     with _open_binary(path) as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
@@ -105,12 +110,28 @@ def _read_lines(path: Path, fmt: str | None) -> Iterator[Item]:
             except json.JSONDecodeError as error:
                 yield Reject(source_file=str(path), line=number, format=fmt, reason=f"broken JSON: {error.msg} (column {error.colno})")
                 continue
+            if first:
+                first = False
+                gathering = _gathering_spec(record, fmt)
+            if gathering is not None:
+                gathered.append((Source(str(path), line=number), record))
+                continue
             yield parse_record(record, Source(str(path), line=number), fmt)
+    if gathering is not None and gathering.gather is not None:
+        yield from gathering.gather(gathered)
+
+
+def _gathering_spec(record: Any, fmt: str | None) -> FormatSpec | None:
+    spec = FORMATS.get(fmt or detect_format(record) or "")
+    return spec if spec is not None and spec.gather is not None else None
 
 
 def _read_document(document: Any, file: str, fmt: str | None) -> Iterator[Item]:
     name = fmt or detect_format(document)
     spec = FORMATS.get(name) if name else None
+    if spec is not None and spec.gather is not None:
+        yield from spec.gather([(Source(file), document)])
+        return
     if spec is not None and spec.split is not None:
         try:
             parts = spec.split(document)
