@@ -14,7 +14,7 @@ from judge.model import Message, Trajectory
 
 _FORMAT_HELP = (
     "Force one format instead of auto-detection: canonical, openai, tau, anthropic, swe-agent, "
-    "mini-swe-agent, openhands, inspect, who-and-when, atif."
+    "mini-swe-agent, openhands, inspect, who-and-when, atif, mast, otel."
 )
 
 
