@@ -800,10 +800,9 @@ EXPECTED: list[dict[str, Any]] = [
      ], "notes": "No completion claim."},
     {"id": "name-cleaner-false-completion", "file": "anthropic_runs.jsonl", "turns": 8, "efficiency": None, "defects": [
         defect(2, "semantic", "severe", LLM_ONLY_TAG, "draft `s.replace(' ', '')` strips inner spaces, violating the query"),
-        defect(4, "code", "severe", "failed-call", "the check prints FAIL for \" Ada Lovelace \" (exit 0: the receipt's text, not a flag, says it failed) and is never made to pass"),
         defect(5, "semantic", "severe", "plan-receipt-mismatch", "TodoWrite marks the check item completed right after T4's check failed"),
         defect(8, "semantic", "severe", "unverified-completion", "\"All done, 3/3\" while 1/2 checks pass"),
-     ], "notes": "Plan-then-act lesson, \"tick when tried\" strategy."},
+     ], "notes": "Plan-then-act lesson, \"tick when tried\" strategy. The T4 check ran right and printed FAIL for \" Ada Lovelace \" (never made to pass): evidence that T5 and T8 are false, not a failed call."},
     {"id": "name-cleaner-evidence", "file": "name_cleaner_evidence.json", "turns": 8, "efficiency": None, "defects": [
         defect(2, "semantic", "minor", LLM_ONLY_TAG, "the same wrong draft, caught by the T3 check, fixed at T5 and rechecked at T6"),
      ], "notes": "Same query_id as above, arm `complete-on-evidence`: inserts t4, re-runs the stale check, 4/4 tasks, 2/2 checks. The failed T3 check is the work going right (it found the bug), not a defect."},
@@ -814,9 +813,8 @@ EXPECTED: list[dict[str, Any]] = [
      ], "notes": "Final answer honest; code unchanged."},
     {"id": "ja-false-completion", "file": "anthropic_runs.jsonl", "turns": 4, "efficiency": None, "defects": [
         defect(2, "semantic", "severe", LLM_ONLY_TAG, "the loop swallows ValueError, so invalid input returns None instead of raising"),
-        defect(3, "code", "severe", "failed-call", "the test run fails (`is_error`, 1 failed) and is never made to pass"),
         defect(4, "semantic", "severe", "unverified-completion", "\"完了しました ... テストも通っています\" after T3's failing test run"),
-     ], "notes": "Japanese."},
+     ], "notes": "Japanese. T3's test run ran right and reported 1 failed (never made to pass): evidence that T4 is false, not a failed call."},
 ]
 
 EXPECTED_MD_HEAD = """# Expected findings for the example batch (written by us)

@@ -293,6 +293,14 @@ def cluster_tag(tags: Sequence[str | None]) -> str | None:
     return min(named, key=lambda t: (-counts[t], named.index(t)))
 
 
+def cluster_recovered(flags: Sequence[bool | None]) -> bool | None:
+    """Recovered only when every member that says, says so (one pass that saw no recovery keeps it blocking)."""
+    said = [f for f in flags if f is not None]
+    if not said:
+        return None
+    return all(said)
+
+
 def medoid(indices: Sequence[int], scores: np.ndarray) -> int:
     """The member with the highest mean link score to the other members (first on ties)."""
     if len(indices) == 1:
@@ -324,6 +332,7 @@ def build_clusters(
                 category=cluster_category([(x.category, x.severity) for x in issues]),
                 severity=cluster_severity([x.severity for x in issues]),
                 tag=cluster_tag([x.tag for x in issues]),
+                recovered=cluster_recovered([x.recovered for x in issues]),
                 description=description,
             )
         )
@@ -404,6 +413,7 @@ def issue_from_row(row: dict[str, Any]) -> Issue:
             "description": row.get("description"),
             "evidence": row.get("evidence") or "",
             "tag": row.get("tag") or None,
+            "recovered": row.get("recovered"),
             "evidence_verified": row.get("evidence_verified"),
         }
     )

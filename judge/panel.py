@@ -12,19 +12,29 @@ already hold:
 - each verdict is written to the store and appended to ``verdicts.jsonl`` as soon as it completes (the
   file is rebuilt from the store at the start of every run, so there are no duplicate rows, and rewritten
   in a stable order at the end);
-- every provider attempt, failed ones included, is recorded with its tokens and cost
-  (``store.record_attempt``);
+- every provider attempt, failed ones included, is recorded with its tokens and cost - and already *before*
+  it is sent (``store.record_attempt(..., "sent")``), so one that a kill interrupts is found by the next
+  invocation, counted in the spend at its worst case (it may have been billed) and reported;
 - at most ``concurrency`` calls are in flight; rpm/tpm token buckets; retries with exponential backoff and
   jitter honouring Retry-After; a per-call timeout; a ``max_cost_usd`` cap after which the remaining
-  passes are unscored ``budget_exceeded`` (not cached, so a rerun with a bigger budget completes them).
+  passes are unscored ``budget_exceeded`` (not cached, so a rerun with a bigger budget completes them). The
+  cap and the spend belong to the run, not to one invocation: the cap is recorded in the store (and
+  run.json) and a resumed run without ``max_cost_usd`` keeps it; the spend of earlier invocations counts;
+- with ``preflight=True`` (the CLI's default) each LLM judge that has passes to run first answers one tiny
+  request, so an unreachable server, a bad key or an unknown model stops the run before the batch
+  (:class:`PreflightFailed`); cached, replay and rules judges make no request and are not checked;
+- the run directory is locked (:mod:`judge.runlock`): a second process on it is refused.
 
-Unscored ``provider_error`` and ``budget_exceeded`` verdicts are not cached: a rerun retries them. Every
-other verdict (ok, parse_error, refusal, truncated, invalid_turn, context_overflow) was paid for and is final.
+Unscored ``provider_error``, ``connection_error`` and ``budget_exceeded`` verdicts are not cached: a rerun
+retries them. Every other verdict (ok, parse_error, refusal, truncated, invalid_turn, context_overflow) was
+paid for and is final. A trajectory without an assistant turn has no decision to judge: its passes are
+unscored ``no_assistant_turn`` without a call, so it gets no score (never the "no issue" score 4 or 5).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import sys
 import time
@@ -42,14 +52,23 @@ from judge.judges import JudgeFn, make_judge
 from judge.model import Trajectory, Usage
 from judge.pipeline import read_manifest, write_manifest
 from judge.pricing import add_costs, load_price_table, price
-from judge.providers import strip_credentials as _strip_credentials
-from judge.providers.retry import Attempt, Budget, CallRuntime, RetryPolicy
+from judge.providers import redact
+from judge.providers.errors import ProviderError
+from judge.providers.retry import Attempt, Budget, BudgetExceeded, CallRuntime, RetryPolicy, complete_with_retries
+from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
 
 DEFAULT_LLM_PASSES = 3
-NOT_CACHED_REASONS = frozenset({"provider_error", "budget_exceeded"})
-_SECRET_NAME = re.compile(r"(api[_-]?key|secret|password|authori[sz]ation|bearer)", re.IGNORECASE)
+NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded"})
+NO_ASSISTANT_TURN = "no_assistant_turn"
+PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
+PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
+PREFLIGHT_MAX_TOKENS = 16
+PREFLIGHT_RETRIES = 2
+# An API key belongs in the environment: a params entry of that name would be silently unused. Other secrets
+# (a gateway's headers, tokens) are allowed: they are sent, and redacted wherever the config is recorded.
+_API_KEY_NAME = re.compile(r"^((openai|anthropic)[_-])?api[_-]?key$", re.IGNORECASE)
 
 
 class PanelConfig(BaseModel):
@@ -78,10 +97,12 @@ class PanelConfig(BaseModel):
 
     @field_validator("params")
     @classmethod
-    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _no_api_key(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
-            if _SECRET_NAME.search(name):
-                raise ValueError(f"params.{name}: API keys come only from the environment, never from a config file")
+            if _API_KEY_NAME.match(name):
+                raise ValueError(f"params.{name}: API keys come only from the environment (OPENAI_API_KEY, "
+                                 "ANTHROPIC_API_KEY), never from a config file; a gateway's own header goes in "
+                                 "params.headers")
         return value
 
     @field_validator("temperature", mode="before")
@@ -128,10 +149,9 @@ class PanelConfig(BaseModel):
         }
 
     def described(self) -> dict[str, Any]:
-        """Parameters for the manifest (no secrets: keys never enter the config; URL credentials are stripped)."""
-        data = self.model_dump(exclude={"judges"})
-        data["base_url"] = _strip_credentials(self.base_url)
-        return data
+        """Parameters for the manifest, redacted (:func:`judge.providers.redact`): URL credentials, headers and
+        secret-named params never reach a file."""
+        return redact(self.model_dump(exclude={"judges"}))
 
 
 @dataclass(frozen=True)
@@ -160,10 +180,39 @@ class PanelResult:
     cost_by_trajectory: dict[str, float | None] = field(default_factory=dict)
     wall_s: float = 0.0
     budget_exceeded: bool = False
+    budget: RunBudget | None = None
+    preflight_calls: int = 0  # requests of the preflight check (not in ``calls``; their cost is in the spend)
 
     @property
     def panel_size(self) -> int:
         return len(self.plans)
+
+
+@dataclass
+class RunBudget:
+    """The run's money, over all its invocations (from the store): the cap, what was spent (unknown costs at
+    their worst case), and the attempts a kill left without an outcome (they may have been billed)."""
+
+    max_cost_usd: float | None
+    cap_source: str | None  # "given" (this invocation's --max-cost), "recorded" (an earlier one's), None
+    spent_usd: float
+    spent_before_usd: float  # by earlier invocations
+    in_doubt_attempts: int  # over the run's history
+    in_doubt_usd: float
+    interrupted_now: int  # found by this invocation (left by the one a kill stopped)
+    interrupted_now_usd: float
+
+    def describe(self) -> dict[str, Any]:
+        """The ``budget`` section of run.json."""
+        return {
+            "max_cost_usd": self.max_cost_usd,
+            "spent_usd": round(self.spent_usd, 6),
+            "spent_before_this_invocation_usd": round(self.spent_before_usd, 6),
+            "in_doubt_attempts": self.in_doubt_attempts,
+            "in_doubt_usd": round(self.in_doubt_usd, 6),
+            "note": "spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
+                    "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
+        }
 
 
 def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, JudgeFn]:
@@ -193,15 +242,16 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None
             count = 1
         for _ in range(count):
             seen[spec] += 1
-            plans.append(PassPlan(f"{_strip_credentials(spec)}#{seen[spec]}", spec, seen[spec], deterministic))
+            plans.append(PassPlan(f"{redact(spec)}#{seen[spec]}", spec, seen[spec], deterministic))
     return plans
 
 
 def pass_cache_key(judge: JudgeFn, trajectory_hash: str, pass_index: int) -> str:
     """The judge-call cache key of one pass (DESIGN.md: content hash, prompt, provider, model, params, pass)."""
     identity = _identity(judge)
+    # Redacted: a rotated token is the same judge, and no hash of a secret is stored.
     return cache_key(trajectory=trajectory_hash, prompt=identity["prompt"], provider=identity["provider"],
-                     model=identity["model"], params=identity["params"], pass_index=pass_index)
+                     model=identity["model"], params=redact(identity["params"]), pass_index=pass_index)
 
 
 def _identity(judge: JudgeFn) -> dict[str, Any]:
@@ -229,103 +279,226 @@ async def run_panel(
     *,
     progress: bool = True,
     judges: Mapping[str, JudgeFn] | None = None,
+    preflight: bool = False,
 ) -> PanelResult:
-    """Judge every trajectory with every planned pass; see the module docstring. Returns totals."""
-    started = time.monotonic()
+    """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
+
+    Raises :class:`judge.runlock.RunLocked` when another process uses ``run_dir``, and
+    :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
+    """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    with run_lock(run_dir, "judge panel"):
+        return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight)
+
+
+async def _run_panel(
+    trajectories: Iterable[Trajectory],
+    config: PanelConfig,
+    run_dir: Path,
+    *,
+    progress: bool,
+    judges: Mapping[str, JudgeFn] | None,
+    preflight: bool,
+) -> PanelResult:
+    started = time.monotonic()
     table = load_price_table(config.prices)
-    runtime = CallRuntime(
-        policy=RetryPolicy(max_retries=config.max_retries, base_delay_s=config.retry_base_delay_s),
-        timeout_s=config.timeout_s,
-        budget=Budget(config.max_cost_usd),
-        rpm=config.rpm,
-        tpm=config.tpm,
-        price_fn=lambda key, usage: price(key, usage, table),
-    )
-    own_judges = judges is None
-    judges = dict(judges) if judges is not None else build_judges(config, runtime)
-    for judge in judges.values():
-        if getattr(judge, "runtime", None) is not None and not own_judges:
-            judge.runtime = runtime  # type: ignore[attr-defined]  # share limits and budget across the panel
-    plans = plan_passes(config, judges)
-    _write_panel_manifest(run_dir, config, plans, judges)
-    items = list(trajectories)
     store = RunStore.for_run(run_dir)
-    verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
-    # Rebuilt below from the store + new calls (no duplicates); one handle for the run, each row flushed.
-    verdicts_file = verdicts_path.open("w", encoding="utf-8")
-    done, todo = _split_cached(items, plans, judges, store, verdicts_file)
-    cached = len(done)
-    if runtime.budget.max_cost_usd is not None:
-        unpriced = sorted({getattr(j, "price_key", "") for j in judges.values()
-                           if getattr(j, "price_key", None) and table.lookup(j.price_key) is None})  # type: ignore[attr-defined]
-        for name in unpriced:
-            print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending",
-                  file=sys.stderr)
-    tracker = _Progress(total=len(items) * len(plans), done=cached, enabled=progress)
-    this_run_cost: float | None = None
-
-    async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
-        nonlocal this_run_cost
-        judge = judges[plan.judge]
-
-        def on_attempt(attempt: Attempt) -> None:
-            nonlocal this_run_cost
-            this_run_cost = add_costs(this_run_cost, attempt.cost_usd)
-            store.record_attempt(key, trajectory.id, plan.judge, plan.pass_index, attempt.outcome,
-                                 attempt.usage.input_tokens, attempt.usage.output_tokens, attempt.usage.cached_tokens,
-                                 attempt.cost_usd, attempt.latency_s)
-
-        try:
-            if getattr(judge, "reports_attempts", False):
-                verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt)  # type: ignore[call-arg]
-            else:  # a local judge (rules, replay): no provider call, so no attempt to record
-                verdict = await judge(trajectory, plan.pass_index)
-        except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
-            verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
-                              pass_key=plan.pass_key, status="unscored", reason="provider_error",
-                              detail=f"the judge failed: {type(error).__name__}: {error}", attempts=0)
-        verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
-                                             "judge": _strip_credentials(plan.judge),
-                                             "deterministic": plan.deterministic, "cached": False})
-        if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
-            store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
-        _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
-        done[(trajectory.id, plan.pass_key)] = verdict
-        tracker.advance(verdict, runtime, this_run_cost)
-
-    pending = iter(todo)
-
-    async def worker() -> None:
-        # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
-        # they share one iterator (next() never awaits, so no pass is taken twice).
-        for item in pending:
-            await run_one(*item)
-
+    verdicts_file: TextIO | None = None
+    own_judges = judges is None
+    built: dict[str, JudgeFn] = {}
     try:
+        interrupted, interrupted_usd = store.mark_interrupted()  # we hold the lock: nothing else is sending
+        cap, cap_source = _run_cap(store, config)
+        spent_before = store.spent_usd()
+        runtime = CallRuntime(
+            policy=RetryPolicy(max_retries=config.max_retries, base_delay_s=config.retry_base_delay_s),
+            timeout_s=config.timeout_s,
+            budget=Budget(cap, spent_usd=spent_before),
+            rpm=config.rpm,
+            tpm=config.tpm,
+            price_fn=lambda key, usage: price(key, usage, table),
+        )
+        built = dict(judges) if judges is not None else build_judges(config, runtime)
+        for judge in built.values():
+            if getattr(judge, "runtime", None) is not None and not own_judges:
+                judge.runtime = runtime  # type: ignore[attr-defined]  # share limits and budget across the panel
+        plans = plan_passes(config, built)
+        _write_panel_manifest(run_dir, config, plans, built, cap)
+        items = list(trajectories)
+        verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
+        # Rebuilt below from the store + new calls (no duplicates); one handle for the run, each row flushed.
+        verdicts_file = verdicts_path.open("w", encoding="utf-8")
+        done, todo, cached = _split_cached(items, plans, built, store, verdicts_file)
+        if cap is not None:
+            unpriced = sorted({getattr(j, "price_key", "") for j in built.values()
+                               if getattr(j, "price_key", None) and table.lookup(j.price_key) is None})  # type: ignore[attr-defined]
+            for name in unpriced:
+                print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending",
+                      file=sys.stderr)
+        preflight_calls = 0
+        if preflight:
+            preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, runtime, store)
+        tracker = _Progress(total=len(items) * len(plans), done=len(done), enabled=progress)
+        this_run_cost: float | None = None
+
+        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
+            nonlocal this_run_cost
+            judge = built[plan.judge]
+
+            def on_send(attempt: Attempt) -> None:
+                attempt.record_id = store.record_attempt(key, trajectory.id, plan.judge, plan.pass_index, "sent",
+                                                         reserved_usd=attempt.reserved_usd)
+
+            def on_attempt(attempt: Attempt) -> None:
+                nonlocal this_run_cost
+                this_run_cost = add_costs(this_run_cost, attempt.cost_usd)
+                _record_outcome(store, attempt, key, trajectory.id, plan.judge, plan.pass_index)
+
+            try:
+                if getattr(judge, "reports_attempts", False):
+                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt,  # type: ignore[call-arg]
+                                          on_send=on_send)
+                else:  # a local judge (rules, replay): no provider call, so no attempt to record
+                    verdict = await judge(trajectory, plan.pass_index)
+            except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
+                verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
+                                  pass_key=plan.pass_key, status="unscored", reason="provider_error",
+                                  detail=f"the judge failed: {type(error).__name__}: {error}", attempts=0)
+            verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
+                                                 "judge": redact(plan.judge),
+                                                 "deterministic": plan.deterministic, "cached": False})
+            if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
+                store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
+            _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
+            done[(trajectory.id, plan.pass_key)] = verdict
+            tracker.advance(verdict, runtime, this_run_cost)
+
+        pending = iter(todo)
+
+        async def worker() -> None:
+            # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
+            # they share one iterator (next() never awaits, so no pass is taken twice).
+            for item in pending:
+                await run_one(*item)
+
+        workers = [asyncio.create_task(worker()) for _ in range(min(config.concurrency, max(1, len(todo))))]
         with tracker:
-            await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(1, len(todo))))))
+            try:
+                await asyncio.gather(*workers)
+            except BaseException:
+                # One worker failed (a full disk) or we were interrupted: stop the others before the store closes.
+                # Their attempts in flight stay recorded as sent, so the next invocation counts them.
+                for task in workers:
+                    task.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                raise
+        ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
+        verdicts_file.close()
+        rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
+        result = _result(plans, ordered, runtime, cached, this_run_cost, time.monotonic() - started)
+        in_doubt, in_doubt_usd = store.in_doubt()
+        result.budget = RunBudget(max_cost_usd=cap, cap_source=cap_source, spent_usd=store.spent_usd(),
+                                  spent_before_usd=spent_before, in_doubt_attempts=in_doubt, in_doubt_usd=in_doubt_usd,
+                                  interrupted_now=interrupted, interrupted_now_usd=interrupted_usd)
+        result.preflight_calls = preflight_calls
+        _write_budget(run_dir, result.budget)
+        return result
     finally:
         store.close()
-        verdicts_file.close()
+        if verdicts_file is not None:
+            verdicts_file.close()
         if own_judges:
-            for judge in judges.values():
+            for judge in built.values():
                 closer = getattr(judge, "aclose", None)
                 if closer is not None:
                     await closer()
-    ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
-    rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
-    return _result(plans, ordered, runtime, cached, this_run_cost, time.monotonic() - started)
+
+
+def _run_cap(store: RunStore, config: PanelConfig) -> tuple[float | None, str | None]:
+    """The run's spending cap and where it comes from: this invocation's setting (recorded for the run from
+    now on) or the one recorded by an earlier invocation."""
+    if config.max_cost_usd is not None:
+        store.set_setting("max_cost_usd", config.max_cost_usd)
+        return config.max_cost_usd, "given"
+    recorded = store.setting("max_cost_usd")
+    return (float(recorded), "recorded") if recorded is not None else (None, None)
+
+
+def _record_outcome(store: RunStore, attempt: Attempt, key: str, trajectory_id: str, judge: str, pass_index: int) -> None:
+    """Complete the attempt's row written at send time (or write one, for an attempt that was never announced)."""
+    fields = (attempt.outcome, attempt.usage.input_tokens, attempt.usage.output_tokens, attempt.usage.cached_tokens,
+              attempt.cost_usd, attempt.latency_s)
+    if attempt.record_id is not None:
+        store.finish_attempt(attempt.record_id, *fields, note=attempt.note)
+    else:
+        store.record_attempt(key, trajectory_id, judge, pass_index, *fields, reserved_usd=attempt.reserved_usd,
+                             note=attempt.note)
+
+
+class PreflightFailed(RuntimeError):
+    """A judge could not answer one tiny request before the batch: ``problems`` has one line per judge."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: CallRuntime, store: RunStore) -> int:
+    """One minimal request to each LLM judge that has passes to run; raise :class:`PreflightFailed` listing the
+    judges that cannot be used. Each request is a recorded, paid attempt. Returns how many requests were made."""
+    check = dataclasses.replace(runtime, policy=dataclasses.replace(
+        runtime.policy, max_retries=min(runtime.policy.max_retries, PREFLIGHT_RETRIES)))
+    problems: list[str] = []
+    requests = 0
+    for spec in sorted(specs):
+        provider = getattr(judges[spec], "provider", None)
+        if provider is None or not getattr(judges[spec], "reports_attempts", False):
+            continue  # rules, replay and other local judges make no call
+
+        def on_send(attempt: Attempt, spec: str = spec) -> None:
+            attempt.record_id = store.record_attempt(PREFLIGHT_KEY, "", spec, 0, "sent", reserved_usd=attempt.reserved_usd)
+
+        def on_attempt(attempt: Attempt, spec: str = spec) -> None:
+            _record_outcome(store, attempt, PREFLIGHT_KEY, "", spec, 0)
+
+        before = check.calls
+        try:
+            await complete_with_retries(provider, PREFLIGHT_MESSAGES, runtime=check, estimated_input_tokens=16,
+                                        on_attempt=on_attempt, on_send=on_send, max_tokens=PREFLIGHT_MAX_TOKENS)
+        except BudgetExceeded:
+            pass  # the cap is reached already: the batch will say so, the judge is not at fault
+        except ProviderError as error:
+            if error.kind not in ("context_overflow", "refusal"):  # the server answered: it works
+                endpoint = redact(getattr(provider, "endpoint", None)) or "the server"
+                if error.kind == "connection_error":
+                    detail = error.args[0] if error.args else ""
+                    problems.append(f"{redact(spec)}: cannot connect to {endpoint}: {detail}")
+                else:
+                    problems.append(f"{redact(spec)}: {endpoint} answered a minimal request with an error: {error}")
+        requests += check.calls - before
+    if problems:
+        raise PreflightFailed(problems)
+    return requests
 
 
 def _split_cached(
     items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore, verdicts_file: TextIO,
-) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]]]:
-    """Passes the store already holds (written to verdicts.jsonl at once) and passes still to run."""
+) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int]:
+    """Passes already decided (written to verdicts.jsonl at once), passes still to run, and how many of the
+    decided ones came from the store. A trajectory without an assistant turn is decided without a call."""
     done: dict[tuple[str, str], Verdict] = {}
     todo: list[tuple[Trajectory, PassPlan, str]] = []
+    cached = 0
     for trajectory in items:
+        if trajectory.turn_count == 0:
+            for plan in plans:
+                verdict = Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
+                                  pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
+                                  detail="the trajectory has no assistant turn: there is no decision to judge",
+                                  deterministic=plan.deterministic, attempts=0)
+                done[(trajectory.id, plan.pass_key)] = verdict
+                _append(verdicts_file, verdict)
+            continue
         content_hash = trajectory.content_hash()
         for plan in plans:
             judge = judges[plan.judge]
@@ -338,8 +511,9 @@ def _split_cached(
             verdict = Verdict.model_validate(stored).model_copy(update={
                 "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})
             done[(trajectory.id, plan.pass_key)] = verdict
+            cached += 1
             _append(verdicts_file, verdict)
-    return done, todo
+    return done, todo, cached
 
 
 def _append(handle: TextIO, verdict: Verdict) -> None:
@@ -362,7 +536,8 @@ def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime
     return result
 
 
-def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, JudgeFn]) -> None:
+def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, JudgeFn],
+                          cap: float | None) -> None:
     manifest = read_manifest(run_dir)
     members = []
     versions = set()
@@ -370,19 +545,26 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         judge = judges[plan.judge]
         identity = _identity(judge)
         versions.add(identity["prompt"])
-        members.append({"pass_key": plan.pass_key, "judge": _strip_credentials(plan.judge), "pass_index": plan.pass_index,
+        members.append({"pass_key": plan.pass_key, "judge": redact(plan.judge), "pass_index": plan.pass_index,
                         "model": identity["model"], "deterministic": plan.deterministic,
                         "prompt_version": identity["prompt"],
-                        "endpoint": identity["params"].get("endpoint"),
+                        "endpoint": redact(identity["params"].get("endpoint")),
                         "independence": getattr(judge, "independence", None)})
     versions.discard(None)
     manifest["panel"] = {
         "size": len(plans),
         "members": members,
         "prompt_version": min(versions) if len(versions) == 1 else sorted(versions),
-        "params": config.described(),
+        "params": {**config.described(), "max_cost_usd": cap},  # the run's cap, wherever it was set
         "note": "a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
     }
+    manifest.setdefault("budget", {})["max_cost_usd"] = cap  # before any call: a killed run still records its cap
+    write_manifest(run_dir, manifest)
+
+
+def _write_budget(run_dir: Path, budget: RunBudget) -> None:
+    manifest = read_manifest(run_dir)
+    manifest["budget"] = budget.describe()
     write_manifest(run_dir, manifest)
 
 
@@ -437,11 +619,27 @@ def summary_lines(result: PanelResult) -> list[str]:
     cost = "unpriced" if result.cost_usd is None else f"${result.cost_usd:.4f}"
     paid = f"${result.cost_this_run_usd or 0.0:.4f}" if result.cost_this_run_usd is not None or result.calls == 0 else "unpriced"
     unscored = ", ".join(f"{reason} {n}" for reason, n in sorted(result.unscored.items())) or "none"
-    return [
+    lines = [
         f"panel: {result.panel_size} pass(es): {', '.join(p.pass_key for p in result.plans)}",
-        f"verdicts: {len(result.verdicts)} ({result.cached} from cache), calls made: {result.calls}, retries: {result.retries}",
+        f"verdicts: {len(result.verdicts)} ({result.cached} from cache), calls made: {result.calls}, retries: {result.retries}"
+        + (f", preflight requests: {result.preflight_calls}" if result.preflight_calls else ""),
         f"unscored passes: {unscored}",
         f"cost: {cost} for the run's verdicts; {paid} paid in this invocation"
         + (" - budget cap reached, remaining passes unscored budget_exceeded" if result.budget_exceeded else ""),
     ]
+    budget = result.budget
+    if budget is not None and budget.interrupted_now:
+        lines.append(f"note: {budget.interrupted_now} call(s) were in flight when an earlier invocation stopped (killed, "
+                     "or ended by an error): they "
+                     f"may have been billed, and count at their worst case (${budget.interrupted_now_usd:.4f}) in the "
+                     "run's spend; their passes were judged again")
+    if budget is not None and budget.max_cost_usd is not None:
+        source = (" (the cap recorded with the run; pass --max-cost N to raise it)" if budget.cap_source == "recorded"
+                  else "")
+        lines.append(f"budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its "
+                     f"invocations{source}")
+        if result.budget_exceeded:
+            lines.append("the cap holds for the whole run, earlier invocations included: raise it with --max-cost N "
+                         "and run the same command again to judge the remaining passes")
+    return lines
 

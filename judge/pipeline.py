@@ -19,24 +19,29 @@ from judge.schema import Cluster, ScoreRow, Verdict
 
 @dataclass
 class ImportStats:
-    """How many records were read, imported and rejected."""
+    """How many records were read, imported and rejected; how many paths were skipped (listed with the
+    rejects, not counted as records) and how many trajectories were renamed to keep ids unique."""
 
     read: int = 0
     imported: int = 0
     rejected: int = 0
     by_format: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+    renamed: int = 0
 
 
 def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None) -> ImportStats:
     """Stream ``inputs`` into ``trajectories.jsonl`` and ``rejects.jsonl`` of ``run_dir``.
 
     Trajectory ids are unique within the import (a repeated id gets ``~2``, ``~3``...; see iter_records).
+    The run directory itself is never read as input, even when it lies inside an input folder.
     """
     from judge.importers.writer import write_import
 
     run_dir.mkdir(parents=True, exist_ok=True)
     return write_import(
-        inputs, rundir.safe_child(run_dir, rundir.TRAJECTORIES), rundir.safe_child(run_dir, rundir.REJECTS), fmt=fmt
+        inputs, rundir.safe_child(run_dir, rundir.TRAJECTORIES), rundir.safe_child(run_dir, rundir.REJECTS), fmt=fmt,
+        exclude=[run_dir],
     )
 
 

@@ -4,7 +4,9 @@ The same table holds each model's context window (``context``, tokens), which se
 
 Prices are USD per million tokens. Cached input tokens are part of ``usage.input_tokens`` (the providers
 normalise to that) and are charged at ``cached_input`` instead of ``input``. An unknown model or unknown
-token counts give ``None`` - "we do not know" - never a made-up zero.
+token counts give ``None`` - "we do not know" - never a made-up zero. A server that reports a negative
+token count is not believed (:func:`checked_usage`): its counts become unknown, so no call can lower the
+money spent.
 """
 
 from __future__ import annotations
@@ -81,6 +83,16 @@ def _load(source: str) -> PriceTable:
     return PriceTable(entries=tuple(entries), version=str(data.get("version")) if data.get("version") else None, source=source)
 
 
+def checked_usage(usage: Usage) -> tuple[Usage, str | None]:
+    """``usage`` if every count is a plausible number of tokens; else unknown counts and a note saying why (pure)."""
+    counts = {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens}
+    bad = {name: value for name, value in counts.items() if value is not None and value < 0}
+    if not bad:
+        return usage, None
+    listed = ", ".join(f"{name} {value}" for name, value in bad.items())
+    return Usage(), f"the server reported negative token usage ({listed}): cost unknown, counted at the worst case"
+
+
 def _context(value: object) -> int | None:
     if value is None:
         return None
@@ -96,8 +108,10 @@ def context_window(provider_model: str, table: PriceTable | None = None) -> int 
 
 
 def cost_usd(price: Price, usage: Usage) -> float | None:
-    """Pure arithmetic: the cost of ``usage`` at ``price``; None when the token counts are unknown."""
+    """Pure arithmetic: the cost of ``usage`` at ``price``; None when the token counts are unknown or invalid."""
     if usage.input_tokens is None and usage.output_tokens is None:
+        return None
+    if checked_usage(usage)[1] is not None:
         return None
     total_input = usage.input_tokens or 0
     cached = min(usage.cached_tokens or 0, total_input)

@@ -27,6 +27,7 @@ SUMMARY = "summary.json"
 MANIFEST = "run.json"  # the run's configuration: panel, prompt and rubric versions, embedder, thresholds
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
+LOCK = "run.lock"  # the process using the run (judge.runlock); exists only while it runs
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -17,7 +17,8 @@ Severity = Literal["severe", "minor"]
 Efficiency = Literal["high", "medium", "low"]
 PassStatus = Literal["ok", "unscored"]
 UnscoredReason = Literal[
-    "parse_error", "refusal", "truncated", "context_overflow", "provider_error", "budget_exceeded", "invalid_turn"
+    "parse_error", "refusal", "truncated", "context_overflow", "provider_error", "connection_error", "budget_exceeded",
+    "invalid_turn", "no_assistant_turn",
 ]
 Route = Literal["online-guided", "online-regenerate", "rewrite-restart", "environment", "offline-edit", "pending"]
 
@@ -37,6 +38,11 @@ class Issue(BaseModel):
     description: str = Field(description="What went wrong, in one or two sentences.")
     evidence: str = Field(default="", description="Text quoted from the trajectory that shows it.")
     tag: str | None = Field(default=None, description="Short machine name, e.g. repeated-failure, unverified-completion.")
+    recovered: bool | None = Field(
+        default=None,
+        description="Environment faults: True when the agent got past the fault within the trajectory (a later call "
+        "of the same intent succeeded): recorded, does not block release. False: never got past it. None: not said.",
+    )
     evidence_verified: bool | None = Field(
         default=None,
         description="True: the evidence was found verbatim in the trajectory (whitespace and quote marks normalised); "
@@ -97,6 +103,7 @@ class Cluster(BaseModel):
     category: Category
     severity: Severity
     tag: str | None = None
+    recovered: bool | None = Field(default=None, description="True only when every member that says, says recovered.")
     description: str
 
 
@@ -110,6 +117,7 @@ class ScoredIssue(BaseModel):
     category: Category
     severity: Severity
     tag: str | None = None
+    recovered: bool | None = None
     description: str
     votes: int
 

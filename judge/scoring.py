@@ -7,8 +7,10 @@
 - fewer valid passes than floor(n/2)+1 of the n planned passes: no score, reason ``no_quorum``;
 - any severe majority issue: 2; only minor ones: 3; none: 4; none and enough ``high`` efficiency votes: 5
   (a majority of the planned passes and at least ``efficient.min_votes``, 2: a panel of one stops at 4);
-- environment issues go to the environment ledger (``ScoreRow.environment``), do not lower the score and
-  add the failed check ``environment-fault-rerun``;
+- environment issues go to the environment ledger (``ScoreRow.environment``) and do not lower the score; an
+  unrecovered one (or one whose recovery no pass states) adds the failed check ``environment-fault-rerun``, so it
+  blocks release until a rerun; a fault the agent got past within the trajectory (``recovered``: a later call of
+  the same intent succeeded) is recorded but does not block, unless the rubric says ``recovered_blocks: true``;
 - only scores in ``release.scores`` are released, and only when no gate check failed.
 """
 
@@ -76,6 +78,13 @@ class RubricEnvironment(BaseModel):
     categories: list[Category] = Field(default_factory=lambda: list(ENVIRONMENT_CATEGORIES))
     lowers_score: bool = False
     failed_check: str = "environment-fault-rerun"
+    recovered_blocks: bool = Field(
+        default=False, description="Whether a fault the agent recovered from within the trajectory blocks release too."
+    )
+
+    def blocking(self, ledger: list[ScoredIssue]) -> list[ScoredIssue]:
+        """The ledger issues that block release until a rerun: unrecovered ones, or all if ``recovered_blocks``."""
+        return list(ledger) if self.recovered_blocks else [i for i in ledger if i.recovered is not True]
 
 
 class RubricRelease(BaseModel):
@@ -139,6 +148,7 @@ def scored_issue(cluster: Cluster) -> ScoredIssue:
         category=cluster.category,
         severity=cluster.severity,
         tag=cluster.tag,
+        recovered=cluster.recovered,
         description=cluster.description,
         votes=cluster.votes,
     )
@@ -188,7 +198,7 @@ def score_trajectory(
     counted = majority if rubric.environment.lowers_score else [c for c in majority if c.category not in rubric.environment.categories]
     agent_issues = [scored_issue(c) for c in counted]
     checks = list(failed_checks)
-    if environment and rubric.environment.failed_check not in checks:
+    if rubric.environment.blocking(environment) and rubric.environment.failed_check not in checks:
         checks.append(rubric.environment.failed_check)
     if valid < needed:
         reasons = sorted({v.reason or "unknown" for v in verdicts if v.status != "ok"})
@@ -208,7 +218,8 @@ def score_trajectory(
         )
     score, reason = rubric_score(rubric, agent_issues, efficiency, panel_size)
     if environment:
-        reason += f"; {len(environment)} environment issue(s) in the ledger"
+        recovered = len(environment) - len(rubric.environment.blocking(environment))
+        reason += f"; {len(environment)} environment issue(s) in the ledger" + (f" ({recovered} recovered)" if recovered else "")
     minority = sum(1 for c in clusters if not c.majority)
     if minority:  # kept in clusters.jsonl and reported, never silently dropped
         reason += f"; {minority} minority cluster(s) below {needed} votes"

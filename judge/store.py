@@ -3,7 +3,12 @@
 It holds what later stages cache so that a run can resume after a kill and be re-reported without paying
 again: judge calls (keyed by trajectory content hash, prompt version, provider, model, parameters and pass
 index) and embeddings (keyed by model and text hash). Every write commits at once, so a SIGKILL loses at
-most the call in flight.
+most the calls in flight - and those are on record too: each provider attempt is written *before* its
+request is sent (outcome ``sent``) and completed after, so an attempt a kill interrupted is found on the next
+start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The run's settings that must
+outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``.
+
+Judge specs are recorded through :func:`judge.providers.redact`: no URL credential reaches the file.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from judge.providers.credentials import redact
 
 STORE_FILE = "store.sqlite"
 
@@ -57,7 +64,20 @@ MIGRATIONS: list[str] = [
         created REAL NOT NULL
     );
     """,
+    # 3: attempts are recorded before they are sent (outcome 'sent' until they end; 'interrupted' when a kill
+    # ended them), with the worst-case cost reserved for them; settings that hold for the whole run
+    """
+    ALTER TABLE call_attempts ADD COLUMN reserved_usd REAL;
+    ALTER TABLE call_attempts ADD COLUMN note TEXT;
+    CREATE TABLE run_settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated REAL NOT NULL
+    );
+    """,
 ]
+SENT = "sent"  # an attempt whose request may be on the wire: no outcome recorded yet
+INTERRUPTED = "interrupted"  # a 'sent' attempt found by a later process: its process died; it may have been billed
 
 
 def cache_key(**parts: Any) -> str:
@@ -116,9 +136,10 @@ class RunStore:
         return json.loads(row[0]) if row else None
 
     def put_verdict(self, key: str, trajectory_id: str, judge: str, pass_index: int, verdict: dict[str, Any]) -> None:
+        verdict = {**verdict, "judge": redact(verdict.get("judge"))} if "judge" in verdict else verdict
         self._db.execute(
             "INSERT OR REPLACE INTO judge_calls (key, trajectory_id, judge, pass_index, verdict, created) VALUES (?,?,?,?,?,?)",
-            (key, trajectory_id, judge, pass_index, json.dumps(verdict, ensure_ascii=False), time.time()),
+            (key, trajectory_id, redact(judge), pass_index, json.dumps(verdict, ensure_ascii=False), time.time()),
         )
 
     def count_verdicts(self) -> int:
@@ -136,18 +157,76 @@ class RunStore:
         cached_tokens: int | None = None,
         cost_usd: float | None = None,
         latency_s: float | None = None,
-    ) -> None:
-        self._db.execute(
+        reserved_usd: float | None = None,
+        note: str | None = None,
+    ) -> int:
+        """Record an attempt; ``outcome`` :data:`SENT` records it before its request goes out (see
+        :meth:`finish_attempt`). Returns the row id."""
+        cursor = self._db.execute(
             "INSERT INTO call_attempts (key, trajectory_id, judge, pass_index, outcome, input_tokens, output_tokens,"
-            " cached_tokens, cost_usd, latency_s, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (key, trajectory_id, judge, pass_index, outcome, input_tokens, output_tokens, cached_tokens, cost_usd,
-             latency_s, time.time()),
+            " cached_tokens, cost_usd, latency_s, created, reserved_usd, note) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (key, trajectory_id, redact(judge), pass_index, outcome, input_tokens, output_tokens, cached_tokens, cost_usd,
+             latency_s, time.time(), reserved_usd, note),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def finish_attempt(
+        self,
+        attempt_id: int,
+        outcome: str,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cached_tokens: int | None = None,
+        cost_usd: float | None = None,
+        latency_s: float | None = None,
+        note: str | None = None,
+    ) -> None:
+        """Record the outcome of an attempt recorded as :data:`SENT`."""
+        self._db.execute(
+            "UPDATE call_attempts SET outcome = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?, cost_usd = ?,"
+            " latency_s = ?, note = ? WHERE id = ?",
+            (outcome, input_tokens, output_tokens, cached_tokens, cost_usd, latency_s, note, attempt_id),
         )
 
     def attempts(self) -> list[dict[str, Any]]:
         cursor = self._db.execute("SELECT * FROM call_attempts ORDER BY id")
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def mark_interrupted(self) -> tuple[int, float]:
+        """Attempts still :data:`SENT` belong to a process that died (the caller holds the run lock, so no other
+        process is sending): mark them :data:`INTERRUPTED`. Returns how many, and their worst-case cost."""
+        count, worst = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(reserved_usd), 0) FROM call_attempts WHERE outcome = ?", (SENT,)).fetchone()
+        if count:
+            self._db.execute("UPDATE call_attempts SET outcome = ? WHERE outcome = ?", (INTERRUPTED, SENT))
+        return int(count), float(worst)
+
+    def in_doubt(self) -> tuple[int, float]:
+        """Attempts a kill interrupted (over the run's whole history), and their worst-case cost."""
+        count, worst = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(reserved_usd), 0) FROM call_attempts WHERE outcome IN (?, ?)",
+            (INTERRUPTED, SENT)).fetchone()
+        return int(count), float(worst)
+
+    def spent_usd(self) -> float:
+        """What the run has spent on provider calls, every invocation included: each attempt at its cost, and at
+        its worst-case reservation when the cost is unknown (timed out, interrupted, unreadable usage)."""
+        (total,) = self._db.execute(
+            "SELECT COALESCE(SUM(CASE WHEN cost_usd IS NOT NULL THEN MAX(cost_usd, 0) ELSE COALESCE(reserved_usd, 0) END), 0)"
+            " FROM call_attempts").fetchone()
+        return float(total)
+
+    # --- run settings --------------------------------------------------------------------------
+
+    def setting(self, name: str) -> Any:
+        """A setting recorded for the run (JSON value), or None."""
+        row = self._db.execute("SELECT value FROM run_settings WHERE name = ?", (name,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_setting(self, name: str, value: Any) -> None:
+        self._db.execute("INSERT OR REPLACE INTO run_settings (name, value, updated) VALUES (?,?,?)",
+                         (name, json.dumps(value), time.time()))
 
     # --- embeddings ----------------------------------------------------------------------------
 

@@ -77,4 +77,4 @@ def test_rescore_changes_scores_with_the_rubric_and_no_judge(tmp_path: Path) -> 
 
 def test_rescore_of_a_folder_without_verdicts_fails_clearly(tmp_path: Path) -> None:
     result = runner.invoke(app, ["rescore", str(tmp_path)])
-    assert result.exit_code == 2 and "trajectories.jsonl" in result.output
+    assert result.exit_code == 1 and "trajectories.jsonl" in result.output

@@ -3,7 +3,7 @@ continue (a scripted agent in real sandboxes) -> ingest -> score the continuatio
 
 The scripted guided arm follows the guidance (make invalid input raise, then run the tests: they pass); the
 unguided arm repeats the source's T3 (run the failing tests) and claims success. The judge must see the
-target error recur in the unguided arm only.
+target error (T4's completion claimed over the failing run) recur in the unguided arm only.
 """
 
 from __future__ import annotations
@@ -99,15 +99,17 @@ def test_score_repair_continue_ingest_compare(repaired_run: Path, tmp_path: Path
     tickets = [t for t in load_tickets(repaired_run) if t.trajectory_id == SOURCE]
     assert sorted(t.arm for t in tickets) == ["guided", "unguided"]
     guided = next(t for t in tickets if t.arm == "guided")
-    assert (guided.checkpoint_turn, guided.target_issue.turn, guided.target_issue.tag) == (2, 3, "failed-call")
+    # The target is T4's false claim: T3's failing test run is evidence, not an agent error (issue 11), so the
+    # checkpoint is after it and the prefix replays T2's edit and T3's test run.
+    assert (guided.checkpoint_turn, guided.target_issue.turn, guided.target_issue.tag) == (3, 4, "unverified-completion")
 
     workdir, script = before_the_prefix(guided, tmp_path)
     options = ContinueOptions(environments=Environments(default=EnvironmentSource(workdir=workdir)))
     results = asyncio.run(run_tickets(tickets, ScriptedAgent.load(script), options))
     by_arm = {r.ticket.arm: r for r in results}
     assert {arm: r.stop.reason for arm, r in by_arm.items()} == {"guided": "completed", "unguided": "completed"}
-    # T2's edit was replayed in each arm's own copy; the test runs are real receipts of the sandbox.
-    assert all([(e.name, e.disposition) for e in r.replayed] == [("Edit", "executed")] for r in results)
+    # T2's edit and T3's test run were replayed in each arm's own copy; the test runs are real receipts of the sandbox.
+    assert all([(e.name, e.disposition) for e in r.replayed] == [("Edit", "executed"), ("Bash", "executed")] for r in results)
     assert [e.exit_code for e in by_arm["guided"].events] == [None, 0]
     assert [e.exit_code for e in by_arm["unguided"].events] == [1]
     assert "DID NOT RAISE" in by_arm["unguided"].suffix()[1].receipt.content
@@ -122,7 +124,7 @@ def test_score_repair_continue_ingest_compare(repaired_run: Path, tmp_path: Path
     assert scores[f"{SOURCE}-guided"] > scores[f"{SOURCE}-unguided"]
     compared = compare_records(load_records(judged), make_scorer([judged], cache_dir=tmp_path / "cmp"), resamples=200)
     [pair] = compared.pairs
-    assert (pair["source_id"], pair["branch_turn"]) == (SOURCE, 2)
+    assert (pair["source_id"], pair["branch_turn"]) == (SOURCE, 3)
     arms = pair["arms"]
     assert arms["guided"]["target_recurred"] is False and arms["unguided"]["target_recurred"] is True
     assert (arms["guided"]["suffix_tokens"], arms["unguided"]["suffix_tokens"]) == (160, 80)
@@ -149,4 +151,4 @@ def test_judge_continue_runs_the_tickets_of_a_run_from_the_command_line(repaired
         (f"{SOURCE}-guided", True), (f"{SOURCE}-unguided", False)]
 
     bad = runner.invoke(app, ["continue", str(repaired_run), "--agent", "openai:gpt-4.1", "--out", str(out)])
-    assert bad.exit_code == 2 and "provider-backed agents are not available yet" in bad.output
+    assert bad.exit_code == 1 and "provider-backed agents are not available yet" in bad.output

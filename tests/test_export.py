@@ -532,9 +532,9 @@ def test_cli_export_prints_counts_the_format_check_and_rejects_missing_run(tmp_p
     row = json.loads((tmp_path / "a" / "train.jsonl").read_text().splitlines()[0])
     assert set(row) == {"system", "messages", "mask"}
     wrong = CliRunner(env={"COLUMNS": "300"}).invoke(app, ["export", str(tmp_path / "run"), "--out", str(tmp_path / "o"), "--reasoning", "keep"])
-    assert wrong.exit_code == 2 and "--reasoning for --format openai must be auto or one of drop, think-tags" in wrong.output
+    assert wrong.exit_code == 1 and "--reasoning for --format openai must be auto or one of drop, think-tags" in wrong.output
     missing = CliRunner(env={"COLUMNS": "300"}).invoke(app, ["export", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
-    assert missing.exit_code == 2
+    assert missing.exit_code == 1  # a usage/input error (README exit-code table)
     assert "trajectories.jsonl not found: `judge export` needs a scored run directory" in missing.output
 
 

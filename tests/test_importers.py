@@ -222,14 +222,16 @@ def test_mixed_good_and_broken_jsonl(tmp_path):
     assert all("\n" not in reason for reason in reasons)
 
 
-def test_broken_record_inside_a_json_document_is_rejected_by_index(tmp_path):
+def test_broken_record_inside_a_json_document_is_rejected_by_index_and_line(tmp_path):
     good = json.loads(_openai_line("doc-good"))
     path = tmp_path / "batch.json"
-    path.write_text(json.dumps([good, {"id": "no-messages"}, {**good, "id": "doc-good-2"}]), encoding="utf-8")
+    text = json.dumps([good, {"id": "no-messages"}, {**good, "id": "doc-good-2"}], indent=1)
+    path.write_text(text, encoding="utf-8")
     items = list(iter_records([path]))
     assert [i.id for i in items if isinstance(i, Trajectory)] == ["doc-good", "doc-good-2"]
     (reject,) = [i for i in items if isinstance(i, Reject)]
-    assert reject.record_index == 1 and reject.line is None
+    assert reject.record_index == 1
+    assert reject.line == text[: text.index('{\n  "id": "no-messages"')].count("\n") + 1  # where the record starts
 
 
 def test_broken_json_document_names_its_line(tmp_path):
@@ -339,7 +341,7 @@ def test_reading_jsonl_is_lazy(tmp_path, monkeypatch):
     with path.open("w", encoding="utf-8") as handle:
         for number in range(5000):
             handle.write(_openai_line(f"r{number}") + "\n")
-    lines_read = []
+    bytes_read = []
 
     class CountingFile:
         def __init__(self, inner):
@@ -351,18 +353,18 @@ def test_reading_jsonl_is_lazy(tmp_path, monkeypatch):
         def __exit__(self, *exc):
             self.inner.close()
 
-        def __iter__(self):
-            for line in self.inner:
-                lines_read.append(1)
-                yield line
+        def read1(self, size=-1):
+            chunk = self.inner.read1(size)
+            bytes_read.append(len(chunk))
+            return chunk
 
     monkeypatch.setattr(reader, "_open_binary", lambda p: CountingFile(p.open("rb")))
     records = iter_records([path])
-    assert len(lines_read) == 0  # nothing is read before the first record is asked for
+    assert sum(bytes_read) == 0  # nothing is read before the first record is asked for
     first = next(records)
     assert first.id == "r0"
-    assert len(lines_read) == 1
-    assert next(records).id == "r1" and len(lines_read) == 2
+    assert 0 < sum(bytes_read) <= reader.BLOCK_BYTES < path.stat().st_size // 10
+    assert next(records).id == "r1" and len(bytes_read) == 1  # the next record comes from the block in hand
     records.close()
 
 

@@ -197,6 +197,6 @@ def test_cli_reports_a_teacher_without_a_key_before_doing_any_work(tmp_path, mon
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     run = _run(tmp_path)
     result = CliRunner().invoke(app, ["repair", str(run), "--teacher", "openai:gpt-4o"])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "OPENAI_API_KEY is not set" in result.output
     assert not (run / "repairs.jsonl").exists()

@@ -114,13 +114,14 @@ def _by_id(corpus: list[Trajectory], trajectory_id: str) -> Trajectory:
 
 
 def test_worked_case_name_cleaner_tick_when_tried(corpus: list[Trajectory]) -> None:
-    """plan-then-act-lesson.txt: t2 marked done after 1/2 checks passed; the check failure and the false
-    completion (plan mark and the final '3/3') are all found, at the turns that made them."""
+    """plan-then-act-lesson.txt: t2 marked done after 1/2 checks passed; the false completion (plan mark and the
+    final '3/3') is found at the turns that made it, citing the failing check as evidence. The check itself ran
+    right and reported a failure: evidence about the draft, not a failed call (issue 11)."""
     issues = run_detectors(_by_id(corpus, "name-cleaner-tick-when-tried"))
     by_tag = {i.tag: i for i in issues}
-    assert by_tag["failed-call"].turn == 4 and "FAIL" in by_tag["failed-call"].evidence
-    assert by_tag["failed-call"].severity == "severe"  # the check never passed afterwards
+    assert "failed-call" not in by_tag
     assert by_tag["plan-receipt-mismatch"].turn == 5 and by_tag["plan-receipt-mismatch"].severity == "severe"
+    assert "FAIL" in by_tag["plan-receipt-mismatch"].evidence
     assert by_tag["unverified-completion"].turn == 8 and "3/3" in by_tag["unverified-completion"].evidence
 
 

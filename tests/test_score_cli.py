@@ -55,11 +55,13 @@ def test_llm_panel_through_a_local_server_then_cached(batch: Path, tmp_path: Pat
                 "--concurrency", "3", "--timeout", "30"]
         first = score(*args)
         assert first.exit_code == 0, first.output
-        assert fake.request_count == 9 and "calls made: 9" in first.output
-        assert fake.requests[0]["model"] == "judge-model"
+        # One preflight request (the judge answers before the batch starts), then the 9 passes.
+        assert fake.request_count == 10 and "calls made: 9" in first.output and "preflight requests: 1" in first.output
+        assert fake.requests[0]["model"] == "judge-model" and fake.requests[0]["max_tokens"] == 16
         second = score(*args)
         assert second.exit_code == 0, second.output
-        assert fake.request_count == 9 and "calls made: 0" in second.output and "(9 from cache)" in second.output
+        # Everything cached: no call and no preflight.
+        assert fake.request_count == 10 and "calls made: 0" in second.output and "(9 from cache)" in second.output
     rows = verdicts(tmp_path / "run")
     assert len(rows) == 9 and {v.pass_index for v in rows} == {1, 2, 3}
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
@@ -71,7 +73,8 @@ def test_config_file_with_flag_override(batch: Path, tmp_path: Path, monkeypatch
     with FakeLLMServer("openai") as fake:
         config = tmp_path / "panel.yaml"
         config.write_text(f"judges: ['openai-compatible:m@{fake.base_url}']\npasses: 2\nconcurrency: 2\n")
-        result = score(str(batch), "--out", str(tmp_path / "run"), "--config", str(config), "--passes", "1")
+        result = score(str(batch), "--out", str(tmp_path / "run"), "--config", str(config), "--passes", "1",
+                       "--no-preflight")
         assert result.exit_code == 0, result.output
         assert fake.request_count == 3
 
@@ -118,7 +121,7 @@ def test_temperature_none_leaves_it_out_of_requests(batch: Path, tmp_path: Path,
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FakeLLMServer("openai") as fake:
         result = score(str(batch), "--out", str(tmp_path / "run"), "--judge", f"openai-compatible:m@{fake.base_url}",
-                       "--passes", "1", "--temperature", "none")
+                       "--passes", "1", "--temperature", "none", "--no-preflight")
         assert result.exit_code == 0, result.output
         assert fake.request_count == 3 and not any("temperature" in r for r in fake.requests)
     result = score(str(batch), "--out", str(tmp_path / "run2"), "--temperature", "warm")
@@ -148,7 +151,8 @@ def test_end_to_end_with_the_simulated_judge_server(tmp_path: Path, monkeypatch:
     assert sum(len(row["issues"]) for row in truth) >= 5
     run_dir = tmp_path / "sim"
     with simulated_server(truth, SimConfig(latency_s=0.0, miss_rate=0.1, false_alarm_rate=0.2)) as sim:
-        args = [str(EXAMPLES), "--judge", f"openai-compatible:sim@{sim.base_url}", "--passes", "3", "--out", str(run_dir)]
+        args = [str(EXAMPLES), "--judge", f"openai-compatible:sim@{sim.base_url}", "--passes", "3", "--out", str(run_dir),
+                "--no-preflight"]
         first = score(*args)
         assert first.exit_code == 0, first.output
         calls = sim.request_count

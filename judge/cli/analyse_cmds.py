@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from judge.cli.app import app
+from judge.cli.app import ExitCode, app
 
 
 @app.command("export")
@@ -188,17 +188,21 @@ def compare_cmd(
         raise typer.BadParameter(f"input not found: {', '.join(missing)}")
     run_dirs = [p for p in paths if is_run_dir(p)]
     to_judge = [p for p in paths if not is_run_dir(p)]
+    status: Any = ExitCode.OK
     if score_args and not to_judge:
         raise typer.BadParameter(f"judging options {' '.join(score_args)} given, but every input is an already scored run")
     if to_judge:
         if score_command is None:
             raise typer.BadParameter("judging continuation files needs the `judge score` command, which is not available")
         judged = out / "run"
-        typer.echo(f"judging {len(to_judge)} input(s) into {judged} (judge score {' '.join(score_args) or '(defaults)'})")
+        from judge.providers import redact
+
+        shown = " ".join(redact(arg) for arg in score_args) or "(defaults)"  # a judge URL may carry credentials
+        typer.echo(f"judging {len(to_judge)} input(s) into {judged} (judge score {shown})")
         status = score_command.main([*map(str, to_judge), "--out", str(judged), *score_args], prog_name="judge score",
                                     standalone_mode=False)
-        if isinstance(status, int) and status != 0:  # `judge score` stopped (e.g. nothing could be imported)
-            raise typer.Exit(code=status)
+        if isinstance(status, int) and status in (ExitCode.ERROR, ExitCode.NONE_SCORED):
+            raise typer.Exit(code=status)  # `judge score` stopped (nothing imported) or scored nothing to compare
         run_dirs.insert(0, judged)
     records = [record for run in run_dirs for record in load_records(run)]
     try:
@@ -216,3 +220,5 @@ def compare_cmd(
     if result.unmatched:
         typer.echo(f"{len(result.unmatched)} continuation(s) without a partner (listed in the report)")
     typer.echo(f"wrote {', '.join(str(p) for p in paths_written.values())}")
+    if status == ExitCode.SOME_UNSCORED:
+        raise typer.Exit(code=ExitCode.SOME_UNSCORED)  # compared what was scored; some passes were not

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from judge.cli.app import app
+from judge.cli.app import ExitCode, app, outcome_code
 
 
 def _config(embedder: str | None, threshold: float | None, config_file: Path | None) -> Any:
@@ -88,7 +88,7 @@ def calibrate_command(
         fit = calibrate(rows, settings, make_embedder(settings.embedder), panel_size=panel_size)
     except ValueError as error:
         typer.echo(f"error: {labels}: {error}", err=True)
-        raise typer.Exit(2) from error
+        raise typer.Exit(ExitCode.ERROR) from error
     typer.echo(f"{len(rows)} rows, {fit.pairs} cross-pass pairs ({fit.positives} same defect), embedder {settings.embedder}")
     typer.echo(f"{'':8} {'P':>6} {'R':>6} {'F1':>6} {'ARI':>6} {'maj.rec':>7} {'x-merge':>7}")
     for name, q in (("default", fit.before), ("fitted", fit.after)):
@@ -106,20 +106,25 @@ def rescore_command(
     run: Path = typer.Argument(..., help="A run directory with trajectories.jsonl and verdicts.jsonl."),
     rubric: Path | None = typer.Option(None, "--rubric", help="A rubric YAML (default rubrics/default-v2.yaml)."),
 ) -> None:
-    """Recompute clusters and scores from the stored verdicts, then repairs, summary and reports; no judge call."""
+    """Recompute clusters and scores from the stored verdicts, then repairs, summary and reports; no judge call.
+
+    Exits like `judge score` on the stored verdicts: 2 when some passes are unscored, 3 when none is scored.
+    """
     from judge import rundir
-    from judge.pipeline import finish_run, score_run
+    from judge.pipeline import finish_run, score_run, verdicts_by_trajectory
+    from judge.runlock import run_lock
 
     for name in (rundir.TRAJECTORIES, rundir.VERDICTS):
         if not (run / name).is_file():
             typer.echo(f"error: {run} has no {name}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(ExitCode.ERROR)
     try:
-        scores = score_run(run, rubric_path=rubric)
-        written = finish_run(run) or {}
+        with run_lock(run, "judge rescore"):
+            scores = score_run(run, rubric_path=rubric)
+            written = finish_run(run) or {}
     except (FileNotFoundError, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from error
+        raise typer.Exit(ExitCode.ERROR) from error
     scored = [s for s in scores if s.score is not None]
     values = [s.score for s in scored if s.score is not None]
     histogram = {value: values.count(value) for value in sorted(set(values))}
@@ -127,3 +132,6 @@ def rescore_command(
                f"{sum(s.release for s in scores)} released; wrote {run / rundir.SCORES}")
     for name, path in written.items():
         typer.echo(f"  {name}: {path}")
+    code = outcome_code((v.status, v.reason) for rows in verdicts_by_trajectory(run).values() for v in rows)
+    if code:
+        raise typer.Exit(code)

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from judge.cli.app import app
+from judge.cli.app import ExitCode, app
 from judge.model import Message, Trajectory
+from judge.visible import visible
+
+if TYPE_CHECKING:
+    from judge.pipeline import ImportStats
 
 _FORMAT_HELP = (
     "Force one format instead of auto-detection: canonical, openai, tau, anthropic, swe-agent, "
@@ -28,7 +33,7 @@ _FORMAT_HELP = (
     ),
 )
 def import_command(
-    inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.traj files)."),
+    inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.ndjson/.traj files, also .gz/.bz2/.xz)."),
     out: Path = typer.Option(..., "--out", "-o", help="Canonical JSONL to write (one trajectory per line)."),
     fmt: str | None = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
     rejects: Path | None = typer.Option(None, "--rejects", help="Where to write rejected records (default: next to OUT, as NAME.rejects.jsonl)."),
@@ -36,8 +41,13 @@ def import_command(
 ) -> None:
     """Import agent logs into canonical trajectories; unreadable records go to a rejects file.
 
-    Prints how many records were read, imported and rejected (and per format). Exits non-zero only when
-    nothing could be imported, or with --strict when anything was rejected.
+    Prints how many records were read, imported and rejected (and per format).
+
+    Paths not read (OUT itself, a trajudge run directory inside an input folder, a symlinked directory) are listed in the rejects file as skipped.
+
+    A repeated id is renamed ID~2, ID~3...; the original stays in metadata.extra.original_id.
+
+    Exits non-zero only when nothing could be imported, or with --strict when a record was rejected.
     """
     from judge.importers import FORMATS, describe_reject
     from judge.importers.writer import default_rejects_path, write_import
@@ -50,8 +60,10 @@ def import_command(
     console = Console(stderr=True)
     formats = ", ".join(f"{name} {count}" for name, count in sorted(stats.by_format.items())) or "none"
     console.print(f"read {stats.read}, imported {stats.imported}, rejected {stats.rejected}  ({formats})")
+    for line in import_notes(stats):
+        console.print(line, style="yellow")
     console.print(f"trajectories -> {out}")
-    if stats.rejected:
+    if kept:
         console.print(f"rejects      -> {rejects_path}", style="yellow")
         for reject in kept[:10]:
             console.print("  " + escape(describe_reject(reject)), style="yellow")
@@ -59,10 +71,20 @@ def import_command(
             console.print(f"  ... and {len(kept) - 10} more in {rejects_path}", style="yellow")
     if stats.imported == 0:
         console.print("nothing imported", style="bold red")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.ERROR)
     if strict and stats.rejected:
         console.print("--strict: rejects are fatal", style="bold red")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.ERROR)
+
+
+def import_notes(stats: ImportStats) -> list[str]:
+    """Lines about paths skipped and ids renamed (none when there were none)."""
+    notes = []
+    if stats.skipped:
+        notes.append(f"skipped {stats.skipped} path(s) that are not input (listed with the rejects)")
+    if stats.renamed:
+        notes.append(f"renamed {stats.renamed} repeated id(s) to ID~N (the original is in metadata.extra.original_id)")
+    return notes
 
 
 @app.command(
@@ -83,7 +105,7 @@ def show_command(
     reasoning: bool = typer.Option(True, "--reasoning/--no-reasoning", help="Show the assistant's reasoning."),
 ) -> None:
     """Print trajectories turn by turn: T1, T2, ... with their tool calls and receipts (errors in red)."""
-    from judge.importers import describe_reject, iter_records
+    from judge.importers import Skipped, describe_reject, iter_records
     from judge.schema import Reject
 
     console = Console()
@@ -97,7 +119,8 @@ def show_command(
     shown = 0
     for item in iter_records([file], fmt=fmt):
         if isinstance(item, Reject):
-            console.print("rejected: " + escape(describe_reject(item)), style="yellow")
+            prefix = "" if isinstance(item, Skipped) else "rejected: "
+            console.print(prefix + _shown(describe_reject(item)), style="yellow")
             continue
         if trajectory_id is not None and item.id != trajectory_id:
             continue
@@ -105,29 +128,30 @@ def show_command(
         if table is not None:
             calls = sum(len(m.tool_calls) for m in item.messages)
             errors = sum(1 for m in item.messages if m.receipt and m.receipt.is_error)
-            table.add_row(escape(item.id), item.metadata.source_format, str(item.turn_count), str(calls),
-                          f"[red]{errors}[/red]" if errors else "0", escape(" ".join(item.query.split())))
+            table.add_row(_shown(item.id, identifier=True), item.metadata.source_format, str(item.turn_count), str(calls),
+                          f"[red]{errors}[/red]" if errors else "0", _shown(" ".join(item.query.split())))
         else:
             render_trajectory(console, item, max_chars=max_chars, reasoning=reasoning)
     if table is not None and shown:
         console.print(table)
     if shown == 0:
-        console.print(f"no trajectory{' with id ' + repr(trajectory_id) if trajectory_id else ''} in {file}", style="bold red")
-        raise typer.Exit(1)
+        console.print(_shown(f"no trajectory{' with id ' + repr(trajectory_id) if trajectory_id else ''} in {file}"),
+                      style="bold red")
+        raise typer.Exit(ExitCode.ERROR)
 
 
 def render_trajectory(console: Console, trajectory: Trajectory, *, max_chars: int = 600, reasoning: bool = True) -> None:
     """Rich rendering of one trajectory: header, query, then messages in order with turn labels."""
     meta = trajectory.metadata
-    facts = [meta.source_format, f"{trajectory.turn_count} turns"]
-    facts += [f"{key} {value}" for key, value in (("model", meta.model), ("arm", meta.arm), ("source", meta.source_id),
-                                                  ("branch after T", meta.branch_turn), ("reward", meta.reward),
-                                                  ("outcome", meta.outcome)) if value is not None]
+    facts = [_shown(meta.source_format), f"{trajectory.turn_count} turns"]
+    facts += [_shown(f"{key} {value}") for key, value in (("model", meta.model), ("arm", meta.arm), ("source", meta.source_id),
+                                                          ("branch after T", meta.branch_turn), ("reward", meta.reward),
+                                                          ("outcome", meta.outcome)) if value is not None]
     if meta.budget_exhausted:
         facts.append("[red]budget exhausted[/red]")
-    console.rule(f"[bold]{escape(trajectory.id)}[/bold]")
-    console.print(", ".join(facts) + f"  (query_id {escape(trajectory.query_id)})", style="dim")
-    console.print(f"[bold]Query:[/bold] {escape(_clip(trajectory.query, max_chars))}")
+    console.rule(f"[bold]{_shown(trajectory.id, identifier=True)}[/bold]")
+    console.print(", ".join(facts) + f"  (query_id {_shown(trajectory.query_id, identifier=True)})", style="dim")
+    console.print(f"[bold]Query:[/bold] {_shown(_clip(trajectory.query, max_chars))}")
     answered = {m.receipt.call_id for m in trajectory.messages if m.receipt and m.receipt.call_id}
     for message in trajectory.messages:
         _render_message(console, message, answered, max_chars=max_chars, reasoning=reasoning)
@@ -135,18 +159,19 @@ def render_trajectory(console: Console, trajectory: Trajectory, *, max_chars: in
 
 
 def _render_message(console: Console, message: Message, answered: set[str], *, max_chars: int, reasoning: bool) -> None:
-    who = f" {escape(message.name)}" if message.name else ""
+    who = f" {_shown(message.name)}" if message.name else ""
     if message.role == "assistant":
         console.print(f"\n[bold cyan]T{message.turn}[/bold cyan]{who}")
         if reasoning and message.reasoning:
-            console.print(_indent(escape("reasoning: " + _clip(message.reasoning, max_chars)), "  "), style="dim italic")
+            console.print(_indent(_shown("reasoning: " + _clip(message.reasoning, max_chars)), "  "), style="dim italic")
         if message.content.strip():
-            console.print(_indent(escape(_clip(message.content, max_chars)), "  "))
+            console.print(_indent(_shown(_clip(message.content, max_chars)), "  "))
         for call in message.tool_calls:
             arguments = call.raw_arguments if call.arguments_error else _compact(call.arguments)
-            line = f"  [magenta]-> {escape(call.name)}[/magenta] {escape(_clip(arguments, max_chars))} [dim]({escape(call.id)})[/dim]"
+            line = (f"  [magenta]-> {_shown(call.name, identifier=True)}[/magenta] {_shown(_clip(arguments, max_chars))}"
+                    f" [dim]({_shown(call.id, identifier=True)})[/dim]")
             if call.arguments_error:
-                line += f" [red]arguments do not parse: {escape(call.arguments_error)}[/red]"
+                line += f" [red]arguments do not parse: {_shown(call.arguments_error)}[/red]"
             if call.id not in answered:
                 line += " [yellow](no receipt)[/yellow]"
             console.print(line)
@@ -155,15 +180,15 @@ def _render_message(console: Console, message: Message, answered: set[str], *, m
         status = "ERROR" if receipt.is_error else "ok"
         if receipt.exit_code is not None:
             status += f", exit {receipt.exit_code}"
-        label = escape(receipt.name or "result")
+        label = _shown(receipt.name or "result")
         style = "red" if receipt.is_error else "green"
-        console.print(f"  [{style}]<- {label} {escape(f'[{status}]')}[/{style}]")
-        body = escape(_clip(receipt.content, max_chars)) or "[dim](empty)[/dim]"
+        console.print(f"  [{style}]<- {label} {_shown(f'[{status}]')}[/{style}]")
+        body = _shown(_clip(receipt.content, max_chars)) or "[dim](empty)[/dim]"
         console.print(_indent(body, "     "), style="red" if receipt.is_error else None)
     else:
         label = {"system": "system", "user": "user"}.get(message.role, message.role)
         console.print(f"\n[bold]{label}[/bold]{who} [dim](after T{message.turn})[/dim]" if message.turn else f"\n[bold]{label}[/bold]{who}")
-        console.print(_indent(escape(_clip(message.content, max_chars)), "  "))
+        console.print(_indent(_shown(_clip(message.content, max_chars)), "  "))
 
 
 def _clip(text: str | None, limit: int) -> str:
@@ -181,3 +206,8 @@ def _compact(value: object) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _shown(text: object, *, identifier: bool = False) -> str:
+    """Data for the console: control and bidi characters as visible escapes, then rich markup escaped."""
+    return escape(visible(str(text), identifier=identifier))

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
-from judge.cli.app import app
+from judge.cli.app import ExitCode, app
 
 
 class _DefaultRunGroup(TyperGroup):
@@ -47,12 +47,14 @@ def repair_run_command(
         if not (run / name).exists():
             raise typer.BadParameter(f"{run / name} does not exist: is {run} a scored run directory?", param_hint="RUN")
     from judge.providers import ProviderError
+    from judge.runlock import run_lock
 
     try:
-        outputs = repair_run(run, out, teacher=teacher, base_url=base_url, control_arm=not no_control)
+        with run_lock(out or run, "judge repair"):
+            outputs = repair_run(run, out, teacher=teacher, base_url=base_url, control_arm=not no_control)
     except (ValueError, ProviderError) as error:  # a bad row names its file and line; a bad --teacher says why
         typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from error
+        raise typer.Exit(ExitCode.ERROR) from error
     counts = outputs.counts()
     typer.echo(f"{len(outputs.rows)} trajectories with majority issues")
     for route in ("online-guided", "online-regenerate", "rewrite-restart", "environment", "offline-edit", "pending"):
@@ -84,4 +86,4 @@ def repair_ingest_command(
     for reject in rejects:
         typer.echo(f"  rejected {reject.location()}: {reject.reason}", err=True)
     if count == 0:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.ERROR)

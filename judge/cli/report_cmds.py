@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from judge.cli.app import app
+from judge.cli.app import ExitCode, app
 
 
 @app.command("report")
@@ -19,15 +19,19 @@ def report(
     report.html last.
     """
     from judge.report import build_report
+    from judge.runlock import RunLocked, run_lock
 
     if not run.is_dir():
         typer.echo(f"error: run directory not found: {run}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.ERROR)
     try:
-        paths = build_report(run)
+        with run_lock(run, "judge report"):
+            paths = build_report(run)
+    except RunLocked:
+        raise
     except (OSError, ValueError, RuntimeError) as error:
         typer.echo(f"error: cannot report on {run}: {error}", err=True)
-        raise typer.Exit(1) from error
+        raise typer.Exit(ExitCode.ERROR) from error
     for name, path in paths.items():
         if name != "report_html":
             typer.echo(str(path))

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from judge.cli.app import app
+from judge.cli.app import ExitCode, app, outcome_code
 
 
 @app.command(
@@ -44,14 +44,21 @@ def score_command(
     rubric: Path | None = typer.Option(None, "--rubric", help="Rubric YAML (default rubrics/ default)."),
     embedder: str | None = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any input record was rejected."),
+    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the check that each LLM judge answers one tiny request before the batch."),
 ) -> None:
     """Judge, score and report on a batch of trajectories; writes the run directory OUT.
 
     API keys are read from OPENAI_API_KEY / ANTHROPIC_API_KEY only. Without --judge the offline rules judge
-    runs (no key, no cost). A killed run resumes from OUT without paying twice.
+    runs (no key, no cost). A killed run resumes from OUT without paying twice; --max-cost holds for the
+    whole run (a resumed run keeps the recorded cap). One process at a time per OUT.
+
+    Exit codes: 0 every pass scored; 1 usage, input or machine error; 2 some passes unscored;
+    3 no pass scored, a judge failed its preflight check, or the budget cap stopped the run.
     """
-    from judge.panel import PanelConfig, run_panel, summary_lines
+    from judge.cli.ingest_cmds import import_notes
+    from judge.panel import PanelConfig, PreflightFailed, run_panel, summary_lines
     from judge.pipeline import finish_run, import_to_run, read_trajectories, score_run
+    from judge.runlock import run_lock
 
     started_at, started = datetime.now(UTC), time.monotonic()
     try:
@@ -68,38 +75,56 @@ def score_command(
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:
         raise typer.BadParameter(f"input not found: {', '.join(missing)}")
+    if out.exists() and not out.is_dir():
+        typer.echo(f"error: --out {out} is a file, not a run directory: give a new or existing directory", err=True)
+        raise typer.Exit(ExitCode.ERROR)
 
-    stats = import_to_run(inputs, out, fmt=fmt)
-    typer.echo(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
-               + (f" (see {out / 'rejects.jsonl'})" if stats.rejected else ""))
-    if stats.imported == 0:
-        typer.echo("nothing could be imported; stopping", err=True)
-        raise typer.Exit(code=1)
+    with run_lock(out, "judge score"):
+        stats = import_to_run(inputs, out, fmt=fmt)
+        typer.echo(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
+                   + (f" (see {out / 'rejects.jsonl'})" if stats.rejected or stats.skipped else ""))
+        for line in import_notes(stats):
+            typer.echo(line)
+        if stats.imported == 0:
+            typer.echo("nothing could be imported; stopping", err=True)
+            raise typer.Exit(code=ExitCode.ERROR)
 
-    from judge.providers.errors import ProviderError
+        from judge.providers.errors import ProviderError
 
-    try:
-        result = asyncio.run(run_panel(read_trajectories(out), settings, out, progress=True))
-    except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
-        raise typer.BadParameter(str(error)) from error
-    for line in summary_lines(result):
-        typer.echo(line)
+        try:
+            result = asyncio.run(run_panel(read_trajectories(out), settings, out, progress=True, preflight=not no_preflight))
+        except PreflightFailed as error:
+            for problem in error.problems:
+                typer.echo(f"preflight: {problem}", err=True)
+            typer.echo("the batch was not started: nothing was judged. Fix the judge (or skip this check with "
+                       "--no-preflight), then run the same command again.", err=True)
+            raise typer.Exit(code=ExitCode.NONE_SCORED) from None
+        except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
+            raise typer.BadParameter(str(error)) from error
+        for line in summary_lines(result):
+            typer.echo(line)
 
-    scores = score_run(out, rubric, {"embedder": embedder} if embedder else None)
-    record_timing(out, started_at, time.monotonic() - started)  # before the report, which shows it
-    written = finish_run(out) or {}
+        scores = score_run(out, rubric, {"embedder": embedder} if embedder else None)
+        record_timing(out, started_at, time.monotonic() - started)  # before the report, which shows it
+        written = finish_run(out) or {}
     typer.echo(score_distribution(scores))
     paths = [out / name for name in ("trajectories.jsonl", "verdicts.jsonl", "clusters.jsonl", "scores.jsonl",
                                      "rejects.jsonl", "run.json")]
     paths += [Path(p) for p in written.values()]
     typer.echo("wrote: " + ", ".join(str(p) for p in dict.fromkeys(paths) if p.exists()))
-    failed = strict and stats.rejected
-    if failed:
+    code = outcome_code((v.status, v.reason) for v in result.verdicts)
+    if strict and stats.rejected:
         typer.echo("--strict: some input records were rejected", err=True)
+        code = ExitCode.ERROR
+    elif code == ExitCode.NONE_SCORED:
+        stopped = result.unscored.get("budget_exceeded")
+        typer.echo("the budget cap stopped the run (exit 3)" if stopped else "no pass could be scored (exit 3)", err=True)
+    elif code == ExitCode.SOME_UNSCORED:
+        typer.echo("some passes are unscored (exit 2): their reasons are above and in the report", err=True)
     report = Path(written.get("report_html") or out / "report.html").resolve()
     typer.echo(f"report: {report}")  # always the last line: scripts and people look for it there
-    if failed:
-        raise typer.Exit(code=1)
+    if code:
+        raise typer.Exit(code=code)
 
 
 def record_timing(run_dir: Path, started_at: datetime, elapsed_s: float) -> None:

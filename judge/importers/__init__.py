@@ -19,7 +19,7 @@ from pathlib import Path
 
 from judge.importers._common import RecordError, Source
 from judge.importers.formats import FORMATS, FormatSpec, detect_format
-from judge.importers.reader import UniqueIds, iter_data_files, parse_record, read_file
+from judge.importers.reader import Skipped, UniqueIds, iter_data_files, parse_record, read_file
 from judge.model import Trajectory
 from judge.schema import Reject
 
@@ -27,8 +27,10 @@ __all__ = [
     "FORMATS",
     "FormatSpec",
     "RecordError",
+    "Skipped",
     "Source",
     "TrajectoryImportError",
+    "UniqueIds",
     "detect_format",
     "iter_records",
     "load_trajectories",
@@ -47,30 +49,34 @@ class TrajectoryImportError(ValueError):
 
 
 def describe_reject(reject: Reject) -> str:
-    """``file:line: reason`` (or ``file[#index]: reason``) for messages and logs."""
-    where = reject.source_file
-    if reject.line is not None:
-        where += f":{reject.line}"
-    elif reject.record_index is not None:
-        where += f"[#{reject.record_index}]"
-    return f"{where}: {reject.reason}"
+    """``file:line [record N]: reason`` for messages and logs."""
+    return f"{reject.location()}: {reject.reason}"
 
 
-def iter_records(paths: Iterable[str | Path] | str | Path, fmt: str | None = None) -> Iterator[Trajectory | Reject]:
+def iter_records(
+    paths: Iterable[str | Path] | str | Path,
+    fmt: str | None = None,
+    *,
+    exclude: Iterable[str | Path] = (),
+    ids: UniqueIds | None = None,
+) -> Iterator[Trajectory | Reject]:
     """Stream trajectories and rejects from files and directories, in input order.
 
-    ``paths`` may mix files and directories (walked recursively, sorted, data files only). The format is
-    detected per record (per document for .json/.traj files) unless ``fmt`` names one of :data:`FORMATS`.
-    JSONL is read line by line; a .json/.traj file is read as one JSON document. Trajectory ids are made
-    unique within the call (a repeated id gets ``~2``, ``~3``... in input order). Nothing is dropped: every
-    unreadable record comes out as a :class:`~judge.schema.Reject`.
+    ``paths`` may mix files and directories (walked recursively, sorted, data files only; ``.gz``, ``.bz2`` and
+    ``.xz`` files are decompressed). The format is detected per record (per document for .json/.traj files)
+    unless ``fmt`` names one of :data:`FORMATS`. JSONL is read line by line; a .json/.traj file is read as one
+    JSON document. Trajectory ids are made unique within the call, whatever the input holds (a repeated id gets
+    the first free ``~2``, ``~3``... in input order, and keeps its id in ``metadata.extra["original_id"]``;
+    pass ``ids`` to count the renames). Nothing is dropped: every unreadable record comes out as a
+    :class:`~judge.schema.Reject`, and every path not read (a run directory in a folder, a path in ``exclude``
+    such as the command's own output) as a :class:`Skipped` (a kind of Reject).
     """
     if fmt is not None and fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    unique = UniqueIds()
-    for item in iter_data_files(paths):
+    unique = ids if ids is not None else UniqueIds()
+    for item in iter_data_files(paths, exclude=exclude):
         if isinstance(item, Reject):
             yield item
             continue

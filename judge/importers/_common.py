@@ -27,6 +27,14 @@ from judge.model import (
     number_turns,
 )
 
+DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz")  # read transparently (gzip, bz2, lzma from the standard library)
+
+# Free-form values (metadata.extra, tool-call arguments) may nest this many levels. Real logs stay under 15
+# (the deepest of the 224 files in ../shared/datasets nests 13); pydantic cannot serialise a model nested
+# deeper than about 250, and a deep value costs every later stage recursion.
+MAX_DEPTH = 100
+
 
 class RecordError(ValueError):
     """A record that cannot be imported. The message is the one-line reason that goes to rejects.jsonl."""
@@ -42,9 +50,13 @@ class Source:
 
     @property
     def stem(self) -> str:
-        """File name without data suffixes (``run.traj.json`` -> ``run``)."""
+        """File name without data and compression suffixes (``run.traj.json``, ``run.jsonl.gz`` -> ``run``)."""
         name = Path(self.file).name
-        for suffix in (".json", ".jsonl", ".ndjson", ".traj"):
+        for suffix in COMPRESSION_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                break
+        for suffix in DATA_SUFFIXES:
             if name.endswith(suffix) and len(name) > len(suffix):
                 name = name[: -len(suffix)]
         return name
@@ -109,17 +121,22 @@ def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
     text = raw.strip()
     if not text:
         return {}, raw, None
+    too_deep = f"arguments nested deeper than {MAX_DEPTH} levels"
     try:
-        return json.loads(text), raw, None
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         json_error = f"invalid JSON arguments: {error.msg} at char {error.pos}"
+    except RecursionError:
+        return None, raw, too_deep
+    else:
+        return (None, raw, too_deep) if nests_deeper(value, MAX_DEPTH) else (value, raw, None)
     # Some logs (AgentRx exports) store arguments as a Python repr; literal_eval only accepts literals.
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None, raw, json_error
     if isinstance(value, (dict, list)):
-        return value, raw, None
+        return (None, raw, too_deep) if nests_deeper(value, MAX_DEPTH) else (value, raw, None)
     return None, raw, json_error
 
 
@@ -316,7 +333,9 @@ def _coerce(key: str, value: Any, extra: dict[str, Any]) -> Any:
 def query_hash(query: str) -> str:
     """A query group key for logs without a task id: hash of the whitespace-collapsed, case-folded query."""
     normalised = " ".join(query.split()).casefold()
-    return "q-" + hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:12]
+    # surrogatepass: a lone surrogate (a JSON escape such as \ud800) must not stop the record here; the
+    # reader replaces it afterwards (replace_lone_surrogates)
+    return "q-" + hashlib.sha256(normalised.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def first_user_text(messages: list[Message]) -> str:
@@ -407,6 +426,74 @@ def require_list(record: dict[str, Any], key: str) -> list[Any]:
     if not value:
         raise RecordError(f"missing messages: {key!r} is empty")
     return value
+
+
+# ----------------------------------------------------------------------------------------------------
+# Hostile shapes: deep nesting, lone surrogates
+
+
+def nests_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` holds containers nested more than ``limit`` levels (``[]`` is 1, a scalar 0).
+
+    Level by level, without recursion, so a value of any depth is measured safely.
+    """
+    containers = (dict, list, tuple, set, frozenset)
+    level = [value] if isinstance(value, containers) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below = []
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, containers):
+                    below.append(child)
+        level = below
+    return False
+
+
+def check_depth(trajectory: Trajectory) -> None:
+    """Raise RecordError when a free-form value (``metadata.extra``, tool-call arguments) nests deeper than
+    :data:`MAX_DEPTH`; every other field of the model has a fixed shape."""
+    for key, value in trajectory.metadata.extra.items():
+        if nests_deeper(value, MAX_DEPTH):
+            raise RecordError(f"metadata {str(key)[:80]!r} is nested deeper than {MAX_DEPTH} levels")
+    for position, message in enumerate(trajectory.messages):
+        for call in message.tool_calls:
+            if nests_deeper(call.arguments, MAX_DEPTH):
+                raise RecordError(f"message {position}: the arguments of tool call {call.id[:80]!r} are nested deeper than {MAX_DEPTH} levels")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(trajectory: Trajectory) -> Trajectory:
+    """``trajectory`` with every lone UTF-16 surrogate replaced by U+FFFD, their number recorded in
+    ``metadata.extra["lone_surrogates_replaced"]``; the same object when it holds none.
+
+    JSON may spell a lone surrogate (``"\\ud800"``, e.g. a JavaScript harness cutting an emoji in half); Python
+    decodes it, but it cannot be written as UTF-8, so left alone it would stop the batch when written.
+    """
+    count = 0
+
+    def fix(value: Any) -> Any:
+        nonlocal count
+        if isinstance(value, str):
+            fixed, found = _SURROGATE.subn("\ufffd", value)
+            count += found
+            return fixed
+        if isinstance(value, dict):
+            return {fix(key): fix(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [fix(item) for item in value]
+        return value
+
+    data = fix(trajectory.model_dump())
+    if not count:
+        return trajectory
+    data["metadata"]["extra"]["lone_surrogates_replaced"] = count
+    return Trajectory.model_validate(data)
 
 
 def one_line(text: str, limit: int = 300) -> str:

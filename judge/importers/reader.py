@@ -2,123 +2,256 @@
 
 * JSONL (``.jsonl``/``.ndjson``, or a ``.json`` whose first line is a complete JSON value and that has more
   lines) is read line by line from the raw bytes, and each line is decoded on its own, so one invalid UTF-8
-  line or one broken line is rejected with its line number and the rest of the file goes on. Memory does not
-  grow with the file.
-* Any other data file (``.json``, ``.traj``) is one JSON document, read whole: a record, a list of records, or
-  a document that holds several records (an inspect_ai log).
-* Directories are walked recursively in sorted order; only ``.json``, ``.jsonl``, ``.ndjson`` and ``.traj``
-  files are read (README.md, SOURCE.md, scripts and hidden folders are skipped). A file named explicitly is
-  always read.
+  line or one broken line is rejected with its line number and the rest of the file goes on. Lines end at
+  ``\\n``, ``\\r\\n`` or a lone ``\\r`` (old Mac files). Memory does not grow with the file; a line longer than
+  :data:`MAX_LINE_BYTES` is rejected without being held.
+* Any other data file (``.json``, ``.traj``) is one JSON document, read whole (up to
+  :data:`MAX_DOCUMENT_BYTES`): a record, a list of records (a reject names the record's line and index), or a
+  document that holds several records (an inspect_ai log).
+* ``.gz``, ``.bz2`` and ``.xz`` files (``runs.jsonl.gz``) are decompressed while reading; a truncated or corrupt
+  stream is a reject naming the line where it broke, after the records before it.
+* A record nested too deeply for the JSON parser is rejected with its line, and so is a record whose free-form
+  values nest deeper than :data:`~judge.importers._common.MAX_DEPTH` (checked in :func:`parse_record`); in a
+  JSON document the other records are kept.
+* Directories are walked recursively in sorted order; only data files (``.json``, ``.jsonl``, ``.ndjson``,
+  ``.traj``, optionally compressed) are read (README.md, SOURCE.md, scripts and hidden entries are not data).
+  A broken symlink, a symlink loop or an unreadable file or directory is a reject. A trajudge run directory, a
+  symlink to a directory and an excluded path (the command's own output) are *skipped*: listed as
+  :class:`Skipped` rows (a kind of Reject), never silently. A file named explicitly is always read; a run
+  directory named explicitly is read as its ``trajectories.jsonl``.
 """
 
 from __future__ import annotations
 
+import bz2
+import codecs
+import errno
+import gzip
 import json
-from collections.abc import Iterable, Iterator
+import lzma
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from pydantic import ValidationError
 
-from judge.importers._common import RecordError, Source, one_line
+from judge import rundir
+from judge.importers._common import (
+    COMPRESSION_SUFFIXES,
+    DATA_SUFFIXES,
+    MAX_DEPTH,
+    RecordError,
+    Source,
+    check_depth,
+    one_line,
+    replace_lone_surrogates,
+)
 from judge.importers.formats import FORMATS, FormatSpec, detect_format
 from judge.model import Trajectory
 from judge.schema import Reject
 
-DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 LINE_SUFFIXES = (".jsonl", ".ndjson")
+UNSUPPORTED_COMPRESSION = (".zst", ".zstd", ".lz4", ".br", ".zip", ".7z")  # named in a reject, not guessed at
+MAX_LINE_BYTES = 256 << 20
+MAX_DOCUMENT_BYTES = 1 << 30
+BLOCK_BYTES = 1 << 16
+
+_OPENERS: dict[str, Callable[[Path, str], IO[bytes]]] = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFile}
+# What a corrupt or truncated file raises while being read (BadGzipFile is an OSError).
+_READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
+_UTF16_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+# A JSON escape that may spell a lone surrogate; records whose text holds one get replace_lone_surrogates.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_TOO_DEEP = f"JSON nested too deeply to parse (values nested deeper than {MAX_DEPTH} levels are refused)"
 
 Item = Trajectory | Reject
 
 
+class Skipped(Reject):
+    """A path deliberately not read (a run directory, the command's own output, a symlinked directory).
+
+    Written with the rejects, so nothing is left out silently, but counted apart: it is not bad input.
+    """
+
+
 def _open_binary(path: Path) -> IO[bytes]:
-    """The one place files are opened (tests wrap it to check that reading is lazy)."""
-    return path.open("rb")
+    """The one place files are opened (tests wrap it to check that reading is lazy); decompresses by suffix."""
+    opener = _OPENERS.get(_compression(path.name))
+    return opener(path, "rb") if opener else path.open("rb")
 
 
-def iter_data_files(paths: Iterable[str | Path]) -> Iterator[Path | Reject]:
-    """Expand inputs to data files, in order; a missing input yields a Reject."""
+def _compression(name: str) -> str:
+    """The compression suffix of a file name (``.gz``...; also the unsupported ones), or ``""``."""
+    lower = name.lower()
+    return next((s for s in (*COMPRESSION_SUFFIXES, *UNSUPPORTED_COMPRESSION) if lower.endswith(s)), "")
+
+
+def _inner_name(name: str) -> str:
+    """The lower-cased name without its compression suffix (``a.JSONL.gz`` -> ``a.jsonl``)."""
+    lower = name.lower()
+    return lower[: len(lower) - len(_compression(lower))]
+
+
+def is_data_file_name(name: str) -> bool:
+    """A name the directory walk reads: a data suffix, optionally followed by a compression suffix."""
+    return _inner_name(name).endswith(DATA_SUFFIXES)
+
+
+def is_run_dir(path: Path) -> bool:
+    """A trajudge run directory: its ``trajectories.jsonl`` beside its run files, or a manifest beside a store."""
+    from judge.store import STORE_FILE
+
+    if (path / rundir.TRAJECTORIES).is_file():
+        return any((path / name).exists() for name in (rundir.MANIFEST, STORE_FILE, rundir.VERDICTS, rundir.REJECTS, rundir.LOCK))
+    return (path / rundir.MANIFEST).is_file() and ((path / STORE_FILE).exists() or (path / rundir.LOCK).exists())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Files and directories
+
+
+def iter_data_files(paths: Iterable[str | Path], exclude: Iterable[str | Path] = ()) -> Iterator[Path | Reject]:
+    """Expand inputs to data files, in order. A missing or unreadable input yields a Reject; a run directory
+    met in a walk, and any path in ``exclude`` (the command's own output), yield a :class:`Skipped`."""
+    excluded = {os.path.realpath(p) for p in exclude}
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                relative = child.relative_to(path).parts
-                if child.is_file() and child.name.lower().endswith(DATA_SUFFIXES) and not any(p.startswith(".") for p in relative):
-                    yield child
+        if os.path.realpath(path) in excluded:
+            yield Skipped(source_file=str(path), reason="skipped: it is the output of this command")
+            continue
+        problem = _link_problem(path) if path.is_symlink() else None
+        if problem:
+            yield Reject(source_file=str(path), reason=problem)
+        elif path.is_dir():
+            if not is_run_dir(path):
+                yield from _walk(path, excluded, os.path.realpath(path))
+            elif (path / rundir.TRAJECTORIES).is_file():  # named explicitly: its trajectories, not its other outputs
+                yield path / rundir.TRAJECTORIES
+            else:
+                yield Reject(source_file=str(path), reason=f"a trajudge run directory without {rundir.TRAJECTORIES}")
         elif path.is_file():
             yield path
+        elif path.exists():
+            yield Reject(source_file=str(path), reason="not a regular file or directory")
         else:
             yield Reject(source_file=str(path), reason="no such file or directory")
 
 
+def _walk(directory: Path, excluded: set[str], real_dir: str) -> Iterator[Path | Reject]:
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError as error:
+        yield Reject(source_file=str(directory), reason=f"cannot list the directory: {error.strerror or error}")
+        return
+    for entry in entries:
+        if entry.name.startswith("."):  # hidden files and folders (.git, caches) are not data
+            continue
+        path = Path(entry.path)
+        link = entry.is_symlink()
+        problem = _link_problem(path) if link else None
+        if problem:
+            yield Reject(source_file=str(path), reason=problem)
+            continue
+        real = os.path.realpath(path) if link else os.path.join(real_dir, entry.name)
+        if real in excluded:
+            yield Skipped(source_file=str(path), reason="skipped: it is the output of this command")
+        elif entry.is_dir():
+            if link:
+                yield Skipped(source_file=str(path), reason="skipped: a symlink to a directory is not followed (name it as an input to read it)")
+            elif is_run_dir(path):
+                yield Skipped(source_file=str(path), reason=f"skipped: a trajudge run directory (name it, or its {rundir.TRAJECTORIES}, as an input to read it)")
+            else:
+                yield from _walk(path, excluded, real)
+        elif is_data_file_name(entry.name):
+            if entry.is_file():
+                yield path
+            else:
+                yield Reject(source_file=str(path), reason="not a regular file")
+
+
+def _link_problem(path: Path) -> str | None:
+    """Why a symlink cannot be followed (broken, a loop), or None when it can."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return f"broken symlink: its target {os.readlink(path)!r} does not exist"
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "symlink loop: the link never reaches a file"
+        return f"cannot follow the symlink: {error.strerror or error}"
+    return None
+
+
 def read_file(path: Path, fmt: str | None = None) -> Iterator[Item]:
     """Records of one file."""
-    if path.name.lower().endswith(LINE_SUFFIXES):
+    compression = _compression(path.name)
+    if compression in UNSUPPORTED_COMPRESSION:
+        yield Reject(source_file=str(path), format=fmt, reason=f"{compression} compression is not supported: decompress the file first")
+    elif _inner_name(path.name).endswith(LINE_SUFFIXES):
         yield from _read_lines(path, fmt)
-        return
-    with _open_binary(path) as handle:
-        data = handle.read()
-    if _looks_like_jsonl(data):
-        yield from _read_lines(path, fmt)
-        return
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        yield Reject(source_file=str(path), line=line, format=fmt, reason=f"invalid UTF-8 at byte {error.start} (line {line})")
-        return
-    if not text.strip():
-        yield Reject(source_file=str(path), format=fmt, reason="empty file")
-        return
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        yield Reject(source_file=str(path), line=error.lineno, format=fmt, reason=f"broken JSON: {error.msg} (line {error.lineno} column {error.colno})")
-        return
-    yield from _read_document(document, str(path), fmt)
+    else:
+        yield from _read_whole(path, fmt)
 
 
-def _looks_like_jsonl(data: bytes) -> bool:
-    """A .json file that is really JSON Lines: several lines, the first of which is a whole JSON object."""
-    lines = [line for line in data.splitlines() if line.strip()]
-    if len(lines) < 2 or not lines[0].lstrip().startswith(b"{"):
-        return False
-    try:
-        json.loads(lines[0].decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return True
+# ----------------------------------------------------------------------------------------------------
+# JSON Lines
 
 
 def _read_lines(path: Path, fmt: str | None) -> Iterator[Item]:
+    file = str(path)
+    try:
+        handle = _open_binary(path)
+    except OSError as error:
+        yield Reject(source_file=file, format=fmt, reason=f"cannot open: {error.strerror or error}")
+        return
+    records = 0
+    number = 0
     # The first record decides whether the file is one a format reads whole (span exports: a trace's spans are
     # spread over lines); such a file's records are collected and handed to that format's ``gather``.
     gathering: FormatSpec | None = None
+    decided = False
     gathered: list[tuple[Source, Any]] = []
-    first = True
-    with _open_binary(path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                yield Reject(source_file=str(path), line=number, format=fmt, reason=f"invalid UTF-8 at byte {error.start} of the line")
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
-                yield Reject(source_file=str(path), line=number, format=fmt, reason=f"broken JSON: {error.msg} (column {error.colno})")
-                continue
-            if first:
-                first = False
-                gathering = _gathering_spec(record, fmt)
-            if gathering is not None:
-                gathered.append((Source(str(path), line=number), record))
-                continue
-            yield parse_record(record, Source(str(path), line=number), fmt)
-    if gathering is not None and gathering.gather is not None:
-        yield from gathering.gather(gathered)
+    surrogates = False
+    with handle:
+        try:
+            for number, raw in _split_lines(handle):
+                if raw is None:
+                    records += 1
+                    yield Reject(source_file=file, line=number, format=fmt, reason=f"line longer than {MAX_LINE_BYTES} bytes: not read")
+                    continue
+                if number == 1:
+                    if raw.startswith(_UTF16_BOMS):
+                        yield Reject(source_file=file, line=1, format=fmt, reason="UTF-16/UTF-32 text (byte-order mark): convert the file to UTF-8")
+                        return
+                    raw = raw.removeprefix(codecs.BOM_UTF8)
+                if not raw.strip():
+                    continue
+                records += 1
+                if not decided or gathering is not None:
+                    value = _value_of_line(raw, file, number, fmt)
+                    if isinstance(value, Reject):
+                        yield value
+                        continue
+                    if not decided:
+                        decided, gathering = True, _gathering_spec(value, fmt)
+                    if gathering is not None:
+                        gathered.append((Source(file, line=number), value))
+                        surrogates = surrogates or _may_spell_surrogates(raw)
+                        continue
+                    yield _finish(parse_record(value, Source(file, line=number), fmt), _may_spell_surrogates(raw))
+                    continue
+                yield _record_of_line(raw, file, number, fmt)
+        except _READ_ERRORS as error:
+            yield Reject(source_file=file, line=number + 1, format=fmt, reason=f"cannot read past line {number}: {type(error).__name__}: {error}")
+            return
+    if gathering is not None:
+        yield from _gathered(gathering, gathered, surrogates)
+    if records == 0:
+        yield Reject(source_file=file, format=fmt, reason="empty file: no records")
 
 
 def _gathering_spec(record: Any, fmt: str | None) -> FormatSpec | None:
@@ -126,11 +259,303 @@ def _gathering_spec(record: Any, fmt: str | None) -> FormatSpec | None:
     return spec if spec is not None and spec.gather is not None else None
 
 
-def _read_document(document: Any, file: str, fmt: str | None) -> Iterator[Item]:
+def _gathered(spec: FormatSpec, records: list[tuple[Source, Any]], may_spell_surrogates: bool) -> Iterator[Item]:
+    """The items of a format that reads a file's records together, checked as :func:`parse_record` checks one."""
+    assert spec.gather is not None
+    for item in spec.gather(records):
+        if isinstance(item, Trajectory):
+            try:
+                check_depth(item)
+            except RecordError as error:
+                item = Reject(source_file=item.metadata.source_file or "", line=item.metadata.source_line, format=spec.name,
+                              reason=one_line(f"trajectory {item.id}: {error}"))
+        yield _finish(item, may_spell_surrogates)
+
+
+def _split_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
+    """``(line number, line without its ending)`` per line; ``None`` for a line over :data:`MAX_LINE_BYTES`.
+
+    Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (raw CR and LF never occur inside a JSON value).
+    """
+    number = 0
+    pending: list[bytes] = []
+    size = 0
+    overflow = False
+    after_cr = False  # the previous block ended with \r: a \n opening this block belongs to that line end
+    while block := handle.read1(BLOCK_BYTES):  # read1: what a truncated stream held before its cut still comes out
+        if after_cr and block.startswith(b"\n"):
+            block = block[1:]
+        after_cr = block.endswith(b"\r")
+        for part in block.splitlines(keepends=True):
+            ended = part.endswith((b"\n", b"\r"))
+            body = part.rstrip(b"\r\n") if ended else part
+            if not overflow:
+                pending.append(body)
+                size += len(body)
+                if size > MAX_LINE_BYTES:
+                    overflow, pending = True, []
+            if ended:
+                number += 1
+                yield number, None if overflow else b"".join(pending)
+                pending, size, overflow = [], 0, False
+    if pending or overflow:
+        yield number + 1, None if overflow else b"".join(pending)
+
+
+def _value_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Any:
+    """The JSON value of a line, or a Reject saying why it has none."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Reject(source_file=file, line=number, format=fmt, reason=f"invalid UTF-8 at byte {error.start} of the line")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        return Reject(source_file=file, line=number, format=fmt, reason=f"broken JSON: {error.msg} (column {error.colno})")
+    except RecursionError:
+        return Reject(source_file=file, line=number, format=fmt, reason=_TOO_DEEP)
+
+
+def _record_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Item:
+    record = _value_of_line(raw, file, number, fmt)
+    if isinstance(record, Reject):
+        return record
+    return _finish(parse_record(record, Source(file, line=number), fmt), _may_spell_surrogates(raw))
+
+
+def _may_spell_surrogates(raw: bytes) -> bool:
+    return _SURROGATE_ESCAPE.search(raw) is not None  # ~0.3 ms per MB (two `in` tests cost more)
+
+
+def _finish(item: Item, may_spell_surrogates: bool) -> Item:
+    """Replace lone surrogates in a trajectory whose source text may spell one (rare: checked only then)."""
+    if may_spell_surrogates and isinstance(item, Trajectory):
+        return replace_lone_surrogates(item)
+    return item
+
+
+# ----------------------------------------------------------------------------------------------------
+# Whole JSON documents
+
+
+def _read_whole(path: Path, fmt: str | None) -> Iterator[Item]:
+    file = str(path)
+    try:
+        with _open_binary(path) as handle:
+            data = _read_at_most(handle, MAX_DOCUMENT_BYTES + 1)
+    except _READ_ERRORS as error:
+        yield Reject(source_file=file, format=fmt, reason=f"cannot read: {type(error).__name__}: {error}")
+        return
+    if data.startswith(_UTF16_BOMS):
+        yield Reject(source_file=file, line=1, format=fmt, reason="UTF-16/UTF-32 text (byte-order mark): convert the file to UTF-8")
+        return
+    if _looks_like_jsonl(data):
+        yield from _read_lines(path, fmt)
+        return
+    if len(data) > MAX_DOCUMENT_BYTES:
+        yield Reject(source_file=file, format=fmt, reason=f"a JSON document over {MAX_DOCUMENT_BYTES} bytes is not read whole: write it as JSON Lines")
+        return
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = _count_lines(data, 0, error.start) + 1
+        yield Reject(source_file=file, line=line, format=fmt, reason=f"invalid UTF-8 at byte {error.start} (line {line})")
+        return
+    if not text.strip():
+        yield Reject(source_file=file, format=fmt, reason="empty file: no records")
+        return
+    cut = False
+    try:
+        document, starts = _parse_document(text)
+    except json.JSONDecodeError as error:
+        yield _broken_json(file, fmt, text, error)
+        return
+    except RecursionError:
+        # Too deep for the parser: cut every value below MAX_DEPTH, so the other records can still be read;
+        # a record that lost a value is rejected below with the line of the cut.
+        cut = True
+        text = _cut_deep(text, MAX_DEPTH)
+        try:
+            document, starts = _parse_document(text)
+        except json.JSONDecodeError as error:
+            yield _broken_json(file, fmt, text, error)
+            return
+    may_spell_surrogates = _may_spell_surrogates(data)
+    del data
+    produced = False
+    for item in _read_document(document, file, fmt, _LineFinder(text, starts), cut):
+        produced = True
+        yield _finish(item, may_spell_surrogates)
+    if not produced:
+        yield Reject(source_file=file, format=fmt, reason="no records: the document is empty")
+
+
+def _read_at_most(handle: IO[bytes], limit: int) -> bytes:
+    """Up to ``limit`` bytes, in chunks (``read(limit)`` would allocate ``limit`` bytes up front)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit and (chunk := handle.read(min(1 << 24, limit - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _broken_json(file: str, fmt: str | None, text: str, error: json.JSONDecodeError) -> Reject:
+    line = _count_lines(text, 0, error.pos) + 1
+    column = error.pos - max(text.rfind("\n", 0, error.pos), text.rfind("\r", 0, error.pos))
+    return Reject(source_file=file, line=line, format=fmt, reason=f"broken JSON: {error.msg} (line {line} column {column})")
+
+
+def _count_lines(text: str | bytes, start: int, end: int) -> int:
+    """Line ends between two offsets: ``\\n``, ``\\r\\n`` or a lone ``\\r`` each count once."""
+    nl, cr, crlf = ("\n", "\r", "\r\n") if isinstance(text, str) else (b"\n", b"\r", b"\r\n")
+    return text.count(nl, start, end) + text.count(cr, start, end) - text.count(crlf, start, end)  # type: ignore[arg-type]
+
+
+def _looks_like_jsonl(data: bytes) -> bool:
+    """A .json file that is really JSON Lines: several lines, the first of which is a whole JSON object."""
+    lines = (line for match in re.finditer(rb"[^\r\n]+", data) if (line := match.group()).strip())
+    first, second = next(lines, None), next(lines, None)
+    if first is None or second is None or not first.lstrip().startswith((b"{", codecs.BOM_UTF8 + b"{")):
+        return False
+    try:
+        json.loads(first.decode("utf-8-sig"))
+    except RecursionError:
+        return True  # a whole record too deep to parse: one record per line all the same
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return True
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_space(text: str, pos: int) -> int:
+    return _SPACE.match(text, pos).end()  # type: ignore[union-attr]  # the pattern matches everywhere
+
+
+def _parse_document(text: str) -> tuple[Any, list[int] | None]:
+    """The parsed document, and for a top-level array the offset where each element starts (for lines)."""
+    start = _skip_space(text, 0)
+    if not text.startswith("[", start):
+        return json.loads(text), None
+    values: list[Any] = []
+    starts: list[int] = []
+    pos = _skip_space(text, start + 1)
+    if text.startswith("]", pos):
+        pos += 1
+    else:
+        while True:
+            value, end = _DECODER.raw_decode(text, pos)
+            values.append(value)
+            starts.append(pos)
+            pos = _skip_space(text, end)
+            if text.startswith(",", pos):
+                pos = _skip_space(text, pos + 1)
+            elif text.startswith("]", pos):
+                pos += 1
+                break
+            else:
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+    end = _skip_space(text, pos)
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return values, starts
+
+
+class _LineFinder:
+    """The line where each element of a top-level array starts; counted on first use (for a reject) only."""
+
+    def __init__(self, text: str, starts: list[int] | None) -> None:
+        self._text, self._starts = text, starts
+        self._lines: list[int] | None = None
+
+    def __call__(self, index: int) -> int | None:
+        if self._starts is None:
+            return None
+        if self._lines is None:
+            self._lines, line, previous = [], 1, 0
+            for start in self._starts:
+                line += _count_lines(self._text, previous, start)
+                previous = start
+                self._lines.append(line)
+        return self._lines[index]
+
+
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|[\[\]{}]', re.DOTALL)  # a string (closed or not) or a bracket
+_CUT = "\x00trajudge-cut-at-line:"
+
+
+def _cut_deep(text: str, limit: int) -> str:
+    """``text`` with every value that opens below ``limit`` levels replaced by a marker string naming its line,
+    followed by as many newlines as the value spanned, so every line keeps its number.
+
+    Only used on a document too deep for the JSON parser; a Python scan of the brackets outside strings.
+    """
+    pieces: list[str] = []
+    depth, last, cut_from = 0, 0, -1
+    line, counted = 1, 0
+    for match in _TOKEN.finditer(text):
+        char = text[match.start()]
+        if char == '"':
+            continue
+        if char in "[{":
+            depth += 1
+            if depth == limit + 1:
+                cut_from = match.start()
+        else:
+            if depth == limit + 1 and cut_from >= 0:
+                line += _count_lines(text, counted, cut_from)
+                counted = cut_from
+                pieces += [text[last:cut_from], json.dumps(f"{_CUT}{line}"), "\n" * _count_lines(text, cut_from, match.end())]
+                last, cut_from = match.end(), -1
+            depth -= 1
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _cut_line(value: Any) -> int | None:
+    """The line of the first :func:`_cut_deep` marker inside ``value``, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item.startswith(_CUT):
+                return int(item[len(_CUT):])
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def _read_document(document: Any, file: str, fmt: str | None, line_of: _LineFinder, cut: bool) -> Iterator[Item]:
+    """Records of a parsed document. ``line_of``: the line of an element of a top-level array; ``cut``: the
+    document went through :func:`_cut_deep`, so a record holding a marker is rejected."""
+
+    def record(part: Any, src: Source, name: str | None, in_array: bool = False) -> Item:
+        cut_at = _cut_line(part) if cut else None
+        if cut_at is not None:
+            item: Item = _reject(src, name, _TOO_DEEP)
+            item.line = cut_at  # where the value too deep opens
+            return item
+        item = parse_record(part, src, name)
+        if cut and isinstance(item, Trajectory) and (cut_at := _cut_line(item.model_dump())) is not None:
+            item = _reject(src, name, _TOO_DEEP)  # a cut value outside the record reached it
+            item.line = cut_at
+        if in_array and isinstance(item, Reject) and item.line is None and src.index is not None:
+            item.line = line_of(src.index)
+        return item
+
     name = fmt or detect_format(document)
     spec = FORMATS.get(name) if name else None
     if spec is not None and spec.gather is not None:
-        yield from spec.gather([(Source(file), document)])
+        cut_at = _cut_line(document) if cut else None
+        if cut_at is not None:
+            yield Reject(source_file=file, line=cut_at, format=name, reason=_TOO_DEEP)
+            return
+        yield from _gathered(spec, [(Source(file), document)], False)
         return
     if spec is not None and spec.split is not None:
         try:
@@ -140,29 +565,40 @@ def _read_document(document: Any, file: str, fmt: str | None) -> Iterator[Item]:
             return
         if parts is not None:
             for index, part in parts:
-                yield parse_record(part, Source(file, index=index), name)
+                yield record(part, Source(file, index=index), name)
             return
     if isinstance(document, list) and not (spec is not None and spec.whole_list and spec.detect(document)):
         for index, element in enumerate(document):
-            yield parse_record(element, Source(file, index=index), fmt)
+            yield record(element, Source(file, index=index), fmt, in_array=True)
         return
-    yield parse_record(document, Source(file), name)
+    yield record(document, Source(file), name)
+
+
+# ----------------------------------------------------------------------------------------------------
+# One record
 
 
 def parse_record(record: Any, src: Source, fmt: str | None = None) -> Item:
     """One record -> Trajectory, or a Reject naming file, line/index, format and a one-line reason."""
-    name = fmt or detect_format(record)
+    try:
+        name = fmt or detect_format(record)
+    except RecursionError:
+        return _reject(src, fmt, _TOO_DEEP)
     if name is None:
         return _reject(src, None, f"unknown format: no messages/traj/history/steps/samples found ({_shape(record)})")
     spec: FormatSpec = FORMATS[name]
     try:
-        return spec.parse(record, src)
+        trajectory = spec.parse(record, src)
+        check_depth(trajectory)
+        return trajectory
     except RecordError as error:
         return _reject(src, name, str(error))
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first.get("loc", ()))
         return _reject(src, name, f"invalid value at {where}: {first.get('msg')}")
+    except RecursionError:
+        return _reject(src, name, _TOO_DEEP)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
         # A record of an unexpected shape must not stop the batch; the reason names what broke.
         return _reject(src, name, f"unexpected record shape: {type(error).__name__}: {error}")
@@ -182,16 +618,29 @@ def _shape(record: Any) -> str:
 
 
 class UniqueIds:
-    """Makes trajectory ids unique within one import: a repeated id gets ``~2``, ``~3``... in input order."""
+    """Makes trajectory ids unique within one import, whatever ids the input holds.
+
+    A repeated id gets the first free ``~2``, ``~3``... in input order (``x``, ``x~2``, ``x`` -> ``x``, ``x~2``,
+    ``x~3``), and the renamed trajectory keeps the id it had in ``metadata.extra["original_id"]``.
+    ``renamed`` counts the renames.
+    """
 
     def __init__(self) -> None:
-        self._seen: dict[str, int] = {}
+        self._taken: set[str] = set()
+        self._next: dict[str, int] = {}
+        self.renamed = 0
 
     def __call__(self, trajectory: Trajectory) -> Trajectory:
-        count = self._seen.get(trajectory.id, 0)
-        self._seen[trajectory.id] = count + 1
-        if count == 0:
+        original = trajectory.id
+        if original not in self._taken:
+            self._taken.add(original)
             return trajectory
-        new_id = f"{trajectory.id}~{count + 1}"
-        self._seen[new_id] = 1
-        return trajectory.model_copy(update={"id": new_id})
+        number = self._next.get(original, 2)
+        while f"{original}~{number}" in self._taken:
+            number += 1
+        new_id = f"{original}~{number}"
+        self._next[original] = number + 1
+        self._taken.add(new_id)
+        self.renamed += 1
+        extra = {**trajectory.metadata.extra, "original_id": original}
+        return trajectory.model_copy(update={"id": new_id, "metadata": trajectory.metadata.model_copy(update={"extra": extra})})

@@ -9,6 +9,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from judge.importers._common import one_line
+from judge.model import Trajectory
 from judge.pipeline import ImportStats
 from judge.schema import Reject
 
@@ -19,34 +21,49 @@ def write_import(
     rejects_path: Path,
     fmt: str | None = None,
     keep_rejects: list[Reject] | None = None,
+    exclude: Iterable[str | Path] = (),
 ) -> ImportStats:
     """Write every trajectory of ``inputs`` to ``out_path`` and every reject to ``rejects_path``.
 
     Both files are written to a temporary name and renamed when done, so an interrupted import leaves no
     half-written file under the final name. Memory stays flat: one record at a time. When ``keep_rejects``
-    is given, rejects are also appended to it (for the CLI's summary).
+    is given, rejects (and skipped paths) are also appended to it (for the CLI's summary). The two output
+    files and any path in ``exclude`` (a run directory) are never read as inputs: they are listed as skipped.
     """
     from judge.importers import iter_records
+    from judge.importers.reader import Skipped, UniqueIds
 
     stats = ImportStats()
+    ids = UniqueIds()
     out_path.parent.mkdir(parents=True, exist_ok=True)
     rejects_path.parent.mkdir(parents=True, exist_ok=True)
     out_tmp = out_path.with_name(out_path.name + ".tmp")
     rejects_tmp = rejects_path.with_name(rejects_path.name + ".tmp")
     try:
         with out_tmp.open("w", encoding="utf-8") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
-            for item in iter_records(list(inputs), fmt=fmt):
-                stats.read += 1
-                if isinstance(item, Reject):
+            for item in iter_records(list(inputs), fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids):
+                if isinstance(item, Trajectory):
+                    try:
+                        line = item.to_json_line()
+                    except ValueError as error:  # the last guard: one record that cannot be written is a reject
+                        item = Reject(source_file=item.metadata.source_file or "?", line=item.metadata.source_line,
+                                      format=item.metadata.source_format, reason=one_line(f"cannot be written as JSON: {error}"))
+                    else:
+                        stats.read += 1
+                        stats.imported += 1
+                        fmt_name = item.metadata.source_format
+                        stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
+                        out.write(line + "\n")
+                        continue
+                if isinstance(item, Skipped):
+                    stats.skipped += 1
+                else:
+                    stats.read += 1
                     stats.rejected += 1
-                    rejects.write(item.model_dump_json() + "\n")
-                    if keep_rejects is not None:
-                        keep_rejects.append(item)
-                    continue
-                stats.imported += 1
-                fmt_name = item.metadata.source_format
-                stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
-                out.write(item.to_json_line() + "\n")
+                rejects.write(item.model_dump_json() + "\n")
+                if keep_rejects is not None:
+                    keep_rejects.append(item)
+        stats.renamed = ids.renamed
         os.replace(out_tmp, out_path)
         os.replace(rejects_tmp, rejects_path)
     finally:

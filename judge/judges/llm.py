@@ -408,7 +408,8 @@ class LLMJudge:
         await self.provider.aclose()
 
     async def __call__(
-        self, trajectory: Trajectory, pass_index: int, *, on_attempt: Callable[[Attempt], None] | None = None
+        self, trajectory: Trajectory, pass_index: int, *, on_attempt: Callable[[Attempt], None] | None = None,
+        on_send: Callable[[Attempt], None] | None = None,
     ) -> Verdict:
         base = Verdict(
             trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key=f"{self.spec}#{pass_index}",
@@ -423,7 +424,7 @@ class LLMJudge:
         outputs: list[JudgeOutput] = []
         model_name: str | None = None
         for number, call in enumerate(plan.calls, start=1):
-            answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt)
+            answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt, on_send)
             attempts += answer.attempts
             if answer.output is None:
                 detail = answer.detail
@@ -456,7 +457,8 @@ class LLMJudge:
         })
 
     async def _ask(self, call: PromptCall, turn_count: int, pass_index: int,
-                   on_attempt: Callable[[Attempt], None] | None) -> _Answer:
+                   on_attempt: Callable[[Attempt], None] | None,
+                   on_send: Callable[[Attempt], None] | None = None) -> _Answer:
         """One call (plus at most one corrective retry) -> a validated output, or the reason it failed."""
         attempts: list[Attempt] = []
         problem: VerdictProblem | None = None
@@ -467,7 +469,7 @@ class LLMJudge:
                 completion, made = await complete_with_retries(
                     self.provider, messages, runtime=self.runtime,
                     estimated_input_tokens=sum(estimate_tokens(str(m["content"])) for m in messages),
-                    on_attempt=on_attempt, schema=self.output.schema, schema_name=SCHEMA_NAME,
+                    on_attempt=on_attempt, on_send=on_send, schema=self.output.schema, schema_name=SCHEMA_NAME,
                     temperature=self.temperature, seed=pass_index, max_tokens=self.max_tokens,
                 )
                 attempts += made
@@ -475,7 +477,8 @@ class LLMJudge:
                 return _Answer(attempts, reason="budget_exceeded", detail=str(error), raw=last_text)
             except ProviderError as error:
                 attempts += getattr(error, "attempts", [])
-                reason = {"context_overflow": "context_overflow", "refusal": "refusal"}.get(error.kind, "provider_error")
+                reason = {"context_overflow": "context_overflow", "refusal": "refusal",
+                          "connection_error": "connection_error"}.get(error.kind, "provider_error")
                 return _Answer(attempts, reason=reason, raw=last_text,
                                detail=f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))")
             last_text = completion.text

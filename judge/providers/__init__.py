@@ -14,7 +14,9 @@ returns a :class:`Completion`. Specs:
 
 Keys come only from the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``); a server reached through a
 base URL without a key gets a placeholder key. Keys are never logged, cached, or written anywhere: nothing
-in :class:`Completion` or in a :class:`ProviderError` carries request headers.
+in :class:`Completion` or in a :class:`ProviderError` carries request headers. Credentials written into a
+base URL (``http://user:pass@host/v1``, ``?api_key=``) and extra ``headers`` are sent but never recorded:
+see :mod:`judge.providers.credentials`.
 
 SDKs are imported inside the factory, so importing this module costs nothing. The SDKs' own retries are
 disabled (``max_retries=0``): :mod:`judge.providers.retry` retries, so every attempt is counted and paid
@@ -24,16 +26,16 @@ for visibly.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
 
 from judge.model import Usage
+from judge.providers.credentials import redact, split_credentials, strip_credentials
 from judge.providers.errors import (
     AuthError,
     BadOutput,
     BadRequest,
+    ConnectionFailed,
     ContextOverflow,
     ProviderError,
     ProviderTimeout,
@@ -113,7 +115,7 @@ def parse_spec(spec: str, base_url: str | None = None) -> ProviderSpec:
     """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
-        raise ValueError(f"provider spec {spec!r} must look like openai:MODEL, anthropic:MODEL or openai-compatible:MODEL@URL")
+        raise ValueError(f"provider spec {redact(spec)!r} must look like openai:MODEL, anthropic:MODEL or openai-compatible:MODEL@URL")
     model, url = rest, None
     if kind == "openai-compatible" and "@" in rest:
         model, _, url = rest.partition("@")
@@ -121,12 +123,12 @@ def parse_spec(spec: str, base_url: str | None = None) -> ProviderSpec:
     if kind == "openai" and url:
         kind = "openai-compatible"
     if kind not in ("openai", "anthropic", "openai-compatible"):
-        raise ValueError(f"unknown provider {kind!r} in {spec!r}; known: openai, anthropic, openai-compatible")
+        raise ValueError(f"unknown provider {kind!r} in {redact(spec)!r}; known: openai, anthropic, openai-compatible")
     if not model:
-        raise ValueError(f"provider spec {spec!r} names no model")
+        raise ValueError(f"provider spec {redact(spec)!r} names no model")
     if kind == "openai-compatible" and not url and not os.environ.get("OPENAI_BASE_URL"):
         raise ValueError(
-            f"{spec!r} needs a server URL: write openai-compatible:MODEL@http://host:port/v1, pass --base-url, "
+            f"{redact(spec)!r} needs a server URL: write openai-compatible:MODEL@http://host:port/v1, pass --base-url, "
             "or set OPENAI_BASE_URL"
         )
     return ProviderSpec(kind=kind, model=model, base_url=url)  # type: ignore[arg-type]
@@ -138,7 +140,8 @@ def make_provider(spec: str, options: dict[str, Any] | None = None) -> Provider:
     Options: ``base_url`` (str), ``timeout_s`` (float, per request), ``structured_output``
     (``json_schema`` (default), ``json_object`` or ``none``: for OpenAI-compatible servers that cannot
     enforce a schema), ``default_max_tokens`` (int), ``prompt_cache`` (Anthropic: mark the system prompt
-    cacheable; default true), ``concurrency`` (expected calls in flight, to size connection pools).
+    cacheable; default true), ``concurrency`` (expected calls in flight, to size connection pools),
+    ``headers`` (extra HTTP headers for a gateway: sent, never recorded).
     """
     options = dict(options or {})
     parsed = parse_spec(spec, options.get("base_url"))
@@ -164,26 +167,6 @@ def _key(env_name: str, parsed: ProviderSpec, base_url_env: str) -> str:
     raise AuthError(f"{env_name} is not set: export it to use {parsed.kind}:{parsed.model}")
 
 
-def strip_credentials(url_or_spec: str | None) -> str | None:
-    """Remove ``user:password@`` from a URL (or from the URL inside an openai-compatible spec)."""
-    if not url_or_spec:
-        return url_or_spec
-    scheme = re.search(r"[A-Za-z][A-Za-z0-9+.-]*://", url_or_spec)
-    if scheme is None:
-        return url_or_spec
-    head, url = url_or_spec[:scheme.start()], url_or_spec[scheme.start():]
-    try:
-        parts = urlsplit(url)
-        if not (parts.username or parts.password):
-            return url_or_spec
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-    except ValueError:
-        return url_or_spec
-    return head + urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-
-
 def endpoint_of(client: Any) -> str:
     """The URL an SDK client sends to (its resolved ``base_url``: the option, the SDK's environment variable,
     or the official default), without credentials and without a trailing slash: part of the cache key."""
@@ -196,6 +179,7 @@ __all__ = [
     "BadOutput",
     "BadRequest",
     "Completion",
+    "ConnectionFailed",
     "ContextOverflow",
     "FinishReason",
     "Provider",
@@ -208,5 +192,18 @@ __all__ = [
     "endpoint_of",
     "make_provider",
     "parse_spec",
+    "redact",
+    "split_credentials",
     "strip_credentials",
 ]
+
+
+def client_connection(parsed: ProviderSpec, options: dict[str, Any]) -> tuple[str | None, dict[str, str], dict[str, str]]:
+    """Base URL, default headers and default query for an SDK client: URL credentials and the ``headers``
+    option, held by the client in memory only."""
+    url, headers, query = split_credentials(parsed.base_url)
+    extra = options.get("headers") or {}
+    if not isinstance(extra, dict):
+        raise ValueError("params.headers must be a mapping of header names to values")
+    headers.update({str(name): str(value) for name, value in extra.items()})
+    return url, headers, query

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from judge.model import Usage
-from judge.providers import Completion, FinishReason, ProviderSpec, endpoint_of
+from judge.providers import Completion, FinishReason, ProviderSpec, client_connection, endpoint_of
 from judge.providers.errors import BadOutput
 from judge.providers.sdk_errors import classify_sdk_error
 
@@ -34,11 +34,13 @@ class AnthropicProvider:
         self.spec = spec
         self.provider = parsed.kind
         self.model = parsed.model
-        self.base_url = parsed.base_url
+        base_url, headers, query = client_connection(parsed, options)
+        self.base_url = base_url
         self.default_max_tokens = int(options.get("default_max_tokens") or DEFAULT_MAX_TOKENS)
         self.prompt_cache = bool(options.get("prompt_cache", True))
         self._accepted: frozenset[str] | None = None
-        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s)
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                                                default_headers=headers or None, default_query=query or None)
         self.endpoint = endpoint_of(self._client)  # where requests go (cache key part), no credentials
 
     async def complete(

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorKind = Literal["rate_limited", "server_error", "timeout", "bad_output", "context_overflow", "refusal", "auth", "bad_request"]
+ErrorKind = Literal["rate_limited", "server_error", "timeout", "connection_error", "bad_output", "context_overflow",
+                    "refusal", "auth", "bad_request"]
 
 # Kinds worth another attempt after a pause; the others fail the same way every time.
-RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limited", "server_error", "timeout", "bad_output"})
+RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limited", "server_error", "timeout", "connection_error", "bad_output"})
 
 
 class ProviderError(Exception):
@@ -48,6 +49,13 @@ class ServerError(ProviderError):
 
 class ProviderTimeout(ProviderError):
     kind: ErrorKind = "timeout"
+
+
+class ConnectionFailed(ProviderError):
+    """No connection to the server (refused, unknown host, connect timeout, TLS handshake): the request was
+    never sent, so it cost nothing."""
+
+    kind: ErrorKind = "connection_error"
 
 
 class BadOutput(ProviderError):

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from judge.model import Usage
-from judge.providers import Completion, FinishReason, ProviderSpec, endpoint_of
+from judge.providers import Completion, FinishReason, ProviderSpec, client_connection, endpoint_of
 from judge.providers.errors import BadOutput
 from judge.providers.sdk_errors import classify_sdk_error
 
@@ -41,24 +41,25 @@ class OpenAIProvider:
         self.spec = spec
         self.provider = parsed.kind
         self.model = parsed.model
-        self.base_url = parsed.base_url
+        base_url, headers, query = client_connection(parsed, options)
+        self.base_url = base_url
         self.structured_output = str(options.get("structured_output") or "json_schema")
         self.default_max_tokens = options.get("default_max_tokens")
         self.http_transport = choose_transport(options.get("http_transport"))
         # A plain-http server (a local vLLM, the simulated judge) needs no TLS: skip loading the CA bundle,
         # which costs about 0.1 s of CPU per client.
-        plain_http = bool(parsed.base_url and parsed.base_url.startswith("http://"))
+        plain_http = bool(base_url and base_url.startswith("http://"))
+        connection = {"api_key": api_key, "base_url": base_url, "max_retries": 0, "timeout": timeout_s,
+                      "default_headers": headers or None, "default_query": query or None}
         if self.http_transport == "aiohttp":
             # The SDK's own aiohttp transport (openai.DefaultAioHttpClient): the same SDK request path, with a
             # C HTTP parser under it instead of httpcore/h11 - about 1 ms less CPU per call. Its pool is not
             # scanned per request, so one client serves any concurrency.
-            self._clients = [openai.AsyncOpenAI(api_key=api_key, base_url=parsed.base_url, max_retries=0,
-                                                timeout=timeout_s, http_client=openai.DefaultAioHttpClient())]
+            self._clients = [openai.AsyncOpenAI(**connection, http_client=openai.DefaultAioHttpClient())]
         else:
             count = max(1, -(-int(options.get("concurrency") or 1) // CONNECTIONS_PER_CLIENT))
             self._clients = [openai.AsyncOpenAI(
-                api_key=api_key, base_url=parsed.base_url, max_retries=0, timeout=timeout_s,
-                http_client=openai.DefaultAsyncHttpxClient(verify=False) if plain_http else None,
+                **connection, http_client=openai.DefaultAsyncHttpxClient(verify=False) if plain_http else None,
             ) for _ in range(count)]
         self._next_client = itertools.cycle(self._clients)
         self.endpoint = endpoint_of(self._clients[0])  # where requests go (cache key part), no credentials

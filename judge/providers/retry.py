@@ -2,7 +2,12 @@
 
 :func:`complete_with_retries` is the one loop every LLM call goes through (judges, teacher, rewriter). It
 reports each attempt - failed ones included, with their tokens and cost - to an ``on_attempt`` callback,
-so the run store can count everything that was paid for.
+so the run store can count everything that was paid for; ``on_send`` hears of each attempt just before its
+request goes out, so that a kill while it is on the wire still leaves a record of it.
+
+What an attempt is charged: its priced usage when it answered; nothing when it failed with an error
+response or could not connect (no request reached the server); its worst case (the reservation) when it
+timed out or its usage is unreadable, since it may have been billed.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.model import Usage
+from judge.pricing import checked_usage
 from judge.providers import Completion, Provider
 from judge.providers.errors import ProviderError, ProviderTimeout
 
@@ -152,15 +158,21 @@ class Budget:
 
 @dataclass
 class Attempt:
-    """One request to a provider, as recorded in the run store."""
+    """One request to a provider, as recorded in the run store.
+
+    ``on_send`` receives it with outcome ``sent``; ``on_attempt`` receives the same object once it ended.
+    """
 
     number: int
-    outcome: str  # "ok", or the error kind (rate_limited, server_error, timeout, ...)
+    outcome: str  # "sent" while in flight, then "ok" or the error kind (rate_limited, server_error, timeout, ...)
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     latency_s: float | None = None
     error: str | None = None
     completion: Completion | None = None
+    reserved_usd: float = 0.0  # its worst-case cost: what it counts for if its real cost stays unknown
+    note: str | None = None  # e.g. why its usage was not believed
+    record_id: int | None = None  # for the recorder: the store row written at send time
 
 
 @dataclass
@@ -178,7 +190,9 @@ class CallRuntime:
     sleep: Callable[[float], Any] = asyncio.sleep
     retries: int = 0  # counters for the progress bar
     calls: int = 0
-    fatal: ProviderError | None = None  # an auth failure stops all further calls: every one would fail the same way
+    # Per endpoint: an auth failure, or a server still unreachable after all retries, stops every further call
+    # to it - each one would fail the same way (a rerun retries them: such passes are not cached).
+    stopped: dict[str, ProviderError] = field(default_factory=dict)
 
     def limiter_for(self, key: str) -> RateLimiter:
         if key not in self.limiters:
@@ -200,6 +214,7 @@ async def complete_with_retries(
     runtime: CallRuntime,
     estimated_input_tokens: int,
     on_attempt: Callable[[Attempt], None] | None = None,
+    on_send: Callable[[Attempt], None] | None = None,
     **kwargs: Any,
 ) -> tuple[Completion, list[Attempt]]:
     """Call ``provider.complete(messages, **kwargs)`` until it answers or the error is final.
@@ -209,17 +224,23 @@ async def complete_with_retries(
     :class:`BudgetExceeded` (before calling) when the budget cap is reached.
     """
     price_key = f"{provider.provider}:{provider.model}"
+    target = f"{price_key}@{getattr(provider, 'endpoint', None) or ''}"
     limiter = runtime.limiter_for(price_key)
     max_tokens = int(kwargs.get("max_tokens") or 1024)
     estimate_usage = Usage(input_tokens=estimated_input_tokens, output_tokens=max_tokens)
     attempts: list[Attempt] = []
     for number in range(1, runtime.policy.max_retries + 2):
-        if runtime.fatal is not None:
-            stopped = type(runtime.fatal)(f"not attempted: an earlier call failed ({runtime.fatal})", status=runtime.fatal.status)
+        earlier = runtime.stopped.get(target)
+        if earlier is not None:
+            stopped = type(earlier)(f"not attempted: an earlier call failed ({earlier})", status=earlier.status)
             stopped.attempts = attempts  # type: ignore[attr-defined]
             raise stopped
-        reserved = await runtime.budget.reserve(runtime.cost(price_key, estimate_usage))
+        worst = runtime.cost(price_key, estimate_usage)
+        reserved = await runtime.budget.reserve(worst)
         await limiter.acquire(estimated_input_tokens + max_tokens)
+        attempt = Attempt(number, "sent", reserved_usd=worst or 0.0)
+        if on_send:
+            on_send(attempt)  # recorded before the request exists: a kill from here on leaves it "sent"
         started = time.monotonic()
         runtime.calls += 1
         try:
@@ -227,17 +248,20 @@ async def complete_with_retries(
                 completion = await provider.complete(messages, **kwargs)
         except (ProviderError, TimeoutError) as raw_error:
             error = raw_error if isinstance(raw_error, ProviderError) else ProviderTimeout(f"no answer within {runtime.timeout_s:g}s")
-            # An error response is not billed; a timed-out request may have been (the server can finish after
-            # we gave up): its cost is unknown, and the budget charges its worst case.
+            # An error response is not billed, nor is a request that never connected; a timed-out request may
+            # have been (the server can finish after we gave up): its cost is unknown, and the budget charges
+            # its worst case.
             cost = None if error.kind == "timeout" else 0.0
             await runtime.budget.settle(reserved, cost)
-            attempt = Attempt(number, error.kind, latency_s=time.monotonic() - started, error=str(error), cost_usd=cost)
+            attempt.outcome, attempt.latency_s, attempt.error, attempt.cost_usd = (
+                error.kind, time.monotonic() - started, str(error), cost)
             attempts.append(attempt)
             if on_attempt:
                 on_attempt(attempt)
-            if error.kind == "auth":
-                runtime.fatal = error
-            if not error.retryable or number > runtime.policy.max_retries:
+            final = not error.retryable or number > runtime.policy.max_retries
+            if error.kind == "auth" or (error.kind == "connection_error" and final):
+                runtime.stopped[target] = error
+            if final:
                 error.attempts = attempts  # type: ignore[attr-defined]
                 raise error from (None if error is raw_error else raw_error)
             runtime.retries += 1
@@ -246,10 +270,13 @@ async def complete_with_retries(
         except BaseException:  # cancelled or a bug: release the reservation so other calls are not blocked
             await runtime.budget.settle(reserved, None)
             raise
-        cost = runtime.cost(price_key, completion.usage)
+        usage, note = checked_usage(completion.usage)
+        completion.usage = usage
+        cost = runtime.cost(price_key, usage)
         await runtime.budget.settle(reserved, cost)
-        limiter.settle(estimated_input_tokens + max_tokens, completion.usage)
-        attempt = Attempt(number, "ok", usage=completion.usage, cost_usd=cost, latency_s=completion.latency_s, completion=completion)
+        limiter.settle(estimated_input_tokens + max_tokens, usage)
+        attempt.outcome, attempt.usage, attempt.cost_usd, attempt.latency_s, attempt.completion, attempt.note = (
+            "ok", usage, cost, completion.latency_s, completion, note)
         attempts.append(attempt)
         if on_attempt:
             on_attempt(attempt)

@@ -10,12 +10,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
+import ssl
 from types import ModuleType
 
 import httpx
 
 from judge.providers.errors import (
     BadOutput,
+    ConnectionFailed,
     ProviderError,
     ProviderTimeout,
     ServerError,
@@ -48,9 +51,32 @@ def scrub_secrets(text: str) -> str:
     return text
 
 
+# Failures while opening the connection, before any byte of the request is sent, by exception class name:
+# the SDKs wrap them (openai's aiohttp transport even as a timeout), and httpx may come as a fork (httpx2).
+_CONNECT_FAILURES = frozenset({"ConnectError", "ConnectTimeout", "ClientConnectorError", "ClientConnectorDNSError",
+                               "ClientConnectorCertificateError", "ClientConnectorSSLError", "ClientProxyConnectionError"})
+
+
+def connect_failure(error: BaseException) -> BaseException | None:
+    """The exception in ``error``'s chain showing the connection was never made, if there is one."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (ConnectionRefusedError, socket.gaierror, ssl.SSLCertVerificationError)) \
+                or type(current).__name__ in _CONNECT_FAILURES:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def _classify(sdk: ModuleType, error: BaseException) -> ProviderError:
     if isinstance(error, ProviderError):
         return error
+    refused = connect_failure(error)
+    if refused is not None:
+        root = _root(refused)
+        return ConnectionFailed(f"no connection to the server ({type(root).__name__}: {_short(root)})")
     if isinstance(error, (sdk.APITimeoutError, httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)):
         return ProviderTimeout("the request timed out")
     if isinstance(error, sdk.APIResponseValidationError):
@@ -66,6 +92,15 @@ def _classify(sdk: ModuleType, error: BaseException) -> ProviderError:
     if isinstance(error, (httpx.HTTPError, OSError)):
         return ServerError(f"{type(error).__name__}: {_short(error)}")
     raise error  # a programming error (TypeError, ...) must not be retried as if the server failed
+
+
+def _root(error: BaseException) -> BaseException:
+    """The innermost cause (the OS error says most: 'Connect call failed', 'Name or service not known')."""
+    seen: set[int] = set()
+    while (error.__cause__ or error.__context__) is not None and id(error) not in seen:
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return error
 
 
 def _retry_after(response: httpx.Response | None) -> float | None:

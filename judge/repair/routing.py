@@ -64,10 +64,13 @@ class TrajectoryRepair:
 
 
 def majority_issues(score: ScoreRow) -> list[ScoredIssue]:
-    """Agent issues and environment-ledger issues of a score row, each cluster once."""
+    """Agent issues and environment-ledger issues of a score row, each cluster once. An environment fault the agent
+    recovered from within the trajectory is recorded in the ledger but needs no rerun, so it is not routed."""
     seen: set[str] = set()
     issues: list[ScoredIssue] = []
     for issue in [*score.issues, *score.environment]:
+        if issue.category == "environment" and issue.recovered is True:
+            continue
         if issue.cluster not in seen:
             seen.add(issue.cluster)
             issues.append(issue)

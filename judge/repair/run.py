@@ -17,6 +17,7 @@ from pathlib import Path
 
 from judge import rundir
 from judge.model import Trajectory, Usage
+from judge.providers import redact
 from judge.repair.prompting import Provider, make_provider_from_spec
 from judge.repair.rewrite import rewrite_query
 from judge.repair.routing import TrajectoryRepair, plan_repair, unfixable
@@ -134,7 +135,8 @@ def repair_run(
         outputs.edit_log.extend(e.log_row() for e in plan.edits)
         if plan.edited is not None and plan.row.route == "offline-edit":
             outputs.edited.append(plan.edited)
-    outputs.tickets = asyncio.run(_all_tickets(plans, provider, teacher or getattr(provider, "spec", None), control_arm, concurrency))
+    label = redact(teacher or getattr(provider, "spec", None))  # recorded in tickets: no URL credential
+    outputs.tickets = asyncio.run(_all_tickets(plans, provider, label, control_arm, concurrency))
     for row in outputs.rows:
         used = row.extra.get("teacher_usage")
         if used:

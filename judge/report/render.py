@@ -6,7 +6,9 @@ never mark data safe; the only unescaped insertions are our own stylesheet and s
 ``reports/``) and the SVG charts drawn from numbers and fixed labels. The Markdown environment escapes every
 ``{{ }}`` output through ``finalize``, so a template cannot forget to. A Content-Security-Policy meta tag
 forbids every load from anywhere (no other host, no file, no data: except images) and lets run only the
-script and stylesheet whose hashes it lists, so even a missed escape could not run a script.
+script and stylesheet whose hashes it lists, so even a missed escape could not run a script. Both
+environments also pass every value through :func:`judge.visible.visible`, so a bidi override in an id
+(``U+202E``) or an ANSI sequence in a receipt shows as an escape (``\u202e``) instead of reordering the text.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from judge.report.load import RunData, load_run, manifest_json
 from judge.report.summary import scores_by_trajectory, summarise
 from judge.report.viewer import TrajectoryView, anchor_id, build_views
 from judge.resources import resource_dir
+from judge.visible import visible
 
 HTML_TEMPLATE = "report.html.j2"
 MD_TEMPLATE = "report.md.j2"
@@ -153,11 +156,18 @@ def content_security_policy(css: str, js: str) -> str:
     ])
 
 
+def _html_finalize(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, Markup):  # data; our own Markup is left alone
+        return visible(value)
+    return value
+
+
 @functools.lru_cache(maxsize=1)
 def html_environment() -> Environment:
     """The HTML environment (cached: compiling the templates costs more than rendering them)."""
     env = Environment(
         loader=FileSystemLoader(str(resource_dir("reports"))),
+        finalize=_html_finalize,  # control and bidi characters from the data become visible escapes
         autoescape=True,  # always, whatever the template's name
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -207,7 +217,7 @@ def md_escape(value: Any) -> str:
     """
     if value is None:
         return ""
-    text = re.sub(r"\s+", " ", str(value))
+    text = visible(re.sub(r"\s+", " ", str(value)))
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 

@@ -2,7 +2,7 @@
 
 Public API::
 
-    config = RulesConfig.load()                      # rubrics/rules-v1.yaml, or a path
+    config = RulesConfig.load()                      # rubrics/rules-v2.yaml, or a path
     issues = run_detectors(trajectory)               # every enabled detector
     issues = run_detectors(trajectory, ["premature-claim"])   # one detector, as a validator
     DETECTORS["failed-call"](trajectory)             # the same, one detector, called alone
@@ -13,10 +13,10 @@ Detector names (each issue's ``tag`` is exactly the name of the detector that fo
 =========================== =========== =========================================================
 detector                    category    finds
 =========================== =========== =========================================================
-failed-call                 code        a failed call; minor if later redone, severe if never
+failed-call                 code        a failed call (not a check that reported failures); minor if redone
 repeated-failure            code        the same failing call repeated unchanged
-environment-fault           environment network, auth, quota, disk failures (never ``code``)
-unverified-completion       semantic    a done/created/verified claim its receipts contradict
+environment-fault           environment network, DNS, auth, quota, disk, timeout (never ``code``); ``recovered``
+unverified-completion       semantic    a done/created/pushed/tests-pass/N-records claim no receipt supports
 plan-receipt-mismatch       semantic    a todo marked completed without a successful call / check
 stale-evidence              semantic    "verified" after the checked file changed
 premature-claim             semantic    a result stated before its receipt exists
@@ -26,8 +26,9 @@ budget-exhausted            capability  the log marks the budget exhausted and n
 =========================== =========== =========================================================
 
 Their rules are documented on the functions in :mod:`judge.rules.detectors`; phrase lists and thresholds are
-data in ``rubrics/rules-v1.yaml``. Everything is computed from one :class:`~judge.rules.analysis.Analysis`
-per trajectory, so a single detector is as cheap as the analysis it needs.
+data in ``rubrics/rules-v2.yaml`` (per language; a language without a vocabulary gets the structural checks).
+Everything is computed from one :class:`~judge.rules.analysis.Analysis` per trajectory, so a single detector is
+as cheap as the analysis it needs.
 """
 
 from __future__ import annotations
@@ -124,22 +125,27 @@ class WasteCounts:
 def waste_counts(analysis: Analysis) -> WasteCounts:
     """Failed calls (first of their kind), identical repeats of a failure, and redundant read-only repeats.
 
-    A failed check that later passes is not waste (it found what the next calls fixed). A read-only call is
-    redundant when an identical call already succeeded and no call that may change state ran in between
-    (re-reading an unchanged file).
+    A failed check that later passes is not waste (it found what the next calls fixed), nor is a check that ran
+    and reported failures (its findings are evidence). A repeat of a failure counts only when no successful call
+    that may change state ran since the identical failure (re-running after a fix is the loop working). A
+    read-only call is redundant when an identical call already succeeded and no call that may change state ran in
+    between (re-reading an unchanged file).
     """
     failed = repeated = redundant = 0
-    seen_failures: set[tuple[str, str]] = set()
+    last_failure: dict[tuple[str, str], int] = {}  # signature -> order of the last identical failure
     last_ok_read: dict[str, int] = {}  # key -> order of the last successful identical read-only call
-    last_mutation = -1
+    last_mutation = -1  # order of the last call that may change state
+    last_ok_mutation = -1  # ... of those, the last that succeeded
     for action in analysis.actions:
         if action.outcome == "error":
             signature = (action.key, action.error_line.strip().lower())
-            if signature in seen_failures:
-                repeated += 1
-            elif not (action.is_check and analysis.recovered(action)):
+            previous = last_failure.get(signature)
+            if previous is not None:
+                if previous > last_ok_mutation:
+                    repeated += 1
+            elif not action.reported and not (action.is_check and analysis.recovered(action)):
                 failed += 1
-            seen_failures.add(signature)
+            last_failure[signature] = action.order
         elif action.outcome == "ok" and action.read_only:
             previous = last_ok_read.get(action.key)
             if previous is not None and previous > last_mutation:
@@ -147,6 +153,8 @@ def waste_counts(analysis: Analysis) -> WasteCounts:
             last_ok_read[action.key] = action.order
         if not action.read_only and not action.is_plan:
             last_mutation = action.order
+            if action.outcome == "ok":
+                last_ok_mutation = action.order
     return WasteCounts(total=len(analysis.actions), failed=failed, repeated=repeated, redundant=redundant)
 
 

@@ -26,7 +26,8 @@ Outcome = Literal["ok", "error", "environment", "missing"]
 
 # Sentence ends: [.!?] before whitespace (not the dot of "report.csv"), any CJK stop, or a line break.
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-_EXTENSIONS = r"\.(?:py|js|ts|tsx|jsx|json|ya?ml|md|txt|csv|sh|go|rs|java|toml|html|css|sql|cfg|ini|rb|c|h|cpp|xml)"
+_EXTENSIONS = (r"\.(?:py|js|ts|tsx|jsx|json|jsonl|ya?ml|md|txt|csv|tsv|sh|go|rs|java|kt|php|toml|html|css|scss|sql|cfg|"
+               r"conf|ini|rb|c|h|cpp|xml|log|ipynb|png|jpe?g|gif|svg|pdf|xlsx?|docx?|pptx|parquet|zip|gz|tgz|db|sqlite)")
 _PATH_TOKEN = re.compile(r"(?<![\w/.-])([\w./-]*[\w-]" + _EXTENSIONS + r")\b")
 # Every path token holds a dot and an extension: this literal-led search (fast) rules most sentences out first.
 _HAS_EXTENSION = re.compile(_EXTENSIONS)
@@ -39,6 +40,9 @@ _CODE = re.compile(r"([A-Z](?<!\w.)(?=[A-Z0-9-]*\d)[A-Z0-9-]{4,})\b")
 _REDIRECT = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+)")
 _SED_INPLACE = re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([\w./-]+)")
 _CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)  # a fenced block, or an unclosed one to the end of the text
+# Link targets and URLs name pages, not files or ids the agent claims anything about.
+_LINK = re.compile(r"\]\([^)\s]*\)|https?://\S+|\b(?:www\.)\S+")
 _DOC_SUFFIXES = (".md", ".txt", ".rst")
 _JSON_REASON = re.compile(r'"(msg|message|error|detail|reason)"\s*:', re.IGNORECASE)  # a JSON error body's reason
 _EXIT_LINE = re.compile(r"^\s*(error:\s*)?exit ?code:?\s*-?\d+\s*(\(execution failed\))?\s*$", re.IGNORECASE)
@@ -73,6 +77,10 @@ class Action:
     is_check: bool = False
     read_only: bool = False
     shows_content: bool = False  # its output is file content: only flags and exit codes can say it failed
+    link_check: bool = False  # a link checker: HTTP statuses in its receipt are its findings
+    program: str = ""  # the program a shell command runs (its last command of a chain), for exit-code meanings
+    uncertain: bool = False  # a state-changing call whose effect is unknown (timed out, "may or may not have applied")
+    reported: bool = False  # a check that ran and reported failures: evidence about the work, not a failed call
     writes: tuple[str, ...] = ()
     # Computed on first use (most actions never need them): see the ``text`` and ``key`` properties.
     arguments: str | None = field(default=None, repr=False)
@@ -115,6 +123,9 @@ class Sentence:
     creation: bool = False  # "created", "已写入": refers to the last write
     test_claim: bool = False  # "all tests pass"
     done_claim: bool = False  # "all done", "3/3"
+    pass_claim: bool = False  # "all checks passed", "alles grün": needs a real check that passed
+    actions: tuple[str, ...] = ()  # claimed actions (config ``actions``: push, restart...)
+    counts: tuple[int, ...] = ()  # claimed counts ("6 records written"): each must be shown by a receipt
 
 
 @dataclass(slots=True)
@@ -164,6 +175,20 @@ class Analysis:
         for later in successes.get(action.intent, ()):
             if later.order > action.order and (before is None or later.visible_at < before):
                 return later
+        return None
+
+    def resolved(self, action: Action, before: int | None = None) -> Action | None:
+        """:meth:`recovered`, or for a call whose effect is unknown (``uncertain``) a later successful call that
+        names one of its argument values (a read-back of the reservation, the file, the record it changed)."""
+        later = self.recovered(action, before)
+        if later is not None or not action.uncertain:
+            return later
+        values = argument_values(action)
+        for candidate in self.actions[action.order + 1 :]:
+            if before is not None and candidate.visible_at >= before:
+                continue
+            if candidate.outcome == "ok" and any(v in candidate.text for v in values):
+                return candidate
         return None
 
     def actions_before(self, message_index: int) -> list[Action]:
@@ -262,47 +287,65 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
 
 def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str]:
     """Outcome of one receipt and the line that shows a failure ("" when it succeeded)."""
-    outcome, line, _ = _classify(receipt, config, patterns)
-    return outcome, line
+    reading = _classify(receipt, config, patterns)
+    return reading.outcome, reading.line
 
 
-def _classify(
-    receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, text_signals: bool = True
-) -> tuple[Outcome, str, bool]:
-    """(outcome, failure line, whether the receipt reports checks passing or failing).
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What one receipt says, from its flags and text (memoised per receipt text, flags and mode)."""
 
-    ``text_signals=False`` (a read-only call: its output is file content) trusts only the error flag and the
-    exit code. Memoised per config: identical receipts are common ("Todos have been modified successfully.",
-    the shared prefix of a continuation and its source trajectory), and the answer depends on nothing else.
+    outcome: Outcome
+    line: str  # the line that shows the failure ("" when it succeeded)
+    reports_checks: bool = False  # it reports checks passing or failing ("3 passed", "FAIL")
+    uncertain: bool = False  # it leaves the effect of the call unknown (a timeout, "may or may not have been applied")
+    invocation_error: bool = False  # the command itself was wrong (not found, bad option): nothing was checked
+
+
+# Receipt reading modes: the text says nothing for file content (flags only); HTTP statuses and network errors
+# in a link checker's report are its findings, not the environment.
+NORMAL, CONTENT, LINK_CHECK = 0, 1, 2
+_OK = Reading("ok", "")
+
+
+def _classify(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, mode: int = NORMAL) -> Reading:
+    """What ``receipt`` says (see :class:`Reading`).
+
+    ``mode=CONTENT`` (a read-only call: its output is file content) trusts only the error flag and the exit code.
+    Memoised per config: identical receipts are common ("Todos have been modified successfully.", the shared
+    prefix of a continuation and its source trajectory), and the answer depends on nothing else.
     """
-    key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, text_signals)
+    key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, mode)
     cached = patterns.memo_receipts.get(key)
     if cached is None:
-        cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns, text_signals))
-    outcome: Outcome = cached[0]
-    return outcome, cached[1], cached[2]
+        cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns, mode))
+    return cached  # type: ignore[no-any-return]
+
+
+def _mode(action: Action) -> int:
+    return CONTENT if action.shows_content else LINK_CHECK if action.link_check else NORMAL
 
 
 def _classify_actions(actions: list[Action], config: RulesConfig, patterns: CompiledPatterns) -> None:
-    """Set outcome, failure line and check flag of every answered action: :func:`_classify` for all of a
-    trajectory's receipts at once, with one literal scan of the receipts the memo does not know."""
+    """Set outcome, failure line and flags of every answered action: :func:`_classify` for all of a trajectory's
+    receipts at once, with one literal scan of the receipts the memo does not know."""
     memo = patterns.memo_receipts
     unknown: list[tuple[Action, Any, str]] = []  # (action, memo key, window)
     for action in actions:
         receipt = action.receipt
         assert receipt is not None
         # What a read-only call shows is file content, not a message of the tool: only its flags count.
-        text_signals = not action.shows_content
-        key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, text_signals)
+        mode = _mode(action)
+        key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, mode)
         cached = memo.get(key)
         if cached is None:
-            window = _receipt_window(receipt, config, text_signals)
+            window = _receipt_window(receipt, config, mode != CONTENT)
             if window is None:
-                cached = patterns.remember(memo, key, ("ok", "", False))
+                cached = patterns.remember(memo, key, _OK)
             else:
                 unknown.append((action, key, window))
                 continue
-        _set_outcome(action, cached)
+        _set_outcome(action, cached, config)
     if not unknown:
         return
     lows = [window.lower() for _, _, window in unknown]
@@ -314,14 +357,25 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
                 group: Any = group) -> re.Match[str] | None:
             return group.search_one(name, window, low, found)
 
-        cached = patterns.remember(memo, key, _classify_hits(action.receipt, window, hit, patterns))  # type: ignore[arg-type]
-        _set_outcome(action, cached)
+        cached = patterns.remember(memo, key, _classify_hits(action.receipt, window, hit, patterns, key[3]))  # type: ignore[arg-type]
+        _set_outcome(action, cached, config)
 
 
-def _set_outcome(action: Action, classified: tuple[Outcome, str, bool]) -> None:
-    action.outcome, action.error_line, reports_checks = classified
-    if reports_checks and not action.is_plan:
-        action.is_check = True  # it reported checks passing/failing: it was a check
+def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
+    action.outcome, action.error_line = reading.outcome, reading.line
+    if reading.reports_checks and not action.is_plan and not action.read_only:
+        action.is_check = True  # it reported checks passing/failing: it was a check (a read or an echo never is)
+    receipt = action.receipt
+    # Exit codes some programs reserve for network / auth faults (curl 6: could not resolve host).
+    if (action.outcome == "error" and receipt is not None and receipt.exit_code and action.program
+            and receipt.exit_code in config.tools.environment_exit_codes.get(action.program, ())):
+        action.outcome = "environment"
+        action.error_line = action.error_line or f"{action.program} exit code {receipt.exit_code}"
+    # A state-changing call that timed out may or may not have taken effect; a read that timed out changed nothing.
+    action.uncertain = reading.uncertain and not action.read_only and action.outcome != "ok"
+    # A check that ran and reported failures found something: evidence, not an error of the agent's call.
+    action.reported = (action.is_check and action.outcome == "error" and reading.reports_checks
+                       and not reading.invocation_error)
 
 
 def _receipt_window(receipt: Receipt, config: RulesConfig, text_signals: bool) -> str | None:
@@ -341,39 +395,41 @@ def _receipt_window(receipt: Receipt, config: RulesConfig, text_signals: bool) -
     return clip(window, settings.head_chars, settings.tail_chars)  # one-line JSON dumps can be huge
 
 
-def _classify_uncached(
-    receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, text_signals: bool = True
-) -> tuple[Outcome, str, bool]:
-    window = _receipt_window(receipt, config, text_signals)
+def _classify_uncached(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns, mode: int = NORMAL) -> Reading:
+    window = _receipt_window(receipt, config, mode != CONTENT)
     if window is None:
-        return "ok", "", False
+        return _OK
     low = window.lower()
     found = patterns.receipt_lists.gate.find(low)
-    return _classify_hits(receipt, window, lambda name: patterns.receipt_lists.search_one(name, window, low, found), patterns)
+    return _classify_hits(receipt, window, lambda name: patterns.receipt_lists.search_one(name, window, low, found),
+                          patterns, mode)
 
 
 def _classify_hits(
-    receipt: Receipt, window: str, hit: Callable[[str], re.Match[str] | None], patterns: CompiledPatterns
-) -> tuple[Outcome, str, bool]:
-    """The outcome of a receipt from its flags and the phrase lists' matches in its window (``hit(list)``:
-    a list is searched only when its answer can change the outcome)."""
+    receipt: Receipt, window: str, hit: Callable[[str], re.Match[str] | None], patterns: CompiledPatterns,
+    mode: int = NORMAL,
+) -> Reading:
+    """What a receipt says from its flags and the phrase lists' matches in its window (``hit(list)``: a list is
+    searched only when its answer can change the outcome)."""
     text = receipt.content or ""
     explicit_failure = receipt.is_error or (receipt.exit_code is not None and receipt.exit_code != 0)
-    environment = hit("environment")
+    uncertain = hit("uncertain") if mode != LINK_CHECK else None
+    environment = (hit("environment") or uncertain) if mode != LINK_CHECK else None
     explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or hit("success") is not None
     error = None if explicit_success and not explicit_failure else hit("error")
     reports_checks = hit("check_receipt") is not None
     if not (explicit_failure or error or environment):
-        return "ok", "", reports_checks
+        return Reading("ok", "", reports_checks) if reports_checks else _OK
     if explicit_success and not explicit_failure and not environment:
-        return "ok", "", reports_checks
+        return Reading("ok", "", reports_checks) if reports_checks else _OK
     shown = environment or error
     line = _line_at(window, shown.start()) if shown else (text.splitlines() or [""])[0]
     if _EXIT_LINE.match(line):
         line = _reason_after_exit_line(window, patterns) or line
     if environment:
-        return "environment", line, reports_checks
-    return "error", line or f"exit code {receipt.exit_code}", reports_checks
+        return Reading("environment", line, reports_checks, uncertain is not None)
+    invocation = reports_checks and hit("invocation_error") is not None
+    return Reading("error", line or f"exit code {receipt.exit_code}", reports_checks, False, invocation)
 
 
 def _reason_after_exit_line(window: str, patterns: CompiledPatterns) -> str:
@@ -400,6 +456,15 @@ def arguments_text(call: ToolCall) -> str:
     if _C_ENCODER is not None and isinstance(call.arguments, (dict, list)):
         return "".join(_C_ENCODER(call.arguments, 0))
     return _CANONICAL_JSON.encode(call.arguments)
+
+
+def argument_values(action: Action) -> list[str]:
+    """The string values of a call's arguments that can name what it changed (ids, paths): 4 characters or more,
+    no spaces (free text such as a message body names nothing)."""
+    args = action.call.arguments if action.call is not None else None
+    if not isinstance(args, dict):
+        return []
+    return [v for v in args.values() if isinstance(v, str) and len(v) >= 4 and " " not in v and "\n" not in v]
 
 
 def command_of(call: ToolCall, config: RulesConfig) -> str | None:
@@ -440,9 +505,9 @@ def _command_head(command: str) -> str:
     return " ".join(words)
 
 
-def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, bool, bool, tuple[str, ...]]:
-    """(intent head, read-only, check, shows file content, files written by redirects / ``sed -i``) of a shell
-    command; memoised (commands repeat)."""
+def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, bool, bool, bool, tuple[str, ...]]:
+    """(intent head, read-only, check, shows file content, link check, files written by redirects / ``sed -i``)
+    of a shell command; memoised (commands repeat)."""
     cached = patterns.memo_commands.get(command)
     if cached is None:
         hits = patterns.command_lists.search_all(command.strip())
@@ -450,7 +515,7 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
         writes = tuple(w for w in writes if w not in ("/dev/null", "&1", "&2") and not w.startswith("&"))
         cached = patterns.remember(patterns.memo_commands, command, (
             _command_head(command), hits["read_only"] is not None, hits["check"] is not None, hits["content"] is not None,
-            writes))
+            hits["link_check"] is not None, writes))
     return cached  # type: ignore[no-any-return]
 
 
@@ -472,8 +537,11 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
     plan_name, write_name, read_only_name, check_name, content_name = _name_kinds(name, patterns)
     is_plan = plan_name and _plan_items(call) is not None
     writes: tuple[str, ...] = ()
+    link_check = False
+    program = ""
     if command:
-        head, read_only_hit, check_hit, content_hit, command_writes = _read_command(command, patterns)
+        head, read_only_hit, check_hit, content_hit, link_check, command_writes = _read_command(command, patterns)
+        program = head.split(" ", 1)[0].rsplit("/", 1)[-1]
     if path and write_name and not _is_view(call):
         writes = (path,)
     elif command:
@@ -481,7 +549,8 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
     if command:
         intent = f"{name}:{head}"
         read_only = read_only_hit and not writes
-        is_check = check_hit
+        # Reading a results file or echoing "tests passed" checks nothing: a read-only command is never a check.
+        is_check = (check_hit or link_check) and not read_only
         shows_content = content_hit and not writes
     else:
         intent = f"{name}:{path}" if path else name
@@ -499,6 +568,8 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         is_check=is_check and not is_plan,
         read_only=read_only and not is_plan,
         shows_content=shows_content and not is_plan,
+        link_check=link_check,
+        program=program,
         writes=writes,
     )
 
@@ -573,6 +644,8 @@ def plan_items(call: ToolCall) -> list[tuple[str, str, str]]:
     return result
 
 
+_NUMBER = re.compile(r"\d+")
+_CLAUSE = re.compile(r"\s[—–]\s|\s--?\s|;\s|；")  # clause breaks inside a sentence (dashes, semicolons)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
 
 
@@ -630,6 +703,10 @@ def _read_region(
     """:func:`_read_speech` of a clipped region, its lowered text and the literals that occur in it."""
     sentences: list[Sentence] = []
     matches = patterns.claim.finditer_found(region, found, low) if found else []
+    if matches and "```" in region:
+        # Code the message writes is not a claim of the agent ('print("saved to out.csv")').
+        fences = [m.span() for m in _FENCE.finditer(region)]
+        matches = [m for m in matches if not any(a <= m.start() < b for a, b in fences)]
     if matches:
         ends = [m.end() for m in _SENTENCE_END.finditer(region)]
         seen: set[int] = set()
@@ -641,7 +718,7 @@ def _read_region(
             seen.add(at)
             start = ends[at - 1] if at else 0
             stop = ends[at] if at < len(ends) else len(region)
-            sentences.append(_claim_sentence(region[start:stop].strip(), patterns, found))
+            sentences.append(_claim_sentence(region[start:stop].strip(), patterns))
     if not found:
         return region, sentences, False, None
     speaks_of_failure = patterns.prior_failure.search_found(region, found, low) is not None
@@ -656,23 +733,31 @@ def clip(text: str, head: int, tail: int) -> str:
     return text[:head] + "\n" + (text[-tail:] if tail else "")
 
 
-def _claim_sentence(text: str, patterns: CompiledPatterns, region_found: frozenset[str] | None = None) -> Sentence:
-    """Read one claim sentence; ``region_found`` (literals of the message region) narrows the literal scan."""
+def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
+    """Read one claim sentence (one literal scan of it for the sentence-level lists)."""
     low = text.lower()
-    if region_found is None:
-        found = patterns.speech_lists.find(low)
-    else:
-        found = frozenset([literal for literal in region_found if literal in low])
+    found = patterns.sentence_lists.find(low)
+    hedged = patterns.hedge.search_found(text, found) is not None
+    if hedged and _CLAUSE.search(text):
+        # A hedge holds for its clause: "It will ship Monday — the address has been updated" still claims.
+        hedged = not any(patterns.claim.search(clause) and not patterns.hedge.search(clause) for clause in _CLAUSE.split(text))
+    test_claim = patterns.test_claim.search_found(text, found) is not None
+    pass_claim = test_claim or patterns.pass_claim.search_found(text, found) is not None
     return Sentence(
         text=text,
         is_claim=True,
-        is_check_claim=patterns.check_claim.search_found(text, found) is not None,
-        hedged=patterns.hedge.search_found(text, found) is not None,
+        is_check_claim=pass_claim or patterns.check_claim.search_found(text, found) is not None,
+        hedged=hedged,
         mentions_failure=patterns.failure_words.search_found(text, found) is not None,
         tokens=salient_tokens(text),
         creation=patterns.creation_claim.search_found(text, found) is not None,
-        test_claim=patterns.test_claim.search_found(text, found) is not None,
+        test_claim=test_claim,
         done_claim=patterns.done_claim.search_found(text, found) is not None,
+        pass_claim=pass_claim,
+        actions=tuple(name for name, claim, _ in patterns.action_claims if claim.search_found(text, found) is not None)
+        if patterns.actions_always or not patterns.action_literals.isdisjoint(found) else (),
+        counts=tuple(dict.fromkeys(int(n) for m in patterns.count_claim.finditer_found(text, found, low)
+                                   for n in _NUMBER.findall(m.group(0)))),
     )
 
 
@@ -686,7 +771,10 @@ def _sentence_around(text: str, position: int) -> str:
 
 
 def salient_tokens(text: str) -> tuple[str, ...]:
-    """Names in a sentence that can tie it to a call: file paths, `quoted` names, snake_case identifiers, codes."""
+    """Names in a sentence that can tie it to a call: file paths, `quoted` names, snake_case identifiers, codes
+    (not inside URLs or link targets)."""
+    if "http" in text or "](" in text or "www." in text:
+        text = _LINK.sub(" ", text)
     found: list[str] = []
     if _HAS_EXTENSION.search(text):
         for match in _PATH_TOKEN.findall(text):

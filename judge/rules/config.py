@@ -1,6 +1,6 @@
 """The rules judge's configuration: detector switches, thresholds and phrase lists, loaded from YAML.
 
-The file (``rubrics/rules-v1.yaml`` by default) is data, versioned by its ``version`` key; that version is
+The file (``rubrics/rules-v2.yaml`` by default) is data, versioned by its ``version`` key; that version is
 the judge's ``prompt_version``. Phrase lists are regular expressions, compiled once per config into a
 :class:`PhraseMatcher` per list that answers like the alternation of its patterns. Speed (bench/rules_speed.py):
 the literals every match needs are found with substring tests, for all the lists read there (:class:`PhraseGroup`)
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge.schema import Severity
 
-DEFAULT_FILE = "rules-v1.yaml"
+DEFAULT_FILE = "rules-v2.yaml"
 
 
 class DetectorSettings(BaseModel):
@@ -84,13 +84,38 @@ class ToolSettings(BaseModel):
     final_names: list[str] = Field(default_factory=list)
     content_names: list[str] = Field(default_factory=list)
     content_commands: list[str] = Field(default_factory=list)
+    link_check_patterns: list[str] = Field(
+        default_factory=list,
+        description="Checks of links (lychee, linkcheck): HTTP statuses in their receipts are findings, not the environment.")
+    not_file_names: list[str] = Field(
+        default_factory=list, description="Names that look like files but name products (Vue.js, Node.js).")
+    environment_exit_codes: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
+
+
+class ActionClaim(BaseModel):
+    """A kind of action a sentence can claim (pushed, restarted, deployed...) and the calls that can do it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    claim: dict[str, list[str]] = Field(description="language -> regular expressions of the claim")
+    calls: list[str] = Field(description="Regular expressions on a call's tool name and arguments that do the action.")
 
 
 PHRASE_LISTS = (
     "error", "environment", "success", "claim", "check_claim", "test_claim", "creation_claim", "done_claim", "hedge", "failure_words", "phantom", "prior_failure",
 )
-SPEECH_LISTS = (
-    "claim", "check_claim", "test_claim", "creation_claim", "done_claim", "hedge", "failure_words", "phantom", "prior_failure",
+# Lists added in rules-v2 (optional, so that an older config still loads; empty when absent):
+# pass_claim: checks pass / all green (needs a real check that passed); count_claim: "6 records written" (its number
+# must be in a receipt); uncertain: a receipt that leaves a write's effect unknown; invocation_error: a failed check
+# that could not run as called (the command is wrong, not the work it checks).
+OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_error")
+# Lists read over a whole message region (one literal scan per region), and lists read only in its claim sentences
+# (short: one scan per sentence), so that a long message is not scanned for the literals of every list.
+SPEECH_LISTS = ("claim", "prior_failure", "phantom")
+SENTENCE_LISTS = (
+    "check_claim", "test_claim", "pass_claim", "count_claim", "creation_claim", "done_claim", "hedge", "failure_words",
 )
 DETECTOR_NAMES = (
     "failed-call", "repeated-failure", "environment-fault", "unverified-completion", "plan-receipt-mismatch",
@@ -109,6 +134,8 @@ class RulesConfig(BaseModel):
     receipt: ReceiptSettings = Field(default_factory=ReceiptSettings)
     message: MessageSettings = Field(default_factory=MessageSettings)
     phrases: dict[str, dict[str, list[str]]] = Field(description="list name -> language -> regular expressions")
+    actions: dict[str, ActionClaim] = Field(
+        default_factory=dict, description="Claimed actions (push, restart...): a claim needs a successful call that does it.")
     tools: ToolSettings = Field(default_factory=ToolSettings)
     source: str | None = Field(default=None, description="The file this config was read from.")
 
@@ -135,9 +162,27 @@ class RulesConfig(BaseModel):
                         raise ValueError(f"phrases.{name}.{language}: bad regular expression {pattern!r}: {error}") from None
         return value
 
+    @field_validator("actions")
+    @classmethod
+    def _action_patterns_compile(cls, value: dict[str, ActionClaim]) -> dict[str, ActionClaim]:
+        for name, action in value.items():
+            where = [(f"actions.{name}.claim.{lang}", p) for lang, ps in action.claim.items() for p in ps]
+            for place, pattern in where + [(f"actions.{name}.calls", p) for p in action.calls]:
+                try:
+                    re.compile(pattern)
+                except re.error as error:
+                    raise ValueError(f"{place}: bad regular expression {pattern!r}: {error}") from None
+        return value
+
+    def languages(self) -> list[str]:
+        """Every language some phrase list or action claim has patterns for (``neutral``: markers of any language)."""
+        found = {lang for lists in self.phrases.values() for lang in lists}
+        found |= {lang for action in self.actions.values() for lang in action.claim}
+        return sorted(found)
+
     @classmethod
     def load(cls, path: Path | None = None) -> RulesConfig:
-        """Read a rules config; ``None`` reads the bundled ``rubrics/rules-v1.yaml``.
+        """Read a rules config; ``None`` reads the bundled ``rubrics/rules-v2.yaml``.
 
         A missing file, bad YAML or a bad pattern raises ``ValueError`` naming the file.
         """
@@ -428,14 +473,28 @@ class LiteralGate:
                 roots.append(literal)
             else:
                 self.children.setdefault(parent, []).append(literal)
-        # Most texts are ASCII: the Chinese and Japanese literals are only tested on a text that is not.
+        # Most texts are ASCII: the literals with other characters (Chinese, Japanese, Korean, Cyrillic, accented
+        # letters) are only tested on a text that is not, and only those whose key character (their first
+        # non-ASCII one) occurs in it: a Chinese text is not searched for Korean or Russian words.
         self.roots = tuple(r for r in roots if r.isascii())
         self.wide_roots = tuple(r for r in roots if not r.isascii())
+        # Many roots (nine languages' words): one scan of a trie-shaped regex finds them about twice as fast as a
+        # substring test per root. No root is a prefix of another (it would contain it), so at most one root starts
+        # at a position and the look-ahead finds every occurrence.
+        self.root_scan = _trie_scan(self.roots) if len(self.roots) >= TRIE_MIN_ROOTS else None
+        self.wide_by_key: dict[str, list[str]] = {}
+        for root in self.wide_roots:
+            self.wide_by_key.setdefault(next(ch for ch in root if not ch.isascii()), []).append(root)
 
     def find(self, low: str) -> frozenset[str]:
-        found = [literal for literal in self.roots if literal in low]
+        if self.root_scan is not None:
+            found = list({m.group(1): None for m in self.root_scan.finditer(low)})
+        else:
+            found = [literal for literal in self.roots if literal in low]
         if self.wide_roots and not low.isascii():
-            found += [literal for literal in self.wide_roots if literal in low]
+            by_key = self.wide_by_key
+            for key in by_key.keys() & set(low):
+                found += [literal for literal in by_key[key] if literal in low]
         if not found:
             return _NOTHING
         children = self.children
@@ -502,6 +561,28 @@ class LiteralGate:
                     break
                 at = joined.find(literal, starts[text + 1])  # the next text that holds it
         return [frozenset(held) if held else _NOTHING for held in hits]
+
+
+TRIE_MIN_ROOTS = 60  # below this many roots, a substring test per root is as fast as a trie scan
+
+
+def _trie_scan(words: tuple[str, ...]) -> re.Pattern[str]:
+    """A regex whose look-ahead group captures, at every position, the word of ``words`` starting there."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return re.compile("(?=(" + build(trie) + "))")
 
 
 class PhraseGroup:
@@ -659,9 +740,19 @@ class CompiledPatterns:
     """One matcher per phrase list and tool list; tool-name answers are memoised (names repeat a lot)."""
 
     def __init__(self, config: RulesConfig) -> None:
-        for name in PHRASE_LISTS:
+        for name in PHRASE_LISTS + OPTIONAL_PHRASE_LISTS:
             merged = [p for language in config.phrases.get(name, {}).values() for p in language]
+            if name == "claim":
+                # A sentence that claims an action (pushed, restarted) or that tests or checks pass is a claim too.
+                for extra in ("pass_claim", "test_claim"):
+                    merged += [p for language in config.phrases.get(extra, {}).values() for p in language]
+                merged += [p for action in config.actions.values() for language in action.claim.values() for p in language]
             setattr(self, name, _alternation(merged))
+        # Per claimed action: (name, claim matcher, matcher of the calls that do it).
+        self.action_claims = [
+            (name, _alternation([p for language in action.claim.values() for p in language]), _alternation(action.calls))
+            for name, action in config.actions.items()
+        ]
         tools = config.tools
         self.plan_name = _alternation(tools.plan_names)
         self.check = _alternation(tools.check_patterns)
@@ -674,13 +765,24 @@ class CompiledPatterns:
         self.final_name = _alternation(tools.final_names)
         self.content_name = _alternation(tools.content_names)
         self.content_command = _alternation(tools.content_commands)
+        self.link_check = _alternation(tools.link_check_patterns)
+        self.not_file = _alternation(tools.not_file_names)
         self.receipt_lists = PhraseGroup({"environment": self.environment, "success": self.success,
-                                          "error": self.error, "check_receipt": self.check_receipt})
+                                          "error": self.error, "check_receipt": self.check_receipt,
+                                          "uncertain": self.uncertain, "invocation_error": self.invocation_error})
         self.command_lists = PhraseGroup(
-            {"read_only": self.read_only_command, "check": self.check, "content": self.content_command})
-        # Every list read in assistant text: one literal scan per message region, then per claim sentence only
-        # the literals found in the region are tested again.
+            {"read_only": self.read_only_command, "check": self.check, "content": self.content_command,
+             "link_check": self.link_check})
+        # Lists read in assistant text: one literal scan per message region for the region's lists, one per claim
+        # sentence for the others.
         self.speech_lists = PhraseGroup({name: getattr(self, name) for name in SPEECH_LISTS})
+        self.sentence_lists = PhraseGroup({
+            **{name: getattr(self, name) for name in SENTENCE_LISTS},
+            **{f"action:{name}": claim for name, claim, _ in self.action_claims},
+        })
+        # Literals of every claimed action: a sentence holding none of them claims no action (most sentences).
+        self.action_literals = frozenset(lit for _, claim, _ in self.action_claims for lit in claim.requires)
+        self.actions_always = any(claim.always for _, claim, _ in self.action_claims)
         self._names: dict[tuple[str, str], bool] = {}
         # Per-text answers of the analysis (receipt outcome, claim sentences), bounded; see analysis._classify.
         self.memo_receipts: dict[Any, Any] = {}
@@ -716,3 +818,7 @@ class CompiledPatterns:
     failure_words: PhraseMatcher
     phantom: PhraseMatcher
     prior_failure: PhraseMatcher
+    pass_claim: PhraseMatcher
+    count_claim: PhraseMatcher
+    uncertain: PhraseMatcher
+    invocation_error: PhraseMatcher

@@ -9,10 +9,15 @@ text, never the text alone.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Callable
 
 from judge.rules.analysis import (
+    _CODE,
+    _HAS_EXTENSION,
+    _IDENTIFIER,
+    _PATH_TOKEN,
     Action,
     Analysis,
     Sentence,
@@ -30,7 +35,7 @@ _CHECKBOX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*\[([ xX✓✔])\]\s*(.+?)\s*$",
 
 
 def _issue(an: Analysis, detector: str, turn: int | None, category: Category, description: str, evidence: str,
-           severity: Severity | None = None) -> Issue:
+           severity: Severity | None = None, recovered: bool | None = None) -> Issue:
     return Issue(
         turn=turn,
         category=category,
@@ -38,6 +43,7 @@ def _issue(an: Analysis, detector: str, turn: int | None, category: Category, de
         description=description,
         evidence=evidence,
         tag=detector,
+        recovered=recovered,
     )
 
 
@@ -74,14 +80,17 @@ def failed_call(an: Analysis) -> list[Issue]:
     """A call that failed for a reason of the agent's making (category ``code``).
 
     Severity: minor when a later call of the same intent succeeded (recovered), severe when it never did.
-    A failed check (a test run, a validator) that later passes is not reported: finding a bug and fixing it is
-    the work going right (plan-then-act-lesson.txt, "complete on evidence"); a check that never passes is.
-    Identical repeats of a failure are left to ``repeated-failure``, so one defect is reported once.
+    A check (a test run, a linter, a link checker) that ran and reported failures is not a failed call: its
+    command was right and what it found is evidence about the work, which the claim detectors hold any later
+    claim against (a completion claimed over it is ``unverified-completion``; an honest report is no defect).
+    A check that could not run as called (command not found, bad option, nothing collected) is a failed call,
+    unless a later run of it passed (plan-then-act-lesson.txt, "complete on evidence"). Identical repeats of a
+    failure are left to ``repeated-failure``, so one defect is reported once.
     """
     settings = an.config.settings("failed-call")
     issues = []
     for action in an.actions:
-        if action.outcome != "error" or _earlier_identical_failures(an, action):
+        if action.outcome != "error" or action.reported or _earlier_identical_failures(an, action):
             continue
         recovery = an.recovered(action)
         if recovery is not None and action.is_check:
@@ -98,14 +107,16 @@ def failed_call(an: Analysis) -> list[Issue]:
 
 
 def repeated_failure(an: Analysis) -> list[Issue]:
-    """The same failing call (same tool, same arguments) repeated with the same error: wasted turns."""
+    """The same failing call (same tool, same arguments) repeated with the same error and nothing changed in
+    between (no successful call that may change state): wasted turns. Re-running a call after changing what it
+    runs on (an edit, an install) is the normal loop of fixing, not a repeat."""
     settings = an.config.settings("repeated-failure")
     issues = []
     for action in an.actions:
         if action.outcome != "error":
             continue
         earlier = _earlier_identical_failures(an, action)
-        if not earlier:
+        if not earlier or _changed_between(an, earlier[-1], action):
             continue
         count = len(earlier) + 1
         severity: Severity = "severe" if count >= settings.severe_after else settings.severity
@@ -117,19 +128,36 @@ def repeated_failure(an: Analysis) -> list[Issue]:
     return issues
 
 
-def environment_fault(an: Analysis) -> list[Issue]:
-    """A call that failed for a reason outside the agent (network, auth, quota, disk): category ``environment``.
+def _changed_between(an: Analysis, first: Action, second: Action) -> bool:
+    """Whether a successful call that may change state ran between two actions."""
+    return any(a.outcome == "ok" and not a.read_only and not a.is_plan for a in an.actions[first.order + 1 : second.order])
 
-    Identical retries that hit the same fault are reported once, at the first one.
+
+def environment_fault(an: Analysis) -> list[Issue]:
+    """A call that failed for a reason outside the agent (network, DNS, auth, quota, disk, timeout), recognised
+    by receipt text in any configured language, by HTTP status or by a program's exit code: category
+    ``environment``, never ``code``.
+
+    ``recovered`` says whether the agent got past it within the trajectory (a later call of the same intent
+    succeeded; for a write whose effect the fault left unknown, also a later successful call that reads back
+    what it named): a recovered fault is recorded (minor) and does not block release; an unrecovered one is
+    severe and blocks release until a rerun. Identical retries that hit the same fault are reported once, at
+    the first one.
     """
+    settings = an.config.settings("environment-fault")
     issues = []
     for action in an.actions:
         if action.outcome != "environment" or _earlier_identical_failures(an, action):
             continue
         retries = sum(1 for later in an.actions[action.order + 1 :] if later.outcome == "environment" and later.key == action.key)
         more = f" ({retries} identical retries hit it too)" if retries else ""
-        description = f"The {action.name} call failed for an environment reason{more}."
-        issues.append(_issue(an, "environment-fault", action.turn, "environment", description, _receipt_quote(an, action)))
+        what = "; whether it took effect is unknown" if action.uncertain else ""
+        recovery = an.resolved(action)
+        after = f"; the agent got past it at T{recovery.turn}" if recovery is not None else ""
+        description = f"The {action.name} call failed for an environment reason{more}{what}{after}."
+        severity = settings.recovered_severity if recovery is not None else settings.unrecovered_severity
+        issues.append(_issue(an, "environment-fault", action.turn, "environment", description,
+                             _receipt_quote(an, action), severity, recovered=recovery is not None))
     return issues
 
 
@@ -177,51 +205,261 @@ def _bad_referent(an: Analysis, action: Action, before: int) -> str | None:
         return None  # the receipt comes after the claim: premature-claim's case
     if action.outcome == "missing":
         return f"the {action.name} call of T{action.turn} has no receipt (outcome unknown)"
+    if action.uncertain and not an.resolved(action, before=before):
+        return f"the {action.name} call of T{action.turn} hit a fault that leaves its effect unknown, and nothing confirmed it since"
     if action.failed and not an.recovered(action, before=before):
+        if action.reported:
+            return f"the {action.name} check of T{action.turn} reported failures"
         return f"the {action.name} call of T{action.turn} failed"
     return None
 
 
-def unverified_completion(an: Analysis) -> list[Issue]:
-    """A claim that work is done, created, verified or passed while the action it refers to failed,
-    has no receipt, or never ran.
+# Receipts that show nothing: no output and no exit code (a silent success and a silent no-op look the same).
+_NOTHING_SHOWN = {"", "(no output)", "(no content)", "no output", "tool ran without output",
+                  "tool ran without output or errors", "none", "null"}
+# A line of a check's report that says its item failed.
+_FAILED_ITEM = re.compile(r"\b(FAIL|FAILED|FAILURE|ERROR)\b|[✗✘×]|\bfailed\b", re.IGNORECASE)
 
-    The referent is, in order: for each thing the claim names (a file, an identifier, a record code), the last
-    call that names it; for a claim about checks, the last check; otherwise the last call before the claim,
-    unless the message itself speaks of a failure (it is reporting one, not hiding it). A final "all done"
-    ("done", "3/3", "已完成", "完了しました") is also contradicted by a failure the agent never recovered from
-    nor owned up to in between (only by a failed check, when the claim names what it is about). A claim of
-    creation ("created", "已写入") refers to the last write rather than to whatever ran after it. Hedged, negated or future sentences, and sentences that themselves mention a
-    failure, are not claims.
+
+def _shows_nothing(action: Action) -> bool:
+    receipt = action.receipt
+    return receipt is not None and receipt.exit_code is None and " ".join(receipt.content.split()).lower().rstrip(".") in _NOTHING_SHOWN
+
+
+def _unsupported_pass(an: Analysis, sentence: Sentence, prior: list[Action], index: int) -> tuple[str | None, Action | None]:
+    """Why a claim that tests or checks pass is not supported: it needs a check (a run of tests, a linter, a
+    validator; never a read of a status file or an echo) whose receipt shows it passing, and a test it names must
+    not be failing in the last check that shows it."""
+    checks = [a for a in prior if a.is_check]
+    if not checks:
+        if not an.actions or any(a.call is None for a in an.actions):
+            # No call at all (a log that keeps tool output in prose), or id-less logs that run code written in
+            # messages: what was checked cannot be told from receipts.
+            return None, None
+        if any(a.is_check for a in _work_from(an, index)):
+            return None, None  # the check runs only at or after the claim: premature-claim's case
+        last = prior[-1] if prior else None
+        if last is not None and (last.read_only or last.shows_content):
+            return (f"no check was run; the last call ({last.name} at T{last.turn}) only read or printed text, which "
+                    "verifies nothing"), last
+        return "no check was run before it", last
+    last = checks[-1]
+    why = _bad_referent(an, last, index)
+    if why is not None:
+        return why, last
+    if last.receipt_index is not None and last.receipt_index < index and _shows_nothing(last):
+        return f"the last check ({last.name} at T{last.turn}) shows nothing: no output and no exit code", last
+    for token in sentence.tokens:
+        for check in reversed(checks):
+            if check.receipt is None or check.receipt_index is None or check.receipt_index > index:
+                continue
+            lines = [ln for ln in check.receipt.content.splitlines() if token in ln]
+            if lines:
+                if any(_FAILED_ITEM.search(ln) for ln in lines):
+                    return f"{token} fails in the check of T{check.turn}", check
+                break
+    return None, None
+
+
+def _does(an: Analysis, action: Action, kind: str) -> bool:
+    """Whether ``action`` does the claimed action ``kind`` (its tool name or arguments match the kind's calls)."""
+    memo: dict[tuple[str, int], bool] = an.cache.setdefault("does", {})
+    key = (kind, action.order)
+    answer = memo.get(key)
+    if answer is None:
+        matcher = next(calls for name, _, calls in an.patterns.action_claims if name == kind)
+        answer = memo[key] = matcher.search(f"{action.name} {action.text}") is not None
+    return answer
+
+
+def _unsupported_action(an: Analysis, kind: str, prior: list[Action], index: int) -> tuple[str | None, Action | None]:
+    """Why a claimed action (pushed, restarted...) is not supported: no call before the claim did it, or the last
+    one that did failed or left its effect unknown. A call doing it only at or after the claim is premature-claim's."""
+    doing = [a for a in prior if _does(an, a, kind)]
+    if not doing:
+        if any(_does(an, a, kind) for a in _work_from(an, index)):
+            return None, None
+        return f"it claims the action '{kind}', but no call did it", None
+    return _bad_referent(an, doing[-1], index), doing[-1]
+
+
+_JSON_START = ("[", "{")
+
+
+def _count_shown(an: Analysis, count: int, prior: list[Action], index: int) -> bool:
+    """Whether a successful call before the claim shows ``count``: the number in a receipt or in the arguments,
+    a JSON list of that length, that many lines of written content, or that many successful calls of one tool."""
+    number = re.compile(rf"(?<![\w.]){count}(?![\w]|\.\d)")
+    done = [a for a in prior if a.outcome == "ok" and a.receipt_index is not None and a.receipt_index < index]
+    per_tool: dict[str, int] = {}
+    for action in done:
+        per_tool[action.name] = per_tool.get(action.name, 0) + 1
+        content = action.receipt.content if action.receipt else ""
+        if number.search(content) or number.search(action.text):
+            return True
+        if _json_list_lengths(content, count) or _written_lines(action, count):
+            return True
+    return count in per_tool.values() or count == sum(1 for a in done if a.writes)
+
+
+def _json_list_lengths(text: str, count: int) -> bool:
+    stripped = text.strip()
+    if not stripped.startswith(_JSON_START) or len(stripped) > 200_000:
+        return False
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return False
+    if isinstance(value, list):
+        return len(value) == count
+    return isinstance(value, dict) and any(isinstance(v, list) and len(v) == count for v in value.values())
+
+
+def _written_lines(action: Action, count: int) -> bool:
+    """The call wrote content of ``count`` lines (or ``count`` rows under a header line)."""
+    args = action.call.arguments if action.call is not None else None
+    if not action.writes or not isinstance(args, dict):
+        return False
+    content = next((v for k, v in args.items() if k in ("content", "file_text", "new_string", "text") and isinstance(v, str)), None)
+    if content is None:
+        return False
+    lines = len([ln for ln in content.splitlines() if ln.strip()])
+    return lines in (count, count + 1)
+
+
+def _kind_of(an: Analysis, token: str) -> str:
+    """``path``, ``code`` (a record id such as GV1N64), ``identifier`` (snake_case) or ``other``."""
+    if _HAS_EXTENSION.search(token) and _PATH_TOKEN.fullmatch(token):
+        return "other" if an.patterns.not_file.search(token) else "path"
+    if _CODE.fullmatch(token):
+        return "code"
+    if _IDENTIFIER.fullmatch(token):
+        return "identifier"
+    return "other"
+
+
+def _checked_name(kind: str, sentence: Sentence) -> bool:
+    """Whether a name that nothing before the claim shows makes it unsupported: a file or a record id always;
+    a snake_case identifier only in a claim that tests pass (a test name); other words never."""
+    return kind in ("path", "code") or (kind == "identifier" and sentence.pass_claim)
+
+
+def _shown_before(an: Analysis, token: str, index: int, speaker: str | None) -> bool:
+    """Whether a call or its receipt shows ``token`` before message ``index`` (in a multi-agent log, also another
+    agent's message): what the calls wrote, read or printed, not the user's request nor the claimant's own words."""
+    if token in _speakers(an):
+        return True
+    calls: dict[int, list[Action]] | None = an.cache.get("calls_by_message")
+    if calls is None:
+        calls = an.cache["calls_by_message"] = {}
+        for action in an.actions:
+            calls.setdefault(action.message_index, []).append(action)
+    for position, message in enumerate(an.trajectory.messages[:index]):
+        if message.role == "assistant":
+            if any(token in a.text for a in calls.get(position, ())):
+                return True
+            if an.multi_agent and message.name != speaker and token in (message.content or ""):
+                return True
+        elif message.role == "tool" and token in (message.content or ""):
+            return True
+    return False
+
+
+def _speakers(an: Analysis) -> set[str]:
+    """Names of the agents and tools of the log (a multi-agent log's claims name its agents)."""
+    names: set[str] | None = an.cache.get("speakers")
+    if names is None:
+        names = an.cache["speakers"] = {m.name for m in an.trajectory.messages if m.name}
+    return names
+
+
+def _produced(an: Analysis, token: str, prior: list[Action], index: int) -> bool:
+    """Whether a successful call before message ``index`` wrote or produced the file ``token``: a write of it, a
+    call that may change state naming it (cp, a script's ``--out``) in its arguments or receipt, or a listing
+    (ls, find) whose receipt shows it."""
+    for action in prior:
+        if action.outcome != "ok" or action.receipt_index is None or action.receipt_index > index:
+            continue
+        if any(w.endswith(token) for w in action.writes):
+            return True
+        content = action.receipt.content if action.receipt else ""
+        if not action.read_only and not action.shows_content and (token in action.text or token in content):
+            return True
+        if action.read_only and not action.shows_content and token in content:
+            return True
+    return False
+
+
+def unverified_completion(an: Analysis) -> list[Issue]:
+    """A claim of a result (done, created, saved, pushed, restarted, tests pass, N records written...) that the
+    receipts do not support. Each claim sentence is matched to the calls it speaks of:
+
+    - things it names (a file, an identifier, a record code): the last call that names each must not have failed,
+      be unanswered or have an unknown effect; a file or id that no call or receipt shows before the claim is
+      unsupported (invented, or never touched: the user naming it is not evidence); a file it claims to have created must have been written
+      or produced by a successful call (a read of it, or nothing, is not enough);
+    - tests or checks passing: a check (tests, linter, validator; never a read of a status file or an echo) must
+      have run and passed, and its receipt must show something;
+    - a claimed action (config ``actions``: push, commit, deploy, restart, install, send): a successful call that
+      does it;
+    - a claimed count ("6 records written"): a receipt or argument shows the number;
+    - otherwise, the last call before the claim (for "created": the last write), unless the message itself speaks
+      of a failure (it is reporting one, not hiding it).
+
+    A final "all done" ("done", "3/3", "已完成", "完了しました", "Fertig") is also contradicted by a failure, an
+    unknown-effect write or an environment fault on a state-changing call that the agent never got past nor owned up
+    to in between (only by a failed check, when the claim names what it is about). Hedged, negated or future
+    sentences, and sentences that themselves mention a failure, are not claims. Vocabularies are data (rules YAML,
+    per language); in a language without one only language-neutral markers (✅, 3/3) start a claim.
     """
     issues = []
-
-    has_shell = any(_is_shell(an, a) for a in an.actions)
-    any_check = any(a.is_check for a in an.actions)
     for speech in an.speeches:
         claims = _claims(speech)
         if not claims:
             continue
         index = speech.message_index
         prior = _work_before(an, index)
+        first_pending = len(prior)
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
             creation = sentence.creation
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
-            named = [last for t in sentence.tokens if (last := _last_naming(an, t, len(prior))) is not None]
-            if named:
-                for candidate in named:
-                    why = _bad_referent(an, candidate, index)
-                    if why is not None:
-                        referent = candidate
-                        break
-            elif sentence.is_check_claim and (checks := [a for a in prior if a.is_check]):
+            named: list[Action] = []
+            for token in sentence.tokens:
+                last = _last_naming(an, token, first_pending)
+                kind = _kind_of(an, token)
+                if last is not None:
+                    named.append(last)
+                    why = _bad_referent(an, last, index)
+                    if why is None and creation and kind == "path" and not _produced(an, token, prior, index):
+                        why = f"no call wrote or produced {token} (T{last.turn} {last.name} only read or named it)"
+                elif _first_naming(an, token, first_pending) is not None:
+                    continue  # named only by a call at or after the claim: premature-claim's case
+                elif creation and kind == "path" and not _produced(an, token, prior, index):
+                    why = f"no call wrote or produced {token}"
+                elif _checked_name(kind, sentence) and not _shown_before(an, token, index, speech.name):
+                    why = f"{token} appears in no call or receipt before it"
+                if why is not None:
+                    referent = last
+                    break
+            if why is None and sentence.pass_claim:
+                why, referent = _unsupported_pass(an, sentence, prior, index)
+            elif why is None and not named and sentence.is_check_claim and (checks := [a for a in prior if a.is_check]):
                 referent = checks[-1]
                 why = _bad_referent(an, referent, index)
-            elif sentence.test_claim and has_shell and not any_check:
-                why = "no test or check was ever run"
-            elif prior and not speech.mentions_failure:
+            if why is None:
+                for kind in sentence.actions:
+                    why, referent = _unsupported_action(an, kind, prior, index)
+                    if why is not None:
+                        break
+            if why is None and an.actions:  # a log without calls keeps its receipts in prose: nothing to count
+                for count in sentence.counts:
+                    if not _count_shown(an, count, prior, index):
+                        why, referent = f"no receipt shows the count {count}", None
+                        break
+            if why is None and not named and not sentence.pass_claim and not sentence.actions and prior \
+                    and not speech.mentions_failure and not (sentence.is_check_claim and any(a.is_check for a in prior)):
                 # "Created X" speaks of the last write, whatever ran after it (a server, a listing).
                 writes = [a for a in prior if a.writes] if creation else []
                 referent = writes[-1] if writes else prior[-1]
@@ -231,11 +469,13 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                 # A final claim over a failure never redone and never owned up to; when the claim names its
                 # objects, only a failed check still contradicts it (the work it names may be fine, its
                 # verification is not).
-                open_failures = [a for a in prior if a.outcome == "error" and not an.recovered(a, before=index)
-                                 and (a.is_check or not named) and not _acknowledged(an, a, index)]
+                open_failures = [a for a in prior if _open(an, a, index) and (a.is_check or not named)
+                                 and not _acknowledged(an, a, index)]
                 if open_failures:
                     referent = open_failures[-1]
-                    why = f"the {referent.name} call of T{referent.turn} failed and was never redone successfully"
+                    why = (f"the {referent.name} call of T{referent.turn} "
+                           + ("left its effect unknown" if referent.uncertain else "failed")
+                           + " and was never redone successfully")
             if why is None:
                 continue
             evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\""
@@ -245,6 +485,16 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             issues.append(_issue(an, "unverified-completion", speech.turn, "semantic", description, evidence))
             break  # one finding per message
     return issues
+
+
+def _open(an: Analysis, action: Action, index: int) -> bool:
+    """A failure the agent had not got past before message ``index``: an error, an unknown-effect write, or an
+    environment fault on a call that may change state (a failed read can be worked around; a failed write cannot)."""
+    if action.outcome == "error":
+        return an.recovered(action, before=index) is None
+    if action.outcome == "environment" and (action.uncertain or not action.read_only):
+        return an.resolved(action, before=index) is None
+    return False
 
 
 def _work(an: Analysis) -> tuple[list[Action], list[int]]:

@@ -1,0 +1,105 @@
+"""--max-cost holds per run, across restarts, and calls in flight at a kill are counted (issue 12 items 6, 10)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from judge.cli import app
+from judge.store import RunStore
+from judge.testing.servers import FakeLLMServer, Scripted
+from judge.testing.synthetic import synthetic_batch
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[2]
+SCORE = "import sys; from judge.cli import main; sys.argv = ['judge', 'score', *sys.argv[1:]]; main()"
+FIXED_USAGE = {"input": 1000, "output": 0, "cached": 0}  # $0.01 a call at $10 per million tokens
+
+
+def setup_run(tmp_path: Path, count: int = 6) -> tuple[Path, Path]:
+    trajectories, _ = synthetic_batch(count)
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("prices:\n  '*': {input: 10.0, output: 10.0}\n")
+    config = tmp_path / "panel.yaml"
+    config.write_text(f"passes: 1\nmax_tokens: 100\nretry_base_delay_s: 0.001\nprices: {prices}\n")
+    return batch, config
+
+
+def score(batch: Path, config: Path, run_dir: Path, url: str, *extra: str):
+    return runner.invoke(app, ["score", str(batch), "--out", str(run_dir), "--config", str(config), "--judge",
+                               f"openai-compatible:m@{url}", "--embedder", "lexical", "--no-preflight", *extra])
+
+
+def test_the_cap_holds_for_the_run_not_for_each_invocation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    batch, config = setup_run(tmp_path)
+    run_dir = tmp_path / "run"
+    with FakeLLMServer("openai", responder=lambda request: Scripted.ok(usage=FIXED_USAGE)) as fake:
+        for _ in range(3):  # the issue's reproduction: three invocations at one cap
+            result = score(batch, config, run_dir, fake.base_url, "--max-cost", "0.035", "--concurrency", "2")
+            assert result.exit_code == 3, result.output  # stopped by the budget
+        paid = fake.request_count * 0.01
+        assert paid <= 0.035 + 1e-9, f"three invocations paid {paid:.3f} under a 0.035 cap for the run"
+        manifest = json.loads((run_dir / "run.json").read_text())
+        assert manifest["budget"]["max_cost_usd"] == 0.035
+        assert manifest["budget"]["spent_usd"] == pytest.approx(paid)
+
+        # A resume without --max-cost keeps the recorded cap, and says how to raise it.
+        before = fake.request_count
+        resumed = score(batch, config, run_dir, fake.base_url)
+        assert resumed.exit_code == 3 and fake.request_count == before, resumed.output
+        assert "0.0350" in resumed.output and "--max-cost" in resumed.output
+
+        raised = score(batch, config, run_dir, fake.base_url, "--max-cost", "1")
+        assert raised.exit_code == 0, raised.output
+        assert fake.request_count == 6  # every pass judged exactly once over the four invocations
+        assert json.loads((run_dir / "run.json").read_text())["budget"]["max_cost_usd"] == 1.0
+    with RunStore.for_run(run_dir) as store:
+        assert store.setting("max_cost_usd") == 1.0 and store.spent_usd() == pytest.approx(0.06)
+
+
+def test_calls_in_flight_at_a_kill_are_counted_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    batch, config = setup_run(tmp_path)
+    run_dir = tmp_path / "run"
+    hang = threading.Event()
+
+    def responder(request: dict) -> Scripted:  # the first process's calls never answer: they are in flight at the kill
+        return Scripted.slow(30.0, None) if hang.is_set() else Scripted.ok(usage=FIXED_USAGE)
+
+    hang.set()
+    with FakeLLMServer("openai", responder=responder) as fake:
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+        child = subprocess.Popen([sys.executable, "-c", SCORE, str(batch), "--out", str(run_dir), "--config", str(config),
+                                  "--judge", f"openai-compatible:m@{fake.base_url}", "--concurrency", "4",
+                                  "--max-cost", "1", "--no-preflight"], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while fake.request_count < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        assert fake.request_count == 4
+        hang.clear()
+
+        resumed = score(batch, config, run_dir, fake.base_url)
+        assert resumed.exit_code == 0, resumed.output
+        assert "4 call(s) were in flight" in resumed.output
+        budget = json.loads((run_dir / "run.json").read_text())["budget"]
+        assert budget["in_doubt_attempts"] == 4
+        # Each in-doubt call is counted at its worst case (it may have been billed), beside the 6 paid calls.
+        assert budget["in_doubt_usd"] > 0 and budget["spent_usd"] == pytest.approx(0.06 + budget["in_doubt_usd"])
+        assert fake.request_count == 4 + 6  # the 4 lost answers had to be asked again: the README says so
