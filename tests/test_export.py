@@ -587,3 +587,18 @@ def test_a_leaking_split_is_refused_and_leaves_no_files(tmp_path: Path, monkeypa
         export.export_run(tmp_path / "run", tmp_path / "out", ExportOptions(test_size=0.2))
     assert not (tmp_path / "out" / "train.jsonl").exists() and not (tmp_path / "out" / "test.jsonl").exists()
     assert not (tmp_path / "out" / "split.json").exists()
+
+
+def test_inspect_logs_keep_signed_and_redacted_reasoning_for_the_anthropic_export():
+    from judge.importers.inspect_log import _message
+
+    raw = {"role": "assistant", "content": [
+        {"type": "reasoning", "reasoning": "Check the file first.", "signature": "sig-9", "redacted": False},
+        {"type": "reasoning", "reasoning": "ENCRYPTED", "redacted": True},
+        {"type": "text", "text": "Reading it."}]}
+    message = _message(1, raw, {})
+    assert message.reasoning == "Check the file first."  # the encrypted payload is not reasoning text
+    assert [(b.type, b.thinking, b.signature, b.data) for b in message.thinking] == [
+        ("thinking", "Check the file first.", "sig-9", None), ("redacted_thinking", "", None, "ENCRYPTED")]
+    unsigned = _message(1, {"role": "assistant", "content": [{"type": "reasoning", "reasoning": "plain"}]}, {})
+    assert (unsigned.reasoning, unsigned.thinking) == ("plain", [])  # nothing signed: nothing to replay
