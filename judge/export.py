@@ -8,7 +8,8 @@ holding every message up to that turn, with only that last assistant message tra
 
 **Which turns are trained** (:func:`trained_turns`). Release is decided per trajectory by the gate (score 4/5 and
 the authenticity, format and outcome checks); there is no per-turn release. A turn is trained when its trajectory
-is exported and the turn has something to train on (text, tool calls or reasoning). A released trajectory has
+is exported and the turn has something to train on in the target form (text, tool calls, or reasoning where the
+export keeps it: a reasoning-only turn is not trained when reasoning is dropped). A released trajectory has
 no majority issue, so every such turn of it is trained. A trajectory exported with ``include_unreleased`` may
 have majority issues: the turn of the first one and every turn after it get weight 0, since the reference
 design regenerates the suffix from the faulty decision on (Online repair), so nothing from it on is trusted;
@@ -147,9 +148,11 @@ def select(trajectories: Iterable[Trajectory], scores: dict[str, ScoreRow], opti
     return selection
 
 
-def has_target(message: Message) -> bool:
-    """An assistant message with nothing in it teaches nothing: it is not a training target."""
-    return bool(message.content.strip() or message.tool_calls or (message.reasoning or "").strip() or message.thinking)
+def has_target(message: Message, with_reasoning: bool = True) -> bool:
+    """An assistant message with nothing in it teaches nothing: it is not a training target. Its reasoning counts
+    only where the export keeps reasoning (``with_reasoning``)."""
+    reasoning = with_reasoning and bool((message.reasoning or "").strip() or message.thinking)
+    return bool(message.content.strip() or message.tool_calls or reasoning)
 
 
 def first_faulty_turn(score: ScoreRow | None) -> int | None:
@@ -160,13 +163,13 @@ def first_faulty_turn(score: ScoreRow | None) -> int | None:
     return min(turns) if turns else None
 
 
-def trained_turns(trajectory: Trajectory, score: ScoreRow | None) -> set[int]:
+def trained_turns(trajectory: Trajectory, score: ScoreRow | None, with_reasoning: bool = True) -> set[int]:
     """The turns with weight 1 (module docstring, "Which turns are trained"). Pure."""
     cut = first_faulty_turn(score)
     return {
         message.turn
         for message in trajectory.messages
-        if message.role == "assistant" and message.turn is not None and has_target(message)
+        if message.role == "assistant" and message.turn is not None and has_target(message, with_reasoning)
         and (cut is None or message.turn < cut)
     }
 
@@ -475,10 +478,11 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
             if ("test" if trajectory.query_id in test_queries else "train") != side:
                 continue
             score = scores.get(trajectory.id)
-            trained = trained_turns(trajectory, score)
+            keeps = options.reasoning_mode != "drop"
+            trained = trained_turns(trajectory, score, keeps)
             targets = [m for m in trajectory.messages if m.role == "assistant"]
-            tally.empty_turns += sum(1 for m in targets if not has_target(m))
-            tally.untrained_after_issue += sum(1 for m in targets if has_target(m) and m.turn not in trained)
+            tally.empty_turns += sum(1 for m in targets if not has_target(m, keeps))
+            tally.untrained_after_issue += sum(1 for m in targets if has_target(m, keeps) and m.turn not in trained)
             tally.trajectories[side] += 1
             tally.queries[side].add(trajectory.query_id)
             made = samples(trajectory, trained, options)
@@ -504,18 +508,19 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = sample_files(options.format)
-    for side in SIDES:
+    for side in list(SIDES):
         target = rundir.safe_child(out_dir, files[side])
         if options.format == "hf":
             from judge.export_hf import write_parquet
 
-            write_parquet(target, side_samples(side))
+            if not write_parquet(target, side_samples(side)):
+                del files[side]  # no rows, no file: an empty parquet split does not load
         else:
             rundir.write_jsonl(target, (row for row, _ in side_samples(side)))
 
     overlap = sorted(tally.queries["train"] & tally.queries["test"])
     if overlap:  # cannot happen by construction; checked because a leak would silently inflate test scores
-        for name in files.values():
+        for name in sample_files(options.format).values():
             (out_dir / name).unlink(missing_ok=True)  # never leave a leaking split behind
         raise SplitLeakError(f"queries on both sides of the split: {overlap[:10]}")
     rundir.write_jsonl(rundir.safe_child(out_dir, INDEX_FILE), index_rows)

@@ -46,7 +46,8 @@ def to_row(sample: dict[str, Any], ids: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_parquet(path: Path, samples: Iterable[tuple[dict[str, Any], dict[str, Any]]]) -> int:
-    """Write (sample, ids) pairs to ``path`` in batches; returns the row count. Written to a temporary name first."""
+    """Write (sample, ids) pairs to ``path`` in batches; returns the row count. Written to a temporary name first;
+    no file when there is no row (``datasets`` cannot load an empty parquet split)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -54,17 +55,24 @@ def write_parquet(path: Path, samples: Iterable[tuple[dict[str, Any], dict[str, 
     tmp = path.with_name(path.name + ".tmp")
     count = 0
     batch: list[dict[str, Any]] = []
-    with pq.ParquetWriter(tmp, target) as writer:
+    writer: Any = None
+    try:
         for sample, ids in samples:
             batch.append(to_row(sample, ids))
             if len(batch) >= BATCH_ROWS:
+                writer = writer or pq.ParquetWriter(tmp, target)
                 writer.write_table(pa.Table.from_pylist(batch, schema=target))
-                count += len(batch)
-                batch = []
-        if batch or count == 0:
+                count, batch = count + len(batch), []
+        if batch:
+            writer = writer or pq.ParquetWriter(tmp, target)
             writer.write_table(pa.Table.from_pylist(batch, schema=target))
             count += len(batch)
-    tmp.replace(path)
+    finally:
+        if writer is not None:
+            writer.close()
+    path.unlink(missing_ok=True)  # an earlier export's file must not stand in for an empty side
+    if count:
+        tmp.replace(path)
     return count
 
 
@@ -73,7 +81,8 @@ def card_text(record: dict[str, Any]) -> str:
     files = record["files"]
     lines = ["---", "configs:", "- config_name: default", "  data_files:"]
     for side in ("train", "test"):
-        lines += [f"  - split: {side}", f"    path: {files[side]}"]
+        if side in files:  # a side without samples has no file
+            lines += [f"  - split: {side}", f"    path: {files[side]}"]
     lines += ["tags:", "- trajudge", "- agent-trajectories", "- tool-use", "---", ""]
     per_turn = record["per_turn"]
     filters = record["filters"]

@@ -513,6 +513,12 @@ def test_hf_folder_loads_with_datasets(tmp_path: Path, monkeypatch):
     loaded = datasets.load_dataset("parquet", data_dir=str(tmp_path / "hf"), cache_dir=str(tmp_path / "cache"))
     assert (loaded["train"].num_rows, loaded["test"].num_rows) == (12, 3)
     assert loaded["train"][0]["turn"] == 1 and loaded["train"][0]["messages"][-1]["weight"] == 1
+    # no test side: no test file (an empty parquet split does not load), and the card names only train
+    record = export_run(tmp_path / "run", tmp_path / "hf", ExportOptions(format="hf", test_size=0.0))
+    assert not (tmp_path / "hf" / "test.parquet").exists() and "test" not in record["files"]
+    assert "split: test" not in (tmp_path / "hf" / "README.md").read_text()
+    loaded = datasets.load_dataset(str(tmp_path / "hf"), cache_dir=str(tmp_path / "cache2"))  # through the card's header
+    assert list(loaded) == ["train"] and loaded["train"].num_rows == 5
 
 
 def test_cli_export_prints_counts_the_format_check_and_rejects_missing_run(tmp_path: Path):
@@ -602,3 +608,15 @@ def test_inspect_logs_keep_signed_and_redacted_reasoning_for_the_anthropic_expor
         ("thinking", "Check the file first.", "sig-9", None), ("redacted_thinking", "", None, "ENCRYPTED")]
     unsigned = _message(1, {"role": "assistant", "content": [{"type": "reasoning", "reasoning": "plain"}]}, {})
     assert (unsigned.reasoning, unsigned.thinking) == ("plain", [])  # nothing signed: nothing to replay
+
+
+def test_a_reasoning_only_turn_is_a_target_only_where_reasoning_is_kept(tmp_path: Path):
+    messages = number_turns([Message(role="user", content="q"), Message(role="assistant", content="", reasoning="hmm"),
+                             Message(role="user", content="go on"), Message(role="assistant", content="ok")])
+    trajectory = Trajectory(id="t", query="q", query_id="q", messages=messages, metadata=TrajectoryMetadata(source_format="x"))
+    assert trained_turns(trajectory, None) == {1, 2}
+    assert trained_turns(trajectory, None, with_reasoning=False) == {2}
+    write_run(tmp_path / "run", [trajectory], [score_row("t")])
+    record = export_run(tmp_path / "run", tmp_path / "out", ExportOptions(test_size=0.0, per_turn=True))  # openai: dropped
+    assert record["train"]["samples"] == 1 and record["skipped_empty_turns"] == 1
+    assert record["format_check"]["train"]["errors"] == {}
