@@ -13,36 +13,60 @@ from judge.cli.app import ExitCode, app
 @app.command("export")
 def export_cmd(
     run: Path = typer.Argument(..., help="A scored run directory (trajectories.jsonl + scores.jsonl)."),
-    out: Path = typer.Option(..., "--out", help="Directory for train.jsonl, test.jsonl and split.json."),
+    out: Path = typer.Option(..., "--out", help="Directory for the sample files, index.jsonl and split.json."),
     test_size: float = typer.Option(0.1, "--test-size", help="Share of trajectories on the test side (split by query)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the query split (same seed, same split)."),
     min_score: int | None = typer.Option(None, "--min-score", help="Export only trajectories scored at least this."),
-    include_unreleased: bool = typer.Option(False, "--include-unreleased", help="Also export trajectories the release gate held back."),
+    include_unreleased: bool = typer.Option(False, "--include-unreleased", help="Also export trajectories the release gate held back (turns from their first majority issue on get weight 0)."),
     exclude_category: list[str] = typer.Option([], "--exclude-category", help="Skip trajectories with a majority issue of this category (repeatable)."),
-    fmt: str = typer.Option("openai", "--format", help="openai (weight 0/1 on assistant messages) or anthropic (mask list)."),
+    fmt: str = typer.Option("openai", "--format", help="openai (chat fine-tuning JSONL, weight 0/1), anthropic (messages + mask) or hf (parquet folder + dataset card)."),
+    per_turn: bool = typer.Option(False, "--per-turn", help="One sample per trained turn (history up to it, only it trained) instead of one per trajectory."),
+    reasoning: str = typer.Option("auto", "--reasoning", help="Native reasoning: openai drop|think-tags (default drop), anthropic keep|drop (default keep, with signatures), hf keep|drop|think-tags (default keep)."),
+    max_tokens: int = typer.Option(65_536, "--max-tokens", help="Per-example token limit the OpenAI format check warns about."),
 ) -> None:
-    """Expand released trajectories into per-turn training samples, split train/test by query.
+    """Export released trajectories as training samples, split train/test by query.
 
-    Example: judge export runs/demo --out exports/demo --test-size 0.1 --seed 0
+    Default: one sample per trajectory, each assistant message weighted 1 (trained) or 0 (context); ids go to
+    index.jsonl, not into the sample lines. The OpenAI file is checked with the checks of OpenAI's fine-tuning
+    data-preparation recipe (counts in split.json).
+
+    Examples:
+      judge export runs/demo --out exports/demo --test-size 0.1 --seed 0
+      judge export runs/demo --out exports/claude --format anthropic --per-turn
+      judge export runs/demo --out exports/hf --format hf
     """
     from judge.export import ExportOptions, export_run
 
     try:
         options = ExportOptions(
             test_size=test_size, seed=seed, min_score=min_score, include_unreleased=include_unreleased,
-            exclude_categories=tuple(exclude_category), format=fmt,  # type: ignore[arg-type]
+            exclude_categories=tuple(exclude_category), format=fmt, per_turn=per_turn,  # type: ignore[arg-type]
+            reasoning=reasoning, max_tokens=max_tokens,
         )
         record = export_run(run, out, options)
     except (ValueError, FileNotFoundError) as error:
         raise typer.BadParameter(str(error)) from error
     for side in ("train", "test"):
         counts = record[side]
-        typer.echo(f"{side:5}: {counts['trajectories']} trajectories, {counts['queries']} queries, {counts['samples']} samples")
+        typer.echo(f"{side:5}: {counts['trajectories']} trajectories, {counts['queries']} queries, {counts['samples']} samples, "
+                   f"{counts['trained_turns']} trained turns")
     excluded = record["excluded"]
     if excluded["trajectories"]:
         reasons = "; ".join(f"{r}: {n}" for r, n in sorted(excluded["by_reason"].items()))
         typer.echo(f"excluded: {excluded['trajectories']} trajectories ({reasons})")
-    typer.echo(f"split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
+    if record["untrained_turns_after_issue"] or record["trajectories_without_trained_turn"]:
+        typer.echo(f"not trained: {record['untrained_turns_after_issue']} turns at or after a majority issue; "
+                   f"{record['trajectories_without_trained_turn']} trajectories left with no trained turn (no sample)")
+    if record.get("unsigned_thinking_blocks"):
+        typer.echo(f"warning: {record['unsigned_thinking_blocks']} thinking blocks have no signature (reasoning from a "
+                   "source that does not sign it); the Anthropic API refuses unsigned blocks")
+    for side, check in (record.get("format_check") or {}).items():
+        errors = ", ".join(f"{name} {count} (first at line {check['first_error_line'][name]})"
+                           for name, count in check["errors"].items()) or "none"
+        tokens = check["tokens"]
+        typer.echo(f"{side:5} format check: errors {errors}; {check['warnings']['over_token_limit']} over "
+                   f"{tokens['limit_per_example']} tokens (max {tokens['max']}; {tokens['counted_by']})")
+    typer.echo(f"reasoning: {record['reasoning']}; split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
 
 
 @app.command("validate")

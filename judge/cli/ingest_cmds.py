@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 _FORMAT_HELP = (
     "Force one format instead of auto-detection: canonical, openai, tau, anthropic, swe-agent, "
-    "mini-swe-agent, openhands, inspect, who-and-when, atif."
+    "mini-swe-agent, openhands, inspect, who-and-when, atif, mast, otel."
 )
 
 
