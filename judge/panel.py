@@ -9,9 +9,10 @@ already hold:
 
 - the cache key is (trajectory content hash, prompt version, provider, model, parameters, pass index), so a
   second run makes zero calls and a run killed with SIGKILL makes only the missing calls when restarted;
-- each verdict is written to the store and appended to ``verdicts.jsonl`` as soon as it completes (the
-  file is rebuilt from the store at the start of every run, so there are no duplicate rows, and rewritten
-  in a stable order at the end);
+- each verdict is written to the store as soon as it completes, and to ``verdicts.jsonl`` in input order (the
+  file is rebuilt from the store at the start of every run, so there are no duplicate rows); trajectories are
+  streamed, and a pass completed ahead of a slower earlier one waits (at most :data:`WINDOW` of them) for its
+  turn, so memory stays flat at any batch size;
 - every provider attempt, failed ones included, is recorded with its tokens and cost - and already *before*
   it is sent (``store.record_attempt(..., "sent")``), so one that a kill interrupts is found by the next
   invocation, counted in the spend at its worst case (it may have been billed) and reported;
@@ -39,7 +40,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -60,6 +61,7 @@ from judge.schema import Verdict
 from judge.store import RunStore, cache_key
 
 DEFAULT_LLM_PASSES = 3
+WINDOW = 4096  # passes taken ahead of the oldest one not yet written to verdicts.jsonl (a slow call holds the rest)
 NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded"})
 NO_ASSISTANT_TURN = "no_assistant_turn"
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
@@ -166,10 +168,15 @@ class PassPlan:
 
 @dataclass
 class PanelResult:
-    """What a panel run did. Costs are USD; None = unknown (an unpriced model)."""
+    """What a panel run did. Costs are USD; None = unknown (an unpriced model).
+
+    The verdicts themselves are in ``verdicts.jsonl``: ``verdicts`` is a view of that file (each iteration reads
+    it), so a 100k batch is not held in memory; ``outcomes`` counts the passes by (status, reason).
+    """
 
     plans: list[PassPlan]
-    verdicts: list[Verdict] = field(repr=False)  # asyncio.run repr()s its result: 30,000 verdicts took seconds
+    verdicts: Sequence[Verdict] = field(repr=False)
+    outcomes: Counter[tuple[str, str | None]] = field(default_factory=Counter)
     calls: int = 0  # provider attempts made in this run (0 on a fully cached rerun)
     retries: int = 0
     cached: int = 0
@@ -177,7 +184,6 @@ class PanelResult:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None  # all verdicts of the run, as recorded (cached ones at their original cost)
     cost_this_run_usd: float | None = None  # attempts made by this invocation, failed ones included
-    cost_by_trajectory: dict[str, float | None] = field(default_factory=dict)
     wall_s: float = 0.0
     budget_exceeded: bool = False
     budget: RunBudget | None = None
@@ -186,6 +192,23 @@ class PanelResult:
     @property
     def panel_size(self) -> int:
         return len(self.plans)
+
+    @property
+    def cost_by_trajectory(self) -> dict[str, float | None]:
+        """Trajectory id -> the recorded cost of its verdicts (reads ``verdicts.jsonl``)."""
+        costs: dict[str, float | None] = {}
+        for verdict in self.verdicts:
+            costs[verdict.trajectory_id] = add_costs(costs.get(verdict.trajectory_id), verdict.cost_usd)
+        return costs
+
+    def count(self, verdict: Verdict) -> None:
+        """Add one written verdict to the totals (in file order, so float sums match a re-read of the file)."""
+        self.outcomes[(verdict.status, verdict.reason)] += 1
+        self.cached += verdict.cached
+        if verdict.status == "unscored":
+            self.unscored[verdict.reason or "unknown"] += 1
+        self.usage = self.usage + verdict.usage
+        self.cost_usd = add_costs(self.cost_usd, verdict.cost_usd)
 
 
 @dataclass
@@ -280,15 +303,20 @@ async def run_panel(
     progress: bool = True,
     judges: Mapping[str, JudgeFn] | None = None,
     preflight: bool = False,
+    total: int | None = None,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
+
+    ``trajectories`` is streamed (a generator such as ``RunDir.trajectories()`` keeps memory flat); ``total``
+    (how many it yields, when it has no ``len``) only sizes the progress bar.
 
     Raises :class:`judge.runlock.RunLocked` when another process uses ``run_dir``, and
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
     """
     run_dir = Path(run_dir)
     with run_lock(run_dir, "judge panel"):
-        return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight)
+        return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight,
+                                total=len(trajectories) if isinstance(trajectories, Sized) else total)
 
 
 async def _run_panel(
@@ -299,6 +327,7 @@ async def _run_panel(
     progress: bool,
     judges: Mapping[str, JudgeFn] | None,
     preflight: bool,
+    total: int | None,
 ) -> PanelResult:
     started = time.monotonic()
     table = load_price_table(config.prices)
@@ -324,24 +353,31 @@ async def _run_panel(
                 judge.runtime = runtime  # type: ignore[attr-defined]  # share limits and budget across the panel
         plans = plan_passes(config, built)
         _write_panel_manifest(run_dir, config, plans, built, cap)
-        items = list(trajectories)
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
-        # Rebuilt below from the store + new calls (no duplicates); one handle for the run, each row flushed.
+        # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run, rows flushed.
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
-        done, todo, cached = _split_cached(items, plans, built, store, verdicts_file)
         if cap is not None:
             unpriced = sorted({getattr(j, "price_key", "") for j in built.values()
                                if getattr(j, "price_key", None) and table.lookup(j.price_key) is None})  # type: ignore[attr-defined]
             for name in unpriced:
                 print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending",
                       file=sys.stderr)
-        preflight_calls = 0
-        if preflight:
-            preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, runtime, store)
-        tracker = _Progress(total=len(items) * len(plans), done=len(done), enabled=progress)
+        result = PanelResult(plans=plans, verdicts=RunDir(run_dir).view(rundir.VERDICTS, Verdict, 0))
+        tracker = _Progress(total=None if total is None else total * len(plans), enabled=progress)
         this_run_cost: float | None = None
+        need_hash = any(_cacheable(judge) for judge in built.values())
+        checked: set[str] = set()  # judges whose preflight ran (or that had no pass to run yet)
+        loop = asyncio.get_running_loop()
+        # Passes in input order, each a future; the committer writes them in that order as they complete. At most
+        # WINDOW are taken ahead of the oldest unwritten one, and only the trajectories of the passes waiting for
+        # a worker are held, so memory stays flat however long the batch.
+        window = asyncio.Semaphore(WINDOW)
+        order: asyncio.Queue[asyncio.Future[Verdict] | None] = asyncio.Queue()
+        work: asyncio.Queue[tuple[Trajectory, PassPlan, str, asyncio.Future[Verdict]] | None] = asyncio.Queue(
+            maxsize=config.concurrency)
+        workers_count = config.concurrency
 
-        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
+        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> Verdict:
             nonlocal this_run_cost
             judge = built[plan.judge]
 
@@ -369,33 +405,67 @@ async def _run_panel(
                                                  "deterministic": plan.deterministic, "cached": False})
             if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
-            _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
-            done[(trajectory.id, plan.pass_key)] = verdict
-            tracker.advance(verdict, runtime, this_run_cost)
+            return verdict  # written to verdicts.jsonl by the committer: after the store, so a kill loses nothing
 
-        pending = iter(todo)
+        async def produce() -> None:
+            nonlocal preflight_calls
+            for trajectory in trajectories:
+                slots = _decide(trajectory, plans, built, store, need_hash)
+                unchecked = {plan.judge for plan, _, decided in slots if decided is None} - checked
+                if unchecked:
+                    if preflight:
+                        try:
+                            preflight_calls += await _preflight(built, unchecked, runtime, store)
+                        except PreflightFailed as error:
+                            error.calls_before = runtime.calls
+                            raise
+                    checked.update(unchecked)
+                for plan, key, decided in slots:
+                    await window.acquire()
+                    future: asyncio.Future[Verdict] = loop.create_future()
+                    order.put_nowait(future)
+                    if decided is not None:
+                        future.set_result(decided)
+                    elif not getattr(built[plan.judge], "reports_attempts", False):
+                        # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
+                        future.set_result(await run_one(trajectory, plan, key))
+                    else:
+                        await work.put((trajectory, plan, key, future))
+            for _ in range(workers_count):
+                await work.put(None)
+            order.put_nowait(None)
 
         async def worker() -> None:
-            # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
-            # they share one iterator (next() never awaits, so no pass is taken twice).
-            for item in pending:
-                await run_one(*item)
+            while (item := await work.get()) is not None:
+                trajectory, plan, key, future = item
+                future.set_result(await run_one(trajectory, plan, key))
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(config.concurrency, max(1, len(todo))))]
+        async def commit() -> None:
+            while (future := await order.get()) is not None:
+                verdict = await future
+                _append(verdicts_file, verdict)
+                result.count(verdict)
+                tracker.advance(verdict, runtime, this_run_cost)
+                window.release()
+
+        preflight_calls = 0
+        tasks = [asyncio.create_task(produce()), asyncio.create_task(commit()),
+                 *(asyncio.create_task(worker()) for _ in range(workers_count))]
         with tracker:
             try:
-                await asyncio.gather(*workers)
+                await asyncio.gather(*tasks)
             except BaseException:
-                # One worker failed (a full disk) or we were interrupted: stop the others before the store closes.
-                # Their attempts in flight stay recorded as sent, so the next invocation counts them.
-                for task in workers:
+                # A task failed (a full disk, a failed preflight) or we were interrupted: stop the others before the
+                # store closes. Attempts in flight stay recorded as sent, so the next invocation counts them.
+                for task in tasks:
                     task.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
+                await asyncio.gather(*tasks, return_exceptions=True)
                 raise
-        ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
         verdicts_file.close()
-        rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
-        result = _result(plans, ordered, runtime, cached, this_run_cost, time.monotonic() - started)
+        result.verdicts = RunDir(run_dir).view(rundir.VERDICTS, Verdict, sum(result.outcomes.values()))
+        result.calls, result.retries = runtime.calls, runtime.retries
+        result.cost_this_run_usd, result.wall_s = this_run_cost, time.monotonic() - started
+        result.budget_exceeded = runtime.budget.exceeded
         in_doubt, in_doubt_usd = store.in_doubt()
         result.budget = RunBudget(max_cost_usd=cap, cap_source=cap_source, spent_usd=store.spent_usd(),
                                   spent_before_usd=spent_before, in_doubt_attempts=in_doubt, in_doubt_usd=in_doubt_usd,
@@ -440,6 +510,7 @@ class PreflightFailed(RuntimeError):
 
     def __init__(self, problems: list[str]):
         self.problems = problems
+        self.calls_before = 0  # calls of other judges already made when the check failed (a judge first needed late)
         super().__init__("; ".join(problems))
 
 
@@ -481,59 +552,35 @@ async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: Ca
     return requests
 
 
-def _split_cached(
-    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore, verdicts_file: TextIO,
-) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int]:
-    """Passes already decided (written to verdicts.jsonl at once), passes still to run, and how many of the
-    decided ones came from the store. A trajectory without an assistant turn is decided without a call."""
-    done: dict[tuple[str, str], Verdict] = {}
-    todo: list[tuple[Trajectory, PassPlan, str]] = []
-    cached = 0
-    for trajectory in items:
-        if trajectory.turn_count == 0:
-            for plan in plans:
-                verdict = Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
-                                  pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
-                                  detail="the trajectory has no assistant turn: there is no decision to judge",
-                                  deterministic=plan.deterministic, attempts=0)
-                done[(trajectory.id, plan.pass_key)] = verdict
-                _append(verdicts_file, verdict)
+def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore,
+            need_hash: bool) -> list[tuple[PassPlan, str, Verdict | None]]:
+    """Each pass of one trajectory with its cache key and its verdict when it is decided without a call: from the
+    store (a cached pass), or unscored ``no_assistant_turn`` for a trajectory with no assistant turn. ``None``:
+    the pass must run. The content hash is computed only when some judge is cached (``need_hash``)."""
+    if trajectory.turn_count == 0:
+        return [(plan, "", Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
+                                   pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
+                                   detail="the trajectory has no assistant turn: there is no decision to judge",
+                                   deterministic=plan.deterministic, attempts=0)) for plan in plans]
+    content_hash = trajectory.content_hash() if need_hash else ""
+    slots: list[tuple[PassPlan, str, Verdict | None]] = []
+    for plan in plans:
+        judge = judges[plan.judge]
+        if not _cacheable(judge):
+            slots.append((plan, "", None))
             continue
-        content_hash = trajectory.content_hash()
-        for plan in plans:
-            judge = judges[plan.judge]
-            key = pass_cache_key(judge, content_hash, plan.pass_index)
-            stored = store.get_verdict(key) if _cacheable(judge) else None
-            if stored is None:
-                todo.append((trajectory, plan, key))
-                continue
-            # The same content under another id (a duplicate record) reuses the verdict under its own id.
-            verdict = Verdict.model_validate(stored).model_copy(update={
-                "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})
-            done[(trajectory.id, plan.pass_key)] = verdict
-            cached += 1
-            _append(verdicts_file, verdict)
-    return done, todo, cached
+        key = pass_cache_key(judge, content_hash, plan.pass_index)
+        stored = store.get_verdict(key)
+        # The same content under another id (a duplicate record) reuses the verdict under its own id.
+        slots.append((plan, key, None if stored is None else Verdict.model_validate(stored).model_copy(update={
+            "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})))
+    return slots
 
 
 def _append(handle: TextIO, verdict: Verdict) -> None:
     """One verdicts.jsonl row, flushed so that it survives a kill (the file stays open for the whole run)."""
     handle.write(verdict.model_dump_json() + "\n")
     handle.flush()
-
-
-def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime, cached: int,
-            this_run_cost: float | None, wall_s: float) -> PanelResult:
-    result = PanelResult(plans=plans, verdicts=verdicts, calls=runtime.calls, retries=runtime.retries, cached=cached,
-                         cost_this_run_usd=this_run_cost, wall_s=wall_s, budget_exceeded=runtime.budget.exceeded)
-    for verdict in verdicts:
-        if verdict.status == "unscored":
-            result.unscored[verdict.reason or "unknown"] += 1
-        result.usage = result.usage + verdict.usage
-        result.cost_usd = add_costs(result.cost_usd, verdict.cost_usd)
-        result.cost_by_trajectory[verdict.trajectory_id] = add_costs(
-            result.cost_by_trajectory.get(verdict.trajectory_id), verdict.cost_usd)
-    return result
 
 
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, JudgeFn],
@@ -571,14 +618,14 @@ def _write_budget(run_dir: Path, budget: RunBudget) -> None:
 class _Progress:
     """A rich progress bar: done/total, calls/s, retries, unscored, cost so far (no-op when disabled)."""
 
-    def __init__(self, total: int, done: int, enabled: bool):
-        self.enabled = enabled and total > 0
+    def __init__(self, total: int | None, enabled: bool):
+        self.enabled = enabled and total != 0  # None: the count is not known (a streamed batch)
         self.total = total
         self.unscored = 0
+        self.cached = 0
         self.started = time.monotonic()
         self._progress: Any = None
         self._task: Any = None
-        self._done = done
 
     def __enter__(self) -> _Progress:
         if self.enabled:
@@ -595,8 +642,7 @@ class _Progress:
                                       TextColumn("{task.fields[stats]}"), transient=False,
                                       console=Console(stderr=True))  # stdout stays for results
             self._progress.__enter__()
-            self._task = self._progress.add_task("judging", total=self.total, completed=self._done,
-                                                 stats=f"cached {self._done}")
+            self._task = self._progress.add_task("judging", total=self.total, stats="")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -605,12 +651,13 @@ class _Progress:
 
     def advance(self, verdict: Verdict, runtime: CallRuntime, cost: float | None) -> None:
         self.unscored += verdict.status == "unscored"
+        self.cached += verdict.cached
         if self._progress is None:
             return
         elapsed = max(1e-6, time.monotonic() - self.started)
         cost_text = "unpriced" if cost is None else f"${cost:.4f}"
-        stats = (f"{runtime.calls / elapsed:.1f} calls/s · retries {runtime.retries} · unscored {self.unscored}"
-                 f" · cost {cost_text}")
+        stats = (f"{runtime.calls / elapsed:.1f} calls/s · cached {self.cached} · retries {runtime.retries} · "
+                 f"unscored {self.unscored} · cost {cost_text}")
         self._progress.update(self._task, advance=1, stats=stats)
 
 

@@ -4,6 +4,7 @@ judge.pipeline.score_run."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -126,13 +127,21 @@ def rescore_command(
     except (FileNotFoundError, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(ExitCode.ERROR) from error
-    scored = [s for s in scores if s.score is not None]
-    values = [s.score for s in scored if s.score is not None]
-    histogram = {value: values.count(value) for value in sorted(set(values))}
-    typer.echo(f"{len(scores)} trajectories: {len(scored)} scored {histogram}, {len(scores) - len(scored)} unscored, "
-               f"{sum(s.release for s in scores)} released; wrote {run / rundir.SCORES}")
+    values: Counter[int] = Counter()
+    released = 0
+    for row in scores:  # one pass over scores.jsonl
+        released += row.release
+        if row.score is not None:
+            values[row.score] += 1
+    histogram = {value: values[value] for value in sorted(values)}
+    scored = sum(values.values())
+    typer.echo(f"{len(scores)} trajectories: {scored} scored {histogram}, {len(scores) - scored} unscored, "
+               f"{released} released; wrote {run / rundir.SCORES}")
     for name, path in written.items():
         typer.echo(f"  {name}: {path}")
-    code = outcome_code((v.status, v.reason) for v in RunDir(run).verdicts())
+    for name in rundir.PARQUET_TABLES:
+        if RunDir(run).has(name):
+            typer.echo(f"  {name}: {run / name}")
+    code = outcome_code({(v.status, v.reason) for v in RunDir(run).verdicts()})
     if code:
         raise typer.Exit(code)

@@ -94,12 +94,16 @@ def score_command(
         from judge.providers.errors import ProviderError
 
         try:
-            result = asyncio.run(run_panel(RunDir(out).trajectories(), settings, out, progress=True, preflight=not no_preflight))
+            result = asyncio.run(run_panel(RunDir(out).trajectories(), settings, out, progress=True, preflight=not no_preflight,
+                                           total=stats.imported))
         except PreflightFailed as error:
             for problem in error.problems:
                 typer.echo(f"preflight: {problem}", err=True)
-            typer.echo("the batch was not started: nothing was judged. Fix the judge (or skip this check with "
-                       "--no-preflight), then run the same command again.", err=True)
+            done = ("the batch was not started: nothing was judged" if not error.calls_before else
+                    f"the batch stopped when this judge was first needed ({error.calls_before} calls of other judges "
+                    "were made and are kept)")
+            typer.echo(f"{done}. Fix the judge (or skip this check with --no-preflight), then run the same command "
+                       "again.", err=True)
             raise typer.Exit(code=ExitCode.NONE_SCORED) from None
         except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
             raise typer.BadParameter(str(error)) from error
@@ -111,10 +115,10 @@ def score_command(
         written = finish_run(out) or {}
     typer.echo(score_distribution(scores))
     paths = [out / name for name in (rundir.TRAJECTORIES, rundir.VERDICTS, rundir.CLUSTERS, rundir.SCORES,
-                                     rundir.REJECTS, rundir.MANIFEST)]
+                                     rundir.REJECTS, rundir.MANIFEST, *rundir.PARQUET_TABLES)]
     paths += [Path(p) for p in written.values()]
     typer.echo("wrote: " + ", ".join(str(p) for p in dict.fromkeys(paths) if p.exists()))
-    code = outcome_code((v.status, v.reason) for v in result.verdicts)
+    code = outcome_code(result.outcomes)
     if strict and stats.rejected:
         typer.echo("--strict: some input records were rejected", err=True)
         code = ExitCode.ERROR
