@@ -13,6 +13,7 @@ For each size it prints:
   (the rules panel), score (cluster + score + gate), repair (routing) and report - with its wall time, CPU
   time, peak RSS (the child's ``ru_maxrss`` from ``os.wait4``), the CPU time of Python's cyclic garbage
   collector (``gc.callbacks``) and trajectories/s;
+- the sums of the stages, without the report (wt-14b's scalable report replaces it) and with it;
 - ``judge score`` end to end in one process (``--no-end-to-end`` skips it): wall, CPU, peak RSS, and the
   ratio of its CPU time to the floor's.
 
@@ -148,13 +149,17 @@ def bench_size(source: Path, size: int, folder: Path, end_to_end: bool, keep: bo
     run_dir = folder / f"run-{size}"
     shutil.rmtree(run_dir, ignore_errors=True)
     total = {"wall": 0.0, "cpu": 0.0, "rss_mb": 0.0, "gc_s": 0.0}
+    before_report: dict[str, float] = {}
     for stage in STAGES:
+        if stage == "report":
+            before_report = dict(total)
         figures = measure([sys.executable, __file__, "--stage", stage, "--run", str(run_dir), "--input", str(input_path)])
         print(row(stage, figures, size, floor_cpu), flush=True)
         for key in ("wall", "cpu", "gc_s"):
             total[key] += figures.get(key, 0.0)
         total["rss_mb"] = max(total["rss_mb"], figures["rss_mb"])
-    print(row("stages", total, size, floor_cpu))
+    print(row("no report", before_report, size, floor_cpu))
+    print(row("all stages", total, size, floor_cpu))
     if end_to_end:
         e2e_dir = folder / f"run-{size}-e2e"
         shutil.rmtree(e2e_dir, ignore_errors=True)

@@ -23,7 +23,7 @@ def require_pyarrow() -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError as error:
-        raise ValueError("--format hf needs pyarrow: pip install 'trajudge[hf]'") from error
+        raise ValueError("--format hf needs pyarrow (a dependency of trajudge): pip install pyarrow") from error
 
 
 def schema() -> Any:

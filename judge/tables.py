@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 ROW_GROUP_ROWS = 64_000
-ROW_GROUP_BYTES = 64 << 20  # flush a row group earlier when its rows are large (raw judge outputs)
+ROW_GROUP_BYTES = 32 << 20  # flush a row group earlier when its rows are large (raw judge outputs): bounds memory
 MIN_BLOCK = 1 << 20  # Arrow's JSON reader needs a block larger than the longest line
 
 
@@ -108,7 +108,7 @@ def write_tables(run_dir: Path) -> dict[str, Path]:
         schema = model_schema(model)
         derived = {rundir.ISSUES_PARQUET: (issues_schema(), _issue_rows)} if model is Cluster else {}
         outputs = [(run.file(name), *(derived.get(name) or (schema, None))) for name in targets]
-        _convert(run.file(source), schema, outputs)
+        _convert(run.file(source), model, outputs)
         written.update({name: run.file(name) for name in targets})
     return written
 
@@ -123,9 +123,10 @@ def _issue_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([*columns, pass_keys], schema=issues_schema())
 
 
-def _convert(source: Path, schema: pa.Schema, outputs: list[tuple[Path, pa.Schema, Any]]) -> None:
+def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.Schema, Any]]) -> None:
     """Stream ``source`` (JSONL) through Arrow's JSON reader into one Parquet file per output, atomically."""
     pa = _arrow()
+    schema = model_schema(model)
     writers = []
     temps = [path.with_name(path.name + ".tmp") for path, _, _ in outputs]
     try:
@@ -142,11 +143,11 @@ def _convert(source: Path, schema: pa.Schema, outputs: list[tuple[Path, pa.Schem
             for writer, (_, _, derive) in zip(writers, outputs):
                 part = table if derive is None else pa.Table.from_batches(
                     [derive(b) for b in table.to_batches()], schema=writer.schema)
-                writer.write_table(part, row_group_size=max(1, rows))
+                writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
             pending.clear()
             rows = size = 0
 
-        for batch in _batches(source, schema):
+        for batch in _batches(source, schema, model):
             pending.append(batch)
             rows += batch.num_rows
             size += batch.nbytes
@@ -165,7 +166,7 @@ def _convert(source: Path, schema: pa.Schema, outputs: list[tuple[Path, pa.Schem
             tmp.unlink(missing_ok=True)
 
 
-def _batches(source: Path, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def _batches(source: Path, schema: pa.Schema, model: type[BaseModel]) -> Iterator[pa.RecordBatch]:
     """Record batches of a JSONL file typed by ``schema``; a row with a field the schema lacks is an error."""
     pa = _arrow()
     longest = 0
@@ -175,9 +176,19 @@ def _batches(source: Path, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     if longest <= 1:  # empty, or blank lines only: Arrow's reader refuses an empty input
         return
     options = pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
-    reader = pa.json.open_json(source, read_options=pa.json.ReadOptions(block_size=max(MIN_BLOCK, 2 * longest)),
-                               parse_options=options)
     try:
+        reader = pa.json.open_json(source, read_options=pa.json.ReadOptions(block_size=max(MIN_BLOCK, 2 * longest)),
+                                   parse_options=options)
         yield from reader
     except pa.ArrowInvalid as error:
-        raise ValueError(f"{source}: cannot convert to Parquet: {error}") from error
+        raise ValueError(f"{source}: cannot convert to Parquet: {_first_bad_row(source, model) or error}") from error
+
+
+def _first_bad_row(source: Path, model: type[BaseModel]) -> str | None:
+    """Where a file Arrow refused first fails its row model (Arrow's message names no line)."""
+    try:
+        for row in rundir.read_jsonl(source, model):
+            del row
+    except ValueError as error:
+        return " ".join(str(error).splitlines()[:2])
+    return None

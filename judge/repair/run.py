@@ -144,6 +144,8 @@ def repair_run(
             # then are written and released, so memory stays flat while up to ``concurrency`` calls overlap.
             gate = asyncio.Semaphore(max(1, concurrency))
             chunk: list[TrajectoryRepair | RepairRow] = []
+            # Without a teacher nothing overlaps: one trajectory at a time (fewer live objects, cheaper GC passes).
+            chunk_size = 1 if provider is None else max(CHUNK, 4 * concurrency)
 
             async def one(plan: TrajectoryRepair) -> list[Ticket]:
                 async with gate:
@@ -166,7 +168,7 @@ def repair_run(
                         continue
                     if plan is not None:
                         chunk.append(plan)
-                        if len(chunk) >= max(CHUNK, 4 * concurrency):
+                        if len(chunk) >= chunk_size:
                             await flush()
                 await flush()
             finally:
