@@ -199,17 +199,43 @@ def estimate_tokens(text: str) -> int:
 
 def token_count_method() -> str:
     """How :func:`estimate_tokens` counts on this machine, for reports that print token figures."""
-    return "tiktoken o200k_base" if _encoder() is not None else "estimate: ASCII chars / 4 + 1 per other char (tiktoken not available)"
+    return "tiktoken o200k_base" if _encoder() is not None else "estimate: ASCII chars / 4 + 1 per other char (tiktoken, or its o200k_base file, not on this machine)"
+
+
+# Where tiktoken keeps o200k_base once fetched (tiktoken.load.read_file_cached: the sha1 of the URL, in
+# TIKTOKEN_CACHE_DIR, else DATA_GYM_CACHE_DIR, else <tmp>/data-gym-cache).
+_O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 
 
 @lru_cache(maxsize=1)
 def _encoder() -> Any:
+    """tiktoken's o200k_base when tiktoken is installed and its encoding file is on this machine, else None.
+
+    Never fetched here: tiktoken downloads a missing file with no timeout, and a token estimate must not make
+    a judge run wait on (or leak a request to) the network. ``python -c "import tiktoken;
+    tiktoken.get_encoding('o200k_base')"`` once, with network, caches it.
+    """
     try:
         import tiktoken  # optional, not a dependency
-
-        return tiktoken.get_encoding("o200k_base")
-    except Exception:  # not installed, or its encoding file cannot be loaded offline
+    except ImportError:
         return None
+    if not _tiktoken_file_cached():
+        return None
+    try:
+        return tiktoken.get_encoding("o200k_base")
+    except Exception:  # a corrupt cache file (tiktoken would then fetch it again)
+        return None
+
+
+def _tiktoken_file_cached() -> bool:
+    import hashlib
+    import os
+    import tempfile
+
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
+    if cache_dir is None:
+        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return bool(cache_dir) and os.path.isfile(os.path.join(cache_dir, hashlib.sha1(_O200K_URL.encode()).hexdigest()))
 
 
 # --- trajectory rendering ----------------------------------------------------------------------
