@@ -33,8 +33,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
-from inspect_ai.solver import TaskState
+try:
+    from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+    from inspect_ai.solver import TaskState
+except ImportError as error:  # the optional extra is not installed
+    raise ImportError("judge.inspect needs inspect_ai: pip install 'trajudge[inspect]'") from error
 
 import judge
 from judge.api import NothingImported, Run, panel_settings, score_async
