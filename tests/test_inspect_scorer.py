@@ -137,6 +137,44 @@ def test_the_log_round_trips_into_judge_import_with_the_judgment_kept_apart(eval
 
 
 @needs_inspect
+def test_an_eval_format_log_imports_like_the_json_one(eval_log: tuple[Any, Path], tmp_path: Path) -> None:
+    """inspect's default log format, ``.eval`` (a zip with zstd members), read through inspect_ai itself."""
+    from inspect_ai.log import write_eval_log
+
+    log, path = eval_log
+    zipped = tmp_path / "logs" / "tiny.eval"
+    zipped.parent.mkdir()
+    write_eval_log(log, str(zipped), format="eval")
+    from_json = load_trajectories(path)
+    from_eval = load_trajectories(tmp_path / "logs")  # found by the folder walk
+    assert len(from_eval) == 3
+    for a, b in zip(from_json, from_eval):
+        assert b.metadata.source_file == str(zipped)
+        b.metadata.source_file = a.metadata.source_file
+        assert a.model_dump() == b.model_dump()
+
+
+def test_an_eval_log_without_inspect_installed_is_a_clear_reject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.importers import iter_records
+
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # as if the extra were not installed
+    path = tmp_path / "run.eval"
+    path.write_bytes(b"PK")
+    [reject] = list(iter_records(path))
+    assert "needs inspect_ai" in reject.reason and "inspect log convert" in reject.reason
+
+
+@needs_inspect
+def test_a_broken_eval_log_is_a_reject_naming_the_file(tmp_path: Path) -> None:
+    from judge.importers import iter_records
+
+    path = tmp_path / "broken.eval"
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    [reject] = list(iter_records(path))
+    assert reject.source_file == str(path) and "cannot read the .eval log" in reject.reason
+
+
+@needs_inspect
 def test_judge_score_on_the_log_agrees_with_the_scorer(eval_log: tuple[Any, Path], tmp_path: Path) -> None:
     log, path = eval_log
     result = runner.invoke(app, ["score", str(path), "--out", str(tmp_path / "run"), "--embedder", "lexical"])

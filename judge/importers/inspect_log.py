@@ -1,4 +1,7 @@
-"""inspect_ai JSON eval logs (log format version 2): one trajectory per sample (per epoch).
+"""inspect_ai eval logs (log format version 2): one trajectory per sample (per epoch).
+
+JSON logs are read here; an ``.eval`` log (inspect's zip format) is read through inspect_ai by
+:func:`judge.importers.reader.read_inspect_eval`, which hands each sample to :func:`parse` the same way.
 
 A log file ``{version, status, eval: {task, model, ...}, samples: [...]}`` is split into its samples (the
 record index is the sample's position in ``samples``); a bare sample object (``{id, epoch, input, messages,
