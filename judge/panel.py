@@ -48,18 +48,17 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge import rundir
-from judge.judges import JudgeFn, make_judge
+from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
 from judge.pipeline import read_manifest, write_manifest
 from judge.pricing import add_costs, load_price_table, price
-from judge.providers import redact
+from judge.providers import key_variables, redact
 from judge.providers.errors import ProviderError
 from judge.providers.retry import Attempt, Budget, BudgetExceeded, CallRuntime, RetryPolicy, complete_with_retries
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
 
-DEFAULT_LLM_PASSES = 3
 NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded"})
 NO_ASSISTANT_TURN = "no_assistant_turn"
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
@@ -68,7 +67,7 @@ PREFLIGHT_MAX_TOKENS = 16
 PREFLIGHT_RETRIES = 2
 # An API key belongs in the environment: a params entry of that name would be silently unused. Other secrets
 # (a gateway's headers, tokens) are allowed: they are sent, and redacted wherever the config is recorded.
-_API_KEY_NAME = re.compile(r"^((openai|anthropic)[_-])?api[_-]?key$", re.IGNORECASE)
+_API_KEY_NAME = re.compile(r"^([a-z0-9]+[_-])?api[_-]?key$", re.IGNORECASE)  # api_key, openai_api_key, ...
 
 
 class PanelConfig(BaseModel):
@@ -100,9 +99,9 @@ class PanelConfig(BaseModel):
     def _no_api_key(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
             if _API_KEY_NAME.match(name):
-                raise ValueError(f"params.{name}: API keys come only from the environment (OPENAI_API_KEY, "
-                                 "ANTHROPIC_API_KEY), never from a config file; a gateway's own header goes in "
-                                 "params.headers")
+                raise ValueError(f"params.{name}: API keys come only from the environment "
+                                 f"({', '.join(key_variables())}), never from a config file; a gateway's own "
+                                 "header goes in params.headers")
         return value
 
     @field_validator("temperature", mode="before")
@@ -215,14 +214,14 @@ class RunBudget:
         }
 
 
-def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, JudgeFn]:
+def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, Judge]:
     """One judge object per distinct spec (passes of one spec share it, and its rate limits)."""
     specs = config.judges or ["rules"]
     options = config.judge_options(runtime)
     return {spec: make_judge(spec, options) for spec in dict.fromkeys(specs)}
 
 
-def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None) -> list[PassPlan]:
+def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) -> list[PassPlan]:
     """The panel's passes, in order. Judges are built from the config when not given."""
     judges = judges if judges is not None else build_judges(config)
     specs = config.judges or ["rules"]
@@ -231,13 +230,13 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None
     single = len(specs) == 1
     for spec in specs:
         judge = judges[spec]
-        deterministic = bool(getattr(judge, "deterministic", False))
+        deterministic = judge.deterministic
         if deterministic:
             count = 1  # running a deterministic judge again would only repeat its votes
         elif config.passes is not None:
             count = config.passes
         elif single:
-            count = int(getattr(judge, "default_passes", DEFAULT_LLM_PASSES))
+            count = judge.default_passes
         else:
             count = 1
         for _ in range(count):
@@ -246,30 +245,12 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None
     return plans
 
 
-def pass_cache_key(judge: JudgeFn, trajectory_hash: str, pass_index: int) -> str:
+def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int) -> str:
     """The judge-call cache key of one pass (DESIGN.md: content hash, prompt, provider, model, params, pass)."""
-    identity = _identity(judge)
+    identity = judge.cache_identity()
     # Redacted: a rotated token is the same judge, and no hash of a secret is stored.
     return cache_key(trajectory=trajectory_hash, prompt=identity["prompt"], provider=identity["provider"],
                      model=identity["model"], params=redact(identity["params"]), pass_index=pass_index)
-
-
-def _identity(judge: JudgeFn) -> dict[str, Any]:
-    method = getattr(judge, "cache_identity", None)
-    if callable(method):
-        return dict(method())
-    config = getattr(judge, "config", None)
-    return {
-        "provider": judge.spec.split(":", 1)[0],
-        "model": getattr(judge, "model", None) or judge.spec,
-        "prompt": getattr(judge, "prompt_version", None) or getattr(config, "version", None),
-        "params": {},
-    }
-
-
-def _cacheable(judge: JudgeFn) -> bool:
-    """Paid judges are cached; deterministic local judges are cheap and simply rerun."""
-    return bool(getattr(judge, "cacheable", getattr(judge, "reports_attempts", False)))
 
 
 async def run_panel(
@@ -278,7 +259,7 @@ async def run_panel(
     run_dir: Path,
     *,
     progress: bool = True,
-    judges: Mapping[str, JudgeFn] | None = None,
+    judges: Mapping[str, Judge] | None = None,
     preflight: bool = False,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
@@ -297,7 +278,7 @@ async def _run_panel(
     run_dir: Path,
     *,
     progress: bool,
-    judges: Mapping[str, JudgeFn] | None,
+    judges: Mapping[str, Judge] | None,
     preflight: bool,
 ) -> PanelResult:
     started = time.monotonic()
@@ -305,7 +286,7 @@ async def _run_panel(
     store = RunStore.for_run(run_dir)
     verdicts_file: TextIO | None = None
     own_judges = judges is None
-    built: dict[str, JudgeFn] = {}
+    built: dict[str, Judge] = {}
     try:
         interrupted, interrupted_usd = store.mark_interrupted()  # we hold the lock: nothing else is sending
         cap, cap_source = _run_cap(store, config)
@@ -318,10 +299,10 @@ async def _run_panel(
             tpm=config.tpm,
             price_fn=lambda key, usage: price(key, usage, table),
         )
-        built = dict(judges) if judges is not None else build_judges(config, runtime)
+        built = ({spec: check_judge(spec, judge) for spec, judge in judges.items()} if judges is not None
+                 else build_judges(config, runtime))
         for judge in built.values():
-            if getattr(judge, "runtime", None) is not None and not own_judges:
-                judge.runtime = runtime  # type: ignore[attr-defined]  # share limits and budget across the panel
+            judge.share_runtime(runtime)  # one set of limits and one budget for the whole panel
         plans = plan_passes(config, built)
         _write_panel_manifest(run_dir, config, plans, built, cap)
         items = list(trajectories)
@@ -330,8 +311,7 @@ async def _run_panel(
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
         done, todo, cached = _split_cached(items, plans, built, store, verdicts_file)
         if cap is not None:
-            unpriced = sorted({getattr(j, "price_key", "") for j in built.values()
-                               if getattr(j, "price_key", None) and table.lookup(j.price_key) is None})  # type: ignore[attr-defined]
+            unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})
             for name in unpriced:
                 print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending",
                       file=sys.stderr)
@@ -354,12 +334,8 @@ async def _run_panel(
                 this_run_cost = add_costs(this_run_cost, attempt.cost_usd)
                 _record_outcome(store, attempt, key, trajectory.id, plan.judge, plan.pass_index)
 
-            try:
-                if getattr(judge, "reports_attempts", False):
-                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt,  # type: ignore[call-arg]
-                                          on_send=on_send)
-                else:  # a local judge (rules, replay): no provider call, so no attempt to record
-                    verdict = await judge(trajectory, plan.pass_index)
+            try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
+                verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
@@ -367,7 +343,7 @@ async def _run_panel(
             verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
                                                  "judge": redact(plan.judge),
                                                  "deterministic": plan.deterministic, "cached": False})
-            if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
+            if judge.cacheable and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
             _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
             done[(trajectory.id, plan.pass_key)] = verdict
@@ -409,9 +385,7 @@ async def _run_panel(
             verdicts_file.close()
         if own_judges:
             for judge in built.values():
-                closer = getattr(judge, "aclose", None)
-                if closer is not None:
-                    await closer()
+                await judge.aclose()
 
 
 def _run_cap(store: RunStore, config: PanelConfig) -> tuple[float | None, str | None]:
@@ -443,7 +417,7 @@ class PreflightFailed(RuntimeError):
         super().__init__("; ".join(problems))
 
 
-async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: CallRuntime, store: RunStore) -> int:
+async def _preflight(judges: Mapping[str, Judge], specs: set[str], runtime: CallRuntime, store: RunStore) -> int:
     """One minimal request to each LLM judge that has passes to run; raise :class:`PreflightFailed` listing the
     judges that cannot be used. Each request is a recorded, paid attempt. Returns how many requests were made."""
     check = dataclasses.replace(runtime, policy=dataclasses.replace(
@@ -451,8 +425,8 @@ async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: Ca
     problems: list[str] = []
     requests = 0
     for spec in sorted(specs):
-        provider = getattr(judges[spec], "provider", None)
-        if provider is None or not getattr(judges[spec], "reports_attempts", False):
+        provider = judges[spec].provider
+        if provider is None:
             continue  # rules, replay and other local judges make no call
 
         def on_send(attempt: Attempt, spec: str = spec) -> None:
@@ -482,7 +456,7 @@ async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: Ca
 
 
 def _split_cached(
-    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore, verdicts_file: TextIO,
+    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore, verdicts_file: TextIO,
 ) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int]:
     """Passes already decided (written to verdicts.jsonl at once), passes still to run, and how many of the
     decided ones came from the store. A trajectory without an assistant turn is decided without a call."""
@@ -503,7 +477,7 @@ def _split_cached(
         for plan in plans:
             judge = judges[plan.judge]
             key = pass_cache_key(judge, content_hash, plan.pass_index)
-            stored = store.get_verdict(key) if _cacheable(judge) else None
+            stored = store.get_verdict(key) if judge.cacheable else None
             if stored is None:
                 todo.append((trajectory, plan, key))
                 continue
@@ -536,20 +510,20 @@ def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime
     return result
 
 
-def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, JudgeFn],
+def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],
                           cap: float | None) -> None:
     manifest = read_manifest(run_dir)
     members = []
     versions = set()
     for plan in plans:
         judge = judges[plan.judge]
-        identity = _identity(judge)
+        identity = judge.cache_identity()
         versions.add(identity["prompt"])
         members.append({"pass_key": plan.pass_key, "judge": redact(plan.judge), "pass_index": plan.pass_index,
                         "model": identity["model"], "deterministic": plan.deterministic,
                         "prompt_version": identity["prompt"],
                         "endpoint": redact(identity["params"].get("endpoint")),
-                        "independence": getattr(judge, "independence", None)})
+                        "independence": judge.independence})
     versions.discard(None)
     manifest["panel"] = {
         "size": len(plans),
