@@ -51,15 +51,15 @@ from judge import rundir
 from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
 from judge.pipeline import read_manifest, write_manifest
-from judge.pricing import add_costs, load_price_table, price
+from judge.pricing import add_costs
 from judge.providers import key_variables, redact
 from judge.providers.errors import ProviderError
-from judge.providers.retry import Attempt, Budget, BudgetExceeded, CallRuntime, RetryPolicy, complete_with_retries
+from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
+from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
 
-NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded"})
 NO_ASSISTANT_TURN = "no_assistant_turn"
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
 PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
@@ -139,6 +139,11 @@ class PanelConfig(BaseModel):
         given = {k: v for k, v in overrides.items() if v is not None and v != []}
         return self.model_validate({**self.model_dump(), **given})
 
+    def call_settings(self) -> CallSettings:
+        """How this panel calls providers (:func:`judge.runcalls.open_calls`): retries, timeout, limits, cap, prices."""
+        return CallSettings(max_cost_usd=self.max_cost_usd, timeout_s=self.timeout_s, rpm=self.rpm, tpm=self.tpm,
+                            max_retries=self.max_retries, retry_base_delay_s=self.retry_base_delay_s, prices=self.prices)
+
     def judge_options(self, runtime: CallRuntime | None = None) -> dict[str, Any]:
         """Options handed to every judge factory (factories ignore what they do not use)."""
         return {
@@ -185,33 +190,6 @@ class PanelResult:
     @property
     def panel_size(self) -> int:
         return len(self.plans)
-
-
-@dataclass
-class RunBudget:
-    """The run's money, over all its invocations (from the store): the cap, what was spent (unknown costs at
-    their worst case), and the attempts a kill left without an outcome (they may have been billed)."""
-
-    max_cost_usd: float | None
-    cap_source: str | None  # "given" (this invocation's --max-cost), "recorded" (an earlier one's), None
-    spent_usd: float
-    spent_before_usd: float  # by earlier invocations
-    in_doubt_attempts: int  # over the run's history
-    in_doubt_usd: float
-    interrupted_now: int  # found by this invocation (left by the one a kill stopped)
-    interrupted_now_usd: float
-
-    def describe(self) -> dict[str, Any]:
-        """The ``budget`` section of run.json."""
-        return {
-            "max_cost_usd": self.max_cost_usd,
-            "spent_usd": round(self.spent_usd, 6),
-            "spent_before_this_invocation_usd": round(self.spent_before_usd, 6),
-            "in_doubt_attempts": self.in_doubt_attempts,
-            "in_doubt_usd": round(self.in_doubt_usd, 6),
-            "note": "spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
-                    "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
-        }
 
 
 def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, Judge]:
@@ -282,23 +260,13 @@ async def _run_panel(
     preflight: bool,
 ) -> PanelResult:
     started = time.monotonic()
-    table = load_price_table(config.prices)
     store = RunStore.for_run(run_dir)
     verdicts_file: TextIO | None = None
     own_judges = judges is None
     built: dict[str, Judge] = {}
     try:
-        interrupted, interrupted_usd = store.mark_interrupted()  # we hold the lock: nothing else is sending
-        cap, cap_source = _run_cap(store, config)
-        spent_before = store.spent_usd()
-        runtime = CallRuntime(
-            policy=RetryPolicy(max_retries=config.max_retries, base_delay_s=config.retry_base_delay_s),
-            timeout_s=config.timeout_s,
-            budget=Budget(cap, spent_usd=spent_before),
-            rpm=config.rpm,
-            tpm=config.tpm,
-            price_fn=lambda key, usage: price(key, usage, table),
-        )
+        calls = open_calls(store, config.call_settings())  # we hold the lock: nothing else is sending
+        runtime, table, cap = calls.runtime, calls.table, calls.cap
         built = ({spec: check_judge(spec, judge) for spec, judge in judges.items()} if judges is not None
                  else build_judges(config, runtime))
         for judge in built.values():
@@ -317,23 +285,12 @@ async def _run_panel(
                       file=sys.stderr)
         preflight_calls = 0
         if preflight:
-            preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, runtime, store)
+            preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, calls)
         tracker = _Progress(total=len(items) * len(plans), done=len(done), enabled=progress)
-        this_run_cost: float | None = None
 
         async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
-            nonlocal this_run_cost
             judge = built[plan.judge]
-
-            def on_send(attempt: Attempt) -> None:
-                attempt.record_id = store.record_attempt(key, trajectory.id, plan.judge, plan.pass_index, "sent",
-                                                         reserved_usd=attempt.reserved_usd)
-
-            def on_attempt(attempt: Attempt) -> None:
-                nonlocal this_run_cost
-                this_run_cost = add_costs(this_run_cost, attempt.cost_usd)
-                _record_outcome(store, attempt, key, trajectory.id, plan.judge, plan.pass_index)
-
+            on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
                 verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
@@ -347,7 +304,7 @@ async def _run_panel(
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
             _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
             done[(trajectory.id, plan.pass_key)] = verdict
-            tracker.advance(verdict, runtime, this_run_cost)
+            tracker.advance(verdict, runtime, calls.cost_usd)
 
         pending = iter(todo)
 
@@ -371,13 +328,10 @@ async def _run_panel(
         ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
         verdicts_file.close()
         rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
-        result = _result(plans, ordered, runtime, cached, this_run_cost, time.monotonic() - started)
-        in_doubt, in_doubt_usd = store.in_doubt()
-        result.budget = RunBudget(max_cost_usd=cap, cap_source=cap_source, spent_usd=store.spent_usd(),
-                                  spent_before_usd=spent_before, in_doubt_attempts=in_doubt, in_doubt_usd=in_doubt_usd,
-                                  interrupted_now=interrupted, interrupted_now_usd=interrupted_usd)
+        result = _result(plans, ordered, runtime, cached, calls.cost_usd, time.monotonic() - started)
+        result.budget = calls.budget()
         result.preflight_calls = preflight_calls
-        _write_budget(run_dir, result.budget)
+        write_budget(run_dir, result.budget)
         return result
     finally:
         store.close()
@@ -388,27 +342,6 @@ async def _run_panel(
                 await judge.aclose()
 
 
-def _run_cap(store: RunStore, config: PanelConfig) -> tuple[float | None, str | None]:
-    """The run's spending cap and where it comes from: this invocation's setting (recorded for the run from
-    now on) or the one recorded by an earlier invocation."""
-    if config.max_cost_usd is not None:
-        store.set_setting("max_cost_usd", config.max_cost_usd)
-        return config.max_cost_usd, "given"
-    recorded = store.setting("max_cost_usd")
-    return (float(recorded), "recorded") if recorded is not None else (None, None)
-
-
-def _record_outcome(store: RunStore, attempt: Attempt, key: str, trajectory_id: str, judge: str, pass_index: int) -> None:
-    """Complete the attempt's row written at send time (or write one, for an attempt that was never announced)."""
-    fields = (attempt.outcome, attempt.usage.input_tokens, attempt.usage.output_tokens, attempt.usage.cached_tokens,
-              attempt.cost_usd, attempt.latency_s)
-    if attempt.record_id is not None:
-        store.finish_attempt(attempt.record_id, *fields, note=attempt.note)
-    else:
-        store.record_attempt(key, trajectory_id, judge, pass_index, *fields, reserved_usd=attempt.reserved_usd,
-                             note=attempt.note)
-
-
 class PreflightFailed(RuntimeError):
     """A judge could not answer one tiny request before the batch: ``problems`` has one line per judge."""
 
@@ -417,9 +350,10 @@ class PreflightFailed(RuntimeError):
         super().__init__("; ".join(problems))
 
 
-async def _preflight(judges: Mapping[str, Judge], specs: set[str], runtime: CallRuntime, store: RunStore) -> int:
+async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCalls) -> int:
     """One minimal request to each LLM judge that has passes to run; raise :class:`PreflightFailed` listing the
     judges that cannot be used. Each request is a recorded, paid attempt. Returns how many requests were made."""
+    runtime = calls.runtime
     check = dataclasses.replace(runtime, policy=dataclasses.replace(
         runtime.policy, max_retries=min(runtime.policy.max_retries, PREFLIGHT_RETRIES)))
     problems: list[str] = []
@@ -429,12 +363,7 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], runtime: Call
         if provider is None:
             continue  # rules, replay and other local judges make no call
 
-        def on_send(attempt: Attempt, spec: str = spec) -> None:
-            attempt.record_id = store.record_attempt(PREFLIGHT_KEY, "", spec, 0, "sent", reserved_usd=attempt.reserved_usd)
-
-        def on_attempt(attempt: Attempt, spec: str = spec) -> None:
-            _record_outcome(store, attempt, PREFLIGHT_KEY, "", spec, 0)
-
+        on_send, on_attempt = calls.hooks(PREFLIGHT_KEY, "", spec, 0)
         before = check.calls
         try:
             await complete_with_retries(provider, PREFLIGHT_MESSAGES, runtime=check, estimated_input_tokens=16,
@@ -533,12 +462,6 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         "note": "a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
     }
     manifest.setdefault("budget", {})["max_cost_usd"] = cap  # before any call: a killed run still records its cap
-    write_manifest(run_dir, manifest)
-
-
-def _write_budget(run_dir: Path, budget: RunBudget) -> None:
-    manifest = read_manifest(run_dir)
-    manifest["budget"] = budget.describe()
     write_manifest(run_dir, manifest)
 
 

@@ -43,6 +43,7 @@ from judge.prompting import (
 )
 from judge.schema import Issue, Verdict
 from judge.store import RunStore
+from judge.testing.fake_provider import FakeProvider
 from judge.testing.servers import FakeLLMServer, Scripted
 from judge.testing.synthetic import make_trajectory
 
@@ -382,21 +383,13 @@ def test_breakout_strings_stay_contained_in_teacher_and_rewrite_prompts() -> Non
     from judge.repair.tickets import teacher_guidance
     from judge.schema import ScoredIssue
 
-    class Recorder:
-        def __init__(self) -> None:
-            self.messages: list[list[dict[str, Any]]] = []
-
-        async def complete(self, messages, **kw):
-            self.messages.append(messages)
-            raise RuntimeError("recorded")
-
     trajectory = planted_trajectory()
     scored = ScoredIssue(cluster="c1", turn=2, category="semantic", severity="severe", tag=f"tag{BREAK}",
                          description=f"desc {BREAK}", votes=2)
-    recorder = Recorder()
+    recorder = FakeProvider(default=RuntimeError("recorded"))
     asyncio.run(teacher_guidance(recorder, trajectory, scored, [f"quote {BREAK}"], checkpoint_turn=2))
     asyncio.run(rewrite_query(recorder, trajectory, scored, [f"quote {BREAK}"]))
-    teacher, rewrite = recorder.messages[0][1]["content"], recorder.messages[1][1]["content"]
+    teacher, rewrite = recorder.requests[0].messages[1]["content"], recorder.requests[1].messages[1]["content"]
     assert_contained(teacher, ("query", "trajectory", "issue", "evidence"))
     assert_contained(rewrite, tuple(dict.fromkeys(re.findall(r"<(\w+)>", load_template("rewrite-v1").sections[1][1]))))
 

@@ -58,7 +58,7 @@ from judge.prompting import (
     turn_sizes,
 )
 from judge.providers import Completion, Provider, base_url_for, make_provider, price_key, supports_seed
-from judge.providers.errors import ProviderError
+from judge.providers.errors import ProviderError, unscored_reason
 from judge.providers.retry import (
     Attempt,
     BudgetExceeded,
@@ -507,9 +507,7 @@ class LLMJudge(BaseJudge):
                 return _Answer(attempts, reason="budget_exceeded", detail=str(error), raw=last_text)
             except ProviderError as error:
                 attempts += getattr(error, "attempts", [])
-                reason = {"context_overflow": "context_overflow", "refusal": "refusal",
-                          "connection_error": "connection_error"}.get(error.kind, "provider_error")
-                return _Answer(attempts, reason=reason, raw=last_text,
+                return _Answer(attempts, reason=unscored_reason(error), raw=last_text,
                                detail=f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))")
             last_text = completion.text
             if completion.finish_reason in ("refusal", "content_filter"):

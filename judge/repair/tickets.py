@@ -26,6 +26,7 @@ from judge.repair.calls import (
 )
 from judge.repair.prompting import (
     CallResult,
+    ModelCaller,
     Provider,
     call_json,
     neutralise,
@@ -200,7 +201,8 @@ def template_guidance(trajectory: Trajectory, issue: ScoredIssue, evidence: Sequ
 
 
 async def teacher_guidance(
-    provider: Provider, trajectory: Trajectory, issue: ScoredIssue, evidence: Sequence[str], checkpoint_turn: int
+    teacher: Provider | ModelCaller, trajectory: Trajectory, issue: ScoredIssue, evidence: Sequence[str],
+    checkpoint_turn: int,
 ) -> CallResult:
     """Ask the teacher model for guidance (prompts/teacher-v1.md). Never raises; see ``call_json``."""
     from judge.prompting import render_trajectory
@@ -219,7 +221,8 @@ async def teacher_guidance(
         evidence=neutralise("\n".join(evidence)),
         checkpoint_turn=checkpoint_turn,
     )
-    result = await call_json(provider, messages, TEACHER_SCHEMA, schema_name="guidance", max_tokens=400)
+    result = await call_json(teacher, messages, TEACHER_SCHEMA, schema_name="guidance", purpose=TEACHER_PROMPT,
+                             trajectory_id=trajectory.id, max_tokens=400)
     if result.parsed is not None and not isinstance(result.parsed.get("guidance"), str):
         result.error, result.parsed = "parse_error: no 'guidance' string", None
     return result

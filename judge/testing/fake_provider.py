@@ -135,9 +135,10 @@ class FakeProviders(dict[str, FakeProvider]):
         return self[spec]
 
     @contextmanager
-    def registered(self) -> Iterator[FakeProviders]:
-        """Register these as the provider ``fake`` for the duration of the block."""
-        register_provider(self.NAME, supports_seed=True)(self)
+    def registered(self, pricing_key: str | None = None) -> Iterator[FakeProviders]:
+        """Register these as the provider ``fake`` for the duration of the block; ``pricing_key`` prices their
+        calls as that provider's (``openai``: ``fake:gpt-4o`` costs what ``openai:gpt-4o`` does)."""
+        register_provider(self.NAME, supports_seed=True, pricing_key=pricing_key)(self)
         try:
             yield self
         finally:
