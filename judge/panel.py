@@ -443,17 +443,17 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
                           cap: float | None) -> None:
     manifest = read_manifest(run_dir)
     members = []
-    versions = set()
+    versions: set[str] = set()
     for plan in plans:
         judge = judges[plan.judge]
         identity = judge.cache_identity()
-        versions.add(identity["prompt"])
+        if identity["prompt"] is not None:
+            versions.add(identity["prompt"])
         members.append({"pass_key": plan.pass_key, "judge": redact(plan.judge), "pass_index": plan.pass_index,
                         "model": identity["model"], "deterministic": plan.deterministic,
                         "prompt_version": identity["prompt"],
                         "endpoint": redact(identity["params"].get("endpoint")),
                         "independence": judge.independence})
-    versions.discard(None)
     manifest["panel"] = {
         "size": len(plans),
         "members": members,

@@ -62,15 +62,31 @@ class Judge(Protocol):
       passes both hooks to :func:`judge.providers.retry.complete_with_retries`, so every attempt is recorded
       before it is sent and after it ends; a local judge ignores them.
     - ``aclose()``: release connections.
+
+    The data members are read-only here (properties), so a judge may declare any of them as a plain attribute,
+    a narrower type (``provider: Provider``) or a computed property.
     """
 
-    spec: str
-    deterministic: bool
-    default_passes: int
-    cacheable: bool
-    provider: Provider | None
-    price_key: str | None
-    independence: str | None
+    @property
+    def spec(self) -> str: ...
+
+    @property
+    def deterministic(self) -> bool: ...
+
+    @property
+    def default_passes(self) -> int: ...
+
+    @property
+    def cacheable(self) -> bool: ...
+
+    @property
+    def provider(self) -> Provider | None: ...
+
+    @property
+    def price_key(self) -> str | None: ...
+
+    @property
+    def independence(self) -> str | None: ...
 
     def cache_identity(self) -> JudgeIdentity: ...
 
@@ -173,7 +189,7 @@ def check_judge(spec: str, judge: Any) -> Judge:
     if missing:
         raise TypeError(f"judge {spec!r} ({type(judge).__qualname__}) lacks {', '.join(missing)}: a judge implements "
                         "judge.judges.Judge (subclass judge.judges.BaseJudge for the defaults)")
-    return judge  # type: ignore[no-any-return]
+    return judge
 
 
 _MEMBERS = ("spec", "deterministic", "default_passes", "cacheable", "provider", "price_key", "independence",
