@@ -50,12 +50,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from judge import rundir
 from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
-from judge.pipeline import read_manifest, write_manifest
 from judge.pricing import add_costs
 from judge.providers import key_variables, redact
 from judge.providers.errors import ProviderError
 from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
 from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
+from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
@@ -441,28 +441,29 @@ def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime
 
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],
                           cap: float | None) -> None:
-    manifest = read_manifest(run_dir)
-    members = []
+    members: list[PanelMember | str] = []
     versions: set[str] = set()
     for plan in plans:
         judge = judges[plan.judge]
         identity = judge.cache_identity()
         if identity["prompt"] is not None:
             versions.add(identity["prompt"])
-        members.append({"pass_key": plan.pass_key, "judge": redact(plan.judge), "pass_index": plan.pass_index,
-                        "model": identity["model"], "deterministic": plan.deterministic,
-                        "prompt_version": identity["prompt"],
-                        "endpoint": redact(identity["params"].get("endpoint")),
-                        "independence": judge.independence})
-    manifest["panel"] = {
-        "size": len(plans),
-        "members": members,
-        "prompt_version": min(versions) if len(versions) == 1 else sorted(versions),
-        "params": {**config.described(), "max_cost_usd": cap},  # the run's cap, wherever it was set
-        "note": "a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
-    }
-    manifest.setdefault("budget", {})["max_cost_usd"] = cap  # before any call: a killed run still records its cap
-    write_manifest(run_dir, manifest)
+        members.append(PanelMember(pass_key=plan.pass_key, judge=redact(plan.judge), pass_index=plan.pass_index,
+                                   model=identity["model"], deterministic=plan.deterministic,
+                                   prompt_version=identity["prompt"],
+                                   endpoint=redact(identity["params"].get("endpoint")),
+                                   independence=judge.independence))
+    with RunDir(run_dir).update_manifest() as manifest:
+        manifest.panel = PanelSection(
+            size=len(plans),
+            members=members,
+            prompt_version=min(versions) if len(versions) == 1 else sorted(versions),
+            params={**config.described(), "max_cost_usd": cap},  # the run's cap, wherever it was set
+            note="a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
+        )
+        if manifest.budget is None:
+            manifest.budget = BudgetSection()
+        manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
 
 
 class _Progress:

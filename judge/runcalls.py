@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from judge.pricing import PriceTable, add_costs, load_price_table, price
 from judge.providers.retry import Attempt, Budget, CallRuntime, RetryPolicy
+from judge.rundir import BudgetSection, RunDir
 from judge.store import RunStore
 
 AttemptHook = Callable[[Attempt], None]
@@ -57,17 +57,17 @@ class RunBudget:
     interrupted_now: int  # found by this invocation (left by the one a kill stopped)
     interrupted_now_usd: float
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BudgetSection:
         """The ``budget`` section of run.json."""
-        return {
-            "max_cost_usd": self.max_cost_usd,
-            "spent_usd": round(self.spent_usd, 6),
-            "spent_before_this_invocation_usd": round(self.spent_before_usd, 6),
-            "in_doubt_attempts": self.in_doubt_attempts,
-            "in_doubt_usd": round(self.in_doubt_usd, 6),
-            "note": "spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
-                    "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
-        }
+        return BudgetSection(
+            max_cost_usd=self.max_cost_usd,
+            spent_usd=round(self.spent_usd, 6),
+            spent_before_this_invocation_usd=round(self.spent_before_usd, 6),
+            in_doubt_attempts=self.in_doubt_attempts,
+            in_doubt_usd=round(self.in_doubt_usd, 6),
+            note="spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
+                 "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
+        )
 
 
 @dataclass
@@ -144,8 +144,5 @@ def record_outcome(store: RunStore, attempt: Attempt, key: str, trajectory_id: s
 
 def write_budget(run_dir: Path, budget: RunBudget) -> None:
     """Record the run's money in run.json (``budget``)."""
-    from judge.pipeline import read_manifest, write_manifest
-
-    manifest = read_manifest(run_dir)
-    manifest["budget"] = budget.describe()
-    write_manifest(run_dir, manifest)
+    with RunDir(run_dir).update_manifest() as manifest:
+        manifest.budget = budget.describe()

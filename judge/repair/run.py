@@ -15,7 +15,7 @@ is brought up to date.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,11 +35,10 @@ from judge.repair.tickets import (
     template_guidance,
 )
 from judge.runcalls import CallSettings, RunBudget, open_calls, write_budget
+from judge.rundir import RunDir
 from judge.runlock import run_lock
 from judge.schema import Cluster, RepairRow, ScoreRow
 from judge.store import RunStore
-
-TICKETS, EDITED, EDITS = rundir.TICKETS, rundir.EDITED, rundir.EDITS  # file names live in judge.rundir
 
 
 @dataclass
@@ -60,16 +59,6 @@ class RepairOutputs:
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.route for r in self.rows))
-
-
-def load_run(run_dir: Path) -> tuple[dict[str, ScoreRow], dict[str, list[Cluster]]]:
-    scores = {s.trajectory_id: s for s in rundir.read_jsonl(run_dir / rundir.SCORES, ScoreRow)}
-    clusters: dict[str, list[Cluster]] = defaultdict(list)
-    path = run_dir / rundir.CLUSTERS
-    if path.exists():
-        for cluster in rundir.read_jsonl(path, Cluster):
-            clusters[cluster.trajectory_id].append(cluster)
-    return scores, clusters
 
 
 async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCaller | None, teacher: str | None,
@@ -129,15 +118,16 @@ def repair_run(
     ``settings`` bound the teacher's calls (retries, timeout, rate limits, the run's ``--max-cost``); its calls
     are recorded in RUN's store and count in RUN's budget, wherever ``out_dir`` is.
     """
-    run_dir = Path(run_dir)
-    out_dir = Path(out_dir) if out_dir else run_dir
+    run = RunDir(run_dir)
+    out = RunDir(out_dir) if out_dir else run
     settings = settings or CallSettings()
     if teacher and provider is None:  # fail fast (a missing key) before any work
         provider = make_provider_from_spec(teacher, base_url, timeout_s=settings.timeout_s)
-    scores, clusters = load_run(run_dir)
+    scores = run.scores_by_trajectory()
+    clusters = run.clusters_by_trajectory()
     outputs = RepairOutputs()
     plans: list[TrajectoryRepair] = []
-    for trajectory in rundir.read_jsonl(run_dir / rundir.TRAJECTORIES, Trajectory):
+    for trajectory in run.trajectories():
         score = scores.get(trajectory.id)
         if score is None:
             continue
@@ -157,22 +147,21 @@ def repair_run(
     if provider is None:
         outputs.tickets = asyncio.run(_all_tickets(plans, None, label, control_arm, concurrency))
     else:
-        with run_lock(run_dir, "judge repair"), RunStore.for_run(run_dir) as store:
+        with run_lock(run.path, "judge repair"), RunStore.for_run(run.path) as store:
             calls = open_calls(store, settings)
             model = ModelCaller(provider, calls=calls, label=f"teacher:{label}")
             outputs.tickets = asyncio.run(_all_tickets(plans, model, label, control_arm, concurrency))
             outputs.calls, outputs.retries, outputs.cost_usd = calls.runtime.calls, calls.runtime.retries, calls.cost_usd
             outputs.budget, outputs.budget_exceeded = calls.budget(), calls.runtime.budget.exceeded
-            write_budget(run_dir, outputs.budget)
+            write_budget(run.path, outputs.budget)
     for row in outputs.rows:
         used = row.extra.get("teacher_usage")
         if used:
             outputs.usage = outputs.usage + Usage(**used)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, rows in ((rundir.REPAIRS, outputs.rows), (TICKETS, outputs.tickets), (EDITED, outputs.edited), (EDITS, outputs.edit_log)):
-        path = rundir.safe_child(out_dir, name)
-        rundir.write_jsonl(path, rows)
-        outputs.paths[name] = path
+    out.path.mkdir(parents=True, exist_ok=True)
+    for name, rows in ((rundir.REPAIRS, outputs.rows), (rundir.TICKETS, outputs.tickets), (rundir.EDITED, outputs.edited),
+                       (rundir.EDITS, outputs.edit_log)):
+        outputs.paths[name] = out.write_rows(name, rows)
     return outputs
 
 
