@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from judge import rundir
 from judge.model import Trajectory
+from judge.rules import MastGroups
 from judge.schema import Cluster, ScoredIssue, ScoreRow
 
 LabelKind = Literal["who-and-when", "agentrx", "mast"]
@@ -104,19 +105,11 @@ MAST_GROUPS: dict[str, tuple[str, ...]] = {
                     "known information"),  # ignored input, information withholding, inaction, waiting
 }
 
-# Our issues -> MAST groups. Tags of the rules judge are mapped explicitly (None: the detector has no MAST
-# counterpart, e.g. a failed tool call, so it counts for "any" only); any other tag (an LLM judge's free tag)
-# is grouped by the MAST_GROUPS keywords of its tag and description. Environment issues are never a MAST failure.
-RULES_TAG_TO_MAST: dict[str, str | None] = {
-    "repeated-failure": "repetition",
-    "unverified-completion": "verification",
-    "plan-receipt-mismatch": "verification",
-    "stale-evidence": "verification",
-    "premature-claim": "verification",
-    "phantom-failure-reference": "reasoning-action",
-    "budget-exhausted": "termination",
-    "failed-call": None,
-}
+# Our issues -> MAST groups. Tags of the rules judge are mapped by what each detector declares (its ``mast`` in
+# judge.rules.detectors; None: no MAST counterpart, e.g. a failed tool call, so it counts for "any" only); any other
+# tag (an LLM judge's free tag) is grouped by the MAST_GROUPS keywords of its tag and description. Environment
+# issues are never a MAST failure.
+RULES_TAG_TO_MAST = MastGroups()
 
 
 class LabelError(ValueError):

@@ -24,6 +24,7 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from judge.rules.registry import detector_names
 from judge.schema import Severity
 
 DEFAULT_FILE = "rules-v2.yaml"
@@ -117,10 +118,6 @@ SPEECH_LISTS = ("claim", "prior_failure", "phantom")
 SENTENCE_LISTS = (
     "check_claim", "test_claim", "pass_claim", "count_claim", "creation_claim", "done_claim", "hedge", "failure_words",
 )
-DETECTOR_NAMES = (
-    "failed-call", "repeated-failure", "environment-fault", "unverified-completion", "plan-receipt-mismatch",
-    "stale-evidence", "premature-claim", "phantom-failure-reference", "unpaired-call-id", "budget-exhausted",
-)
 
 
 class RulesConfig(BaseModel):
@@ -142,9 +139,10 @@ class RulesConfig(BaseModel):
     @field_validator("detectors")
     @classmethod
     def _known_detectors(cls, value: dict[str, DetectorSettings]) -> dict[str, DetectorSettings]:
-        unknown = sorted(set(value) - set(DETECTOR_NAMES))
+        known = detector_names()
+        unknown = sorted(set(value) - set(known))
         if unknown:
-            raise ValueError(f"unknown detector(s) {unknown}; known: {list(DETECTOR_NAMES)}")
+            raise ValueError(f"unknown detector(s) {unknown}; known: {list(known)}")
         return value
 
     @field_validator("phrases")
