@@ -375,7 +375,7 @@ def mast_group(text: str) -> str | None:
 
 def issue_mast_group(issue: ScoredIssue) -> str | None:
     """The MAST group of one of our issues: the rules-tag table first, else keywords of tag and description."""
-    if issue.tag in RULES_TAG_TO_MAST:
+    if issue.tag is not None and issue.tag in RULES_TAG_TO_MAST:
         return RULES_TAG_TO_MAST[issue.tag]
     return mast_group(f"{issue.tag or ''} {issue.description}")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -22,6 +22,8 @@ from judge.rules.registry import detector_names
 from judge.schema import Severity
 
 DEFAULT_FILE = "rules-v2.yaml"
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class DetectorSettings(BaseModel):
@@ -264,7 +266,8 @@ class CompiledPatterns:
 
     MEMO_LIMIT = 20000
 
-    def remember(self, memo: dict[Any, Any], key: Any, value: Any) -> Any:
+    def remember(self, memo: dict[K, V], key: K, value: V) -> V:
+        """Store ``value`` under ``key`` in one of the memos above (emptied when full); returns ``value``."""
         if len(memo) >= self.MEMO_LIMIT:
             memo.clear()  # simple and bounded; a batch's repeats are close together
         memo[key] = value

@@ -799,7 +799,8 @@ def unpaired_call_id(an: Analysis) -> list[Issue]:
             f"T{action.turn} {action.name}: {an.excerpt(action.text)}",
         ))
     for call_id, message_index, turn in an.orphan_receipts:
-        content = an.trajectory.messages[message_index].receipt.content  # type: ignore[union-attr]
+        receipt = an.trajectory.messages[message_index].receipt
+        content = receipt.content if receipt is not None else ""
         issues.append(_issue(
             an, "unpaired-call-id", turn,
             f"A receipt answers call id {call_id}, which no call has.", f"receipt: {an.excerpt(content)}",

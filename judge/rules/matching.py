@@ -105,19 +105,20 @@ class PhraseMatcher:
         one of them cannot be joined."""
         if len(ordered) < 2 or not all(self.joinable[i] for i in ordered):
             return None
-        joined = self._joined.get(ordered, _UNSET)
-        if joined is _UNSET:
-            if len(self._joined) >= _PLAN_LIMIT:
-                self._joined.clear()
-            try:
-                joined = (
-                    re.compile("|".join(f"(?:{self.patterns[i]})" for i in ordered), re.IGNORECASE | re.MULTILINE),
-                    re.compile("|".join(f"(?:{lower_pattern(self.patterns[i])})" for i in ordered), re.MULTILINE),
-                )
-            except re.error:
-                joined = None
-            self._joined[ordered] = joined
-        return joined  # type: ignore[return-value]
+        if ordered in self._joined:
+            return self._joined[ordered]
+        if len(self._joined) >= _PLAN_LIMIT:
+            self._joined.clear()
+        joined: tuple[re.Pattern[str], re.Pattern[str]] | None
+        try:
+            joined = (
+                re.compile("|".join(f"(?:{self.patterns[i]})" for i in ordered), re.IGNORECASE | re.MULTILINE),
+                re.compile("|".join(f"(?:{lower_pattern(self.patterns[i])})" for i in ordered), re.MULTILINE),
+            )
+        except re.error:
+            joined = None
+        self._joined[ordered] = joined
+        return joined
 
     def search(self, text: str, low: str | None = None) -> re.Match[str] | None:
         """Like ``re.search`` of the alternation; ``low`` is ``text.lower()`` when the caller already has it."""
@@ -172,7 +173,7 @@ class PhraseMatcher:
             if plan.joined is not None:
                 # One search of the alternation finds the same leftmost match start, earliest pattern first.
                 return plan.joined[1 if text is low else 0].search(text)
-            if plan.indices:
+            if plan.indices and plan.matcher is not None:
                 plan.matcher.join(plan)
         best: re.Match[str] | None = None
         for pattern, one_line in zip(patterns, plan.one_line):
@@ -189,7 +190,6 @@ class PhraseMatcher:
         return best
 
 
-_UNSET: Any = object()
 JOIN_AFTER = 1000  # searches with one set of patterns before they are joined into one alternation
 
 

@@ -161,7 +161,10 @@ def _alternation(source: _Source) -> list[Node]:
     if all(len(b) == 1 and (isinstance(b[0], Char) or isinstance(b[0], CharClass) and not b[0].negated) for b in branches):
         items: list[ClassItem] = []
         for (item,) in branches:
-            items.extend([("char", item.char)] if isinstance(item, Char) else item.items)  # type: ignore[union-attr]
+            if isinstance(item, Char):
+                items.append(("char", item.char))
+            elif isinstance(item, CharClass):
+                items.extend(item.items)
         result.append(CharClass(tuple(dict.fromkeys(items))))
         return result
     result.append(Alternation(branches))
