@@ -42,6 +42,7 @@ import numpy as np
 
 from judge import rundir
 from judge.model import Trajectory
+from judge.rundir import RunDir
 from judge.schema import Cluster, Issue, ScoreRow
 
 BOOTSTRAP_RESAMPLES = 10_000
@@ -533,29 +534,18 @@ def compare_records(records: Sequence[ArmRecord], scorer: LinkScorer | None, bas
 # --- reading runs --------------------------------------------------------------------------------
 
 
-def is_run_dir(path: Path) -> bool:
-    """A scored run directory: trajectories.jsonl and scores.jsonl present."""
-    return path.is_dir() and (path / rundir.TRAJECTORIES).exists() and (path / rundir.SCORES).exists()
-
-
 def load_records(run_dir: Path) -> list[ArmRecord]:
     """Every trajectory of a scored run with its score row, its clusters and the panel size."""
-    from judge.pipeline import read_manifest, read_trajectories
-
-    run_dir = Path(run_dir)
-    if not is_run_dir(run_dir):
+    run = RunDir(run_dir)
+    if not run.is_scored():
         raise FileNotFoundError(f"{run_dir}: not a scored run directory (needs trajectories.jsonl and scores.jsonl)")
-    manifest = read_manifest(run_dir)
-    scores = {row.trajectory_id: row for row in rundir.read_jsonl(run_dir / rundir.SCORES, ScoreRow)}
-    clusters: dict[str, list[Cluster]] = defaultdict(list)
-    if (run_dir / rundir.CLUSTERS).exists():
-        for cluster in rundir.read_jsonl(run_dir / rundir.CLUSTERS, Cluster):
-            clusters[cluster.trajectory_id].append(cluster)
-    planned = (manifest.get("panel") or {}).get("size")
+    manifest = run.manifest()
+    scores = run.scores_by_trajectory()
+    clusters = run.clusters_by_trajectory()
     records = []
-    for trajectory in read_trajectories(run_dir):
+    for trajectory in run.trajectories():
         score = scores.get(trajectory.id)
-        panel_size = int(planned) if planned else (score.panel_size if score else 1)
+        panel_size = manifest.panel_size(score.panel_size if score else 1)
         records.append(ArmRecord(trajectory=trajectory, score=score, clusters=clusters.get(trajectory.id, []),
                                  panel_size=panel_size))
     return records
@@ -569,10 +559,9 @@ def make_scorer(run_dirs: Sequence[Path], cluster_options: dict[str, Any] | None
     """
     from judge.cluster import ClusterConfig
     from judge.embed import make_embedder
-    from judge.pipeline import read_manifest
 
-    manifest = read_manifest(Path(run_dirs[0])) if run_dirs else {}
-    config = ClusterConfig.from_options(cluster_options or manifest.get("cluster") or {})
+    recorded = RunDir(run_dirs[0]).manifest().cluster_options() if run_dirs else {}
+    config = ClusterConfig.from_options(cluster_options or recorded)
     embedder = make_embedder(config.embedder, run_dir=cache_dir)
     return LinkScorer(config, embedder)
 

@@ -5,8 +5,7 @@ Two families, each check a named, pure function of the trajectory:
 - **authenticity** (``authenticity:<detector>``): observations match receipts, every completion claim traces
   to a successful action, no failed receipt presented as success, call ids paired. These reuse the rules
   judge's detectors (``judge.rules.run_detectors``) so each idea lives in one place; a detector that finds
-  anything fails its check. If the rules judge cannot be imported the gate fails ``authenticity:unavailable``
-  rather than releasing unchecked data.
+  anything fails its check.
 - **format** (``format:<name>``): roles and order valid, tool arguments parse, nothing the training export
   would reject (implemented here).
 - **outcome** (``outcome:failed``, ``outcome:unreadable``): the log itself records that the task failed, or
@@ -25,7 +24,7 @@ from collections.abc import Callable
 
 from judge.model import Trajectory
 from judge.outcome import TaskOutcome, from_fields
-from judge.rules import DetectorNames
+from judge.rules import DetectorNames, run_detectors
 
 # Detectors of judge.rules that are authenticity checks (registered with the role "authenticity"), in the order
 # they run: every completion claim traces to a successful action (unverified-completion: a verification claim to a
@@ -140,13 +139,8 @@ def format_checks(trajectory: Trajectory) -> list[str]:
 def authenticity_checks(trajectory: Trajectory) -> list[str]:
     """Names of the failed authenticity checks: ``authenticity:<detector>`` for each rules detector that fired.
 
-    The detectors run with the rules judge's bundled config; if the rules judge cannot be imported the gate
-    fails ``authenticity:unavailable`` instead of releasing unchecked data.
+    The detectors run with the rules judge's bundled config.
     """
-    try:
-        from judge.rules import run_detectors
-    except ImportError:
-        return ["authenticity:unavailable"]
     fired = {issue.tag for issue in run_detectors(trajectory, list(AUTHENTICITY_DETECTORS))}
     return [f"authenticity:{name}" for name in AUTHENTICITY_DETECTORS if name in fired]
 

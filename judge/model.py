@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from judge.outcome import TaskOutcome, from_fields
 
@@ -81,6 +81,22 @@ class Receipt(BaseModel):
     exit_code: int | None = None
 
 
+class ThinkingBlock(BaseModel):
+    """One native reasoning block as the source wrote it, kept so an export can replay it verbatim.
+
+    Anthropic signs its ``thinking`` blocks (``signature``) and encrypts ``redacted_thinking`` ones (``data``); the
+    API refuses a replayed block whose signature is missing or whose text was changed, so the text alone
+    (``Message.reasoning``) is not enough to train on Anthropic's form.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["thinking", "redacted_thinking"] = "thinking"
+    thinking: str = ""
+    signature: str | None = None
+    data: str | None = Field(default=None, description="The encrypted payload of a redacted_thinking block.")
+
+
 class Message(BaseModel):
     """One message, in source order.
 
@@ -96,11 +112,23 @@ class Message(BaseModel):
     content: str = ""
     name: str | None = None
     reasoning: str | None = None
+    thinking: list[ThinkingBlock] = Field(
+        default_factory=list, description="The native reasoning blocks with their signatures, when the source has them."
+    )
     tool_calls: list[ToolCall] = Field(default_factory=list)
     receipt: Receipt | None = Field(default=None, description="Set on role=tool messages.")
     turn: int | None = None
     source_index: int | None = None
     usage: Usage | None = None
+
+    @model_serializer(mode="wrap")
+    def _leave_out_empty_thinking(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Most sources have no signed thinking: leaving the empty list out keeps their canonical lines (and
+        # every cache key derived from them) exactly what they were before the field existed.
+        data = handler(self)
+        if not self.thinking:
+            data.pop("thinking", None)
+        return data
 
 
 class ToolSpec(BaseModel):
@@ -239,7 +267,7 @@ class Trajectory(BaseModel):
         when any is set; other metadata (ids, arm, model, source file) does not change it.
         """
         content: dict[str, Any] = {
-            "query": self.query, "messages": [m.model_dump(mode="json", exclude={"source_index"}) for m in self.messages]}
+            "query": self.query, "messages": [m.model_dump(mode="json", exclude={"source_index", "thinking"}) for m in self.messages]}
         context = self.metadata.judge_context()
         if context:  # left out when empty, so the hash of a trajectory without any stays what it was
             content["context"] = context

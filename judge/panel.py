@@ -50,11 +50,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from judge import rundir
 from judge.judges import JudgeFn, make_judge
 from judge.model import Trajectory, Usage
-from judge.pipeline import read_manifest, write_manifest
 from judge.pricing import add_costs, load_price_table, price
 from judge.providers import redact
 from judge.providers.errors import ProviderError
 from judge.providers.retry import Attempt, Budget, BudgetExceeded, CallRuntime, RetryPolicy, complete_with_retries
+from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
@@ -202,17 +202,17 @@ class RunBudget:
     interrupted_now: int  # found by this invocation (left by the one a kill stopped)
     interrupted_now_usd: float
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BudgetSection:
         """The ``budget`` section of run.json."""
-        return {
-            "max_cost_usd": self.max_cost_usd,
-            "spent_usd": round(self.spent_usd, 6),
-            "spent_before_this_invocation_usd": round(self.spent_before_usd, 6),
-            "in_doubt_attempts": self.in_doubt_attempts,
-            "in_doubt_usd": round(self.in_doubt_usd, 6),
-            "note": "spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
-                    "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
-        }
+        return BudgetSection(
+            max_cost_usd=self.max_cost_usd,
+            spent_usd=round(self.spent_usd, 6),
+            spent_before_this_invocation_usd=round(self.spent_before_usd, 6),
+            in_doubt_attempts=self.in_doubt_attempts,
+            in_doubt_usd=round(self.in_doubt_usd, 6),
+            note="spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
+                 "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
+        )
 
 
 def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, JudgeFn]:
@@ -538,34 +538,34 @@ def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime
 
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, JudgeFn],
                           cap: float | None) -> None:
-    manifest = read_manifest(run_dir)
-    members = []
+    members: list[PanelMember | str] = []
     versions = set()
     for plan in plans:
         judge = judges[plan.judge]
         identity = _identity(judge)
         versions.add(identity["prompt"])
-        members.append({"pass_key": plan.pass_key, "judge": redact(plan.judge), "pass_index": plan.pass_index,
-                        "model": identity["model"], "deterministic": plan.deterministic,
-                        "prompt_version": identity["prompt"],
-                        "endpoint": redact(identity["params"].get("endpoint")),
-                        "independence": getattr(judge, "independence", None)})
+        members.append(PanelMember(pass_key=plan.pass_key, judge=redact(plan.judge), pass_index=plan.pass_index,
+                                   model=identity["model"], deterministic=plan.deterministic,
+                                   prompt_version=identity["prompt"],
+                                   endpoint=redact(identity["params"].get("endpoint")),
+                                   independence=getattr(judge, "independence", None)))
     versions.discard(None)
-    manifest["panel"] = {
-        "size": len(plans),
-        "members": members,
-        "prompt_version": min(versions) if len(versions) == 1 else sorted(versions),
-        "params": {**config.described(), "max_cost_usd": cap},  # the run's cap, wherever it was set
-        "note": "a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
-    }
-    manifest.setdefault("budget", {})["max_cost_usd"] = cap  # before any call: a killed run still records its cap
-    write_manifest(run_dir, manifest)
+    with RunDir(run_dir).update_manifest() as manifest:
+        manifest.panel = PanelSection(
+            size=len(plans),
+            members=members,
+            prompt_version=min(versions) if len(versions) == 1 else sorted(versions),
+            params={**config.described(), "max_cost_usd": cap},  # the run's cap, wherever it was set
+            note="a deterministic judge runs once: a panel of one" if len(plans) == 1 and plans[0].deterministic else None,
+        )
+        if manifest.budget is None:
+            manifest.budget = BudgetSection()
+        manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
 
 
 def _write_budget(run_dir: Path, budget: RunBudget) -> None:
-    manifest = read_manifest(run_dir)
-    manifest["budget"] = budget.describe()
-    write_manifest(run_dir, manifest)
+    with RunDir(run_dir).update_manifest() as manifest:
+        manifest.budget = budget.describe()
 
 
 class _Progress:

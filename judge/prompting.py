@@ -197,6 +197,11 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(ascii_chars / 4 + (len(text) - ascii_chars))
 
 
+def token_count_method() -> str:
+    """How :func:`estimate_tokens` counts on this machine, for reports that print token figures."""
+    return "tiktoken o200k_base" if _encoder() is not None else "estimate: ASCII chars / 4 + 1 per other char (tiktoken not available)"
+
+
 @lru_cache(maxsize=1)
 def _encoder() -> Any:
     try:

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from judge import rundir
 from judge.providers.credentials import redact
 
-STORE_FILE = "store.sqlite"
+STORE_FILE = rundir.STORE  # file names live in judge.rundir
 
 # Append-only: never edit a shipped migration, add a new one.
 MIGRATIONS: list[str] = [

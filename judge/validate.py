@@ -1,15 +1,7 @@
 """``judge validate``: how far a run's majority issues agree with human failure labels.
 
-Label adapters (``load_labels``) read the labelled sets in ``../shared/datasets``:
-
-- ``who-and-when``: one JSON file per failed trajectory; ``mistake_step`` is a 0-based index into
-  ``history`` (stored as a string: parsed with ``int``, never matched as text), ``mistake_agent`` names
-  the agent. One label per trajectory; it is the decisive error, so it is also the root cause.
-- ``agentrx``: a JSON list; each entry has several ``failures`` with ``step_number`` = the 1-based
-  ``index`` field of the tau-bench ``traj`` message (index 1 is the system prompt, so the message is at
-  position ``step_number - 1``), and ``root_cause.failure_id`` naming the decisive one.
-- ``mast``: trace-level failure modes with three annotators; a mode is labelled present when at least two
-  of three marked it (majority-positive). No step labels.
+The labels are read by :mod:`judge.importers.labels` (Who&When, AgentRx, MAST), beside the importers of the
+same datasets' trajectories; this module matches them with a run's trajectories and computes the figures.
 
 Mapping a label step to our turn (:func:`label_turn`): the label's step is converted to the position of
 the message in the source record, the trajectory message with that ``source_index`` is found, and its
@@ -26,21 +18,26 @@ and counts as wrong in every denominator.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from judge import rundir
+from judge.importers.labels import (
+    LabelError,
+    LabelKind,
+    TrajectoryLabels,
+    detect_kind,
+    load_labels,
+    normalise_agent,
+)
 from judge.model import Trajectory
 from judge.rules import MastGroups
-from judge.schema import Cluster, ScoredIssue, ScoreRow
-
-LabelKind = Literal["who-and-when", "agentrx", "mast"]
-LABEL_KINDS: tuple[LabelKind, ...] = ("who-and-when", "agentrx", "mast")
+from judge.rundir import RunDir
+from judge.schema import ScoredIssue
 
 # Published reference points printed beside our figures.
 REFERENCE_POINTS: dict[str, str] = {
@@ -83,8 +80,6 @@ AGENTRX_CATEGORY_MAP: dict[str, str | None] = {
     "inconclusive use sparingly": None,
 }
 
-# Who caused a labelled failure: these agent names mean the user (tau-bench's simulated customer), not the agent.
-USER_AGENTS = frozenset({"user", "human", "simulated user", "user simulator", "customer"})
 
 
 # MAST category mapping (documented in docs/validation.md). MAST failure modes are renamed and renumbered
@@ -110,172 +105,6 @@ MAST_GROUPS: dict[str, tuple[str, ...]] = {
 # tag (an LLM judge's free tag) is grouped by the MAST_GROUPS keywords of its tag and description. Environment
 # issues are never a MAST failure.
 RULES_TAG_TO_MAST = MastGroups()
-
-
-class LabelError(ValueError):
-    """A label file or record that cannot be read; the message names the file and record."""
-
-
-@dataclass(frozen=True)
-class LabelledFailure:
-    """One annotated failure, in the label's own step numbering."""
-
-    step: int | None
-    agent: str | None = None
-    category: str | None = None  # the label's raw category
-    is_root: bool = False
-    reason: str = ""
-
-    @property
-    def by_user(self) -> bool:
-        """The labels attribute it to the user (or simulated user): no agent turn is at fault."""
-        return normalise_agent(self.agent) in USER_AGENTS
-
-
-@dataclass
-class TrajectoryLabels:
-    """All labels of one source trajectory and how to find it among a run's trajectories."""
-
-    label_id: str
-    kind: LabelKind
-    source_file: str | None = None
-    task_id: str | None = None
-    failures: list[LabelledFailure] = field(default_factory=list)
-    modes: dict[str, bool] = field(default_factory=dict)  # MAST: raw mode name -> majority-positive
-
-
-# --- label adapters ------------------------------------------------------------------------------
-
-
-def parse_step(value: Any, where: str) -> int:
-    """A label step as an integer. Strings must hold a whole integer: "1" is 1 and "10" is 10, never 1."""
-    if isinstance(value, bool):
-        raise LabelError(f"{where}: step {value!r} is not an integer")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-        return int(value)
-    raise LabelError(f"{where}: step {value!r} is not an integer")
-
-
-def failure_id(value: Any) -> str | None:
-    """A failure id compared as text, so the root cause's ``2`` names the failure ``"2"`` (and ``" 2 "``)."""
-    if value is None or isinstance(value, bool):
-        return None
-    text = str(value).strip()
-    if re.fullmatch(r"-?\d+(\.0+)?", text):  # 2, "2" and 2.0 are one id
-        text = str(int(float(text)))
-    return text or None
-
-
-def load_who_and_when(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
-    """Who&When: a file or a folder of ``*.json`` files (searched recursively)."""
-    files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
-    labels: list[TrajectoryLabels] = []
-    errors: list[str] = []
-    for file in files:
-        try:
-            record = json.loads(file.read_text(encoding="utf-8"))
-            step = parse_step(record.get("mistake_step"), f"{file}: mistake_step")
-            labels.append(
-                TrajectoryLabels(
-                    label_id=f"{file.parent.name}/{file.name}",
-                    kind="who-and-when",
-                    source_file=str(file.resolve()),
-                    task_id=str(record.get("question_ID") or "") or None,
-                    failures=[LabelledFailure(step=step, agent=record.get("mistake_agent"), is_root=True,
-                                              reason=str(record.get("mistake_reason") or ""))],
-                )
-            )
-        except (OSError, json.JSONDecodeError, LabelError, AttributeError) as error:
-            errors.append(f"{file}: {error}")
-    return labels, errors
-
-
-def load_agentrx(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
-    """AgentRx ground truth: a JSON list of ``{trajectory_id, failures, root_cause}``."""
-    labels: list[TrajectoryLabels] = []
-    errors: list[str] = []
-    entries = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(entries, list):
-        raise LabelError(f"{path}: expected a JSON list of AgentRx ground-truth entries")
-    for index, entry in enumerate(entries):
-        where = f"{path} [record {index}]"
-        try:
-            root_id = failure_id((entry.get("root_cause") or {}).get("failure_id"))
-            failures = [
-                LabelledFailure(
-                    step=parse_step(f.get("step_number"), f"{where}: step_number"),
-                    agent=f.get("failed_agent"),
-                    category=f.get("failure_category"),
-                    is_root=root_id is not None and failure_id(f.get("failure_id")) == root_id,
-                    reason=str(f.get("step_reason") or ""),
-                )
-                for f in entry.get("failures") or []
-            ]
-            tid = str(entry["trajectory_id"])
-            labels.append(TrajectoryLabels(label_id=tid, kind="agentrx", task_id=tid, failures=failures))
-        except (KeyError, AttributeError, LabelError) as error:
-            errors.append(f"{where}: {error}")
-    return labels, errors
-
-
-def mast_mode_name(raw: str) -> str:
-    """``"1.3 Step Repetition\\n\\nDefinition..."`` -> ``"step repetition"`` (the importer's rule)."""
-    from judge.importers.mast import mode_name
-
-    return mode_name(raw)
-
-
-def load_mast(path: Path) -> tuple[list[TrajectoryLabels], list[str]]:
-    """MAST/MAD human labels: trace-level modes, majority-positive when >= 2 of 3 annotators marked them
-    (``judge.importers.mast.majority_modes``, the rule the importer's recorded outcome uses too)."""
-    from judge.importers.mast import majority_modes
-
-    labels: list[TrajectoryLabels] = []
-    errors: list[str] = []
-    records = json.loads(path.read_text(encoding="utf-8"))
-    for index, record in enumerate(records):
-        try:
-            positive = set(majority_modes(record["annotations"]))
-            modes = {mast_mode_name(a["failure mode"]): False for a in record["annotations"]}
-            modes.update({name: True for name in positive})
-            label_id = f"{record.get('mas_name')}/{record.get('round')}/{record.get('trace_id')}"
-            labels.append(TrajectoryLabels(label_id=label_id, kind="mast", source_file=str(path.resolve()),
-                                           task_id=str(index), modes=modes))
-        except (KeyError, TypeError, AttributeError) as error:
-            errors.append(f"{path} [record {index}]: {error}")
-    return labels, errors
-
-
-def detect_kind(path: Path) -> LabelKind:
-    """Guess the label kind from the file's shape (a folder or a dict with ``mistake_step``: Who&When)."""
-    if path.is_dir():
-        return "who-and-when"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(data, dict) and "mistake_step" in data:
-        return "who-and-when"
-    if isinstance(data, list) and data and isinstance(data[0], dict):
-        if "failures" in data[0]:
-            return "agentrx"
-        if "annotations" in data[0]:
-            return "mast"
-    raise LabelError(f"{path}: cannot tell the label kind; pass --kind who-and-when|agentrx|mast")
-
-
-def load_labels(path: Path, kind: LabelKind | None = None) -> tuple[list[TrajectoryLabels], list[str]]:
-    """Read labels of ``kind`` (detected when None). Returns the labels and per-record errors."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"labels not found: {path}")
-    loaders = {"who-and-when": load_who_and_when, "agentrx": load_agentrx, "mast": load_mast}
-    try:
-        kind = kind or detect_kind(path)
-        if kind not in loaders:
-            raise LabelError(f"unknown label kind {kind!r}; expected one of {', '.join(LABEL_KINDS)}")
-        return loaders[kind](path)
-    except json.JSONDecodeError as error:  # a Who&When folder reports per file; a single bad document stops here
-        raise LabelError(f"{path}: not valid JSON ({error})") from error
 
 
 # --- step -> turn ------------------------------------------------------------------------------
@@ -304,13 +133,6 @@ def turns_match(label: int | None, predicted: int | None, k: int = 0) -> bool:
     if label is None or predicted is None:
         return False
     return abs(int(label) - int(predicted)) <= k
-
-
-def normalise_agent(name: str | None) -> str:
-    """``"Orchestrator (-> WebSurfer)"`` -> ``"orchestrator"``: Who&When labels drop the suffix."""
-    if not name:
-        return ""
-    return re.sub(r"\s*\(.*\)\s*$", "", name).strip().lower()
 
 
 def agent_at_turn(trajectory: Trajectory, turn: int | None) -> str | None:
@@ -715,23 +537,20 @@ def match_trajectories(labels: Iterable[TrajectoryLabels], trajectories: Iterabl
 
 def majority_issues(run_dir: Path) -> tuple[dict[str, list[ScoredIssue]], dict[str, bool]]:
     """trajectory id -> majority issues (scores.jsonl; clusters.jsonl when there is no scores file), and scored?"""
+    from judge.scoring import scored_issue
+
+    run = RunDir(run_dir)
     issues: dict[str, list[ScoredIssue]] = defaultdict(list)
     scored: dict[str, bool] = {}
-    scores_path = run_dir / rundir.SCORES
-    clusters_path = run_dir / rundir.CLUSTERS
-    if scores_path.exists():
-        for row in rundir.read_jsonl(scores_path, ScoreRow):
+    if run.has(rundir.SCORES):
+        for row in run.scores():
             issues[row.trajectory_id] = [*row.issues, *row.environment]
             scored[row.trajectory_id] = row.valid_passes > 0
-    elif clusters_path.exists():
-        for cluster in rundir.read_jsonl(clusters_path, Cluster):
+    elif run.has(rundir.CLUSTERS):
+        for cluster in run.clusters():
             scored[cluster.trajectory_id] = True
             if cluster.majority:
-                issues[cluster.trajectory_id].append(
-                    ScoredIssue(cluster=cluster.cluster, turn=cluster.turn, category=cluster.category,
-                                severity=cluster.severity, tag=cluster.tag, description=cluster.description,
-                                votes=cluster.votes)
-                )
+                issues[cluster.trajectory_id].append(scored_issue(cluster))
     else:
         raise FileNotFoundError(f"{run_dir}: no scores.jsonl or clusters.jsonl; score the run first")
     return issues, scored
@@ -833,15 +652,13 @@ def check_coverage(labels: list[TrajectoryLabels], matched: dict[str, Trajectory
 def validate_run(run_dir: Path, labels_path: Path, kind: LabelKind | None = None, k: int = 1,
                  min_coverage: float = MIN_COVERAGE) -> ValidationReport:
     """Load labels and the run, match them, refuse a mismatch, and evaluate (the library form of ``judge validate``)."""
-    from judge.pipeline import read_trajectories
-
     run_dir = Path(run_dir)
-    if not (run_dir / rundir.TRAJECTORIES).exists():
+    if not RunDir(run_dir).has(rundir.TRAJECTORIES):
         raise FileNotFoundError(f"{run_dir / rundir.TRAJECTORIES} not found: not a run directory")
     kind = kind or detect_kind(Path(labels_path))
     labels, errors = load_labels(Path(labels_path), kind)
     issues, scored = majority_issues(run_dir)
-    run = list(read_trajectories(run_dir))
+    run = list(RunDir(run_dir).trajectories())
     matched = match_trajectories(labels, run)
     check_coverage(labels, matched, run, Path(labels_path), kind, min_coverage)
     report = evaluate(labels, matched, issues, scored, kind, k=k, label_errors=errors)

@@ -310,11 +310,12 @@ def example_run(tmp_path_factory) -> Path:
     import asyncio
 
     from judge.panel import PanelConfig, run_panel
-    from judge.pipeline import import_to_run, read_trajectories, score_run
+    from judge.pipeline import import_to_run, score_run
+    from judge.rundir import RunDir
 
     run = tmp_path_factory.mktemp("continuations") / "run"
     import_to_run([EXAMPLES], run, None)
-    asyncio.run(run_panel(list(read_trajectories(run)), PanelConfig(judges=["rules"]), run, progress=False))
+    asyncio.run(run_panel(list(RunDir(run).trajectories()), PanelConfig(judges=["rules"]), run, progress=False))
     score_run(run, None, {"embedder": "lexical"})
     return run
 

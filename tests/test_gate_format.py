@@ -110,11 +110,15 @@ def test_authenticity_checks_reuse_the_rules_detectors(name, messages, failed) -
     assert all(c.startswith(("format:", "authenticity:")) for c in checks)
 
 
-def test_gate_fails_closed_without_the_rules_judge(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
+def test_a_bug_in_the_rules_detectors_raises_instead_of_passing_or_hiding(monkeypatch: pytest.MonkeyPatch) -> None:
+    import judge.gate
 
-    monkeypatch.setitem(sys.modules, "judge.rules", None)  # makes `from judge.rules import ...` raise ImportError
-    assert release_checks(make(good())) == ["authenticity:unavailable"]
+    def broken(*args: object, **kwargs: object) -> list[object]:
+        raise KeyError("a bug in judge.rules")
+
+    monkeypatch.setattr(judge.gate, "run_detectors", broken)
+    with pytest.raises(KeyError, match="a bug in judge.rules"):
+        release_checks(make(good()))
 
 
 @pytest.mark.parametrize(("reward", "released"), [(None, True), (1.0, True), (0.5, True), (0.0, False), (-1.0, False)])

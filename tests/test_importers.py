@@ -108,7 +108,7 @@ def test_detect_format(obj, expected):
 
 def test_formats_registry_names():
     assert set(FORMATS) == {
-        "canonical", "openai", "tau", "anthropic", "swe-agent", "mini-swe-agent", "openhands", "inspect", "who-and-when", "atif", "mast",
+        "canonical", "openai", "tau", "anthropic", "swe-agent", "mini-swe-agent", "openhands", "inspect", "who-and-when", "atif", "mast", "otel",
     }
 
 

@@ -25,7 +25,7 @@ from judge.judges.llm import (
     resolve_temperature,
 )
 from judge.panel import PanelConfig, PassPlan, plan_passes, run_panel
-from judge.pipeline import read_manifest
+from judge.rundir import RunDir
 from judge.schema import Verdict
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
@@ -207,7 +207,7 @@ def test_keys_never_written(server: FakeLLMServer, tmp_path: Path) -> None:
 
 def test_manifest_records_the_panel(server: FakeLLMServer, tmp_path: Path) -> None:
     run([one_trajectory()], config_for(server, passes=3), tmp_path)
-    panel = read_manifest(tmp_path)["panel"]
+    panel = RunDir(tmp_path).manifest().to_json()["panel"]
     spec = spec_for(server)
     assert panel["size"] == 3 and panel["prompt_version"] == "judge-v2"
     assert [m["pass_key"] for m in panel["members"]] == [f"{spec}#1", f"{spec}#2", f"{spec}#3"]
@@ -224,7 +224,7 @@ def test_the_endpoint_is_part_of_the_cache_key(server: FakeLLMServer, tmp_path: 
         second = run([one_trajectory()], config_for(server, judges=[spec]), tmp_path)
         assert other.request_count == 1 and second.calls == 1 and second.cached == 0
     assert server.request_count == 1
-    endpoints = {m["endpoint"] for m in read_manifest(tmp_path)["panel"]["members"]}
+    endpoints = {m["endpoint"] for m in RunDir(tmp_path).manifest().to_json()["panel"]["members"]}
     assert endpoints == {other.base_url.rstrip("/")}
 
 
@@ -334,7 +334,7 @@ def test_temperature_left_out_of_requests(model: str, temperature: str | None, s
         assert len(fake.requests) == 2
         assert all(("temperature" in r) == sent for r in fake.requests)
         assert sorted(r["seed"] for r in fake.requests) == [1, 2]  # independence still has the per-pass seed
-    members = read_manifest(tmp_path)["panel"]["members"]
+    members = RunDir(tmp_path).manifest().to_json()["panel"]["members"]
     assert all("seed = pass index" in m["independence"] and "separate call" in m["independence"] for m in members)
     assert all(("left out" in m["independence"]) != sent for m in members)
 
@@ -520,7 +520,7 @@ def test_rules_and_llm_in_one_panel(server: FakeLLMServer, tmp_path: Path) -> No
     config = config_for(server, passes=None, judges=["rules", spec_for(server)])
     result = run([one_trajectory()], config, tmp_path)
     assert [p.pass_key for p in result.plans] == ["rules#1", f"{spec_for(server)}#1"]
-    members = read_manifest(tmp_path)["panel"]["members"]
+    members = RunDir(tmp_path).manifest().to_json()["panel"]["members"]
     assert [m["deterministic"] for m in members] == [True, False]
     assert server.request_count == 1 and len(verdict_rows(tmp_path)) == 2
 

@@ -22,21 +22,17 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
 def scored_run(run: Path, inputs: list[Path]) -> list[ScoreRow]:
     """A scored run directory from the rules judge (a panel of one), through the pipeline's own functions."""
     from judge.judges import make_judge
-    from judge.pipeline import (
-        import_to_run,
-        read_trajectories,
-        score_run,
-        write_manifest,
-    )
+    from judge.pipeline import import_to_run, score_run
+    from judge.rundir import PanelSection, RunDir, RunManifest
 
     import_to_run(inputs, run)
     judge = make_judge("rules")
 
     async def judge_all():
-        return [await judge(t, 0) for t in read_trajectories(run)]
+        return [await judge(t, 0) for t in RunDir(run).trajectories()]
 
     rundir.write_jsonl(run / rundir.VERDICTS, asyncio.run(judge_all()))
-    write_manifest(run, {"panel": {"size": 1}})
+    RunDir(run).write_manifest(RunManifest(panel=PanelSection(size=1)))
     return score_run(run)
 
 

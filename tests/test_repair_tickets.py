@@ -14,7 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from fixtures.repair import cases
 from judge import rundir
 from judge.model import Trajectory, TrajectoryMetadata, Usage
-from judge.repair import TICKETS, Ticket, ingest_continuations, make_tickets, repair_run
+from judge.repair import Ticket, ingest_continuations, make_tickets, repair_run
 from judge.repair.rewrite import verify_requirements
 from judge.repair.textref import get_detectors
 from judge.schema import RepairRow
@@ -213,7 +213,7 @@ def test_teacher_through_the_openai_sdk_against_a_local_server(tmp_path):
     assert row.guidance == "List the table before you claim it exists."
     assert row.extra["guidance_source"].startswith("teacher:openai-compatible:teacher")
     assert row.extra["teacher_usage"]["input_tokens"] > 0
-    written = list(rundir.read_jsonl(run / TICKETS, Ticket))
+    written = list(rundir.read_jsonl(run / rundir.TICKETS, Ticket))
     assert written[0].guidance == row.guidance and written[0].usage.output_tokens > 0
 
 

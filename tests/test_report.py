@@ -20,14 +20,16 @@ from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run
 from judge.report import build_report, build_summary, plots
 from judge.report.render import md_escape
 from judge.report.summary import (
+    agreement_section,
     explain_agreement,
     reason_code,
     release_section,
+    run_rubric,
     score_distribution,
     share,
-    vote_histogram,
 )
 from judge.report.viewer import anchor_id
+from judge.rundir import RunManifest
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
 
 
@@ -210,6 +212,24 @@ def test_release_section(rows, released, yield_, held):
     assert (result["released"], result["yield"], result["held_by_gate"]) == (released, yield_, held)
 
 
+def test_the_releasable_scores_come_from_the_run_rubric(tmp_path: Path):
+    strict = tmp_path / "strict.yaml"
+    strict.write_text("name: strict\nversion: 1\nrelease:\n  scores: [5]\n", encoding="utf-8")
+    held = [_row(4, False, ("format:role-order",)), _row(5, False, ("format:role-order",))]
+
+    def used(rubric: dict) -> tuple[str, list[int]]:
+        found = run_rubric(RunManifest.model_validate({"rubric": rubric} if rubric else {}))
+        return found.label, found.release.scores
+
+    assert used({"label": "strict-v1", "source": str(strict)}) == ("strict-v1", [5])
+    # the recorded file is gone (a run copied elsewhere): the bundled rubric of the label, else the default
+    assert used({"label": "default-v1", "source": str(tmp_path / "moved.yaml")}) == ("default-v1", [4, 5])
+    assert used({"label": "gone-v3", "source": str(tmp_path / "moved.yaml")}) == ("default-v2", [4, 5])
+    assert used({}) == ("default-v2", [4, 5])
+    assert release_section(held, [5])["held_by_gate"] == {"5": 1}  # a 4 is not releasable under this rubric
+    assert release_section(held)["held_by_gate"] == {"4": 1, "5": 1}
+
+
 @pytest.mark.parametrize(
     ("reason", "code"),
     [
@@ -238,10 +258,12 @@ def _cluster(votes: int, panel: int = 3) -> Cluster:
 
 @pytest.mark.parametrize(
     ("votes", "histogram"),
-    [([], {"1": 0}), ([1, 1, 3], {"1": 2, "2": 0, "3": 1}), ([2], {"1": 0, "2": 1, "3": 0})],
+    [([], {}), ([1, 1, 3], {"1": 2, "2": 0, "3": 1}), ([2], {"1": 0, "2": 1, "3": 0})],
 )
 def test_vote_histogram_lists_every_count_of_the_panel(votes, histogram):
-    assert vote_histogram([_cluster(v) for v in votes]) == histogram
+    # judge.agreement.vote_histogram is the one histogram; the summary shows it with string keys (JSON).
+    section = agreement_section([], [_cluster(v) for v in votes], {"passes_total": 0})
+    assert section["vote_histogram"] == histogram
 
 
 @pytest.mark.parametrize(

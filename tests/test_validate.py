@@ -9,6 +9,15 @@ import pytest
 from typer.testing import CliRunner
 
 from judge import rundir
+from judge.importers.labels import (
+    LabelError,
+    LabelledFailure,
+    TrajectoryLabels,
+    load_labels,
+    normalise_agent,
+    parse_step,
+)
+from judge.importers.mast import mode_name
 from judge.model import (
     Message,
     Receipt,
@@ -19,20 +28,13 @@ from judge.model import (
 )
 from judge.schema import ScoredIssue, ScoreRow
 from judge.validate import (
-    LabelError,
-    LabelledFailure,
-    TrajectoryLabels,
     agent_at_turn,
     cohen_kappa,
     decisive_issue,
     evaluate,
     format_table,
     label_turn,
-    load_labels,
-    mast_mode_name,
     match_issues,
-    normalise_agent,
-    parse_step,
     turns_match,
     validate_run,
 )
@@ -223,7 +225,7 @@ def test_cohen_kappa(a, b, expected):
      ("3.2 No or Incomplete Verification", "no or incomplete verification")],
 )
 def test_mast_mode_name(raw, expected):
-    assert mast_mode_name(raw) == expected
+    assert mode_name(raw) == expected
 
 
 def test_adapters_read_fixture_files(tmp_path: Path):
@@ -360,12 +362,13 @@ def test_validate_cli_on_a_rules_run_of_agentrx_tau(tmp_path: Path):
 
     from judge.cli import app
     from judge.panel import PanelConfig, run_panel
-    from judge.pipeline import import_to_run, read_trajectories, score_run
+    from judge.pipeline import import_to_run, score_run
+    from judge.rundir import RunDir
 
     source = _need(DATASETS / "agentrx" / "tau_retail" / "tau_dataset_failed.json")
     run = tmp_path / "run"
     import_to_run([source], run, None)
-    asyncio.run(run_panel(list(read_trajectories(run)), PanelConfig(judges=["rules"]), run, progress=False))
+    asyncio.run(run_panel(list(RunDir(run).trajectories()), PanelConfig(judges=["rules"]), run, progress=False))
     score_run(run, None, {"embedder": "lexical"})
     labels = DATASETS / "agentrx" / "ground_truth" / "tau_ground_truth.json"
     result = CliRunner(env={"COLUMNS": "200"}).invoke(

@@ -10,21 +10,18 @@ import pytest
 from typer.testing import CliRunner
 
 from judge import rundir
+from judge.importers.labels import LabelledFailure, TrajectoryLabels, failure_id, load_labels
 from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
 from judge.schema import ScoredIssue, ScoreRow
 from judge.validate import (
     AGENTRX_CATEGORY_MAP,
     BASELINES,
-    LabelledFailure,
     LabelMismatch,
-    TrajectoryLabels,
     category_key,
     evaluate,
     expected_random_summary,
-    failure_id,
     first_failed_call_turn,
     format_markdown,
-    load_labels,
     majority_agent,
     map_category,
     mast_agreement,

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from judge.importers.labels import load_labels
 from judge.schema import ScoredIssue
 from judge.validate import (
     MAST_GROUPS,
     RULES_TAG_TO_MAST,
     issue_mast_group,
-    load_labels,
     mast_group,
 )
 
@@ -104,10 +104,11 @@ def majority_positive_traces(records: list[dict]) -> int:
 
 def rules_run(source: Path, run: Path) -> None:
     from judge.panel import PanelConfig, run_panel
-    from judge.pipeline import import_to_run, read_trajectories, score_run
+    from judge.pipeline import import_to_run, score_run
+    from judge.rundir import RunDir
 
     import_to_run([source], run, None)
-    asyncio.run(run_panel(list(read_trajectories(run)), PanelConfig(judges=["rules"]), run, progress=False))
+    asyncio.run(run_panel(list(RunDir(run).trajectories()), PanelConfig(judges=["rules"]), run, progress=False))
     score_run(run, None, {"embedder": "lexical"})
 
 

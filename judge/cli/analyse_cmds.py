@@ -13,36 +13,60 @@ from judge.cli.app import ExitCode, app
 @app.command("export")
 def export_cmd(
     run: Path = typer.Argument(..., help="A scored run directory (trajectories.jsonl + scores.jsonl)."),
-    out: Path = typer.Option(..., "--out", help="Directory for train.jsonl, test.jsonl and split.json."),
+    out: Path = typer.Option(..., "--out", help="Directory for the sample files, index.jsonl and split.json."),
     test_size: float = typer.Option(0.1, "--test-size", help="Share of trajectories on the test side (split by query)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the query split (same seed, same split)."),
     min_score: int | None = typer.Option(None, "--min-score", help="Export only trajectories scored at least this."),
-    include_unreleased: bool = typer.Option(False, "--include-unreleased", help="Also export trajectories the release gate held back."),
+    include_unreleased: bool = typer.Option(False, "--include-unreleased", help="Also export trajectories the release gate held back (turns from their first majority issue on get weight 0)."),
     exclude_category: list[str] = typer.Option([], "--exclude-category", help="Skip trajectories with a majority issue of this category (repeatable)."),
-    fmt: str = typer.Option("openai", "--format", help="openai (weight 0/1 on assistant messages) or anthropic (mask list)."),
+    fmt: str = typer.Option("openai", "--format", help="openai (chat fine-tuning JSONL, weight 0/1), anthropic (messages + mask) or hf (parquet folder + dataset card)."),
+    per_turn: bool = typer.Option(False, "--per-turn", help="One sample per trained turn (history up to it, only it trained) instead of one per trajectory."),
+    reasoning: str = typer.Option("auto", "--reasoning", help="Native reasoning: openai drop|think-tags (default drop), anthropic keep|drop (default keep, with signatures), hf keep|drop|think-tags (default keep)."),
+    max_tokens: int = typer.Option(65_536, "--max-tokens", help="Per-example token limit the OpenAI format check warns about."),
 ) -> None:
-    """Expand released trajectories into per-turn training samples, split train/test by query.
+    """Export released trajectories as training samples, split train/test by query.
 
-    Example: judge export runs/demo --out exports/demo --test-size 0.1 --seed 0
+    Default: one sample per trajectory, each assistant message weighted 1 (trained) or 0 (context); ids go to
+    index.jsonl, not into the sample lines. The OpenAI file is checked with the checks of OpenAI's fine-tuning
+    data-preparation recipe (counts in split.json).
+
+    Examples:
+      judge export runs/demo --out exports/demo --test-size 0.1 --seed 0
+      judge export runs/demo --out exports/claude --format anthropic --per-turn
+      judge export runs/demo --out exports/hf --format hf
     """
     from judge.export import ExportOptions, export_run
 
     try:
         options = ExportOptions(
             test_size=test_size, seed=seed, min_score=min_score, include_unreleased=include_unreleased,
-            exclude_categories=tuple(exclude_category), format=fmt,  # type: ignore[arg-type]
+            exclude_categories=tuple(exclude_category), format=fmt, per_turn=per_turn,  # type: ignore[arg-type]
+            reasoning=reasoning, max_tokens=max_tokens,
         )
         record = export_run(run, out, options)
     except (ValueError, FileNotFoundError) as error:
         raise typer.BadParameter(str(error)) from error
     for side in ("train", "test"):
         counts = record[side]
-        typer.echo(f"{side:5}: {counts['trajectories']} trajectories, {counts['queries']} queries, {counts['samples']} samples")
+        typer.echo(f"{side:5}: {counts['trajectories']} trajectories, {counts['queries']} queries, {counts['samples']} samples, "
+                   f"{counts['trained_turns']} trained turns")
     excluded = record["excluded"]
     if excluded["trajectories"]:
         reasons = "; ".join(f"{r}: {n}" for r, n in sorted(excluded["by_reason"].items()))
         typer.echo(f"excluded: {excluded['trajectories']} trajectories ({reasons})")
-    typer.echo(f"split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
+    if record["untrained_turns_after_issue"] or record["trajectories_without_trained_turn"]:
+        typer.echo(f"not trained: {record['untrained_turns_after_issue']} turns at or after a majority issue; "
+                   f"{record['trajectories_without_trained_turn']} trajectories left with no trained turn (no sample)")
+    if record.get("unsigned_thinking_blocks"):
+        typer.echo(f"warning: {record['unsigned_thinking_blocks']} thinking blocks have no signature (reasoning from a "
+                   "source that does not sign it); the Anthropic API refuses unsigned blocks")
+    for side, check in (record.get("format_check") or {}).items():
+        errors = ", ".join(f"{name} {count} (first at line {check['first_error_line'][name]})"
+                           for name, count in check["errors"].items()) or "none"
+        tokens = check["tokens"]
+        typer.echo(f"{side:5} format check: errors {errors}; {check['warnings']['over_token_limit']} over "
+                   f"{tokens['limit_per_example']} tokens (max {tokens['max']}; {tokens['counted_by']})")
+    typer.echo(f"reasoning: {record['reasoning']}; split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
 
 
 @app.command("validate")
@@ -64,7 +88,8 @@ def validate_cmd(
     Example: judge validate runs/ww --labels ../shared/datasets/who_and_when/Hand-Crafted --kind who-and-when
     """
     from judge import rundir
-    from judge.validate import LABEL_KINDS, LabelError, LabelMismatch, format_markdown, format_table, validate_run
+    from judge.importers.labels import LABEL_KINDS, LabelError
+    from judge.validate import LabelMismatch, format_markdown, format_table, validate_run
 
     if kind is not None and kind not in LABEL_KINDS:
         raise typer.BadParameter(f"--kind must be one of {', '.join(LABEL_KINDS)}, got {kind!r}")
@@ -119,10 +144,9 @@ def split_score_args(tokens: list[str], score_command: Any) -> tuple[list[str], 
     return inputs, options
 
 
-def _score_command() -> Any | None:
-    """The click command behind ``judge score`` (None if that command is not registered)."""
-    root = typer.main.get_command(app)
-    return (getattr(root, "commands", None) or {}).get("score")
+def _score_command() -> Any:
+    """The click command behind ``judge score``."""
+    return typer.main.get_command(app).commands["score"]  # type: ignore[attr-defined]
 
 
 @app.command(
@@ -143,33 +167,23 @@ def compare_cmd(
     Continuation files are judged first, exactly as `judge score` would (same options), into OUT/run.
     Example: judge compare examples/continuations --out runs/cmp --judge rules
     """
-    from judge.compare import (
-        compare_records,
-        is_run_dir,
-        load_records,
-        make_scorer,
-        write_outputs,
-    )
+    from judge.compare import compare_records, load_records, make_scorer, write_outputs
+    from judge.rundir import RunDir
 
     score_command = _score_command()
-    if score_command is not None:
-        tokens, score_args = split_score_args(list(ctx.args), score_command)
-    else:
-        tokens, score_args = list(ctx.args), []
+    tokens, score_args = split_score_args(list(ctx.args), score_command)
     if not tokens:
         raise typer.BadParameter("give at least one INPUT (continuation files or scored run directories)")
     paths = [Path(t) for t in tokens]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise typer.BadParameter(f"input not found: {', '.join(missing)}")
-    run_dirs = [p for p in paths if is_run_dir(p)]
-    to_judge = [p for p in paths if not is_run_dir(p)]
+    run_dirs = [p for p in paths if RunDir(p).is_scored()]
+    to_judge = [p for p in paths if not RunDir(p).is_scored()]
     status: Any = ExitCode.OK
     if score_args and not to_judge:
         raise typer.BadParameter(f"judging options {' '.join(score_args)} given, but every input is an already scored run")
     if to_judge:
-        if score_command is None:
-            raise typer.BadParameter("judging continuation files needs the `judge score` command, which is not available")
         judged = out / "run"
         from judge.providers import redact
 

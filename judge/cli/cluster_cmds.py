@@ -111,11 +111,12 @@ def rescore_command(
     Exits like `judge score` on the stored verdicts: 2 when some passes are unscored, 3 when none is scored.
     """
     from judge import rundir
-    from judge.pipeline import finish_run, score_run, verdicts_by_trajectory
+    from judge.pipeline import finish_run, score_run
+    from judge.rundir import RunDir
     from judge.runlock import run_lock
 
     for name in (rundir.TRAJECTORIES, rundir.VERDICTS):
-        if not (run / name).is_file():
+        if not RunDir(run).has(name):
             typer.echo(f"error: {run} has no {name}", err=True)
             raise typer.Exit(ExitCode.ERROR)
     try:
@@ -132,6 +133,6 @@ def rescore_command(
                f"{sum(s.release for s in scores)} released; wrote {run / rundir.SCORES}")
     for name, path in written.items():
         typer.echo(f"  {name}: {path}")
-    code = outcome_code((v.status, v.reason) for rows in verdicts_by_trajectory(run).values() for v in rows)
+    code = outcome_code((v.status, v.reason) for v in RunDir(run).verdicts())
     if code:
         raise typer.Exit(code)

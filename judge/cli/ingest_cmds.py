@@ -15,11 +15,11 @@ from judge.model import Message, Trajectory
 from judge.visible import visible
 
 if TYPE_CHECKING:
-    from judge.pipeline import ImportStats
+    from judge.importers.writer import ImportStats
 
 _FORMAT_HELP = (
     "Force one format instead of auto-detection: canonical, openai, tau, anthropic, swe-agent, "
-    "mini-swe-agent, openhands, inspect, who-and-when, atif."
+    "mini-swe-agent, openhands, inspect, who-and-when, atif, mast, otel."
 )
 
 

@@ -42,9 +42,10 @@ def repair_run_command(
     """Write repairs.jsonl (routes), tickets.jsonl, edited.jsonl and edits.jsonl; print counts per route."""
     from judge import rundir
     from judge.repair import repair_run
+    from judge.rundir import RunDir
 
     for name in (rundir.TRAJECTORIES, rundir.SCORES):
-        if not (run / name).exists():
+        if not RunDir(run).has(name):
             raise typer.BadParameter(f"{run / name} does not exist: is {run} a scored run directory?", param_hint="RUN")
     from judge.providers import ProviderError
     from judge.runlock import run_lock

@@ -15,7 +15,9 @@ from typing import Any
 
 import typer
 
+from judge import rundir
 from judge.cli.app import ExitCode, app, outcome_code
+from judge.rundir import RunDir
 
 
 @app.command(
@@ -57,7 +59,7 @@ def score_command(
     """
     from judge.cli.ingest_cmds import import_notes
     from judge.panel import PanelConfig, PreflightFailed, run_panel, summary_lines
-    from judge.pipeline import finish_run, import_to_run, read_trajectories, score_run
+    from judge.pipeline import finish_run, import_to_run, score_run
     from judge.runlock import run_lock
 
     started_at, started = datetime.now(UTC), time.monotonic()
@@ -82,7 +84,7 @@ def score_command(
     with run_lock(out, "judge score"):
         stats = import_to_run(inputs, out, fmt=fmt)
         typer.echo(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
-                   + (f" (see {out / 'rejects.jsonl'})" if stats.rejected or stats.skipped else ""))
+                   + (f" (see {out / rundir.REJECTS})" if stats.rejected or stats.skipped else ""))
         for line in import_notes(stats):
             typer.echo(line)
         if stats.imported == 0:
@@ -92,7 +94,7 @@ def score_command(
         from judge.providers.errors import ProviderError
 
         try:
-            result = asyncio.run(run_panel(read_trajectories(out), settings, out, progress=True, preflight=not no_preflight))
+            result = asyncio.run(run_panel(RunDir(out).trajectories(), settings, out, progress=True, preflight=not no_preflight))
         except PreflightFailed as error:
             for problem in error.problems:
                 typer.echo(f"preflight: {problem}", err=True)
@@ -108,8 +110,8 @@ def score_command(
         record_timing(out, started_at, time.monotonic() - started)  # before the report, which shows it
         written = finish_run(out) or {}
     typer.echo(score_distribution(scores))
-    paths = [out / name for name in ("trajectories.jsonl", "verdicts.jsonl", "clusters.jsonl", "scores.jsonl",
-                                     "rejects.jsonl", "run.json")]
+    paths = [out / name for name in (rundir.TRAJECTORIES, rundir.VERDICTS, rundir.CLUSTERS, rundir.SCORES,
+                                     rundir.REJECTS, rundir.MANIFEST)]
     paths += [Path(p) for p in written.values()]
     typer.echo("wrote: " + ", ".join(str(p) for p in dict.fromkeys(paths) if p.exists()))
     code = outcome_code((v.status, v.reason) for v in result.verdicts)
@@ -121,7 +123,7 @@ def score_command(
         typer.echo("the budget cap stopped the run (exit 3)" if stopped else "no pass could be scored (exit 3)", err=True)
     elif code == ExitCode.SOME_UNSCORED:
         typer.echo("some passes are unscored (exit 2): their reasons are above and in the report", err=True)
-    report = Path(written.get("report_html") or out / "report.html").resolve()
+    report = Path(written.get("report_html") or out / rundir.REPORT_HTML).resolve()
     typer.echo(f"report: {report}")  # always the last line: scripts and people look for it there
     if code:
         raise typer.Exit(code=code)
@@ -131,15 +133,10 @@ def record_timing(run_dir: Path, started_at: datetime, elapsed_s: float) -> None
     """Write this invocation's timing into the manifest: ``started_at`` and ``finished_at`` (ISO 8601, UTC)
     and ``elapsed_s``. ``finished_at`` is when judging and scoring ended, just before the reports are
     written (so the report can show it). A resumed run records its own invocation."""
-    from judge.pipeline import read_manifest, write_manifest
-
-    manifest = read_manifest(run_dir)
-    manifest.update({
-        "started_at": started_at.isoformat(timespec="milliseconds"),
-        "finished_at": (started_at + timedelta(seconds=elapsed_s)).isoformat(timespec="milliseconds"),
-        "elapsed_s": round(elapsed_s, 3),
-    })
-    write_manifest(run_dir, manifest)
+    with RunDir(run_dir).update_manifest() as manifest:
+        manifest.started_at = started_at.isoformat(timespec="milliseconds")
+        manifest.finished_at = (started_at + timedelta(seconds=elapsed_s)).isoformat(timespec="milliseconds")
+        manifest.elapsed_s = round(elapsed_s, 3)
 
 
 def score_distribution(scores: list[Any]) -> str:

@@ -39,6 +39,7 @@ from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolKind, 
 from judge.model import Message, Trajectory, TrajectoryMetadata, Usage
 from judge.repair.calls import is_plan_call
 from judge.repair.tickets import Ticket
+from judge.rundir import RunDir
 
 SOURCE_FORMAT = "trajudge-continue"
 FINISHED: tuple[StopReason, ...] = ("completed", "budget-exhausted")
@@ -268,5 +269,6 @@ def write_results(results: Sequence[ArmResult], out: Path, log: Path | None = No
 def load_tickets(source: Path) -> list[Ticket]:
     """Tickets from a tickets file or a run directory's ``tickets.jsonl``."""
     source = Path(source)
-    path = source / rundir.TICKETS if source.is_dir() else source
-    return list(rundir.read_jsonl(path, Ticket))
+    if source.is_dir():
+        return list(RunDir(source).rows(rundir.TICKETS, Ticket))
+    return list(rundir.read_jsonl(source, Ticket))

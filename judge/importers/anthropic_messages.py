@@ -1,6 +1,7 @@
 """Anthropic Messages records: ``{"id"?, "query"?, "model"?, "metadata"?, "system"?, "messages": [...]}``.
 
-Content is a string or a list of blocks: ``text``, ``thinking`` / ``redacted_thinking`` (-> ``reasoning``),
+Content is a string or a list of blocks: ``text``, ``thinking`` / ``redacted_thinking`` (-> ``reasoning`` for the
+judge, and the blocks themselves with their ``signature`` / ``data`` in ``thinking``, so an export can replay them),
 ``tool_use`` (-> a tool call, ``input`` as arguments) and, in user messages, ``tool_result`` (-> one tool
 message per block, paired by ``tool_use_id``, ``is_error`` kept). A user message that carries tool results and
 text becomes the tool messages followed by one user message with the text, in block order; all of them keep
@@ -23,7 +24,7 @@ from judge.importers._common import (
     trajectory_from_envelope,
     usage_from,
 )
-from judge.model import Message, Trajectory
+from judge.model import Message, ThinkingBlock, Trajectory
 
 NAME = "anthropic"
 
@@ -71,13 +72,18 @@ def parse(record: Any, src: Source) -> Trajectory:
 def _assistant(blocks: list[Any], index: int, usage: Any) -> Message:
     texts: list[str] = []
     reasoning: list[str] = []
+    thinking: list[ThinkingBlock] = []
     calls = []
     for position, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "thinking":
             reasoning.append(str(block.get("thinking") or ""))
+            signature = block.get("signature")
+            thinking.append(ThinkingBlock(thinking=reasoning[-1], signature=signature if isinstance(signature, str) else None))
         elif kind == "redacted_thinking":
             reasoning.append("[redacted thinking]")
+            data = block.get("data")
+            thinking.append(ThinkingBlock(type="redacted_thinking", data=data if isinstance(data, str) else None))
         elif kind in ("tool_use", "server_tool_use"):
             if not block.get("name"):
                 raise RecordError(f"message {index}: tool_use block {position} has no name")
@@ -90,6 +96,7 @@ def _assistant(blocks: list[Any], index: int, usage: Any) -> Message:
         role="assistant",
         content="\n".join(texts),
         reasoning="\n".join(reasoning) if reasoning else None,
+        thinking=thinking,
         tool_calls=calls,
         source_index=index,
         usage=usage,

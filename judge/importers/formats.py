@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +15,14 @@ from judge.importers import (
     mini_swe_agent,
     openai_chat,
     openhands,
+    otel_spans,
     swe_agent,
     tau,
     who_and_when,
 )
 from judge.importers._common import Source
 from judge.model import Trajectory
+from judge.schema import Reject
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class FormatSpec:
     parse: Callable[[Any, Source], Trajectory]
     split: Callable[[Any], Iterator[tuple[int | None, Any]] | None] | None = None
     whole_list: bool = False
+    # Formats whose trajectories are spread over a file's records (span exports: one trace, many lines): the
+    # reader hands every (source, record) of such a file to ``gather``, which yields trajectories and rejects.
+    gather: Callable[[Iterable[tuple[Source, Any]]], Iterator[Trajectory | Reject]] | None = None
 
 
 # Order matters: specific shapes first, the loose chat shapes (anthropic, then openai) last.
@@ -46,6 +51,8 @@ FORMATS: dict[str, FormatSpec] = {
     spec.name: spec
     for spec in (
         FormatSpec("canonical", "trajudge canonical JSONL (Trajectory.to_json_line)", canonical.detect, canonical.parse),
+        FormatSpec("otel", "OpenTelemetry GenAI / OpenInference (Phoenix) / Langfuse span exports", otel_spans.detect,
+                   otel_spans.parse, gather=otel_spans.gather),
         FormatSpec("atif", "Harbor ATIF (schema_version ATIF-v1.x, steps)", atif.detect, atif.parse),
         FormatSpec("inspect", "inspect_ai JSON eval log (one trajectory per sample)", inspect_log.detect, inspect_log.parse, split=inspect_log.split),
         FormatSpec("mast", "MAST/MAD multi-agent trace (trace string, annotations, mas_name)", mast.detect, mast.parse),

@@ -30,7 +30,7 @@ from judge.importers._common import (
     text_of,
     usage_from,
 )
-from judge.model import Message, Trajectory, Usage
+from judge.model import Message, ThinkingBlock, Trajectory, Usage
 from judge.outcome import TaskOutcome, combine, from_inspect_scores
 
 NAME = "inspect"
@@ -137,9 +137,15 @@ def _message(index: int, raw: Any, attachments: dict[str, Any]) -> Message:
     content = raw.get("content")
     text = _resolve(text_of(content), attachments)
     reasoning = None
+    thinking: list[ThinkingBlock] = []
     if isinstance(content, list):
-        parts = [str(b.get("reasoning") or "") for b in content if isinstance(b, dict) and b.get("type") == "reasoning"]
-        reasoning = "\n".join(p for p in parts if p) or None
+        blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "reasoning"]
+        reasoning = "\n".join(str(b.get("reasoning") or "") for b in blocks if b.get("reasoning") and not b.get("redacted")) or None
+        # Signed reasoning (Anthropic models): kept verbatim so an export can replay it; a redacted block's
+        # ``reasoning`` is the encrypted payload, not text.
+        if any(b.get("signature") or b.get("redacted") for b in blocks):
+            thinking = [ThinkingBlock(type="redacted_thinking", data=str(b.get("reasoning") or "")) if b.get("redacted")
+                        else ThinkingBlock(thinking=str(b.get("reasoning") or ""), signature=b.get("signature")) for b in blocks]
     if role == "assistant":
         calls = []
         for position, call in enumerate(raw.get("tool_calls") or []):
@@ -148,7 +154,7 @@ def _message(index: int, raw: Any, attachments: dict[str, Any]) -> Message:
             arguments = call.get("arguments")
             arguments = {k: _resolve(v, attachments) if isinstance(v, str) else v for k, v in arguments.items()} if isinstance(arguments, dict) else arguments
             calls.append(make_call(call.get("id") or f"call-{index}-{position}", call["function"], arguments))
-        return Message(role="assistant", content=text, reasoning=reasoning, tool_calls=calls, source_index=index)
+        return Message(role="assistant", content=text, reasoning=reasoning, thinking=thinking, tool_calls=calls, source_index=index)
     if role == "tool":
         error = raw.get("error")
         if isinstance(error, dict) and not text:

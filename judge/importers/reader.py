@@ -102,11 +102,9 @@ def is_data_file_name(name: str) -> bool:
 
 def is_run_dir(path: Path) -> bool:
     """A trajudge run directory: its ``trajectories.jsonl`` beside its run files, or a manifest beside a store."""
-    from judge.store import STORE_FILE
-
     if (path / rundir.TRAJECTORIES).is_file():
-        return any((path / name).exists() for name in (rundir.MANIFEST, STORE_FILE, rundir.VERDICTS, rundir.REJECTS, rundir.LOCK))
-    return (path / rundir.MANIFEST).is_file() and ((path / STORE_FILE).exists() or (path / rundir.LOCK).exists())
+        return any((path / name).exists() for name in (rundir.MANIFEST, rundir.STORE, rundir.VERDICTS, rundir.REJECTS, rundir.LOCK))
+    return (path / rundir.MANIFEST).is_file() and ((path / rundir.STORE).exists() or (path / rundir.LOCK).exists())
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -210,6 +208,12 @@ def _read_lines(path: Path, fmt: str | None) -> Iterator[Item]:
         return
     records = 0
     number = 0
+    # The first record decides whether the file is one a format reads whole (span exports: a trace's spans are
+    # spread over lines); such a file's records are collected and handed to that format's ``gather``.
+    gathering: FormatSpec | None = None
+    decided = False
+    gathered: list[tuple[Source, Any]] = []
+    surrogates = False
     with handle:
         try:
             for number, raw in _split_lines(handle):
@@ -225,12 +229,45 @@ def _read_lines(path: Path, fmt: str | None) -> Iterator[Item]:
                 if not raw.strip():
                     continue
                 records += 1
+                if not decided or gathering is not None:
+                    value = _value_of_line(raw, file, number, fmt)
+                    if isinstance(value, Reject):
+                        yield value
+                        continue
+                    if not decided:
+                        decided, gathering = True, _gathering_spec(value, fmt)
+                    if gathering is not None:
+                        gathered.append((Source(file, line=number), value))
+                        surrogates = surrogates or _may_spell_surrogates(raw)
+                        continue
+                    yield _finish(parse_record(value, Source(file, line=number), fmt), _may_spell_surrogates(raw))
+                    continue
                 yield _record_of_line(raw, file, number, fmt)
         except _READ_ERRORS as error:
             yield Reject(source_file=file, line=number + 1, format=fmt, reason=f"cannot read past line {number}: {type(error).__name__}: {error}")
             return
+    if gathering is not None:
+        yield from _gathered(gathering, gathered, surrogates)
     if records == 0:
         yield Reject(source_file=file, format=fmt, reason="empty file: no records")
+
+
+def _gathering_spec(record: Any, fmt: str | None) -> FormatSpec | None:
+    spec = FORMATS.get(fmt or detect_format(record) or "")
+    return spec if spec is not None and spec.gather is not None else None
+
+
+def _gathered(spec: FormatSpec, records: list[tuple[Source, Any]], may_spell_surrogates: bool) -> Iterator[Item]:
+    """The items of a format that reads a file's records together, checked as :func:`parse_record` checks one."""
+    assert spec.gather is not None
+    for item in spec.gather(records):
+        if isinstance(item, Trajectory):
+            try:
+                check_depth(item)
+            except RecordError as error:
+                item = Reject(source_file=item.metadata.source_file or "", line=item.metadata.source_line, format=spec.name,
+                              reason=one_line(f"trajectory {item.id}: {error}"))
+        yield _finish(item, may_spell_surrogates)
 
 
 def _split_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
@@ -263,17 +300,24 @@ def _split_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
         yield number + 1, None if overflow else b"".join(pending)
 
 
-def _record_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Item:
+def _value_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Any:
+    """The JSON value of a line, or a Reject saying why it has none."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         return Reject(source_file=file, line=number, format=fmt, reason=f"invalid UTF-8 at byte {error.start} of the line")
     try:
-        record = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
         return Reject(source_file=file, line=number, format=fmt, reason=f"broken JSON: {error.msg} (column {error.colno})")
     except RecursionError:
         return Reject(source_file=file, line=number, format=fmt, reason=_TOO_DEEP)
+
+
+def _record_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Item:
+    record = _value_of_line(raw, file, number, fmt)
+    if isinstance(record, Reject):
+        return record
     return _finish(parse_record(record, Source(file, line=number), fmt), _may_spell_surrogates(raw))
 
 
@@ -504,6 +548,13 @@ def _read_document(document: Any, file: str, fmt: str | None, line_of: _LineFind
 
     name = fmt or detect_format(document)
     spec = FORMATS.get(name) if name else None
+    if spec is not None and spec.gather is not None:
+        cut_at = _cut_line(document) if cut else None
+        if cut_at is not None:
+            yield Reject(source_file=file, line=cut_at, format=name, reason=_TOO_DEEP)
+            return
+        yield from _gathered(spec, [(Source(file), document)], False)
+        return
     if spec is not None and spec.split is not None:
         try:
             parts = spec.split(document)

@@ -7,12 +7,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge.importers._common import one_line
 from judge.model import Trajectory
-from judge.pipeline import ImportStats
 from judge.schema import Reject
+
+
+@dataclass
+class ImportStats:
+    """How many records were read, imported and rejected; how many paths were skipped (listed with the
+    rejects, not counted as records) and how many trajectories were renamed to keep ids unique."""
+
+    read: int = 0
+    imported: int = 0
+    rejected: int = 0
+    by_format: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+    renamed: int = 0
 
 
 def write_import(

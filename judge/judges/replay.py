@@ -16,6 +16,7 @@ from typing import Any
 from judge import rundir
 from judge.judges import register_judge
 from judge.model import Trajectory
+from judge.rundir import RunDir
 from judge.schema import Verdict
 
 
@@ -30,18 +31,18 @@ class ReplayJudge:
         target = Path(spec.split(":", 1)[1]) if ":" in spec else Path("")
         if not str(target) or str(target) == ".":
             raise ValueError("replay needs a path: replay:RUN_DIR or replay:path/to/verdicts.jsonl")
-        run_dir = target if target.is_dir() else target.parent
+        run = RunDir(target if target.is_dir() else target.parent)
         verdicts_path = target / rundir.VERDICTS if target.is_dir() else target
         if not verdicts_path.exists():
             raise FileNotFoundError(f"replay: no verdicts at {verdicts_path}")
-        order = _member_order(run_dir)
+        order = run.manifest().member_order()
         grouped: dict[str, list[Verdict]] = defaultdict(list)
-        for verdict in rundir.read_jsonl(verdicts_path, Verdict):
+        for verdict in rundir.read_jsonl(verdicts_path, Verdict):  # a run's verdicts.jsonl, or a copy by any name
             grouped[verdict.trajectory_id].append(verdict)
         for passes in grouped.values():
             passes.sort(key=lambda v: (order.get(v.pass_key, len(order)), v.judge, v.pass_index))
         self._recorded = dict(grouped)
-        self._hashes = _content_hashes(run_dir)
+        self._hashes = _content_hashes(run)
         self.default_passes = max((len(p) for p in self._recorded.values()), default=1)
         self.model = None
         self.prompt_version = "replay"
@@ -67,20 +68,9 @@ class ReplayJudge:
         })
 
 
-def _member_order(run_dir: Path) -> dict[str, int]:
-    manifest = run_dir / rundir.MANIFEST
-    if not manifest.exists():
-        return {}
-    members = (rundir.read_json(manifest).get("panel") or {}).get("members") or []
-    return {m.get("pass_key"): i for i, m in enumerate(members) if isinstance(m, dict)}
-
-
-def _content_hashes(run_dir: Path) -> dict[str, str]:
-    path = run_dir / rundir.TRAJECTORIES
-    if not path.exists():
-        return {}
+def _content_hashes(run: RunDir) -> dict[str, str]:
     try:
-        return {t.id: t.content_hash() for t in rundir.read_jsonl(path, Trajectory)}
+        return {t.id: t.content_hash() for t in run.trajectories(missing_ok=True)}
     except ValueError:
         return {}  # an unreadable previous run: fall back to ids only
 

@@ -11,18 +11,10 @@ Public API:
 from judge.repair.editor import EditResult, offline_edit
 from judge.repair.ingest import ingest_continuations
 from judge.repair.routing import plan_repair, route_issue, route_trajectory
-from judge.repair.run import (
-    EDITED,
-    EDITS,
-    TICKETS,
-    RepairOutputs,
-    make_tickets,
-    repair_run,
-    route_run,
-)
+from judge.repair.run import RepairOutputs, make_tickets, repair_run, route_run
 from judge.repair.tickets import Ticket
 
 __all__ = [
-    "EDITED", "EDITS", "TICKETS", "EditResult", "RepairOutputs", "Ticket", "ingest_continuations", "make_tickets",
+    "EditResult", "RepairOutputs", "Ticket", "ingest_continuations", "make_tickets",
     "offline_edit", "plan_repair", "repair_run", "route_issue", "route_run", "route_trajectory",
 ]

@@ -12,19 +12,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from judge import rundir
+from judge.importers import iter_records
 from judge.model import Trajectory
 from judge.repair.tickets import Ticket
 from judge.schema import Reject
-
-
-def _records(paths: list[Path]) -> Iterator[Trajectory | Reject]:
-    try:
-        from judge.importers import iter_records
-    except ImportError:  # importers not installed: canonical JSONL only
-        for path in paths:
-            yield from rundir.read_jsonl(path, Trajectory)
-        return
-    yield from iter_records(paths)
 
 
 def ingest_continuations(
@@ -42,7 +33,7 @@ def ingest_continuations(
         by_id = {t.ticket_id: t for t in rundir.read_jsonl(tickets, Ticket)}
     elif tickets is not None:
         by_id = {t.ticket_id: t for t in tickets}
-    for item in _records([Path(p) for p in paths]):
+    for item in iter_records([Path(p) for p in paths]):
         if isinstance(item, Reject):
             if rejects is not None:
                 rejects.append(item)

@@ -10,7 +10,7 @@ makes no model call (the embedding model for text references loads once, only if
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +29,8 @@ from judge.repair.tickets import (
     teacher_guidance,
     template_guidance,
 )
+from judge.rundir import RunDir
 from judge.schema import Cluster, RepairRow, ScoreRow
-
-TICKETS, EDITED, EDITS = rundir.TICKETS, rundir.EDITED, rundir.EDITS  # file names live in judge.rundir
 
 
 @dataclass
@@ -47,16 +46,6 @@ class RepairOutputs:
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.route for r in self.rows))
-
-
-def load_run(run_dir: Path) -> tuple[dict[str, ScoreRow], dict[str, list[Cluster]]]:
-    scores = {s.trajectory_id: s for s in rundir.read_jsonl(run_dir / rundir.SCORES, ScoreRow)}
-    clusters: dict[str, list[Cluster]] = defaultdict(list)
-    path = run_dir / rundir.CLUSTERS
-    if path.exists():
-        for cluster in rundir.read_jsonl(path, Cluster):
-            clusters[cluster.trajectory_id].append(cluster)
-    return scores, clusters
 
 
 async def _finish_online(plan: TrajectoryRepair, provider: Provider | None, teacher: str | None, control_arm: bool) -> list[Ticket]:
@@ -112,14 +101,15 @@ def repair_run(
     ``teacher`` is a provider spec (``openai:MODEL``...) for guidance and rewrites; ``provider`` passes a
     ready provider object instead (tests). ``control_arm`` adds an unguided ticket beside each guided one.
     """
-    run_dir = Path(run_dir)
-    out_dir = Path(out_dir) if out_dir else run_dir
+    run = RunDir(run_dir)
+    out = RunDir(out_dir) if out_dir else run
     if teacher and provider is None:
         provider = make_provider_from_spec(teacher, base_url)  # fail fast (a missing key) before any work
-    scores, clusters = load_run(run_dir)
+    scores = run.scores_by_trajectory()
+    clusters = run.clusters_by_trajectory()
     outputs = RepairOutputs()
     plans: list[TrajectoryRepair] = []
-    for trajectory in rundir.read_jsonl(run_dir / rundir.TRAJECTORIES, Trajectory):
+    for trajectory in run.trajectories():
         score = scores.get(trajectory.id)
         if score is None:
             continue
@@ -141,11 +131,10 @@ def repair_run(
         used = row.extra.get("teacher_usage")
         if used:
             outputs.usage = outputs.usage + Usage(**used)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, rows in ((rundir.REPAIRS, outputs.rows), (TICKETS, outputs.tickets), (EDITED, outputs.edited), (EDITS, outputs.edit_log)):
-        path = rundir.safe_child(out_dir, name)
-        rundir.write_jsonl(path, rows)
-        outputs.paths[name] = path
+    out.path.mkdir(parents=True, exist_ok=True)
+    for name, rows in ((rundir.REPAIRS, outputs.rows), (rundir.TICKETS, outputs.tickets), (rundir.EDITED, outputs.edited),
+                       (rundir.EDITS, outputs.edit_log)):
+        outputs.paths[name] = out.write_rows(name, rows)
     return outputs
 
 

@@ -9,7 +9,6 @@ issue with its evidence, and the guidance (LLM teacher or template) with the tok
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -281,7 +280,3 @@ def build_tickets(
             **common,
         ))
     return tickets
-
-
-def tickets_to_jsonl(tickets: Sequence[Ticket]) -> str:
-    return "".join(json.dumps(t.model_dump(mode="json"), ensure_ascii=False) + "\n" for t in tickets)

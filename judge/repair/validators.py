@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -37,7 +36,8 @@ from judge.repair.textref import (
     distinctive_tokens,
     split_sentences,
 )
-from judge.rules import DetectorNames
+from judge.rules import DetectorNames, run_detectors
+from judge.schema import Issue
 
 # The rules judge's detectors an edit could trip (registered with the role "edit-check"): text about a failure
 # that is gone, a claim before its receipt, and completion marks (TodoList) no longer backed by a receipt.
@@ -297,33 +297,25 @@ def _values_from_receipts_before(trajectory: Trajectory, index: int) -> set[str]
     return values
 
 
-def _rule_findings(trajectory: Trajectory) -> list[Any] | None:
-    try:
-        from judge.rules import (
-            run_detectors,  # the rules judge (its own issue); optional here
-        )
-    except ImportError:
-        return None
+def _rule_findings(trajectory: Trajectory) -> list[Issue]:
     return list(run_detectors(trajectory, names=RULE_DETECTORS))
 
 
-def _finding_key(finding: Any) -> tuple[str | None, str]:
+def _finding_key(finding: Issue) -> tuple[str | None, str]:
     """A finding's identity across renumbering: its tag and evidence with turn labels blanked."""
-    evidence = re.sub(r"\bT\d+\b", "T#", getattr(finding, "evidence", "") or "")
-    return getattr(finding, "tag", None), evidence[:120]
+    evidence = re.sub(r"\bT\d+\b", "T#", finding.evidence or "")
+    return finding.tag, evidence[:120]
 
 
 def rules_judge_clean(original: Trajectory, edited: Trajectory) -> ValidatorResult:
     """The rules judge finds no phantom failure reference or premature claim the original did not have."""
     after = _rule_findings(edited)
-    if after is None:
-        return ValidatorResult(name="rules-judge", passed=True, detail="rules judge not installed; skipped")
-    before = _rule_findings(original) or []
+    before = _rule_findings(original)
     before_keys = {_finding_key(f) for f in before}
     new = [f for f in after if _finding_key(f) not in before_keys]
     return ValidatorResult(
         name="rules-judge",
         passed=not new,
         detail="the rules judge finds new defects" if new else "no new rule finding",
-        findings=[f"T{getattr(f, 'turn', None)} {getattr(f, 'tag', None)}: {getattr(f, 'description', '')}" for f in new],
+        findings=[f"T{f.turn} {f.tag}: {f.description}" for f in new],
     )

@@ -25,11 +25,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from judge import rundir
+from judge.cluster import majority_floor
 from judge.report import plots
 from judge.report.load import RunData, load_run, manifest_json
 from judge.report.summary import scores_by_trajectory, summarise
 from judge.report.viewer import TrajectoryView, anchor_id, build_views
 from judge.resources import resource_dir
+from judge.rundir import RunDir
 from judge.visible import visible
 
 HTML_TEMPLATE = "report.html.j2"
@@ -44,17 +46,13 @@ def build_report(run_dir: Path) -> dict[str, Path]:
     Reads the run directory only (no judge call, no network). The viewer is part of ``report.html``: one
     section per trajectory, reached from the index.
     """
-    run_dir = Path(run_dir)
-    data = load_run(run_dir)
+    run = RunDir(run_dir)
+    data = load_run(run.path)
     summary = summarise(data)
     scores = scores_by_trajectory(data.trajectories, data.scores)
     views = build_views(data.trajectories, scores, data.clusters, data.verdicts, data.repairs)
-    paths = {
-        "summary": rundir.safe_child(run_dir, rundir.SUMMARY),
-        "report_md": rundir.safe_child(run_dir, rundir.REPORT_MD),
-        "report_html": rundir.safe_child(run_dir, rundir.REPORT_HTML),
-    }
-    rundir.write_json(paths["summary"], summary)
+    paths = {"summary": run.write_json(rundir.SUMMARY, summary), "report_md": run.file(rundir.REPORT_MD),
+             "report_html": run.file(rundir.REPORT_HTML)}
     _write_text(paths["report_md"], render_markdown(summary, views))
     _write_text(paths["report_html"], render_html(data, summary, views))
     return paths
@@ -184,7 +182,7 @@ def render_html(data: RunData, summary: dict[str, Any], views: list[TrajectoryVi
     css = (base / CSS_FILE).read_text(encoding="utf-8")
     js = (base / JS_FILE).read_text(encoding="utf-8")
     panel_size = summary["panel"].get("size")
-    majority_votes = int(panel_size) // 2 + 1 if isinstance(panel_size, int) and panel_size > 0 else None
+    majority_votes = majority_floor(panel_size) if isinstance(panel_size, int) and panel_size > 0 else None
     charts = {
         "scores": Markup(plots.score_chart(summary["scores"]["counts"])),
         "categories": Markup(plots.category_chart(summary["issues"]["majority"]["by_category_severity"])),

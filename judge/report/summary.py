@@ -11,14 +11,16 @@ import datetime as _dt
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from judge import __version__, rundir
+from judge.agreement import agreement_summary, vote_histogram
 from judge.model import Trajectory
 from judge.outcome import OUTCOME_STATUSES
 from judge.report.load import RunData, load_run
+from judge.rundir import PanelMember, PanelSection, RunDir, RunManifest
 from judge.schema import (
     CATEGORIES,
     SEVERITIES,
@@ -28,13 +30,13 @@ from judge.schema import (
     ScoreRow,
     Verdict,
 )
+from judge.scoring import Rubric, load_rubric
 
 SUMMARY_SCHEMA = "trajudge.summary/1"
 SCORE_KEYS: tuple[str, ...] = ("2", "3", "4", "5", "unscored")
 NO_SCORE_ROW = "no_score_row"  # the trajectory was imported but the scoring stage left no row for it
 TOP_DEFECTS = 10
 UNTAGGED = "(no tag)"
-RELEASABLE_SCORES = (4, 5)  # DESIGN.md: only these scores may be released, and only through the gate
 
 _REASON_CODE = re.compile(r"^([a-z][a-z0-9_\-]*)\s*(?::|$)")
 
@@ -43,7 +45,7 @@ def build_summary(run_dir: Path) -> dict[str, Any]:
     """Compute the batch summary from ``run_dir`` and write it to ``summary.json``; returns the summary."""
     data = load_run(Path(run_dir))
     summary = summarise(data)
-    rundir.write_json(rundir.safe_child(data.run_dir, rundir.SUMMARY), summary)
+    RunDir(data.run_dir).write_json(rundir.SUMMARY, summary)
     return summary
 
 
@@ -60,7 +62,7 @@ def summarise(data: RunData) -> dict[str, Any]:
         },
         "inputs": inputs_section(data),
         "scores": score_distribution(score_rows.values()),
-        "release": release_section(score_rows.values()),
+        "release": release_section(score_rows.values(), run_rubric(data.manifest).release.scores),
         "outcomes": outcome_section(data.trajectories, score_rows, panel),
         "issues": issues_section(data.clusters),
         "top_defects": top_defects(data.clusters),
@@ -143,14 +145,32 @@ def score_distribution(rows: Iterable[ScoreRow]) -> dict[str, Any]:
     }
 
 
-def release_section(rows: Iterable[ScoreRow]) -> dict[str, Any]:
-    """Release yield (released / all trajectories, unscored included) and why releasable scores were held."""
+def run_rubric(manifest: RunManifest) -> Rubric:
+    """The rubric the run was scored with (run.json ``rubric``: its file, else the bundled rubric of its label),
+    or the bundled default when neither can be read."""
+    recorded = manifest.rubric
+    for candidate in (recorded.source, recorded.label) if recorded is not None else ():
+        if candidate:
+            try:
+                return load_rubric(candidate)
+            except (OSError, ValueError):
+                continue  # a run moved to another machine: try the next
+    return load_rubric(None)
+
+
+def release_section(rows: Iterable[ScoreRow], releasable: Sequence[int] | None = None) -> dict[str, Any]:
+    """Release yield (released / all trajectories, unscored included) and why releasable scores were held.
+
+    ``releasable`` are the scores the rubric may release (``release.scores``; default: the bundled rubric's).
+    """
     rows = list(rows)
+    if releasable is None:
+        releasable = load_rubric(None).release.scores
     released = sum(1 for row in rows if row.release)
     failed_checks: Counter[str] = Counter()
     held_by_score: Counter[str] = Counter()
     for row in rows:
-        if not row.release and row.score in RELEASABLE_SCORES:
+        if not row.release and row.score in releasable:
             held_by_score[score_key(row.score)] += 1
         if not row.release:
             failed_checks.update(set(row.failed_checks))
@@ -295,84 +315,67 @@ def top_defects(clusters: list[Cluster], limit: int = TOP_DEFECTS) -> list[dict[
 # --- panel and agreement -----------------------------------------------------------------------
 
 
-def _member_rows(planned: dict[str, Any]) -> list[dict[str, Any]]:
-    """The planned passes from run.json: dict members as written by the panel, or plain judge specs."""
+def _member_rows(planned: PanelSection) -> list[dict[str, Any]]:
+    """The planned passes from run.json: members as written by the panel, or plain judge specs (old runs)."""
     rows = []
-    for member in planned.get("members") or []:
-        if isinstance(member, dict):
-            rows.append({k: member.get(k) for k in ("pass_key", "judge", "model", "prompt_version", "deterministic")})
+    for member in planned.members:
+        if isinstance(member, PanelMember):
+            rows.append({"pass_key": member.pass_key, "judge": member.judge, "model": member.model,
+                         "prompt_version": member.prompt_version, "deterministic": member.deterministic})
         else:
-            rows.append({"pass_key": None, "judge": str(member), "model": None, "prompt_version": None, "deterministic": None})
+            rows.append({"pass_key": None, "judge": member, "model": None, "prompt_version": None, "deterministic": None})
     return rows
 
 
-def panel_section(manifest: dict[str, Any], verdicts: list[Verdict]) -> dict[str, Any]:
+def panel_section(manifest: RunManifest, verdicts: list[Verdict]) -> dict[str, Any]:
     """Who judged: the planned panel from run.json, and what the verdicts show."""
-    planned = manifest.get("panel") if isinstance(manifest.get("panel"), dict) else {}
+    planned = manifest.panel or PanelSection()
     rows = _member_rows(planned)
     judges = sorted({v.judge for v in verdicts} | {r["judge"] for r in rows if r["judge"]})
     pass_keys = sorted({v.pass_key for v in verdicts})
-    size = planned.get("size") if isinstance(planned.get("size"), int) else None
     return {
-        "size": size or (len(pass_keys) or None),
+        "size": manifest.planned_passes() or (len(pass_keys) or None),
         "members": rows,
         "judges": judges,
         "pass_keys": pass_keys,
         "deterministic": bool(verdicts) and all(v.deterministic for v in verdicts),
         "passes_total": len(verdicts),
         "passes_ok": sum(1 for v in verdicts if v.status == "ok"),
-        "note": planned.get("note"),
+        "note": planned.note,
     }
 
 
-def vote_histogram(clusters: list[Cluster]) -> dict[str, int]:
-    """Clusters by votes: {"1": n, "2": n, ...}, every count from 1 to the largest panel present."""
-    largest = max([c.panel_size for c in clusters] + [c.votes for c in clusters] + [1])
-    counts = Counter(c.votes for c in clusters)
-    return {str(votes): counts.get(votes, 0) for votes in range(1, largest + 1)}
-
-
-# The three headline statistics, and the names judge.agreement (or an older build) may give them.
-AGREEMENT_FIELDS: dict[str, tuple[str, ...]] = {
-    "krippendorff_alpha": ("krippendorff_alpha", "krippendorff_alpha_issues"),
-    "fleiss_kappa": ("fleiss_kappa", "fleiss_kappa_efficiency"),
-    "effective_judges": ("effective_judges",),
+# The three headline statistics, and their names in judge.agreement's output.
+AGREEMENT_FIELDS: dict[str, str] = {
+    "krippendorff_alpha": "krippendorff_alpha_issues",
+    "fleiss_kappa": "fleiss_kappa_efficiency",
+    "effective_judges": "effective_judges",
 }
 
 
 def agreement_section(verdicts: list[Verdict], clusters: list[Cluster], panel: dict[str, Any]) -> dict[str, Any]:
-    """Agreement statistics from ``judge.agreement`` when it exists; else the vote histogram alone.
+    """Agreement statistics (:func:`judge.agreement.agreement_summary`) and the vote histogram.
 
-    A statistic this module cannot get is reported as unavailable with the reason, never as a number. The
-    module's full output is kept under ``details``.
+    A statistic that cannot be computed is reported as unavailable with the reason, never as a number. The
+    full output is kept under ``details``.
     """
-    section: dict[str, Any] = {"vote_histogram": vote_histogram(clusters), "source": "report", "unavailable": {},
-                               "details": {}}
+    section: dict[str, Any] = {"vote_histogram": {str(k): v for k, v in vote_histogram(clusters).items()},
+                               "source": "report", "unavailable": {}, "details": {}}
     for name in AGREEMENT_FIELDS:
         section[name] = None
     try:
-        from judge.agreement import (
-            agreement_summary,  # written by the clustering/scoring stage
-        )
-    except ImportError:
+        stats = dict(agreement_summary(verdicts, clusters))
+    except Exception as error:  # noqa: BLE001 - the report must still render; the failure is shown in it
         for name in AGREEMENT_FIELDS:
-            section["unavailable"][name] = "judge.agreement is not installed in this build"
+            section["unavailable"][name] = f"judge.agreement failed: {type(error).__name__}: {error}"
     else:
-        try:
-            stats = dict(agreement_summary(verdicts, clusters))
-        except Exception as error:  # noqa: BLE001 - the report must still render; the failure is shown in it
-            for name in AGREEMENT_FIELDS:
-                section["unavailable"][name] = f"judge.agreement failed: {type(error).__name__}: {error}"
-        else:
-            section["source"] = "judge.agreement"
-            histogram = stats.pop("vote_histogram", None)
-            if isinstance(histogram, dict):
-                section["vote_histogram"] = {str(k): int(v) for k, v in histogram.items()}
-            section["details"] = _json_number(stats)
-            for name, aliases in AGREEMENT_FIELDS.items():
-                section[name] = next((section["details"][a] for a in aliases if section["details"].get(a) is not None), None)
-                if section[name] is None:
-                    section["unavailable"][name] = "cannot be computed for this batch (too few passes or units)"
+        section["source"] = "judge.agreement"
+        section["vote_histogram"] = stats.pop("vote_histogram")
+        section["details"] = _json_number(stats)
+        for name, key in AGREEMENT_FIELDS.items():
+            section[name] = section["details"].get(key)
+            if section[name] is None:
+                section["unavailable"][name] = "cannot be computed for this batch (too few passes or units)"
     section["explanation"] = explain_agreement(section, panel)
     return section
 
@@ -604,20 +607,16 @@ def _timestamp(value: Any) -> float | None:
     return None
 
 
-def time_section(manifest: dict[str, Any], attempts: list[dict[str, Any]] | None, verdicts: list[Verdict]) -> dict[str, Any]:
+def time_section(manifest: RunManifest, attempts: list[dict[str, Any]] | None, verdicts: list[Verdict]) -> dict[str, Any]:
     """Time taken: wall time from the manifest when it records one, else the span of the provider attempts."""
     wall: float | None = None
     source = None
-    for key in ("elapsed_s", "duration_s", "wall_s"):
-        if isinstance(manifest.get(key), (int, float)):
-            wall, source = float(manifest[key]), f"run.json {key}"
-            break
-    if wall is None:
-        for start_key, end_key in (("started_at", "finished_at"), ("started", "finished"), ("start", "end")):
-            start, end = _timestamp(manifest.get(start_key)), _timestamp(manifest.get(end_key))
-            if start is not None and end is not None and end >= start:
-                wall, source = end - start, f"run.json {start_key} to {end_key}"
-                break
+    if manifest.elapsed_s is not None:
+        wall, source = manifest.elapsed_s, "run.json elapsed_s"
+    else:
+        start, end = _timestamp(manifest.started_at), _timestamp(manifest.finished_at)
+        if start is not None and end is not None and end >= start:
+            wall, source = end - start, "run.json started_at to finished_at"
     created = [float(a["created"]) for a in attempts or [] if isinstance(a.get("created"), (int, float))]
     if wall is None and len(created) >= 2:
         wall, source = max(created) - min(created), "first to last provider attempt (store.sqlite)"
@@ -635,22 +634,23 @@ def time_section(manifest: dict[str, Any], attempts: list[dict[str, Any]] | None
 # --- reproducibility and per-trajectory rows ---------------------------------------------------
 
 
-def reproducibility(manifest: dict[str, Any], verdicts: list[Verdict]) -> dict[str, Any]:
+def reproducibility(manifest: RunManifest, verdicts: list[Verdict]) -> dict[str, Any]:
     """What someone needs to rerun this batch the same way: panel, prompt, rubric, embedder, thresholds."""
-    panel = manifest.get("panel") if isinstance(manifest.get("panel"), dict) else {}
+    recorded = manifest.to_json()
     prompt_versions = sorted({v.prompt_version for v in verdicts if v.prompt_version})
-    if panel.get("prompt_version") and panel["prompt_version"] not in prompt_versions:
-        prompt_versions.insert(0, panel["prompt_version"])
+    planned_prompt = manifest.panel.prompt_version if manifest.panel is not None else None
+    if isinstance(planned_prompt, str) and planned_prompt not in prompt_versions:  # a list: the verdicts name them
+        prompt_versions.insert(0, planned_prompt)
     return {
-        "trajudge_version": manifest.get("trajudge_version") or manifest.get("version") or __version__,
-        "panel": panel or None,
+        "trajudge_version": __version__,
+        "panel": recorded.get("panel") or None,
         "judges": sorted({v.judge for v in verdicts}),
         "models": sorted({v.model for v in verdicts if v.model}),
         "prompt_versions": prompt_versions,
-        "rubric": manifest.get("rubric"),
-        "cluster": manifest.get("cluster"),
-        "embedder": manifest.get("embedder"),
-        "manifest": manifest,
+        "rubric": recorded.get("rubric"),
+        "cluster": recorded.get("cluster"),
+        "embedder": recorded.get("embedder"),
+        "manifest": recorded,
     }
 
 

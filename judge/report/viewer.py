@@ -186,11 +186,9 @@ def _metadata_rows(trajectory: Trajectory) -> list[tuple[str, str]]:
 
 
 def gate_check_names() -> list[str]:
-    """Every release-gate check by name, when the gate module is present (else only failures are known)."""
-    try:
-        from judge.gate import AUTHENTICITY_DETECTORS, FORMAT_CHECKS, OUTCOME_CHECKS
-    except ImportError:
-        return []
+    """Every release-gate check by name."""
+    from judge.gate import AUTHENTICITY_DETECTORS, FORMAT_CHECKS, OUTCOME_CHECKS
+
     return list(FORMAT_CHECKS) + list(OUTCOME_CHECKS) + [f"authenticity:{name}" for name in AUTHENTICITY_DETECTORS]
 
 

@@ -36,7 +36,7 @@ as cheap as the analysis it needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -46,7 +46,6 @@ from judge.rules.analysis import Analysis, analyse
 from judge.rules.config import RulesConfig
 from judge.rules.registry import (
     ROLES,
-    DetectorFn,
     DetectorNames,
     DetectorSpec,
     MastGroups,
@@ -57,6 +56,8 @@ from judge.rules.registry import (
     unregister,
 )
 from judge.schema import Efficiency, Issue
+
+DetectorFn = Callable[[Analysis], list[Issue]]
 
 __all__ = [
     "DETECTORS", "DETECTOR_NAMES", "ROLES", "Analysis", "Detector", "DetectorFn", "DetectorNames", "DetectorSpec",

@@ -32,17 +32,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeVar, get_args, overload
+from typing import Any, Literal, TypeVar, get_args, overload
 
 from judge.schema import Category, Issue
-
-if TYPE_CHECKING:
-    from judge.rules.analysis import Analysis
 
 Role = Literal["authenticity", "plan", "wording", "edit-check"]
 ROLES: tuple[Role, ...] = get_args(Role)
 
-DetectorFn = Callable[["Analysis"], list[Issue]]
+# A detector reads a judge.rules.analysis.Analysis. The type is not named here: the config validates detector
+# names against this registry, and the analysis reads the config, so naming it would make an import circle.
+# The decorator keeps each detector's own signature (F).
+DetectorFn = Callable[[Any], list[Issue]]
 F = TypeVar("F", bound=DetectorFn)
 
 

@@ -98,12 +98,12 @@ def _key(query: str, turns: int | None) -> str:
 
 def truth_from_verdicts(run_dir: Path | str) -> list[dict[str, Any]]:
     """Truth rows from a run directory's trajectories + verdicts (e.g. a rules-judge run)."""
-    from judge.pipeline import read_trajectories, verdicts_by_trajectory
+    from judge.rundir import RunDir
 
-    run_dir = Path(run_dir)
-    verdicts = verdicts_by_trajectory(run_dir)
+    run = RunDir(run_dir)
+    verdicts = run.verdicts_by_trajectory()
     rows = []
-    for trajectory in read_trajectories(run_dir):
+    for trajectory in run.trajectories():
         passes = [v for v in verdicts.get(trajectory.id, []) if v.status == "ok"]
         issues = [i.model_dump() for i in passes[0].issues] if passes else []
         rows.append({"query": trajectory.query, "turn_count": trajectory.turn_count, "issues": issues,

@@ -1,4 +1,4 @@
-"""Clustering the issues of one trajectory across judge passes, and majority attribution.
+"""The clustering algorithm: issues of one trajectory across judge passes, and majority attribution.
 
 Text similarity alone splits one defect described in three wordings into three single votes (the failure
 the reference design names). Judges that see one defect also share other things: the turn (or a turn
@@ -23,17 +23,15 @@ Member rule for a cluster's fields (pure functions below, table-tested):
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge.embed import DEFAULT_EMBEDDER, Embedder, char_ngrams
 from judge.schema import Category, Cluster, ClusterMember, Issue, Severity, Verdict
@@ -260,6 +258,15 @@ def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: E
     return agglomerate(scores, [item.pass_label for item in items], config.threshold), scores
 
 
+def group_labels(groups: Sequence[Sequence[int]], size: int) -> list[str]:
+    """Member index lists -> one cluster label per item (``"0"``, ``"1"``, ... in group order)."""
+    labels = [""] * size
+    for number, members in enumerate(groups):
+        for index in members:
+            labels[index] = str(number)
+    return labels
+
+
 # --- member rules (pure) -------------------------------------------------------------------------
 
 
@@ -353,287 +360,3 @@ def cluster_verdicts(
     ]
     groups, scores = cluster_items(items, config, embedder)
     return build_clusters(trajectory_id, items, groups, scores, panel_size)
-
-
-
-
-# --- issue rows from any source (`judge cluster FILE`, `judge calibrate LABELS`) -------------------
-
-ROW_TRUTH_KEYS = ("label", "truth")
-NOISE_PREFIX = "noise:"  # truth ids of labelled false alarms (not counted as defects in majority recall)
-
-
-@dataclass
-class RowError:
-    """A row that could not be read; the rest of the file goes on."""
-
-    source: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.source}:{self.line}: {self.reason}"
-
-
-def read_issue_rows(path: Path) -> tuple[list[dict[str, Any]], list[RowError]]:
-    """Read clustering input rows (DESIGN.md "Clustering input"); bad rows become errors naming file and line.
-
-    Every good row gets ``_issue`` (the validated :class:`Issue`) and ``_line``.
-    """
-    rows: list[dict[str, Any]] = []
-    errors: list[RowError] = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise ValueError("not a JSON object")
-                row = dict(row)
-                row["_issue"] = issue_from_row(row)
-            except (ValueError, ValidationError) as error:
-                errors.append(RowError(str(path), number, _short_error(error)))
-                continue
-            row["_line"] = number
-            rows.append(row)
-    return rows, errors
-
-
-def issue_from_row(row: dict[str, Any]) -> Issue:
-    """The :class:`Issue` of one input row; requires ``trajectory_id`` and ``pass`` besides the issue fields."""
-    for key in ("trajectory_id", "pass"):
-        if row.get(key) in (None, ""):
-            raise ValueError(f"missing {key!r}")
-    return Issue.model_validate(
-        {
-            "turn": row.get("turn"),
-            "category": row.get("category"),
-            "severity": row.get("severity"),
-            "description": row.get("description"),
-            "evidence": row.get("evidence") or "",
-            "tag": row.get("tag") or None,
-            "recovered": row.get("recovered"),
-            "evidence_verified": row.get("evidence_verified"),
-        }
-    )
-
-
-def _short_error(error: Exception) -> str:
-    if isinstance(error, ValidationError):
-        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'row'}: {e['msg']}" for e in error.errors())
-    return str(error)
-
-
-def group_rows(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Rows by trajectory id, in file order."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        grouped.setdefault(str(row["trajectory_id"]), []).append(row)
-    return grouped
-
-
-def items_of_rows(rows: Sequence[dict[str, Any]]) -> list[IssueItem]:
-    return [IssueItem(pass_label=str(row["pass"]), issue_index=i, issue=row["_issue"]) for i, row in enumerate(rows)]
-
-
-def cluster_rows(rows: Sequence[dict[str, Any]], config: ClusterConfig, embedder: Embedder | None) -> list[dict[str, Any]]:
-    """Cluster rows read by :func:`read_issue_rows` per trajectory; returns them with ``cluster`` and ``votes``.
-
-    Uses the code the pipeline uses (:func:`cluster_items` and :func:`build_clusters`); the panel size for
-    the cluster ids is the number of distinct passes of the trajectory in the file.
-    """
-    out: list[dict[str, Any]] = []
-    for trajectory_id, group in group_rows(rows).items():
-        items = items_of_rows(group)
-        groups, scores = cluster_items(items, config, embedder)
-        clusters = build_clusters(trajectory_id, items, groups, scores, panel_size=len({i.pass_label for i in items}))
-        for cluster in clusters:
-            member_rows = {m.issue_index for m in cluster.members}
-            for index in member_rows:
-                row = {k: v for k, v in group[index].items() if not k.startswith("_")}
-                out.append({**row, "cluster": cluster.cluster, "votes": cluster.votes, "_order": group[index]["_line"]})
-    out.sort(key=lambda r: r.pop("_order"))
-    return out
-
-
-# --- quality measures (pure) ----------------------------------------------------------------------
-
-
-@dataclass
-class ClusterQuality:
-    """Pairwise precision/recall/F1 over issue pairs of one trajectory, ARI, majority recall, false merges."""
-
-    pairs: int
-    precision: float
-    recall: float
-    f1: float
-    ari: float
-    majority_recall: float
-    cross_merge_rate: float
-    defects: int
-    items: int
-    same_step_merge_rate: float | None = None
-
-    def as_dict(self) -> dict[str, float | int | None]:
-        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
-
-
-def cluster_quality(trajectories: Sequence[Sequence[Sequence[Any]]], panel_size: int) -> ClusterQuality:
-    """Measure predicted clusters against truth.
-
-    ``trajectories``: per trajectory, (pass labels, truth ids, predicted ids[, true turns]) aligned by item.
-    Pairwise scores count unordered item pairs within a trajectory (same truth vs same prediction).
-    ``majority_recall``: share of true defects with some predicted cluster holding >= floor(n/2)+1 distinct
-    passes of that defect (truth ids starting with ``noise:`` are false alarms and left out of it).
-    ``cross_merge_rate``: share of cross-pass pairs of *different* defects that were
-    put together; ``same_step_merge_rate`` the same over pairs whose true turns are equal (None when no
-    true turns are given or no such pair exists). ARI is the adjusted Rand index over all items (ids made
-    unique per trajectory).
-    """
-    tp = fp = fn = 0
-    cross_pairs = cross_merged = 0
-    step_pairs = step_merged = 0
-    defects = reached = 0
-    all_truth: list[str] = []
-    all_pred: list[str] = []
-    needed = majority_floor(panel_size)
-    for number, measured in enumerate(trajectories):
-        passes, truth, pred = measured[0], measured[1], measured[2]
-        true_turns = measured[3] if len(measured) > 3 else [None] * len(truth)
-        n = len(truth)
-        all_truth += [f"{number}/{t}" for t in truth]
-        all_pred += [f"{number}/{p}" for p in pred]
-        for i in range(n):
-            for j in range(i + 1, n):
-                same_truth, same_pred = truth[i] == truth[j], pred[i] == pred[j]
-                tp += same_truth and same_pred
-                fp += same_pred and not same_truth
-                fn += same_truth and not same_pred
-                if not same_truth and passes[i] != passes[j]:
-                    cross_pairs += 1
-                    cross_merged += same_pred
-                    if true_turns[i] is not None and true_turns[i] == true_turns[j]:
-                        step_pairs += 1
-                        step_merged += same_pred
-        for defect in set(truth):
-            if defect.startswith(NOISE_PREFIX):
-                continue  # a labelled false alarm: it should not reach a majority
-            defects += 1
-            votes: dict[str, set[str]] = {}
-            for p, t, c in zip(passes, truth, pred):
-                if t == defect:
-                    votes.setdefault(c, set()).add(p)
-            reached += max(len(v) for v in votes.values()) >= needed
-    precision = tp / (tp + fp) if tp + fp else 1.0
-    recall = tp / (tp + fn) if tp + fn else 1.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return ClusterQuality(
-        pairs=tp + fn,
-        precision=precision,
-        recall=recall,
-        f1=f1,
-        ari=adjusted_rand_index(all_truth, all_pred),
-        majority_recall=reached / defects if defects else 1.0,
-        cross_merge_rate=cross_merged / cross_pairs if cross_pairs else 0.0,
-        defects=defects,
-        items=len(all_truth),
-        same_step_merge_rate=step_merged / step_pairs if step_pairs else None,
-    )
-
-
-def adjusted_rand_index(truth: Sequence[Hashable], predicted: Sequence[Hashable]) -> float:
-    """Hubert-Arabie adjusted Rand index of two labelings: sklearn's ``adjusted_rand_score`` (1.0 when both are
-    trivially identical, e.g. one cluster each or no items)."""
-    from sklearn.metrics import adjusted_rand_score
-
-    if len(truth) != len(predicted):
-        raise ValueError("labelings differ in length")
-    return float(adjusted_rand_score(list(truth), list(predicted)))
-
-
-def truth_of(row: dict[str, Any]) -> str:
-    """The labelled cluster id of a calibration row (``label`` or ``truth``)."""
-    for key in ROW_TRUTH_KEYS:
-        if row.get(key) not in (None, ""):
-            return str(row[key])
-    raise ValueError(f"line {row.get('_line')}: no 'label' or 'truth' for calibration")
-
-
-def evaluate_rows(rows: Sequence[dict[str, Any]], config: ClusterConfig, embedder: Embedder | None, panel_size: int | None = None) -> ClusterQuality:
-    """Cluster labelled rows and measure the result against their truth labels."""
-    measured = []
-    for group in group_rows(rows).values():
-        items = items_of_rows(group)
-        groups, _ = cluster_items(items, config, embedder)
-        predicted = [""] * len(items)
-        for number, members in enumerate(groups):
-            for index in members:
-                predicted[index] = str(number)
-        true_turns = [r.get("truth_turn") for r in group]
-        measured.append(([i.pass_label for i in items], [truth_of(r) for r in group], predicted, true_turns))
-    size = panel_size or max((len(set(m[0])) for m in measured), default=1)
-    return cluster_quality(measured, size)
-
-
-# --- calibration ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Calibration:
-    config: ClusterConfig
-    before: ClusterQuality
-    after: ClusterQuality
-    pairs: int
-    positives: int
-
-
-def calibrate(rows: Sequence[dict[str, Any]], base: ClusterConfig, embedder: Embedder | None, panel_size: int | None = None) -> Calibration:
-    """Fit link weights (logistic regression on cross-pass pairs) and the threshold (best pairwise F1).
-
-    Features are computed once per trajectory; the threshold is then chosen by rerunning the constrained
-    clustering over a grid, because pairwise link probability is not the same as cluster-level F1.
-    """
-    from sklearn.linear_model import LogisticRegression
-
-    prepared = []
-    xs: list[np.ndarray] = []
-    ys: list[int] = []
-    for group in group_rows(rows).values():
-        items = items_of_rows(group)
-        truth = [truth_of(r) for r in group]
-        features = feature_tensor(items, base, embedder)
-        prepared.append((items, truth, features))
-        for i in range(len(items)):
-            for j in range(i + 1, len(items)):
-                if items[i].pass_label != items[j].pass_label:
-                    xs.append(features[i, j])
-                    ys.append(int(truth[i] == truth[j]))
-    if len(set(ys)) < 2:
-        raise ValueError("calibration needs both same-defect and different-defect pairs across passes")
-    model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000)
-    model.fit(np.array(xs), np.array(ys))
-    weights = {name: round(float(w), 3) for name, w in zip(FEATURES, model.coef_[0])}
-    fitted = base.model_copy(update={"weights": weights, "bias": round(float(model.intercept_[0]), 3)})
-    size = panel_size or max((len({i.pass_label for i in items}) for items, _, _ in prepared), default=1)
-
-    def quality(config: ClusterConfig) -> ClusterQuality:
-        measured = []
-        for items, truth, features in prepared:
-            groups = agglomerate(link_scores(items, features, config), [i.pass_label for i in items], config.threshold)
-            predicted = [""] * len(items)
-            for number, members in enumerate(groups):
-                for index in members:
-                    predicted[index] = str(number)
-            measured.append(([i.pass_label for i in items], truth, predicted))
-        return cluster_quality(measured, size)
-
-    best: tuple[float, float, ClusterConfig, ClusterQuality] | None = None
-    for threshold in np.round(np.arange(-3.0, 3.01, 0.25), 2):
-        candidate = fitted.model_copy(update={"threshold": float(threshold)})
-        result = quality(candidate)
-        key = (result.f1, -abs(float(threshold)))
-        if best is None or key > (best[0], best[1]):
-            best = (result.f1, -abs(float(threshold)), candidate, result)
-    assert best is not None
-    return Calibration(config=best[2], before=quality(base), after=best[3], pairs=len(ys), positives=int(sum(ys)))
