@@ -229,6 +229,7 @@ async def score_async(
 def panel_settings(config: PathLike | PanelConfig | None, **flags: Any) -> PanelConfig:
     """The panel settings: ``config`` (a file, a :class:`~judge.panel.PanelConfig` or None), then the flags
     that are not None over it (``PanelConfig`` field names). Raises :class:`SetupError` naming the problem."""
+    from judge.judges import resolve
     from judge.panel import PanelConfig
 
     try:
@@ -236,7 +237,10 @@ def panel_settings(config: PathLike | PanelConfig | None, **flags: Any) -> Panel
             base = config
         else:
             base = PanelConfig.load(config) if config is not None else PanelConfig()
-        return base.merged(**flags)
+        settings = base.merged(**flags)
+        for spec in settings.judges:
+            resolve(spec)  # an unknown judge kind or provider stops here, before anything is imported
+        return settings
     except ValueError as error:
         raise SetupError(str(error)) from error
 

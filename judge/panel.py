@@ -48,19 +48,18 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge import rundir
-from judge.judges import JudgeFn, make_judge
+from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
-from judge.pricing import add_costs, load_price_table, price
-from judge.providers import redact
+from judge.pricing import add_costs
+from judge.providers import key_variables, redact
 from judge.providers.errors import ProviderError
-from judge.providers.retry import Attempt, Budget, BudgetExceeded, CallRuntime, RetryPolicy, complete_with_retries
+from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
+from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
 from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
 
-DEFAULT_LLM_PASSES = 3
-NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded"})
 NO_ASSISTANT_TURN = "no_assistant_turn"
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
 PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
@@ -68,7 +67,7 @@ PREFLIGHT_MAX_TOKENS = 16
 PREFLIGHT_RETRIES = 2
 # An API key belongs in the environment: a params entry of that name would be silently unused. Other secrets
 # (a gateway's headers, tokens) are allowed: they are sent, and redacted wherever the config is recorded.
-_API_KEY_NAME = re.compile(r"^((openai|anthropic)[_-])?api[_-]?key$", re.IGNORECASE)
+_API_KEY_NAME = re.compile(r"^([a-z0-9]+[_-])?api[_-]?key$", re.IGNORECASE)  # api_key, openai_api_key, ...
 
 
 class PanelConfig(BaseModel):
@@ -100,9 +99,9 @@ class PanelConfig(BaseModel):
     def _no_api_key(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
             if _API_KEY_NAME.match(name):
-                raise ValueError(f"params.{name}: API keys come only from the environment (OPENAI_API_KEY, "
-                                 "ANTHROPIC_API_KEY), never from a config file; a gateway's own header goes in "
-                                 "params.headers")
+                raise ValueError(f"params.{name}: API keys come only from the environment "
+                                 f"({', '.join(key_variables())}), never from a config file; a gateway's own "
+                                 "header goes in params.headers")
         return value
 
     @field_validator("temperature", mode="before")
@@ -139,6 +138,11 @@ class PanelConfig(BaseModel):
         """A copy with every override that is not None (CLI flags win over the file)."""
         given = {k: v for k, v in overrides.items() if v is not None and v != []}
         return self.model_validate({**self.model_dump(), **given})
+
+    def call_settings(self) -> CallSettings:
+        """How this panel calls providers (:func:`judge.runcalls.open_calls`): retries, timeout, limits, cap, prices."""
+        return CallSettings(max_cost_usd=self.max_cost_usd, timeout_s=self.timeout_s, rpm=self.rpm, tpm=self.tpm,
+                            max_retries=self.max_retries, retry_base_delay_s=self.retry_base_delay_s, prices=self.prices)
 
     def judge_options(self, runtime: CallRuntime | None = None) -> dict[str, Any]:
         """Options handed to every judge factory (factories ignore what they do not use)."""
@@ -188,41 +192,14 @@ class PanelResult:
         return len(self.plans)
 
 
-@dataclass
-class RunBudget:
-    """The run's money, over all its invocations (from the store): the cap, what was spent (unknown costs at
-    their worst case), and the attempts a kill left without an outcome (they may have been billed)."""
-
-    max_cost_usd: float | None
-    cap_source: str | None  # "given" (this invocation's --max-cost), "recorded" (an earlier one's), None
-    spent_usd: float
-    spent_before_usd: float  # by earlier invocations
-    in_doubt_attempts: int  # over the run's history
-    in_doubt_usd: float
-    interrupted_now: int  # found by this invocation (left by the one a kill stopped)
-    interrupted_now_usd: float
-
-    def describe(self) -> BudgetSection:
-        """The ``budget`` section of run.json."""
-        return BudgetSection(
-            max_cost_usd=self.max_cost_usd,
-            spent_usd=round(self.spent_usd, 6),
-            spent_before_this_invocation_usd=round(self.spent_before_usd, 6),
-            in_doubt_attempts=self.in_doubt_attempts,
-            in_doubt_usd=round(self.in_doubt_usd, 6),
-            note="spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
-                 "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
-        )
-
-
-def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, JudgeFn]:
+def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, Judge]:
     """One judge object per distinct spec (passes of one spec share it, and its rate limits)."""
     specs = config.judges or ["rules"]
     options = config.judge_options(runtime)
     return {spec: make_judge(spec, options) for spec in dict.fromkeys(specs)}
 
 
-def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None) -> list[PassPlan]:
+def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) -> list[PassPlan]:
     """The panel's passes, in order. Judges are built from the config when not given."""
     judges = judges if judges is not None else build_judges(config)
     specs = config.judges or ["rules"]
@@ -231,13 +208,13 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None
     single = len(specs) == 1
     for spec in specs:
         judge = judges[spec]
-        deterministic = bool(getattr(judge, "deterministic", False))
+        deterministic = judge.deterministic
         if deterministic:
             count = 1  # running a deterministic judge again would only repeat its votes
         elif config.passes is not None:
             count = config.passes
         elif single:
-            count = int(getattr(judge, "default_passes", DEFAULT_LLM_PASSES))
+            count = judge.default_passes
         else:
             count = 1
         for _ in range(count):
@@ -246,30 +223,12 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None
     return plans
 
 
-def pass_cache_key(judge: JudgeFn, trajectory_hash: str, pass_index: int) -> str:
+def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int) -> str:
     """The judge-call cache key of one pass (DESIGN.md: content hash, prompt, provider, model, params, pass)."""
-    identity = _identity(judge)
+    identity = judge.cache_identity()
     # Redacted: a rotated token is the same judge, and no hash of a secret is stored.
     return cache_key(trajectory=trajectory_hash, prompt=identity["prompt"], provider=identity["provider"],
                      model=identity["model"], params=redact(identity["params"]), pass_index=pass_index)
-
-
-def _identity(judge: JudgeFn) -> dict[str, Any]:
-    method = getattr(judge, "cache_identity", None)
-    if callable(method):
-        return dict(method())
-    config = getattr(judge, "config", None)
-    return {
-        "provider": judge.spec.split(":", 1)[0],
-        "model": getattr(judge, "model", None) or judge.spec,
-        "prompt": getattr(judge, "prompt_version", None) or getattr(config, "version", None),
-        "params": {},
-    }
-
-
-def _cacheable(judge: JudgeFn) -> bool:
-    """Paid judges are cached; deterministic local judges are cheap and simply rerun."""
-    return bool(getattr(judge, "cacheable", getattr(judge, "reports_attempts", False)))
 
 
 async def run_panel(
@@ -278,7 +237,7 @@ async def run_panel(
     run_dir: Path,
     *,
     progress: bool = True,
-    judges: Mapping[str, JudgeFn] | None = None,
+    judges: Mapping[str, Judge] | None = None,
     preflight: bool = False,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
@@ -297,31 +256,21 @@ async def _run_panel(
     run_dir: Path,
     *,
     progress: bool,
-    judges: Mapping[str, JudgeFn] | None,
+    judges: Mapping[str, Judge] | None,
     preflight: bool,
 ) -> PanelResult:
     started = time.monotonic()
-    table = load_price_table(config.prices)
     store = RunStore.for_run(run_dir)
     verdicts_file: TextIO | None = None
     own_judges = judges is None
-    built: dict[str, JudgeFn] = {}
+    built: dict[str, Judge] = {}
     try:
-        interrupted, interrupted_usd = store.mark_interrupted()  # we hold the lock: nothing else is sending
-        cap, cap_source = _run_cap(store, config)
-        spent_before = store.spent_usd()
-        runtime = CallRuntime(
-            policy=RetryPolicy(max_retries=config.max_retries, base_delay_s=config.retry_base_delay_s),
-            timeout_s=config.timeout_s,
-            budget=Budget(cap, spent_usd=spent_before),
-            rpm=config.rpm,
-            tpm=config.tpm,
-            price_fn=lambda key, usage: price(key, usage, table),
-        )
-        built = dict(judges) if judges is not None else build_judges(config, runtime)
+        calls = open_calls(store, config.call_settings())  # we hold the lock: nothing else is sending
+        runtime, table, cap = calls.runtime, calls.table, calls.cap
+        built = ({spec: check_judge(spec, judge) for spec, judge in judges.items()} if judges is not None
+                 else build_judges(config, runtime))
         for judge in built.values():
-            if getattr(judge, "runtime", None) is not None and not own_judges:
-                judge.runtime = runtime  # type: ignore[attr-defined]  # share limits and budget across the panel
+            judge.share_runtime(runtime)  # one set of limits and one budget for the whole panel
         plans = plan_passes(config, built)
         _write_panel_manifest(run_dir, config, plans, built, cap)
         items = list(trajectories)
@@ -330,36 +279,20 @@ async def _run_panel(
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
         done, todo, cached = _split_cached(items, plans, built, store, verdicts_file)
         if cap is not None:
-            unpriced = sorted({getattr(j, "price_key", "") for j in built.values()
-                               if getattr(j, "price_key", None) and table.lookup(j.price_key) is None})  # type: ignore[attr-defined]
+            unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})
             for name in unpriced:
                 print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending",
                       file=sys.stderr)
         preflight_calls = 0
         if preflight:
-            preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, runtime, store)
+            preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, calls)
         tracker = _Progress(total=len(items) * len(plans), done=len(done), enabled=progress)
-        this_run_cost: float | None = None
 
         async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
-            nonlocal this_run_cost
             judge = built[plan.judge]
-
-            def on_send(attempt: Attempt) -> None:
-                attempt.record_id = store.record_attempt(key, trajectory.id, plan.judge, plan.pass_index, "sent",
-                                                         reserved_usd=attempt.reserved_usd)
-
-            def on_attempt(attempt: Attempt) -> None:
-                nonlocal this_run_cost
-                this_run_cost = add_costs(this_run_cost, attempt.cost_usd)
-                _record_outcome(store, attempt, key, trajectory.id, plan.judge, plan.pass_index)
-
-            try:
-                if getattr(judge, "reports_attempts", False):
-                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt,  # type: ignore[call-arg]
-                                          on_send=on_send)
-                else:  # a local judge (rules, replay): no provider call, so no attempt to record
-                    verdict = await judge(trajectory, plan.pass_index)
+            on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
+            try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
+                verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
@@ -367,11 +300,11 @@ async def _run_panel(
             verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
                                                  "judge": redact(plan.judge),
                                                  "deterministic": plan.deterministic, "cached": False})
-            if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
+            if judge.cacheable and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
             _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
             done[(trajectory.id, plan.pass_key)] = verdict
-            tracker.advance(verdict, runtime, this_run_cost)
+            tracker.advance(verdict, runtime, calls.cost_usd)
 
         pending = iter(todo)
 
@@ -395,13 +328,10 @@ async def _run_panel(
         ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
         verdicts_file.close()
         rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
-        result = _result(plans, ordered, runtime, cached, this_run_cost, time.monotonic() - started)
-        in_doubt, in_doubt_usd = store.in_doubt()
-        result.budget = RunBudget(max_cost_usd=cap, cap_source=cap_source, spent_usd=store.spent_usd(),
-                                  spent_before_usd=spent_before, in_doubt_attempts=in_doubt, in_doubt_usd=in_doubt_usd,
-                                  interrupted_now=interrupted, interrupted_now_usd=interrupted_usd)
+        result = _result(plans, ordered, runtime, cached, calls.cost_usd, time.monotonic() - started)
+        result.budget = calls.budget()
         result.preflight_calls = preflight_calls
-        _write_budget(run_dir, result.budget)
+        write_budget(run_dir, result.budget)
         return result
     finally:
         store.close()
@@ -409,30 +339,7 @@ async def _run_panel(
             verdicts_file.close()
         if own_judges:
             for judge in built.values():
-                closer = getattr(judge, "aclose", None)
-                if closer is not None:
-                    await closer()
-
-
-def _run_cap(store: RunStore, config: PanelConfig) -> tuple[float | None, str | None]:
-    """The run's spending cap and where it comes from: this invocation's setting (recorded for the run from
-    now on) or the one recorded by an earlier invocation."""
-    if config.max_cost_usd is not None:
-        store.set_setting("max_cost_usd", config.max_cost_usd)
-        return config.max_cost_usd, "given"
-    recorded = store.setting("max_cost_usd")
-    return (float(recorded), "recorded") if recorded is not None else (None, None)
-
-
-def _record_outcome(store: RunStore, attempt: Attempt, key: str, trajectory_id: str, judge: str, pass_index: int) -> None:
-    """Complete the attempt's row written at send time (or write one, for an attempt that was never announced)."""
-    fields = (attempt.outcome, attempt.usage.input_tokens, attempt.usage.output_tokens, attempt.usage.cached_tokens,
-              attempt.cost_usd, attempt.latency_s)
-    if attempt.record_id is not None:
-        store.finish_attempt(attempt.record_id, *fields, note=attempt.note)
-    else:
-        store.record_attempt(key, trajectory_id, judge, pass_index, *fields, reserved_usd=attempt.reserved_usd,
-                             note=attempt.note)
+                await judge.aclose()
 
 
 class PreflightFailed(RuntimeError):
@@ -443,24 +350,20 @@ class PreflightFailed(RuntimeError):
         super().__init__("; ".join(problems))
 
 
-async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: CallRuntime, store: RunStore) -> int:
+async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCalls) -> int:
     """One minimal request to each LLM judge that has passes to run; raise :class:`PreflightFailed` listing the
     judges that cannot be used. Each request is a recorded, paid attempt. Returns how many requests were made."""
+    runtime = calls.runtime
     check = dataclasses.replace(runtime, policy=dataclasses.replace(
         runtime.policy, max_retries=min(runtime.policy.max_retries, PREFLIGHT_RETRIES)))
     problems: list[str] = []
     requests = 0
     for spec in sorted(specs):
-        provider = getattr(judges[spec], "provider", None)
-        if provider is None or not getattr(judges[spec], "reports_attempts", False):
+        provider = judges[spec].provider
+        if provider is None:
             continue  # rules, replay and other local judges make no call
 
-        def on_send(attempt: Attempt, spec: str = spec) -> None:
-            attempt.record_id = store.record_attempt(PREFLIGHT_KEY, "", spec, 0, "sent", reserved_usd=attempt.reserved_usd)
-
-        def on_attempt(attempt: Attempt, spec: str = spec) -> None:
-            _record_outcome(store, attempt, PREFLIGHT_KEY, "", spec, 0)
-
+        on_send, on_attempt = calls.hooks(PREFLIGHT_KEY, "", spec, 0)
         before = check.calls
         try:
             await complete_with_retries(provider, PREFLIGHT_MESSAGES, runtime=check, estimated_input_tokens=16,
@@ -482,7 +385,7 @@ async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: Ca
 
 
 def _split_cached(
-    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore, verdicts_file: TextIO,
+    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore, verdicts_file: TextIO,
 ) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int]:
     """Passes already decided (written to verdicts.jsonl at once), passes still to run, and how many of the
     decided ones came from the store. A trajectory without an assistant turn is decided without a call."""
@@ -503,7 +406,7 @@ def _split_cached(
         for plan in plans:
             judge = judges[plan.judge]
             key = pass_cache_key(judge, content_hash, plan.pass_index)
-            stored = store.get_verdict(key) if _cacheable(judge) else None
+            stored = store.get_verdict(key) if judge.cacheable else None
             if stored is None:
                 todo.append((trajectory, plan, key))
                 continue
@@ -536,20 +439,20 @@ def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime
     return result
 
 
-def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, JudgeFn],
+def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],
                           cap: float | None) -> None:
     members: list[PanelMember | str] = []
-    versions = set()
+    versions: set[str] = set()
     for plan in plans:
         judge = judges[plan.judge]
-        identity = _identity(judge)
-        versions.add(identity["prompt"])
+        identity = judge.cache_identity()
+        if identity["prompt"] is not None:
+            versions.add(identity["prompt"])
         members.append(PanelMember(pass_key=plan.pass_key, judge=redact(plan.judge), pass_index=plan.pass_index,
                                    model=identity["model"], deterministic=plan.deterministic,
                                    prompt_version=identity["prompt"],
                                    endpoint=redact(identity["params"].get("endpoint")),
-                                   independence=getattr(judge, "independence", None)))
-    versions.discard(None)
+                                   independence=judge.independence))
     with RunDir(run_dir).update_manifest() as manifest:
         manifest.panel = PanelSection(
             size=len(plans),
@@ -561,11 +464,6 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         if manifest.budget is None:
             manifest.budget = BudgetSection()
         manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
-
-
-def _write_budget(run_dir: Path, budget: RunBudget) -> None:
-    with RunDir(run_dir).update_manifest() as manifest:
-        manifest.budget = budget.describe()
 
 
 class _Progress:

@@ -199,43 +199,33 @@ def estimate_tokens(text: str) -> int:
 
 def token_count_method() -> str:
     """How :func:`estimate_tokens` counts on this machine, for reports that print token figures."""
-    return "tiktoken o200k_base" if _encoder() is not None else "estimate: ASCII chars / 4 + 1 per other char (tiktoken, or its o200k_base file, not on this machine)"
-
-
-# Where tiktoken keeps o200k_base once fetched (tiktoken.load.read_file_cached: the sha1 of the URL, in
-# TIKTOKEN_CACHE_DIR, else DATA_GYM_CACHE_DIR, else <tmp>/data-gym-cache).
-_O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+    return "tiktoken o200k_base" if _encoder() is not None else "estimate: ASCII chars / 4 + 1 per other char (tiktoken not available)"
 
 
 @lru_cache(maxsize=1)
 def _encoder() -> Any:
-    """tiktoken's o200k_base when tiktoken is installed and its encoding file is on this machine, else None.
-
-    Never fetched here: tiktoken downloads a missing file with no timeout, and a token estimate must not make
-    a judge run wait on (or leak a request to) the network. ``python -c "import tiktoken;
-    tiktoken.get_encoding('o200k_base')"`` once, with network, caches it.
-    """
+    """tiktoken's o200k_base encoder if tiktoken is installed AND its encoding file is already in its local
+    cache; None otherwise. tiktoken downloads a missing file on first use: counting tokens must never reach
+    the network (runs are offline and a download would make window plans differ between machines)."""
     try:
         import tiktoken  # optional, not a dependency
-    except ImportError:
+        import tiktoken.load as tiktoken_load
+    except Exception:
         return None
-    if not _tiktoken_file_cached():
+
+    def refuse_download(blobpath: str) -> bytes:
+        raise OSError(f"trajudge does not download tiktoken files ({blobpath}); put it in TIKTOKEN_CACHE_DIR to use it")
+
+    fetch = getattr(tiktoken_load, "read_file", None)
+    if fetch is None:  # a tiktoken whose loader we do not know: do not risk a download
         return None
+    tiktoken_load.read_file = refuse_download
     try:
         return tiktoken.get_encoding("o200k_base")
-    except Exception:  # a corrupt cache file (tiktoken would then fetch it again)
+    except Exception:  # the encoding file is not cached locally
         return None
-
-
-def _tiktoken_file_cached() -> bool:
-    import hashlib
-    import os
-    import tempfile
-
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
-    if cache_dir is None:
-        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    return bool(cache_dir) and os.path.isfile(os.path.join(cache_dir, hashlib.sha1(_O200K_URL.encode()).hexdigest()))
+    finally:
+        tiktoken_load.read_file = fetch
 
 
 # --- trajectory rendering ----------------------------------------------------------------------

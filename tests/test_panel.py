@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from judge import rundir
+from judge.judges import BaseJudge
 from judge.judges.llm import (
     DEFAULT_TEMPERATURE,
     VERDICT_SCHEMA,
@@ -209,7 +210,7 @@ def test_manifest_records_the_panel(server: FakeLLMServer, tmp_path: Path) -> No
     run([one_trajectory()], config_for(server, passes=3), tmp_path)
     panel = RunDir(tmp_path).manifest().to_json()["panel"]
     spec = spec_for(server)
-    assert panel["size"] == 3 and panel["prompt_version"] == "judge-v2"
+    assert panel["size"] == 3 and panel["prompt_version"] == "judge-v2.1"
     assert [m["pass_key"] for m in panel["members"]] == [f"{spec}#1", f"{spec}#2", f"{spec}#3"]
     assert all(m["deterministic"] is False for m in panel["members"])
 
@@ -353,7 +354,7 @@ def test_temperature_in_the_config_file(text: str, value: object, tmp_path: Path
 # --- planning ------------------------------------------------------------------------------------
 
 
-class _Stub:
+class _Stub(BaseJudge):
     def __init__(self, spec: str, deterministic: bool = False, default_passes: int | None = None):
         self.spec, self.deterministic = spec, deterministic
         if default_passes:
@@ -536,10 +537,10 @@ def test_auth_failure_stops_all_further_calls(server: FakeLLMServer, tmp_path: P
 
 
 def test_a_failing_judge_does_not_stop_the_batch(tmp_path: Path) -> None:
-    class Flaky:
+    class Flaky(BaseJudge):
         spec, deterministic = "flaky", True
 
-        async def __call__(self, trajectory, pass_index):
+        async def __call__(self, trajectory, pass_index, **hooks):
             if trajectory.id.endswith("1"):
                 raise RuntimeError("detector bug")
             return Verdict(trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key="x", status="ok")

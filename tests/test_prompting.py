@@ -152,28 +152,3 @@ def test_shorten_middle(length: int, cap: int, cut: int) -> None:
 
 def test_estimate_tokens_is_about_four_chars_per_token() -> None:
     assert estimate_tokens("a" * 400) in range(50, 101)
-
-
-@pytest.mark.parametrize("cached", [False, True], ids=["encoding file absent", "encoding file cached"])
-def test_tiktoken_is_used_only_when_its_encoding_file_is_on_this_machine(
-        cached: bool, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """tiktoken fetches a missing encoding over the network with no timeout: a token estimate must not."""
-    import hashlib
-    import sys
-    import types
-
-    from judge import prompting
-
-    asked: list[str] = []
-    fake = types.ModuleType("tiktoken")
-    fake.get_encoding = lambda name: asked.append(name) or "encoder"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tiktoken", fake)
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    if cached:
-        (tmp_path / hashlib.sha1(prompting._O200K_URL.encode()).hexdigest()).write_bytes(b"ranks")
-    prompting._encoder.cache_clear()
-    try:
-        assert prompting._encoder() == ("encoder" if cached else None)
-        assert asked == (["o200k_base"] if cached else [])
-    finally:
-        prompting._encoder.cache_clear()

@@ -49,11 +49,12 @@ def import_command(
 
     Exits non-zero only when nothing could be imported, or with --strict when a record was rejected.
     """
-    from judge.importers import FORMATS, describe_reject
+    from judge.importers import describe_reject
+    from judge.importers import formats as known_formats
     from judge.importers.writer import default_rejects_path, write_import
 
-    if fmt is not None and fmt not in FORMATS:
-        raise typer.BadParameter(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}", param_hint="--format")
+    if fmt is not None and fmt not in known_formats():
+        raise typer.BadParameter(f"unknown format {fmt!r}; known: {', '.join(known_formats())}", param_hint="--format")
     rejects_path = rejects or default_rejects_path(out)
     kept: list = []
     stats = write_import(inputs, out, rejects_path, fmt=fmt, keep_rejects=kept)

@@ -25,6 +25,7 @@ repair_app = typer.Typer(
     "Examples:\n\n"
     "  judge repair runs/demo                                  (offline: template guidance, no model call)\n\n"
     "  judge repair runs/demo --teacher openai:gpt-4o          (teacher guidance and capability rewrites)\n\n"
+    "  judge repair runs/demo --teacher openai:gpt-4o --max-cost 2   (the run's budget holds for the teacher too)\n\n"
     "  judge repair ingest continuations.jsonl --tickets runs/demo/tickets.jsonl --out cont.jsonl",
     no_args_is_help=True,
 )
@@ -38,8 +39,17 @@ def repair_run_command(
     teacher: str | None = typer.Option(None, "--teacher", help="Teacher/rewrite model: openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL for the teacher."),
     no_control: bool = typer.Option(False, "--no-control", help="Do not add an unguided ticket beside each guided one."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="The run's spending cap in USD (judges and teacher together; default: the recorded one)."),
+    rpm: float | None = typer.Option(None, "--rpm", help="Teacher requests per minute."),
+    tpm: float | None = typer.Option(None, "--tpm", help="Teacher tokens per minute."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Per-call timeout in seconds (default 120)."),
 ) -> None:
-    """Write repairs.jsonl (routes), tickets.jsonl, edited.jsonl and edits.jsonl; print counts per route."""
+    """Write repairs.jsonl (routes), tickets.jsonl, edited.jsonl and edits.jsonl; print counts per route.
+
+    Teacher calls take the judges' path: retries with backoff, rate limits, a timeout, and the run's budget
+    (--max-cost holds for the whole run, judges included). Each attempt is recorded in RUN's store.sqlite, and
+    each answer kept there: running the same repair again makes no call. Exit 3 when the cap stopped teacher
+    calls (those repairs fell back to template guidance)."""
     from judge import rundir
     from judge.repair import repair_run
     from judge.rundir import RunDir
@@ -48,11 +58,14 @@ def repair_run_command(
         if not RunDir(run).has(name):
             raise typer.BadParameter(f"{run / name} does not exist: is {run} a scored run directory?", param_hint="RUN")
     from judge.providers import ProviderError
+    from judge.runcalls import CallSettings
     from judge.runlock import run_lock
 
+    settings = CallSettings(max_cost_usd=max_cost, rpm=rpm, tpm=tpm, timeout_s=timeout or CallSettings.timeout_s)
     try:
         with run_lock(out or run, "judge repair"):
-            outputs = repair_run(run, out, teacher=teacher, base_url=base_url, control_arm=not no_control)
+            outputs = repair_run(run, out, teacher=teacher, base_url=base_url, control_arm=not no_control,
+                                 settings=settings)
     except (ValueError, ProviderError) as error:  # a bad row names its file and line; a bad --teacher says why
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(ExitCode.ERROR) from error
@@ -63,8 +76,19 @@ def repair_run_command(
     typer.echo(f"{len(outputs.tickets)} tickets, {len(outputs.edited)} edited trajectories")
     if outputs.usage.total:
         typer.echo(f"teacher tokens: {outputs.usage.input_tokens or 0} in, {outputs.usage.output_tokens or 0} out")
+    if teacher:
+        cost = "unpriced" if outputs.cost_usd is None and outputs.calls else f"${outputs.cost_usd or 0.0:.4f}"
+        typer.echo(f"teacher calls: {outputs.calls} made ({outputs.retries} retries), {cost} paid in this invocation")
+    budget = outputs.budget
+    if budget is not None and budget.max_cost_usd is not None:
+        typer.echo(f"budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its "
+                   "invocations")
     for path in outputs.paths.values():
         typer.echo(f"wrote {path}")
+    if outputs.budget_exceeded:
+        typer.echo("the budget cap stopped teacher calls: those repairs use template guidance; raise it with "
+                   "--max-cost N and run the same command again (answers already paid for are kept)", err=True)
+        raise typer.Exit(ExitCode.NONE_SCORED)
 
 
 @repair_app.command("ingest")

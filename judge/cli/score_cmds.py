@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 def score_command(
     inputs: list[Path] = typer.Argument(..., help="Trajectory files or folders (any supported format)."),
     out: Path = typer.Option(..., "--out", help="Run directory to write (resumes if it exists)."),
-    judge: list[str] | None = typer.Option(None, "--judge", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH."),
+    judge: list[str] | None = typer.Option(None, "--judge", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH, or a plugin's (judge plugins lists them)."),
     passes: int | None = typer.Option(None, "--passes", min=1, help="Passes per judge (default 3 for one LLM judge; a deterministic judge runs once)."),
     config: Path | None = typer.Option(None, "--config", help="Panel config file (YAML/JSON); flags override it."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp) for openai:/openai-compatible: judges; Anthropic reads ANTHROPIC_BASE_URL."),

@@ -5,6 +5,11 @@ Reads ``trajectories.jsonl``, ``scores.jsonl`` and ``clusters.jsonl`` of a run d
 docs/continuation-tickets.md), ``edited.jsonl`` (offline-edited trajectories, re-scorable with
 ``judge score``) and ``edits.jsonl`` (the edit log: dependency checks, validators, diff). With no teacher it
 makes no model call (the embedding model for text references loads once, only if an edit is analysed).
+
+With a teacher, its guidance and rewrite calls take the judges' call path on the run: retries, rate limits,
+timeouts, the run's ``--max-cost`` budget and its store (every attempt recorded before it is sent, every answer
+kept, so repairing again pays nothing twice). The run directory is locked meanwhile, and run.json's ``budget``
+is brought up to date.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 from judge import rundir
 from judge.model import Trajectory, Usage
 from judge.providers import redact
-from judge.repair.prompting import Provider, make_provider_from_spec
+from judge.repair.prompting import ModelCaller, Provider, make_provider_from_spec
 from judge.repair.rewrite import rewrite_query
 from judge.repair.routing import TrajectoryRepair, plan_repair, unfixable
 from judge.repair.tickets import (
@@ -29,8 +34,11 @@ from judge.repair.tickets import (
     teacher_guidance,
     template_guidance,
 )
+from judge.runcalls import CallSettings, RunBudget, open_calls, write_budget
 from judge.rundir import RunDir
+from judge.runlock import run_lock
 from judge.schema import Cluster, RepairRow, ScoreRow
+from judge.store import RunStore
 
 
 @dataclass
@@ -42,13 +50,19 @@ class RepairOutputs:
     edited: list[Trajectory] = field(default_factory=list)
     edit_log: list[dict] = field(default_factory=list)
     paths: dict[str, Path] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)  # of the teacher answers used (those from the store included)
+    calls: int = 0  # teacher attempts this invocation made (failed and retried ones included)
+    retries: int = 0
+    cost_usd: float | None = None  # what those attempts cost
+    budget: RunBudget | None = None  # the run's money after the teacher's calls
+    budget_exceeded: bool = False  # the cap stopped teacher calls: their repairs fell back to templates
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.route for r in self.rows))
 
 
-async def _finish_online(plan: TrajectoryRepair, provider: Provider | None, teacher: str | None, control_arm: bool) -> list[Ticket]:
+async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCaller | None, teacher: str | None,
+                         control_arm: bool) -> list[Ticket]:
     """Guidance (teacher or template) or a checked rewrite for the driver; the row and tickets are updated."""
     row, driver, trajectory = plan.row, plan.driver, plan.trajectory
     if driver is None or row.route not in ("online-guided", "online-regenerate", "rewrite-restart", "environment"):
@@ -95,16 +109,20 @@ def repair_run(
     provider: Provider | None = None,
     control_arm: bool = True,
     concurrency: int = 4,
+    settings: CallSettings | None = None,
 ) -> RepairOutputs:
     """Route, ticket and edit every trajectory of a scored run; write the four files to ``out_dir`` (default RUN).
 
     ``teacher`` is a provider spec (``openai:MODEL``...) for guidance and rewrites; ``provider`` passes a
     ready provider object instead (tests). ``control_arm`` adds an unguided ticket beside each guided one.
+    ``settings`` bound the teacher's calls (retries, timeout, rate limits, the run's ``--max-cost``); its calls
+    are recorded in RUN's store and count in RUN's budget, wherever ``out_dir`` is.
     """
     run = RunDir(run_dir)
     out = RunDir(out_dir) if out_dir else run
-    if teacher and provider is None:
-        provider = make_provider_from_spec(teacher, base_url)  # fail fast (a missing key) before any work
+    settings = settings or CallSettings()
+    if teacher and provider is None:  # fail fast (a missing key) before any work
+        provider = make_provider_from_spec(teacher, base_url, timeout_s=settings.timeout_s)
     scores = run.scores_by_trajectory()
     clusters = run.clusters_by_trajectory()
     outputs = RepairOutputs()
@@ -126,7 +144,16 @@ def repair_run(
         if plan.edited is not None and plan.row.route == "offline-edit":
             outputs.edited.append(plan.edited)
     label = redact(teacher or getattr(provider, "spec", None))  # recorded in tickets: no URL credential
-    outputs.tickets = asyncio.run(_all_tickets(plans, provider, label, control_arm, concurrency))
+    if provider is None:
+        outputs.tickets = asyncio.run(_all_tickets(plans, None, label, control_arm, concurrency))
+    else:
+        with run_lock(run.path, "judge repair"), RunStore.for_run(run.path) as store:
+            calls = open_calls(store, settings)
+            model = ModelCaller(provider, calls=calls, label=f"teacher:{label}")
+            outputs.tickets = asyncio.run(_all_tickets(plans, model, label, control_arm, concurrency))
+            outputs.calls, outputs.retries, outputs.cost_usd = calls.runtime.calls, calls.runtime.retries, calls.cost_usd
+            outputs.budget, outputs.budget_exceeded = calls.budget(), calls.runtime.budget.exceeded
+            write_budget(run.path, outputs.budget)
     for row in outputs.rows:
         used = row.extra.get("teacher_usage")
         if used:
@@ -138,20 +165,19 @@ def repair_run(
     return outputs
 
 
-async def _all_tickets(plans: Sequence[TrajectoryRepair], provider: Provider | None, teacher: str | None,
+async def _all_tickets(plans: Sequence[TrajectoryRepair], model: ModelCaller | None, teacher: str | None,
                        control_arm: bool, concurrency: int) -> list[Ticket]:
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(plan: TrajectoryRepair) -> list[Ticket]:
         async with gate:
-            return await _finish_online(plan, provider, teacher, control_arm)
+            return await _finish_online(plan, model, teacher, control_arm)
 
     try:
         batches = await asyncio.gather(*(one(p) for p in plans))
     finally:
-        close = getattr(provider, "aclose", None)
-        if close is not None:
-            await close()
+        if model is not None:
+            await model.provider.aclose()
     return [t for batch in batches for t in batch]
 
 
