@@ -38,7 +38,12 @@ PathLike = str | Path
 
 class SetupError(ValueError):
     """Nothing was judged because of the arguments: a missing input, a bad judge spec, config, rubric or
-    embedder, a missing API key, an ``out`` that is a file. The message names what to fix."""
+    embedder, a missing API key, an ``out`` that is a file. The message names what to fix; ``argument`` names
+    the argument when one alone is at fault (``"out"``, ``"inputs"``), else None."""
+
+    def __init__(self, message: str, argument: str | None = None):
+        super().__init__(message)
+        self.argument = argument
 
 
 class NothingImported(RuntimeError):
@@ -253,9 +258,9 @@ def _check_before_judging(inputs: list[Path], out: Path, fmt: str | None, rubric
         raise SetupError("no input given")
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:
-        raise SetupError(f"input not found: {', '.join(missing)}")
+        raise SetupError(f"input not found: {', '.join(missing)}", "inputs")
     if out.exists() and not out.is_dir():
-        raise SetupError(f"{out} is a file, not a run directory: give a new or existing directory")
+        raise SetupError(f"{out} is a file, not a run directory: give a new or existing directory", "out")
     if fmt is not None and fmt not in FORMATS:
         raise SetupError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     try:

@@ -136,6 +136,13 @@ def test_bad_arguments_stop_before_any_judging(options: dict, message: str, batc
     assert not (tmp_path / "run" / rundir.VERDICTS).exists()
 
 
+def test_an_out_that_is_a_file_is_named_as_the_argument_at_fault(batch: Path, tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file\n")
+    with pytest.raises(judge.SetupError, match="is a file, not a run directory") as caught:
+        judge.score(batch, out=tmp_path / "taken")
+    assert caught.value.argument == "out"
+
+
 def test_nothing_imported_is_its_own_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")

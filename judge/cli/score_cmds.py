@@ -79,6 +79,9 @@ def score_command(
             rubric=rubric, embedder=embedder, preflight=not no_preflight, progress=True,
             on_imported=imported, on_judged=judged))
     except SetupError as error:
+        if error.argument == "out":  # not a usage problem: one plain line (exit 1)
+            typer.echo(f"error: --out {error}", err=True)
+            raise typer.Exit(ExitCode.ERROR) from None
         raise typer.BadParameter(str(error)) from error
     except NothingImported:
         typer.echo("nothing could be imported; stopping", err=True)
