@@ -34,7 +34,7 @@ def _tracked_data_files(folder: str) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("folder", ["rubrics", "prompts", "reports"])
+@pytest.mark.parametrize("folder", ["rubrics", "prompts", "reports", "docs"])
 def test_wheel_ships_every_data_file(wheel: Path, folder: str):
     names = set(zipfile.ZipFile(wheel).namelist())
     for relative in _tracked_data_files(folder):
