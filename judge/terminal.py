@@ -14,7 +14,8 @@ import time
 from typing import Any, TextIO
 
 PROGRESS_STEP = 0.1  # off a terminal: one line per tenth of the work ...
-PROGRESS_EVERY_S = 60.0  # ... or per minute, whichever comes first, and one at the end
+PROGRESS_EVERY_S = 60.0  # ... or per minute, whichever comes first, and one at the end;
+PROGRESS_GAP_S = 2.0  # but lines at least this far apart (a batch done in seconds prints its start and end)
 
 
 def interactive(stream: TextIO | None = None) -> bool:
@@ -50,11 +51,12 @@ class Progress:
 
     On an interactive stderr: a live bar (label, bar, done/total, elapsed, then ``stats``, the column that is cut
     when the terminal is narrow). Otherwise: a plain line ``label: done/total (pct%) elapsed · stats`` at the
-    start, at every tenth of the work or every minute, and at the end. Disabled: nothing.
+    start, at every tenth of the work or every minute (never two within ``gap_s`` seconds), and at the end.
+    Disabled: nothing.
     """
 
     def __init__(self, label: str, total: int, done: int = 0, *, enabled: bool = True, stream: TextIO | None = None,
-                 live: bool | None = None, stats: str = ""):
+                 live: bool | None = None, stats: str = "", gap_s: float = PROGRESS_GAP_S):
         self.label = label
         self.total = total
         self.done = done
@@ -62,6 +64,7 @@ class Progress:
         self.stream = stream
         self.live = live
         self.stats = stats
+        self.gap_s = gap_s
         self.started = time.monotonic()
         self._bar: Any = None
         self._task: Any = None
@@ -112,8 +115,8 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, advance=steps, stats=self.stats)
             return
-        due = time.monotonic() - self._last_line_at >= PROGRESS_EVERY_S
-        if self._step() != self._last_step or due or self.done >= self.total:
+        since = time.monotonic() - self._last_line_at
+        if (self._step() != self._last_step and since >= self.gap_s) or since >= PROGRESS_EVERY_S:
             self._line(self.stream if self.stream is not None else sys.stderr)
 
     def _step(self) -> int:

@@ -29,7 +29,7 @@ LINE = re.compile(r"^judging: (\d+)/(\d+) \((\d+)%\) \d+:\d\d:\d\d( · .*)?$")
 
 def test_plain_progress_prints_a_line_per_tenth_and_the_end():
     stream = io.StringIO()
-    with Progress("judging", total=200, done=0, stream=stream, live=False, stats="cached 0") as progress:
+    with Progress("judging", total=200, done=0, stream=stream, live=False, stats="cached 0", gap_s=0) as progress:
         for _ in range(200):
             progress.advance(stats="0.0 calls/s · retries 0 · unscored 0 · cost $0.0000")
     lines = stream.getvalue().splitlines()
@@ -37,6 +37,14 @@ def test_plain_progress_prints_a_line_per_tenth_and_the_end():
     assert "…" not in stream.getvalue()
     assert lines[0].startswith("judging: 0/200 (0%)") and lines[0].endswith("· cached 0")
     assert [int(LINE.match(line).group(3)) for line in lines] == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+
+
+def test_a_fast_batch_prints_its_start_and_end_only():
+    stream = io.StringIO()
+    with Progress("judging", total=14, stream=stream, live=False) as progress:  # done well within gap_s
+        for _ in range(14):
+            progress.advance()
+    assert [line.split(" (")[0] for line in stream.getvalue().splitlines()] == ["judging: 0/14", "judging: 14/14"]
 
 
 def test_plain_progress_reports_where_an_interruption_left_it_and_counts_cached_work():
