@@ -90,7 +90,7 @@ def warm_up_imports(config: PanelConfig) -> float:
 
     async def build_and_close() -> None:
         for judge in build_judges(config).values():
-            await judge.aclose()  # type: ignore[attr-defined]
+            await judge.aclose()
 
     asyncio.run(build_and_close())
     return time.monotonic() - started

@@ -21,8 +21,8 @@ already hold:
   passes are unscored ``budget_exceeded`` (not cached, so a rerun with a bigger budget completes them). The
   cap and the spend belong to the run, not to one invocation: the cap is recorded in the store (and
   run.json) and a resumed run without ``max_cost_usd`` keeps it; the spend of earlier invocations counts;
-- with ``preflight=True`` (the CLI's default) each LLM judge that has passes to run first answers one tiny
-  request, so an unreachable server, a bad key or an unknown model stops the run before the batch
+- with ``preflight=True`` (the CLI's default) each LLM judge answers one tiny request before its first call
+  (for a fresh run, before the batch), so an unreachable server, a bad key or an unknown model stops the run
   (:class:`PreflightFailed`); cached, replay and rules judges make no request and are not checked;
 - the run directory is locked (:mod:`judge.runlock`): a second process on it is refused.
 
@@ -39,42 +39,63 @@ import dataclasses
 import re
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge import rundir
-from judge.judges import JudgeFn, make_judge
+from judge.config import OptionFile, build_checked, read_option_file
+from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
-from judge.pricing import add_costs, load_price_table, price
-from judge.providers import redact
+from judge.pricing import add_costs
+from judge.providers import key_variables, redact
 from judge.providers.errors import ProviderError
-from judge.providers.retry import Attempt, Budget, BudgetExceeded, CallRuntime, RetryPolicy, complete_with_retries
+from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
+from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
 from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
+from judge.terminal import Progress
 
-DEFAULT_LLM_PASSES = 3
-WINDOW = 4096  # passes taken ahead of the oldest one not yet written to verdicts.jsonl (a slow call holds the rest)
-NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded"})
 NO_ASSISTANT_TURN = "no_assistant_turn"
+WINDOW = 4096  # passes taken ahead of the oldest one not yet written to verdicts.jsonl (a slow call holds the rest)
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
 PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 PREFLIGHT_MAX_TOKENS = 16
 PREFLIGHT_RETRIES = 2
 # An API key belongs in the environment: a params entry of that name would be silently unused. Other secrets
 # (a gateway's headers, tokens) are allowed: they are sent, and redacted wherever the config is recorded.
-_API_KEY_NAME = re.compile(r"^((openai|anthropic)[_-])?api[_-]?key$", re.IGNORECASE)
+_API_KEY_NAME = re.compile(r"^([a-z0-9]+[_-])?api[_-]?key$", re.IGNORECASE)  # api_key, openai_api_key, ...
+
+
+# The keys of a panel config file (``--config``): ``judge score``'s flag names, then the settings that have no
+# flag; each maps to its PanelConfig field. Dashes and underscores are the same (judge.config.flag_key).
+PANEL_KEYS: dict[str, str] = {
+    "judge": "judges", "passes": "passes", "base-url": "base_url", "concurrency": "concurrency", "rpm": "rpm",
+    "tpm": "tpm", "timeout": "timeout_s", "max-cost": "max_cost_usd", "temperature": "temperature",
+    "max-retries": "max_retries", "retry-base-delay": "retry_base_delay_s", "max-input-tokens": "max_input_tokens",
+    "max-tokens": "max_tokens", "prompt": "prompt", "prices": "prices", "params": "params",
+}
+# Keys of earlier releases (the field names, which run.json's panel.params still records): read, with a note.
+PANEL_RENAMED: dict[str, str] = {
+    "judges": "judge", "timeout-s": "timeout", "max-cost-usd": "max-cost", "retry-base-delay-s": "retry-base-delay",
+}
+
+
+def read_panel_file(path: Path | str, other_keys: Mapping[str, str] | None = None) -> OptionFile:
+    """Read a panel config file (settings at the top or under ``panel:``); ``other_keys`` are the calling
+    command's other options that the file may hold (flag spelling -> destination)."""
+    return read_option_file(path, {**PANEL_KEYS, **(other_keys or {})}, renamed=PANEL_RENAMED, section="panel")
 
 
 class PanelConfig(BaseModel):
-    """Panel and call parameters. From a YAML/JSON file (:meth:`load`) and/or CLI flags (:meth:`merged`)."""
+    """Panel and call parameters. From a config file (:meth:`load`) and/or CLI flags (:meth:`merged`, which wins)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -102,9 +123,9 @@ class PanelConfig(BaseModel):
     def _no_api_key(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
             if _API_KEY_NAME.match(name):
-                raise ValueError(f"params.{name}: API keys come only from the environment (OPENAI_API_KEY, "
-                                 "ANTHROPIC_API_KEY), never from a config file; a gateway's own header goes in "
-                                 "params.headers")
+                raise ValueError(f"params.{name}: API keys come only from the environment "
+                                 f"({', '.join(key_variables())}), never from a config file; a gateway's own "
+                                 "header goes in params.headers")
         return value
 
     @field_validator("temperature", mode="before")
@@ -121,26 +142,41 @@ class PanelConfig(BaseModel):
             raise ValueError(f"temperature must be >= 0, not {value}")
         return value
 
+    @field_validator("judges", mode="before")
+    @classmethod
+    def _one_judge(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value  # `judge: rules` in a file, like one --judge
+
     @classmethod
     def load(cls, path: Path | str) -> PanelConfig:
-        """Read a YAML or JSON config; errors name the file."""
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise ValueError(f"{path}: cannot read the panel config: {error}") from error
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: the panel config must be a mapping of settings")
-        data = data.get("panel", data)  # allow the settings under a top-level "panel:" key
-        try:
-            return cls.model_validate(data)
-        except ValueError as error:
-            raise ValueError(f"{path}: {error}") from error
+        """Read a config file: YAML, JSON or TOML, keyed by the flags' names (:data:`PANEL_KEYS`, see
+        :mod:`judge.config`). A key of an earlier release (:data:`PANEL_RENAMED`) is read with a FutureWarning
+        that names the current one; any problem is a :class:`~judge.config.ConfigError` (a ValueError) naming
+        the file, the line and the key."""
+        file = read_panel_file(path)
+        for note in file.notes:
+            warnings.warn(note, FutureWarning, stacklevel=2)
+        return cls.from_file(file)
+
+    @classmethod
+    def from_file(cls, file: OptionFile) -> PanelConfig:
+        """The panel settings of an option file read by :func:`read_panel_file` (its other keys are not read)."""
+        return build_checked(cls.model_validate, file.subset(PANEL_KEYS.values()))
 
     def merged(self, **overrides: Any) -> PanelConfig:
         """A copy with every override that is not None (CLI flags win over the file)."""
         given = {k: v for k, v in overrides.items() if v is not None and v != []}
-        return self.model_validate({**self.model_dump(), **given})
+        try:
+            return self.model_validate({**self.model_dump(), **given})
+        except ValidationError as error:  # one line per bad value, named by its flag, not pydantic's report
+            flags = {name: key for key, name in PANEL_KEYS.items()}
+            raise ValueError("; ".join(f"--{flags.get(str(e['loc'][0]), e['loc'][0]) if e['loc'] else 'value'}: "
+                                       + str(e["msg"]).removeprefix("Value error, ") for e in error.errors())) from None
+
+    def call_settings(self) -> CallSettings:
+        """How this panel calls providers (:func:`judge.runcalls.open_calls`): retries, timeout, limits, cap, prices."""
+        return CallSettings(max_cost_usd=self.max_cost_usd, timeout_s=self.timeout_s, rpm=self.rpm, tpm=self.tpm,
+                            max_retries=self.max_retries, retry_base_delay_s=self.retry_base_delay_s, prices=self.prices)
 
     def judge_options(self, runtime: CallRuntime | None = None) -> dict[str, Any]:
         """Options handed to every judge factory (factories ignore what they do not use)."""
@@ -211,41 +247,14 @@ class PanelResult:
         self.cost_usd = add_costs(self.cost_usd, verdict.cost_usd)
 
 
-@dataclass
-class RunBudget:
-    """The run's money, over all its invocations (from the store): the cap, what was spent (unknown costs at
-    their worst case), and the attempts a kill left without an outcome (they may have been billed)."""
-
-    max_cost_usd: float | None
-    cap_source: str | None  # "given" (this invocation's --max-cost), "recorded" (an earlier one's), None
-    spent_usd: float
-    spent_before_usd: float  # by earlier invocations
-    in_doubt_attempts: int  # over the run's history
-    in_doubt_usd: float
-    interrupted_now: int  # found by this invocation (left by the one a kill stopped)
-    interrupted_now_usd: float
-
-    def describe(self) -> BudgetSection:
-        """The ``budget`` section of run.json."""
-        return BudgetSection(
-            max_cost_usd=self.max_cost_usd,
-            spent_usd=round(self.spent_usd, 6),
-            spent_before_this_invocation_usd=round(self.spent_before_usd, 6),
-            in_doubt_attempts=self.in_doubt_attempts,
-            in_doubt_usd=round(self.in_doubt_usd, 6),
-            note="spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
-                 "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
-        )
-
-
-def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, JudgeFn]:
+def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, Judge]:
     """One judge object per distinct spec (passes of one spec share it, and its rate limits)."""
     specs = config.judges or ["rules"]
     options = config.judge_options(runtime)
     return {spec: make_judge(spec, options) for spec in dict.fromkeys(specs)}
 
 
-def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None) -> list[PassPlan]:
+def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) -> list[PassPlan]:
     """The panel's passes, in order. Judges are built from the config when not given."""
     judges = judges if judges is not None else build_judges(config)
     specs = config.judges or ["rules"]
@@ -254,13 +263,13 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None
     single = len(specs) == 1
     for spec in specs:
         judge = judges[spec]
-        deterministic = bool(getattr(judge, "deterministic", False))
+        deterministic = judge.deterministic
         if deterministic:
             count = 1  # running a deterministic judge again would only repeat its votes
         elif config.passes is not None:
             count = config.passes
         elif single:
-            count = int(getattr(judge, "default_passes", DEFAULT_LLM_PASSES))
+            count = judge.default_passes
         else:
             count = 1
         for _ in range(count):
@@ -269,30 +278,12 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, JudgeFn] | None = None
     return plans
 
 
-def pass_cache_key(judge: JudgeFn, trajectory_hash: str, pass_index: int) -> str:
+def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int) -> str:
     """The judge-call cache key of one pass (DESIGN.md: content hash, prompt, provider, model, params, pass)."""
-    identity = _identity(judge)
+    identity = judge.cache_identity()
     # Redacted: a rotated token is the same judge, and no hash of a secret is stored.
     return cache_key(trajectory=trajectory_hash, prompt=identity["prompt"], provider=identity["provider"],
                      model=identity["model"], params=redact(identity["params"]), pass_index=pass_index)
-
-
-def _identity(judge: JudgeFn) -> dict[str, Any]:
-    method = getattr(judge, "cache_identity", None)
-    if callable(method):
-        return dict(method())
-    config = getattr(judge, "config", None)
-    return {
-        "provider": judge.spec.split(":", 1)[0],
-        "model": getattr(judge, "model", None) or judge.spec,
-        "prompt": getattr(judge, "prompt_version", None) or getattr(config, "version", None),
-        "params": {},
-    }
-
-
-def _cacheable(judge: JudgeFn) -> bool:
-    """Paid judges are cached; deterministic local judges are cheap and simply rerun."""
-    return bool(getattr(judge, "cacheable", getattr(judge, "reports_attempts", False)))
 
 
 async def run_panel(
@@ -301,14 +292,14 @@ async def run_panel(
     run_dir: Path,
     *,
     progress: bool = True,
-    judges: Mapping[str, JudgeFn] | None = None,
+    judges: Mapping[str, Judge] | None = None,
     preflight: bool = False,
     total: int | None = None,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
 
     ``trajectories`` is streamed (a generator such as ``RunDir.trajectories()`` keeps memory flat); ``total``
-    (how many it yields, when it has no ``len``) only sizes the progress bar.
+    (how many it yields, when it has no ``len``) sizes the progress display, which is off without it.
 
     Raises :class:`judge.runlock.RunLocked` when another process uses ``run_dir``, and
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
@@ -325,48 +316,38 @@ async def _run_panel(
     run_dir: Path,
     *,
     progress: bool,
-    judges: Mapping[str, JudgeFn] | None,
+    judges: Mapping[str, Judge] | None,
     preflight: bool,
     total: int | None,
 ) -> PanelResult:
     started = time.monotonic()
-    table = load_price_table(config.prices)
     store = RunStore.for_run(run_dir)
     verdicts_file: TextIO | None = None
     own_judges = judges is None
-    built: dict[str, JudgeFn] = {}
+    built: dict[str, Judge] = {}
     try:
-        interrupted, interrupted_usd = store.mark_interrupted()  # we hold the lock: nothing else is sending
-        cap, cap_source = _run_cap(store, config)
-        spent_before = store.spent_usd()
-        runtime = CallRuntime(
-            policy=RetryPolicy(max_retries=config.max_retries, base_delay_s=config.retry_base_delay_s),
-            timeout_s=config.timeout_s,
-            budget=Budget(cap, spent_usd=spent_before),
-            rpm=config.rpm,
-            tpm=config.tpm,
-            price_fn=lambda key, usage: price(key, usage, table),
-        )
-        built = dict(judges) if judges is not None else build_judges(config, runtime)
+        calls = open_calls(store, config.call_settings())  # we hold the lock: nothing else is sending
+        runtime, table, cap = calls.runtime, calls.table, calls.cap
+        built = ({spec: check_judge(spec, judge) for spec, judge in judges.items()} if judges is not None
+                 else build_judges(config, runtime))
         for judge in built.values():
-            if getattr(judge, "runtime", None) is not None and not own_judges:
-                judge.runtime = runtime  # type: ignore[attr-defined]  # share limits and budget across the panel
+            judge.share_runtime(runtime)  # one set of limits and one budget for the whole panel
         plans = plan_passes(config, built)
         _write_panel_manifest(run_dir, config, plans, built, cap)
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
         # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run, rows flushed.
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
         if cap is not None:
-            unpriced = sorted({getattr(j, "price_key", "") for j in built.values()
-                               if getattr(j, "price_key", None) and table.lookup(j.price_key) is None})  # type: ignore[attr-defined]
+            unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})
             for name in unpriced:
                 print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending",
                       file=sys.stderr)
         result = PanelResult(plans=plans, verdicts=RunDir(run_dir).view(rundir.VERDICTS, Verdict, 0))
-        tracker = _Progress(total=None if total is None else total * len(plans), enabled=progress)
-        this_run_cost: float | None = None
-        need_hash = any(_cacheable(judge) for judge in built.values())
+        # On stderr (stdout stays for results): a live bar on a terminal, plain lines per tenth elsewhere.
+        tracker = Progress("judging", total=(total or 0) * len(plans), enabled=progress)
+        need_hash = any(judge.cacheable for judge in built.values())
         checked: set[str] = set()  # judges whose preflight ran (or that had no pass to run yet)
+        preflight_calls = 0
         loop = asyncio.get_running_loop()
         # Passes in input order, each a future; the committer writes them in that order as they complete. At most
         # WINDOW are taken ahead of the oldest unwritten one, and only the trajectories of the passes waiting for
@@ -375,27 +356,12 @@ async def _run_panel(
         order: asyncio.Queue[asyncio.Future[Verdict] | None] = asyncio.Queue()
         work: asyncio.Queue[tuple[Trajectory, PassPlan, str, asyncio.Future[Verdict]] | None] = asyncio.Queue(
             maxsize=config.concurrency)
-        workers_count = config.concurrency
 
         async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> Verdict:
-            nonlocal this_run_cost
             judge = built[plan.judge]
-
-            def on_send(attempt: Attempt) -> None:
-                attempt.record_id = store.record_attempt(key, trajectory.id, plan.judge, plan.pass_index, "sent",
-                                                         reserved_usd=attempt.reserved_usd)
-
-            def on_attempt(attempt: Attempt) -> None:
-                nonlocal this_run_cost
-                this_run_cost = add_costs(this_run_cost, attempt.cost_usd)
-                _record_outcome(store, attempt, key, trajectory.id, plan.judge, plan.pass_index)
-
-            try:
-                if getattr(judge, "reports_attempts", False):
-                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt,  # type: ignore[call-arg]
-                                          on_send=on_send)
-                else:  # a local judge (rules, replay): no provider call, so no attempt to record
-                    verdict = await judge(trajectory, plan.pass_index)
+            on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
+            try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
+                verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
@@ -403,7 +369,7 @@ async def _run_panel(
             verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
                                                  "judge": redact(plan.judge),
                                                  "deterministic": plan.deterministic, "cached": False})
-            if _cacheable(judge) and verdict.reason not in NOT_CACHED_REASONS:
+            if judge.cacheable and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
             return verdict  # written to verdicts.jsonl by the committer: after the store, so a kill loses nothing
 
@@ -415,7 +381,7 @@ async def _run_panel(
                 if unchecked:
                     if preflight:
                         try:
-                            preflight_calls += await _preflight(built, unchecked, runtime, store)
+                            preflight_calls += await _preflight(built, unchecked, calls)
                         except PreflightFailed as error:
                             error.calls_before = runtime.calls
                             raise
@@ -426,31 +392,34 @@ async def _run_panel(
                     order.put_nowait(future)
                     if decided is not None:
                         future.set_result(decided)
-                    elif not getattr(built[plan.judge], "reports_attempts", False):
+                    elif built[plan.judge].provider is None:
                         # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
                         future.set_result(await run_one(trajectory, plan, key))
                     else:
                         await work.put((trajectory, plan, key, future))
-            for _ in range(workers_count):
+            for _ in range(config.concurrency):
                 await work.put(None)
             order.put_nowait(None)
 
         async def worker() -> None:
+            # A fixed pool of workers bounds the calls in flight without creating one task per pass up front.
             while (item := await work.get()) is not None:
                 trajectory, plan, key, future = item
                 future.set_result(await run_one(trajectory, plan, key))
 
         async def commit() -> None:
+            unscored_now = 0
             while (future := await order.get()) is not None:
                 verdict = await future
                 _append(verdicts_file, verdict)
                 result.count(verdict)
-                tracker.advance(verdict, runtime, this_run_cost)
+                unscored_now += verdict.status == "unscored"
+                tracker.advance(stats=_progress_stats(runtime, result.cached, unscored_now, calls.cost_usd,
+                                                      time.monotonic() - tracker.started))
                 window.release()
 
-        preflight_calls = 0
         tasks = [asyncio.create_task(produce()), asyncio.create_task(commit()),
-                 *(asyncio.create_task(worker()) for _ in range(workers_count))]
+                 *(asyncio.create_task(worker()) for _ in range(config.concurrency))]
         with tracker:
             try:
                 await asyncio.gather(*tasks)
@@ -464,14 +433,11 @@ async def _run_panel(
         verdicts_file.close()
         result.verdicts = RunDir(run_dir).view(rundir.VERDICTS, Verdict, sum(result.outcomes.values()))
         result.calls, result.retries = runtime.calls, runtime.retries
-        result.cost_this_run_usd, result.wall_s = this_run_cost, time.monotonic() - started
+        result.cost_this_run_usd, result.wall_s = calls.cost_usd, time.monotonic() - started
         result.budget_exceeded = runtime.budget.exceeded
-        in_doubt, in_doubt_usd = store.in_doubt()
-        result.budget = RunBudget(max_cost_usd=cap, cap_source=cap_source, spent_usd=store.spent_usd(),
-                                  spent_before_usd=spent_before, in_doubt_attempts=in_doubt, in_doubt_usd=in_doubt_usd,
-                                  interrupted_now=interrupted, interrupted_now_usd=interrupted_usd)
+        result.budget = calls.budget()
         result.preflight_calls = preflight_calls
-        _write_budget(run_dir, result.budget)
+        write_budget(run_dir, result.budget)
         return result
     finally:
         store.close()
@@ -479,30 +445,7 @@ async def _run_panel(
             verdicts_file.close()
         if own_judges:
             for judge in built.values():
-                closer = getattr(judge, "aclose", None)
-                if closer is not None:
-                    await closer()
-
-
-def _run_cap(store: RunStore, config: PanelConfig) -> tuple[float | None, str | None]:
-    """The run's spending cap and where it comes from: this invocation's setting (recorded for the run from
-    now on) or the one recorded by an earlier invocation."""
-    if config.max_cost_usd is not None:
-        store.set_setting("max_cost_usd", config.max_cost_usd)
-        return config.max_cost_usd, "given"
-    recorded = store.setting("max_cost_usd")
-    return (float(recorded), "recorded") if recorded is not None else (None, None)
-
-
-def _record_outcome(store: RunStore, attempt: Attempt, key: str, trajectory_id: str, judge: str, pass_index: int) -> None:
-    """Complete the attempt's row written at send time (or write one, for an attempt that was never announced)."""
-    fields = (attempt.outcome, attempt.usage.input_tokens, attempt.usage.output_tokens, attempt.usage.cached_tokens,
-              attempt.cost_usd, attempt.latency_s)
-    if attempt.record_id is not None:
-        store.finish_attempt(attempt.record_id, *fields, note=attempt.note)
-    else:
-        store.record_attempt(key, trajectory_id, judge, pass_index, *fields, reserved_usd=attempt.reserved_usd,
-                             note=attempt.note)
+                await judge.aclose()
 
 
 class PreflightFailed(RuntimeError):
@@ -514,24 +457,20 @@ class PreflightFailed(RuntimeError):
         super().__init__("; ".join(problems))
 
 
-async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: CallRuntime, store: RunStore) -> int:
+async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCalls) -> int:
     """One minimal request to each LLM judge that has passes to run; raise :class:`PreflightFailed` listing the
     judges that cannot be used. Each request is a recorded, paid attempt. Returns how many requests were made."""
+    runtime = calls.runtime
     check = dataclasses.replace(runtime, policy=dataclasses.replace(
         runtime.policy, max_retries=min(runtime.policy.max_retries, PREFLIGHT_RETRIES)))
     problems: list[str] = []
     requests = 0
     for spec in sorted(specs):
-        provider = getattr(judges[spec], "provider", None)
-        if provider is None or not getattr(judges[spec], "reports_attempts", False):
+        provider = judges[spec].provider
+        if provider is None:
             continue  # rules, replay and other local judges make no call
 
-        def on_send(attempt: Attempt, spec: str = spec) -> None:
-            attempt.record_id = store.record_attempt(PREFLIGHT_KEY, "", spec, 0, "sent", reserved_usd=attempt.reserved_usd)
-
-        def on_attempt(attempt: Attempt, spec: str = spec) -> None:
-            _record_outcome(store, attempt, PREFLIGHT_KEY, "", spec, 0)
-
+        on_send, on_attempt = calls.hooks(PREFLIGHT_KEY, "", spec, 0)
         before = check.calls
         try:
             await complete_with_retries(provider, PREFLIGHT_MESSAGES, runtime=check, estimated_input_tokens=16,
@@ -552,7 +491,7 @@ async def _preflight(judges: Mapping[str, JudgeFn], specs: set[str], runtime: Ca
     return requests
 
 
-def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, JudgeFn], store: RunStore,
+def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore,
             need_hash: bool) -> list[tuple[PassPlan, str, Verdict | None]]:
     """Each pass of one trajectory with its cache key and its verdict when it is decided without a call: from the
     store (a cached pass), or unscored ``no_assistant_turn`` for a trajectory with no assistant turn. ``None``:
@@ -566,7 +505,7 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
     slots: list[tuple[PassPlan, str, Verdict | None]] = []
     for plan in plans:
         judge = judges[plan.judge]
-        if not _cacheable(judge):
+        if not judge.cacheable:
             slots.append((plan, "", None))
             continue
         key = pass_cache_key(judge, content_hash, plan.pass_index)
@@ -583,20 +522,20 @@ def _append(handle: TextIO, verdict: Verdict) -> None:
     handle.flush()
 
 
-def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, JudgeFn],
+def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],
                           cap: float | None) -> None:
     members: list[PanelMember | str] = []
-    versions = set()
+    versions: set[str] = set()
     for plan in plans:
         judge = judges[plan.judge]
-        identity = _identity(judge)
-        versions.add(identity["prompt"])
+        identity = judge.cache_identity()
+        if identity["prompt"] is not None:
+            versions.add(identity["prompt"])
         members.append(PanelMember(pass_key=plan.pass_key, judge=redact(plan.judge), pass_index=plan.pass_index,
                                    model=identity["model"], deterministic=plan.deterministic,
                                    prompt_version=identity["prompt"],
                                    endpoint=redact(identity["params"].get("endpoint")),
-                                   independence=getattr(judge, "independence", None)))
-    versions.discard(None)
+                                   independence=judge.independence))
     with RunDir(run_dir).update_manifest() as manifest:
         manifest.panel = PanelSection(
             size=len(plans),
@@ -610,55 +549,25 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
 
 
-def _write_budget(run_dir: Path, budget: RunBudget) -> None:
-    with RunDir(run_dir).update_manifest() as manifest:
-        manifest.budget = budget.describe()
+def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float) -> str:
+    cost_text = f"${cost or 0.0:.4f}" if cost is not None or runtime.calls == 0 else "unpriced"
+    return (f"{runtime.calls / max(1e-6, elapsed_s):.1f} calls/s · cached {cached} · retries {runtime.retries} · "
+            f"unscored {unscored} · cost {cost_text}")
 
 
-class _Progress:
-    """A rich progress bar: done/total, calls/s, retries, unscored, cost so far (no-op when disabled)."""
-
-    def __init__(self, total: int | None, enabled: bool):
-        self.enabled = enabled and total != 0  # None: the count is not known (a streamed batch)
-        self.total = total
-        self.unscored = 0
-        self.cached = 0
-        self.started = time.monotonic()
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self._progress = Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                      TextColumn("{task.fields[stats]}"), transient=False,
-                                      console=Console(stderr=True))  # stdout stays for results
-            self._progress.__enter__()
-            self._task = self._progress.add_task("judging", total=self.total, stats="")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
-
-    def advance(self, verdict: Verdict, runtime: CallRuntime, cost: float | None) -> None:
-        self.unscored += verdict.status == "unscored"
-        self.cached += verdict.cached
-        if self._progress is None:
-            return
-        elapsed = max(1e-6, time.monotonic() - self.started)
-        cost_text = "unpriced" if cost is None else f"${cost:.4f}"
-        stats = (f"{runtime.calls / elapsed:.1f} calls/s · cached {self.cached} · retries {runtime.retries} · "
-                 f"unscored {self.unscored} · cost {cost_text}")
-        self._progress.update(self._task, advance=1, stats=stats)
+def describe_result(result: PanelResult) -> dict[str, Any]:
+    """The figures of :func:`summary_lines` as data (``judge score --json``). Costs in USD, None = unpriced."""
+    budget = result.budget
+    return {
+        "passes": [plan.pass_key for plan in result.plans],
+        "verdicts": len(result.verdicts), "cached": result.cached, "calls": result.calls, "retries": result.retries,
+        "preflight_requests": result.preflight_calls, "unscored": dict(sorted(result.unscored.items())),
+        "cost_usd": result.cost_usd, "cost_this_invocation_usd": result.cost_this_run_usd,
+        "budget_exceeded": result.budget_exceeded,
+        "budget": None if budget is None else {"max_cost_usd": budget.max_cost_usd, "cap_source": budget.cap_source,
+                                               "spent_usd": budget.spent_usd,
+                                               "interrupted_calls_found": budget.interrupted_now},
+    }
 
 
 def summary_lines(result: PanelResult) -> list[str]:

@@ -2,9 +2,9 @@
 
 It holds what later stages cache so that a run can resume after a kill and be re-reported without paying
 again: judge calls (keyed by trajectory content hash, prompt version, provider, model, parameters and pass
-index) and embeddings (keyed by model and text hash). Every write commits at once, so a SIGKILL loses at
-most the calls in flight - and those are on record too: each provider attempt is written *before* its
-request is sent (outcome ``sent``) and completed after, so an attempt a kill interrupted is found on the next
+index), the answers of the repair stage's teacher and rewrite calls, and embeddings (keyed by model and text
+hash). Every write commits at once, so a SIGKILL loses at most the calls in flight - and those are on record
+too: each provider attempt is written *before* its request is sent (outcome ``sent``) and completed after, so an attempt a kill interrupted is found on the next
 start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The run's settings that must
 outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``.
 
@@ -76,6 +76,17 @@ MIGRATIONS: list[str] = [
         updated REAL NOT NULL
     );
     """,
+    # 4: answers of the repair stage's teacher and rewrite calls, so a rerun of `judge repair` pays nothing again
+    """
+    CREATE TABLE model_answers (
+        key TEXT PRIMARY KEY,
+        purpose TEXT NOT NULL,
+        trajectory_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        created REAL NOT NULL
+    );
+    """,
 ]
 SENT = "sent"  # an attempt whose request may be on the wire: no outcome recorded yet
 INTERRUPTED = "interrupted"  # a 'sent' attempt found by a later process: its process died; it may have been billed
@@ -145,6 +156,19 @@ class RunStore:
 
     def count_verdicts(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0])
+
+    # --- teacher and rewrite answers -----------------------------------------------------------
+
+    def get_answer(self, key: str) -> dict[str, Any] | None:
+        """A stored answer of a repair-stage model call (:mod:`judge.repair.prompting`), or None."""
+        row = self._db.execute("SELECT answer FROM model_answers WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_answer(self, key: str, purpose: str, trajectory_id: str, model: str, answer: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO model_answers (key, purpose, trajectory_id, model, answer, created) VALUES (?,?,?,?,?,?)",
+            (key, purpose, trajectory_id, redact(model), json.dumps(answer, ensure_ascii=False), time.time()),
+        )
 
     def record_attempt(
         self,

@@ -6,9 +6,9 @@
   :class:`BlockedConnection` at once (before any DNS query or packet), and is also recorded, so a test whose
   code swallows the exception (a provider error path, a fallback) still fails at teardown. Subprocesses that
   tests start are not covered.
-- **fake_providers**: replaces :func:`judge.providers.make_provider` with queued
-  :class:`judge.testing.fake_provider.FakeProvider` objects, one per spec, so a panel, a judge or a repair
-  run built from specs (``openai:gpt-4o``) talks to scripted answers instead of an SDK.
+- **fake_providers**: registers the provider ``fake`` (:class:`judge.testing.fake_provider.FakeProviders`):
+  queued :class:`judge.testing.fake_provider.FakeProvider` objects, one per spec, so a panel, a judge or a
+  repair run built from specs (``fake:gpt-4o``) talks to scripted answers instead of an SDK.
 
 Builders of trajectories, messages, issues, verdicts and clusters are in :mod:`judge.testing.builders`; the
 fixture modules under tests/fixtures import as ``fixtures.<folder>.<module>`` (pytest ``pythonpath``).
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from judge.testing.fake_provider import FakeProvider
+from judge.testing.fake_provider import FakeProviders
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
@@ -128,29 +128,9 @@ def _no_connection_left_this_machine(socket_guard: SocketGuard) -> Iterator[None
         pytest.fail("the test tried to reach the network: " + "; ".join(refused), pytrace=False)
 
 
-class FakeProviders(dict[str, FakeProvider]):
-    """Queued fake providers by spec, made on first use: ``fake_providers["openai:gpt-4o"].queue(...)``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.options: dict[str, dict[str, Any]] = {}  # what each spec's provider was last built with
-
-    def __missing__(self, spec: str) -> FakeProvider:
-        provider = self[spec] = FakeProvider(spec=spec)
-        return provider
-
-    def make_provider(self, spec: str, options: dict[str, Any] | None = None) -> FakeProvider:
-        self.options[spec] = dict(options or {})
-        return self[spec]
-
-
 @pytest.fixture
-def fake_providers(monkeypatch: pytest.MonkeyPatch) -> FakeProviders:
-    """Route every provider spec to a queued :class:`FakeProvider` (no SDK, no HTTP, no key needed)."""
-    import judge.judges.llm
-    import judge.providers
-
-    providers = FakeProviders()
-    monkeypatch.setattr(judge.providers, "make_provider", providers.make_provider)
-    monkeypatch.setattr(judge.judges.llm, "make_provider", providers.make_provider)  # imported by name there
-    return providers
+def fake_providers() -> Iterator[FakeProviders]:
+    """Register the provider ``fake``: every spec ``fake:MODEL`` is a queued :class:`FakeProvider` (no SDK, no
+    HTTP, no key needed), reached through the provider registry like any other provider."""
+    with FakeProviders().registered() as providers:
+        yield providers

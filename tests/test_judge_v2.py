@@ -16,13 +16,17 @@ from judge.cluster import FEATURES, pair_features
 from judge.evidence import EvidenceIndex, normalise_quote
 from judge.judges.llm import (
     VERDICT_SCHEMA_V2,
+    VERDICT_SCHEMA_V21,
     JudgeIssue,
+    JudgeIssueV21,
     JudgeOutputV2,
+    JudgeOutputV21,
     LLMJudge,
     VerdictProblem,
     merge_critical_turn,
     merge_efficiency,
     parse_judge_output,
+    to_issues,
 )
 from judge.model import ToolSpec, TrajectoryMetadata
 from judge.panel import PanelConfig, run_panel
@@ -39,6 +43,7 @@ from judge.prompting import (
 )
 from judge.schema import Issue, Verdict
 from judge.store import RunStore
+from judge.testing.fake_provider import FakeProvider
 from judge.testing.servers import FakeLLMServer, Scripted
 from judge.testing.synthetic import make_trajectory
 
@@ -96,20 +101,50 @@ def issue(turn: int | None = 2, evidence: str = "FAILED test_date", **kw: Any) -
 # --- the template and the schema -------------------------------------------------------------------
 
 
-def test_v2_is_the_default_and_v1_stays_selectable() -> None:
-    template = load_template("judge-v2")
-    assert template.version == "judge-v2" and template.meta["schema"] == "verdict-v2" and template.meta["windows"]
-    assert template.variables == V2_VARIABLES
+def test_v2_1_is_the_default_and_v2_and_v1_stay_selectable() -> None:
+    for name, schema in (("judge-v2", "verdict-v2"), ("judge-v2.1", "verdict-v2.1")):
+        template = load_template(name)
+        assert template.version == name and template.meta["schema"] == schema and template.meta["windows"]
+        assert template.variables == V2_VARIABLES
     judge = LLMJudge("openai-compatible:x@http://127.0.0.1:9/v1", {})
-    assert judge.prompt_version == "judge-v2" and judge.output.schema is VERDICT_SCHEMA_V2
+    assert judge.prompt_version == "judge-v2.1" and judge.output.schema is VERDICT_SCHEMA_V21
+    assert judge.cache_identity()["params"]["schema"] == "verdict-v2.1"  # never a cache hit on a judge-v2 verdict
+    v2 = LLMJudge("openai-compatible:x@http://127.0.0.1:9/v1", {"prompt": "judge-v2"})
+    assert v2.prompt_version == "judge-v2" and v2.output.schema is VERDICT_SCHEMA_V2
     old = LLMJudge("openai-compatible:x@http://127.0.0.1:9/v1", {"prompt": "judge-v1"})
     assert old.prompt_version == "judge-v1" and "critical_turn" not in old.output.schema["properties"]
 
 
-def test_v2_schema_agrees_with_the_model() -> None:
-    assert list(VERDICT_SCHEMA_V2["properties"]) == ["reasoning", "issues", "critical_turn", "efficiency"]
-    assert set(VERDICT_SCHEMA_V2["required"]) == set(JudgeOutputV2.model_fields)
-    assert set(VERDICT_SCHEMA_V2["properties"]["issues"]["items"]["required"]) == set(JudgeIssue.model_fields)
+def test_v2_schemas_agree_with_the_models() -> None:
+    for schema, output, issue in ((VERDICT_SCHEMA_V2, JudgeOutputV2, JudgeIssue),
+                                  (VERDICT_SCHEMA_V21, JudgeOutputV21, JudgeIssueV21)):
+        assert list(schema["properties"]) == ["reasoning", "issues", "critical_turn", "efficiency"]
+        assert set(schema["required"]) == set(output.model_fields)
+        items = schema["properties"]["issues"]["items"]
+        assert set(items["required"]) == set(items["properties"]) == set(issue.model_fields)
+        assert items["additionalProperties"] is False  # OpenAI strict mode
+
+
+def test_v2_1_template_differs_from_v2_only_by_the_recovered_field() -> None:
+    v2, v21 = load_template("judge-v2"), load_template("judge-v2.1")
+    assert v2.sections[1] == v21.sections[1]  # the same data blocks
+    added = set(v21.sections[0][1].splitlines()) - set(v2.sections[0][1].splitlines())
+    assert all("recover" in line or line.startswith("  ") for line in added) and any("- recovered:" in a for a in added)
+
+
+@pytest.mark.parametrize(("category", "said", "kept"), [
+    ("environment", True, True), ("environment", False, False), ("environment", None, None),
+    ("code", True, None),  # recovered decides nothing outside environment issues
+])
+def test_v2_1_keeps_recovered_for_environment_issues(category: str, said: bool | None, kept: bool | None) -> None:
+    issue = {"turn": 1, "description": "d", "evidence": "", "category": category, "severity": "minor", "tag": None,
+             "recovered": said}
+    output = parse_judge_output("", {"reasoning": "r", "issues": [issue], "critical_turn": None, "efficiency": "high"},
+                                3, output=JudgeOutputV21)
+    assert to_issues(output)[0].recovered is kept
+    with pytest.raises(VerdictProblem, match="recovered"):
+        parse_judge_output("", {"reasoning": "r", "issues": [{**issue, "recovered": "yes"}], "critical_turn": None,
+                                "efficiency": "high"}, 3, output=JudgeOutputV21)
 
 
 def test_v2_template_missing_variable_is_an_error(tmp_path: Path) -> None:
@@ -348,21 +383,13 @@ def test_breakout_strings_stay_contained_in_teacher_and_rewrite_prompts() -> Non
     from judge.repair.tickets import teacher_guidance
     from judge.schema import ScoredIssue
 
-    class Recorder:
-        def __init__(self) -> None:
-            self.messages: list[list[dict[str, Any]]] = []
-
-        async def complete(self, messages, **kw):
-            self.messages.append(messages)
-            raise RuntimeError("recorded")
-
     trajectory = planted_trajectory()
     scored = ScoredIssue(cluster="c1", turn=2, category="semantic", severity="severe", tag=f"tag{BREAK}",
                          description=f"desc {BREAK}", votes=2)
-    recorder = Recorder()
+    recorder = FakeProvider(default=RuntimeError("recorded"))
     asyncio.run(teacher_guidance(recorder, trajectory, scored, [f"quote {BREAK}"], checkpoint_turn=2))
     asyncio.run(rewrite_query(recorder, trajectory, scored, [f"quote {BREAK}"]))
-    teacher, rewrite = recorder.messages[0][1]["content"], recorder.messages[1][1]["content"]
+    teacher, rewrite = recorder.requests[0].messages[1]["content"], recorder.requests[1].messages[1]["content"]
     assert_contained(teacher, ("query", "trajectory", "issue", "evidence"))
     assert_contained(rewrite, tuple(dict.fromkeys(re.findall(r"<(\w+)>", load_template("rewrite-v1").sections[1][1]))))
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from judge import rundir
+from judge.judges import BaseJudge
 from judge.judges.llm import (
     DEFAULT_TEMPERATURE,
     VERDICT_SCHEMA,
@@ -209,7 +210,7 @@ def test_manifest_records_the_panel(server: FakeLLMServer, tmp_path: Path) -> No
     run([one_trajectory()], config_for(server, passes=3), tmp_path)
     panel = RunDir(tmp_path).manifest().to_json()["panel"]
     spec = spec_for(server)
-    assert panel["size"] == 3 and panel["prompt_version"] == "judge-v2"
+    assert panel["size"] == 3 and panel["prompt_version"] == "judge-v2.1"
     assert [m["pass_key"] for m in panel["members"]] == [f"{spec}#1", f"{spec}#2", f"{spec}#3"]
     assert all(m["deterministic"] is False for m in panel["members"])
 
@@ -343,9 +344,9 @@ def test_temperature_left_out_of_requests(model: str, temperature: str | None, s
                                              ("temperature: null", None)])
 def test_temperature_in_the_config_file(text: str, value: object, tmp_path: Path) -> None:
     path = tmp_path / "panel.yaml"
-    path.write_text(f"judges: [openai:o3]\n{text}\n")
+    path.write_text(f"judge: [openai:o3]\n{text}\n")
     assert PanelConfig.load(path).temperature == value
-    path.write_text("judges: [openai:o3]\ntemperature: hot\n")
+    path.write_text("judge: [openai:o3]\ntemperature: hot\n")
     with pytest.raises(ValueError, match="(?s)panel.yaml.*temperature"):
         PanelConfig.load(path)
 
@@ -353,7 +354,7 @@ def test_temperature_in_the_config_file(text: str, value: object, tmp_path: Path
 # --- planning ------------------------------------------------------------------------------------
 
 
-class _Stub:
+class _Stub(BaseJudge):
     def __init__(self, spec: str, deterministic: bool = False, default_passes: int | None = None):
         self.spec, self.deterministic = spec, deterministic
         if default_passes:
@@ -385,13 +386,13 @@ def test_plan_passes(judges: list[str], passes: int | None, expected: list[str])
 
 def test_config_file_and_flags(tmp_path: Path) -> None:
     path = tmp_path / "panel.yaml"
-    path.write_text("panel:\n  judges: [openai:gpt-4o]\n  passes: 3\n  rpm: 100\n  params: {structured_output: json_object}\n")
+    path.write_text("panel:\n  judge: [openai:gpt-4o]\n  passes: 3\n  rpm: 100\n  params: {structured_output: json_object}\n")
     config = PanelConfig.load(path).merged(passes=None, rpm=50, concurrency=2)
     assert config.judges == ["openai:gpt-4o"] and config.passes == 3 and config.rpm == 50 and config.concurrency == 2
-    path.write_text("judges: [a]\nparams: {api_key: sk-x}\n")
+    path.write_text("judge: [a]\nparams: {api_key: sk-x}\n")
     with pytest.raises(ValueError, match="(?s)panel.yaml.*only from the environment"):
         PanelConfig.load(path)
-    path.write_text("judges: [a]\nconcurency: 3\n")
+    path.write_text("judge: [a]\nconcurency: 3\n")
     with pytest.raises(ValueError, match="panel.yaml"):
         PanelConfig.load(path)
 
@@ -536,10 +537,10 @@ def test_auth_failure_stops_all_further_calls(server: FakeLLMServer, tmp_path: P
 
 
 def test_a_failing_judge_does_not_stop_the_batch(tmp_path: Path) -> None:
-    class Flaky:
+    class Flaky(BaseJudge):
         spec, deterministic = "flaky", True
 
-        async def __call__(self, trajectory, pass_index):
+        async def __call__(self, trajectory, pass_index, **hooks):
             if trajectory.id.endswith("1"):
                 raise RuntimeError("detector bug")
             return Verdict(trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key="x", status="ok")

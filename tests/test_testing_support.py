@@ -119,12 +119,12 @@ def test_an_injected_fake_provider_drives_the_llm_judge() -> None:
 
 
 def test_fake_providers_fixture_serves_a_panel_built_from_specs(fake_providers, tmp_path: Path) -> None:
-    fake_providers["openai:gpt-test"].queue(RateLimited("slow down", retry_after=0.001), CLAIM, EMPTY_VERDICT)
-    config = PanelConfig(judges=["openai:gpt-test"], passes=2, concurrency=1, retry_base_delay_s=0.001)
+    fake_providers["fake:gpt-test"].queue(RateLimited("slow down", retry_after=0.001), CLAIM, EMPTY_VERDICT)
+    config = PanelConfig(judges=["fake:gpt-test"], passes=2, concurrency=1, retry_base_delay_s=0.001)
     result = asyncio.run(run_panel([three_turns()], config, tmp_path, progress=False))
     assert sorted(len(v.issues) for v in result.verdicts) == [0, 1] and all(v.status == "ok" for v in result.verdicts)
     assert (result.calls, result.retries) == (3, 1)  # the rate-limited attempt is counted
-    assert len(fake_providers["openai:gpt-test"].requests) == 3
+    assert len(fake_providers["fake:gpt-test"].requests) == 3
 
 
 def test_fake_provider_queue_rules() -> None:

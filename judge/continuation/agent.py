@@ -160,6 +160,8 @@ def make_agent(spec: str) -> Agent:
     kind, sep, rest = spec.partition(":")
     if kind == "scripted" and sep and rest:
         return ScriptedAgent.load(Path(rest))
-    if kind in ("openai", "anthropic", "openai-compatible"):
+    from judge.providers import provider_kind
+
+    if provider_kind(kind) is not None:
         raise ValueError(f"agent {spec!r}: provider-backed agents are not available yet; use scripted:FILE")
     raise ValueError(f"unknown agent {spec!r}: write scripted:FILE")

@@ -22,7 +22,11 @@ from judge.importers import (
 )
 from judge.importers._common import Source
 from judge.model import Trajectory
+from judge.plugins import load_plugins
 from judge.schema import Reject
+
+PLUGIN_GROUP = "trajudge.importers"
+LOOSE_FORMATS = ("anthropic", "openai")  # shapes many records have: a plugin's format is tried before them
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,8 @@ FORMATS: dict[str, FormatSpec] = {
 
 
 def detect_format(obj: Any) -> str | None:
-    """The name of the first format whose shape ``obj`` has, or None."""
+    """The name of the first format whose shape ``obj`` has, or None (plugin formats included)."""
+    load_plugins(PLUGIN_GROUP)
     for spec in FORMATS.values():
         try:
             if spec.detect(obj):

@@ -1,4 +1,5 @@
-"""LLM judges: ``openai:MODEL``, ``anthropic:MODEL`` and ``openai-compatible:MODEL@URL``.
+"""LLM judges: ``PROVIDER:MODEL`` for every registered provider (``openai:MODEL``, ``anthropic:MODEL``,
+``openai-compatible:MODEL@URL``, or a plugin's: :func:`judge.providers.register_provider`).
 
 One pass = one judge call (plus at most one corrective retry): render the versioned prompt with the
 neutralised trajectory, force the verdict JSON schema, validate the answer strictly with :class:`JudgeOutput`
@@ -7,12 +8,14 @@ trajectory. Anything that cannot become a valid verdict is an ``unscored`` verdi
 reason - never a zero, never an exception. Each issue's evidence is then checked against the trajectory
 (:mod:`judge.evidence`): a quote not found verbatim is flagged ``evidence_verified: false``.
 
-Prompt judge-v2 (the default) adds the critical step (``critical_turn``) to the answer and, for a trajectory
+Prompt judge-v2 adds the critical step (``critical_turn``) to the answer and, for a trajectory
 longer than the judge's context (the model's context window from rubrics/prices.yaml, or
 ``max_input_tokens``), judges it in overlapping windows: one call per window, each with the query and a digest
 of the earlier turns, each reviewing its own turns (absolute numbers). Their issues are merged into one pass;
 every window's call is counted in tokens and cost, and a window that fails makes the pass unscored with the
-window named in the detail - never a silently partial verdict.
+window named in the detail - never a silently partial verdict. Prompt judge-v2.1 (the default) adds to each
+issue ``recovered``: whether the agent got past an environment fault within the trajectory (a recovered fault
+is recorded and does not block release; null blocks, as an unrecovered one does).
 
 Independence of passes: each pass is its own call with ``temperature`` > 0 (default 0.7) *and* a per-pass
 ``seed`` (the pass index), and no pass sees another's output.
@@ -29,14 +32,13 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.evidence import EvidenceIndex
-from judge.judges import register_judge
+from judge.judges import AttemptHook, BaseJudge, JudgeIdentity, register_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs, context_window, load_price_table
 from judge.prompting import (
@@ -55,8 +57,8 @@ from judge.prompting import (
     render_trajectory,
     turn_sizes,
 )
-from judge.providers import Completion, Provider, make_provider
-from judge.providers.errors import ProviderError
+from judge.providers import Completion, Provider, base_url_for, make_provider, price_key, supports_seed
+from judge.providers.errors import ProviderError, unscored_reason
 from judge.providers.retry import (
     Attempt,
     BudgetExceeded,
@@ -65,7 +67,7 @@ from judge.providers.retry import (
 )
 from judge.schema import Efficiency, Issue, Verdict
 
-DEFAULT_PROMPT = "judge-v2"
+DEFAULT_PROMPT = "judge-v2.1"
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_TOKENS = 4096  # output budget per call
 DEFAULT_MAX_INPUT_TOKENS = 100_000  # prompt budget per call when the model's context window is not known
@@ -134,6 +136,19 @@ class JudgeOutputV2(JudgeOutput):
     critical_turn: int | None = Field(default=None, description="Turn of the critical step (root cause); null if none.")
 
 
+class JudgeIssueV21(JudgeIssue):
+    """An issue of judge-v2.1: adds whether an environment fault was recovered within the trajectory. Left out or
+    null means not said, which blocks release as an unrecovered fault does."""
+
+    recovered: bool | None = Field(default=None, description="Environment issues: the agent got past the fault later.")
+
+
+class JudgeOutputV21(JudgeOutputV2):
+    """The verdict object of judge-v2.1: judge-v2 with :class:`JudgeIssueV21` issues."""
+
+    issues: list[JudgeIssueV21]  # type: ignore[assignment]
+
+
 _ISSUE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -173,6 +188,18 @@ VERDICT_SCHEMA_V2: dict[str, Any] = {
     "required": ["reasoning", "issues", "critical_turn", "efficiency"],
     "additionalProperties": False,
 }
+_ISSUE_SCHEMA_V21: dict[str, Any] = {
+    **_ISSUE_SCHEMA,
+    "properties": {**_ISSUE_SCHEMA["properties"], "recovered": {
+        "type": ["boolean", "null"],
+        "description": "Environment issues: true if the agent got past the fault later in the trajectory, false if "
+                       "it never did; null otherwise."}},
+    "required": [*_ISSUE_SCHEMA["required"], "recovered"],
+}
+VERDICT_SCHEMA_V21: dict[str, Any] = {
+    **VERDICT_SCHEMA_V2,
+    "properties": {**VERDICT_SCHEMA_V2["properties"], "issues": {"type": "array", "items": _ISSUE_SCHEMA_V21}},
+}
 
 
 @dataclass(frozen=True)
@@ -187,6 +214,7 @@ class OutputSpec:
 OUTPUTS: dict[str, OutputSpec] = {
     "verdict-v1": OutputSpec("verdict-v1", VERDICT_SCHEMA, JudgeOutput),
     "verdict-v2": OutputSpec("verdict-v2", VERDICT_SCHEMA_V2, JudgeOutputV2),
+    "verdict-v2.1": OutputSpec("verdict-v2.1", VERDICT_SCHEMA_V21, JudgeOutputV21),
 }
 
 
@@ -265,10 +293,12 @@ def _json_text(text: str) -> str:
 
 
 def to_issues(output: JudgeOutput, evidence: EvidenceIndex | None = None) -> list[Issue]:
-    """The judge's issues as :class:`Issue` rows; with ``evidence`` each quote is checked (``evidence_verified``)."""
+    """The judge's issues as :class:`Issue` rows; with ``evidence`` each quote is checked (``evidence_verified``).
+    ``recovered`` is kept for environment issues only (judge-v2.1): it decides nothing about other categories."""
     return [
         Issue(turn=i.turn, category=i.category, severity=i.severity, description=i.description.strip(),  # type: ignore[arg-type]
               evidence=i.evidence, tag=(i.tag or "").strip() or None,
+              recovered=i.recovered if isinstance(i, JudgeIssueV21) and i.category == "environment" else None,
               evidence_verified=evidence.verify(i.evidence) if evidence is not None else None)
         for i in output.issues
     ]
@@ -317,7 +347,7 @@ class PromptPlan:
         return len(self.calls) > 1
 
 
-class LLMJudge:
+class LLMJudge(BaseJudge):
     """A judge backed by one provider. ``await judge(trajectory, pass_index)`` returns a :class:`Verdict`.
 
     Options: ``runtime`` (:class:`CallRuntime`, shared across the panel), ``temperature`` (a number,
@@ -329,15 +359,12 @@ class LLMJudge:
     the cache key), ``prices`` (a price table path), ``provider`` (a ready :class:`Provider`, for tests).
     """
 
-    deterministic = False
-    reports_attempts = True  # the panel passes on_attempt= so every HTTP attempt is recorded
+    cacheable = True  # paid calls: every verdict is kept in the run store
 
     def __init__(self, spec: str, options: dict[str, Any]):
         self.spec = spec
         self.provider: Provider = options.get("provider") or make_provider(spec, {
-            # --base-url names an OpenAI-compatible server; an Anthropic endpoint comes from ANTHROPIC_BASE_URL,
-            # so a mixed panel (openai-compatible + anthropic) does not send Claude requests to a vLLM.
-            "base_url": None if spec.startswith("anthropic:") else options.get("base_url"),
+            "base_url": base_url_for(spec, options.get("base_url")),
             "timeout_s": options.get("timeout_s"),
             "concurrency": options.get("concurrency"),
             **(options.get("params") or {}),
@@ -371,9 +398,9 @@ class LLMJudge:
         return self.provider.model
 
     @property
-    def independence(self) -> str:
+    def independence(self) -> str:  # type: ignore[override]
         """How the passes of this judge are kept independent (recorded in the run manifest)."""
-        seeded = self.provider.provider != "anthropic"  # the Messages API has no seed
+        seeded = supports_seed(self.provider.provider)
         parts = ["a separate call per pass, no pass sees another's output"]
         if self.temperature is not None:
             parts.append(f"temperature {self.temperature:g}")
@@ -384,10 +411,14 @@ class LLMJudge:
         return "; ".join(parts)
 
     @property
-    def price_key(self) -> str:
-        return f"{self.provider.provider}:{self.provider.model}"
+    def price_key(self) -> str:  # type: ignore[override]
+        return price_key(self.provider.provider, self.provider.model)
 
-    def cache_identity(self) -> dict[str, Any]:
+    def share_runtime(self, runtime: CallRuntime) -> None:
+        """Use the panel's limits, retry policy and budget (a judge built outside the panel has its own)."""
+        self.runtime = runtime
+
+    def cache_identity(self) -> JudgeIdentity:
         """What besides the trajectory and pass index determines this judge's answer (the cache key parts)."""
         params: dict[str, Any] = {
             # The same model name on another server is another judge: the endpoint is part of the key.
@@ -408,8 +439,8 @@ class LLMJudge:
         await self.provider.aclose()
 
     async def __call__(
-        self, trajectory: Trajectory, pass_index: int, *, on_attempt: Callable[[Attempt], None] | None = None,
-        on_send: Callable[[Attempt], None] | None = None,
+        self, trajectory: Trajectory, pass_index: int, *, on_attempt: AttemptHook | None = None,
+        on_send: AttemptHook | None = None,
     ) -> Verdict:
         base = Verdict(
             trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key=f"{self.spec}#{pass_index}",
@@ -457,8 +488,7 @@ class LLMJudge:
         })
 
     async def _ask(self, call: PromptCall, turn_count: int, pass_index: int,
-                   on_attempt: Callable[[Attempt], None] | None,
-                   on_send: Callable[[Attempt], None] | None = None) -> _Answer:
+                   on_attempt: AttemptHook | None, on_send: AttemptHook | None = None) -> _Answer:
         """One call (plus at most one corrective retry) -> a validated output, or the reason it failed."""
         attempts: list[Attempt] = []
         problem: VerdictProblem | None = None
@@ -477,9 +507,7 @@ class LLMJudge:
                 return _Answer(attempts, reason="budget_exceeded", detail=str(error), raw=last_text)
             except ProviderError as error:
                 attempts += getattr(error, "attempts", [])
-                reason = {"context_overflow": "context_overflow", "refusal": "refusal",
-                          "connection_error": "connection_error"}.get(error.kind, "provider_error")
-                return _Answer(attempts, reason=reason, raw=last_text,
+                return _Answer(attempts, reason=unscored_reason(error), raw=last_text,
                                detail=f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))")
             last_text = completion.text
             if completion.finish_reason in ("refusal", "content_filter"):
@@ -638,9 +666,7 @@ def _finish(base: Verdict, attempts: list[Attempt], reason: str | None, detail: 
     })
 
 
+@register_judge(for_providers=True)
 def _factory(spec: str, options: dict[str, Any]) -> LLMJudge:
+    """The judge of every ``PROVIDER:MODEL`` spec whose provider is registered."""
     return LLMJudge(spec, options)
-
-
-for _prefix in ("openai", "anthropic", "openai-compatible"):
-    register_judge(_prefix)(_factory)

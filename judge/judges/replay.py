@@ -14,17 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from judge import rundir
-from judge.judges import register_judge
+from judge.judges import AttemptHook, BaseJudge, JudgeIdentity, register_judge
 from judge.model import Trajectory
 from judge.rundir import RunDir
 from judge.schema import Verdict
 
 
-class ReplayJudge:
-    """Serves recorded verdicts. ``default_passes`` is the recorded panel size (used when --passes is not given)."""
+class ReplayJudge(BaseJudge):
+    """Serves recorded verdicts. ``default_passes`` is the recorded panel size (used when --passes is not given).
 
-    deterministic = False  # it reproduces a multi-pass panel, pass by pass
-    reports_attempts = False
+    Not deterministic (it reproduces a multi-pass panel, pass by pass) and not cached (it pays nothing)."""
 
     def __init__(self, spec: str, options: dict[str, Any]):
         self.spec = spec
@@ -44,14 +43,15 @@ class ReplayJudge:
         self._recorded = dict(grouped)
         self._hashes = _content_hashes(run)
         self.default_passes = max((len(p) for p in self._recorded.values()), default=1)
-        self.model = None
         self.prompt_version = "replay"
         self.source = str(verdicts_path)
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> JudgeIdentity:
         return {"provider": "replay", "model": self.source, "prompt": "replay", "params": {}}
 
-    async def __call__(self, trajectory: Trajectory, pass_index: int) -> Verdict:
+    async def __call__(self, trajectory: Trajectory, pass_index: int, *, on_attempt: AttemptHook | None = None,
+                       on_send: AttemptHook | None = None) -> Verdict:
+        """The recorded verdict of this pass (the attempt hooks are ignored: no provider is called)."""
         base = Verdict(trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index,
                        pass_key=f"{self.spec}#{pass_index}", status="unscored", prompt_version="replay", attempts=0)
         recorded = self._recorded.get(trajectory.id, [])

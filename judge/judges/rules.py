@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.judges import register_judge
+from judge.judges import AttemptHook, BaseJudge, JudgeIdentity, register_judge
 from judge.model import Trajectory, Usage
 from judge.rules import (
     RulesConfig,
@@ -28,17 +28,24 @@ from judge.schema import Verdict
 MODEL_NAME = "rules-v1"
 
 
-class RulesJudge:
+class RulesJudge(BaseJudge):
     """Async callable ``(trajectory, pass_index) -> Verdict`` that runs the rule detectors."""
 
     deterministic = True
+    default_passes = 1
 
     def __init__(self, spec: str = "rules", config: RulesConfig | None = None, detectors: list[str] | None = None) -> None:
         self.spec = spec
         self.config = config or default_config()
         self.detectors = detectors
 
-    async def __call__(self, trajectory: Trajectory, pass_index: int) -> Verdict:
+    def cache_identity(self) -> JudgeIdentity:
+        """The rules config version is the prompt version: verdicts under other rules are other verdicts."""
+        return {"provider": self.spec.split(":", 1)[0], "model": self.spec, "prompt": self.config.version, "params": {}}
+
+    async def __call__(self, trajectory: Trajectory, pass_index: int, *, on_attempt: AttemptHook | None = None,
+                       on_send: AttemptHook | None = None) -> Verdict:
+        """One pass (the attempt hooks are ignored: no provider is called)."""
         started = time.perf_counter()
         try:
             analysis = analyse(trajectory, self.config)

@@ -18,18 +18,28 @@ in :class:`Completion` or in a :class:`ProviderError` carries request headers. C
 base URL (``http://user:pass@host/v1``, ``?api_key=``) and extra ``headers`` are sent but never recorded:
 see :mod:`judge.providers.credentials`.
 
-SDKs are imported inside the factory, so importing this module costs nothing. The SDKs' own retries are
-disabled (``max_retries=0``): :mod:`judge.providers.retry` retries, so every attempt is counted and paid
+Providers are registered by name (:func:`register_provider`): the decorator on a provider class says which
+environment variable holds its key, whether it passes a seed, and how it is priced, and that is all the rest of
+trajudge reads - the spec parser, the key lookup, the scrubbing of keys from error texts, the LLM judge (any
+registered name is a judge spec) and pricing. A new provider is one module plus its line in
+rubrics/prices.yaml; one outside this package is found through the ``trajudge.providers`` entry point
+(:mod:`judge.plugins`).
+
+SDKs are imported inside the provider classes, so importing this module costs nothing. The SDKs' own retries
+are disabled (``max_retries=0``): :mod:`judge.providers.retry` retries, so every attempt is counted and paid
 for visibly.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from judge.model import Usage
+from judge.plugins import claim_name, load_plugins, problems_note
 from judge.providers.credentials import redact, split_credentials, strip_credentials
 from judge.providers.errors import (
     AuthError,
@@ -49,6 +59,7 @@ FinishReason = Literal["stop", "length", "refusal", "tool_use", "content_filter"
 # Servers reached through a base URL often need no key; the SDKs insist on one, so send a harmless stand-in.
 PLACEHOLDER_KEY = "no-key-needed"
 DEFAULT_TIMEOUT_S = 120.0
+F = TypeVar("F")
 
 
 @dataclass
@@ -95,76 +106,209 @@ class Provider(Protocol):
 
 @dataclass(frozen=True)
 class ProviderSpec:
-    """A parsed provider spec: ``kind`` (openai, anthropic, openai-compatible), model and optional base URL."""
+    """A parsed provider spec: ``kind`` (a registered provider name), model and optional base URL."""
 
-    kind: Literal["openai", "anthropic", "openai-compatible"]
+    kind: str
     model: str
     base_url: str | None = None
 
     @property
     def price_key(self) -> str:
         """The ``provider:model`` name used in rubrics/prices.yaml."""
-        return f"{self.kind}:{self.model}"
+        return price_key(self.kind, self.model)
+
+
+class ProviderFactory(Protocol):
+    """What :func:`register_provider` decorates: a provider class (or a function) called with the spec as
+    written, the parsed spec, the API key (None for a provider without ``env_key``), the per-request timeout
+    and the options of :func:`make_provider`."""
+
+    def __call__(self, spec: str, parsed: ProviderSpec, *, api_key: str | None, timeout_s: float,
+                 options: dict[str, Any]) -> Provider: ...
+
+
+@dataclass(frozen=True)
+class ProviderKind:
+    """A registered provider: the spec prefix and what the rest of trajudge needs to know about it.
+
+    ``env_key``: the environment variable holding its API key (None: it needs none); every registered one is
+    scrubbed from error texts. ``base_url_env``: the SDK's own base-URL variable; with it set (or a URL given)
+    a missing key is replaced by a placeholder. ``supports_seed``: whether a per-pass seed reaches the model
+    (recorded as part of how passes are kept independent). ``pricing_key``: the provider part of its keys in
+    rubrics/prices.yaml (default: its name). ``self_hosted``: a server at a URL (``NAME:MODEL@URL``, or the
+    ``base_url`` option, or ``base_url_env``), which needs no key. ``with_url``: the registered provider that
+    serves this spec when a base URL is given (``openai:MODEL`` with a URL is ``openai-compatible``).
+    ``takes_base_url``: whether the panel's ``--base-url`` (an OpenAI-compatible server) is passed to it.
+    """
+
+    name: str
+    factory: ProviderFactory
+    env_key: str | None = None
+    base_url_env: str | None = None
+    supports_seed: bool = True
+    pricing_key: str | None = None
+    self_hosted: bool = False
+    with_url: str | None = None
+    takes_base_url: bool = True
+
+    @property
+    def price_prefix(self) -> str:
+        return self.pricing_key or self.name
+
+
+_PROVIDERS: dict[str, ProviderKind] = {}
+_BUILTIN_PROVIDERS = ("judge.providers.openai_provider", "judge.providers.anthropic_provider")
+PLUGIN_GROUP = "trajudge.providers"
+
+
+def register_provider(
+    name: str,
+    *,
+    env_key: str | None = None,
+    base_url_env: str | None = None,
+    supports_seed: bool = True,
+    pricing_key: str | None = None,
+    self_hosted: bool = False,
+    with_url: str | None = None,
+    takes_base_url: bool = True,
+) -> Callable[[F], F]:
+    """Register a provider class (or factory) for specs ``NAME:MODEL``; see :class:`ProviderKind`.
+
+    Adding an LLM provider is one module with a decorated class (plus its price line in rubrics/prices.yaml);
+    a third-party package exposes the module under the ``trajudge.providers`` entry point. A name taken by
+    another factory is an error (a plugin cannot silently replace ``openai``); registering the same factory
+    again (a module imported twice) is allowed.
+    """
+    def decorate(factory: F) -> F:
+        _load_builtin_providers()  # first, so that no other registration can take a built-in name
+        kind = ProviderKind(name, factory, env_key=env_key, base_url_env=base_url_env,  # type: ignore[arg-type]
+                            supports_seed=supports_seed, pricing_key=pricing_key, self_hosted=self_hosted,
+                            with_url=with_url, takes_base_url=takes_base_url)
+        claim_name(_PROVIDERS, name, kind, "provider", owner=lambda registered: registered.factory)
+        return factory
+
+    return decorate
+
+
+def unregister_provider(name: str) -> None:
+    """Remove a registered provider (tests that register one for their own duration)."""
+    _PROVIDERS.pop(name, None)
+
+
+def provider_kind(name: str) -> ProviderKind | None:
+    """The registered provider called ``name`` (built-in or from a plugin), or None."""
+    _load_providers()
+    return _PROVIDERS.get(name)
+
+
+def provider_names() -> list[str]:
+    """Every registered provider name, sorted."""
+    _load_providers()
+    return sorted(_PROVIDERS)
+
+
+def key_variables() -> tuple[str, ...]:
+    """The environment variables that hold API keys of registered providers (scrubbed from error texts)."""
+    _load_providers()
+    return tuple(dict.fromkeys(kind.env_key for kind in _PROVIDERS.values() if kind.env_key))
+
+
+def price_key(provider: str, model: str) -> str:
+    """The ``provider:model`` key of rubrics/prices.yaml for a call to ``model`` of the provider ``provider``."""
+    kind = provider_kind(provider)
+    return f"{kind.price_prefix if kind else provider}:{model}"
+
+
+def supports_seed(provider: str) -> bool:
+    """Whether the provider's API passes a seed to the model (unknown providers: assumed yes)."""
+    kind = provider_kind(provider)
+    return kind.supports_seed if kind else True
+
+
+def base_url_for(spec: str, base_url: str | None) -> str | None:
+    """The panel's or teacher's ``--base-url`` (an OpenAI-compatible server) for ``spec``: given to providers that
+    take it, not to others (Anthropic reads ANTHROPIC_BASE_URL), so a mixed panel does not send Claude requests
+    to a vLLM."""
+    kind = provider_kind(spec.partition(":")[0])
+    return base_url if kind is None or kind.takes_base_url else None
+
+
+def _load_providers() -> None:
+    """The built-in providers, then the plugins of the trajudge.providers entry point (once)."""
+    _load_builtin_providers()
+    load_plugins(PLUGIN_GROUP)
+
+
+def _load_builtin_providers() -> None:
+    # Importing the modules registers their classes (their SDKs are imported only when a provider is built). A
+    # module importing itself through this (its decorator runs while it loads) gets its partial self: harmless.
+    for module in _BUILTIN_PROVIDERS:
+        importlib.import_module(module)
+
+
+def _known() -> str:
+    return ", ".join(provider_names()) + problems_note(PLUGIN_GROUP)
 
 
 def parse_spec(spec: str, base_url: str | None = None) -> ProviderSpec:
-    """Parse ``openai:MODEL``, ``anthropic:MODEL`` or ``openai-compatible:MODEL@URL``.
+    """Parse ``NAME:MODEL`` for a registered provider (``openai:MODEL``, ``anthropic:MODEL``,
+    ``openai-compatible:MODEL@URL``, or one a plugin registered).
 
     ``base_url`` (the ``--base-url`` option) overrides a URL written in the spec. ``openai:MODEL`` with a
     base URL is treated as an OpenAI-compatible server (so it is priced as one and needs no key).
     """
-    kind, sep, rest = spec.partition(":")
+    name, sep, rest = spec.partition(":")
     if not sep or not rest:
-        raise ValueError(f"provider spec {redact(spec)!r} must look like openai:MODEL, anthropic:MODEL or openai-compatible:MODEL@URL")
+        raise ValueError(f"provider spec {redact(spec)!r} must look like NAME:MODEL (openai:MODEL, anthropic:MODEL, "
+                         f"openai-compatible:MODEL@URL); known providers: {_known()}")
+    kind = provider_kind(name)
+    if kind is None:
+        raise ValueError(f"unknown provider {name!r} in {redact(spec)!r}; known: {_known()}")
     model, url = rest, None
-    if kind == "openai-compatible" and "@" in rest:
+    if kind.self_hosted and "@" in rest:
         model, _, url = rest.partition("@")
     url = base_url or url
-    if kind == "openai" and url:
-        kind = "openai-compatible"
-    if kind not in ("openai", "anthropic", "openai-compatible"):
-        raise ValueError(f"unknown provider {kind!r} in {redact(spec)!r}; known: openai, anthropic, openai-compatible")
+    if url and kind.with_url:
+        redirected = provider_kind(kind.with_url)
+        if redirected is None:
+            raise ValueError(f"provider {kind.name!r} with a base URL needs provider {kind.with_url!r}, which is not registered")
+        kind = redirected
     if not model:
         raise ValueError(f"provider spec {redact(spec)!r} names no model")
-    if kind == "openai-compatible" and not url and not os.environ.get("OPENAI_BASE_URL"):
-        raise ValueError(
-            f"{redact(spec)!r} needs a server URL: write openai-compatible:MODEL@http://host:port/v1, pass --base-url, "
-            "or set OPENAI_BASE_URL"
-        )
-    return ProviderSpec(kind=kind, model=model, base_url=url)  # type: ignore[arg-type]
+    if kind.self_hosted and not url and not (kind.base_url_env and os.environ.get(kind.base_url_env)):
+        where = f", or set {kind.base_url_env}" if kind.base_url_env else ""
+        raise ValueError(f"{redact(spec)!r} needs a server URL: write {kind.name}:MODEL@http://host:port/v1 or pass "
+                         f"--base-url{where}")
+    return ProviderSpec(kind=kind.name, model=model, base_url=url)
 
 
 def make_provider(spec: str, options: dict[str, Any] | None = None) -> Provider:
-    """Build the provider for ``spec``.
+    """Build the provider for ``spec`` through the provider registry.
 
     Options: ``base_url`` (str), ``timeout_s`` (float, per request), ``structured_output``
     (``json_schema`` (default), ``json_object`` or ``none``: for OpenAI-compatible servers that cannot
     enforce a schema), ``default_max_tokens`` (int), ``prompt_cache`` (Anthropic: mark the system prompt
     cacheable; default true), ``concurrency`` (expected calls in flight, to size connection pools),
-    ``headers`` (extra HTTP headers for a gateway: sent, never recorded).
+    ``headers`` (extra HTTP headers for a gateway: sent, never recorded). A plugin provider reads the
+    options it knows and ignores the rest.
     """
     options = dict(options or {})
     parsed = parse_spec(spec, options.get("base_url"))
+    kind = _PROVIDERS[parsed.kind]
     timeout_s = float(options.get("timeout_s") or DEFAULT_TIMEOUT_S)
-    if parsed.kind == "anthropic":
-        from judge.providers.anthropic_provider import AnthropicProvider
-
-        return AnthropicProvider(spec, parsed, api_key=_key("ANTHROPIC_API_KEY", parsed, "ANTHROPIC_BASE_URL"),
-                                 timeout_s=timeout_s, options=options)
-    from judge.providers.openai_provider import OpenAIProvider
-
-    return OpenAIProvider(spec, parsed, api_key=_key("OPENAI_API_KEY", parsed, "OPENAI_BASE_URL"),
-                          timeout_s=timeout_s, options=options)
+    return kind.factory(spec, parsed, api_key=_key(kind, parsed), timeout_s=timeout_s, options=options)
 
 
-def _key(env_name: str, parsed: ProviderSpec, base_url_env: str) -> str:
+def _key(kind: ProviderKind, parsed: ProviderSpec) -> str | None:
     """The API key from the environment; a placeholder for a self-hosted server; else a clear error."""
-    key = os.environ.get(env_name)
+    if kind.env_key is None:
+        return None
+    key = os.environ.get(kind.env_key)
     if key:
         return key
-    if parsed.kind == "openai-compatible" or parsed.base_url or os.environ.get(base_url_env):
+    if kind.self_hosted or parsed.base_url or (kind.base_url_env and os.environ.get(kind.base_url_env)):
         return PLACEHOLDER_KEY
-    raise AuthError(f"{env_name} is not set: export it to use {parsed.kind}:{parsed.model}")
+    raise AuthError(f"{kind.env_key} is not set: export it to use {parsed.kind}:{parsed.model}")
 
 
 def endpoint_of(client: Any) -> str:
@@ -184,17 +328,27 @@ __all__ = [
     "FinishReason",
     "Provider",
     "ProviderError",
+    "ProviderFactory",
+    "ProviderKind",
     "ProviderSpec",
     "ProviderTimeout",
     "RateLimited",
     "Refused",
     "ServerError",
+    "base_url_for",
     "endpoint_of",
+    "key_variables",
     "make_provider",
     "parse_spec",
+    "price_key",
+    "provider_kind",
+    "provider_names",
     "redact",
+    "register_provider",
     "split_credentials",
     "strip_credentials",
+    "supports_seed",
+    "unregister_provider",
 ]
 
 

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from judge.model import Usage
-from judge.providers import Completion, FinishReason, ProviderSpec, client_connection, endpoint_of
+from judge.providers import Completion, FinishReason, ProviderSpec, client_connection, endpoint_of, register_provider
 from judge.providers.errors import BadOutput
 from judge.providers.sdk_errors import classify_sdk_error
 
@@ -24,10 +24,14 @@ _FINISH: dict[str, FinishReason] = {
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens
 
 
+# The Messages API has no seed; the panel's --base-url names an OpenAI-compatible server, not an Anthropic one
+# (ANTHROPIC_BASE_URL does that).
+@register_provider("anthropic", env_key="ANTHROPIC_API_KEY", base_url_env="ANTHROPIC_BASE_URL", supports_seed=False,
+                   takes_base_url=False)
 class AnthropicProvider:
     """``anthropic:MODEL``: ``AsyncAnthropic`` with retries disabled."""
 
-    def __init__(self, spec: str, parsed: ProviderSpec, *, api_key: str, timeout_s: float, options: dict[str, Any]):
+    def __init__(self, spec: str, parsed: ProviderSpec, *, api_key: str | None, timeout_s: float, options: dict[str, Any]):
         import anthropic  # lazy: only when an Anthropic judge is used
 
         self._sdk = anthropic

@@ -82,6 +82,13 @@ class BadRequest(ProviderError):
     kind: ErrorKind = "bad_request"
 
 
+def unscored_reason(error: ProviderError) -> str:
+    """The reason a call that ended with ``error`` is unscored: ``context_overflow``, ``refusal`` and
+    ``connection_error`` keep their kind (a rerun or a bigger model can tell them apart); every other error is
+    ``provider_error``."""
+    return error.kind if error.kind in ("context_overflow", "refusal", "connection_error") else "provider_error"
+
+
 def parse_retry_after(value: str | None) -> float | None:
     """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header value; None when absent or unreadable.
 

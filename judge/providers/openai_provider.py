@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from judge.model import Usage
-from judge.providers import Completion, FinishReason, ProviderSpec, client_connection, endpoint_of
+from judge.providers import Completion, FinishReason, ProviderSpec, client_connection, endpoint_of, register_provider
 from judge.providers.errors import BadOutput
 from judge.providers.sdk_errors import classify_sdk_error
 
@@ -24,6 +24,8 @@ CONNECTIONS_PER_CLIENT = 8
 HTTP_TRANSPORTS = ("auto", "httpx", "aiohttp")
 
 
+@register_provider("openai", env_key="OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL", with_url="openai-compatible")
+@register_provider("openai-compatible", env_key="OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL", self_hosted=True)
 class OpenAIProvider:
     """``openai:MODEL`` and ``openai-compatible:MODEL@URL``: ``AsyncOpenAI`` with retries disabled.
 
@@ -34,7 +36,7 @@ class OpenAIProvider:
     a few SDK clients, because the HTTP pool checks every idle connection on each request.
     """
 
-    def __init__(self, spec: str, parsed: ProviderSpec, *, api_key: str, timeout_s: float, options: dict[str, Any]):
+    def __init__(self, spec: str, parsed: ProviderSpec, *, api_key: str | None, timeout_s: float, options: dict[str, Any]):
         import openai  # lazy: only when an OpenAI-protocol judge is used
 
         self._sdk = openai

@@ -22,6 +22,7 @@ from typing import Any
 from judge.model import Usage
 from judge.pricing import checked_usage
 from judge.providers import Completion, Provider
+from judge.providers import price_key as pricing_key
 from judge.providers.errors import ProviderError, ProviderTimeout
 
 
@@ -223,7 +224,7 @@ async def complete_with_retries(
     :class:`ProviderError` when retries are exhausted or the error is not retryable, and
     :class:`BudgetExceeded` (before calling) when the budget cap is reached.
     """
-    price_key = f"{provider.provider}:{provider.model}"
+    price_key = pricing_key(provider.provider, provider.model)
     target = f"{price_key}@{getattr(provider, 'endpoint', None) or ''}"
     limiter = runtime.limiter_for(price_key)
     max_tokens = int(kwargs.get("max_tokens") or 1024)

@@ -39,12 +39,12 @@ def classify_sdk_error(sdk: ModuleType, error: BaseException) -> ProviderError:
     return typed
 
 
-KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-
 def scrub_secrets(text: str) -> str:
-    """Replace any API key from the environment that appears in ``text`` with ``***``."""
-    for name in KEY_VARIABLES:
+    """Replace any API key from the environment (the ``env_key`` of every registered provider) that appears in
+    ``text`` with ``***``."""
+    from judge.providers import key_variables
+
+    for name in key_variables():
         key = os.environ.get(name)
         if key and len(key) >= 8 and key in text:
             text = text.replace(key, "***")

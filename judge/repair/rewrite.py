@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from judge.model import Trajectory, Usage
-from judge.repair.prompting import Provider, call_json, neutralise, render_prompt
+from judge.repair.prompting import ModelCaller, Provider, call_json, neutralise, render_prompt
 from judge.schema import ScoredIssue
 
 REWRITE_PROMPT = "rewrite-v1"
@@ -100,18 +100,22 @@ def verify_requirements(original: str, rewrite: str, items: list[dict[str, Any]]
     return True, matches, f"all {len(matches)} explicit requirement(s) kept"
 
 
-async def rewrite_query(provider: Provider, trajectory: Trajectory, issue: ScoredIssue, evidence: list[str]) -> RewriteOutcome:
-    """Rewrite the query for a capability limit and check it independently. Never raises."""
+async def rewrite_query(model: Provider | ModelCaller, trajectory: Trajectory, issue: ScoredIssue,
+                        evidence: list[str]) -> RewriteOutcome:
+    """Rewrite the query for a capability limit and check it independently (two calls on the teacher's call path,
+    :func:`judge.repair.prompting.call_json`). Never raises."""
     usage = Usage()
     messages = render_prompt(REWRITE_PROMPT, query=neutralise(trajectory.query), description=neutralise(issue.description),
                              evidence=neutralise("\n".join(evidence)))
-    written = await call_json(provider, messages, REWRITE_SCHEMA, schema_name="rewrite", max_tokens=2000)
+    written = await call_json(model, messages, REWRITE_SCHEMA, schema_name="rewrite", purpose=REWRITE_PROMPT,
+                              trajectory_id=trajectory.id, max_tokens=2000)
     usage = usage + written.usage
     rewrite = (written.parsed or {}).get("rewrite")
     if not isinstance(rewrite, str) or not rewrite.strip():
         return RewriteOutcome(reason=f"no rewrite: {written.error or 'empty rewrite'}", usage=usage)
     check_messages = render_prompt(CHECK_PROMPT, query=neutralise(trajectory.query), rewrite=neutralise(rewrite))
-    checked = await call_json(provider, check_messages, CHECK_SCHEMA, schema_name="requirements", max_tokens=2000)
+    checked = await call_json(model, check_messages, CHECK_SCHEMA, schema_name="requirements", purpose=CHECK_PROMPT,
+                              trajectory_id=trajectory.id, max_tokens=2000)
     usage = usage + checked.usage
     if checked.parsed is None or not isinstance(checked.parsed.get("requirements"), list):
         return RewriteOutcome(rewrite=rewrite, reason=f"the requirement check failed: {checked.error or 'no list'}", usage=usage)

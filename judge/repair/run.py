@@ -5,6 +5,11 @@ Reads ``trajectories.jsonl``, ``scores.jsonl`` and ``clusters.jsonl`` of a run d
 docs/continuation-tickets.md), ``edited.jsonl`` (offline-edited trajectories, re-scorable with
 ``judge score``) and ``edits.jsonl`` (the edit log: dependency checks, validators, diff). With no teacher it
 makes no model call (the embedding model for text references loads once, only if an edit is analysed).
+
+With a teacher, its guidance and rewrite calls take the judges' call path on the run: retries, rate limits,
+timeouts, the run's ``--max-cost`` budget and its store (every attempt recorded before it is sent, every answer
+kept, so repairing again pays nothing twice). The run directory is locked meanwhile, and run.json's ``budget``
+is brought up to date.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 from judge import rundir
 from judge.model import Trajectory, Usage
 from judge.providers import redact
-from judge.repair.prompting import Provider, make_provider_from_spec
+from judge.repair.prompting import ModelCaller, Provider, make_provider_from_spec
 from judge.repair.rewrite import rewrite_query
 from judge.repair.routing import TrajectoryRepair, plan_repair, unfixable
 from judge.repair.tickets import (
@@ -29,8 +34,11 @@ from judge.repair.tickets import (
     teacher_guidance,
     template_guidance,
 )
+from judge.runcalls import CallSettings, RunBudget, open_calls, write_budget
 from judge.rundir import RunDir
+from judge.runlock import run_lock
 from judge.schema import Cluster, RepairRow, ScoreRow
+from judge.store import RunStore
 
 CHUNK = 256  # trajectories routed (and their teacher calls made) before their rows are written
 
@@ -49,13 +57,19 @@ class RepairOutputs:
     edits: int = 0
     routes: Counter[str] = field(default_factory=Counter)
     paths: dict[str, Path] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)  # of the teacher answers used (those from the store included)
+    calls: int = 0  # teacher attempts this invocation made (failed and retried ones included)
+    retries: int = 0
+    cost_usd: float | None = None  # what those attempts cost
+    budget: RunBudget | None = None  # the run's money after the teacher's calls
+    budget_exceeded: bool = False  # the cap stopped teacher calls: their repairs fell back to templates
 
     def counts(self) -> dict[str, int]:
         return dict(self.routes)
 
 
-async def _finish_online(plan: TrajectoryRepair, provider: Provider | None, teacher: str | None, control_arm: bool) -> list[Ticket]:
+async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCaller | None, teacher: str | None,
+                         control_arm: bool) -> list[Ticket]:
     """Guidance (teacher or template) or a checked rewrite for the driver; the row and tickets are updated."""
     row, driver, trajectory = plan.row, plan.driver, plan.trajectory
     if driver is None or row.route not in ("online-guided", "online-regenerate", "rewrite-restart", "environment"):
@@ -102,20 +116,39 @@ def repair_run(
     provider: Provider | None = None,
     control_arm: bool = True,
     concurrency: int = 4,
+    settings: CallSettings | None = None,
 ) -> RepairOutputs:
     """Route, ticket and edit every trajectory of a scored run; write the four files to ``out_dir`` (default RUN).
 
-    Streams the run: trajectories are read once, in order, and routed in chunks of :data:`CHUNK`.
-
     ``teacher`` is a provider spec (``openai:MODEL``...) for guidance and rewrites; ``provider`` passes a
     ready provider object instead (tests). ``control_arm`` adds an unguided ticket beside each guided one.
+    ``settings`` bound the teacher's calls (retries, timeout, rate limits, the run's ``--max-cost``); its calls
+    are recorded in RUN's store and count in RUN's budget, wherever ``out_dir`` is. Streams the run: trajectories
+    are read once, in order, and routed in chunks of :data:`CHUNK` while teacher calls overlap.
     """
     run = RunDir(run_dir)
     out = RunDir(out_dir) if out_dir else run
-    if teacher and provider is None:
-        provider = make_provider_from_spec(teacher, base_url)  # fail fast (a missing key) before any work
+    settings = settings or CallSettings()
+    if teacher and provider is None:  # fail fast (a missing key) before any work
+        provider = make_provider_from_spec(teacher, base_url, timeout_s=settings.timeout_s)
     label = redact(teacher or getattr(provider, "spec", None))  # recorded in tickets: no URL credential
     outputs = RepairOutputs()
+    if provider is None:
+        _route_all(run, out, outputs, None, label, control_arm, concurrency)
+        return outputs
+    with run_lock(run.path, "judge repair"), RunStore.for_run(run.path) as store:
+        calls = open_calls(store, settings)
+        model = ModelCaller(provider, calls=calls, label=f"teacher:{label}")
+        _route_all(run, out, outputs, model, label, control_arm, concurrency)
+        outputs.calls, outputs.retries, outputs.cost_usd = calls.runtime.calls, calls.runtime.retries, calls.cost_usd
+        outputs.budget, outputs.budget_exceeded = calls.budget(), calls.runtime.budget.exceeded
+        write_budget(run.path, outputs.budget)
+    return outputs
+
+
+def _route_all(run: RunDir, out: RunDir, outputs: RepairOutputs, model: ModelCaller | None, label: str | None,
+               control_arm: bool, concurrency: int) -> None:
+    """Stream the run: trajectories are read once, in order, routed, and their rows written in input order."""
     out.path.mkdir(parents=True, exist_ok=True)
     with (run.scores_by_trajectory() as scores, run.clusters_by_trajectory() as clusters,
           out.writer(rundir.REPAIRS) as repairs_out, out.writer(rundir.TICKETS) as tickets_out,
@@ -142,14 +175,14 @@ def repair_run(
         async def route_all() -> None:
             # Bounded chunks: the plans of a chunk (trajectories included) wait for their teacher calls together,
             # then are written and released, so memory stays flat while up to ``concurrency`` calls overlap.
+            # Without a teacher nothing overlaps: one trajectory at a time (fewer live objects, cheaper GC passes).
             gate = asyncio.Semaphore(max(1, concurrency))
             chunk: list[TrajectoryRepair | RepairRow] = []
-            # Without a teacher nothing overlaps: one trajectory at a time (fewer live objects, cheaper GC passes).
-            chunk_size = 1 if provider is None else max(CHUNK, 4 * concurrency)
+            chunk_size = 1 if model is None else max(CHUNK, 4 * concurrency)
 
             async def one(plan: TrajectoryRepair) -> list[Ticket]:
                 async with gate:
-                    return await _finish_online(plan, provider, label, control_arm)
+                    return await _finish_online(plan, model, label, control_arm)
 
             async def flush() -> None:
                 plans = [item for item in chunk if isinstance(item, TrajectoryRepair)]
@@ -172,9 +205,8 @@ def repair_run(
                             await flush()
                 await flush()
             finally:
-                close = getattr(provider, "aclose", None)
-                if close is not None:
-                    await close()
+                if model is not None:
+                    await model.provider.aclose()
 
         asyncio.run(route_all())
     outputs.edits = edits_out.count
@@ -182,7 +214,6 @@ def repair_run(
     outputs.tickets = out.view(rundir.TICKETS, Ticket, tickets_out.count)
     outputs.edited = out.view(rundir.EDITED, Trajectory, edited_out.count)
     outputs.paths = {name: out.file(name) for name in (rundir.REPAIRS, rundir.TICKETS, rundir.EDITED, rundir.EDITS)}
-    return outputs
 
 
 def route_run(run_dir: Path, *, teacher: str | None = None) -> Sequence[RepairRow]:

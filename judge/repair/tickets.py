@@ -25,11 +25,13 @@ from judge.repair.calls import (
 )
 from judge.repair.prompting import (
     CallResult,
+    ModelCaller,
     Provider,
     call_json,
     neutralise,
     render_prompt,
 )
+from judge.rules import DetectorNames
 from judge.schema import Cluster, RepairRow, ScoredIssue
 
 TICKET_VERSION = "trajudge.ticket/1"
@@ -41,7 +43,8 @@ TEACHER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 ONLINE_ROUTES = ("online-guided", "online-regenerate", "rewrite-restart", "environment")
-PLAN_TAGS = {"unverified-completion", "plan-receipt-mismatch", "premature-claim", "stale-evidence"}
+# Rules detectors whose issue also asks the agent to revise its plan (registered with the role "plan").
+PLAN_TAGS = DetectorNames("plan")
 
 Arm = Literal["guided", "unguided", "rerun", "rewrite"]
 TicketStatus = Literal["ready", "needs-rewrite"]
@@ -202,7 +205,8 @@ def template_guidance(trajectory: Trajectory, issue: ScoredIssue, evidence: Sequ
 
 
 async def teacher_guidance(
-    provider: Provider, trajectory: Trajectory, issue: ScoredIssue, evidence: Sequence[str], checkpoint_turn: int
+    teacher: Provider | ModelCaller, trajectory: Trajectory, issue: ScoredIssue, evidence: Sequence[str],
+    checkpoint_turn: int,
 ) -> CallResult:
     """Ask the teacher model for guidance (prompts/teacher-v1.md). Never raises; see ``call_json``."""
     from judge.prompting import render_trajectory
@@ -221,7 +225,8 @@ async def teacher_guidance(
         evidence=neutralise("\n".join(evidence)),
         checkpoint_turn=checkpoint_turn,
     )
-    result = await call_json(provider, messages, TEACHER_SCHEMA, schema_name="guidance", max_tokens=400)
+    result = await call_json(teacher, messages, TEACHER_SCHEMA, schema_name="guidance", purpose=TEACHER_PROMPT,
+                             trajectory_id=trajectory.id, max_tokens=400)
     if result.parsed is not None and not isinstance(result.parsed.get("guidance"), str):
         result.error, result.parsed = "parse_error: no 'guidance' string", None
     return result

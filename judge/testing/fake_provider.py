@@ -2,8 +2,8 @@
 
 It satisfies :class:`judge.providers.Provider`, so it goes wherever a real provider is injected: the
 ``provider`` option of :class:`judge.judges.llm.LLMJudge`, the ``provider=`` argument of the repair
-functions, or :func:`judge.providers.make_provider` itself through the ``fake_providers`` fixture of
-tests/conftest.py. Unlike :class:`judge.testing.servers.FakeLLMServer` it bypasses the SDKs and HTTP: use it
+functions - or anywhere a spec is written, as the registered provider ``fake`` (:class:`FakeProviders`, the
+``fake_providers`` fixture of tests/conftest.py): ``--judge fake:gpt-test`` then talks to a queue. Unlike :class:`judge.testing.servers.FakeLLMServer` it bypasses the SDKs and HTTP: use it
 to test what callers do with answers and errors, and the fake servers to test the SDK paths.
 
     provider = FakeProvider(EMPTY_VERDICT, "not json", RateLimited("slow down", retry_after=0.01))
@@ -19,11 +19,13 @@ raises :class:`QueueEmpty` (a test asked for more calls than it scripted) unless
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from judge.model import Usage
-from judge.providers import Completion
+from judge.providers import Completion, ProviderSpec, register_provider, unregister_provider
 
 Answer = dict[str, Any] | str | Completion | BaseException
 
@@ -110,4 +112,37 @@ class FakeProvider:
         self.closed = True
 
 
-__all__ = ["FakeProvider", "FakeRequest", "QueueEmpty"]
+class FakeProviders(dict[str, FakeProvider]):
+    """Queued fake providers by spec, made on first use: ``providers["fake:gpt-4o"].queue(...)``.
+
+    Inside :meth:`registered` they are the provider ``fake`` of the registry, so any spec ``fake:MODEL`` (a
+    panel's judge, a repair teacher) is served from its queue, through the same call path as a real provider.
+    """
+
+    NAME = "fake"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.options: dict[str, dict[str, Any]] = {}  # what each spec's provider was last built with
+
+    def __missing__(self, spec: str) -> FakeProvider:
+        provider = self[spec] = FakeProvider(spec=spec)
+        return provider
+
+    def __call__(self, spec: str, parsed: ProviderSpec, *, api_key: str | None, timeout_s: float,
+                 options: dict[str, Any]) -> FakeProvider:
+        self.options[spec] = dict(options)
+        return self[spec]
+
+    @contextmanager
+    def registered(self, pricing_key: str | None = None) -> Iterator[FakeProviders]:
+        """Register these as the provider ``fake`` for the duration of the block; ``pricing_key`` prices their
+        calls as that provider's (``openai``: ``fake:gpt-4o`` costs what ``openai:gpt-4o`` does)."""
+        register_provider(self.NAME, supports_seed=True, pricing_key=pricing_key)(self)
+        try:
+            yield self
+        finally:
+            unregister_provider(self.NAME)
+
+
+__all__ = ["FakeProvider", "FakeProviders", "FakeRequest", "QueueEmpty"]

@@ -146,14 +146,16 @@ class SimulatedJudge:
             return Scripted(content=f"{SIMULATION_LABEL} Here is my verdict: the agent did fine", delay_s=delay)
         row = self.truth.get(_key(query, turns)) or self.truth.get(_key(query, None), {})
         turn_count = turns or int(row.get("turn_count") or 1)
-        return Scripted(content=self.verdict(row, seed % 3, turn_count, rng, review=review), delay_s=delay)
+        return Scripted(content=self.verdict(row, seed % 3, turn_count, rng, review=review,
+                                             recovered=_asks_recovered(request)), delay_s=delay)
 
     def verdict(self, row: dict[str, Any], persona: int, turn_count: int, rng: random.Random,
-                review: tuple[int, int] | None = None) -> dict[str, Any]:
+                review: tuple[int, int] | None = None, recovered: bool = False) -> dict[str, Any]:
         """One simulated judge's verdict on a trajectory with the known defects of ``row``.
 
         ``review`` (judge-v2): the turns the request reviews; the answer then has ``critical_turn`` and keeps to
-        those turns. None: a judge-v1 answer.
+        those turns. None: a judge-v1 answer. ``recovered`` (judge-v2.1 asks for it): each issue says whether an
+        environment fault was recovered, as the truth row says.
         """
         low, high = review or (1, turn_count)
         last = high >= turn_count
@@ -173,10 +175,14 @@ class SimulatedJudge:
             issues.append({"turn": turn, "description": f"{head.format(**fields)} {tail.format(**fields)}", "evidence": defect.get("evidence") or "",
                            "category": defect.get("category", "semantic"), "severity": defect.get("severity", "minor"),
                            "tag": defect.get("tag")})
+            if recovered:
+                issues[-1]["recovered"] = defect.get("recovered") if issues[-1]["category"] == "environment" else None
         if rng.random() < self.config.false_alarm_rate and turn_count:
             category, severity, description, tag, quote = rng.choice(_FALSE_ALARMS)
             issues.append({"turn": rng.randint(low, high), "description": description, "evidence": quote,
                            "category": category, "severity": severity, "tag": tag})
+            if recovered:
+                issues[-1]["recovered"] = None
         efficiency = row.get("efficiency") or "medium"
         if rng.random() < 0.15:
             efficiency = rng.choice(["high", "medium", "low"])
@@ -187,6 +193,13 @@ class SimulatedJudge:
             answer["critical_turn"] = min(severe) if severe else None
         answer["efficiency"] = efficiency
         return answer
+
+
+def _asks_recovered(request: dict[str, Any]) -> bool:
+    """Whether the request's forced schema has the judge-v2.1 issue field ``recovered``."""
+    schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    items = ((schema.get("properties") or {}).get("issues") or {}).get("items") or {}
+    return "recovered" in (items.get("properties") or {})
 
 
 SIMULATED_NOTE = f"{SIMULATION_LABEL} This verdict was produced by a simulation, not a language model:"

@@ -1,0 +1,148 @@
+"""The provider calls of one invocation on a run: the judge panel's and the repair teacher's, on one path.
+
+:func:`open_calls` builds the :class:`~judge.providers.retry.CallRuntime` that every call of the invocation
+shares - retry policy, per-call timeout, rate limits, prices - with the run's budget: the ``--max-cost`` cap
+recorded in the store (a cap given now is recorded for the run from then on) and the money earlier invocations
+spent. It first marks the attempts a killed process left ``sent`` as interrupted (the caller holds the run
+lock, so nothing else is sending): they count in the spend at their worst case.
+
+:meth:`RunCalls.hooks` gives the two callbacks of :func:`~judge.providers.retry.complete_with_retries`: each
+attempt is written to the store before its request is sent and completed when it ends, and its cost is added
+to what this invocation paid. :meth:`RunCalls.budget` is the run's money afterwards (run.json ``budget``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judge.pricing import PriceTable, add_costs, load_price_table, price
+from judge.providers.retry import Attempt, Budget, CallRuntime, RetryPolicy
+from judge.rundir import BudgetSection, RunDir
+from judge.store import RunStore
+
+AttemptHook = Callable[[Attempt], None]
+# A call that ended so was not answered (or not sent): it is not cached, and a rerun tries it again. Every other
+# outcome was paid for and is final.
+NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded"})
+
+
+@dataclass(frozen=True)
+class CallSettings:
+    """How an invocation calls providers: retries (after the first attempt; backoff doubles from
+    ``retry_base_delay_s``, with full jitter), the per-call timeout, requests and tokens per minute per model, the
+    run's spending cap (None: keep the recorded one) and the price table (None: rubrics/prices.yaml)."""
+
+    max_cost_usd: float | None = None
+    timeout_s: float = 120.0
+    rpm: float | None = None
+    tpm: float | None = None
+    max_retries: int = 4
+    retry_base_delay_s: float = 1.0
+    prices: str | Path | None = None
+
+
+@dataclass
+class RunBudget:
+    """The run's money, over all its invocations (from the store): the cap, what was spent (unknown costs at
+    their worst case), and the attempts a kill left without an outcome (they may have been billed)."""
+
+    max_cost_usd: float | None
+    cap_source: str | None  # "given" (this invocation's --max-cost), "recorded" (an earlier one's), None
+    spent_usd: float
+    spent_before_usd: float  # by earlier invocations
+    in_doubt_attempts: int  # over the run's history
+    in_doubt_usd: float
+    interrupted_now: int  # found by this invocation (left by the one a kill stopped)
+    interrupted_now_usd: float
+
+    def describe(self) -> BudgetSection:
+        """The ``budget`` section of run.json."""
+        return BudgetSection(
+            max_cost_usd=self.max_cost_usd,
+            spent_usd=round(self.spent_usd, 6),
+            spent_before_this_invocation_usd=round(self.spent_before_usd, 6),
+            in_doubt_attempts=self.in_doubt_attempts,
+            in_doubt_usd=round(self.in_doubt_usd, 6),
+            note="spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
+                 "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
+        )
+
+
+@dataclass
+class RunCalls:
+    """The runtime of an invocation's provider calls and their record in the run store."""
+
+    store: RunStore
+    runtime: CallRuntime
+    table: PriceTable
+    cap: float | None
+    cap_source: str | None
+    spent_before: float
+    interrupted: int
+    interrupted_usd: float
+    cost_usd: float | None = field(default=None)  # paid by this invocation's attempts (failed ones included)
+
+    def hooks(self, key: str, trajectory_id: str, judge: str, pass_index: int) -> tuple[AttemptHook, AttemptHook]:
+        """``(on_send, on_attempt)`` for the attempts of one call: recorded under ``key`` (the call's cache key)
+        with the trajectory, the judge (or ``teacher:SPEC``) and the pass index."""
+
+        def on_send(attempt: Attempt) -> None:
+            attempt.record_id = self.store.record_attempt(key, trajectory_id, judge, pass_index, "sent",
+                                                          reserved_usd=attempt.reserved_usd)
+
+        def on_attempt(attempt: Attempt) -> None:
+            self.cost_usd = add_costs(self.cost_usd, attempt.cost_usd)
+            record_outcome(self.store, attempt, key, trajectory_id, judge, pass_index)
+
+        return on_send, on_attempt
+
+    def budget(self) -> RunBudget:
+        """The run's money now (read from the store)."""
+        in_doubt, in_doubt_usd = self.store.in_doubt()
+        return RunBudget(max_cost_usd=self.cap, cap_source=self.cap_source, spent_usd=self.store.spent_usd(),
+                         spent_before_usd=self.spent_before, in_doubt_attempts=in_doubt, in_doubt_usd=in_doubt_usd,
+                         interrupted_now=self.interrupted, interrupted_now_usd=self.interrupted_usd)
+
+
+def open_calls(store: RunStore, settings: CallSettings | None = None) -> RunCalls:
+    """The calls of an invocation that holds the run lock; see the module docstring."""
+    settings = settings or CallSettings()
+    interrupted, interrupted_usd = store.mark_interrupted()
+    cap, cap_source = run_cap(store, settings.max_cost_usd)
+    spent_before = store.spent_usd()
+    table = load_price_table(settings.prices)
+    runtime = CallRuntime(
+        policy=RetryPolicy(max_retries=settings.max_retries, base_delay_s=settings.retry_base_delay_s),
+        timeout_s=settings.timeout_s, budget=Budget(cap, spent_usd=spent_before), rpm=settings.rpm, tpm=settings.tpm,
+        price_fn=lambda key, usage: price(key, usage, table))
+    return RunCalls(store=store, runtime=runtime, table=table, cap=cap, cap_source=cap_source, spent_before=spent_before,
+                    interrupted=interrupted, interrupted_usd=interrupted_usd)
+
+
+def run_cap(store: RunStore, given: float | None) -> tuple[float | None, str | None]:
+    """The run's spending cap and where it comes from: this invocation's setting (recorded for the run from now
+    on) or the one recorded by an earlier invocation."""
+    if given is not None:
+        store.set_setting("max_cost_usd", given)
+        return given, "given"
+    recorded = store.setting("max_cost_usd")
+    return (float(recorded), "recorded") if recorded is not None else (None, None)
+
+
+def record_outcome(store: RunStore, attempt: Attempt, key: str, trajectory_id: str, judge: str, pass_index: int) -> None:
+    """Complete the attempt's row written at send time (or write one, for an attempt that was never announced)."""
+    fields = (attempt.outcome, attempt.usage.input_tokens, attempt.usage.output_tokens, attempt.usage.cached_tokens,
+              attempt.cost_usd, attempt.latency_s)
+    if attempt.record_id is not None:
+        store.finish_attempt(attempt.record_id, *fields, note=attempt.note)
+    else:
+        store.record_attempt(key, trajectory_id, judge, pass_index, *fields, reserved_usd=attempt.reserved_usd,
+                             note=attempt.note)
+
+
+def write_budget(run_dir: Path, budget: RunBudget) -> None:
+    """Record the run's money in run.json (``budget``)."""
+    with RunDir(run_dir).update_manifest() as manifest:
+        manifest.budget = budget.describe()
