@@ -153,8 +153,9 @@ def _editor(call: ToolCall, args: dict[str, Any]) -> SandboxCall:
 _PATH = {"type": "string", "description": "Path of the file, relative to the working directory (or absolute inside it)."}
 
 SCHEMAS: dict[ToolKind, ToolSchema] = {
-    "bash": ToolSchema("Bash", "Run a bash command in the working directory. Each call starts a new shell there "
-                       "(cd does not carry over); stdin is closed; output is truncated past the limit.", {
+    "bash": ToolSchema("Bash", "Run a bash command. Each call is a new shell that starts in the directory where the "
+                       "previous call ended (initially the working directory); variables do not carry over; stdin "
+                       "is closed; output is truncated past the limit.", {
                            "type": "object", "required": ["command"], "additionalProperties": False,
                            "properties": {"command": {"type": "string", "description": "The command to run."},
                                           "timeout": {"type": "number", "description": "Timeout in milliseconds (capped by the sandbox)."},
