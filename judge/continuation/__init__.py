@@ -25,11 +25,11 @@ from judge.continuation.runner import (
     write_results,
 )
 from judge.continuation.sandbox import Limits, Sandbox
-from judge.continuation.tools import SandboxCall, ToolSchema, normalise
+from judge.continuation.tools import SandboxCall, normalise
 
 __all__ = [
     "Agent", "AgentError", "AgentReply", "AgentRequest", "ArmResult", "Budget", "CommandMapping", "ContinueOptions",
     "EnvironmentSource", "Environments", "Limits", "MappingError", "ReceiptCache", "Sandbox", "SandboxCall",
-    "ScriptedAgent", "Stop", "StopReason", "ToolDispatcher", "ToolEvent", "ToolSchema", "arm_log_path",
+    "ScriptedAgent", "Stop", "StopReason", "ToolDispatcher", "ToolEvent", "arm_log_path",
     "load_tickets", "normalise", "run_ticket", "run_tickets", "write_results",
 ]

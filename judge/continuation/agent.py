@@ -16,8 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judge.continuation.tools import ToolSchema
-from judge.model import Message, ToolCall, Usage
+from judge.model import Message, ToolCall, ToolSpec, Usage
 from judge.repair.tickets import Ticket
 
 
@@ -27,7 +26,7 @@ class AgentRequest:
 
     ticket: Ticket
     messages: list[Message]
-    tools: list[ToolSchema]
+    tools: list[ToolSpec]
     turn: int  # the number the reply's turn will carry (checkpoint_turn + 1 for the first)
 
 

@@ -35,8 +35,8 @@ from judge.continuation.restore import (
     restored_messages,
 )
 from judge.continuation.sandbox import Limits, Sandbox
-from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolKind, ToolSchema
-from judge.model import Message, Trajectory, TrajectoryMetadata, Usage
+from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolKind
+from judge.model import Message, ToolSpec, Trajectory, TrajectoryMetadata, Usage
 from judge.repair.calls import is_plan_call
 from judge.repair.tickets import Ticket
 from judge.rundir import RunDir
@@ -144,13 +144,13 @@ def _quote(evidence: str) -> str:
     return evidence.split("] ", 1)[1] if evidence.startswith("[") and "] " in evidence else evidence
 
 
-def tool_schemas(ticket: Ticket, mapping: CommandMapping) -> list[ToolSchema]:
+def tool_schemas(ticket: Ticket, mapping: CommandMapping) -> list[ToolSpec]:
     """What the agent is told it can call: Bash, Read, Write, Edit; the plan tool when the prefix planned;
     each tool the mapping serves (its schema unknown, so any object)."""
     kinds: list[ToolKind] = ["bash", "read", "write", "edit"]
     planned = ticket.plan is not None or any(is_plan_call(c) for m in ticket.prefix for c in m.tool_calls)
     schemas = [SCHEMAS[k] for k in kinds] + ([SCHEMAS["plan"]] if planned else [])
-    schemas += [ToolSchema(rule.name, f"Served by the harness mapping ({rule.source}).", MAPPED_TOOL_PARAMETERS)
+    schemas += [ToolSpec(name=rule.name, description=f"Served by the harness mapping ({rule.source}).", parameters=MAPPED_TOOL_PARAMETERS)
                 for rule in mapping.tools.values()]
     return schemas
 
@@ -193,7 +193,7 @@ async def run_ticket(ticket: Ticket, agent: Agent, options: ContinueOptions | No
     return result
 
 
-async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher, tools: list[ToolSchema],
+async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher, tools: list[ToolSpec],
                     budget: Budget) -> Stop:
     ticket = result.ticket
     turn = ticket.checkpoint_turn
