@@ -192,8 +192,8 @@ def test_small_consistent_looking_gain_is_reported_as_not_evidence(scorer):
     assert summary["sign_test_p"] == pytest.approx(74 / 256)  # 2 * (C(8,0) + C(8,1) + C(8,2)) / 2**8
     assert summary["evidence_of_difference"] is False
     assert any("NOT evidence that guided is better than unguided" in line for line in summary["verdict"])
-    assert summary["target_recurrence"] == {"treatment": {"recurred": 0, "pairs": 10, "rate": 0.0},
-                                            "baseline": {"recurred": 10, "pairs": 10, "rate": 1.0}}
+    assert summary["target_recurrence"] == {"treatment": {"recurred": 0, "pairs": 10, "rate": 0.0, "undetermined": 0},
+                                            "baseline": {"recurred": 10, "pairs": 10, "rate": 1.0, "undetermined": 0}}
     assert summary["suffix_tokens"]["mean_difference"] == -30.0
     assert summary["suffix_tokens"]["difference_ci95"] == [-30.0, -30.0]
     assert summary["budget_exhausted"] == {"treatment": 1, "baseline": 0}

@@ -150,5 +150,8 @@ def test_judge_continue_runs_the_tickets_of_a_run_from_the_command_line(repaired
     assert sorted((r["id"], r["metadata"]["budget_exhausted"]) for r in rows) == [
         (f"{SOURCE}-guided", True), (f"{SOURCE}-unguided", False)]
 
-    bad = runner.invoke(app, ["continue", str(repaired_run), "--agent", "openai:gpt-4.1", "--out", str(out)])
-    assert bad.exit_code == 1 and "provider-backed agents are not available yet" in bad.output
+    bad = runner.invoke(app, ["continue", str(repaired_run), "--agent", "openai:gpt-4.1", "--out", str(out)],
+                        env={"OPENAI_API_KEY": ""})
+    assert bad.exit_code == 1 and "OPENAI_API_KEY is not set" in bad.output
+    unknown = runner.invoke(app, ["continue", str(repaired_run), "--agent", "nosuch:model", "--out", str(out)])
+    assert unknown.exit_code == 1 and "unknown agent 'nosuch:model'" in unknown.output

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -41,12 +41,18 @@ class AgentReply:
 
 
 class AgentError(Exception):
-    """The agent could not produce a turn; ``usage``/``cost_usd`` are what the failed attempts still cost."""
+    """The agent could not produce a turn; ``usage``/``cost_usd`` are what the failed attempts still cost.
 
-    def __init__(self, message: str, usage: Usage | None = None, cost_usd: float | None = None) -> None:
+    ``stop`` is the arm's stop reason: ``agent-error``, or ``max-cost`` when the run's spending cap (not the
+    agent) stopped the call.
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None, cost_usd: float | None = None,
+                 stop: Literal["agent-error", "max-cost"] = "agent-error") -> None:
         super().__init__(message)
         self.usage = usage
         self.cost_usd = cost_usd
+        self.stop = stop
 
 
 @runtime_checkable
@@ -152,15 +158,19 @@ class ScriptedAgent:
 
 
 
-def make_agent(spec: str) -> Agent:
-    """The agent named by ``spec``. Only ``scripted:FILE`` exists today; provider-backed agents
-    (``openai:MODEL``, ``anthropic:MODEL``, ``openai-compatible:MODEL@URL``) come with the provider layer's
-    tool-calling support."""
+def make_agent(spec: str, *, base_url: str | None = None, timeout_s: float | None = None,
+               max_tokens: int | None = None, use_cache: bool = True) -> Agent:
+    """The agent named by ``spec``: ``scripted:FILE``, or a provider spec (``openai:MODEL``, ``anthropic:MODEL``,
+    ``openai-compatible:MODEL@URL``, any registered provider) for a :class:`~judge.continuation.model_agent.ProviderAgent`
+    (``base_url``, ``timeout_s``, ``max_tokens`` per turn and ``use_cache`` apply to it)."""
     kind, sep, rest = spec.partition(":")
     if kind == "scripted" and sep and rest:
         return ScriptedAgent.load(Path(rest))
-    from judge.providers import provider_kind
+    from judge.providers import provider_kind, provider_names
 
     if provider_kind(kind) is not None:
-        raise ValueError(f"agent {spec!r}: provider-backed agents are not available yet; use scripted:FILE")
-    raise ValueError(f"unknown agent {spec!r}: write scripted:FILE")
+        from judge.continuation.model_agent import DEFAULT_MAX_TOKENS, provider_agent
+
+        return provider_agent(spec, base_url=base_url, timeout_s=timeout_s, max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
+                              use_cache=use_cache)
+    raise ValueError(f"unknown agent {spec!r}: write scripted:FILE or PROVIDER:MODEL (providers: {', '.join(provider_names())})")

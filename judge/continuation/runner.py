@@ -115,6 +115,8 @@ class ArmResult:
             "target_category": ticket.target_issue.category, "target_tag": ticket.target_issue.tag,
             "target_evidence": _quote(ticket.evidence[0]) if ticket.evidence else "",
             "cost_usd": self.cost_usd, "tool_events": [e.as_dict() for e in self.events],
+            # compare's full cost: the teacher's tokens and dollars for this arm's guidance (judge.compare.arm_cost).
+            "teacher_usage": ticket.usage.model_dump(), "teacher_cost_usd": ticket.cost_usd,
             "replayed": [e.as_dict() for e in self.replayed], "environment": self.environment,
         })
         if ticket.agent_query is not None:
@@ -145,13 +147,24 @@ def _quote(evidence: str) -> str:
 
 
 def tool_schemas(ticket: Ticket, mapping: CommandMapping) -> list[ToolSpec]:
-    """What the agent is told it can call: Bash, Read, Write, Edit; the plan tool when the prefix planned;
-    each tool the mapping serves (its schema unknown, so any object)."""
-    kinds: list[ToolKind] = ["bash", "read", "write", "edit"]
-    planned = ticket.plan is not None or any(is_plan_call(c) for m in ticket.prefix for c in m.tool_calls)
-    schemas = [SCHEMAS[k] for k in kinds] + ([SCHEMAS["plan"]] if planned else [])
-    schemas += [ToolSpec(name=rule.name, description=f"Served by the harness mapping ({rule.source}).", parameters=MAPPED_TOOL_PARAMETERS)
-                for rule in mapping.tools.values()]
+    """What the agent is told it can call.
+
+    The source trajectory's own tool schemas when it recorded them (``ticket.tools``): the agent continues with
+    the tools of the original environment, under their names; the sandbox runs those it knows by name or alias,
+    the mapping serves others, and a call to any other stops the arm (``unsupported-tool``), as in the original
+    environment it would have run. Without recorded schemas: the sandbox's Bash, Read, Write and Edit, the plan
+    tool when the prefix planned. Either way, each tool the mapping serves that is not listed yet (its schema
+    unknown, so any object).
+    """
+    if ticket.tools:
+        schemas = list({tool.name: tool for tool in ticket.tools}.values())
+    else:
+        kinds: list[ToolKind] = ["bash", "read", "write", "edit"]
+        planned = ticket.plan is not None or any(is_plan_call(c) for m in ticket.prefix for c in m.tool_calls)
+        schemas = [SCHEMAS[k] for k in kinds] + ([SCHEMAS["plan"]] if planned else [])
+    listed = {tool.name for tool in schemas}
+    schemas += [ToolSpec(name=rule.name, description=f"Served by the harness mapping ({rule.source}).",
+                         parameters=MAPPED_TOOL_PARAMETERS) for rule in mapping.tools.values() if rule.name not in listed]
     return schemas
 
 
@@ -208,7 +221,7 @@ async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher,
             reply = await agent.next_turn(AgentRequest(ticket=ticket, messages=list(result.messages), tools=tools, turn=turn + 1))
         except AgentError as error:
             _add_cost(result, costs, error.usage, error.cost_usd)
-            return Stop("agent-error", str(error))
+            return Stop(error.stop, str(error))
         except Exception as error:  # noqa: BLE001 - one failing agent call ends this arm, not the batch
             return Stop("agent-error", f"{type(error).__name__}: {error}")
         turn += 1
