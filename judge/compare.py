@@ -597,20 +597,22 @@ def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 
                              "baseline": sum(b.budget_exhausted for _, b in outcomes)},
         "released": {"treatment": released(0), "baseline": released(1)},
         "cost": {"treatment": side_cost([t for t, _ in outcomes]), "baseline": side_cost([b for _, b in outcomes]),
-                 "pairs": pair_costs(outcomes)},
+                 "pairs": pair_costs(outcomes), "notes": cost_notes([arm for pair in outcomes for arm in pair])},
     }
 
 
 def side_cost(arms: Sequence[ArmOutcome]) -> dict[str, Any]:
     """One side's full cost over its pairs: per part (generation, teacher, judge) the tokens and the dollars of the
-    arms whose dollars are known, how many are not; the total only when every part of every arm is known."""
+    arms whose dollars are known (None when none is), how many are not; the total only when every part of every arm
+    is known."""
     summary: dict[str, Any] = {"arms": len(arms)}
     for part in ("generation", "teacher", "judge"):
         spends = [arm.cost.get(part) or {} for arm in arms]
         known = [s["usd"] for s in spends if s.get("usd") is not None]
         summary[part] = {"input_tokens": sum(s.get("input_tokens") or 0 for s in spends),
                          "output_tokens": sum(s.get("output_tokens") or 0 for s in spends),
-                         "usd": float(sum(known)), "unknown_arms": len(spends) - len(known)}
+                         "usd": float(sum(known)) if known or not spends else None,  # None: no arm's is known
+                         "unknown_arms": len(spends) - len(known)}
     totals = [arm.cost.get("total_usd") for arm in arms]
     complete = bool(arms) and all(t is not None for t in totals)
     summary["total_usd"] = float(sum(t for t in totals if t is not None)) if complete else None
@@ -618,6 +620,17 @@ def side_cost(arms: Sequence[ArmOutcome]) -> dict[str, Any]:
     released = sum(bool(arm.released) for arm in arms)
     summary["usd_per_released"] = summary["total_usd"] / released if complete and released else None
     return summary
+
+
+def cost_notes(arms: Sequence[ArmOutcome]) -> dict[str, list[str]]:
+    """Why parts of the cost are unknown, per part: each distinct reason once."""
+    notes: dict[str, list[str]] = {}
+    for arm in arms:
+        for part in ("generation", "teacher", "judge"):
+            note = (arm.cost.get(part) or {}).get("note")
+            if note and note not in notes.setdefault(part, []):
+                notes[part].append(note)
+    return {part: found for part, found in notes.items() if found}
 
 
 def pair_costs(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]]) -> dict[str, Any]:
@@ -635,7 +648,8 @@ def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list
     ci = summary["score_difference_ci95"]
     p = summary["sign_test_p"]
     if not n:
-        return [f"No pair has a score in both arms, so nothing can be said about {treatment} vs {baseline}."]
+        return [f"No pair has a score in both arms, so nothing can be said about {treatment} vs {baseline}."] + facts_text(
+            treatment, baseline, summary)
     if mean == 0:
         headline = f"{treatment} and {baseline} scored the same on average over {n} pairs"
     else:
@@ -691,15 +705,21 @@ def facts_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list[s
     cost = summary["cost"]
 
     def side(arm: str, part: dict[str, Any]) -> str:
-        pieces = ", ".join(f"{name} {_usd(part[name]['usd'])}" + (f" + {part[name]['unknown_arms']} unknown"
-                                                                  if part[name]["unknown_arms"] else "")
-                           for name in ("generation", "teacher", "judge"))
-        return f"{arm} {_usd(part['total_usd'])} ({pieces})"
+        def one(name: str) -> str:
+            unknown = part[name]["unknown_arms"]
+            if unknown and unknown == part["arms"]:
+                return f"{name} unknown"
+            return f"{name} {_usd(part[name]['usd'])}" + (f" + {unknown} unknown" if unknown else "")
+
+        return f"{arm} {_usd(part['total_usd'])} ({', '.join(one(name) for name in ('generation', 'teacher', 'judge'))})"
 
     lines.append(f"Full cost over {summary['pairs']} pairs, failed attempts included: {side(treatment, cost['treatment'])}; "
                  f"{side(baseline, cost['baseline'])}; per pair {_usd(cost['pairs']['mean_usd'])} on average"
                  + (f" ({cost['pairs']['unknown']} pair(s) of unknown cost left out)" if cost["pairs"]["unknown"] else "")
                  + ".")
+    notes = sorted({note for part in ("generation", "teacher", "judge") for note in cost["notes"].get(part, [])})
+    if notes:
+        lines.append("Unknown costs: " + "; ".join(notes) + ".")
     return lines
 
 

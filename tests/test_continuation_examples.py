@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,89 @@ def test_judge_continue_runs_the_tickets_of_a_run_from_the_command_line(repaired
     assert bad.exit_code == 1 and "OPENAI_API_KEY is not set" in bad.output
     unknown = runner.invoke(app, ["continue", str(repaired_run), "--agent", "nosuch:model", "--out", str(out)])
     assert unknown.exit_code == 1 and "unknown agent 'nosuch:model'" in unknown.output
+
+
+# --- the same loop through the command line, with a model agent on the provider layer -----------------------
+
+TEACHER_GUIDANCE = "Make parse_date raise ValueError for formats it cannot read, then run the tests again."
+
+
+def test_the_loop_through_the_cli_with_a_model_agent_and_a_teacher(tmp_path: Path):
+    """score -> repair (teacher) -> continue (an OpenAI-compatible agent: the scripted server) -> ingest -> compare,
+    all through `judge`, with every cost counted: the agent's and the teacher's calls are priced (made-up prices of
+    the test doubles in rubrics/prices.yaml) and recorded in the run's store; the rules judge is free."""
+    if not (EXAMPLES / "anthropic_runs.jsonl").exists():
+        pytest.skip("examples/batch is not in this checkout")
+    from typer.testing import CliRunner
+
+    from judge.cli import app
+    from judge.testing.agentserver import AgentScript, ScriptedAgentServer
+    from judge.testing.servers import FakeLLMServer, Scripted
+
+    runner = CliRunner(env={"COLUMNS": "300", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+
+    def judge(*args: str, code: int = 0) -> str:
+        result = runner.invoke(app, [str(a) for a in args])
+        assert result.exit_code == code, result.output
+        return result.output
+
+    run, out = tmp_path / "run", tmp_path / "continuations.jsonl"
+    judge("score", EXAMPLES / "openai_runs.jsonl", EXAMPLES / "anthropic_runs.jsonl", "--out", run)
+    with FakeLLMServer("openai", responder=lambda request: Scripted.ok({"guidance": TEACHER_GUIDANCE},
+                                                                         usage={"input": 1000, "output": 50})) as teacher:
+        judge("repair", run, "--teacher", f"openai-compatible:scripted-agent-teacher@{teacher.base_url}")
+    guided = next(t for t in load_tickets(run) if t.ticket_id == f"{SOURCE}:c1:guided")
+    assert guided.guidance == TEACHER_GUIDANCE and guided.cost_usd == pytest.approx(1000 * 2e-6 + 50 * 8e-6)
+    workdir, _ = before_the_prefix(guided, tmp_path)
+
+    script = AgentScript.model_validate({"arms": [
+        {"name": "guided", "contains": [TEACHER_GUIDANCE], "turns": SCRIPTS["guided"]},
+        {"name": "unguided", "contains": ["parse_date"], "lacks": [TEACHER_GUIDANCE], "turns": SCRIPTS["unguided"]},
+    ]})
+    with ScriptedAgentServer(script) as agent:
+        spec = f"openai-compatible:scripted-agent@{agent.base_url}"
+        command = ["continue", run, "--agent", spec, "--workdir", workdir, "--ticket", SOURCE, "--budget-turns", "10",
+                   "--out", out]
+        printed = judge(*command)
+        assert printed.splitlines()[0] == "2 tickets: completed 2"
+        assert "agent calls: 5 made (0 retries), 0 turns replayed from the store; $0.0209 paid" in printed
+        assert sorted(agent.served) == [("guided", 1), ("guided", 2), ("guided", 3), ("unguided", 1), ("unguided", 2)]
+        # The arm's conversation reached the model in the OpenAI form, the sandbox's tools offered, results paired.
+        last = agent.requests[-1]  # the unguided arm's second turn: after its failing test run
+        assert [t["function"]["name"] for t in last["tools"]][:4] == ["Bash", "Read", "Write", "Edit"]
+        assert last["messages"][-2]["tool_calls"][0]["id"] == "scripted-agent-unguided-1-0"
+        assert last["messages"][-1]["tool_call_id"] == "scripted-agent-unguided-1-0"
+        assert last["messages"][-1]["content"].startswith("Exit code 1\n")
+        # Run again: a turn whose request is unchanged is answered from the run's store, free. The turns after a
+        # pytest run may not be: its receipt shows the run's duration.
+        again = re.search(r"agent calls: (\d) made \(0 retries\), (\d) turns replayed from the store", judge(*command))
+        made, replayed = int(again[1]), int(again[2])
+        assert made + replayed == 5 and replayed >= 3 and len(agent.served) == 5 + made
+    attempts = [a for a in RunStore_attempts(run) if a["judge"].startswith("agent:")]
+    assert len(attempts) == 5 + made and {a["outcome"] for a in attempts} == {"ok"}
+    assert {a["trajectory_id"] for a in attempts} == {f"{SOURCE}-guided", f"{SOURCE}-unguided"}
+
+    linked = tmp_path / "linked.jsonl"
+    judge("repair", "ingest", out, "--tickets", run / rundir.TICKETS, "--out", linked)
+    judge("compare", linked, "--out", tmp_path / "cmp", "--judge", "rules", "--resamples", "200")
+    compared = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    [pair] = compared["pairs"]
+    arms = pair["arms"]
+    assert (arms["guided"]["target_recurred"], arms["unguided"]["target_recurred"]) == (False, True)
+    assert arms["guided"]["score"] > arms["unguided"]["score"]
+    guided_cost, unguided_cost = arms["guided"]["cost"], arms["unguided"]["cost"]
+    assert guided_cost["generation"] == {"input_tokens": 5800, "output_tokens": 160, "note": None,
+                                         "usd": pytest.approx(5800 * 2e-6 + 160 * 8e-6)}
+    assert guided_cost["teacher"]["usd"] == pytest.approx(0.0024) and guided_cost["teacher"]["input_tokens"] == 1000
+    assert unguided_cost["teacher"]["usd"] == 0.0 and unguided_cost["generation"]["input_tokens"] == 3700
+    assert guided_cost["judge"]["usd"] == 0.0 and guided_cost["unknown"] == []  # the rules judge costs nothing
+    assert pair["cost_usd"] == pytest.approx(guided_cost["total_usd"] + unguided_cost["total_usd"])
+    [summary] = compared["summary"]["comparisons"]
+    assert summary["cost"]["treatment"]["total_usd"] == pytest.approx(5800 * 2e-6 + 160 * 8e-6 + 0.0024)
+    assert any(line.startswith("Full cost over 1 pairs") for line in summary["verdict"])
+
+
+def RunStore_attempts(run: Path) -> list[dict]:
+    from judge.rundir import RunDir
+
+    return RunDir(run).attempts() or []

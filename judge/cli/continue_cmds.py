@@ -40,7 +40,7 @@ def continue_cmd(
 
     A model agent's calls take the judges' path: retries, rate limits, a timeout, the run's --max-cost budget, every
     attempt recorded in RUN's store before it is sent and every answer kept (running the same tickets again replays
-    unchanged turns without paying). Exit 1 when no arm finished, 3 when --max-cost stopped an arm.
+    unchanged turns without paying). Exit 3 when --max-cost stopped an arm, else 1 when no arm finished.
     Not a security boundary: run it inside a container for agents you do not trust (README).
 
     Examples:
@@ -99,12 +99,12 @@ def continue_cmd(
     if money is not None:
         typer.echo(money)
     typer.echo(f"wrote {written} continuations to {out} (next: judge repair ingest {out} --tickets ...); arm log: {log}")
-    if written == 0:
-        raise typer.Exit(ExitCode.ERROR)
     if counts.get("max-cost"):
         typer.echo("the budget cap stopped agent calls: raise it with --max-cost N and run the same command again "
                    "(turns already paid for are replayed from the store)", err=True)
         raise typer.Exit(ExitCode.NONE_SCORED)
+    if written == 0:
+        raise typer.Exit(ExitCode.ERROR)
 
 
 def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, max_cost: float | None,
