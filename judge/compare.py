@@ -617,7 +617,7 @@ def side_cost(arms: Sequence[ArmOutcome]) -> dict[str, Any]:
     complete = bool(arms) and all(t is not None for t in totals)
     summary["total_usd"] = float(sum(t for t in totals if t is not None)) if complete else None
     summary["mean_usd"] = summary["total_usd"] / len(arms) if complete else None
-    released = sum(bool(arm.released) for arm in arms)
+    released = summary["released"] = sum(bool(arm.released) for arm in arms)
     summary["usd_per_released"] = summary["total_usd"] / released if complete and released else None
     return summary
 
@@ -693,6 +693,10 @@ def facts_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list[s
     """The lines on recurrence left undecided, usable trajectories and full cost."""
     lines: list[str] = []
     recurrence = summary["target_recurrence"]
+    if recurrence["treatment"]["pairs"] or recurrence["baseline"]["pairs"]:
+        lines.append(f"The target error recurred in {recurrence['treatment']['recurred']}/{recurrence['treatment']['pairs']} "
+                     f"{treatment} and {recurrence['baseline']['recurred']}/{recurrence['baseline']['pairs']} {baseline} "
+                     "arms (where it could be decided).")
     undecided = {arm: recurrence[side]["undetermined"] for arm, side in ((treatment, "treatment"), (baseline, "baseline"))}
     if any(undecided.values()):
         lines.append("Target recurrence undetermined for " + " and ".join(f"{n} {arm}" for arm, n in undecided.items() if n)

@@ -13,8 +13,7 @@ from test_continuation_run import READ_THEN_WRITE, make_ticket, options, workdir
 
 from judge import rundir
 from judge.continuation import Budget, run_tickets
-from judge.continuation.agent import make_agent
-from judge.continuation.model_agent import ProviderAgent, chat_messages, exit_code_text, unique_call_ids
+from judge.continuation.model_agent import ProviderAgent, chat_messages, exit_code_text, make_agent, unique_call_ids
 from judge.model import Message, Receipt, ToolCall, ToolSpec
 from judge.providers.retry import CallRuntime, RetryPolicy
 from judge.runcalls import CallSettings, open_calls

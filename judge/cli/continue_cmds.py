@@ -59,8 +59,7 @@ def continue_cmd(
         run_tickets,
         write_results,
     )
-    from judge.continuation.agent import make_agent
-    from judge.continuation.model_agent import ProviderAgent
+    from judge.continuation.model_agent import ProviderAgent, make_agent
     from judge.providers import ProviderError
 
     try:

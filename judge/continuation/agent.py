@@ -155,22 +155,3 @@ class ScriptedAgent:
 
     async def aclose(self) -> None:
         return None
-
-
-
-def make_agent(spec: str, *, base_url: str | None = None, timeout_s: float | None = None,
-               max_tokens: int | None = None, use_cache: bool = True) -> Agent:
-    """The agent named by ``spec``: ``scripted:FILE``, or a provider spec (``openai:MODEL``, ``anthropic:MODEL``,
-    ``openai-compatible:MODEL@URL``, any registered provider) for a :class:`~judge.continuation.model_agent.ProviderAgent`
-    (``base_url``, ``timeout_s``, ``max_tokens`` per turn and ``use_cache`` apply to it)."""
-    kind, sep, rest = spec.partition(":")
-    if kind == "scripted" and sep and rest:
-        return ScriptedAgent.load(Path(rest))
-    from judge.providers import provider_kind, provider_names
-
-    if provider_kind(kind) is not None:
-        from judge.continuation.model_agent import DEFAULT_MAX_TOKENS, provider_agent
-
-        return provider_agent(spec, base_url=base_url, timeout_s=timeout_s, max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
-                              use_cache=use_cache)
-    raise ValueError(f"unknown agent {spec!r}: write scripted:FILE or PROVIDER:MODEL (providers: {', '.join(provider_names())})")

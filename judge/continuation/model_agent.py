@@ -21,12 +21,13 @@ import hashlib
 import inspect
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from judge.continuation.agent import AgentError, AgentReply, AgentRequest
+from judge.continuation.agent import Agent, AgentError, AgentReply, AgentRequest, ScriptedAgent
 from judge.model import Message, ToolCall, ToolSpec, Usage
 from judge.prompting import estimate_tokens
-from judge.providers import Provider, base_url_for, make_provider, redact
+from judge.providers import Provider, base_url_for, make_provider, provider_kind, provider_names, redact
 from judge.providers.errors import ProviderError, unscored_reason
 from judge.providers.retry import Attempt, BudgetExceeded, CallRuntime, complete_with_retries
 from judge.runcalls import RunCalls
@@ -170,3 +171,17 @@ def provider_agent(spec: str, *, base_url: str | None = None, timeout_s: float |
     if "tools" not in parameters and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         raise ValueError(f"agent {redact(spec)!r}: its provider's complete() takes no tools, so it cannot act as an agent")
     return ProviderAgent(provider, spec=redact(spec) or spec, max_tokens=max_tokens, use_cache=use_cache)
+
+
+def make_agent(spec: str, *, base_url: str | None = None, timeout_s: float | None = None,
+               max_tokens: int | None = None, use_cache: bool = True) -> Agent:
+    """The agent named by ``spec``: ``scripted:FILE``, or a provider spec (``openai:MODEL``, ``anthropic:MODEL``,
+    ``openai-compatible:MODEL@URL``, any registered provider) for a :class:`~judge.continuation.model_agent.ProviderAgent`
+    (``base_url``, ``timeout_s``, ``max_tokens`` per turn and ``use_cache`` apply to it)."""
+    kind, sep, rest = spec.partition(":")
+    if kind == "scripted" and sep and rest:
+        return ScriptedAgent.load(Path(rest))
+    if provider_kind(kind) is not None:
+        return provider_agent(spec, base_url=base_url, timeout_s=timeout_s, max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
+                              use_cache=use_cache)
+    raise ValueError(f"unknown agent {spec!r}: write scripted:FILE or PROVIDER:MODEL (providers: {', '.join(provider_names())})")

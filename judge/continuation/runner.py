@@ -4,7 +4,8 @@ Per ticket (one arm): restore the conversation and the environment (:mod:`judge.
 ask the agent for turns from ``checkpoint_turn + 1`` on, dispatching its tool calls
 (:mod:`judge.continuation.dispatch`), until it answers without a tool call (``completed``), a budget runs out
 (``budget-exhausted``; the last turn's calls are still run so its receipts are real), or the harness cannot go
-on (``unsupported-tool``, ``agent-error``, or a restore stop). Budgets: ``turns`` counts new assistant turns;
+on (``unsupported-tool``, ``agent-error``, ``max-cost`` when the run's spending cap stopped the agent's call, or a
+restore stop). Budgets: ``turns`` counts new assistant turns;
 ``tokens`` counts the agent's input + output tokens on this arm, failed attempts included.
 
 Output (:func:`write_results`): the arms that ran to their own end (completed or budget-exhausted) as

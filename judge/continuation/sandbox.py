@@ -10,7 +10,7 @@ same): a call starts where the previous one ended, as long as that is inside the
 note in the receipt). Variables and functions do not carry over.
 
 This is NOT a security boundary. Bash can read and write anything the user running trajudge can (``cd /``,
-absolute paths, the network); a process that calls ``setsid`` escapes the group kill. It isolates honest
+absolute paths, the harness's own environment through /proc, the network); a process that calls ``setsid`` escapes the group kill. It isolates honest
 agents from each other and from the caller's files by convention only. For untrusted agents run the whole
 harness inside a container or VM with no credentials mounted.
 """
