@@ -569,7 +569,7 @@ def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 
                 "undetermined": sum(value == UNDETERMINED for value in found)}
 
     def released(side: int) -> dict[str, Any]:
-        known = [pair[side].released for pair in outcomes if pair[side].released is not None]
+        known = [bool(pair[side].released) for pair in outcomes if pair[side].released is not None]
         return {"released": sum(known), "arms": len(known), "rate": (sum(known) / len(known)) if known else None}
 
     issue_diffs = [float(t.suffix_issue_count - b.suffix_issue_count) for t, b in outcomes]

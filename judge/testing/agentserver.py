@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8766)
     parser.add_argument("--protocol", choices=("openai", "anthropic"), default="openai")
     args = parser.parse_args(argv)
-    server = ScriptedAgentServer(AgentScript.load(args.script), args.protocol, port=args.port).start()
+    server = ScriptedAgentServer(AgentScript.load(args.script), args.protocol, port=args.port)
+    server.start()
     print(f"scripted agent server (NOT A MODEL) on {server.base_url}: "
           f"{', '.join(f'{a.name} ({len(a.turns)} turns)' for a in server.script.arms)}", flush=True)
     try:
