@@ -9,10 +9,23 @@ from typing import Any
 
 import typer
 
-from judge.cli.app import ExitCode, app
+from judge.cli.app import ExitCode, app, examples
+from judge.cli.output import Output, json_option
 
 
-@app.command("continue")
+@app.command(
+    "continue",
+    epilog=examples(
+        ("judge continue runs/demo --agent openai:gpt-4.1 --workdir repo --budget-turns 30 --max-cost 5 "
+         "--out runs/demo/continuations.jsonl", "a model agent on the run's budget"),
+        ("judge continue runs/demo --agent openai-compatible:qwen3@http://localhost:8000/v1 --workdir repo --out cont.jsonl",
+         "a self-hosted model"),
+        "judge continue runs/demo --agent scripted:script.yaml --workdir repo --out runs/demo/continuations.jsonl",
+        ("judge continue runs/demo --agent scripted:script.yaml --out cont.jsonl --ticket inv-base-build --budget-turns 8",
+         "one trajectory's tickets, at most 8 new turns"),
+        ("judge continue runs/demo --agent scripted:script.yaml --out cont.jsonl --json", "counts as one JSON document"),
+    ),
+)
 def continue_cmd(
     run: Path = typer.Argument(..., help="A run directory (its tickets.jsonl; a model agent's calls are recorded in its "
                                          "store) or a tickets file (scripted agents only)."),
@@ -24,7 +37,7 @@ def continue_cmd(
     budget_tokens: int | None = typer.Option(None, "--budget-tokens", min=1, help="Input + output tokens an arm may spend (failed attempts included)."),
     budget_turns: int | None = typer.Option(None, "--budget-turns", min=1, help="New assistant turns an arm may take."),
     workdir: Path | None = typer.Option(None, "--workdir", help="The environment before the prefix, copied for each arm (default: empty)."),
-    mapping: Path | None = typer.Option(None, "--mapping", help="YAML mapping for tools the sandbox cannot run (docs/continuation-harness.md)."),
+    mapping: Path | None = typer.Option(None, "--mapping", help="YAML mapping for tools the sandbox cannot run (docs/continuation-harness.md; `judge docs continuation-harness`)."),
     tool_timeout: float = typer.Option(120.0, "--tool-timeout", min=0.1, help="Default seconds per tool call (a call may ask for up to 600)."),
     keep_workdirs: bool = typer.Option(False, "--keep-workdirs", help="Leave each arm's working copy in place (paths in the arm log)."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Arms run at a time."),
@@ -35,6 +48,7 @@ def continue_cmd(
     tpm: float | None = typer.Option(None, "--tpm", help="Agent tokens per minute."),
     timeout: float | None = typer.Option(None, "--timeout", help="Per model call timeout in seconds (default 120)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask the model again even for a turn whose request the run's store answered before."),
+    as_json: bool = json_option(),
 ) -> None:
     """Restore each ticket's checkpoint in a fresh working copy and let the agent continue it.
 
@@ -42,11 +56,6 @@ def continue_cmd(
     attempt recorded in RUN's store before it is sent and every answer kept (running the same tickets again replays
     unchanged turns without paying). Exit 3 when --max-cost stopped an arm, else 1 when no arm finished.
     Not a security boundary: run it inside a container for agents you do not trust (README).
-
-    Examples:
-      judge continue runs/demo --agent openai:gpt-4.1 --workdir repo --budget-turns 30 --max-cost 5 --out runs/demo/continuations.jsonl
-      judge continue runs/demo --agent openai-compatible:qwen3@http://localhost:8000/v1 --workdir repo --out cont.jsonl
-      judge continue runs/demo --agent scripted:script.yaml --workdir repo --out runs/demo/continuations.jsonl
     """
     from judge.continuation import (
         Budget,
@@ -91,24 +100,30 @@ def continue_cmd(
         results, money = asyncio.run(run_tickets(chosen, agent, options)), None
     written, log = write_results(results, out)
     counts = Counter(r.stop.reason for r in results)
-    typer.echo(f"{len(results)} tickets: " + ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())))
+    output = Output(as_json)
+    output.line(f"{len(results)} tickets: " + ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())))
     for result in results:
         if not result.finished:
-            typer.echo(f"  {result.ticket.ticket_id}: {result.stop.reason}: {result.stop.detail[:200]}")
+            output.line(f"  {result.ticket.ticket_id}: {result.stop.reason}: {result.stop.detail[:200]}")
     if money is not None:
-        typer.echo(money)
-    typer.echo(f"wrote {written} continuations to {out} (next: judge repair ingest {out} --tickets ...); arm log: {log}")
+        output.line(money["line"])
+    output.line(f"wrote {written} continuations to {out} (next: judge repair ingest {out} --tickets ...); arm log: {log}")
+    output.document({"tickets": len(results), "stops": dict(sorted(counts.items())), "continuations": written,
+                     "out": out, "arm_log": log, "agent": agent.spec, "calls": money,
+                     "unfinished": [{"ticket_id": r.ticket.ticket_id, "reason": r.stop.reason, "detail": r.stop.detail}
+                                    for r in results if not r.finished]})
     if counts.get("max-cost"):
-        typer.echo("the budget cap stopped agent calls: raise it with --max-cost N and run the same command again "
-                   "(turns already paid for are replayed from the store)", err=True)
+        output.line("the budget cap stopped agent calls: raise it with --max-cost N and run the same command again "
+                    "(turns already paid for are replayed from the store)", err=True)
         raise typer.Exit(ExitCode.NONE_SCORED)
     if written == 0:
         raise typer.Exit(ExitCode.ERROR)
 
 
 def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, max_cost: float | None,
-                    rpm: float | None, tpm: float | None, timeout: float | None) -> tuple[list[Any], str]:
-    """Run the tickets with a model agent on the run's call path (lock, store, budget); the money line to print."""
+                    rpm: float | None, tpm: float | None, timeout: float | None) -> tuple[list[Any], dict[str, Any]]:
+    """Run the tickets with a model agent on the run's call path (lock, store, budget); what it made and paid
+    (``line``: the sentence to print)."""
     from judge.continuation import run_tickets
     from judge.runcalls import CallSettings, open_calls, write_budget
     from judge.runlock import run_lock
@@ -126,4 +141,5 @@ def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, 
             f"the store; {paid} paid in this invocation")
     if budget.max_cost_usd is not None:
         line += f"; budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its invocations"
-    return results, line
+    return results, {"made": runtime.calls, "retries": runtime.retries, "from_store": agent.turns_from_store,
+                     "paid_usd": calls.cost_usd, "budget": budget.describe().to_json(), "line": line}
