@@ -192,7 +192,8 @@ def test_judge_continue_exits_3_when_max_cost_stopped_an_arm_and_refuses_model_o
     args = ["continue", str(run), "--agent", f"{PRICED}@{server.base_url}", "--workdir", str(source), "--out", str(out)]
     stopped = runner.invoke(app, [*args, "--max-cost", "0.0001"])
     assert stopped.exit_code == 3, stopped.output
-    assert stopped.output.startswith("1 tickets: max-cost 1\n") and "raise it with --max-cost N" in stopped.output
+    assert "1 tickets: max-cost 1\n" in stopped.output and "raise it with --max-cost N" in stopped.output
+    assert "note: no --budget-turns or --budget-tokens" in stopped.output
     done = runner.invoke(app, [*args, "--max-cost", "5"])
     assert done.exit_code == 0, done.output
     assert "budget: $0.0019 of $5.0000 spent by the run" in done.output

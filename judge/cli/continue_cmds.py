@@ -92,6 +92,9 @@ def continue_cmd(
             raise typer.BadParameter(f"{run} is not a run directory: a model agent records its calls and spends its budget "
                                      "in a run's store (give the run directory, and --tickets FILE for other tickets)",
                                      param_hint="RUN")
+        if budget_turns is None and budget_tokens is None:
+            typer.echo("note: no --budget-turns or --budget-tokens: each arm runs until the model answers without a "
+                       "call (or the run's --max-cost stops it)", err=True)
         results, money = _run_with_model(run, agent, chosen, options, max_cost=max_cost, rpm=rpm, tpm=tpm, timeout=timeout)
     else:
         if any(v is not None for v in (max_cost, rpm, tpm, timeout, base_url, max_tokens)) or no_cache:
