@@ -12,6 +12,7 @@ import pytest
 
 import judge.panel as panel
 from judge import rundir
+from judge.judges import BaseJudge
 from judge.panel import PanelConfig, run_panel
 from judge.pipeline import score_run
 from judge.rundir import BadRow, RowsByTrajectory, RunDir
@@ -82,12 +83,11 @@ def test_a_view_streams_the_file_each_time(tmp_path: Path) -> None:
 # --- the panel streams its input and writes verdicts in input order -------------------------------------------
 
 
-class SlowJudge:
-    """A judge that goes through the call queue (it reports attempts) and answers later trajectories first."""
+class SlowJudge(BaseJudge):
+    """A judge that goes through the call queue (it has a provider) and answers later trajectories first."""
 
     spec = "slow"
-    reports_attempts = True
-    cacheable = False
+    provider = object()  # never called: the preflight is off
 
     def __init__(self, count: int):
         self.count = count
