@@ -295,11 +295,15 @@ async def run_panel(
     judges: Mapping[str, Judge] | None = None,
     preflight: bool = False,
     total: int | None = None,
+    calls: RunCalls | None = None,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
 
     ``trajectories`` is streamed (a generator such as ``RunDir.trajectories()`` keeps memory flat); ``total``
     (how many it yields, when it has no ``len``) sizes the progress display, which is off without it.
+    ``calls`` replaces the run's own store and call runtime (:func:`judge.runcalls.open_calls`): a shard of a run
+    judged elsewhere passes the calls of the run it belongs to (judge.engine.ledger), so the cache, the
+    budget, the rate limits and the record of every attempt stay the run's.
 
     Raises :class:`judge.runlock.RunLocked` when another process uses ``run_dir``, and
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
@@ -307,7 +311,7 @@ async def run_panel(
     run_dir = Path(run_dir)
     with run_lock(run_dir, "judge panel"):
         return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight,
-                                total=len(trajectories) if isinstance(trajectories, Sized) else total)
+                                total=len(trajectories) if isinstance(trajectories, Sized) else total, calls=calls)
 
 
 async def _run_panel(
@@ -319,14 +323,17 @@ async def _run_panel(
     judges: Mapping[str, Judge] | None,
     preflight: bool,
     total: int | None,
+    calls: RunCalls | None = None,
 ) -> PanelResult:
     started = time.monotonic()
-    store = RunStore.for_run(run_dir)
+    own_store = calls is None
+    store = RunStore.for_run(run_dir) if calls is None else calls.store
     verdicts_file: TextIO | None = None
     own_judges = judges is None
     built: dict[str, Judge] = {}
     try:
-        calls = open_calls(store, config.call_settings())  # we hold the lock: nothing else is sending
+        if calls is None:
+            calls = open_calls(store, config.call_settings())  # we hold the lock: nothing else is sending
         runtime, table, cap = calls.runtime, calls.table, calls.cap
         built = ({spec: check_judge(spec, judge) for spec, judge in judges.items()} if judges is not None
                  else build_judges(config, runtime))
@@ -440,7 +447,8 @@ async def _run_panel(
         write_budget(run_dir, result.budget)
         return result
     finally:
-        store.close()
+        if own_store:
+            store.close()
         if verdicts_file is not None:
             verdicts_file.close()
         if own_judges:

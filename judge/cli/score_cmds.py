@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # The options of `judge score` that a config file may hold besides the panel's (judge.panel.PANEL_KEYS), under
 # the flags' names; tests/test_cli_config.py checks that together they are every option but --out and --config.
 SCORE_FILE_KEYS = {"format": "format", "rubric": "rubric", "embedder": "embedder", "strict": "strict",
-                   "no-preflight": "no_preflight"}
+                   "no-preflight": "no_preflight", "engine": "engine", "address": "address"}
 
 
 class ScoreFileOptions(BaseModel):
@@ -40,6 +40,8 @@ class ScoreFileOptions(BaseModel):
     embedder: str | None = None
     strict: bool = False
     no_preflight: bool = False
+    engine: str | None = None
+    address: str | None = None
 
 
 @app.command(
@@ -53,6 +55,9 @@ class ScoreFileOptions(BaseModel):
         ("judge score runs.jsonl --out runs/e --config panel.yaml --max-cost 5",
          "panel.yaml: 'judge: openai:gpt-4o', 'max-cost: 20', ...; the flag wins"),
         ("judge score examples/batch --out runs/example --json", "the summary as one JSON document"),
+        ("judge score runs.jsonl --out runs/f --engine ray", "shards on a local Ray instance (the ray extra)"),
+        ("judge score runs.jsonl --out /shared/runs/g --engine ray --address auto",
+         "on the Ray cluster this machine belongs to (docs/ray.md)"),
     ),
 )
 def score_command(
@@ -73,6 +78,8 @@ def score_command(
     embedder: str | None = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any input record was rejected."),
     no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the check that each LLM judge answers one tiny request before the batch."),
+    engine: str | None = typer.Option(None, "--engine", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
+    address: str | None = typer.Option(None, "--address", help="With --engine ray: the cluster, 'auto' (the one this machine belongs to) or ray://HOST:10001 (Ray Client); default: a local Ray instance started for the run."),
     as_json: bool = json_option(),
 ) -> None:
     """Judge, score and report on a batch of trajectories; writes the run directory OUT.
@@ -86,6 +93,7 @@ def score_command(
     """
     from judge.api import NothingImported, SetupError, score_async
     from judge.cli.ingest_cmds import import_notes
+    from judge.engine import EngineUnavailable
     from judge.panel import PanelConfig, PreflightFailed, describe_result, summary_lines
 
     output = Output(as_json)
@@ -96,6 +104,7 @@ def score_command(
     # A flag given on the command line wins over the file (a flag's default is None or False: not given).
     fmt, rubric, embedder = fmt or from_file.format, rubric or from_file.rubric, embedder or from_file.embedder
     strict, no_preflight = strict or from_file.strict, no_preflight or from_file.no_preflight
+    engine, address = engine or from_file.engine or "local", address or from_file.address
 
     def imported(stats: ImportStats) -> None:
         output.line(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
@@ -111,8 +120,8 @@ def score_command(
         run = asyncio.run(score_async(
             inputs, out, judges=judge, passes=passes, config=settings, base_url=base_url, concurrency=concurrency,
             rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=fmt,
-            rubric=rubric, embedder=embedder, preflight=not no_preflight, progress=True,
-            on_imported=imported, on_judged=judged))
+            rubric=rubric, embedder=embedder, preflight=not no_preflight, progress=True, engine=engine,
+            address=address, on_imported=imported, on_judged=judged))
     except SetupError as error:
         if error.argument == "out":  # not a usage problem: one plain line (exit 1)
             typer.echo(f"error: --out {error}", err=True)
@@ -120,6 +129,9 @@ def score_command(
         raise typer.BadParameter(str(error)) from error
     except NothingImported:
         typer.echo("nothing could be imported; stopping", err=True)
+        raise typer.Exit(code=ExitCode.ERROR) from None
+    except EngineUnavailable as error:
+        typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=ExitCode.ERROR) from None
     except PreflightFailed as error:
         for problem in error.problems:

@@ -663,10 +663,15 @@ class UniqueIds:
         self.renamed = 0
 
     def __call__(self, trajectory: Trajectory) -> Trajectory:
-        original = trajectory.id
+        new_id = self.claim(trajectory.id)
+        return trajectory if new_id == trajectory.id else with_new_id(trajectory, new_id)
+
+    def claim(self, original: str) -> str:
+        """The id of the next trajectory whose id is ``original`` (``original`` itself when it is free), taken.
+        A merge of separately imported parts calls it per id and parses only the rare renamed record."""
         if original not in self._taken:
             self._taken.add(original)
-            return trajectory
+            return original
         number = self._next.get(original, 2)
         while f"{original}~{number}" in self._taken:
             number += 1
@@ -674,5 +679,10 @@ class UniqueIds:
         self._next[original] = number + 1
         self._taken.add(new_id)
         self.renamed += 1
-        extra = {**trajectory.metadata.extra, "original_id": original}
-        return trajectory.model_copy(update={"id": new_id, "metadata": trajectory.metadata.model_copy(update={"extra": extra})})
+        return new_id
+
+
+def with_new_id(trajectory: Trajectory, new_id: str) -> Trajectory:
+    """``trajectory`` renamed to ``new_id``, its id before kept in ``metadata.extra["original_id"]``."""
+    extra = {**trajectory.metadata.extra, "original_id": trajectory.id}
+    return trajectory.model_copy(update={"id": new_id, "metadata": trajectory.metadata.model_copy(update={"extra": extra})})

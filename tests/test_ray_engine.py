@@ -1,0 +1,158 @@
+"""``judge score --engine ray``: on a local Ray instance started by this module, a run leaves the same run
+directory as the local engine on the same input (rules judge, and an LLM panel through a local fake server), the
+cache is the run's (a rerun makes no call), and ``--max-cost`` holds across workers.
+
+One Ray instance serves the module (start-up takes seconds): two CPUs, no dashboard, listening on 127.0.0.1 only,
+so the socket guard of conftest.py has nothing to refuse. It is shut down after the last test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import judge
+from judge import rundir
+from judge.engine import make_engine
+from judge.testing.simjudge import SimConfig, SimulatedJudge, simulated_server, truth_from_verdicts
+
+if importlib.util.find_spec("ray") is None:
+    pytest.skip("Ray is not installed (pip install 'trajudge[ray]'): the Ray engine cannot be tested",
+                allow_module_level=True)
+
+from judge.engine.ray_engine import RayEngine  # noqa: E402 - after the skip: it is only useful with Ray
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
+# Fields that differ between any two runs (durations, clock times, where the run is) or name the engine.
+VOLATILE = ("latency", "elapsed", "wall_s", "_at", "generated", "engine", "dir")
+
+
+@pytest.fixture(scope="module")
+def ray_instance() -> Iterator[RayEngine]:
+    """The module's Ray instance, started as ``--engine ray`` starts one (so that start is tested too)."""
+    engine = RayEngine(num_cpus=2)
+    engine.__enter__()
+    try:
+        yield engine
+    finally:
+        engine.__exit__(None, None, None)
+
+
+def batch_with_problems(tmp_path: Path) -> Path:
+    """The example batch plus what the import merge must handle like a local import: a repeated id (renamed
+    ``~2``), an unreadable line, a file that is not data, and several files (each its own import part)."""
+    folder = tmp_path / "inputs"
+    shutil.copytree(EXAMPLES, folder)
+    first = (EXAMPLES / "openai_runs.jsonl").read_text().splitlines()[0]
+    (folder / "zz_repeats.jsonl").write_text(first + "\n{not json\n" + first + "\n")
+    (folder / "notes.txt").write_text("not a data file")
+    return folder
+
+
+def comparable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items() if not any(mark in k for mark in VOLATILE)}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value
+
+
+def assert_same_run(local: Path, ray: Path) -> None:
+    """Every JSONL and JSON file of the two runs has the same rows, modulo :data:`VOLATILE` fields."""
+    names = sorted(p.name for p in local.iterdir() if p.suffix in (".jsonl", ".json"))
+    assert names == sorted(p.name for p in ray.iterdir() if p.suffix in (".jsonl", ".json"))
+    assert {rundir.TRAJECTORIES, rundir.VERDICTS, rundir.CLUSTERS, rundir.SCORES, rundir.REPAIRS, rundir.SUMMARY} <= set(names)
+    for name in names:
+        if name.endswith(".jsonl"):
+            rows = [[comparable(json.loads(line)) for line in (run / name).read_text().splitlines()] for run in (local, ray)]
+        else:
+            rows = [comparable(json.loads((run / name).read_text())) for run in (local, ray)]
+        assert rows[0] == rows[1], f"{name} differs between the local and the Ray run"
+    for name in ("scores.parquet", "clusters.parquet", "issues.parquet"):
+        assert (local / name).read_bytes() == (ray / name).read_bytes(), f"{name} differs"
+
+
+def test_rules_run_is_the_same_on_both_engines(ray_instance: RayEngine, tmp_path: Path) -> None:
+    inputs = batch_with_problems(tmp_path)
+    local = judge.score([inputs], out=tmp_path / "local", embedder="lexical")
+    engine = RayEngine(shard_size=3, part_bytes=1)  # several shards and import parts, on the module's instance
+    ray = judge.score([inputs], out=tmp_path / "ray", embedder="lexical", engine=engine)
+    assert local.invocation.imported == ray.invocation.imported
+    imported = ray.invocation.imported
+    assert imported.renamed == 2 and imported.rejected == 1 and imported.imported == 16
+    assert engine.shards == 6 and engine.import_parts == 5
+    assert_same_run(tmp_path / "local", tmp_path / "ray")
+    recorded = json.loads((tmp_path / "ray" / rundir.MANIFEST).read_text())["engine"]
+    assert recorded["name"] == "ray" and recorded["shards"] == 6
+    assert json.loads((tmp_path / "local" / rundir.MANIFEST).read_text())["engine"] == {"name": "local"}
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """What the simulated judge reports: the defects the rules judge finds in the example batch."""
+    run = tmp_path_factory.mktemp("truth") / "run"
+    judge.score([EXAMPLES], out=run, embedder="lexical", report=False)
+    return truth_from_verdicts(run)
+
+
+def test_llm_panel_run_is_the_same_on_both_engines(ray_instance: RayEngine, truth: list[dict[str, Any]],
+                                                   tmp_path: Path) -> None:
+    # Failures, rate limits and malformed answers are drawn per request and attempt, so both runs meet the same ones
+    # whatever order their calls take; each run gets a fresh simulated judge.
+    config = SimConfig(latency_s=0.005, error_rate=0.1, rate_limit_rate=0.05, malformed_rate=0.1)
+    with simulated_server(truth, config) as server:
+        spec = f"openai-compatible:simjudge@{server.base_url}"
+        options = {"judges": [spec], "embedder": "lexical", "rpm": 6000, "retry_base_delay": 0.01}
+        judge.score([EXAMPLES], out=tmp_path / "local", **_panel(options))
+        local_requests = server.request_count
+        server.reset_count()
+        server.responder = SimulatedJudge(truth, config)
+        ray = judge.score([EXAMPLES], out=tmp_path / "ray", engine=RayEngine(shard_size=3), **_panel(options))
+        assert server.request_count == local_requests  # the same calls, failed attempts and preflight included
+        panel = ray.invocation.panel
+        assert panel.retries > 0 and panel.calls == local_requests - panel.preflight_calls
+        assert_same_run(tmp_path / "local", tmp_path / "ray")
+        # Every attempt is on record in the run's store (the actor wrote them), failed ones included.
+        assert len(ray.attempts() or []) == local_requests
+
+        # The run's cache, through the actor: a rerun on the Ray engine makes no call (but its preflight).
+        server.reset_count()
+        again = judge.score([EXAMPLES], out=tmp_path / "ray", engine=RayEngine(shard_size=3), **_panel(options))
+        assert again.invocation.panel.calls == 0 and server.request_count == again.invocation.panel.preflight_calls == 1
+        assert again.invocation.panel.cached == len(list(again.verdicts()))
+
+
+def test_max_cost_holds_across_workers(ray_instance: RayEngine, truth: list[dict[str, Any]], tmp_path: Path) -> None:
+    with simulated_server(truth, SimConfig(latency_s=0.02)) as server:
+        spec = f"openai-compatible:simjudge@{server.base_url}"
+        run = judge.score([EXAMPLES], out=tmp_path / "ray", judges=[spec], embedder="lexical", max_cost=0.05,
+                          concurrency=4, engine=RayEngine(shard_size=2), preflight=False)
+        panel = run.invocation.panel
+        assert panel.budget_exceeded and panel.unscored["budget_exceeded"] > 0
+        assert panel.budget is not None and panel.budget.spent_usd <= 0.05
+        # What the store holds is what the server was sent: the cap was reserved in one place for all workers.
+        attempts = run.attempts() or []
+        assert len(attempts) == server.request_count > 0
+        assert sum(a["cost_usd"] or 0 for a in attempts) == pytest.approx(panel.budget.spent_usd)
+
+
+def test_engine_arguments() -> None:
+    with pytest.raises(ValueError, match="unknown engine 'spark'"):
+        make_engine("spark")
+    with pytest.raises(ValueError, match="needs --engine ray"):
+        make_engine("local", "auto")
+
+
+def _panel(options: dict[str, Any]) -> dict[str, Any]:
+    """judge.score's keywords for the panel options (the retry delay is a config setting, not a flag)."""
+    from judge.panel import PanelConfig
+
+    options = dict(options)
+    config = PanelConfig(retry_base_delay_s=options.pop("retry_base_delay"))
+    return {"config": config, **options}
