@@ -30,7 +30,8 @@ from judge.engine.ray_engine import RayEngine  # noqa: E402 - after the skip: it
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
 # Fields that differ between any two runs (durations, clock times, where the run is) or name the engine.
-VOLATILE = ("latency", "elapsed", "wall_s", "_at", "generated", "engine", "dir")
+VOLATILE = frozenset({"latency_s", "judge_latency_s", "elapsed_s", "wall_s", "started_at", "finished_at",
+                      "generated_at", "engine", "dir"})
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def batch_with_problems(tmp_path: Path) -> Path:
 
 def comparable(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: comparable(v) for k, v in value.items() if not any(mark in k for mark in VOLATILE)}
+        return {k: comparable(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
         return [comparable(v) for v in value]
     return value
