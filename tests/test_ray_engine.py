@@ -8,9 +8,17 @@ so the socket guard of conftest.py has nothing to refuse. It is shut down after 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +36,9 @@ if importlib.util.find_spec("ray") is None:
 
 from judge.engine.ray_engine import RayEngine  # noqa: E402 - after the skip: it is only useful with Ray
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "batch"
+LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: a Ray instance started here listens on 127.0.0.1 only
 # Fields that differ between any two runs (durations, clock times, where the run is) or name the engine.
 VOLATILE = frozenset({"latency_s", "judge_latency_s", "elapsed_s", "wall_s", "started_at", "finished_at",
                       "generated_at", "engine", "dir"})
@@ -143,11 +153,63 @@ def test_max_cost_holds_across_workers(ray_instance: RayEngine, truth: list[dict
         assert sum(a["cost_usd"] or 0 for a in attempts) == pytest.approx(panel.budget.spent_usd)
 
 
+@pytest.fixture
+def ray_cluster(tmp_path: Path) -> Iterator[str]:
+    """An existing cluster for ``--address``: ``ray start --head --block`` on 127.0.0.1 in a session of its own,
+    ended (its process group, by id) after the test. Yields its GCS address."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path / "ray-start.log"
+    env = {**os.environ, LOOPBACK: "0", "PYTHONPATH": checkout_path()}
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
+    with log.open("w") as output:
+        # The head's workers import this checkout, as a cluster's image has trajudge installed.
+        head = subprocess.Popen(["ray", "start", "--head", "--block", "--port", str(port), "--num-cpus", "1",
+                                 "--include-dashboard", "false", "--disable-usage-stats", "--temp-dir", temp],
+                                env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "Ray runtime started" not in log.read_text():
+            assert head.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)  # the head's raylet, GCS and workers end with it
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            head.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, signal.SIGKILL)  # what SIGTERM left (ray start --block may outlive its children)
+        head.wait(timeout=10)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_the_cli_on_an_existing_cluster(ray_instance: RayEngine, ray_cluster: str, tmp_path: Path) -> None:
+    """``judge score --engine ray --address HOST:PORT`` from another process: the driver joins a cluster it did
+    not start (and leaves it running), the ledger and the import run on its node, and the run is the local one."""
+    env = {**os.environ, "PYTHONPATH": checkout_path()}
+    judge.score([EXAMPLES], out=tmp_path / "local", embedder="lexical")
+    cli = "import sys; from judge.cli import main; sys.argv[0] = 'judge'; main()"
+    done = subprocess.run([sys.executable, "-c", cli, "score", str(EXAMPLES), "--out", str(tmp_path / "ray"),
+                           "--embedder", "lexical", "--engine", "ray", "--address", ray_cluster],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "scores (14 trajectories)" in done.stdout
+    assert_same_run(tmp_path / "local", tmp_path / "ray")
+    recorded = json.loads((tmp_path / "ray" / rundir.MANIFEST).read_text())["engine"]
+    assert recorded["address"] == ray_cluster and recorded["cpus"] == 1
+
+
 def test_engine_arguments() -> None:
     with pytest.raises(ValueError, match="unknown engine 'spark'"):
         make_engine("spark")
     with pytest.raises(ValueError, match="needs --engine ray"):
         make_engine("local", "auto")
+
+
+def checkout_path() -> str:
+    """PYTHONPATH for a subprocess that must import this checkout."""
+    return os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 
 def _panel(options: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import ipaddress
 import json
 import os
 import sys
@@ -109,10 +110,10 @@ class RayEngine:
     # --- lifecycle -------------------------------------------------------------------------------
 
     def __enter__(self) -> RayEngine:
-        local = self.address is None
-        # A local instance started for the run listens on 127.0.0.1 only: Ray reads this when it is first imported,
-        # and its processes inherit it when they start.
-        loopback = local and "ray" not in sys.modules and _LOOPBACK_VARIABLE not in os.environ
+        # A local instance started for the run listens on 127.0.0.1 only, and a cluster named by a loopback address
+        # is reached there (else Ray swaps 127.0.0.1 for the machine's address): Ray reads this when it is first
+        # imported, and the processes it starts inherit it.
+        loopback = (_on_loopback(self.address) and "ray" not in sys.modules and _LOOPBACK_VARIABLE not in os.environ)
         if loopback:
             os.environ[_LOOPBACK_VARIABLE] = "0"
         try:
@@ -344,6 +345,20 @@ def _import_ray() -> Any:
     except ImportError:
         raise EngineUnavailable("--engine ray needs Ray: pip install 'trajudge[ray]'") from None
     return ray
+
+
+def _on_loopback(address: str | None) -> bool:
+    """Whether ``address`` (None: a local instance; ``ray://HOST:PORT``, ``HOST:PORT``, ``auto``) is this machine's
+    loopback."""
+    if address is None:
+        return True
+    host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _shard_size(total: int, cpus: int) -> int:
