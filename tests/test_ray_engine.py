@@ -27,7 +27,6 @@ import pytest
 
 import judge
 from judge import rundir
-from judge.engine import make_engine
 from judge.testing.simjudge import SimConfig, SimulatedJudge, simulated_server, truth_from_verdicts
 
 if importlib.util.find_spec("ray") is None:
@@ -198,13 +197,6 @@ def test_the_cli_on_an_existing_cluster(ray_instance: RayEngine, ray_cluster: st
     assert_same_run(tmp_path / "local", tmp_path / "ray")
     recorded = json.loads((tmp_path / "ray" / rundir.MANIFEST).read_text())["engine"]
     assert recorded["address"] == ray_cluster and recorded["cpus"] == 1
-
-
-def test_engine_arguments() -> None:
-    with pytest.raises(ValueError, match="unknown engine 'spark'"):
-        make_engine("spark")
-    with pytest.raises(ValueError, match="needs --engine ray"):
-        make_engine("local", "auto")
 
 
 def checkout_path() -> str:
