@@ -176,7 +176,7 @@ def ray_cluster(tmp_path: Path) -> Iterator[str]:
     finally:
         os.killpg(head.pid, signal.SIGTERM)  # the head's raylet, GCS and workers end with it
         with contextlib.suppress(subprocess.TimeoutExpired):
-            head.wait(timeout=10)
+            head.wait(timeout=3)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(head.pid, signal.SIGKILL)  # what SIGTERM left (ray start --block may outlive its children)
         head.wait(timeout=10)
