@@ -152,6 +152,29 @@ def test_max_cost_holds_across_workers(ray_instance: RayEngine, truth: list[dict
         assert sum(a["cost_usd"] or 0 for a in attempts) == pytest.approx(panel.budget.spent_usd)
 
 
+def test_rate_limits_are_one_bucket_for_all_workers(ray_instance: RayEngine, tmp_path: Path) -> None:
+    """Two workers' calls (two RunCalls from the same ledger) draw on one --tpm bucket: after one drains it, the
+    other waits for the refill, as two calls of one local run would."""
+    import asyncio
+
+    from judge.engine.ledger import ledger_calls, start_ledger, stop_ledger
+    from judge.runcalls import CallSettings
+
+    ledger = start_ledger(tmp_path, CallSettings(tpm=6000), None)  # 6000 tokens a minute: 100 a second
+    try:
+        first, second = ledger_calls(ledger), ledger_calls(ledger)
+
+        async def drain_then_wait() -> float:
+            await first.runtime.limiter_for("openai:m").acquire(6000)
+            started = time.monotonic()
+            await second.runtime.limiter_for("openai:m").acquire(50)
+            return time.monotonic() - started
+
+        assert asyncio.run(drain_then_wait()) >= 0.4
+    finally:
+        stop_ledger(ledger)
+
+
 @pytest.fixture
 def ray_cluster(tmp_path: Path) -> Iterator[str]:
     """An existing cluster for ``--address``: ``ray start --head --block`` on 127.0.0.1 in a session of its own,
