@@ -56,7 +56,7 @@ def ray_instance() -> Iterator[RayEngine]:
 
 def batch_with_problems(tmp_path: Path) -> Path:
     """The example batch plus what the import merge must handle like a local import: a repeated id (renamed
-    ``~2``), an unreadable line, a file that is not data, and several files (each its own import part)."""
+    ``~2``, ``~3``), an unreadable line, a file that is not data, several files and spans of lines."""
     folder = tmp_path / "inputs"
     shutil.copytree(EXAMPLES, folder)
     first = (EXAMPLES / "openai_runs.jsonl").read_text().splitlines()[0]
@@ -96,7 +96,9 @@ def test_rules_run_is_the_same_on_both_engines(ray_instance: RayEngine, tmp_path
     assert local.invocation.imported == ray.invocation.imported
     imported = ray.invocation.imported
     assert imported.renamed == 2 and imported.rejected == 1 and imported.imported == 16
-    assert engine.shards == 6 and engine.import_parts == 5
+    # 16 trajectories in shards of 3; part_bytes=1: each line of a JSON Lines file is a span of its own (13 in the
+    # examples, 3 in zz_repeats.jsonl), the .json file one part
+    assert engine.shards == 6 and engine.import_parts == 17
     assert_same_run(tmp_path / "local", tmp_path / "ray")
     recorded = json.loads((tmp_path / "ray" / rundir.MANIFEST).read_text())["engine"]
     assert recorded["name"] == "ray" and recorded["shards"] == 6

@@ -1,7 +1,8 @@
 """``judge score --engine ray``: the stages of a run as Ray tasks, one per shard, merged into one run directory.
 
 - **Import**: the data files of the inputs (the walk of :func:`judge.importers.reader.iter_data_files`) are read in
-  parts of consecutive files, one Ray task each, by :func:`judge.importers.reader.read_file` into the lines
+  parts of consecutive files - a large JSON Lines file in spans of lines - one Ray task each, by
+  :func:`judge.importers.reader.read_file` (:func:`~judge.importers.reader.read_span`) into the lines
   :class:`judge.importers.writer.ImportSink` writes; the driver appends the parts in input order and makes the ids
   unique as a local import does (:class:`judge.importers.reader.UniqueIds`), re-writing only a renamed record.
 - **Judge, cluster and score, route**: ``trajectories.jsonl`` is cut into shards of consecutive trajectories (all
@@ -38,6 +39,7 @@ from typing import Any, TypeVar
 
 from judge import rundir
 from judge.engine import EngineUnavailable, StageOptions, finish_stages
+from judge.importers.reader import LineSpan
 from judge.importers.writer import ImportSink, ImportStats
 from judge.panel import PanelConfig, PanelResult
 from judge.pricing import add_costs
@@ -56,6 +58,7 @@ SCORED_FILES = (rundir.CLUSTERS, rundir.SCORES)
 ROUTED_FILES = (rundir.REPAIRS, rundir.TICKETS, rundir.EDITED, rundir.EDITS)
 
 T = TypeVar("T")
+Source = Path | tuple[Path, LineSpan]  # what an import task reads: a data file, or a span of lines of a large one
 _SECTIONS: dict[str, type[rundir.ClusterSection | rundir.RubricSection | rundir.EmbedderSection]] = {
     "rubric": rundir.RubricSection, "cluster": rundir.ClusterSection, "embedder": rundir.EmbedderSection}
 
@@ -188,13 +191,14 @@ class RayEngine:
         stats, ids = ImportStats(), UniqueIds()
         walked = iter_data_files(inputs, exclude=[out_path, rejects_path, run.path])
 
-        def submit(part: list[Path] | Reject) -> Any:
-            return part if isinstance(part, Reject) else task.remote([str(p) for p in part], fmt)
+        def submit(part: list[Source] | Reject) -> Any:
+            return part if isinstance(part, Reject) else task.remote(part, fmt)
 
         self.import_parts = 0
         with run.writer(rundir.TRAJECTORIES) as out, run.writer(rundir.REJECTS) as rejects:
             sink = ImportSink(io.StringIO(), _Lines(rejects), stats)  # the walk's own rejects and skipped paths
-            for item in _in_order((submit(part) for part in _import_parts(walked, self.part_bytes)), self._window()):
+            parts = _import_parts(walked, self.part_bytes, fmt)
+            for item in _in_order((submit(part) for part in parts), self._window()):
                 if isinstance(item, Reject):
                     sink.add(item)
                     continue
@@ -298,16 +302,18 @@ class RayEngine:
 # --- tasks (run in Ray workers) -----------------------------------------------------------------------
 
 
-def import_part(files: list[str], fmt: str | None) -> ImportPart:
-    """Read consecutive data files as a local import reads them (without making ids unique: the driver does)."""
-    from judge.importers.reader import read_file
+def import_part(sources: list[Source], fmt: str | None) -> ImportPart:
+    """Read consecutive data files (or one span of lines of a large file) as a local import reads them, without
+    making ids unique: the driver does, in input order."""
+    from judge.importers.reader import read_file, read_span
     from judge.model import Trajectory
 
     out, rejects, stats = io.StringIO(), io.StringIO(), ImportStats()
     sink = ImportSink(out, rejects, stats)
     ids: list[str] = []
-    for name in files:
-        for item in read_file(Path(name), fmt):
+    for source in sources:
+        items = read_file(source, fmt) if isinstance(source, Path) else read_span(source[0], source[1], fmt)
+        for item in items:
             written = stats.imported
             sink.add(item)
             if isinstance(item, Trajectory) and stats.imported > written:
@@ -380,16 +386,24 @@ def _shards(path: Path, size: int) -> Iterator[bytes]:
         yield b"".join(chunk)
 
 
-def _import_parts(walked: Iterable[Path | Reject], part_bytes: int = PART_BYTES) -> Iterator[list[Path] | Reject]:
-    """Consecutive data files grouped into parts of about ``part_bytes``; the walk's rejects in their place."""
-    part: list[Path] = []
+def _import_parts(walked: Iterable[Path | Reject], part_bytes: int = PART_BYTES,
+                  fmt: str | None = None) -> Iterator[list[Source] | Reject]:
+    """Consecutive data files grouped into parts of about ``part_bytes``, a large JSON Lines file cut into spans of
+    lines of that size (:func:`judge.importers.reader.split_lines_file`), the walk's rejects in their place."""
+    from judge.importers.reader import split_lines_file
+
+    part: list[Source] = []
     size = 0
     for item in walked:
-        if isinstance(item, Reject):
+        spans = None if isinstance(item, Reject) else split_lines_file(item, part_bytes, fmt)
+        if isinstance(item, Reject) or spans:
             if part:
                 yield part
                 part, size = [], 0
-            yield item
+            if isinstance(item, Reject):
+                yield item
+            else:
+                yield from ([(item, span)] for span in spans or ())
             continue
         part.append(item)
         with suppress(OSError):  # the reader rejects it with its reason
