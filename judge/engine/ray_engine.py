@@ -64,7 +64,8 @@ _SECTIONS: dict[str, type[rundir.ClusterSection | rundir.RubricSection | rundir.
 
 
 class ShardFailed(RuntimeError):
-    """A shard's task raised: nothing of the run was merged after it (a rerun resumes from the store)."""
+    """A Ray task of the run raised. The merged files are not written (each is renamed into place only when every
+    shard is in); what was paid for is in the run store, so running the command again resumes."""
 
 
 @dataclass
