@@ -15,18 +15,21 @@
   ``n_eff = n / (1 + (n - 1) * r)``, where n is the panel's passes and r the mean pairwise Pearson
   correlation of the passes' 0/1 codes over the alpha units (clipped to [0, 1], so n_eff is in [1, n]).
   Three passes of one model that always agree count as one judge; three independent ones as three.
+- **Judge vs human** (:class:`HumanAgreementTally`, from the ``review`` of each score row): the panel's majority
+  issues as reviewers judged them (precision, with the minority clusters' beside it as a baseline; recall among the
+  issues reviewers confirmed or added) and release decisions (table, observed vs chance agreement, Cohen's kappa).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 
-from judge.schema import EFFICIENCIES, Cluster, Verdict
+from judge.schema import EFFICIENCIES, Cluster, ScoreRow, Verdict
 
 
 def krippendorff_alpha_nominal(units: Sequence[Sequence[Hashable | None]]) -> float | None:
@@ -186,3 +189,152 @@ def agreement_summary(verdicts: Sequence[Verdict], clusters: Sequence[Cluster]) 
             "effective_judges": "n / (1 + (n-1) r), r = mean pairwise correlation of passes' 0/1 unit codes, clipped to [0,1]",
         },
     }
+
+
+# --- judge vs human (docs/review.md) -------------------------------------------------------------------
+
+MIN_KAPPA_DECISIONS = 10  # Cohen's kappa on release needs at least this many reviewed release decisions
+REVIEW_LIST_LIMIT = 200  # rows of the per-trajectory lists kept in summary.json
+
+
+def cohen_kappa(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
+    """Cohen's kappa of two raters over ``(a, b)`` pairs (Cohen 1960): ``(p_o - p_e) / (1 - p_e)``.
+
+    None when there is no pair or the chance agreement is 1 (both raters used one and the same value throughout).
+    """
+    n = len(pairs)
+    if n == 0:
+        return None
+    observed = sum(1 for a, b in pairs if a == b) / n
+    first, second = Counter(a for a, _ in pairs), Counter(b for _, b in pairs)
+    expected = sum(first[v] * second[v] for v in first) / (n * n)
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1.0 - expected)
+
+
+def _rate(part: int, whole: int) -> dict[str, Any]:
+    return {"value": None if whole == 0 else round(part / whole, 4), "n": whole}
+
+
+class HumanAgreementTally:
+    """Judge vs human figures, tallied one score row at a time (rows without a review add nothing but the count).
+
+    Issues: each majority cluster a reviewer confirmed or rejected is one judgement of the panel's majority
+    (precision = confirmed / (confirmed + rejected)); minority clusters give the same figure for what a majority
+    left out, the baseline beside it. Issues reviewers confirmed or added are the human issues; the share the
+    panel's majority had found is its recall among them. Release: each applied release decision against the machine's
+    release decision (2 x 2 table, observed and chance agreement, Cohen's kappa from :data:`MIN_KAPPA_DECISIONS`).
+    """
+
+    def __init__(self) -> None:
+        self.trajectories = 0
+        self.reviewed = 0
+        self.reviewers: set[str] = set()
+        self.counts: Counter[str] = Counter()
+        self.by_kind: Counter[str] = Counter()
+        self.release_pairs: list[tuple[bool, bool]] = []
+        self.stale: list[dict[str, Any]] = []
+        self.released_over_gate: list[dict[str, Any]] = []
+        self.changed: list[dict[str, Any]] = []
+
+    def add(self, row: ScoreRow) -> None:
+        self.trajectories += 1
+        review = row.review
+        if review is None:
+            return
+        for decision in review.stale:
+            self.counts["stale"] += 1
+            if len(self.stale) < REVIEW_LIST_LIMIT:
+                self.stale.append({"trajectory_id": row.trajectory_id, "kind": decision.kind, "target": decision.target,
+                                   "reviewer": decision.reviewer, "at": decision.at, "why": decision.stale})
+        applied = [d for d in review.decisions if d.stale is None]
+        if not applied:
+            return
+        self.reviewed += 1
+        self.reviewers.update(review.reviewers)
+        self.by_kind.update(d.kind for d in applied)
+        decided = set(review.confirmed) | set(review.rejected)
+        self.counts["majority_confirmed"] += len(review.confirmed)
+        self.counts["majority_rejected"] += len(review.rejected)
+        self.counts["majority_unreviewed"] += sum(1 for c in review.machine.majority if c not in decided)
+        self.counts["minority_confirmed"] += len(review.confirmed_minority)
+        self.counts["minority_rejected"] += len(review.rejected_minority)
+        self.counts["added"] += len(review.added)
+        machine = review.machine
+        if review.release is not None:
+            self.release_pairs.append((machine.release, review.release.release))
+            if review.release.release and (review.release.over_failed_checks or review.release.over_score):
+                self.released_over_gate.append({
+                    "trajectory_id": row.trajectory_id, "checks": review.release.over_failed_checks,
+                    "score": row.score, "over_score": review.release.over_score,
+                    "reviewer": review.release.reviewer, "at": review.release.at, "reason": review.release.reason})
+        if row.score != machine.score or row.release != machine.release:
+            self.counts["score_changed"] += int(row.score != machine.score)
+            self.counts["release_changed"] += int(row.release != machine.release)
+            if len(self.changed) < REVIEW_LIST_LIMIT:
+                self.changed.append({"trajectory_id": row.trajectory_id, "machine_score": machine.score,
+                                     "score": row.score, "machine_release": machine.release, "release": row.release})
+
+    def section(self) -> dict[str, Any]:
+        """The ``review`` block of ``summary.json``: counts with their n, never a figure without its denominator."""
+        c = self.counts
+        pairs = self.release_pairs
+        n = len(pairs)
+        table = Counter(("released" if j else "held", "released" if h else "held") for j, h in pairs)
+        kappa = cohen_kappa(pairs) if n >= MIN_KAPPA_DECISIONS else None
+        if n < MIN_KAPPA_DECISIONS:
+            kappa_note = f"needs at least {MIN_KAPPA_DECISIONS} reviewed release decisions, has {n}"
+        elif kappa is None:
+            kappa_note = "undefined: the judges and the reviewers each gave one and the same decision throughout"
+        else:
+            kappa_note = None
+        observed = sum(1 for j, h in pairs if j == h)
+        chance = None
+        if n:
+            machine_released = sum(1 for j, _ in pairs if j) / n
+            human_released = sum(1 for _, h in pairs if h) / n
+            chance = round(machine_released * human_released + (1 - machine_released) * (1 - human_released), 4)
+        human_issues = c["majority_confirmed"] + c["minority_confirmed"] + c["added"]
+        return {
+            "trajectories": self.trajectories,
+            "reviewed_trajectories": self.reviewed,
+            "reviewers": sorted(self.reviewers),
+            "decisions": dict(sorted(self.by_kind.items())),
+            "stale_decisions": c["stale"],
+            "stale": self.stale,
+            "issues": {
+                "majority_confirmed": c["majority_confirmed"],
+                "majority_rejected": c["majority_rejected"],
+                "majority_unreviewed": c["majority_unreviewed"],
+                "minority_confirmed": c["minority_confirmed"],
+                "minority_rejected": c["minority_rejected"],
+                "added": c["added"],
+                "precision_majority": _rate(c["majority_confirmed"], c["majority_confirmed"] + c["majority_rejected"]),
+                "precision_minority": _rate(c["minority_confirmed"], c["minority_confirmed"] + c["minority_rejected"]),
+                "recall_majority": _rate(c["majority_confirmed"], human_issues),
+            },
+            "release": {
+                "decisions": n,
+                "table": {f"judges {j}, reviewer {h}": table[(j, h)] for j in ("released", "held") for h in ("released", "held")},
+                "agreement": _rate(observed, n),
+                "chance_agreement": chance,
+                "cohen_kappa": None if kappa is None else round(kappa, 4),
+                "kappa_unavailable": kappa_note,
+                "overridden": n - observed,
+                "released_over_gate": self.released_over_gate,
+            },
+            "score_changed": c["score_changed"],
+            "release_changed": c["release_changed"],
+            "changed": self.changed,
+            "note": "Figures cover the reviewed trajectories only; reviewers choose what they review, so they are not an "
+                    "unbiased estimate for the batch unless the reviewed trajectories were sampled at random.",
+        }
+
+
+def human_agreement(rows: Iterable[ScoreRow]) -> dict[str, Any]:
+    """:meth:`HumanAgreementTally.section` of the score rows."""
+    tally = HumanAgreementTally()
+    for row in rows:
+        tally.add(row)
+    return tally.section()
