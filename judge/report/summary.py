@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judge import __version__, rundir
-from judge.agreement import agreement_summary, vote_histogram
+from judge.agreement import agreement_summary, human_agreement, vote_histogram
 from judge.model import Trajectory
 from judge.outcome import OUTCOME_STATUSES
 from judge.report.load import RunData, load_run
@@ -67,6 +67,7 @@ def summarise(data: RunData) -> dict[str, Any]:
         "issues": issues_section(data.clusters),
         "top_defects": top_defects(data.clusters),
         "agreement": agreement_section(data.verdicts, data.clusters, panel),
+        "review": review_section(score_rows.values(), RunDir(data.run_dir), {t.id for t in data.trajectories}),
         "panel": panel,
         "unscored": unscored_section(data.verdicts, score_rows.values()),
         "environment_ledger": environment_ledger(data.scores),
@@ -445,6 +446,20 @@ def explain_agreement(section: dict[str, Any], panel: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def review_section(rows: Iterable[ScoreRow], run: RunDir, known: set[str]) -> dict[str, Any]:
+    """Human review (docs/review.md): judge vs human figures from the score rows' ``review``
+    (:class:`judge.agreement.HumanAgreementTally`), and the decisions that name no trajectory of the run."""
+    section = human_agreement(rows)
+    try:
+        unmatched = sorted({row.trajectory_id for row in run.overrides() if row.trajectory_id not in known})
+        section["unmatched_trajectories"] = unmatched
+    except ValueError as error:  # a bad row: rescore refuses it; the report still renders and says so
+        section["unmatched_trajectories"] = []
+        section["unreadable"] = " ".join(str(error).splitlines()[:3])
+    section["present"] = run.has(rundir.OVERRIDES)
+    return section
+
+
 # --- unscored, ledger, repairs, rejects --------------------------------------------------------
 
 
@@ -654,6 +669,25 @@ def reproducibility(manifest: RunManifest, verdicts: list[Verdict]) -> dict[str,
     }
 
 
+def review_marker(row: ScoreRow) -> dict[str, Any] | None:
+    """The per-trajectory marker of human decisions (None: none): the machine's result beside the human one."""
+    review = row.review
+    if review is None:
+        return None
+    decision = review.release
+    return {
+        "reviewers": review.reviewers,
+        "machine_score": review.machine.score,
+        "machine_release": review.machine.release,
+        "rejected": review.rejected + review.rejected_minority,
+        "confirmed": review.confirmed + review.confirmed_minority,
+        "added": review.added,
+        "release_decision": None if decision is None else decision.release,
+        "over_failed_checks": decision.over_failed_checks if decision is not None else [],
+        "stale": len(review.stale),
+    }
+
+
 def trajectory_rows(
     trajectories: list[Trajectory], scores: dict[str, ScoreRow], clusters: list[Cluster], repairs: list[RepairRow]
 ) -> list[dict[str, Any]]:
@@ -684,5 +718,6 @@ def trajectory_rows(
             "all_categories": sorted({c.category for c in own}),
             "all_tags": sorted({c.tag for c in own if c.tag}),
             "route": route_of.get(trajectory_id),
+            "review": review_marker(row),
         })
     return result
