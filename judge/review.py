@@ -15,7 +15,7 @@ it (``ScoreRow.review``). Precedence, per trajectory:
 3. **Issue decisions change the counted issue set, then the rubric scores it** as it scores the panel's: a
    rejected cluster no longer counts (majority or minority), a confirmed minority cluster counts as a majority
    issue, an added issue counts as a majority issue with 0 votes. The environment ledger and its gate check follow
-   the adjusted set; every other gate check stays the machine's, and ``failed_checks`` is always the machine gate's.
+   the adjusted set; every other gate check stays the machine's (``review.machine.failed_checks`` keeps its list).
    Without a quorum of valid passes there is no score to adjust: it stays unscored.
 4. **A release decision wins over the score and the gate.** Overriding the machine's release needs a reason; a
    release over failed gate checks lists them (``ReleaseDecision.over_failed_checks``), and the report shows
@@ -74,7 +74,7 @@ def machine_result(row: ScoreRow, clusters: Sequence[Cluster]) -> MachineResult:
     """The machine's result of a score row: its own, or the one its review kept beside the human-adjusted row."""
     if row.review is not None:
         return row.review.machine
-    return MachineResult(score=row.score, reason=row.reason, release=row.release,
+    return MachineResult(score=row.score, reason=row.reason, release=row.release, failed_checks=list(row.failed_checks),
                          majority=[c.cluster for c in clusters if c.majority])
 
 
@@ -142,7 +142,7 @@ def apply_review(
         return machine
     by_id = {c.cluster: c for c in clusters}
     result = MachineResult(score=machine.score, reason=machine.reason, release=machine.release,
-                           majority=[c.cluster for c in clusters if c.majority])
+                           failed_checks=list(machine.failed_checks), majority=[c.cluster for c in clusters if c.majority])
     seen_now = reviewed_state(trajectory, clusters, result)
     decisions: list[ReviewDecision] = []
     applied: dict[str, OverrideRow] = {}

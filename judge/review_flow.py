@@ -153,7 +153,7 @@ class ReviewSession:
             if issue is not None:
                 self.record(item, "add-issue", issue=issue)
         machine = item.machine
-        checks = item.score.failed_checks if item.score is not None else []
+        checks = machine.failed_checks
         said = "released" if machine.release else "held" + (f" (failed checks: {', '.join(checks)})" if checks else "")
         answer = self.choose(f"release? the judges: {said}", {"r": "release", "h": "hold", "s": "skip"}, "s")
         if answer in ("r", "h"):
@@ -194,8 +194,8 @@ class ReviewSession:
         score = machine.score if machine.score is not None else "none"
         released = "[green]released[/green]" if machine.release else "[red]held[/red]"
         console.print(f"judges: score {score}, {released}; {shown(machine.reason)}")
-        if item.score is not None and item.score.failed_checks:
-            console.print(f"failed checks: {shown(', '.join(item.score.failed_checks))}", style="red")
+        if machine.failed_checks:
+            console.print(f"failed checks: {shown(', '.join(machine.failed_checks))}", style="red")
         for row, why in _current(item):
             console.print(f"decided: {shown(describe_decision(row))}" + (f" [yellow](stale: {shown(why)})[/yellow]" if why else ""))
         console.print(f"[bold]Query:[/bold] {shown(clip(trajectory.query, self.max_chars))}")

@@ -199,6 +199,7 @@ class MachineResult(BaseModel):
     score: int | None
     reason: str
     release: bool
+    failed_checks: list[str] = Field(default_factory=list, description="The gate's failed checks on the panel's issues.")
     majority: list[str] = Field(default_factory=list, description="The panel's majority clusters (agent and environment).")
 
 
@@ -241,8 +242,8 @@ class ScoreRow(BaseModel):
     """``scores.jsonl``: one row per trajectory.
 
     With human decisions (``overrides.jsonl``), ``score``, ``reason``, ``release`` and the issues are the
-    human-adjusted ones and ``review`` holds the machine's result beside them; ``failed_checks`` always stays
-    the machine gate's.
+    human-adjusted ones and ``review`` holds the machine's result beside them. ``failed_checks`` stays the gate's:
+    a release decision never removes a check (only the environment check follows the human-adjusted ledger).
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -103,6 +103,7 @@ def test_environment_decisions_move_the_ledger_and_its_gate_check():
     assert held.failed_checks == ["environment-fault-rerun"] and not held.release
     row = reviewed([ENV], [decide([ENV], "reject-issue", "c3")])
     assert row.release and row.failed_checks == [] and row.environment == []
+    assert row.review.machine.failed_checks == ["environment-fault-rerun"]  # the judges' gate, kept beside
     fault = issue(2, "the registry timed out", category="environment", severity="severe")
     row = reviewed([], [decide([], "add-issue", issue=fault)])
     assert not row.release and row.failed_checks == ["environment-fault-rerun"] and [i.cluster for i in row.environment] == ["h1"]
