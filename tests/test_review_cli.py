@@ -204,3 +204,14 @@ def test_review_needs_a_scored_run_and_a_reviewer(tmp_path: Path, run: Path, mon
     nameless = runner.invoke(app, ["review", str(run), "--reject", f"{FAILS}:c1"], env={"USER": "", "LOGNAME": "", "USERNAME": ""})
     assert nameless.exit_code == 1 and "--reviewer NAME" in nameless.output
     assert not (run / rundir.OVERRIDES).exists()
+
+
+def test_the_python_api_shows_the_judges_result_beside_the_reviewed_one(run: Path):
+    import judge
+
+    assert invoke("review", str(run), "--reject", f"{FAILS}:c1").exit_code == 0
+    loaded = judge.rescore(run)
+    assert [row.kind for row in loaded.overrides()] == ["reject-issue"]
+    frame = loaded.scores_df().set_index("trajectory_id")
+    assert frame.loc[FAILS, ["score", "machine_score", "reviewed"]].tolist() == [4, 2, True]
+    assert frame.loc[CLEAN, ["score", "machine_score", "reviewed", "machine_release"]].tolist() == [4, 4, False, True]
