@@ -157,8 +157,8 @@ def apply_review(
 
     kept: list[Cluster] = []
     for cluster in clusters:
-        row = applied.get(cluster.cluster)
-        kind = row.kind if row is not None else None
+        decided = applied.get(cluster.cluster)
+        kind = decided.kind if decided is not None else None
         if kind == "reject-issue":
             (review.rejected if cluster.majority else review.rejected_minority).append(cluster.cluster)
             continue
