@@ -9,6 +9,10 @@ already hold:
 
 - the cache key is (trajectory content hash, prompt version, provider, model, parameters, pass index), so a
   second run makes zero calls and a run killed with SIGKILL makes only the missing calls when restarted;
+- a pass the run store does not hold is looked up in the cache shared across runs (:mod:`judge.sharedcache`,
+  ``shared_cache``/``cache_dir``): a hit is recorded in the run store as the run's answer, ``cached_from:
+  "shared"``, costing the run nothing (its original cost kept in ``original_cost_usd``); every new ``ok``
+  verdict is added to it (failures never are);
 - each verdict is written to the store and appended to ``verdicts.jsonl`` as soon as it completes (the
   file is rebuilt from the store at the start of every run, so there are no duplicate rows, and rewritten
   in a stable order at the end);
@@ -36,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import sqlite3
 import sys
 import time
 from collections import Counter
@@ -58,6 +63,7 @@ from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls
 from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
+from judge.sharedcache import SHARED, SharedCache, open_shared_cache, shared_key
 from judge.store import RunStore, cache_key
 
 NO_ASSISTANT_TURN = "no_assistant_turn"
@@ -93,6 +99,12 @@ class PanelConfig(BaseModel):
     prompt: str | None = Field(default=None, description="Judge prompt template name in prompts/ or a path.")
     prices: str | None = Field(default=None, description="Price table (default rubrics/prices.yaml).")
     params: dict[str, Any] = Field(default_factory=dict, description="Extra provider options (recorded in the cache key).")
+    shared_cache: bool = Field(default=True, description="Reuse and keep successful answers in the cache shared across runs.")
+    cache_dir: str | None = Field(default=None, description="Folder of the shared cache (default $TRAJUDGE_CACHE_DIR, "
+                                                            "$XDG_CACHE_HOME/trajudge or ~/.cache/trajudge).")
+    batch: bool = Field(default=False, description="Send LLM passes through the providers' batch APIs (half price, "
+                                                   "results within 24 h; a killed run resumes its batches).")
+    batch_poll_s: float = Field(default=30.0, gt=0, description="Seconds between two status checks of a batch.")
 
     @field_validator("params")
     @classmethod
@@ -186,6 +198,7 @@ class PanelResult:
     budget_exceeded: bool = False
     budget: RunBudget | None = None
     preflight_calls: int = 0  # requests of the preflight check (not in ``calls``; their cost is in the spend)
+    shared_hits: int = 0  # of ``cached``: answers taken from the cache shared across runs (paid by another run)
 
     @property
     def panel_size(self) -> int:
@@ -262,6 +275,7 @@ async def _run_panel(
     started = time.monotonic()
     store = RunStore.for_run(run_dir)
     verdicts_file: TextIO | None = None
+    shared: SharedCache | None = None
     own_judges = judges is None
     built: dict[str, Judge] = {}
     try:
@@ -277,7 +291,8 @@ async def _run_panel(
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
         # Rebuilt below from the store + new calls (no duplicates); one handle for the run, each row flushed.
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
-        done, todo, cached = _split_cached(items, plans, built, store, verdicts_file)
+        shared = open_shared_cache(config.shared_cache, config.cache_dir, warn=_warn)
+        done, todo, cached, shared_hits = _split_cached(items, plans, built, store, verdicts_file, shared)
         if cap is not None:
             unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})
             for name in unpriced:
@@ -287,6 +302,7 @@ async def _run_panel(
         if preflight:
             preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, calls)
         tracker = _Progress(total=len(items) * len(plans), done=len(done), enabled=progress)
+        shared_now = [shared]  # dropped after a failure of the cache, so one warning is enough
 
         async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
             judge = built[plan.judge]
@@ -302,6 +318,9 @@ async def _run_panel(
                                                  "deterministic": plan.deterministic, "cached": False})
             if judge.cacheable and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
+                if verdict.status == "ok" and shared_now[0] is not None and not _share(
+                        shared_now[0], key, judge, trajectory, plan, verdict):
+                    shared_now[0] = None
             _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
             done[(trajectory.id, plan.pass_key)] = verdict
             tracker.advance(verdict, runtime, calls.cost_usd)
@@ -329,12 +348,15 @@ async def _run_panel(
         verdicts_file.close()
         rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
         result = _result(plans, ordered, runtime, cached, calls.cost_usd, time.monotonic() - started)
+        result.shared_hits = shared_hits
         result.budget = calls.budget()
         result.preflight_calls = preflight_calls
         write_budget(run_dir, result.budget)
         return result
     finally:
         store.close()
+        if shared is not None:
+            shared.close()
         if verdicts_file is not None:
             verdicts_file.close()
         if own_judges:
@@ -386,12 +408,16 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCal
 
 def _split_cached(
     items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore, verdicts_file: TextIO,
-) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int]:
-    """Passes already decided (written to verdicts.jsonl at once), passes still to run, and how many of the
-    decided ones came from the store. A trajectory without an assistant turn is decided without a call."""
+    shared: SharedCache | None = None,
+) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int, int]:
+    """Passes already decided (written to verdicts.jsonl at once), passes still to run, how many of the decided
+    ones came from the run store or the shared cache, and how many of those from the shared cache (recorded in
+    the run store at once, as the run's record of what it used). A trajectory without an assistant turn is
+    decided without a call."""
     done: dict[tuple[str, str], Verdict] = {}
     todo: list[tuple[Trajectory, PassPlan, str]] = []
     cached = 0
+    hits: list[str] = []
     for trajectory in items:
         if trajectory.turn_count == 0:
             for plan in plans:
@@ -407,6 +433,11 @@ def _split_cached(
             judge = judges[plan.judge]
             key = pass_cache_key(judge, content_hash, plan.pass_index)
             stored = store.get_verdict(key) if judge.cacheable else None
+            if stored is None and judge.cacheable and shared is not None:
+                stored = _from_shared(shared, shared_key(key, judge), trajectory, plan)
+                if stored is not None:
+                    store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, stored)
+                    hits.append(shared_key(key, judge))
             if stored is None:
                 todo.append((trajectory, plan, key))
                 continue
@@ -416,7 +447,46 @@ def _split_cached(
             done[(trajectory.id, plan.pass_key)] = verdict
             cached += 1
             _append(verdicts_file, verdict)
-    return done, todo, cached
+    if shared is not None and hits:
+        try:
+            shared.record_hits(hits)
+        except sqlite3.Error as error:  # counting is bookkeeping: the run goes on
+            print(f"warning: the shared cache's hit counts were not updated: {error}", file=sys.stderr)
+    return done, todo, cached, len(hits)
+
+
+def _from_shared(shared: SharedCache, key: str, trajectory: Trajectory, plan: PassPlan) -> dict[str, Any] | None:
+    """The verdict row of this pass built from a shared answer (this run pays nothing for it), or None."""
+    try:
+        found = shared.get(key)
+        if found is None:
+            return None
+        verdict = Verdict.model_validate(found.verdict)  # a row another trajudge version wrote may not fit: a miss
+    except (sqlite3.Error, ValueError):
+        return None
+    return verdict.model_copy(update={
+        "trajectory_id": trajectory.id, "judge": redact(plan.judge), "pass_index": plan.pass_index,
+        "pass_key": plan.pass_key, "deterministic": plan.deterministic, "cached": False, "cached_from": SHARED,
+        "original_cost_usd": found.cost_usd, "cost_usd": 0.0, "usage": Usage(), "latency_s": None, "attempts": 0,
+    }).model_dump(mode="json")
+
+
+def _share(shared: SharedCache, key: str, judge: Judge, trajectory: Trajectory, plan: PassPlan, verdict: Verdict) -> bool:
+    """Keep a successful verdict in the shared cache; False (with a warning) when the cache failed."""
+    identity = judge.cache_identity()
+    try:
+        shared.put(shared_key(key, judge), verdict.model_dump(mode="json"), judge=plan.judge,
+                   provider=identity["provider"], model=identity["model"], prompt_version=identity["prompt"],
+                   pass_index=plan.pass_index, trajectory_hash=trajectory.content_hash())
+    except sqlite3.Error as error:
+        print(f"warning: the shared cache failed ({error}); from now on this run keeps answers in its own store only",
+              file=sys.stderr)
+        return False
+    return True
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _append(handle: TextIO, verdict: Verdict) -> None:
@@ -519,7 +589,9 @@ def summary_lines(result: PanelResult) -> list[str]:
     unscored = ", ".join(f"{reason} {n}" for reason, n in sorted(result.unscored.items())) or "none"
     lines = [
         f"panel: {result.panel_size} pass(es): {', '.join(p.pass_key for p in result.plans)}",
-        f"verdicts: {len(result.verdicts)} ({result.cached} from cache), calls made: {result.calls}, retries: {result.retries}"
+        f"verdicts: {len(result.verdicts)} ({result.cached} from cache"
+        + (f", {result.shared_hits} of them from the shared cache at no cost to this run" if result.shared_hits else "")
+        + f"), calls made: {result.calls}, retries: {result.retries}"
         + (f", preflight requests: {result.preflight_calls}" if result.preflight_calls else ""),
         f"unscored passes: {unscored}",
         f"cost: {cost} for the run's verdicts; {paid} paid in this invocation"

@@ -47,6 +47,10 @@ def score_command(
     embedder: str | None = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any input record was rejected."),
     no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the check that each LLM judge answers one tiny request before the batch."),
+    batch: bool = typer.Option(False, "--batch", help="Send LLM passes through the OpenAI Batch API / Anthropic Message Batches (half price, results within 24 h); a killed run resumes its batches."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the calls, tokens and estimated cost this command would make, then stop: nothing is called or written."),
+    no_shared_cache: bool = typer.Option(False, "--no-shared-cache", help="Neither take answers from nor add answers to the cache shared across runs."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Shared cache folder (default $TRAJUDGE_CACHE_DIR, $XDG_CACHE_HOME/trajudge or ~/.cache/trajudge)."),
 ) -> None:
     """Judge, score and report on a batch of trajectories; writes the run directory OUT.
 
@@ -67,7 +71,9 @@ def score_command(
         settings = PanelConfig.load(config) if config else PanelConfig()
         settings = settings.merged(judges=list(judge or []), passes=passes, base_url=base_url, concurrency=concurrency,
                                    rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
-                                   temperature=temperature)
+                                   temperature=temperature, batch=batch or None,
+                                   shared_cache=False if no_shared_cache else None,
+                                   cache_dir=str(cache_dir) if cache_dir else None)
         from judge.judges import resolve
 
         for spec in settings.judges:
