@@ -27,7 +27,10 @@ already hold:
 - with ``preflight=True`` (the CLI's default) each LLM judge that has passes to run first answers one tiny
   request, so an unreachable server, a bad key or an unknown model stops the run before the batch
   (:class:`PreflightFailed`); cached, replay and rules judges make no request and are not checked;
-- the run directory is locked (:mod:`judge.runlock`): a second process on it is refused.
+- the run directory is locked (:mod:`judge.runlock`): a second process on it is refused;
+- with ``batch`` (``judge score --batch``) the passes of judges whose provider has a batch API go through it
+  (:mod:`judge.batch`: submitted, polled, resumed by batch id after a kill, ingested at the batch price), then
+  each pass is parsed by its judge exactly as a direct one; other judges are called directly meanwhile.
 
 Unscored ``provider_error``, ``connection_error`` and ``budget_exceeded`` verdicts are not cached: a rerun
 retries them. Every other verdict (ok, parse_error, refusal, truncated, invalid_turn, context_overflow) was
@@ -53,10 +56,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge import rundir
+from judge.batch import BatchRunner, batchable
 from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
 from judge.providers import key_variables, redact
+from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError
 from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
 from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
@@ -199,6 +204,7 @@ class PanelResult:
     budget: RunBudget | None = None
     preflight_calls: int = 0  # requests of the preflight check (not in ``calls``; their cost is in the spend)
     shared_hits: int = 0  # of ``cached``: answers taken from the cache shared across runs (paid by another run)
+    batch_lines: list[str] = field(default_factory=list)  # what --batch did (judge.batch.BatchRunner.lines)
 
     @property
     def panel_size(self) -> int:
@@ -304,11 +310,15 @@ async def _run_panel(
         tracker = _Progress(total=len(items) * len(plans), done=len(done), enabled=progress)
         shared_now = [shared]  # dropped after a failure of the cache, so one warning is enough
 
-        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
+        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> None:
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
-                verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
+                if answers is None:
+                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
+                else:  # first answers from a batch: parsed as direct ones, a corrective retry sent directly
+                    verdict = await judge.judge_batched(  # type: ignore[attr-defined]
+                        trajectory, plan.pass_index, answers, on_attempt=on_attempt, on_send=on_send)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
@@ -325,15 +335,32 @@ async def _run_panel(
             done[(trajectory.id, plan.pass_key)] = verdict
             tracker.advance(verdict, runtime, calls.cost_usd)
 
-        pending = iter(todo)
+        async def pool(todo: list[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None]]) -> None:
+            pending = iter(todo)
 
-        async def worker() -> None:
-            # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
-            # they share one iterator (next() never awaits, so no pass is taken twice).
-            for item in pending:
-                await run_one(*item)
+            async def worker() -> None:
+                # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
+                # they share one iterator (next() never awaits, so no pass is taken twice).
+                for item in pending:
+                    await run_one(*item)
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(config.concurrency, max(1, len(todo))))]
+            await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(1, len(todo))))))
+
+        batched = [item for item in todo if config.batch and batchable(built[item[1].judge])]
+        direct = [item for item in todo if not (config.batch and batchable(built[item[1].judge]))]
+        if config.batch and direct and any(built[p.judge].provider is not None for _, p, _ in direct):
+            names = sorted({redact(p.judge) for _, p, _ in direct if built[p.judge].provider is not None})
+            print(f"note: {', '.join(names)} cannot take batches: called directly", file=sys.stderr)
+        batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_s) if batched else None
+
+        async def batch_phase() -> None:
+            assert batches is not None
+            answers = await batches.collect(batched)
+            await pool([(t, p, key, answers[key]) for t, p, key in batched])
+
+        workers = [asyncio.create_task(pool([(t, p, key, None) for t, p, key in direct]))]
+        if batched:
+            workers.append(asyncio.create_task(batch_phase()))
         with tracker:
             try:
                 await asyncio.gather(*workers)
@@ -349,6 +376,9 @@ async def _run_panel(
         rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
         result = _result(plans, ordered, runtime, cached, calls.cost_usd, time.monotonic() - started)
         result.shared_hits = shared_hits
+        if batches is not None:
+            result.calls += batches.requests  # requests sent in batches are calls too (their attempts are recorded)
+            result.batch_lines = batches.lines()
         result.budget = calls.budget()
         result.preflight_calls = preflight_calls
         write_budget(run_dir, result.budget)
@@ -597,6 +627,7 @@ def summary_lines(result: PanelResult) -> list[str]:
         f"cost: {cost} for the run's verdicts; {paid} paid in this invocation"
         + (" - budget cap reached, remaining passes unscored budget_exceeded" if result.budget_exceeded else ""),
     ]
+    lines += result.batch_lines
     budget = result.budget
     if budget is not None and budget.interrupted_now:
         lines.append(f"note: {budget.interrupted_now} call(s) were in flight when an earlier invocation stopped (killed, "

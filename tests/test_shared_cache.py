@@ -19,7 +19,7 @@ from judge.schema import Verdict
 from judge.sharedcache import SharedCache, cache_path, default_cache_dir
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
-from judge.testing.synthetic import synthetic_batch
+from judge.testing.synthetic import make_trajectory, synthetic_batch
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -238,3 +238,61 @@ def test_several_processes_share_one_cache(tmp_path: Path) -> None:
     with SharedCache.open(tmp_path) as cache:
         stats = cache.stats()
     assert stats.entries == 3 * 150 + 150 and stats.hits == 3 * 150
+
+
+# --- judge score --dry-run ---------------------------------------------------------------------------
+
+
+def dry_run(*args: str):
+    result = runner.invoke(app, ["score", *args, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_dry_run_counts_calls_tokens_and_cost_and_sends_and_writes_nothing(
+        batch: Path, tmp_path: Path, prices: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLMServer("openai") as fake:
+        common = [str(batch), "--judge", f"openai-compatible:m@{fake.base_url}", "--judge", "rules", "--passes", "2",
+                  "--config", str(config(tmp_path, prices, passes=None))]
+        before = dry_run(*common, "--out", str(tmp_path / "a"))
+        assert fake.request_count == 0 and not (tmp_path / "a").exists() and not cache_path().exists()
+        assert "6 pass(es): 0 in the run store, 0 in the shared cache, 6 to judge in 6 call(s)" in before
+        assert "rules: 3 pass(es), local: no call" in before and "total: 6 call(s)" in before
+        tokens = int(before.split("tokens: ")[1].split(" input")[0].replace(",", ""))
+        assert tokens > 6 * 500  # the rendered prompts, not a guess
+        # the cost: input at $1/M, output at $2/M (600 assumed per call), half of it in batches
+        expected = (tokens * 1.0 + 6 * 600 * 2.0) / 1e6
+        assert f"cost: ${expected:.4f} expected" in before
+        batched = dry_run(*common, "--out", str(tmp_path / "a"), "--batch")
+        assert "sent in batches" in batched and f"cost: ${expected / 2:.4f} expected" in batched
+
+        result = score(*common, "--out", str(tmp_path / "a"), "--no-preflight")
+        assert result.exit_code == 0, result.output
+        assert fake.request_count == 6
+        again = dry_run(*common, "--out", str(tmp_path / "a"))
+        assert "6 in the run store, 0 in the shared cache, 0 to judge in 0 call(s)" in again and "total: 0 call(s)" in again
+        elsewhere = dry_run(*common, "--out", str(tmp_path / "b"))
+        assert "0 in the run store, 6 in the shared cache, 0 to judge in 0 call(s)" in elsewhere
+        assert not (tmp_path / "b").exists()
+        opted_out = dry_run(*common, "--out", str(tmp_path / "b"), "--no-shared-cache")
+        assert "6 to judge in 6 call(s)" in opted_out and "the shared cache was not consulted" in opted_out
+        assert fake.request_count == 6
+
+
+def test_dry_run_counts_windows_as_the_run_calls_them(tmp_path: Path, prices: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    long = [make_trajectory(f"long-{n}", "Migrate the settings module.", [
+        {"text": f"step {t} " + "lorem ipsum " * 60, "calls": [("bash", {"cmd": f"run step {t}"}, "ok " * 20, False, 0)]}
+        for t in range(1, 25)]) for n in range(2)]
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(t.to_json_line() + "\n" for t in long))
+    with FakeLLMServer("openai") as fake:
+        common = [str(path), "--judge", f"openai-compatible:m@{fake.base_url}", "--passes", "1", "--no-shared-cache",
+                  "--config", str(config(tmp_path, prices, passes=None, max_input_tokens=5000))]
+        estimate = dry_run(*common, "--out", str(tmp_path / "run"))
+        calls = int(estimate.split("to judge in ")[1].split(" call")[0])
+        assert calls > 2 and "2 pass(es) in windows" in estimate
+        result = score(*common, "--out", str(tmp_path / "run"), "--no-preflight")
+        assert result.exit_code == 0, result.output
+        assert fake.request_count == calls

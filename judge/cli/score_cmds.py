@@ -90,6 +90,13 @@ def score_command(
     if out.exists() and not out.is_dir():
         typer.echo(f"error: --out {out} is a file, not a run directory: give a new or existing directory", err=True)
         raise typer.Exit(ExitCode.ERROR)
+    if dry_run:
+        try:
+            lines = dry_run_lines(inputs, out, settings, fmt)
+        except (ValueError, FileNotFoundError) as error:
+            raise typer.BadParameter(str(error)) from error
+        typer.echo("\n".join(lines))
+        return
 
     with run_lock(out, "judge score"):
         stats = import_to_run(inputs, out, fmt=fmt)
@@ -137,6 +144,23 @@ def score_command(
     typer.echo(f"report: {report}")  # always the last line: scripts and people look for it there
     if code:
         raise typer.Exit(code=code)
+
+
+def dry_run_lines(inputs: list[Path], out: Path, settings: Any, fmt: str | None) -> list[str]:
+    """``--dry-run``: import into a temporary folder (deleted after), then count what judging into ``out`` would
+    call and cost (:func:`judge.estimate.estimate_run`); ``out`` is read, never written."""
+    import tempfile
+
+    from judge.estimate import describe, estimate_run
+    from judge.importers.writer import write_import
+    from judge.prompting import token_count_method
+
+    with tempfile.TemporaryDirectory(prefix="trajudge-dry-run-") as scratch:
+        stats = write_import(inputs, Path(scratch) / rundir.TRAJECTORIES, Path(scratch) / rundir.REJECTS, fmt=fmt,
+                             exclude=[Path(scratch), out])
+        estimate = asyncio.run(estimate_run(RunDir(scratch).trajectories(), settings, out))
+    return [f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected} (a temporary import, deleted)",
+            *describe(estimate, out, token_count_method())]
 
 
 def record_timing(run_dir: Path, started_at: datetime, elapsed_s: float) -> None:
