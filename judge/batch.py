@@ -91,8 +91,12 @@ class BatchRunner:
             wanted[key] = self.judges[plan.judge].batch_calls(trajectory, plan.pass_index)  # type: ignore[attr-defined]
         known = self.store.latest_batch_items(list(wanted))
         to_submit: dict[str, list[tuple[PassItem, int, dict[str, Any]]]] = {}
+        queued: set[str] = set()
         for item in items:
             key = item[2]
+            if key in queued:
+                continue  # the same content twice in the input: one request answers both passes
+            queued.add(key)
             for part, call in enumerate(wanted[key]):
                 row = known.get(key, {}).get(part)
                 if row is not None and row["state"] == ANSWERED:
@@ -152,8 +156,11 @@ class BatchRunner:
         try:
             batch_id = await api.submit_batch(requests, label=f"trajudge {redact(spec)} {token}")
         except ProviderError as error:
+            # A refused submission costs nothing; one that timed out may have created the batch all the same: its
+            # requests count at their worst case (a rerun submits them again).
             self.log(f"batch: {redact(spec)}: the batch of {len(requests)} request(s) could not be submitted: {error}")
-            await self._finish([(row["custom_id"], None, BatchItem(row["custom_id"], error=error)) for row in rows], spec)
+            await self._finish([(row["custom_id"], row["reserved_usd"], BatchItem(row["custom_id"], error=error))
+                                for row in rows], spec, billed_unknown=error.kind == "timeout")
             return
         self.store.batch_submitted(batch_id, spec, [row["custom_id"] for row in rows])
         self.submitted.append(batch_id)
@@ -217,8 +224,10 @@ class BatchRunner:
         self.log(f"batch {batch.batch_id}: {state.status}; {answered} of {len(outcomes)} request(s) answered")
 
     async def _finish(self, outcomes: list[tuple[str, float | None, BatchItem]], spec: str,
-                      batch_id: str | None = None, provider_status: str | None = None) -> None:
-        """Record how requests ended (one transaction) and settle their reservations at their real cost."""
+                      batch_id: str | None = None, provider_status: str | None = None,
+                      billed_unknown: bool = False) -> None:
+        """Record how requests ended (one transaction) and settle their reservations at their real cost
+        (``billed_unknown``: requests without an answer whose cost is unknown, counted at their worst case)."""
         price_key = self.judges[spec].price_key
         budget = self.calls.runtime.budget
         records = []
@@ -233,8 +242,9 @@ class BatchRunner:
                               input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                               cached_tokens=usage.cached_tokens, cost_usd=cost, note=note or "batch request")
             elif item.error is not None:
+                cost = None if billed_unknown else 0.0
                 record.update(state=FAILED, result={"reason": unscored_reason(item.error), "detail": str(item.error)},
-                              outcome=item.error.kind, cost_usd=0.0, note="batch request")
+                              outcome=item.error.kind, cost_usd=cost, note="batch request")
             else:
                 reason = f"batch_{item.fate or 'failed'}"
                 record.update(state=FAILED, result={"reason": reason, "detail": item.detail or reason},

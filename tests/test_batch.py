@@ -158,6 +158,36 @@ def test_the_budget_cap_holds_for_batches(trajectories: list, tmp_path: Path, mo
     assert result.budget_exceeded and result.budget is not None and result.budget.spent_usd <= 4 * worst
 
 
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_a_refused_submission_is_unscored_charged_nothing_and_submitted_again_by_a_rerun(
+        protocol: str, trajectories: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = serve(protocol, monkeypatch)
+    server.refuse_status = 400
+    try:
+        result = judged(trajectories, panel(protocol, passes=1), tmp_path / "run")
+        assert server.created == [] and result.unscored["provider_error"] == 3
+        assert all("batches are refused here" in (v.detail or "") for v in rows(tmp_path / "run"))
+        with RunStore.for_run(tmp_path / "run") as store:
+            assert store.spent_usd() == 0.0 and {a["outcome"] for a in store.attempts()} == {"bad_request"}
+            assert store.live_batches() == []
+        server.refuse_status = None
+        judged(trajectories, panel(protocol, passes=1), tmp_path / "run")
+        assert len(server.created) == 1 and {v.status for v in rows(tmp_path / "run")} == {"ok"}
+    finally:
+        server.stop()
+
+
+def test_the_same_content_twice_is_asked_once(trajectories: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    twin = trajectories[0].model_copy(update={"id": "twin"})
+    server = serve("openai", monkeypatch)
+    try:
+        judged([trajectories[0], twin], panel("openai", passes=1), tmp_path / "run")
+    finally:
+        server.stop()
+    assert server.request_count == 1
+    assert [(v.trajectory_id, v.status) for v in rows(tmp_path / "run")] == [(trajectories[0].id, "ok"), ("twin", "ok")]
+
+
 KILLED = """
 import sys
 from judge.cli import main

@@ -13,7 +13,8 @@ kills its client meanwhile). When it ends, each of its requests is answered like
 :class:`~judge.testing.servers.Scripted` responses first, then the responder - and lands in the output the API
 would give: an answer, an error response (``Scripted.server_error()``...), or, for ``Scripted.expired()`` and
 ``Scripted.cancelled()``, a request that never ran (the batch then ends ``expired`` / ``cancelled`` on OpenAI).
-``fail_next`` makes the next OpenAI batch fail validation (status ``failed``, no output). Every batch request
+``fail_next`` makes the next OpenAI batch fail validation (status ``failed``, no output); ``refuse_status`` makes
+batch creation answer that HTTP status (a server without a batch API, a bad key). Every batch request
 counts in ``request_count`` like a direct one, so a test can count what a run asked for; ``created`` lists the
 batches created, ``polls`` counts status checks.
 """
@@ -43,6 +44,7 @@ class FakeBatchServer(FakeLLMServer):
         self.polls_to_finish = polls_to_finish
         self.held = False
         self.fail_next = False
+        self.refuse_status: int | None = None
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.created: list[str] = []
@@ -73,6 +75,9 @@ class FakeBatchServer(FakeLLMServer):
             file_id = f"file-{len(self.files) + 1}"
             self.files[file_id] = content
             return 200, _file_object(file_id, len(content), "batch")
+        if method == "POST" and path == "/v1/batches" and self.refuse_status:
+            return self.refuse_status, {"error": {"message": "batches are refused here", "type": "invalid_request_error",
+                                                  "code": None}}
         if method == "POST" and path == "/v1/batches":
             request = json.loads(raw)
             if request.get("input_file_id") not in self.files:
@@ -141,6 +146,9 @@ class FakeBatchServer(FakeLLMServer):
     # --- Anthropic -------------------------------------------------------------------------------
 
     def _anthropic(self, method: str, path: str, raw: bytes) -> tuple[int, Any] | None:
+        if method == "POST" and path == "/v1/messages/batches" and self.refuse_status:
+            return self.refuse_status, {"type": "error", "error": {"type": "invalid_request_error",
+                                                                   "message": "batches are refused here"}}
         if method == "POST" and path == "/v1/messages/batches":
             requests = json.loads(raw)["requests"]
             batch_id = f"msgbatch_{len(self.batches) + 1:04d}"
