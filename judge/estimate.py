@@ -23,7 +23,7 @@ from judge.panel import PanelConfig, PassPlan, pass_cache_key, plan_passes
 from judge.pricing import PriceTable, load_price_table, price
 from judge.providers import redact
 from judge.providers.errors import AuthError
-from judge.sharedcache import SharedCache, shared_key
+from judge.sharedcache import SharedCache, cache_path, shared_key
 from judge.store import RunStore
 
 ASSUMED_OUTPUT_TOKENS = 600  # a judge-v2.1 verdict with a few issues, when no answer of the model is known
@@ -64,7 +64,7 @@ class RunEstimate:
     plans: list[PassPlan] = field(default_factory=list)
     judges: list[JudgeEstimate] = field(default_factory=list)
     run_store: bool = False  # the --out folder has a store that was consulted
-    shared_cache: str | None = None  # the shared cache file consulted, if any
+    shared_cache: str = ""  # how the shared cache was consulted, in words
 
     @property
     def calls(self) -> int:
@@ -87,8 +87,10 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
     table = load_price_table(config.prices)
     try:
         plans = plan_passes(config, judges)
-        estimate = RunEstimate(plans=plans, run_store=store is not None,
-                               shared_cache=str(shared.path) if shared is not None else None)
+        consulted = (f"the shared cache {shared.path}" if shared is not None
+                     else "no shared cache (turned off)" if not config.shared_cache
+                     else f"no shared cache yet ({cache_path(config.cache_dir)} does not exist)")
+        estimate = RunEstimate(plans=plans, run_store=store is not None, shared_cache=consulted)
         rows = {spec: JudgeEstimate(redact(spec), local=judge.provider is None, note=notes.get(spec))
                 for spec, judge in judges.items()}
         for trajectory in trajectories:
@@ -201,6 +203,6 @@ def describe(estimate: RunEstimate, run_dir: Path, token_method: str) -> list[st
     lines.append(f"total: {estimate.calls} call(s), {total_in:,} input tokens, {total_expected:,} output tokens expected "
                  f"({total_max:,} at most); cost {cost_text}")
     lines.append(f"not counted: the preflight request per LLM judge and corrective retries (at most one per call, only "
-                 f"for an answer that does not parse); tokens counted with {token_method}"
-                 + ("; the shared cache was not consulted" if estimate.shared_cache is None else ""))
+                 f"for an answer that does not parse); tokens counted with {token_method}; consulted: "
+                 f"{estimate.shared_cache}")
     return lines

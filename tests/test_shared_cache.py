@@ -257,6 +257,7 @@ def test_dry_run_counts_calls_tokens_and_cost_and_sends_and_writes_nothing(
                   "--config", str(config(tmp_path, prices, passes=None))]
         before = dry_run(*common, "--out", str(tmp_path / "a"))
         assert fake.request_count == 0 and not (tmp_path / "a").exists() and not cache_path().exists()
+        assert "no shared cache yet" in before
         assert "6 pass(es): 0 in the run store, 0 in the shared cache, 6 to judge in 6 call(s)" in before
         assert "rules: 3 pass(es), local: no call" in before and "total: 6 call(s)" in before
         tokens = int(before.split("tokens: ")[1].split(" input")[0].replace(",", ""))
@@ -276,7 +277,7 @@ def test_dry_run_counts_calls_tokens_and_cost_and_sends_and_writes_nothing(
         assert "0 in the run store, 6 in the shared cache, 0 to judge in 0 call(s)" in elsewhere
         assert not (tmp_path / "b").exists()
         opted_out = dry_run(*common, "--out", str(tmp_path / "b"), "--no-shared-cache")
-        assert "6 to judge in 6 call(s)" in opted_out and "the shared cache was not consulted" in opted_out
+        assert "6 to judge in 6 call(s)" in opted_out and "no shared cache (turned off)" in opted_out
         assert fake.request_count == 6
 
 
