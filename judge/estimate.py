@@ -83,12 +83,12 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
             judges[spec] = make_judge(spec, {**options, "key_optional": True})
             notes[spec] = f"{error} (the run needs it)"
     store = RunStore.read_only(run_dir)
-    shared = SharedCache.open(config.cache_dir, readonly=True) if config.shared_cache else None
+    shared = None if config.no_shared_cache else SharedCache.open(config.cache_dir, readonly=True)
     table = load_price_table(config.prices)
     try:
         plans = plan_passes(config, judges)
         consulted = (f"the shared cache {shared.path}" if shared is not None
-                     else "no shared cache (turned off)" if not config.shared_cache
+                     else "no shared cache (turned off)" if config.no_shared_cache
                      else f"no shared cache yet ({cache_path(config.cache_dir)} does not exist)")
         estimate = RunEstimate(plans=plans, run_store=store is not None, shared_cache=consulted)
         rows = {spec: JudgeEstimate(redact(spec), local=judge.provider is None, note=notes.get(spec))

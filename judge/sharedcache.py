@@ -10,8 +10,8 @@ prompt version, provider, model, parameters such as endpoint, temperature, seed,
 pass index; secrets redacted) plus a hash of the prompt template's text, so an edited template that kept its
 version number is a different question. No spec, URL or parameter is stored unredacted.
 
-Location: ``--cache-dir`` (``cache_dir`` in a panel config), else ``$TRAJUDGE_CACHE_DIR``, else
-``$XDG_CACHE_HOME/trajudge``, else ``~/.cache/trajudge``; ``--no-shared-cache`` (``shared_cache: false``) turns
+Location: ``--cache-dir`` (``cache-dir:`` in a config file), else ``$TRAJUDGE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/trajudge``, else ``~/.cache/trajudge``; ``--no-shared-cache`` (``no-shared-cache: true``) turns
 it off. Several processes may use it at once: SQLite in WAL mode, a busy timeout, and writes that are each one
 short transaction (the first answer stored for a key is kept). A cache that cannot be opened is skipped with a
 warning: it saves money, a run never depends on it.

@@ -50,8 +50,8 @@ def serve(protocol: str, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> Fake
 
 
 def panel(protocol: str, **extra: Any) -> PanelConfig:
-    settings: dict[str, Any] = {"judges": [JUDGES[protocol]], "passes": 3, "batch": True, "batch_poll_s": 0.01,
-                                "shared_cache": False, "max_retries": 0}
+    settings: dict[str, Any] = {"judges": [JUDGES[protocol]], "passes": 3, "batch": True, "batch_poll_interval": 0.01,
+                                "no_shared_cache": True, "max_retries": 0}
     return PanelConfig(**{**settings, **extra})
 
 
@@ -201,7 +201,7 @@ def test_a_kill_during_polling_resumes_the_recorded_batch(trajectories: list, tm
     batch_file = tmp_path / "batch.jsonl"
     batch_file.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
     config = tmp_path / "panel.yaml"
-    config.write_text(json.dumps({"batch_poll_s": 0.05, "shared_cache": False}))
+    config.write_text(json.dumps({"batch-poll-interval": 0.05, "no-shared-cache": True}))
     server = serve("openai", monkeypatch)
     server.held = True
     args = ["score", str(batch_file), "--out", str(tmp_path / "run"), "--judge", JUDGES["openai"], "--batch",

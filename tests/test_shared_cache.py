@@ -267,6 +267,11 @@ def test_dry_run_counts_calls_tokens_and_cost_and_sends_and_writes_nothing(
         assert f"cost: ${expected:.4f} expected" in before
         batched = dry_run(*common, "--out", str(tmp_path / "a"), "--batch")
         assert "sent in batches" in batched and f"cost: ${expected / 2:.4f} expected" in batched
+        as_json = runner.invoke(app, ["score", *common, "--out", str(tmp_path / "a"), "--dry-run", "--json"])
+        document = json.loads(as_json.stdout)
+        assert as_json.exit_code == 0 and document["calls"] == 6 and document["dry_run"] is True
+        llm = next(row for row in document["estimate"]["judges"] if not row["local"])
+        assert llm["input_tokens"] == tokens and llm["cost_expected"] == pytest.approx(expected)
 
         result = score(*common, "--out", str(tmp_path / "a"), "--no-preflight")
         assert result.exit_code == 0, result.output

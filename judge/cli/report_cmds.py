@@ -6,12 +6,20 @@ from pathlib import Path
 
 import typer
 
-from judge.cli.app import ExitCode, app
+from judge.cli.app import ExitCode, app, examples
+from judge.cli.output import Output, json_option
 
 
-@app.command("report")
+@app.command(
+    "report",
+    epilog=examples(
+        ("judge report runs/example", "prints the paths, report.html last"),
+        ("judge report runs/example --json", "the paths as one JSON document"),
+    ),
+)
 def report(
     run: Path = typer.Argument(..., help="The run directory written by `judge score ... --out RUN`.", file_okay=False),
+    as_json: bool = json_option(),
 ) -> None:
     """Write summary.json, report.md and report.html (with the trajectory viewer) for RUN.
 
@@ -32,7 +40,9 @@ def report(
     except (OSError, ValueError, RuntimeError) as error:
         typer.echo(f"error: cannot report on {run}: {error}", err=True)
         raise typer.Exit(ExitCode.ERROR) from error
+    output = Output(as_json)
     for name, path in paths.items():
         if name != "report_html":
-            typer.echo(str(path))
-    typer.echo(str(paths["report_html"]))
+            output.line(str(path))
+    output.line(str(paths["report_html"]))
+    output.document({"run": run, "files": paths})
