@@ -203,6 +203,8 @@ def test_cache_commands(tmp_path: Path) -> None:
     stats = runner.invoke(app, ["cache", "stats", "--cache-dir", str(tmp_path)])
     assert stats.exit_code == 0, stats.output
     assert "entries: 3; hits: 1" in stats.output and "openai:gpt-4o" in stats.output
+    document = json.loads(runner.invoke(app, ["cache", "stats", "--cache-dir", str(tmp_path), "--json"]).stdout)
+    assert (document["entries"], document["hits"], document["by_judge"][0]["judge"]) == (3, 1, "openai:gpt-4o")
     nothing = runner.invoke(app, ["cache", "prune", "--cache-dir", str(tmp_path)])
     assert nothing.exit_code == 1 and "--older-than" in nothing.output
     pruned = runner.invoke(app, ["cache", "prune", "--judge", "openai:*", "--cache-dir", str(tmp_path)])

@@ -53,6 +53,8 @@ class ScoreFileOptions(BaseModel):
         ("judge score runs.jsonl --out runs/e --config panel.yaml --max-cost 5",
          "panel.yaml: 'judge: openai:gpt-4o', 'max-cost: 20', ...; the flag wins"),
         ("judge score examples/batch --out runs/example --json", "the summary as one JSON document"),
+        ("judge score runs.jsonl --out runs/f --judge openai:gpt-4o --batch --dry-run",
+         "calls, tokens and cost at the batch price; nothing sent"),
     ),
 )
 def score_command(
