@@ -117,6 +117,20 @@ def test_requests_the_batch_did_not_answer_are_unscored_with_reasons_and_resubmi
         server.stop()
 
 
+def test_an_answer_that_stays_unparseable_after_the_direct_corrective_retry_is_unscored(
+        trajectories: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = serve("openai", monkeypatch)
+    server.queue(Scripted.ok("nope"), Scripted.ok("still nope"))  # the batch's answer, then the direct correction's
+    try:
+        judged(trajectories[:1], panel("openai", passes=1), tmp_path / "run")
+        assert server.request_count == 2 and len(server.created) == 1
+    finally:
+        server.stop()
+    (verdict,) = rows(tmp_path / "run")
+    assert (verdict.status, verdict.reason, verdict.attempts) == ("unscored", "parse_error", 2)
+    assert verdict.raw == "still nope" and verdict.cost_usd and verdict.cost_usd > 0
+
+
 def test_a_failed_batch_leaves_every_request_unscored_batch_failed(
         trajectories: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     server = serve("openai", monkeypatch)
