@@ -332,7 +332,9 @@ async def _run_panel(
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
         # Rebuilt below from the store + new calls (no duplicates); one handle for the run, each row flushed.
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
-        shared = open_shared_cache(not config.no_shared_cache, config.cache_dir, warn=_warn)
+        # Only paid judges' answers are shared: a rules-only run leaves the user's cache folder alone.
+        shared = open_shared_cache(not config.no_shared_cache and any(j.cacheable for j in built.values()),
+                                   config.cache_dir, warn=_warn)
         done, todo, cached, shared_hits = _split_cached(items, plans, built, store, verdicts_file, shared)
         if cap is not None:
             unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})

@@ -137,8 +137,17 @@ def _no_connection_left_this_machine(socket_guard: SocketGuard) -> Iterator[None
         pytest.fail("the test tried to reach the network: " + "; ".join(refused), pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Module and session fixtures (which run before a test's own fixtures) never use the user's cache either."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path_factory.mktemp("session-shared-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
-def _own_shared_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_shared_cache(_session_shared_cache: None, tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path_factory.mktemp("shared-cache")))
 
 
