@@ -304,3 +304,21 @@ def test_dry_run_counts_windows_as_the_run_calls_them(tmp_path: Path, prices: Pa
         result = score(*common, "--out", str(tmp_path / "run"), "--no-preflight")
         assert result.exit_code == 0, result.output
         assert fake.request_count == calls
+
+
+def test_the_python_api_takes_the_cache_options(batch: Path, tmp_path: Path, prices: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.api import score as api_score
+    from judge.panel import PanelConfig
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLMServer("openai") as fake:
+        settings = PanelConfig(judges=[f"openai-compatible:m@{fake.base_url}"], passes=1, prices=str(prices))
+        api_score(batch, tmp_path / "a", config=settings, preflight=False, report=False, embedder="lexical")
+        taken = api_score(batch, tmp_path / "b", config=settings, preflight=False, report=False, embedder="lexical")
+        assert fake.request_count == 3
+        frame = taken.verdicts_df()
+        assert list(frame["cached_from"]) == ["shared"] * 3 and (frame["original_cost_usd"] > 0).all()
+        api_score(batch, tmp_path / "c", config=settings, preflight=False, report=False, embedder="lexical",
+                  no_shared_cache=True)
+        assert fake.request_count == 6
