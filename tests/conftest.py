@@ -120,12 +120,6 @@ def socket_guard() -> Iterator[SocketGuard]:
     guard = SocketGuard()
     with pytest.MonkeyPatch.context() as patch:
         guard.install(patch)
-        # tiktoken, when installed without its encoding file, tries to download it on first use: do that once here
-        # (refused; token counts then fall back to the estimate), not in whichever test happens to count first.
-        from judge.prompting import _encoder
-
-        _encoder()
-        guard.take()
         yield guard
 
 
