@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
+from judge.rules import DETECTOR_NAMES
+
 BATCH = Path(__file__).resolve().parent / "batch"
 MODEL_OAI = "gpt-4.1-mini-2025-04-14"
 MODEL_ANT = "claude-sonnet-4-5-20250929"
@@ -749,14 +751,11 @@ def ja_run() -> AnthropicRun:
 # are both written from this table, so they cannot disagree. YAML, not JSON: `judge score examples/` reads every
 # .json file under examples/ as trajectories.
 #
-# Tags of defects that receipts show are the rules judge's detector names (judge/rules/__init__.py). Defects in
-# the logic of a draft (a wrong transformation, a swallowed exception, a premature deletion) are visible only to
-# a judge that reads the code against the query: they carry the tag `logic-error` and detectable_by_rules=False.
+# Tags of defects that receipts show are the rules judge's detector names (its registry). Defects in the logic
+# of a draft (a wrong transformation, a swallowed exception, a premature deletion) are visible only to a judge
+# that reads the code against the query: they carry the tag `logic-error` and detectable_by_rules=False.
 
-RULES_TAGS = (
-    "failed-call", "repeated-failure", "environment-fault", "unverified-completion", "plan-receipt-mismatch",
-    "stale-evidence", "premature-claim", "phantom-failure-reference", "unpaired-call-id", "budget-exhausted",
-)
+RULES_TAGS = tuple(DETECTOR_NAMES)
 LLM_ONLY_TAG = "logic-error"
 
 

@@ -24,19 +24,17 @@ from collections.abc import Callable
 
 from judge.model import Trajectory
 from judge.outcome import TaskOutcome, from_fields
-from judge.rules import run_detectors
+from judge.rules import DetectorNames, run_detectors
 
-# Detectors of judge.rules that are authenticity checks, by what they guard:
-AUTHENTICITY_DETECTORS: tuple[str, ...] = (
-    # every completion claim traces to a successful action (a verification claim to a check that ran and passed,
-    # never a read of a status file); no failure told as success; no success claimed over a write of unknown effect
-    "unverified-completion",
-    "stale-evidence",  # a verification claim rests on a check of the current version of what it covers
-    "premature-claim",  # observations match receipts: no result stated before its receipt exists
-    "phantom-failure-reference",  # no reference to a failure that never happened
-    "plan-receipt-mismatch",  # a plan item marked done is backed by a successful receipt
-    "unpaired-call-id",  # every call has its receipt, every receipt its call, no id used twice
-)
+# Detectors of judge.rules that are authenticity checks (registered with the role "authenticity"), in the order
+# they run: every completion claim traces to a successful action (unverified-completion: a verification claim to a
+# check that ran and passed, never a read of a status file; no failure told as success; no success claimed over a
+# write of unknown effect), a plan item marked done is backed by a successful receipt (plan-receipt-mismatch), a
+# verification claim rests on a check of the current version of what it covers (stale-evidence), no result is
+# stated before its receipt exists (premature-claim), no reference to a failure that never happened
+# (phantom-failure-reference), every call has its receipt, every receipt its call, no id used twice
+# (unpaired-call-id).
+AUTHENTICITY_DETECTORS = DetectorNames("authenticity")
 
 
 def check_roles_order(trajectory: Trajectory) -> bool:

@@ -38,16 +38,17 @@ import dataclasses
 import re
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge import rundir
+from judge.config import OptionFile, build_checked, read_option_file
 from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
@@ -59,6 +60,7 @@ from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.store import RunStore, cache_key
+from judge.terminal import Progress
 
 NO_ASSISTANT_TURN = "no_assistant_turn"
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
@@ -70,8 +72,28 @@ PREFLIGHT_RETRIES = 2
 _API_KEY_NAME = re.compile(r"^([a-z0-9]+[_-])?api[_-]?key$", re.IGNORECASE)  # api_key, openai_api_key, ...
 
 
+# The keys of a panel config file (``--config``): ``judge score``'s flag names, then the settings that have no
+# flag; each maps to its PanelConfig field. Dashes and underscores are the same (judge.config.flag_key).
+PANEL_KEYS: dict[str, str] = {
+    "judge": "judges", "passes": "passes", "base-url": "base_url", "concurrency": "concurrency", "rpm": "rpm",
+    "tpm": "tpm", "timeout": "timeout_s", "max-cost": "max_cost_usd", "temperature": "temperature",
+    "max-retries": "max_retries", "retry-base-delay": "retry_base_delay_s", "max-input-tokens": "max_input_tokens",
+    "max-tokens": "max_tokens", "prompt": "prompt", "prices": "prices", "params": "params",
+}
+# Keys of earlier releases (the field names, which run.json's panel.params still records): read, with a note.
+PANEL_RENAMED: dict[str, str] = {
+    "judges": "judge", "timeout-s": "timeout", "max-cost-usd": "max-cost", "retry-base-delay-s": "retry-base-delay",
+}
+
+
+def read_panel_file(path: Path | str, other_keys: Mapping[str, str] | None = None) -> OptionFile:
+    """Read a panel config file (settings at the top or under ``panel:``); ``other_keys`` are the calling
+    command's other options that the file may hold (flag spelling -> destination)."""
+    return read_option_file(path, {**PANEL_KEYS, **(other_keys or {})}, renamed=PANEL_RENAMED, section="panel")
+
+
 class PanelConfig(BaseModel):
-    """Panel and call parameters. From a YAML/JSON file (:meth:`load`) and/or CLI flags (:meth:`merged`)."""
+    """Panel and call parameters. From a config file (:meth:`load`) and/or CLI flags (:meth:`merged`, which wins)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -118,26 +140,36 @@ class PanelConfig(BaseModel):
             raise ValueError(f"temperature must be >= 0, not {value}")
         return value
 
+    @field_validator("judges", mode="before")
+    @classmethod
+    def _one_judge(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value  # `judge: rules` in a file, like one --judge
+
     @classmethod
     def load(cls, path: Path | str) -> PanelConfig:
-        """Read a YAML or JSON config; errors name the file."""
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise ValueError(f"{path}: cannot read the panel config: {error}") from error
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: the panel config must be a mapping of settings")
-        data = data.get("panel", data)  # allow the settings under a top-level "panel:" key
-        try:
-            return cls.model_validate(data)
-        except ValueError as error:
-            raise ValueError(f"{path}: {error}") from error
+        """Read a config file: YAML, JSON or TOML, keyed by the flags' names (:data:`PANEL_KEYS`, see
+        :mod:`judge.config`). A key of an earlier release (:data:`PANEL_RENAMED`) is read with a FutureWarning
+        that names the current one; any problem is a :class:`~judge.config.ConfigError` (a ValueError) naming
+        the file, the line and the key."""
+        file = read_panel_file(path)
+        for note in file.notes:
+            warnings.warn(note, FutureWarning, stacklevel=2)
+        return cls.from_file(file)
+
+    @classmethod
+    def from_file(cls, file: OptionFile) -> PanelConfig:
+        """The panel settings of an option file read by :func:`read_panel_file` (its other keys are not read)."""
+        return build_checked(cls.model_validate, file.subset(PANEL_KEYS.values()))
 
     def merged(self, **overrides: Any) -> PanelConfig:
         """A copy with every override that is not None (CLI flags win over the file)."""
         given = {k: v for k, v in overrides.items() if v is not None and v != []}
-        return self.model_validate({**self.model_dump(), **given})
+        try:
+            return self.model_validate({**self.model_dump(), **given})
+        except ValidationError as error:  # one line per bad value, named by its flag, not pydantic's report
+            flags = {name: key for key, name in PANEL_KEYS.items()}
+            raise ValueError("; ".join(f"--{flags.get(str(e['loc'][0]), e['loc'][0]) if e['loc'] else 'value'}: "
+                                       + str(e["msg"]).removeprefix("Value error, ") for e in error.errors())) from None
 
     def call_settings(self) -> CallSettings:
         """How this panel calls providers (:func:`judge.runcalls.open_calls`): retries, timeout, limits, cap, prices."""
@@ -286,9 +318,13 @@ async def _run_panel(
         preflight_calls = 0
         if preflight:
             preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, calls)
-        tracker = _Progress(total=len(items) * len(plans), done=len(done), enabled=progress)
+        # On stderr (stdout stays for results): a live bar on a terminal, plain lines per tenth elsewhere.
+        tracker = Progress("judging", total=len(items) * len(plans), done=len(done), enabled=progress,
+                           stats=f"cached {len(done)}")
+        unscored_now = 0
 
         async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
+            nonlocal unscored_now
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
@@ -304,7 +340,8 @@ async def _run_panel(
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
             _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
             done[(trajectory.id, plan.pass_key)] = verdict
-            tracker.advance(verdict, runtime, calls.cost_usd)
+            unscored_now += verdict.status == "unscored"
+            tracker.advance(stats=_progress_stats(runtime, unscored_now, calls.cost_usd, time.monotonic() - tracker.started))
 
         pending = iter(todo)
 
@@ -466,50 +503,25 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
 
 
-class _Progress:
-    """A rich progress bar: done/total, calls/s, retries, unscored, cost so far (no-op when disabled)."""
+def _progress_stats(runtime: CallRuntime, unscored: int, cost: float | None, elapsed_s: float) -> str:
+    cost_text = f"${cost or 0.0:.4f}" if cost is not None or runtime.calls == 0 else "unpriced"
+    return (f"{runtime.calls / max(1e-6, elapsed_s):.1f} calls/s · retries {runtime.retries} · unscored {unscored}"
+            f" · cost {cost_text}")
 
-    def __init__(self, total: int, done: int, enabled: bool):
-        self.enabled = enabled and total > 0
-        self.total = total
-        self.unscored = 0
-        self.started = time.monotonic()
-        self._progress: Any = None
-        self._task: Any = None
-        self._done = done
 
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self._progress = Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                      TextColumn("{task.fields[stats]}"), transient=False,
-                                      console=Console(stderr=True))  # stdout stays for results
-            self._progress.__enter__()
-            self._task = self._progress.add_task("judging", total=self.total, completed=self._done,
-                                                 stats=f"cached {self._done}")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
-
-    def advance(self, verdict: Verdict, runtime: CallRuntime, cost: float | None) -> None:
-        self.unscored += verdict.status == "unscored"
-        if self._progress is None:
-            return
-        elapsed = max(1e-6, time.monotonic() - self.started)
-        cost_text = "unpriced" if cost is None else f"${cost:.4f}"
-        stats = (f"{runtime.calls / elapsed:.1f} calls/s · retries {runtime.retries} · unscored {self.unscored}"
-                 f" · cost {cost_text}")
-        self._progress.update(self._task, advance=1, stats=stats)
+def describe_result(result: PanelResult) -> dict[str, Any]:
+    """The figures of :func:`summary_lines` as data (``judge score --json``). Costs in USD, None = unpriced."""
+    budget = result.budget
+    return {
+        "passes": [plan.pass_key for plan in result.plans],
+        "verdicts": len(result.verdicts), "cached": result.cached, "calls": result.calls, "retries": result.retries,
+        "preflight_requests": result.preflight_calls, "unscored": dict(sorted(result.unscored.items())),
+        "cost_usd": result.cost_usd, "cost_this_invocation_usd": result.cost_this_run_usd,
+        "budget_exceeded": result.budget_exceeded,
+        "budget": None if budget is None else {"max_cost_usd": budget.max_cost_usd, "cap_source": budget.cap_source,
+                                               "spent_usd": budget.spent_usd,
+                                               "interrupted_calls_found": budget.interrupted_now},
+    }
 
 
 def summary_lines(result: PanelResult) -> list[str]:

@@ -204,12 +204,28 @@ def token_count_method() -> str:
 
 @lru_cache(maxsize=1)
 def _encoder() -> Any:
+    """tiktoken's o200k_base encoder if tiktoken is installed AND its encoding file is already in its local
+    cache; None otherwise. tiktoken downloads a missing file on first use: counting tokens must never reach
+    the network (runs are offline and a download would make window plans differ between machines)."""
     try:
         import tiktoken  # optional, not a dependency
-
-        return tiktoken.get_encoding("o200k_base")
-    except Exception:  # not installed, or its encoding file cannot be loaded offline
+        import tiktoken.load as tiktoken_load
+    except Exception:
         return None
+
+    def refuse_download(blobpath: str) -> bytes:
+        raise OSError(f"trajudge does not download tiktoken files ({blobpath}); put it in TIKTOKEN_CACHE_DIR to use it")
+
+    fetch = getattr(tiktoken_load, "read_file", None)
+    if fetch is None:  # a tiktoken whose loader we do not know: do not risk a download
+        return None
+    tiktoken_load.read_file = refuse_download
+    try:
+        return tiktoken.get_encoding("o200k_base")
+    except Exception:  # the encoding file is not cached locally
+        return None
+    finally:
+        tiktoken_load.read_file = fetch
 
 
 # --- trajectory rendering ----------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Locate the versioned data folders (rubrics/, prompts/, reports/) in a checkout or an installed wheel."""
+"""Locate the versioned data folders (rubrics/, prompts/, reports/) and the documents (docs/) in a checkout or
+an installed wheel."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import importlib
 from pathlib import Path
 from typing import Literal
 
-ResourceKind = Literal["rubrics", "prompts", "reports"]
+ResourceKind = Literal["rubrics", "prompts", "reports", "docs"]
 
 _CHECKOUT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -35,6 +35,7 @@ from judge.importers.labels import (
     normalise_agent,
 )
 from judge.model import Trajectory
+from judge.rules import MastGroups
 from judge.rundir import RunDir
 from judge.schema import ScoredIssue
 
@@ -99,19 +100,11 @@ MAST_GROUPS: dict[str, tuple[str, ...]] = {
                     "known information"),  # ignored input, information withholding, inaction, waiting
 }
 
-# Our issues -> MAST groups. Tags of the rules judge are mapped explicitly (None: the detector has no MAST
-# counterpart, e.g. a failed tool call, so it counts for "any" only); any other tag (an LLM judge's free tag)
-# is grouped by the MAST_GROUPS keywords of its tag and description. Environment issues are never a MAST failure.
-RULES_TAG_TO_MAST: dict[str, str | None] = {
-    "repeated-failure": "repetition",
-    "unverified-completion": "verification",
-    "plan-receipt-mismatch": "verification",
-    "stale-evidence": "verification",
-    "premature-claim": "verification",
-    "phantom-failure-reference": "reasoning-action",
-    "budget-exhausted": "termination",
-    "failed-call": None,
-}
+# Our issues -> MAST groups. Tags of the rules judge are mapped by what each detector declares (its ``mast`` in
+# judge.rules.detectors; None: no MAST counterpart, e.g. a failed tool call, so it counts for "any" only); any other
+# tag (an LLM judge's free tag) is grouped by the MAST_GROUPS keywords of its tag and description. Environment
+# issues are never a MAST failure.
+RULES_TAG_TO_MAST = MastGroups()
 
 
 # --- step -> turn ------------------------------------------------------------------------------
@@ -204,7 +197,7 @@ def mast_group(text: str) -> str | None:
 
 def issue_mast_group(issue: ScoredIssue) -> str | None:
     """The MAST group of one of our issues: the rules-tag table first, else keywords of tag and description."""
-    if issue.tag in RULES_TAG_TO_MAST:
+    if issue.tag is not None and issue.tag in RULES_TAG_TO_MAST:
         return RULES_TAG_TO_MAST[issue.tag]
     return mast_group(f"{issue.tag or ''} {issue.description}")
 

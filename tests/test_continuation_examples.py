@@ -150,5 +150,11 @@ def test_judge_continue_runs_the_tickets_of_a_run_from_the_command_line(repaired
     assert sorted((r["id"], r["metadata"]["budget_exhausted"]) for r in rows) == [
         (f"{SOURCE}-guided", True), (f"{SOURCE}-unguided", False)]
 
+    again = runner.invoke(app, ["continue", str(repaired_run), "--agent", f"scripted:{script}", "--workdir", str(workdir),
+                                "--out", str(tmp_path / "again.jsonl"), "--ticket", SOURCE, "--budget-turns", "2", "--json"])
+    assert again.exit_code == 0, again.output
+    doc = json.loads(again.stdout)
+    assert (doc["tickets"], doc["continuations"], doc["stops"]) == (2, 2, {"budget-exhausted": 1, "completed": 1})
+
     bad = runner.invoke(app, ["continue", str(repaired_run), "--agent", "openai:gpt-4.1", "--out", str(out)])
     assert bad.exit_code == 1 and "provider-backed agents are not available yet" in bad.output

@@ -1,4 +1,4 @@
-"""The wheel carries rubrics/, prompts/ and reports/, the package finds them when installed, and the default
+"""The wheel carries rubrics/, prompts/, reports/ and docs/, the package finds them when installed, and the default
 install needs no torch."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _tracked_data_files(folder: str) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("folder", ["rubrics", "prompts", "reports"])
+@pytest.mark.parametrize("folder", ["rubrics", "prompts", "reports", "docs"])
 def test_wheel_ships_every_data_file(wheel: Path, folder: str):
     names = set(zipfile.ZipFile(wheel).namelist())
     for relative in _tracked_data_files(folder):
@@ -46,11 +46,13 @@ def test_installed_wheel_resolves_resources(wheel: Path, tmp_path: Path):
     zipfile.ZipFile(wheel).extractall(tmp_path)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from judge.resources import resource_dir; print(resource_dir('rubrics'))"
+        "from judge.resources import resource_dir; print(resource_dir('rubrics')); print(resource_dir('docs'))"
     )
     result = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert Path(result.stdout.strip()) == tmp_path / "judge" / "_rubrics"
+    rubrics, docs = result.stdout.split()
+    assert Path(rubrics) == tmp_path / "judge" / "_rubrics"
+    assert Path(docs) == tmp_path / "judge" / "_docs" and (Path(docs) / "cluster-rows.md").is_file()  # `judge docs`
 
 
 def test_default_install_is_lean_and_torch_is_pinned_wherever_it_is_required(wheel: Path):

@@ -344,9 +344,9 @@ def test_temperature_left_out_of_requests(model: str, temperature: str | None, s
                                              ("temperature: null", None)])
 def test_temperature_in_the_config_file(text: str, value: object, tmp_path: Path) -> None:
     path = tmp_path / "panel.yaml"
-    path.write_text(f"judges: [openai:o3]\n{text}\n")
+    path.write_text(f"judge: [openai:o3]\n{text}\n")
     assert PanelConfig.load(path).temperature == value
-    path.write_text("judges: [openai:o3]\ntemperature: hot\n")
+    path.write_text("judge: [openai:o3]\ntemperature: hot\n")
     with pytest.raises(ValueError, match="(?s)panel.yaml.*temperature"):
         PanelConfig.load(path)
 
@@ -386,13 +386,13 @@ def test_plan_passes(judges: list[str], passes: int | None, expected: list[str])
 
 def test_config_file_and_flags(tmp_path: Path) -> None:
     path = tmp_path / "panel.yaml"
-    path.write_text("panel:\n  judges: [openai:gpt-4o]\n  passes: 3\n  rpm: 100\n  params: {structured_output: json_object}\n")
+    path.write_text("panel:\n  judge: [openai:gpt-4o]\n  passes: 3\n  rpm: 100\n  params: {structured_output: json_object}\n")
     config = PanelConfig.load(path).merged(passes=None, rpm=50, concurrency=2)
     assert config.judges == ["openai:gpt-4o"] and config.passes == 3 and config.rpm == 50 and config.concurrency == 2
-    path.write_text("judges: [a]\nparams: {api_key: sk-x}\n")
+    path.write_text("judge: [a]\nparams: {api_key: sk-x}\n")
     with pytest.raises(ValueError, match="(?s)panel.yaml.*only from the environment"):
         PanelConfig.load(path)
-    path.write_text("judges: [a]\nconcurency: 3\n")
+    path.write_text("judge: [a]\nconcurency: 3\n")
     with pytest.raises(ValueError, match="panel.yaml"):
         PanelConfig.load(path)
 

@@ -263,10 +263,15 @@ def test_validate_run_and_cli_on_a_who_and_when_folder(tmp_path: Path):
     from judge.cli import app
 
     result = CliRunner(env={"COLUMNS": "200"}).invoke(
-        app, ["validate", str(tmp_path / "run"), "--labels", str(labels_dir), "--json", str(tmp_path / "v.json")])
+        app, ["validate", str(tmp_path / "run"), "--labels", str(labels_dir), "--json-out", str(tmp_path / "v.json")])
     assert result.exit_code == 0, result.output
     assert "step, exact" in result.output and "100.0% (1/1)" in result.output
     assert json.loads((tmp_path / "v.json").read_text())["step_exact"]["hits"] == 1
+    printed = CliRunner().invoke(app, ["validate", str(tmp_path / "run"), "--labels", str(labels_dir), "--json"])
+    assert printed.exit_code == 0 and json.loads(printed.stdout) == json.loads((tmp_path / "v.json").read_text())
+    assert "step, exact" in printed.stderr  # the table is a message now
+    old_form = CliRunner().invoke(app, ["validate", str(tmp_path / "run"), "--labels", str(labels_dir), "--json", "v.json"])
+    assert old_form.exit_code == 1 and "--json-out FILE" in old_form.output
 
 
 # --- the real labelled sets (skipped when ../shared/datasets is absent) ---------------------------
@@ -372,7 +377,7 @@ def test_validate_cli_on_a_rules_run_of_agentrx_tau(tmp_path: Path):
     score_run(run, None, {"embedder": "lexical"})
     labels = DATASETS / "agentrx" / "ground_truth" / "tau_ground_truth.json"
     result = CliRunner(env={"COLUMNS": "200"}).invoke(
-        app, ["validate", str(run), "--labels", str(labels), "--json", str(tmp_path / "v.json")])
+        app, ["validate", str(run), "--labels", str(labels), "--json-out", str(tmp_path / "v.json")])
     assert result.exit_code == 0, result.output
     assert "29 of 29 labelled trajectories found in the run" in result.output
     assert "the labels name 29 of the run's 29 trajectories" in result.output

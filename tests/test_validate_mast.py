@@ -116,7 +116,7 @@ def validate_cli(run: Path, labels: Path, out: Path) -> tuple[str, dict]:
     from judge.cli import app
 
     result = CliRunner(env={"COLUMNS": "200"}).invoke(
-        app, ["validate", str(run), "--labels", str(labels), "--kind", "mast", "--json", str(out)])
+        app, ["validate", str(run), "--labels", str(labels), "--kind", "mast", "--json-out", str(out)])
     assert result.exit_code == 0, result.output
     return result.output, json.loads(out.read_text())
 

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from judge.cli.app import ExitCode, app
+from judge.cli.app import ExitCode, app, examples
+from judge.cli.output import Output, json_option
 
 
-@app.command("export")
+@app.command(
+    "export",
+    epilog=examples(
+        "judge export runs/demo --out exports/demo --test-size 0.1 --seed 0",
+        "judge export runs/demo --out exports/claude --format anthropic --per-turn",
+        ("judge export runs/demo --out exports/hf --format hf", "needs pyarrow: pip install 'trajudge[hf]'"),
+        ("judge export runs/demo --out exports/demo --json", "split.json's counts as one JSON document"),
+    ),
+)
 def export_cmd(
     run: Path = typer.Argument(..., help="A scored run directory (trajectories.jsonl + scores.jsonl)."),
     out: Path = typer.Option(..., "--out", help="Directory for the sample files, index.jsonl and split.json."),
@@ -23,17 +34,13 @@ def export_cmd(
     per_turn: bool = typer.Option(False, "--per-turn", help="One sample per trained turn (history up to it, only it trained) instead of one per trajectory."),
     reasoning: str = typer.Option("auto", "--reasoning", help="Native reasoning: openai drop|think-tags (default drop), anthropic keep|drop (default keep, with signatures), hf keep|drop|think-tags (default keep)."),
     max_tokens: int = typer.Option(65_536, "--max-tokens", help="Per-example token limit the OpenAI format check warns about."),
+    as_json: bool = json_option(),
 ) -> None:
     """Export released trajectories as training samples, split train/test by query.
 
     Default: one sample per trajectory, each assistant message weighted 1 (trained) or 0 (context); ids go to
     index.jsonl, not into the sample lines. The OpenAI file is checked with the checks of OpenAI's fine-tuning
     data-preparation recipe (counts in split.json).
-
-    Examples:
-      judge export runs/demo --out exports/demo --test-size 0.1 --seed 0
-      judge export runs/demo --out exports/claude --format anthropic --per-turn
-      judge export runs/demo --out exports/hf --format hf
     """
     from judge.export import ExportOptions, export_run
 
@@ -46,36 +53,49 @@ def export_cmd(
         record = export_run(run, out, options)
     except (ValueError, FileNotFoundError) as error:
         raise typer.BadParameter(str(error)) from error
+    output = Output(as_json)
     for side in ("train", "test"):
         counts = record[side]
-        typer.echo(f"{side:5}: {counts['trajectories']} trajectories, {counts['queries']} queries, {counts['samples']} samples, "
-                   f"{counts['trained_turns']} trained turns")
+        output.line(f"{side:5}: {counts['trajectories']} trajectories, {counts['queries']} queries, {counts['samples']} samples, "
+                    f"{counts['trained_turns']} trained turns")
     excluded = record["excluded"]
     if excluded["trajectories"]:
         reasons = "; ".join(f"{r}: {n}" for r, n in sorted(excluded["by_reason"].items()))
-        typer.echo(f"excluded: {excluded['trajectories']} trajectories ({reasons})")
+        output.line(f"excluded: {excluded['trajectories']} trajectories ({reasons})")
     if record["untrained_turns_after_issue"] or record["trajectories_without_trained_turn"]:
-        typer.echo(f"not trained: {record['untrained_turns_after_issue']} turns at or after a majority issue; "
-                   f"{record['trajectories_without_trained_turn']} trajectories left with no trained turn (no sample)")
+        output.line(f"not trained: {record['untrained_turns_after_issue']} turns at or after a majority issue; "
+                    f"{record['trajectories_without_trained_turn']} trajectories left with no trained turn (no sample)")
     if record.get("unsigned_thinking_blocks"):
-        typer.echo(f"warning: {record['unsigned_thinking_blocks']} thinking blocks have no signature (reasoning from a "
-                   "source that does not sign it); the Anthropic API refuses unsigned blocks")
+        output.line(f"warning: {record['unsigned_thinking_blocks']} thinking blocks have no signature (reasoning from a "
+                    "source that does not sign it); the Anthropic API refuses unsigned blocks")
     for side, check in (record.get("format_check") or {}).items():
         errors = ", ".join(f"{name} {count} (first at line {check['first_error_line'][name]})"
                            for name, count in check["errors"].items()) or "none"
         tokens = check["tokens"]
-        typer.echo(f"{side:5} format check: errors {errors}; {check['warnings']['over_token_limit']} over "
-                   f"{tokens['limit_per_example']} tokens (max {tokens['max']}; {tokens['counted_by']})")
-    typer.echo(f"reasoning: {record['reasoning']}; split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
+        output.line(f"{side:5} format check: errors {errors}; {check['warnings']['over_token_limit']} over "
+                    f"{tokens['limit_per_example']} tokens (max {tokens['max']}; {tokens['counted_by']})")
+    output.line(f"reasoning: {record['reasoning']}; split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
+    output.document({"out": out, **record})
 
 
-@app.command("validate")
+@app.command(
+    "validate",
+    context_settings={"allow_extra_args": True},  # only to explain the old `--json FILE` (below)
+    epilog=examples(
+        "judge validate runs/ww --labels ../shared/datasets/who_and_when/Hand-Crafted --kind who-and-when",
+        ("judge validate runs/mast --labels mast.json --kind mast --markdown", "the tables of docs/validation.md"),
+        ("judge validate runs/ww --labels labels/ --json-out validation.json", "keep the per-trajectory comparison"),
+        ("judge validate runs/ww --labels labels/ --json", "the full comparison as one JSON document on stdout"),
+    ),
+)
 def validate_cmd(
+    ctx: typer.Context,
     run: Path = typer.Argument(..., help="A scored run directory."),
     labels: Path = typer.Option(..., "--labels", help="Label file or folder (Who&When folder, AgentRx ground truth, MAST json)."),
     kind: str | None = typer.Option(None, "--kind", help="who-and-when | agentrx | mast (detected from the file when omitted)."),
     k: int = typer.Option(1, "--k", min=0, help="Tolerance in turns for the 'within +-k' figures."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the full comparison (per trajectory) as JSON."),
+    json_out: Path | None = typer.Option(None, "--json-out", help="Also write the full comparison (per trajectory) as JSON to this file."),
+    as_json: bool = json_option(),
     markdown: bool = typer.Option(False, "--markdown", help="Print the tables as Markdown (docs/validation.md is made of them)."),
     min_coverage: float = typer.Option(0.5, "--min-coverage", min=0.0, max=1.0,
                                        help="Refuse labels that name under this share of the run's trajectories."),
@@ -84,12 +104,14 @@ def validate_cmd(
     (random, always-first, always-last, first-failed-call, majority-agent) and the published figures.
 
     Labels that name under half of the run's trajectories are refused (exit 1): they are probably not this run's.
-
-    Example: judge validate runs/ww --labels ../shared/datasets/who_and_when/Hand-Crafted --kind who-and-when
     """
     from judge import rundir
     from judge.importers.labels import LABEL_KINDS, LabelError
     from judge.validate import LabelMismatch, format_markdown, format_table, validate_run
+
+    if ctx.args:
+        hint = " (--json takes no file now: it prints on stdout; write a file with --json-out FILE)" if as_json else ""
+        raise typer.BadParameter(f"unexpected argument(s): {' '.join(ctx.args)}{hint}")
 
     if kind is not None and kind not in LABEL_KINDS:
         raise typer.BadParameter(f"--kind must be one of {', '.join(LABEL_KINDS)}, got {kind!r}")
@@ -100,10 +122,12 @@ def validate_cmd(
         raise typer.Exit(1) from error
     except (LabelError, FileNotFoundError, ValueError) as error:
         raise typer.BadParameter(str(error)) from error
-    typer.echo(format_markdown(report) if markdown else format_table(report))
+    output = Output(as_json)
+    output.line(format_markdown(report) if markdown else format_table(report))
     if json_out is not None:
         rundir.write_json(json_out, report.to_json())
-        typer.echo(f"wrote {json_out}")
+        output.line(f"wrote {json_out}")
+    output.document(report.to_json())
 
 
 # --- judge compare -------------------------------------------------------------------------------
@@ -153,7 +177,12 @@ def _score_command() -> Any:
     "compare",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     options_metavar="INPUT... [OPTIONS] [JUDGE SCORE OPTIONS]",
-    epilog="Any `judge score` option (e.g. --judge, --passes) may be given: it judges the continuation files.",
+    epilog="Any `judge score` option (e.g. --judge, --passes) may be given: it judges the continuation files.\n\n"
+    + examples(
+        ("judge compare examples/continuations --out runs/cmp --judge rules", "judge the continuations, then compare"),
+        ("judge compare runs/cont-scored --out runs/cmp --baseline unguided --seed 1", "an already scored run"),
+        ("judge compare examples/continuations --out runs/cmp --json", "compare.json on stdout"),
+    ),
 )
 def compare_cmd(
     ctx: typer.Context,
@@ -161,15 +190,16 @@ def compare_cmd(
     baseline: str | None = typer.Option(None, "--baseline", help="Reference arm (default: 'unguided' if present, else the first arm)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap (same seed, same intervals)."),
     resamples: int = typer.Option(10_000, "--resamples", min=100, help="Bootstrap resamples."),
+    as_json: bool = typer.Option(False, "--json", help="Print compare.json on stdout instead of the text (messages, and the judging's, go to stderr)."),
 ) -> None:
     """Compare continuation arms (guided vs unguided) pair by pair: INPUT... are continuation files or scored runs.
 
     Continuation files are judged first, exactly as `judge score` would (same options), into OUT/run.
-    Example: judge compare examples/continuations --out runs/cmp --judge rules
     """
     from judge.compare import compare_records, load_records, make_scorer, write_outputs
     from judge.rundir import RunDir
 
+    output = Output(as_json)
     score_command = _score_command()
     tokens, score_args = split_score_args(list(ctx.args), score_command)
     if not tokens:
@@ -188,9 +218,10 @@ def compare_cmd(
         from judge.providers import redact
 
         shown = " ".join(redact(arg) for arg in score_args) or "(defaults)"  # a judge URL may carry credentials
-        typer.echo(f"judging {len(to_judge)} input(s) into {judged} (judge score {shown})")
-        status = score_command.main([*map(str, to_judge), "--out", str(judged), *score_args], prog_name="judge score",
-                                    standalone_mode=False)
+        output.line(f"judging {len(to_judge)} input(s) into {judged} (judge score {shown})")
+        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():  # stdout: the document
+            status = score_command.main([*map(str, to_judge), "--out", str(judged), *score_args],
+                                        prog_name="judge score", standalone_mode=False)
         if isinstance(status, int) and status in (ExitCode.ERROR, ExitCode.NONE_SCORED):
             raise typer.Exit(code=status)  # `judge score` stopped (nothing imported) or scored nothing to compare
         run_dirs.insert(0, judged)
@@ -204,11 +235,12 @@ def compare_cmd(
         raise typer.BadParameter(str(error)) from error
     paths_written = write_outputs(result, out)
     for comparison in result.comparisons:
-        typer.echo(f"{comparison['treatment']} vs {comparison['baseline']}: {comparison['pairs']} pairs")
+        output.line(f"{comparison['treatment']} vs {comparison['baseline']}: {comparison['pairs']} pairs")
         for line in comparison["verdict"]:
-            typer.echo(f"  {line}")
+            output.line(f"  {line}")
     if result.unmatched:
-        typer.echo(f"{len(result.unmatched)} continuation(s) without a partner (listed in the report)")
-    typer.echo(f"wrote {', '.join(str(p) for p in paths_written.values())}")
+        output.line(f"{len(result.unmatched)} continuation(s) without a partner (listed in the report)")
+    output.line(f"wrote {', '.join(str(p) for p in paths_written.values())}")
+    output.document(result.to_json())
     if status == ExitCode.SOME_UNSCORED:
         raise typer.Exit(code=ExitCode.SOME_UNSCORED)  # compared what was scored; some passes were not

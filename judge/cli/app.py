@@ -96,6 +96,13 @@ class JudgeGroup(TyperGroup):
             raise typer.Exit(ExitCode.ERROR) from None
 
 
+def examples(*items: str | tuple[str, str]) -> str:
+    """A command's "Examples:" help section (its epilog): one paragraph per example, each a command line and an
+    optional note shown after it in parentheses. tests/test_cli_help.py parses every example of every command."""
+    lines = [f"  {item}" if isinstance(item, str) else f"  {item[0]}   ({item[1]})" for item in items]
+    return "Examples:\n\n" + "\n\n".join(lines)
+
+
 app = typer.Typer(
     name="judge",
     cls=JudgeGroup,

@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
-from judge.cli.app import ExitCode, app
+from judge.cli.app import ExitCode, app, examples
+from judge.cli.output import Output, json_option
 
 
 class _DefaultRunGroup(TyperGroup):
@@ -22,17 +23,28 @@ class _DefaultRunGroup(TyperGroup):
 repair_app = typer.Typer(
     cls=_DefaultRunGroup,
     help="Route a scored run's issues to repairs; write continuation tickets and offline edits.\n\n"
-    "Examples:\n\n"
-    "  judge repair runs/demo                                  (offline: template guidance, no model call)\n\n"
-    "  judge repair runs/demo --teacher openai:gpt-4o          (teacher guidance and capability rewrites)\n\n"
-    "  judge repair runs/demo --teacher openai:gpt-4o --max-cost 2   (the run's budget holds for the teacher too)\n\n"
-    "  judge repair ingest continuations.jsonl --tickets runs/demo/tickets.jsonl --out cont.jsonl",
+    "`judge repair RUN` is `judge repair run RUN`. Ticket format: docs/continuation-tickets.md "
+    "(`judge docs continuation-tickets`).",
+    epilog=examples(
+        ("judge repair runs/demo", "offline: template guidance, no model call"),
+        ("judge repair runs/demo --teacher openai:gpt-4o", "teacher guidance and capability rewrites"),
+        ("judge repair runs/demo --teacher openai:gpt-4o --max-cost 2", "the run's budget holds for the teacher too"),
+        "judge repair ingest continuations.jsonl --tickets runs/demo/tickets.jsonl --out cont.jsonl",
+    ),
     no_args_is_help=True,
 )
 app.add_typer(repair_app, name="repair")
 
 
-@repair_app.command("run")
+@repair_app.command(
+    "run",
+    epilog=examples(
+        ("judge repair runs/demo", "the same as: judge repair run runs/demo"),
+        ("judge repair run runs/demo --out runs/demo-repair --no-control", "no unguided control tickets"),
+        "judge repair run runs/demo --teacher openai-compatible:qwen2.5@http://localhost:8000/v1 --timeout 60",
+        ("judge repair runs/demo --json", "counts and paths as one JSON document"),
+    ),
+)
 def repair_run_command(
     run: Path = typer.Argument(..., help="A scored run directory (judge score ... --out RUN)."),
     out: Path | None = typer.Option(None, "--out", help="Where to write the four files (default: RUN)."),
@@ -43,6 +55,7 @@ def repair_run_command(
     rpm: float | None = typer.Option(None, "--rpm", help="Teacher requests per minute."),
     tpm: float | None = typer.Option(None, "--tpm", help="Teacher tokens per minute."),
     timeout: float | None = typer.Option(None, "--timeout", help="Per-call timeout in seconds (default 120)."),
+    as_json: bool = json_option(),
 ) -> None:
     """Write repairs.jsonl (routes), tickets.jsonl, edited.jsonl and edits.jsonl; print counts per route.
 
@@ -70,32 +83,48 @@ def repair_run_command(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(ExitCode.ERROR) from error
     counts = outputs.counts()
-    typer.echo(f"{len(outputs.rows)} trajectories with majority issues")
+    output = Output(as_json)
+    output.line(f"{len(outputs.rows)} trajectories with majority issues")
     for route in ("online-guided", "online-regenerate", "rewrite-restart", "environment", "offline-edit", "pending"):
-        typer.echo(f"  {route:<18} {counts.get(route, 0)}")
-    typer.echo(f"{len(outputs.tickets)} tickets, {len(outputs.edited)} edited trajectories")
+        output.line(f"  {route:<18} {counts.get(route, 0)}")
+    output.line(f"{len(outputs.tickets)} tickets, {len(outputs.edited)} edited trajectories")
     if outputs.usage.total:
-        typer.echo(f"teacher tokens: {outputs.usage.input_tokens or 0} in, {outputs.usage.output_tokens or 0} out")
+        output.line(f"teacher tokens: {outputs.usage.input_tokens or 0} in, {outputs.usage.output_tokens or 0} out")
     if teacher:
         cost = "unpriced" if outputs.cost_usd is None and outputs.calls else f"${outputs.cost_usd or 0.0:.4f}"
-        typer.echo(f"teacher calls: {outputs.calls} made ({outputs.retries} retries), {cost} paid in this invocation")
+        output.line(f"teacher calls: {outputs.calls} made ({outputs.retries} retries), {cost} paid in this invocation")
     budget = outputs.budget
     if budget is not None and budget.max_cost_usd is not None:
-        typer.echo(f"budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its "
-                   "invocations")
+        output.line(f"budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its "
+                    "invocations")
     for path in outputs.paths.values():
-        typer.echo(f"wrote {path}")
+        output.line(f"wrote {path}")
+    output.document({
+        "run": run, "exit_code": int(ExitCode.NONE_SCORED if outputs.budget_exceeded else ExitCode.OK),
+        "trajectories_with_majority_issues": len(outputs.rows), "routes": counts, "tickets": len(outputs.tickets),
+        "edited": len(outputs.edited), "teacher": {"calls": outputs.calls, "retries": outputs.retries,
+                                                   "cost_usd": outputs.cost_usd, "usage": outputs.usage} if teacher else None,
+        "budget": None if budget is None else {"max_cost_usd": budget.max_cost_usd, "spent_usd": budget.spent_usd},
+        "budget_exceeded": outputs.budget_exceeded, "files": outputs.paths,
+    })
     if outputs.budget_exceeded:
         typer.echo("the budget cap stopped teacher calls: those repairs use template guidance; raise it with "
                    "--max-cost N and run the same command again (answers already paid for are kept)", err=True)
         raise typer.Exit(ExitCode.NONE_SCORED)
 
 
-@repair_app.command("ingest")
+@repair_app.command(
+    "ingest",
+    epilog=examples(
+        "judge repair ingest continuations.jsonl --tickets runs/demo/tickets.jsonl --out cont.jsonl",
+        ("judge repair ingest runs/demo/continuations.jsonl --out cont.jsonl --json", "counts as one JSON document"),
+    ),
+)
 def repair_ingest_command(
     files: list[Path] = typer.Argument(..., help="Continuation files in any importable format."),
     out: Path = typer.Option(..., "--out", help="Canonical JSONL to write (ready for judge compare)."),
     tickets: Path | None = typer.Option(None, "--tickets", help="tickets.jsonl, to link records that only carry ticket_id."),
+    as_json: bool = json_option(),
 ) -> None:
     """Bring continuations back as trajectories linked to their source and branch turn."""
     from judge import rundir
@@ -107,8 +136,10 @@ def repair_ingest_command(
         raise typer.BadParameter(f"not found: {', '.join(missing)}", param_hint="FILES")
     rejects: list[Reject] = []
     count = rundir.write_jsonl(out, ingest_continuations(files, tickets=tickets, rejects=rejects))
-    typer.echo(f"{count} continuations linked, {len(rejects)} rejected; wrote {out}")
+    output = Output(as_json)
+    output.line(f"{count} continuations linked, {len(rejects)} rejected; wrote {out}")
     for reject in rejects:
         typer.echo(f"  rejected {reject.location()}: {reject.reason}", err=True)
     if count == 0:
         raise typer.Exit(ExitCode.ERROR)
+    output.document({"linked": count, "rejected": len(rejects), "rejects": rejects, "out": out})

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from judge.cli.app import ExitCode, app
+from judge.cli.app import ExitCode, app, examples
+from judge.cli.output import Output, json_option
 
 
 class Layout(StrEnum):
@@ -22,6 +23,12 @@ LAYOUT_HELP = (
     "trajectory index and viewer load from report_data/ beside it, one trajectory at a time; auto: single up to "
     "500 trajectories and 25 MB of trajectories.jsonl, else paged."
 )
+
+
+def _require_run(run: Path) -> None:
+    if not run.is_dir():
+        typer.echo(f"error: run directory not found: {run}", err=True)
+        raise typer.Exit(ExitCode.ERROR)
 
 
 def _build(run: Path, layout: Layout) -> dict[str, Path]:
@@ -39,33 +46,42 @@ def _build(run: Path, layout: Layout) -> dict[str, Path]:
         raise typer.Exit(ExitCode.ERROR) from error
 
 
-def _require_run(run: Path) -> None:
-    if not run.is_dir():
-        typer.echo(f"error: run directory not found: {run}", err=True)
-        raise typer.Exit(ExitCode.ERROR)
-
-
-@app.command("report")
+@app.command(
+    "report",
+    epilog=examples(
+        ("judge report runs/example", "prints the paths, report.html last"),
+        ("judge report runs/example --json", "the paths as one JSON document"),
+        ("judge report runs/big --layout paged", "report.html holds the summary; the trajectories go to report_data/"),
+    ),
+)
 def report(
     run: Path = typer.Argument(..., help="The run directory written by `judge score ... --out RUN`.", file_okay=False),
     layout: Layout = typer.Option(Layout.auto, "--layout", help=LAYOUT_HELP),
+    as_json: bool = json_option(),
 ) -> None:
     """Write summary.json, report.md and report.html (with the trajectory viewer) for RUN.
 
     Reads the run directory only, one trajectory at a time: no judge is called and nothing is fetched. Prints
     the paths it wrote, report.html last.
-
-    Example: judge report runs/a --layout paged
     """
     _require_run(run)
     paths = _build(run, layout)
+    output = Output(as_json)
     for name, path in paths.items():
         if name != "report_html":
-            typer.echo(str(path))
-    typer.echo(str(paths["report_html"]))
+            output.line(str(path))
+    output.line(str(paths["report_html"]))
+    output.document({"run": run, "files": paths})
 
 
-@app.command("view")
+@app.command(
+    "view",
+    epilog=examples(
+        ("judge view runs/example", "then open http://127.0.0.1:8700/"),
+        ("judge view runs/big --port 8800", "a link to one trajectory: http://127.0.0.1:8800/#/t/ID"),
+        ("judge view runs/big --rebuild --layout paged", "build the report again first"),
+    ),
+)
 def view(
     run: Path = typer.Argument(..., help="The run directory written by `judge score ... --out RUN`.", file_okay=False),
     port: int = typer.Option(8700, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0 picks a free one)."),
@@ -77,8 +93,6 @@ def view(
 
     Builds the report first when the run has none (or with --rebuild). Only report.html and report_data/ are
     served, to this machine only.
-
-    Example: judge view runs/a --port 8800, then open http://127.0.0.1:8800/#/t/TRAJECTORY_ID
     """
     from judge import rundir
     from judge.report.serve import serve

@@ -11,30 +11,56 @@ import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+from pydantic import BaseModel, ConfigDict
 
 from judge import rundir
-from judge.cli.app import ExitCode, app, outcome_code
+from judge.cli.app import ExitCode, app, examples, outcome_code
+from judge.cli.output import Output, json_option
 from judge.rundir import RunDir
+
+if TYPE_CHECKING:
+    from judge.panel import PanelConfig
+
+# The options of `judge score` that a config file may hold besides the panel's (judge.panel.PANEL_KEYS), under
+# the flags' names; tests/test_cli_config.py checks that together they are every option but --out and --config.
+SCORE_FILE_KEYS = {"format": "format", "rubric": "rubric", "embedder": "embedder", "strict": "strict",
+                   "no-preflight": "no_preflight"}
+
+
+class ScoreFileOptions(BaseModel):
+    """The non-panel options a ``judge score`` config file set (None / False: not set)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str | None = None
+    rubric: Path | None = None
+    embedder: str | None = None
+    strict: bool = False
+    no_preflight: bool = False
 
 
 @app.command(
     "score",
-    epilog="Examples:\n\n"
-    "  judge score examples/batch --out runs/example             (offline rules judge)\n\n"
-    "  judge score runs.jsonl --out runs/a --judge openai:gpt-4o  (3 passes of one model)\n\n"
-    "  judge score runs.jsonl --out runs/b --judge openai:gpt-4o --judge anthropic:claude-sonnet-4-5 --judge rules\n\n"
-    "  judge score runs.jsonl --out runs/c --judge openai-compatible:qwen2.5@http://localhost:8000/v1\n\n"
-    "  judge score runs.jsonl --out runs/d --judge replay:runs/a  (re-score recorded verdicts, no calls)",
+    epilog=examples(
+        ("judge score examples/batch --out runs/example", "offline rules judge"),
+        ("judge score runs.jsonl --out runs/a --judge openai:gpt-4o", "3 passes of one model"),
+        "judge score runs.jsonl --out runs/b --judge openai:gpt-4o --judge anthropic:claude-sonnet-4-5 --judge rules",
+        "judge score runs.jsonl --out runs/c --judge openai-compatible:qwen2.5@http://localhost:8000/v1",
+        ("judge score runs.jsonl --out runs/d --judge replay:runs/a", "re-score recorded verdicts, no calls"),
+        ("judge score runs.jsonl --out runs/e --config panel.yaml --max-cost 5",
+         "panel.yaml: 'judge: openai:gpt-4o', 'max-cost: 20', ...; the flag wins"),
+        ("judge score examples/batch --out runs/example --json", "the summary as one JSON document"),
+    ),
 )
 def score_command(
     inputs: list[Path] = typer.Argument(..., help="Trajectory files or folders (any supported format)."),
     out: Path = typer.Option(..., "--out", help="Run directory to write (resumes if it exists)."),
     judge: list[str] | None = typer.Option(None, "--judge", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH, or a plugin's (judge plugins lists them)."),
     passes: int | None = typer.Option(None, "--passes", min=1, help="Passes per judge (default 3 for one LLM judge; a deterministic judge runs once)."),
-    config: Path | None = typer.Option(None, "--config", help="Panel config file (YAML/JSON); flags override it."),
+    config: Path | None = typer.Option(None, "--config", help="Config file (YAML, TOML or JSON; settings at the top or under 'panel'): the flags' names as keys (max-cost: 5, or max_cost), plus max-retries, retry-base-delay, max-input-tokens, max-tokens, prompt, prices, params. A flag given here wins over the file, the file over the default; --judge replaces the file's judge list."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp) for openai:/openai-compatible: judges; Anthropic reads ANTHROPIC_BASE_URL."),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Judge calls in flight at once (default 8)."),
     rpm: float | None = typer.Option(None, "--rpm", help="Requests per minute per model."),
@@ -43,10 +69,11 @@ def score_command(
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop calling at this many USD; the rest is unscored budget_exceeded."),
     temperature: str | None = typer.Option(None, "--temperature", help="Judge sampling temperature (default 0.7), or 'none' to leave it out of requests (the default for o1/o3/gpt-5 style reasoning models, which reject it; passes then differ by seed and separate calls)."),
     fmt: str | None = typer.Option(None, "--format", help="Input format (default: detected per file)."),
-    rubric: Path | None = typer.Option(None, "--rubric", help="Rubric YAML (default rubrics/ default)."),
+    rubric: Path | None = typer.Option(None, "--rubric", help="Rubric YAML (default rubrics/default-v2.yaml)."),
     embedder: str | None = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any input record was rejected."),
     no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the check that each LLM judge answers one tiny request before the batch."),
+    as_json: bool = json_option(),
 ) -> None:
     """Judge, score and report on a batch of trajectories; writes the run directory OUT.
 
@@ -58,13 +85,20 @@ def score_command(
     3 no pass scored, a judge failed its preflight check, or the budget cap stopped the run.
     """
     from judge.cli.ingest_cmds import import_notes
-    from judge.panel import PanelConfig, PreflightFailed, run_panel, summary_lines
+    from judge.panel import PanelConfig, PreflightFailed, describe_result, run_panel, summary_lines
     from judge.pipeline import finish_run, import_to_run, score_run
     from judge.runlock import run_lock
 
     started_at, started = datetime.now(UTC), time.monotonic()
+    output = Output(as_json)
     try:
-        settings = PanelConfig.load(config) if config else PanelConfig()
+        settings, from_file = load_config(config) if config else (PanelConfig(), ScoreFileOptions())
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--config") from error
+    try:
+        # A flag given on the command line wins over the file (a flag's default is None or False: not given).
+        fmt, rubric, embedder = fmt or from_file.format, rubric or from_file.rubric, embedder or from_file.embedder
+        strict, no_preflight = strict or from_file.strict, no_preflight or from_file.no_preflight
         settings = settings.merged(judges=list(judge or []), passes=passes, base_url=base_url, concurrency=concurrency,
                                    rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
                                    temperature=temperature)
@@ -87,10 +121,10 @@ def score_command(
 
     with run_lock(out, "judge score"):
         stats = import_to_run(inputs, out, fmt=fmt)
-        typer.echo(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
-                   + (f" (see {out / rundir.REJECTS})" if stats.rejected or stats.skipped else ""))
+        output.line(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
+                    + (f" (see {out / rundir.REJECTS})" if stats.rejected or stats.skipped else ""))
         for line in import_notes(stats):
-            typer.echo(line)
+            output.line(line)
         if stats.imported == 0:
             typer.echo("nothing could be imported; stopping", err=True)
             raise typer.Exit(code=ExitCode.ERROR)
@@ -108,16 +142,17 @@ def score_command(
         except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
             raise typer.BadParameter(str(error)) from error
         for line in summary_lines(result):
-            typer.echo(line)
+            output.line(line)
 
         scores = score_run(out, rubric, {"embedder": embedder} if embedder else None)
         record_timing(out, started_at, time.monotonic() - started)  # before the report, which shows it
         written = finish_run(out) or {}
-    typer.echo(score_distribution(scores))
+    output.line(score_distribution(scores))
     paths = [out / name for name in (rundir.TRAJECTORIES, rundir.VERDICTS, rundir.CLUSTERS, rundir.SCORES,
                                      rundir.REJECTS, rundir.MANIFEST)]
     paths += [Path(p) for p in written.values()]
-    typer.echo("wrote: " + ", ".join(str(p) for p in dict.fromkeys(paths) if p.exists()))
+    files = [p for p in dict.fromkeys(paths) if p.exists()]
+    output.line("wrote: " + ", ".join(str(p) for p in files))
     code = outcome_code((v.status, v.reason) for v in result.verdicts)
     if strict and stats.rejected:
         typer.echo("--strict: some input records were rejected", err=True)
@@ -128,7 +163,9 @@ def score_command(
     elif code == ExitCode.SOME_UNSCORED:
         typer.echo("some passes are unscored (exit 2): their reasons are above and in the report", err=True)
     report = Path(written.get("report_html") or out / rundir.REPORT_HTML).resolve()
-    typer.echo(f"report: {report}")  # always the last line: scripts and people look for it there
+    output.line(f"report: {report}")  # always the last line: scripts and people look for it there
+    output.document({"run": out, "exit_code": int(code), "import": stats, "panel": describe_result(result),
+                     "scores": score_counts(scores), "files": files, "report": report})
     if code:
         raise typer.Exit(code=code)
 
@@ -143,11 +180,30 @@ def record_timing(run_dir: Path, started_at: datetime, elapsed_s: float) -> None
         manifest.elapsed_s = round(elapsed_s, 3)
 
 
+def load_config(path: Path) -> tuple[PanelConfig, ScoreFileOptions]:
+    """The panel settings and the other options of a ``judge score`` config file; notes about old key names go
+    to stderr. Raises :class:`judge.config.ConfigError` (a ValueError) naming the file, line and key."""
+    from judge.config import build_checked
+    from judge.panel import PanelConfig, read_panel_file
+
+    file = read_panel_file(path, SCORE_FILE_KEYS)
+    for note in file.notes:
+        typer.echo(f"note: {note}", err=True)
+    options = build_checked(ScoreFileOptions.model_validate, file.subset(SCORE_FILE_KEYS.values()))
+    return PanelConfig.from_file(file), options
+
+
+def score_counts(scores: list[Any]) -> dict[str, Any]:
+    """How many trajectories got each score (``by_score``: "2".."5"), none, and were released."""
+    counts = Counter(row.score for row in scores)
+    return {"trajectories": len(scores), "by_score": {str(s): counts[s] for s in sorted(s for s in counts if s is not None)},
+            "no_score": counts.get(None, 0), "released": sum(1 for row in scores if row.release)}
+
+
 def score_distribution(scores: list[Any]) -> str:
     """One line: how many trajectories got each score, and how many got none."""
-    counts = Counter(row.score for row in scores)
-    parts = [f"{score}: {counts[score]}" for score in sorted(s for s in counts if s is not None)]
-    if counts.get(None):
-        parts.append(f"no score: {counts[None]}")
-    released = sum(1 for row in scores if row.release)
-    return f"scores ({len(scores)} trajectories): {', '.join(parts) or 'none'}; released {released}"
+    counts = score_counts(scores)
+    parts = [f"{score}: {n}" for score, n in counts["by_score"].items()]
+    if counts["no_score"]:
+        parts.append(f"no score: {counts['no_score']}")
+    return f"scores ({counts['trajectories']} trajectories): {', '.join(parts) or 'none'}; released {counts['released']}"

@@ -1,5 +1,5 @@
 """Issue rows from any source: the input and output of ``judge cluster FILE`` and ``judge calibrate LABELS``
-(DESIGN.md "Clustering input"), clustered with exactly the code the pipeline uses (:mod:`judge.cluster.core`).
+(docs/cluster-rows.md), clustered with exactly the code the pipeline uses (:mod:`judge.cluster.core`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class RowError:
 
 
 def read_issue_rows(path: Path) -> tuple[list[dict[str, Any]], list[RowError]]:
-    """Read clustering input rows (DESIGN.md "Clustering input"); bad rows become errors naming file and line.
+    """Read clustering input rows (docs/cluster-rows.md); bad rows become errors naming file and line.
 
     Every good row gets ``_issue`` (the validated :class:`Issue`) and ``_line``.
     """

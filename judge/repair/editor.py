@@ -36,13 +36,15 @@ from judge.repair.validators import (
     find_premature_claims,
     validate_edit,
 )
+from judge.rules import DetectorNames
 from judge.schema import Cluster, Issue, Route, ScoredIssue
 
 IssueLike = Cluster | ScoredIssue | Issue
 
-# Tags of wording defects the editor fixes by cutting the sentence (no action changes).
 EDIT_SUFFIX = "+edit"
-WORDING_TAGS = {"phantom-failure-reference", "premature-claim", "wording", "stale-reference", "typo"}
+# Tags of wording defects the editor fixes by cutting the sentence (no action changes): the rules detectors
+# registered with the role "wording", and free tags an LLM judge may give such a defect.
+WORDING_TAGS = DetectorNames("wording", also=("wording", "stale-reference", "typo"))
 
 
 class EditResult(BaseModel):

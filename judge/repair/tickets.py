@@ -31,6 +31,7 @@ from judge.repair.prompting import (
     neutralise,
     render_prompt,
 )
+from judge.rules import DetectorNames
 from judge.schema import Cluster, RepairRow, ScoredIssue
 
 TICKET_VERSION = "trajudge.ticket/1"
@@ -42,7 +43,8 @@ TEACHER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 ONLINE_ROUTES = ("online-guided", "online-regenerate", "rewrite-restart", "environment")
-PLAN_TAGS = {"unverified-completion", "plan-receipt-mismatch", "premature-claim", "stale-evidence"}
+# Rules detectors whose issue also asks the agent to revise its plan (registered with the role "plan").
+PLAN_TAGS = DetectorNames("plan")
 
 Arm = Literal["guided", "unguided", "rerun", "rewrite"]
 TicketStatus = Literal["ready", "needs-rewrite"]

@@ -36,12 +36,12 @@ from judge.repair.textref import (
     distinctive_tokens,
     split_sentences,
 )
-from judge.rules import run_detectors
+from judge.rules import DetectorNames, run_detectors
 from judge.schema import Issue
 
-# The rules judge's detectors an edit could trip: text about a failure that is gone, a claim before its
-# receipt, and completion marks (TodoList) no longer backed by a receipt.
-RULE_DETECTORS = ["premature-claim", "phantom-failure-reference", "unverified-completion", "plan-receipt-mismatch"]
+# The rules judge's detectors an edit could trip (registered with the role "edit-check"): text about a failure
+# that is gone, a claim before its receipt, and completion marks (TodoList) no longer backed by a receipt.
+RULE_DETECTORS = DetectorNames("edit-check")
 
 
 class ValidatorResult(BaseModel):

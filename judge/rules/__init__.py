@@ -25,6 +25,9 @@ unpaired-call-id            environment a call without receipt, a receipt withou
 budget-exhausted            capability  the log marks the budget exhausted and no final answer came
 =========================== =========== =========================================================
 
+Each detector is registered by its ``@detector(name, category, roles=..., mast=...)`` decorator
+(:mod:`judge.rules.registry`); the sets of detector names other modules use (the release gate's authenticity
+checks, repair's plan and wording tags, the edit validators, the MAST mapping) are views of the registry.
 Their rules are documented on the functions in :mod:`judge.rules.detectors`; phrase lists and thresholds are
 data in ``rubrics/rules-v2.yaml`` (per language; a language without a vocabulary gets the structural checks).
 Everything is computed from one :class:`~judge.rules.analysis.Analysis` per trajectory, so a single detector is
@@ -33,19 +36,34 @@ as cheap as the analysis it needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 from judge.model import Trajectory
+from judge.rules import detectors as _detectors  # noqa: F401  (registers the built-in detectors)
 from judge.rules.analysis import Analysis, analyse
-from judge.rules.config import DETECTOR_NAMES, RulesConfig
-from judge.rules.detectors import DETECTOR_FUNCTIONS, DetectorFn
+from judge.rules.config import RulesConfig
+from judge.rules.registry import (
+    ROLES,
+    DetectorNames,
+    DetectorSpec,
+    MastGroups,
+    Role,
+    detector,
+    detector_names,
+    detector_spec,
+    unregister,
+)
 from judge.schema import Efficiency, Issue
 
+DetectorFn = Callable[[Analysis], list[Issue]]
+
 __all__ = [
-    "DETECTORS", "DETECTOR_NAMES", "Analysis", "Detector", "RulesConfig", "WasteCounts", "analyse", "default_config",
-    "detect", "efficiency_vote", "run_detectors", "vote_from_waste", "waste_counts",
+    "DETECTORS", "DETECTOR_NAMES", "ROLES", "Analysis", "Detector", "DetectorFn", "DetectorNames", "DetectorSpec",
+    "MastGroups", "Role", "RulesConfig", "WasteCounts", "analyse", "default_config", "detect", "detector",
+    "detector_names", "detector_spec", "efficiency_vote", "run_detectors", "unregister", "vote_from_waste",
+    "waste_counts",
 ]
 
 
@@ -76,7 +94,22 @@ class Detector:
         return self.find.__doc__
 
 
-DETECTORS: dict[str, Detector] = {name: Detector(name, DETECTOR_FUNCTIONS[name]) for name in DETECTOR_NAMES}
+class _Detectors(Mapping[str, Detector]):
+    """Every registered detector by name, callable alone; a live view of the registry."""
+
+    def __getitem__(self, name: str) -> Detector:
+        return Detector(name, detector_spec(name).find)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(detector_names())
+
+    def __len__(self) -> int:
+        return len(detector_names())
+
+
+DETECTORS: Mapping[str, Detector] = _Detectors()
+# Every registered detector, in the order they run (and report same-turn issues in).
+DETECTOR_NAMES = DetectorNames()
 
 
 def run_detectors(
@@ -93,14 +126,14 @@ def run_detectors(
 def detect(analysis: Analysis, names: Iterable[str] | None = None) -> list[Issue]:
     """:func:`run_detectors` on an existing analysis (the judge shares one analysis with the efficiency vote)."""
     config = analysis.config
-    selected = list(DETECTOR_NAMES if names is None else names)
-    unknown = [n for n in selected if n not in DETECTORS]
+    selected = list(detector_names() if names is None else names)
+    unknown = [n for n in selected if n not in DETECTOR_NAMES]
     if unknown:
         raise ValueError(f"unknown detector(s) {unknown}; known: {list(DETECTOR_NAMES)}")
     issues: list[Issue] = []
     for name in selected:
         if config.enabled(name):
-            issues.extend(DETECTORS[name].find(analysis))
+            issues.extend(detector_spec(name).find(analysis))
     return sorted(issues, key=lambda i: (i.turn if i.turn is not None else 1 << 30))
 
 

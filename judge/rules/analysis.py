@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from judge.model import Message, Receipt, ToolCall, Trajectory
 from judge.rules.config import CompiledPatterns, RulesConfig
+from judge.rules.matching import PhraseGroup
 
 Outcome = Literal["ok", "error", "environment", "missing"]
 
@@ -52,9 +53,12 @@ _EXIT_LINE = re.compile(r"^\s*(error:\s*)?exit ?code:?\s*-?\d+\s*(\(execution fa
 _CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
 # Its C core, made once: JSONEncoder.encode builds a new one per call, most of the cost for small arguments.
 # No circular check (arguments are parsed JSON, never circular); otherwise the same text, separators and options.
-_C_ENCODER = (
-    json.encoder.c_make_encoder(None, str, json.encoder.c_encode_basestring, None, ": ", ", ", True, False, True)
-    if json.encoder.c_make_encoder is not None and json.encoder.c_encode_basestring is not None
+# CPython's accelerator is not public API (absent elsewhere, and untyped): without it, the encoder above is used.
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_ENCODE_STRING: Any = getattr(json.encoder, "c_encode_basestring", None)
+_C_ENCODER: Any = (
+    _MAKE_ENCODER(None, str, _ENCODE_STRING, None, ": ", ", ", True, False, True)
+    if _MAKE_ENCODER is not None and _ENCODE_STRING is not None
     else None
 )
 
@@ -316,10 +320,10 @@ def _classify(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns,
     prefix of a continuation and its source trajectory), and the answer depends on nothing else.
     """
     key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, mode)
-    cached = patterns.memo_receipts.get(key)
+    cached: Reading | None = patterns.memo_receipts.get(key)
     if cached is None:
         cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns, mode))
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def _mode(action: Action) -> int:
@@ -330,7 +334,7 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
     """Set outcome, failure line and flags of every answered action: :func:`_classify` for all of a trajectory's
     receipts at once, with one literal scan of the receipts the memo does not know."""
     memo = patterns.memo_receipts
-    unknown: list[tuple[Action, Any, str]] = []  # (action, memo key, window)
+    unknown: list[tuple[Action, Receipt, Any, str]] = []  # (action, its receipt, memo key, window)
     for action in actions:
         receipt = action.receipt
         assert receipt is not None
@@ -343,21 +347,21 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
             if window is None:
                 cached = patterns.remember(memo, key, _OK)
             else:
-                unknown.append((action, key, window))
+                unknown.append((action, receipt, key, window))
                 continue
         _set_outcome(action, cached, config)
     if not unknown:
         return
-    lows = [window.lower() for _, _, window in unknown]
+    lows = [window.lower() for _, _, _, window in unknown]
     founds = patterns.receipt_lists.gate.find_many(lows)
-    for (action, key, window), low, found in zip(unknown, lows, founds):
+    for (action, receipt, key, window), low, found in zip(unknown, lows, founds):
         group = patterns.receipt_lists
 
         def hit(name: str, window: str = window, low: str = low, found: frozenset[str] = found,
-                group: Any = group) -> re.Match[str] | None:
+                group: PhraseGroup = group) -> re.Match[str] | None:
             return group.search_one(name, window, low, found)
 
-        cached = patterns.remember(memo, key, _classify_hits(action.receipt, window, hit, patterns, key[3]))  # type: ignore[arg-type]
+        cached = patterns.remember(memo, key, _classify_hits(receipt, window, hit, patterns, key[3]))
         _set_outcome(action, cached, config)
 
 
@@ -508,7 +512,7 @@ def _command_head(command: str) -> str:
 def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, bool, bool, bool, tuple[str, ...]]:
     """(intent head, read-only, check, shows file content, link check, files written by redirects / ``sed -i``)
     of a shell command; memoised (commands repeat)."""
-    cached = patterns.memo_commands.get(command)
+    cached: tuple[str, bool, bool, bool, bool, tuple[str, ...]] | None = patterns.memo_commands.get(command)
     if cached is None:
         hits = patterns.command_lists.search_all(command.strip())
         writes = tuple(dict.fromkeys(_REDIRECT.findall(command) + _SED_INPLACE.findall(command)))
@@ -516,7 +520,7 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
         cached = patterns.remember(patterns.memo_commands, command, (
             _command_head(command), hits["read_only"] is not None, hits["check"] is not None, hits["content"] is not None,
             hits["link_check"] is not None, writes))
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 _NAME_KINDS = ("plan_name", "write_name", "read_only_name", "check_name", "content_name")
@@ -527,7 +531,7 @@ def _name_kinds(name: str, patterns: CompiledPatterns) -> tuple[bool, ...]:
     kinds = patterns.memo_names.get(name)
     if kinds is None:
         kinds = patterns.remember(patterns.memo_names, name, tuple(patterns.name_is(kind, name) for kind in _NAME_KINDS))
-    return kinds  # type: ignore[no-any-return]
+    return kinds
 
 
 def _make_action(order: int, index: int, message: Message, call: ToolCall, config: RulesConfig, patterns: CompiledPatterns) -> Action:

@@ -1,5 +1,8 @@
 """The detectors. Each reads the shared :class:`~judge.rules.analysis.Analysis` and returns issues.
 
+Each is registered by its ``@detector`` decorator (:mod:`judge.rules.registry`) with the category of its issues
+and the roles it plays elsewhere (release gate, repair); the registration order is the order they run in.
+
 Every issue's ``tag`` is its detector's name, its ``turn`` is the turn whose decision was faulty (the turn
 that made the failing call, the turn of the false claim), and its ``evidence`` quotes the receipt or message.
 Detectors are conservative by design: a finding needs a receipt (or the lack of one) that contradicts the
@@ -11,7 +14,6 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Callable
 
 from judge.rules.analysis import (
     _CODE,
@@ -26,23 +28,23 @@ from judge.rules.analysis import (
     is_doc,
     plan_items,
 )
-from judge.schema import Category, Issue, Severity
-
-DetectorFn = Callable[[Analysis], list[Issue]]
+from judge.rules.registry import detector, detector_spec
+from judge.schema import Issue, Severity
 
 _DIGITS = re.compile(r"\d+")
 _CHECKBOX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*\[([ xX✓✔])\]\s*(.+?)\s*$", re.MULTILINE)
 
 
-def _issue(an: Analysis, detector: str, turn: int | None, category: Category, description: str, evidence: str,
+def _issue(an: Analysis, name: str, turn: int | None, description: str, evidence: str,
            severity: Severity | None = None, recovered: bool | None = None) -> Issue:
+    """An issue of the detector ``name``, in the category it was registered with."""
     return Issue(
         turn=turn,
-        category=category,
-        severity=severity or an.config.settings(detector).severity,
+        category=detector_spec(name).category,
+        severity=severity or an.config.settings(name).severity,
         description=description,
         evidence=evidence,
-        tag=detector,
+        tag=name,
         recovered=recovered,
     )
 
@@ -76,6 +78,7 @@ def _earlier_identical_failures(an: Analysis, action: Action) -> list[Action]:
 # --- failed calls -------------------------------------------------------------------------------------
 
 
+@detector("failed-call", "code")
 def failed_call(an: Analysis) -> list[Issue]:
     """A call that failed for a reason of the agent's making (category ``code``).
 
@@ -102,10 +105,11 @@ def failed_call(an: Analysis) -> list[Issue]:
         else:
             description = f"The {action.name} {kind} failed and the agent never made it succeed."
             severity = settings.unrecovered_severity
-        issues.append(_issue(an, "failed-call", action.turn, "code", description, _receipt_quote(an, action), severity))
+        issues.append(_issue(an, "failed-call", action.turn, description, _receipt_quote(an, action), severity))
     return issues
 
 
+@detector("repeated-failure", "code", mast="repetition")
 def repeated_failure(an: Analysis) -> list[Issue]:
     """The same failing call (same tool, same arguments) repeated with the same error and nothing changed in
     between (no successful call that may change state): wasted turns. Re-running a call after changing what it
@@ -124,7 +128,7 @@ def repeated_failure(an: Analysis) -> list[Issue]:
             f"The {action.name} call of T{earlier[0].turn} was repeated unchanged (attempt {count}) "
             "and failed with the same error."
         )
-        issues.append(_issue(an, "repeated-failure", action.turn, "code", description, _receipt_quote(an, action), severity))
+        issues.append(_issue(an, "repeated-failure", action.turn, description, _receipt_quote(an, action), severity))
     return issues
 
 
@@ -133,6 +137,7 @@ def _changed_between(an: Analysis, first: Action, second: Action) -> bool:
     return any(a.outcome == "ok" and not a.read_only and not a.is_plan for a in an.actions[first.order + 1 : second.order])
 
 
+@detector("environment-fault", "environment")
 def environment_fault(an: Analysis) -> list[Issue]:
     """A call that failed for a reason outside the agent (network, DNS, auth, quota, disk, timeout), recognised
     by receipt text in any configured language, by HTTP status or by a program's exit code: category
@@ -156,7 +161,7 @@ def environment_fault(an: Analysis) -> list[Issue]:
         after = f"; the agent got past it at T{recovery.turn}" if recovery is not None else ""
         description = f"The {action.name} call failed for an environment reason{more}{what}{after}."
         severity = settings.recovered_severity if recovery is not None else settings.unrecovered_severity
-        issues.append(_issue(an, "environment-fault", action.turn, "environment", description,
+        issues.append(_issue(an, "environment-fault", action.turn, description,
                              _receipt_quote(an, action), severity, recovered=recovery is not None))
     return issues
 
@@ -390,6 +395,7 @@ def _produced(an: Analysis, token: str, prior: list[Action], index: int) -> bool
     return False
 
 
+@detector("unverified-completion", "semantic", roles=("authenticity", "plan", "edit-check"), mast="verification")
 def unverified_completion(an: Analysis) -> list[Issue]:
     """A claim of a result (done, created, saved, pushed, restarted, tests pass, N records written...) that the
     receipts do not support. Each claim sentence is matched to the calls it speaks of:
@@ -482,7 +488,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             if referent is not None and referent.receipt is not None:
                 evidence += f" | receipt {_receipt_quote(an, referent)}"
             description = f"Claims a result that the receipts do not support: {why}."
-            issues.append(_issue(an, "unverified-completion", speech.turn, "semantic", description, evidence))
+            issues.append(_issue(an, "unverified-completion", speech.turn, description, evidence))
             break  # one finding per message
     return issues
 
@@ -530,6 +536,129 @@ def _is_shell(an: Analysis, action: Action) -> bool:
     return action.call is not None and command_of(action.call, an.config) is not None
 
 
+# --- plans --------------------------------------------------------------------------------------------
+
+
+@detector("plan-receipt-mismatch", "semantic", roles=("authenticity", "plan", "edit-check"), mast="verification")
+def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
+    """A todo item marked completed when no call succeeded while it was in progress, or when the last check
+    in that time failed (the "3/3 done while checks say 1/2" pattern of plan-then-act-lesson.txt).
+
+    Plans come from TodoWrite-style calls (items with a status) and from markdown checklists in assistant
+    text (``- [ ]`` / ``- [x]``). The window of an item runs from the plan update that set it in progress (else
+    the previous plan update) to the update that marks it completed; only receipts seen before the marking count.
+    """
+    issues: list[Issue] = []
+    updates: list[tuple[int, int, list[tuple[str, str, str]]]] = []  # (message index, turn, items)
+    for action in an.actions:
+        if action.is_plan and action.call is not None:
+            updates.append((action.message_index, action.turn, plan_items(action.call)))
+    if not updates:
+        for speech in an.speeches:
+            boxes = _CHECKBOX.findall(speech.region)
+            if boxes:
+                items = [(" ".join(text.lower().split()), text, "pending" if mark == " " else "completed") for mark, text in boxes]
+                updates.append((speech.message_index, speech.turn, items))
+    status: dict[str, str] = {}
+    since: dict[str, int] = {}
+    previous_update = 0
+    for index, turn, items in updates:
+        for key, text, state in items:
+            old = status.get(key)
+            if state == "completed" and old is not None and old != "completed":
+                start = since.get(key, previous_update) if old == "in_progress" else previous_update
+                why, evidence = _unsupported_completion(an, start, index, bool(an.patterns.check_item.search(text)))
+                if why:
+                    description = f"Todo item \"{an.excerpt(text)}\" marked completed, but {why}."
+                    issues.append(_issue(an, "plan-receipt-mismatch", turn, description, evidence))
+            if state == "in_progress" and old != "in_progress":
+                since[key] = index
+            status[key] = state
+        previous_update = index
+    return issues
+
+
+def _unsupported_completion(an: Analysis, start: int, marked_at: int, check_item: bool) -> tuple[str | None, str]:
+    """Why marking an item completed is not supported by the calls of its window (None when it is).
+
+    A check item ("check the samples", "运行测试") needs its last check to pass. Any other item needs its last
+    non-check call to have succeeded: a check that fails after an item's own work (saving a draft) speaks
+    about the next item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct).
+    """
+    window = [
+        a for a in an.actions
+        if start <= a.message_index <= marked_at and not a.is_plan and a.visible_at < marked_at
+    ]
+    if not any(a.outcome == "ok" for a in window):
+        if window:
+            return "every call made while it was in progress failed", _receipt_quote(an, window[-1])
+        return "no call was made while it was in progress", "no tool call between the plan updates"
+    if check_item:
+        relevant = [a for a in window if a.is_check] or window
+    else:
+        relevant = [a for a in window if not a.is_check] or window
+    last = relevant[-1]
+    if last.failed:
+        what = "check" if last.is_check else "call"
+        return f"its last {what} (T{last.turn}) failed", _receipt_quote(an, last)
+    return None, ""
+
+
+# --- stale evidence -----------------------------------------------------------------------------------
+
+
+@detector("stale-evidence", "semantic", roles=("authenticity", "plan"), mast="verification")
+def stale_evidence(an: Analysis) -> list[Issue]:
+    """A claim of verification whose last passing check ran on an older version of a file it covered.
+
+    A file is covered by a check when the check names it or when it was written before the check (and is
+    not documentation); it is stale when a successful write to it happened after the check and before the
+    claim, with no check after the write.
+    """
+    issues: list[Issue] = []
+    checks = [a for a in an.actions if a.is_check]
+    if not checks:
+        return issues
+    covered_by: dict[int, set[str]] = {}
+    for speech in an.speeches:
+        index = speech.message_index
+        sentence = next((s for s in _claims(speech) if s.is_check_claim), None)
+        if sentence is None:
+            continue
+        seen = [c for c in checks if c.visible_at < index]
+        if not seen or seen[-1].outcome != "ok":
+            continue
+        check = seen[-1]
+        covered = covered_by.get(check.order)
+        if covered is None:  # the files a check covers depend on the check only; several claims cite one check
+            covered = {p for a in an.actions[: check.order] if a.outcome == "ok" for p in a.writes if not is_doc(p)}
+            covered |= {p for a in an.actions if a.writes for p in a.writes if _basename(p) in check.text}
+            covered_by[check.order] = covered
+        stale = next(
+            (a for a in an.actions[check.order + 1 :]
+             if a.outcome == "ok" and a.visible_at < index and any(p in covered for p in a.writes)),
+            None,
+        )
+        if stale is None:
+            continue
+        path = next(p for p in stale.writes if p in covered)
+        description = (
+            f"Claims verification, but {path} was changed at T{stale.turn} after the last passing check "
+            f"(T{check.turn}) and not checked again."
+        )
+        evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{stale.turn} {stale.name} {path}"
+        issues.append(_issue(an, "stale-evidence", speech.turn, description, evidence))
+    return issues
+
+
+def _basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+# --- claims before their receipts, failures that never happened ---------------------------------------
+
+
+@detector("premature-claim", "semantic", roles=("authenticity", "plan", "wording", "edit-check"), mast="verification")
 def premature_claim(an: Analysis) -> list[Issue]:
     """A message that states the result of an operation before any receipt for it exists: in the message
     that issues the call, or before the call is made at all.
@@ -573,11 +702,12 @@ def premature_claim(an: Analysis) -> list[Issue]:
             when = "in the same message that makes the call" if later.message_index == index else f"before the call at T{later.turn}"
             description = f"States the result of {what} {when}, before any receipt for it exists."
             evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | call T{later.turn} {later.name}: {an.excerpt(later.text)}"
-            issues.append(_issue(an, "premature-claim", speech.turn, "semantic", description, evidence))
+            issues.append(_issue(an, "premature-claim", speech.turn, description, evidence))
             break
     return issues
 
 
+@detector("phantom-failure-reference", "semantic", roles=("authenticity", "wording", "edit-check"), mast="reasoning-action")
 def phantom_failure_reference(an: Analysis) -> list[Issue]:
     """A message that refers to an earlier failure ("that failed, so retry", "上次失败了", "失敗したので")
     when nothing before it failed: the signature of a careless offline edit.
@@ -602,7 +732,7 @@ def phantom_failure_reference(an: Analysis) -> list[Issue]:
             continue
         description = "Refers to an earlier failure, but nothing before this message failed."
         evidence = f"T{speech.turn}: \"{an.excerpt(speech.phantom)}\""
-        issues.append(_issue(an, "phantom-failure-reference", speech.turn, "semantic", description, evidence))
+        issues.append(_issue(an, "phantom-failure-reference", speech.turn, description, evidence))
     return issues
 
 
@@ -642,126 +772,10 @@ def _failure_texts(an: Analysis, first_user: int | None) -> list[tuple[int, str 
     return cached
 
 
-# --- plans --------------------------------------------------------------------------------------------
-
-
-def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
-    """A todo item marked completed when no call succeeded while it was in progress, or when the last check
-    in that time failed (the "3/3 done while checks say 1/2" pattern of plan-then-act-lesson.txt).
-
-    Plans come from TodoWrite-style calls (items with a status) and from markdown checklists in assistant
-    text (``- [ ]`` / ``- [x]``). The window of an item runs from the plan update that set it in progress (else
-    the previous plan update) to the update that marks it completed; only receipts seen before the marking count.
-    """
-    issues: list[Issue] = []
-    updates: list[tuple[int, int, list[tuple[str, str, str]]]] = []  # (message index, turn, items)
-    for action in an.actions:
-        if action.is_plan and action.call is not None:
-            updates.append((action.message_index, action.turn, plan_items(action.call)))
-    if not updates:
-        for speech in an.speeches:
-            boxes = _CHECKBOX.findall(speech.region)
-            if boxes:
-                items = [(" ".join(text.lower().split()), text, "pending" if mark == " " else "completed") for mark, text in boxes]
-                updates.append((speech.message_index, speech.turn, items))
-    status: dict[str, str] = {}
-    since: dict[str, int] = {}
-    previous_update = 0
-    for index, turn, items in updates:
-        for key, text, state in items:
-            old = status.get(key)
-            if state == "completed" and old is not None and old != "completed":
-                start = since.get(key, previous_update) if old == "in_progress" else previous_update
-                why, evidence = _unsupported_completion(an, start, index, bool(an.patterns.check_item.search(text)))
-                if why:
-                    description = f"Todo item \"{an.excerpt(text)}\" marked completed, but {why}."
-                    issues.append(_issue(an, "plan-receipt-mismatch", turn, "semantic", description, evidence))
-            if state == "in_progress" and old != "in_progress":
-                since[key] = index
-            status[key] = state
-        previous_update = index
-    return issues
-
-
-def _unsupported_completion(an: Analysis, start: int, marked_at: int, check_item: bool) -> tuple[str | None, str]:
-    """Why marking an item completed is not supported by the calls of its window (None when it is).
-
-    A check item ("check the samples", "运行测试") needs its last check to pass. Any other item needs its last
-    non-check call to have succeeded: a check that fails after an item's own work (saving a draft) speaks
-    about the next item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct).
-    """
-    window = [
-        a for a in an.actions
-        if start <= a.message_index <= marked_at and not a.is_plan and a.visible_at < marked_at
-    ]
-    if not any(a.outcome == "ok" for a in window):
-        if window:
-            return "every call made while it was in progress failed", _receipt_quote(an, window[-1])
-        return "no call was made while it was in progress", "no tool call between the plan updates"
-    if check_item:
-        relevant = [a for a in window if a.is_check] or window
-    else:
-        relevant = [a for a in window if not a.is_check] or window
-    last = relevant[-1]
-    if last.failed:
-        what = "check" if last.is_check else "call"
-        return f"its last {what} (T{last.turn}) failed", _receipt_quote(an, last)
-    return None, ""
-
-
-# --- stale evidence -----------------------------------------------------------------------------------
-
-
-def stale_evidence(an: Analysis) -> list[Issue]:
-    """A claim of verification whose last passing check ran on an older version of a file it covered.
-
-    A file is covered by a check when the check names it or when it was written before the check (and is
-    not documentation); it is stale when a successful write to it happened after the check and before the
-    claim, with no check after the write.
-    """
-    issues: list[Issue] = []
-    checks = [a for a in an.actions if a.is_check]
-    if not checks:
-        return issues
-    covered_by: dict[int, set[str]] = {}
-    for speech in an.speeches:
-        index = speech.message_index
-        sentence = next((s for s in _claims(speech) if s.is_check_claim), None)
-        if sentence is None:
-            continue
-        seen = [c for c in checks if c.visible_at < index]
-        if not seen or seen[-1].outcome != "ok":
-            continue
-        check = seen[-1]
-        covered = covered_by.get(check.order)
-        if covered is None:  # the files a check covers depend on the check only; several claims cite one check
-            covered = {p for a in an.actions[: check.order] if a.outcome == "ok" for p in a.writes if not is_doc(p)}
-            covered |= {p for a in an.actions if a.writes for p in a.writes if _basename(p) in check.text}
-            covered_by[check.order] = covered
-        stale = next(
-            (a for a in an.actions[check.order + 1 :]
-             if a.outcome == "ok" and a.visible_at < index and any(p in covered for p in a.writes)),
-            None,
-        )
-        if stale is None:
-            continue
-        path = next(p for p in stale.writes if p in covered)
-        description = (
-            f"Claims verification, but {path} was changed at T{stale.turn} after the last passing check "
-            f"(T{check.turn}) and not checked again."
-        )
-        evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{stale.turn} {stale.name} {path}"
-        issues.append(_issue(an, "stale-evidence", speech.turn, "semantic", description, evidence))
-    return issues
-
-
-def _basename(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
 # --- structure ----------------------------------------------------------------------------------------
 
 
+@detector("unpaired-call-id", "environment", roles=("authenticity",))
 def unpaired_call_id(an: Analysis) -> list[Issue]:
     """A call without a receipt, a receipt without its call, or a call id reused while an earlier call under it
     was still unanswered, so its receipts cannot be told apart (category ``environment``: ids and receipts are
@@ -780,27 +794,29 @@ def unpaired_call_id(an: Analysis) -> list[Issue]:
         if action.order == last_call and an.patterns.name_is("final_name", action.name):
             continue
         issues.append(_issue(
-            an, "unpaired-call-id", action.turn, "environment",
+            an, "unpaired-call-id", action.turn,
             f"The {action.name} call (id {action.call.id}) has no receipt: its outcome is unknown.",
             f"T{action.turn} {action.name}: {an.excerpt(action.text)}",
         ))
     for call_id, message_index, turn in an.orphan_receipts:
-        content = an.trajectory.messages[message_index].receipt.content  # type: ignore[union-attr]
+        receipt = an.trajectory.messages[message_index].receipt
+        content = receipt.content if receipt is not None else ""
         issues.append(_issue(
-            an, "unpaired-call-id", turn, "environment",
+            an, "unpaired-call-id", turn,
             f"A receipt answers call id {call_id}, which no call has.", f"receipt: {an.excerpt(content)}",
         ))
     for call_id, turn, resolved in an.duplicate_call_ids:
         if resolved:
             continue
         issues.append(_issue(
-            an, "unpaired-call-id", turn, "environment",
+            an, "unpaired-call-id", turn,
             f"Call id {call_id} is used again before its earlier call was answered; its receipts cannot be told apart.",
             f"call id {call_id}",
         ))
     return issues
 
 
+@detector("budget-exhausted", "capability", mast="termination")
 def budget_exhausted(an: Analysis) -> list[Issue]:
     """The log marks the budget as exhausted and the trajectory ends without a final answer (capability).
 
@@ -820,21 +836,8 @@ def budget_exhausted(an: Analysis) -> list[Issue]:
     turn = messages[final].turn if final is not None else None
     last_text = messages[-1].content if messages else ""
     return [_issue(
-        an, "budget-exhausted", turn, "capability",
+        an, "budget-exhausted", turn,
         "The budget ran out before the agent gave a final answer.",
         f"last message: {an.excerpt(last_text) or '(a tool call or result)'}",
     )]
 
-
-DETECTOR_FUNCTIONS: dict[str, DetectorFn] = {
-    "failed-call": failed_call,
-    "repeated-failure": repeated_failure,
-    "environment-fault": environment_fault,
-    "unverified-completion": unverified_completion,
-    "plan-receipt-mismatch": plan_receipt_mismatch,
-    "stale-evidence": stale_evidence,
-    "premature-claim": premature_claim,
-    "phantom-failure-reference": phantom_failure_reference,
-    "unpaired-call-id": unpaired_call_id,
-    "budget-exhausted": budget_exhausted,
-}
