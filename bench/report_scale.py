@@ -18,6 +18,17 @@ For each size it prints:
 before a change; ``--layout`` forces ``single`` or ``paged`` (default: the report's own choice).
 
     python bench/report_scale.py [--sizes 10000 100000] [--tmp /tmp/trajudge-report-scale] [--code DIR]
+
+Measured on the shared 2-core machine (load average 5-6 from other jobs, so wall times are inflated; CPU time
+is the figure to compare), before = the single-file report of main at e59f147 (``--code`` an export of it):
+
+    size  version  build wall / cpu / peak RSS   report.html   report_data      load       filter
+    10k   before   35.8 s / 27.1 s / 2,056 MB    251 MB        -                352,301 ms 4,068 ms
+    10k   after    47.0 s / 19.8 s / 96 MB       0.13 MB       253 MB, 901      676 ms     23 ms
+    100k  after    365 s / 171 s / 120 MB        0.13 MB       2,531 MB, 9,001  1,043 ms   19 ms
+
+(100k before was not run: at ~200 MB of RSS per 1,000 trajectories it needs ~20 GB, and a 2.5 GB page.)
+After, at 100k: sort 19 ms, opening the last trajectory by its link 103 ms, a search 118 ms.
 """
 
 from __future__ import annotations
