@@ -4,18 +4,27 @@ A continuation trajectory carries DESIGN.md's metadata keys: ``arm``, ``source_i
 (the trajectory it branched from and the turn it branched after), optionally ``target_issue`` (the issue the
 guidance addressed, as text), ``budget_exhausted`` and ``usage``. Pairs are formed by
 (``source_id``, ``branch_turn``) across arms; a continuation without a partner is listed, never dropped.
+Query-level arms (``pair_by="query"``: e.g. a fresh generation vs a repaired trajectory of the same query, the
+reference design's next comparison) pair by ``query_id`` instead, with no branch turn: every turn is the arm's
+own, and there is no shared prefix to measure the judge's noise on.
 
 Per pair and arm: the score; whether the targeted error recurs in the arm's suffix (the turns after
-``branch_turn``), decided by the panel's own clustering link score (:func:`recurs`); the other majority
-issues of the suffix; the generation tokens of the suffix; budget exhaustion.
+``branch_turn``), decided by the panel's own clustering link score (:func:`recurs`), or ``undetermined`` when the
+target is plain text and the panel's descriptions are templates that cannot tell one such error from another (a
+deterministic judge's, e.g. the rules judge's; :func:`arm_outcome`); the other majority issues of the suffix;
+the generation tokens of the suffix; budget exhaustion; release (a usable trajectory); and the arm's full cost
+(:func:`arm_cost`): generation, teacher and judge tokens and dollars, failed attempts included.
 
 Aggregates per (treatment arm, baseline arm):
 
 - wins/ties/losses of the score; mean score difference with a paired bootstrap 95% interval (percentile,
   seeded, so the same input gives the same interval); an exact two-sided sign test on wins vs losses, ties
   excluded (the usual convention: a tie says nothing about direction);
-- target-error recurrence rate per arm, over every pair with a target (budget-exhausted pairs included);
-- suffix-token difference with its bootstrap interval; budget-exhausted counts.
+- target-error recurrence rate per arm, over every pair with a target whose recurrence could be decided
+  (budget-exhausted pairs included; undetermined ones counted beside it);
+- suffix-token difference with its bootstrap interval; budget-exhausted counts; released counts;
+- the full cost per arm (sums and means; a part whose dollars are unknown makes the total unknown, never a
+  smaller number) and per pair.
 
 Tokens (:func:`suffix_tokens`): the output tokens of assistant messages after ``branch_turn``, from
 per-message usage. When no message of the suffix reports usage, the trajectory's metadata ``usage``
@@ -32,21 +41,24 @@ recurrence, token and budget figures.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from judge import rundir
-from judge.model import Trajectory
+from judge.model import Trajectory, Usage
 from judge.rundir import RunDir
-from judge.schema import Cluster, Issue, ScoreRow
+from judge.schema import Cluster, Issue, ScoreRow, Verdict
 
 BOOTSTRAP_RESAMPLES = 10_000
 SIGNIFICANCE = 0.05
+UNDETERMINED = "undetermined"  # a recurrence the panel's descriptions cannot decide (never reported as false)
+PairBy = Literal["branch", "query"]
 
 
 # --- statistics (pure) ---------------------------------------------------------------------------
@@ -95,6 +107,7 @@ class ArmRecord:
     score: ScoreRow | None
     clusters: list[Cluster]
     panel_size: int
+    verdicts: list[Verdict] = field(default_factory=list)  # its passes in the judging run (their cost)
 
     @property
     def arm(self) -> str | None:
@@ -106,6 +119,12 @@ class ArmRecord:
         if meta.source_id is None or meta.branch_turn is None:
             return None
         return meta.source_id, meta.branch_turn
+
+    @property
+    def template_descriptions(self) -> bool:
+        """Every pass that judged it is deterministic (the rules judge): its descriptions are fixed templates per
+        kind of defect, which say that an error of that kind happened, not which one."""
+        return bool(self.verdicts) and all(v.deterministic for v in self.verdicts)
 
     def majority(self) -> list[Cluster]:
         return [c for c in self.clusters if c.majority]
@@ -172,18 +191,30 @@ class LinkScorer:
         return self.score(a, b, category_known) >= self.config.threshold
 
 
+CATEGORIES = ("code", "semantic", "capability", "environment")
+# A ticket's target as text (judge.repair.tickets.TargetIssue.as_text): "T4 semantic/severe [tag]: description".
+_TICKET_TARGET = re.compile(r"T(?:\d+|\?) (?P<category>[a-z]+)/(?:severe|minor)(?: \[(?P<tag>[^\]]+)\])?: (?P<description>.+)", re.DOTALL)
+
+
 @dataclass(frozen=True)
 class Target:
     """The issue a guided continuation addressed: ``target_issue`` text, plus optional structure.
 
     ``metadata.extra`` may add ``target_category``, ``target_tag`` and ``target_evidence`` (e.g. copied from
-    the source run's majority cluster); each one given is used by the link score like any issue's field.
+    the source run's majority cluster); each one given is used by the link score like any issue's field. A
+    ``target_issue`` written in a ticket's form (``T4 semantic/severe [tag]: description``) gives its category and
+    tag too. Without any of them the target is *plain* text.
     """
 
     description: str
     category: str | None = None
     tag: str | None = None
     evidence: str = ""
+
+    @property
+    def plain(self) -> bool:
+        """Only words: no category, tag or evidence to tell its kind of error apart."""
+        return self.category is None and not self.tag and not self.evidence
 
     @classmethod
     def of(cls, trajectory: Trajectory) -> Target | None:
@@ -192,10 +223,13 @@ class Target:
         if not meta.target_issue:
             return None
         extra = meta.extra or {}
-        category = extra.get("target_category")
-        return cls(description=meta.target_issue,
-                   category=category if category in ("code", "semantic", "capability", "environment") else None,
-                   tag=extra.get("target_tag") or None, evidence=str(extra.get("target_evidence") or ""))
+        description, category, tag = meta.target_issue, extra.get("target_category"), extra.get("target_tag") or None
+        written = _TICKET_TARGET.fullmatch(description.strip())
+        if written and written["category"] in CATEGORIES:
+            description = written["description"]
+            category, tag = category or written["category"], tag or written["tag"]
+        return cls(description=description, category=category if category in CATEGORIES else None,
+                   tag=tag, evidence=str(extra.get("target_evidence") or ""))
 
 
 def recurs(target: Target | str, suffix: Sequence[Cluster], scorer: LinkScorer) -> tuple[bool, list[str]]:
@@ -219,13 +253,110 @@ def recurs(target: Target | str, suffix: Sequence[Cluster], scorer: LinkScorer) 
     return bool(matched), matched
 
 
+# --- cost ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Spend:
+    """Tokens and dollars of one part of an arm's cost. ``usd`` None: unknown, with the reason in ``note``."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    usd: float | None = 0.0
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _usage_spend(usage: Usage | None) -> Spend:
+    return Spend(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens) if usage else Spend()
+
+
+def generation_spend(trajectory: Trajectory, branch_turn: int) -> Spend:
+    """The agent's generation of the arm: ``metadata.usage`` (for a continuation: its suffix, failed attempts
+    included; else the assistant messages after ``branch_turn``) and ``extra.cost_usd`` (judge continue records it)."""
+    meta = trajectory.metadata
+    usage = meta.usage
+    if usage is None:
+        for message in trajectory.messages:
+            if message.role == "assistant" and (message.turn or 0) > branch_turn and message.usage is not None:
+                usage = (usage or Usage()) + message.usage
+    spend = _usage_spend(usage)
+    if "cost_usd" in meta.extra and meta.extra["cost_usd"] is not None:
+        spend.usd = float(meta.extra["cost_usd"])
+    else:
+        spend.usd = None
+        spend.note = ("its dollars are unknown (an unpriced model)" if "cost_usd" in meta.extra
+                      else "no generation cost recorded (metadata.extra.cost_usd)")
+    return spend
+
+
+def teacher_spend(trajectory: Trajectory) -> Spend:
+    """The teacher's (or rewriter's) calls behind the arm's guidance: ``extra.teacher_usage`` and
+    ``teacher_cost_usd`` (copied from the ticket by judge continue and judge repair ingest)."""
+    extra = trajectory.metadata.extra
+    if "teacher_usage" not in extra:
+        return Spend(usd=None, note="no teacher cost recorded (link the continuation to its ticket: judge repair ingest --tickets)")
+    spend = _usage_spend(Usage(**(extra.get("teacher_usage") or {})))
+    cost = extra.get("teacher_cost_usd")
+    if cost is not None:
+        spend.usd = float(cost)
+    elif (spend.input_tokens or 0) + (spend.output_tokens or 0) == 0:
+        spend.usd = 0.0  # no teacher call behind this arm (template guidance, or no guidance)
+    else:
+        spend.usd, spend.note = None, "teacher tokens recorded, dollars unknown (an unpriced model)"
+    return spend
+
+
+def judge_spend(verdicts: Sequence[Verdict]) -> Spend:
+    """Every pass that judged the arm (its verdict rows count all their attempts, failed ones included; a verdict
+    kept from an earlier run counts what it cost then). A deterministic pass, or one that made no attempt, is free."""
+    if not verdicts:
+        return Spend(usd=None, note="no verdicts for it in the judging run")
+    spend = _usage_spend(Usage())
+    unknown = 0
+    for verdict in verdicts:
+        used = _usage_spend(verdict.usage)
+        spend.input_tokens = _plus(spend.input_tokens, used.input_tokens)
+        spend.output_tokens = _plus(spend.output_tokens, used.output_tokens)
+        if verdict.cost_usd is not None:
+            spend.usd = (spend.usd or 0.0) + verdict.cost_usd
+        elif not (verdict.deterministic or verdict.attempts == 0):
+            unknown += 1
+    if unknown:
+        spend.usd, spend.note = None, f"{unknown} pass(es) of unknown cost (an unpriced model, or a timed-out attempt)"
+    return spend
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def arm_cost(record: ArmRecord, branch_turn: int) -> dict[str, Any]:
+    """Generation, teacher and judge spend of one arm and their total (None when any part's dollars are unknown:
+    never a total that silently leaves a part out)."""
+    parts = {"generation": generation_spend(record.trajectory, branch_turn), "teacher": teacher_spend(record.trajectory),
+             "judge": judge_spend(record.verdicts)}
+    unknown = [name for name, part in parts.items() if part.usd is None]
+    total = None if unknown else sum(part.usd or 0.0 for part in parts.values())
+    return {**{name: part.as_dict() for name, part in parts.items()}, "total_usd": total, "unknown": unknown}
+
+
+# --- per-arm outcome -------------------------------------------------------------------------------
+
+
 @dataclass
 class ArmOutcome:
-    """What ``compare.json`` says about one arm of one pair."""
+    """What ``compare.json`` says about one arm of one pair.
+
+    ``target_recurred``: True, False, :data:`UNDETERMINED` (the panel's descriptions cannot decide: see
+    ``recurrence_note``), or None (no target to look for).
+    """
 
     trajectory_id: str
     score: int | None
-    target_recurred: bool | None
+    target_recurred: bool | str | None
     recurred_clusters: list[str]
     new_issues: list[dict[str, Any]]
     suffix_issue_count: int
@@ -235,6 +366,9 @@ class ArmOutcome:
     budget_exhausted: bool
     valid_passes: int
     panel_size: int
+    released: bool | None = None
+    cost: dict[str, Any] = field(default_factory=dict)
+    recurrence_note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object of this arm in a ``compare.json`` pair."""
@@ -242,13 +376,26 @@ class ArmOutcome:
 
 
 def arm_outcome(record: ArmRecord, branch_turn: int, target: Target | str | None, scorer: LinkScorer | None) -> ArmOutcome:
-    """Score, recurrence, new issues, tokens and budget of one arm after ``branch_turn``."""
+    """Score, recurrence, new issues, tokens, budget, release and cost of one arm after ``branch_turn``.
+
+    A plain-text target that matches no suffix issue is ``undetermined``, not False, when the suffix has issues and
+    every pass that judged the arm writes template descriptions: the words of a rules finding ("The Bash call
+    failed ...") cannot say whether it is the targeted error, so a non-match is no evidence that it did not recur.
+    With no suffix issue at all, nothing recurred, whatever the descriptions.
+    """
+    if isinstance(target, str):
+        target = Target(description=target)
     suffix = record.agent_issues(branch_turn, "suffix")
     prefix = record.agent_issues(branch_turn, "prefix")
-    recurred: bool | None = None
+    recurred: bool | str | None = None
     matched: list[str] = []
+    note = None
     if target and scorer is not None:
         recurred, matched = recurs(target, suffix, scorer)
+        if not recurred and suffix and target.plain and record.template_descriptions:
+            recurred = UNDETERMINED
+            note = ("the target is plain text and the panel's descriptions are templates (deterministic judges): give "
+                    "target_category/target_tag/target_evidence, or judge with an LLM panel")
     tokens, source = suffix_tokens(record.trajectory, branch_turn)
     score = record.score
     return ArmOutcome(
@@ -265,6 +412,9 @@ def arm_outcome(record: ArmRecord, branch_turn: int, target: Target | str | None
         budget_exhausted=bool(record.trajectory.metadata.budget_exhausted),
         valid_passes=score.valid_passes if score else 0,
         panel_size=record.panel_size,
+        released=score.release if score else None,
+        cost=arm_cost(record, branch_turn),
+        recurrence_note=note,
     )
 
 
@@ -279,25 +429,32 @@ class Pairing:
     unmatched: list[dict[str, Any]] = field(default_factory=list)
 
 
-def pair_records(records: Iterable[ArmRecord], baseline: str) -> Pairing:
-    """Group by (source_id, branch_turn); keep groups with the baseline arm and at least one other; list the rest.
+def pair_records(records: Iterable[ArmRecord], baseline: str, pair_by: PairBy = "branch") -> Pairing:
+    """Group by (source_id, branch_turn), or by query with ``pair_by="query"`` (key ``(query_id, 0)``: no branch, every
+    turn the arm's own); keep groups with the baseline arm and at least one other; list the rest.
 
     With more than two arms a group may lack some of them: each comparison then uses the groups that have
     both of its arms.
     """
     grouped: dict[tuple[str, int], dict[str, ArmRecord]] = defaultdict(dict)
     pairing = Pairing()
+    what = "trajectory of this query" if pair_by == "query" else "continuation of this source and turn"
+
+    def where(key: tuple[str, int]) -> dict[str, Any]:
+        return {"query_id": key[0]} if pair_by == "query" else {"source_id": key[0], "branch_turn": key[1]}
+
     for record in records:
-        key = record.key
+        key = (record.trajectory.query_id, 0) if pair_by == "query" else record.key
         if key is None or not record.arm:
-            missing = [n for n, v in (("arm", record.arm), ("source_id", record.trajectory.metadata.source_id),
-                                      ("branch_turn", record.trajectory.metadata.branch_turn)) if v is None]
+            fields = (("arm", record.arm),) if pair_by == "query" else (
+                ("arm", record.arm), ("source_id", record.trajectory.metadata.source_id),
+                ("branch_turn", record.trajectory.metadata.branch_turn))
+            missing = [n for n, v in fields if v is None]
             pairing.unmatched.append({"trajectory_id": record.trajectory.id, "reason": f"no {', '.join(missing)} in metadata"})
             continue
         if record.arm in grouped[key]:
-            pairing.unmatched.append({"trajectory_id": record.trajectory.id, "arm": record.arm, "source_id": key[0],
-                                      "branch_turn": key[1],
-                                      "reason": f"second {record.arm!r} continuation of this source and turn "
+            pairing.unmatched.append({"trajectory_id": record.trajectory.id, "arm": record.arm, **where(key),
+                                      "reason": f"second {record.arm!r} {what} "
                                                 f"(first: {grouped[key][record.arm].trajectory.id})"})
             continue
         grouped[key][record.arm] = record
@@ -306,10 +463,10 @@ def pair_records(records: Iterable[ArmRecord], baseline: str) -> Pairing:
         if baseline in group and len(group) > 1:
             pairing.groups[key] = group
             continue
-        reason = f"no {baseline} continuation to pair with" if baseline not in group else "no other arm to pair with"
+        reason = f"no {baseline} {'trajectory' if pair_by == 'query' else 'continuation'} to pair with" \
+            if baseline not in group else "no other arm to pair with"
         for arm, record in sorted(group.items()):
-            pairing.unmatched.append({"trajectory_id": record.trajectory.id, "arm": arm, "source_id": key[0],
-                                      "branch_turn": key[1], "reason": reason})
+            pairing.unmatched.append({"trajectory_id": record.trajectory.id, "arm": arm, **where(key), "reason": reason})
     return pairing
 
 
@@ -406,8 +563,14 @@ def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 
     token_ci = paired_bootstrap_ci(token_diffs, seed=seed, resamples=resamples)
 
     def recurrence(side: int) -> dict[str, Any]:
-        flags = [bool(pair[side].target_recurred) for pair in outcomes if pair[side].target_recurred is not None]
-        return {"recurred": sum(flags), "pairs": len(flags), "rate": (sum(flags) / len(flags)) if flags else None}
+        found = [pair[side].target_recurred for pair in outcomes if pair[side].target_recurred is not None]
+        flags = [value is True for value in found if value != UNDETERMINED]
+        return {"recurred": sum(flags), "pairs": len(flags), "rate": (sum(flags) / len(flags)) if flags else None,
+                "undetermined": sum(value == UNDETERMINED for value in found)}
+
+    def released(side: int) -> dict[str, Any]:
+        known = [bool(pair[side].released) for pair in outcomes if pair[side].released is not None]
+        return {"released": sum(known), "arms": len(known), "rate": (sum(known) / len(known)) if known else None}
 
     issue_diffs = [float(t.suffix_issue_count - b.suffix_issue_count) for t, b in outcomes]
     mean_diff = mean_or_none(differences)
@@ -432,7 +595,49 @@ def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 
         "suffix_issue_difference": mean_or_none(issue_diffs),
         "budget_exhausted": {"treatment": sum(t.budget_exhausted for t, _ in outcomes),
                              "baseline": sum(b.budget_exhausted for _, b in outcomes)},
+        "released": {"treatment": released(0), "baseline": released(1)},
+        "cost": {"treatment": side_cost([t for t, _ in outcomes]), "baseline": side_cost([b for _, b in outcomes]),
+                 "pairs": pair_costs(outcomes), "notes": cost_notes([arm for pair in outcomes for arm in pair])},
     }
+
+
+def side_cost(arms: Sequence[ArmOutcome]) -> dict[str, Any]:
+    """One side's full cost over its pairs: per part (generation, teacher, judge) the tokens and the dollars of the
+    arms whose dollars are known (None when none is), how many are not; the total only when every part of every arm
+    is known."""
+    summary: dict[str, Any] = {"arms": len(arms)}
+    for part in ("generation", "teacher", "judge"):
+        spends = [arm.cost.get(part) or {} for arm in arms]
+        known = [s["usd"] for s in spends if s.get("usd") is not None]
+        summary[part] = {"input_tokens": sum(s.get("input_tokens") or 0 for s in spends),
+                         "output_tokens": sum(s.get("output_tokens") or 0 for s in spends),
+                         "usd": float(sum(known)) if known or not spends else None,  # None: no arm's is known
+                         "unknown_arms": len(spends) - len(known)}
+    totals = [arm.cost.get("total_usd") for arm in arms]
+    complete = bool(arms) and all(t is not None for t in totals)
+    summary["total_usd"] = float(sum(t for t in totals if t is not None)) if complete else None
+    summary["mean_usd"] = summary["total_usd"] / len(arms) if complete else None
+    released = summary["released"] = sum(bool(arm.released) for arm in arms)
+    summary["usd_per_released"] = summary["total_usd"] / released if complete and released else None
+    return summary
+
+
+def cost_notes(arms: Sequence[ArmOutcome]) -> dict[str, list[str]]:
+    """Why parts of the cost are unknown, per part: each distinct reason once."""
+    notes: dict[str, list[str]] = {}
+    for arm in arms:
+        for part in ("generation", "teacher", "judge"):
+            note = (arm.cost.get(part) or {}).get("note")
+            if note and note not in notes.setdefault(part, []):
+                notes[part].append(note)
+    return {part: found for part, found in notes.items() if found}
+
+
+def pair_costs(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]]) -> dict[str, Any]:
+    """The cost of running a pair (both arms): mean over the pairs whose every part is known."""
+    totals = [t.cost.get("total_usd") + b.cost.get("total_usd") for t, b in outcomes  # type: ignore[operator]
+              if t.cost.get("total_usd") is not None and b.cost.get("total_usd") is not None]
+    return {"with_known_cost": len(totals), "unknown": len(outcomes) - len(totals), "mean_usd": mean_or_none(totals)}
 
 
 def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list[str]:
@@ -443,7 +648,8 @@ def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list
     ci = summary["score_difference_ci95"]
     p = summary["sign_test_p"]
     if not n:
-        return [f"No pair has a score in both arms, so nothing can be said about {treatment} vs {baseline}."]
+        return [f"No pair has a score in both arms, so nothing can be said about {treatment} vs {baseline}."] + facts_text(
+            treatment, baseline, summary)
     if mean == 0:
         headline = f"{treatment} and {baseline} scored the same on average over {n} pairs"
     else:
@@ -476,6 +682,48 @@ def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list
         )
     elif noise:
         lines.append(f"Noise floor not estimated: {noise.get('reason', 'not enough passes')}.")
+    return lines + facts_text(treatment, baseline, summary)
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def facts_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list[str]:
+    """The lines on recurrence left undecided, usable trajectories and full cost."""
+    lines: list[str] = []
+    recurrence = summary["target_recurrence"]
+    if recurrence["treatment"]["pairs"] or recurrence["baseline"]["pairs"]:
+        lines.append(f"The target error recurred in {recurrence['treatment']['recurred']}/{recurrence['treatment']['pairs']} "
+                     f"{treatment} and {recurrence['baseline']['recurred']}/{recurrence['baseline']['pairs']} {baseline} "
+                     "arms (where it could be decided).")
+    undecided = {arm: recurrence[side]["undetermined"] for arm, side in ((treatment, "treatment"), (baseline, "baseline"))}
+    if any(undecided.values()):
+        lines.append("Target recurrence undetermined for " + " and ".join(f"{n} {arm}" for arm, n in undecided.items() if n)
+                     + " arm(s): the target is plain text and the panel's template descriptions (a deterministic judge) "
+                       "cannot tell whether a suffix issue is that error; they are counted apart, not as 'did not recur'.")
+    released = summary["released"]
+    if released["treatment"]["arms"] or released["baseline"]["arms"]:
+        lines.append(f"Usable (released): {treatment} {released['treatment']['released']}/{released['treatment']['arms']}, "
+                     f"{baseline} {released['baseline']['released']}/{released['baseline']['arms']}.")
+    cost = summary["cost"]
+
+    def side(arm: str, part: dict[str, Any]) -> str:
+        def one(name: str) -> str:
+            unknown = part[name]["unknown_arms"]
+            if unknown and unknown == part["arms"]:
+                return f"{name} unknown"
+            return f"{name} {_usd(part[name]['usd'])}" + (f" + {unknown} unknown" if unknown else "")
+
+        return f"{arm} {_usd(part['total_usd'])} ({', '.join(one(name) for name in ('generation', 'teacher', 'judge'))})"
+
+    lines.append(f"Full cost over {summary['pairs']} pairs, failed attempts included: {side(treatment, cost['treatment'])}; "
+                 f"{side(baseline, cost['baseline'])}; per pair {_usd(cost['pairs']['mean_usd'])} on average"
+                 + (f" ({cost['pairs']['unknown']} pair(s) of unknown cost left out)" if cost["pairs"]["unknown"] else "")
+                 + ".")
+    notes = sorted({note for part in ("generation", "teacher", "judge") for note in cost["notes"].get(part, [])})
+    if notes:
+        lines.append("Unknown costs: " + "; ".join(notes) + ".")
     return lines
 
 
@@ -489,66 +737,89 @@ class CompareResult:
     unmatched: list[dict[str, Any]]
     comparisons: list[dict[str, Any]]
     settings: dict[str, Any]
+    overhead: list[dict[str, Any]] = field(default_factory=list)  # judge_overhead: calls of no arm
 
     def to_json(self) -> dict[str, Any]:
         """The ``compare.json`` document."""
         return {
             "pairs": self.pairs,
             "summary": {"arms": self.arms, "baseline": self.baseline, "comparisons": self.comparisons,
-                        "unmatched": self.unmatched, "settings": self.settings},
+                        "unmatched": self.unmatched, "settings": self.settings, "overhead": self.overhead},
         }
 
 
 def compare_records(records: Sequence[ArmRecord], scorer: LinkScorer | None, baseline: str | None = None,
-                    seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> CompareResult:
-    """Pair the records, compute every pair's arm outcomes and each arm's comparison with the baseline."""
+                    seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES, pair_by: PairBy = "branch") -> CompareResult:
+    """Pair the records (by branch, or by query: see :func:`pair_records`), compute every pair's arm outcomes and
+    each arm's comparison with the baseline."""
     arms = sorted({r.arm for r in records if r.arm})
     if len(arms) < 2:
-        raise ValueError(f"need continuations of at least two arms (metadata 'arm'); found {arms or 'none'}")
+        raise ValueError(f"need trajectories of at least two arms (metadata 'arm'); found {arms or 'none'}")
     reference = choose_baseline(arms, baseline)
-    pairing = pair_records(records, reference)
+    pairing = pair_records(records, reference, pair_by)
     pairs: list[dict[str, Any]] = []
     outcome_by_key: dict[tuple[str, int], dict[str, ArmOutcome]] = {}
-    for (source_id, branch_turn), group in pairing.groups.items():
+    for (name, branch_turn), group in pairing.groups.items():
         # The target is read from whichever arm carries it (usually only the guided one).
         target = next((t for t in (Target.of(group[a].trajectory) for a in sorted(group)) if t is not None), None)
         outcomes = {arm: arm_outcome(group[arm], branch_turn, target, scorer) for arm in arms if arm in group}
-        outcome_by_key[(source_id, branch_turn)] = outcomes
-        pairs.append({"source_id": source_id, "branch_turn": branch_turn,
-                      "target_issue": target.description if target else None,
+        outcome_by_key[(name, branch_turn)] = outcomes
+        where = ({"query_id": name, "source_id": None, "branch_turn": None} if pair_by == "query"
+                 else {"query_id": None, "source_id": name, "branch_turn": branch_turn})
+        totals = [o.cost.get("total_usd") for o in outcomes.values()]
+        pairs.append({**where, "target_issue": target.description if target else None,
+                      "cost_usd": None if any(t is None for t in totals) else float(sum(t for t in totals if t is not None)),
                       "arms": {arm: o.as_dict() for arm, o in outcomes.items()}})
     comparisons = []
     for treatment in [a for a in arms if a != reference]:
         duo = [(o[treatment], o[reference]) for o in outcome_by_key.values() if treatment in o]
         summary = compare_arms(duo, seed=seed, resamples=resamples)
-        summary["noise_floor"] = noise_floor(
-            [(g[treatment], g[reference], key[1]) for key, g in pairing.groups.items() if treatment in g], scorer)
+        summary["noise_floor"] = (
+            {"estimated": False, "reason": "query-level arms share no prefix to measure the judge's variation on", "pairs": 0}
+            if pair_by == "query" else
+            noise_floor([(g[treatment], g[reference], key[1]) for key, g in pairing.groups.items() if treatment in g], scorer))
         summary.update({"treatment": treatment, "baseline": reference})
         summary["verdict"] = verdict_text(treatment, reference, summary)
         comparisons.append(summary)
     return CompareResult(arms=arms, baseline=reference, pairs=pairs, unmatched=pairing.unmatched,
                          comparisons=comparisons, settings={"seed": seed, "bootstrap_resamples": resamples,
-                                                            "significance": SIGNIFICANCE})
+                                                            "significance": SIGNIFICANCE, "pair_by": pair_by})
 
 
 # --- reading runs --------------------------------------------------------------------------------
 
 
 def load_records(run_dir: Path) -> list[ArmRecord]:
-    """Every trajectory of a scored run with its score row, its clusters and the panel size."""
+    """Every trajectory of a scored run with its score row, its clusters, its verdicts and the panel size."""
     run = RunDir(run_dir)
     if not run.is_scored():
         raise FileNotFoundError(f"{run_dir}: not a scored run directory (needs trajectories.jsonl and scores.jsonl)")
     manifest = run.manifest()
     scores = run.scores_by_trajectory()
     clusters = run.clusters_by_trajectory()
+    verdicts = run.verdicts_by_trajectory()
     records = []
     for trajectory in run.trajectories():
         score = scores.get(trajectory.id)
         panel_size = manifest.panel_size(score.panel_size if score else 1)
         records.append(ArmRecord(trajectory=trajectory, score=score, clusters=clusters.get(trajectory.id, []),
-                                 panel_size=panel_size))
+                                 panel_size=panel_size, verdicts=verdicts.get(trajectory.id, [])))
     return records
+
+
+def judge_overhead(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
+    """Provider attempts of the judging runs that belong to no trajectory (each LLM judge's preflight request):
+    paid, so reported, but no arm's. Read from each run's store (read-only); unknown costs at their worst case."""
+    rows = []
+    for run_dir in run_dirs:
+        attempts = [a for a in RunDir(run_dir).attempts() or [] if not a.get("trajectory_id")]
+        if not attempts:
+            continue
+        usd = sum(a["cost_usd"] if a.get("cost_usd") is not None else (a.get("reserved_usd") or 0.0) for a in attempts)
+        rows.append({"run": str(run_dir), "attempts": len(attempts), "usd": float(usd),
+                     "input_tokens": sum(a.get("input_tokens") or 0 for a in attempts),
+                     "output_tokens": sum(a.get("output_tokens") or 0 for a in attempts)})
+    return rows
 
 
 def make_scorer(run_dirs: Sequence[Path], cluster_options: dict[str, Any] | None = None,

@@ -361,25 +361,13 @@ def anthropic_sample(history: Sequence[Message], trained: set[int] | None = None
 
 
 def openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Recorded tool schemas as the OpenAI ``tools`` list (``parameters`` left out when none was declared)."""
-    out = []
-    for tool in tools:
-        function: dict[str, Any] = {"name": tool.name}
-        if tool.description:
-            function["description"] = tool.description
-        if tool.parameters is not None:
-            function["parameters"] = tool.parameters
-        out.append({"type": "function", "function": function})
-    return out
+    """Recorded tool schemas as the OpenAI ``tools`` list."""
+    return [tool.as_openai() for tool in tools]
 
 
 def anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Recorded tool schemas as Anthropic tools (``input_schema`` is required: an empty object when none was declared)."""
-    return [
-        {"name": tool.name, **({"description": tool.description} if tool.description else {}),
-         "input_schema": tool.parameters if isinstance(tool.parameters, dict) else {"type": "object", "properties": {}}}
-        for tool in tools
-    ]
+    """Recorded tool schemas as Anthropic tools."""
+    return [tool.as_anthropic() for tool in tools]
 
 
 @dataclass

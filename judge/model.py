@@ -140,6 +140,20 @@ class ToolSpec(BaseModel):
     description: str = ""
     parameters: Any = Field(default=None, description="The JSON schema of the arguments (None when not declared).")
 
+    def as_openai(self) -> dict[str, Any]:
+        """The OpenAI Chat Completions ``tools`` entry (``parameters`` left out when none was declared)."""
+        function: dict[str, Any] = {"name": self.name}
+        if self.description:
+            function["description"] = self.description
+        if self.parameters is not None:
+            function["parameters"] = self.parameters
+        return {"type": "function", "function": function}
+
+    def as_anthropic(self) -> dict[str, Any]:
+        """The Anthropic Messages ``tools`` entry (``input_schema`` is required: an empty object when none was declared)."""
+        schema = self.parameters if isinstance(self.parameters, dict) else {"type": "object", "properties": {}}
+        return {"name": self.name, **({"description": self.description} if self.description else {}), "input_schema": schema}
+
 
 # Metadata keys (in ``extra``) that hold a reference answer: inspect_ai ``target``, Who&When ``ground_truth``...
 REFERENCE_KEYS = ("reference_answer", "reference", "expected_answer", "ground_truth", "target")

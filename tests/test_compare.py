@@ -27,7 +27,7 @@ from judge.compare import (
 )
 from judge.embed import LexicalEmbedder
 from judge.model import Message, Trajectory, TrajectoryMetadata, Usage, number_turns
-from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
+from judge.schema import Cluster, ClusterMember, Issue, ScoreRow, Verdict
 
 
 @pytest.fixture(scope="module")
@@ -192,8 +192,8 @@ def test_small_consistent_looking_gain_is_reported_as_not_evidence(scorer):
     assert summary["sign_test_p"] == pytest.approx(74 / 256)  # 2 * (C(8,0) + C(8,1) + C(8,2)) / 2**8
     assert summary["evidence_of_difference"] is False
     assert any("NOT evidence that guided is better than unguided" in line for line in summary["verdict"])
-    assert summary["target_recurrence"] == {"treatment": {"recurred": 0, "pairs": 10, "rate": 0.0},
-                                            "baseline": {"recurred": 10, "pairs": 10, "rate": 1.0}}
+    assert summary["target_recurrence"] == {"treatment": {"recurred": 0, "pairs": 10, "rate": 0.0, "undetermined": 0},
+                                            "baseline": {"recurred": 10, "pairs": 10, "rate": 1.0, "undetermined": 0}}
     assert summary["suffix_tokens"]["mean_difference"] == -30.0
     assert summary["suffix_tokens"]["difference_ci95"] == [-30.0, -30.0]
     assert summary["budget_exhausted"] == {"treatment": 1, "baseline": 0}
@@ -386,3 +386,130 @@ def test_verdict_wording(scorer, scores, headline, caveat):
 def test_no_scored_pair_says_nothing_can_be_concluded(scorer):
     (summary,) = compare_records(ten_pairs([(None, 3), (4, None)]), scorer).comparisons
     assert summary["verdict"][0].startswith("No pair has a score in both arms")
+
+
+# --- full cost, undetermined recurrence, query-level arms ----------------------------------------------
+
+
+def verdict(tid: str, cost: float | None, deterministic: bool = False, attempts: int = 1, tokens: int = 100) -> Verdict:
+    return Verdict(trajectory_id=tid, judge="rules" if deterministic else "openai:gpt-4o", pass_index=0,
+                   pass_key="rules#0" if deterministic else "openai:gpt-4o#0", status="ok", deterministic=deterministic,
+                   usage=Usage() if deterministic else Usage(input_tokens=tokens, output_tokens=tokens // 10),
+                   cost_usd=cost, attempts=attempts)
+
+
+@pytest.mark.parametrize(
+    ("extra", "verdicts", "expected"),
+    [
+        # generation priced by the harness, a teacher call, two paid judge passes (one with a failed attempt in it)
+        ({"cost_usd": 0.5, "teacher_usage": {"input_tokens": 1000, "output_tokens": 50}, "teacher_cost_usd": 0.01},
+         [0.02, 0.03], {"generation": 0.5, "teacher": 0.01, "judge": 0.05, "total_usd": 0.56, "unknown": []}),
+        # template guidance (no teacher call) and a rules panel: both free, and known to be
+        ({"cost_usd": 0.5, "teacher_usage": {}, "teacher_cost_usd": None}, "rules",
+         {"generation": 0.5, "teacher": 0.0, "judge": 0.0, "total_usd": 0.5, "unknown": []}),
+        # an unpriced agent model, a teacher whose tokens are known but not its price, a judge pass of unknown cost
+        ({"cost_usd": None, "teacher_usage": {"input_tokens": 10}}, [None],
+         {"generation": None, "teacher": None, "judge": None, "total_usd": None,
+          "unknown": ["generation", "teacher", "judge"]}),
+        # a record from a harness that kept no cost, judged by nothing yet
+        ({}, [], {"generation": None, "teacher": None, "judge": None, "total_usd": None,
+                  "unknown": ["generation", "teacher", "judge"]}),
+    ],
+)
+def test_arm_cost_counts_generation_teacher_and_judge_and_an_unknown_part_makes_the_total_unknown(extra, verdicts, expected):
+    from judge.compare import arm_cost
+
+    trajectory = continuation("g", "guided")
+    trajectory.metadata.usage = Usage(input_tokens=900, output_tokens=30)
+    trajectory.metadata.extra.update(extra)
+    rows = [verdict("g", None, deterministic=True)] if verdicts == "rules" else [verdict("g", c) for c in verdicts]
+    cost = arm_cost(ArmRecord(trajectory, None, [], 3, verdicts=rows), 2)
+    got = {part: cost[part]["usd"] for part in ("generation", "teacher", "judge")} | {
+        "total_usd": cost["total_usd"], "unknown": cost["unknown"]}
+    assert got == pytest.approx(expected)
+    assert (cost["generation"]["input_tokens"], cost["generation"]["output_tokens"]) == (900, 30)
+    for part in cost["unknown"]:
+        assert cost[part]["note"]  # says why it is unknown
+
+
+def test_a_judge_pass_that_made_no_attempt_is_free_and_a_rules_pass_too():
+    from judge.compare import judge_spend
+
+    assert judge_spend([verdict("g", None, attempts=0), verdict("g", None, deterministic=True)]).usd == 0.0
+    assert judge_spend([verdict("g", 0.01), verdict("g", None)]).usd is None
+
+
+def test_a_ticket_form_target_text_gives_its_category_and_tag():
+    trajectory = continuation("g", "guided", target="T4 semantic/severe [unverified-completion]: Claims a result.")
+    assert Target.of(trajectory) == Target(description="Claims a result.", category="semantic", tag="unverified-completion")
+    trajectory.metadata.extra["target_category"] = "code"  # an explicit field wins over the text
+    assert Target.of(trajectory).category == "code"
+    plain = Target.of(continuation("g", "guided", target="T4 the agent gave up"))
+    assert plain.plain and plain.description == "T4 the agent gave up"
+
+
+def plain_target_pair(deterministic: bool, suffix_issue: bool = True) -> list[ArmRecord]:
+    """A guided arm without a suffix issue and an unguided arm with an unrelated-looking one, judged by a rules
+    panel (template descriptions) or an LLM panel; the target is plain text."""
+    target = "The agent reported success although the tests failed."
+    guided = continuation("g", "guided", target=target)
+    unguided = continuation("u", "unguided", target=target)
+    suffix = [cluster("u", "c1", 4, "Claims a result that the receipts do not support.", category="semantic")] if suffix_issue else []
+    return [ArmRecord(guided, None, [], 1, verdicts=[verdict("g", 0.0, deterministic)]),
+            ArmRecord(unguided, None, suffix, 1, verdicts=[verdict("u", 0.0, deterministic)])]
+
+
+@pytest.mark.parametrize(
+    ("deterministic", "suffix_issue", "unguided"),
+    [(True, True, "undetermined"), (False, True, False), (True, False, False)],
+)
+def test_a_plain_target_the_template_descriptions_cannot_decide_is_undetermined_not_false(scorer, deterministic,
+                                                                                          suffix_issue, unguided):
+    result = compare_records(plain_target_pair(deterministic, suffix_issue), scorer, resamples=200)
+    arms = result.pairs[0]["arms"]
+    assert arms["guided"]["target_recurred"] is False  # no suffix issue at all: nothing recurred
+    assert arms["unguided"]["target_recurred"] == unguided
+    assert (arms["unguided"]["recurrence_note"] is not None) == (unguided == "undetermined")
+    (summary,) = result.comparisons
+    baseline = summary["target_recurrence"]["baseline"]
+    assert (baseline["undetermined"], baseline["pairs"]) == ((1, 0) if unguided == "undetermined" else (0, 1))
+    assert any(line.startswith("Target recurrence undetermined for 1 unguided") for line in summary["verdict"]) == (
+        unguided == "undetermined")
+
+
+def test_query_level_arms_pair_by_query_with_no_branch(scorer, tmp_path: Path):
+    from judge.compare import write_outputs
+
+    def fresh(tid: str, query: str, arm: str, score: int, released: bool) -> ArmRecord:
+        trajectory = continuation(tid, arm, usage=[10, 10, 10, 10, 10])
+        trajectory.metadata.source_id = trajectory.metadata.branch_turn = None
+        trajectory.metadata.extra.update({"cost_usd": 0.1, "teacher_usage": {} if arm == "fresh" else {"input_tokens": 500},
+                                          "teacher_cost_usd": None if arm == "fresh" else 0.05})
+        trajectory.query_id = query
+        row = ScoreRow(trajectory_id=tid, score=score, reason="r", release=released, panel_size=1, valid_passes=1)
+        return ArmRecord(trajectory, row, [], 1, verdicts=[verdict(tid, None, deterministic=True)])
+
+    records = [fresh("f1", "q1", "fresh", 3, False), fresh("r1", "q1", "repaired", 4, True),
+               fresh("f2", "q2", "fresh", 4, True), fresh("r2", "q2", "repaired", 4, True),
+               fresh("f3", "q3", "fresh", 2, False)]
+    with pytest.raises(ValueError, match="at least two arms"):
+        compare_records(records[:1], scorer)
+    assert compare_records(records, scorer).pairs == []  # by branch: none of them has one
+    result = compare_records(records, scorer, baseline="fresh", pair_by="query", resamples=200)
+    assert [(p["query_id"], p["source_id"], p["branch_turn"]) for p in result.pairs] == [("q1", None, None), ("q2", None, None)]
+    assert result.unmatched == [{"trajectory_id": "f3", "arm": "fresh", "query_id": "q3", "reason": "no other arm to pair with"}]
+    (summary,) = result.comparisons
+    assert (summary["wins"], summary["ties"]) == (1, 1)
+    assert summary["suffix_tokens"]["treatment_mean"] == 50  # every turn is the arm's own
+    assert summary["released"] == {"treatment": {"released": 2, "arms": 2, "rate": 1.0},
+                                   "baseline": {"released": 1, "arms": 2, "rate": 0.5}}
+    assert summary["cost"]["treatment"]["total_usd"] == pytest.approx(0.3)  # generation 2 x 0.1, teacher 2 x 0.05
+    assert summary["cost"]["baseline"]["total_usd"] == pytest.approx(0.2)  # no teacher behind a fresh generation
+    assert summary["cost"]["treatment"]["usd_per_released"] == pytest.approx(0.15)
+    assert summary["cost"]["baseline"]["usd_per_released"] == pytest.approx(0.2)
+    assert result.pairs[0]["cost_usd"] == pytest.approx(0.25)
+    assert summary["noise_floor"] == {"estimated": False, "pairs": 0,
+                                      "reason": "query-level arms share no prefix to measure the judge's variation on"}
+    paths = write_outputs(result, tmp_path)
+    assert "paired by query" in paths["md"].read_text() and "| q1 | – |" in paths["md"].read_text()
+    assert "paired by query" in paths["html"].read_text()

@@ -32,38 +32,16 @@ from judge.continuation import (  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
 
+LOOP = EXAMPLES.parent / "loop"  # the repository before the prefix, and the scripted agent's turns (README's loop)
 SOURCE = "ja-false-completion"
-# The repository's test file before the prefix (written by us to match the log's receipts: one test passes
-# once "2026/03/05" parses, the other needs invalid input to raise).
-TEST_DATE = """import pytest
-
-from utils.date import parse_date
 
 
-def test_slash_format():
-    assert parse_date('2026/03/05').day == 5
+def loop_scripts() -> dict[str, list[dict]]:
+    """The turns of examples/loop/agent-script.yaml per arm (the guided arm follows the guidance: make invalid input
+    raise, then run the tests; the unguided arm repeats the source's T3 and claims success)."""
+    from judge.testing.agentserver import AgentScript
 
-
-def test_invalid_raises():
-    with pytest.raises(ValueError):
-        parse_date('05-03-2026')
-"""
-PYTEST = {"name": "Bash", "arguments": {"command": "python -m pytest tests/test_date.py -q -p no:cacheprovider"}}
-SCRIPTS = {
-    "guided": [
-        {"content": "ループの後で ValueError を送出します。", "usage": {"input_tokens": 1800, "output_tokens": 90},
-         "tool_calls": [{"name": "Edit", "arguments": {
-             "file_path": "utils/date.py", "old_string": "            pass\n",
-             "new_string": "            pass\n    raise ValueError(f'unsupported date format: {s!r}')\n"}}]},
-        {"content": "", "usage": {"input_tokens": 1900, "output_tokens": 30}, "tool_calls": [PYTEST]},
-        {"content": "修正しました。pytest の結果は 2 passed です。", "usage": {"input_tokens": 2100, "output_tokens": 40}},
-    ],
-    "unguided": [
-        {"content": "", "usage": {"input_tokens": 1700, "output_tokens": 30}, "tool_calls": [PYTEST]},
-        {"content": "完了しました。parse_date は \"2026/03/05\" 形式にも対応し、テストも通っています。",
-         "usage": {"input_tokens": 2000, "output_tokens": 50}},
-    ],
-}
+    return {arm.name: [turn.model_dump() for turn in arm.turns] for arm in AgentScript.load(LOOP / "agent-script.yaml").arms}
 
 
 @pytest.fixture(scope="module")
@@ -79,17 +57,14 @@ def repaired_run(tmp_path_factory) -> Path:
 
 
 def before_the_prefix(ticket, tmp_path: Path) -> tuple[Path, Path]:
-    """The repository before the prefix (the module as T1 read it, from its receipt, and the test file) and the
-    agent's script file."""
-    workdir = tmp_path / "repo"
-    (workdir / "utils").mkdir(parents=True)
-    (workdir / "tests").mkdir()
-    (workdir / "utils" / "date.py").write_text(next(r.content for r in ticket.reusable_receipts if r.name == "Read"), encoding="utf-8")
-    (workdir / "tests" / "test_date.py").write_text(TEST_DATE, encoding="utf-8")
+    """The repository before the prefix (examples/loop/repo: the module as T1 read it, and the test file) and a
+    script file for the scripted agent with the example's turns."""
+    assert (LOOP / "repo" / "utils" / "date.py").read_text(encoding="utf-8") == next(
+        r.content for r in ticket.reusable_receipts if r.name == "Read")
     script = tmp_path / "script.json"
-    keyed = {f"{SOURCE}:{arm}": turns for arm, turns in SCRIPTS.items()}  # other trajectories' tickets get no script
+    keyed = {f"{SOURCE}:{arm}": turns for arm, turns in loop_scripts().items()}  # other trajectories' tickets get no script
     script.write_text(json.dumps({"scripts": keyed}, ensure_ascii=False), encoding="utf-8")
-    return workdir, script
+    return LOOP / "repo", script
 
 
 def test_score_repair_continue_ingest_compare(repaired_run: Path, tmp_path: Path):
@@ -156,5 +131,84 @@ def test_judge_continue_runs_the_tickets_of_a_run_from_the_command_line(repaired
     doc = json.loads(again.stdout)
     assert (doc["tickets"], doc["continuations"], doc["stops"]) == (2, 2, {"budget-exhausted": 1, "completed": 1})
 
-    bad = runner.invoke(app, ["continue", str(repaired_run), "--agent", "openai:gpt-4.1", "--out", str(out)])
-    assert bad.exit_code == 1 and "provider-backed agents are not available yet" in bad.output
+    bad = runner.invoke(app, ["continue", str(repaired_run), "--agent", "openai:gpt-4.1", "--out", str(out)],
+                        env={"OPENAI_API_KEY": ""})
+    assert bad.exit_code == 1 and "OPENAI_API_KEY is not set" in bad.output
+    unknown = runner.invoke(app, ["continue", str(repaired_run), "--agent", "nosuch:model", "--out", str(out)])
+    assert unknown.exit_code == 1 and "unknown agent 'nosuch:model'" in unknown.output
+
+
+# --- the same loop through the command line, with a model agent on the provider layer -----------------------
+
+TEACHER_GUIDANCE = ("Re-read the original request: the tests must pass. Make parse_date raise ValueError for formats it "
+                    "cannot read, then run the tests again.")
+
+
+def test_the_loop_through_the_cli_with_a_model_agent_and_a_teacher(tmp_path: Path):
+    """score -> repair (teacher) -> continue (an OpenAI-compatible agent: the scripted server) -> ingest -> compare,
+    all through `judge`, with every cost counted: the agent's and the teacher's calls are priced (made-up prices of
+    the test doubles in rubrics/prices.yaml) and recorded in the run's store; the rules judge is free."""
+    if not (EXAMPLES / "anthropic_runs.jsonl").exists():
+        pytest.skip("examples/batch is not in this checkout")
+    from typer.testing import CliRunner
+
+    from judge.cli import app
+    from judge.rundir import RunDir
+    from judge.testing.agentserver import AgentScript, ScriptedAgentServer
+    from judge.testing.servers import FakeLLMServer, Scripted
+
+    runner = CliRunner(env={"COLUMNS": "300", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+
+    def judge(*args: str, code: int = 0) -> str:
+        result = runner.invoke(app, [str(a) for a in args])
+        assert result.exit_code == code, result.output
+        return result.output
+
+    run, out = tmp_path / "run", tmp_path / "continuations.jsonl"
+    judge("score", EXAMPLES / "anthropic_runs.jsonl", "--out", run)
+    with FakeLLMServer("openai", responder=lambda request: Scripted.ok({"guidance": TEACHER_GUIDANCE},
+                                                                         usage={"input": 1000, "output": 50})) as teacher:
+        judge("repair", run, "--teacher", f"openai-compatible:scripted-agent-teacher@{teacher.base_url}")
+    guided = next(t for t in load_tickets(run) if t.ticket_id == f"{SOURCE}:c1:guided")
+    assert guided.guidance == TEACHER_GUIDANCE and guided.cost_usd == pytest.approx(1000 * 2e-6 + 50 * 8e-6)
+    workdir, _ = before_the_prefix(guided, tmp_path)
+
+    with ScriptedAgentServer(AgentScript.load(LOOP / "agent-script.yaml")) as agent:  # the README's loop demo
+        spec = f"openai-compatible:scripted-agent@{agent.base_url}"
+        command = ["continue", run, "--agent", spec, "--workdir", workdir, "--ticket", SOURCE, "--budget-turns", "10",
+                   "--out", out]
+        printed = judge(*command)
+        assert printed.splitlines()[0] == "2 tickets: completed 2"
+        assert "agent calls: 5 made (0 retries), 0 turns replayed from the store; $0.0209 paid" in printed
+        assert sorted(agent.served) == [("guided", 1), ("guided", 2), ("guided", 3), ("unguided", 1), ("unguided", 2)]
+        # The arm's conversation reached the model in the OpenAI form, the sandbox's tools offered, results paired.
+        last = agent.requests[-1]  # the unguided arm's second turn: after its failing test run
+        assert [t["function"]["name"] for t in last["tools"]][:4] == ["Bash", "Read", "Write", "Edit"]
+        assert last["messages"][-2]["tool_calls"][0]["id"] == "scripted-agent-unguided-1-0"
+        assert last["messages"][-1]["tool_call_id"] == "scripted-agent-unguided-1-0"
+        assert last["messages"][-1]["content"].startswith("Exit code 1\n")
+    # Every attempt is in the run's store (a rerun would replay the turns whose request is unchanged:
+    # tests/test_continuation_model.py), beside the teacher's.
+    attempts = RunDir(run).attempts() or []
+    assert [a["outcome"] for a in attempts if a["judge"].startswith("agent:")] == ["ok"] * 5
+    assert {a["trajectory_id"] for a in attempts if a["judge"].startswith("agent:")} == {f"{SOURCE}-guided", f"{SOURCE}-unguided"}
+    assert any(a["judge"].startswith("teacher:") and a["trajectory_id"] == SOURCE for a in attempts)
+
+    linked = tmp_path / "linked.jsonl"
+    judge("repair", "ingest", out, "--tickets", run / rundir.TICKETS, "--out", linked)
+    judge("compare", linked, "--out", tmp_path / "cmp", "--judge", "rules", "--resamples", "200")
+    compared = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    [pair] = compared["pairs"]
+    arms = pair["arms"]
+    assert (arms["guided"]["target_recurred"], arms["unguided"]["target_recurred"]) == (False, True)
+    assert arms["guided"]["score"] > arms["unguided"]["score"]
+    guided_cost, unguided_cost = arms["guided"]["cost"], arms["unguided"]["cost"]
+    assert guided_cost["generation"] == {"input_tokens": 5800, "output_tokens": 160, "note": None,
+                                         "usd": pytest.approx(5800 * 2e-6 + 160 * 8e-6)}
+    assert guided_cost["teacher"]["usd"] == pytest.approx(0.0024) and guided_cost["teacher"]["input_tokens"] == 1000
+    assert unguided_cost["teacher"]["usd"] == 0.0 and unguided_cost["generation"]["input_tokens"] == 3700
+    assert guided_cost["judge"]["usd"] == 0.0 and guided_cost["unknown"] == []  # the rules judge costs nothing
+    assert pair["cost_usd"] == pytest.approx(guided_cost["total_usd"] + unguided_cost["total_usd"])
+    [summary] = compared["summary"]["comparisons"]
+    assert summary["cost"]["treatment"]["total_usd"] == pytest.approx(5800 * 2e-6 + 160 * 8e-6 + 0.0024)
+    assert any(line.startswith("Full cost over 1 pairs") for line in summary["verdict"])

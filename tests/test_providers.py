@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from judge.model import Usage
+from judge.model import ToolSpec, Usage
 from judge.pricing import Price, PriceTable, cost_usd, load_price_table, price
 from judge.providers import (
     PLACEHOLDER_KEY,
@@ -104,6 +104,72 @@ def test_schema_is_enforced_the_provider_way(server: FakeLLMServer) -> None:
         assert request["system"] == [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]
         assert request["temperature"] == 0.7 and request["max_tokens"] == 321
         assert all(m["role"] != "system" for m in request["messages"])
+
+
+TOOLS = [ToolSpec(name="Bash", description="Run a command.", parameters={
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}), ToolSpec(name="Done")]
+# A tool-using conversation in the OpenAI form every provider reads: a call, its result, then a user note.
+CONVERSATION = [
+    {"role": "system", "content": "be brief"}, {"role": "user", "content": "list the files"},
+    {"role": "assistant", "content": "Listing.", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "ls"}'}},
+        {"id": "c2", "type": "function", "function": {"name": "Bash", "arguments": "not json"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+    {"role": "tool", "tool_call_id": "c2", "content": "Exit code 2\nbad"},
+    {"role": "user", "content": "Guidance: check the exit code."},
+]
+
+
+def test_offered_tools_are_called_and_the_calls_come_back_parsed(server: FakeLLMServer) -> None:
+    calls = [{"id": "k1", "name": "Bash", "arguments": {"command": "cat a.txt"}}, {"id": "k2", "name": "Done", "arguments": "{oops"}]
+    server.queue(Scripted(content="Reading it.", tool_calls=calls, usage={"input": 50, "output": 7, "cached": 0}))
+
+    async def go():
+        provider = provider_for(server)
+        try:
+            return await provider.complete(CONVERSATION, tools=TOOLS, max_tokens=200)
+        finally:
+            await provider.aclose()
+
+    completion = asyncio.run(go())
+    assert completion.finish_reason == "tool_use" and completion.text == "Reading it."
+    first, second = completion.tool_calls
+    assert (first.id, first.name, first.arguments, first.arguments_error) == ("k1", "Bash", {"command": "cat a.txt"}, None)
+    assert completion.usage == Usage(input_tokens=50, output_tokens=7, cached_tokens=0)
+    request = server.requests[-1]
+    if server.protocol == "openai":
+        assert second.arguments is None and second.raw_arguments == "{oops" and second.arguments_error
+        assert request["tools"] == [tool.as_openai() for tool in TOOLS]
+        assert request["tools"][1] == {"type": "function", "function": {"name": "Done"}}
+        assert request["messages"] == CONVERSATION  # the OpenAI form is sent as it is
+    else:
+        assert second.name == "Done"  # Anthropic's input is always an object: what the server sent
+        assert [t["name"] for t in request["tools"]] == ["Bash", "Done"] and "tool_choice" not in request
+        assert request["tools"][1]["input_schema"] == {"type": "object", "properties": {}}
+        # Calls became tool_use blocks, results tool_result blocks, and the roles alternate (results + note merged).
+        assert [m["role"] for m in request["messages"]] == ["user", "assistant", "user"]
+        assert request["messages"][1]["content"] == [
+            {"type": "text", "text": "Listing."},
+            {"type": "tool_use", "id": "c1", "name": "Bash", "input": {"command": "ls"}},
+            {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"raw": "not json"}}]
+        assert request["messages"][2]["content"] == [
+            {"type": "tool_result", "tool_use_id": "c1", "content": "a.txt"},
+            {"type": "tool_result", "tool_use_id": "c2", "content": "Exit code 2\nbad"},
+            {"type": "text", "text": "Guidance: check the exit code."}]
+
+
+def test_an_answer_without_calls_to_offered_tools_is_a_plain_stop(server: FakeLLMServer) -> None:
+    server.queue(Scripted(content="All done."))
+
+    async def go():
+        provider = provider_for(server)
+        try:
+            return await provider.complete(MESSAGES, tools=TOOLS)
+        finally:
+            await provider.aclose()
+
+    completion = asyncio.run(go())
+    assert (completion.finish_reason, completion.text, completion.tool_calls) == ("stop", "All done.", [])
 
 
 @pytest.mark.parametrize(

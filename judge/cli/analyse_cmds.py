@@ -182,6 +182,8 @@ def _score_command() -> Any:
         ("judge compare examples/continuations --out runs/cmp --judge rules", "judge the continuations, then compare"),
         ("judge compare runs/cont-scored --out runs/cmp --baseline unguided --seed 1", "an already scored run"),
         ("judge compare examples/continuations --out runs/cmp --json", "compare.json on stdout"),
+        ("judge compare fresh.jsonl repaired.jsonl --pair-by query --out runs/cmp-query --judge rules",
+         "query-level arms: fresh generation vs repaired, same query"),
     ),
 )
 def compare_cmd(
@@ -190,15 +192,20 @@ def compare_cmd(
     baseline: str | None = typer.Option(None, "--baseline", help="Reference arm (default: 'unguided' if present, else the first arm)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap (same seed, same intervals)."),
     resamples: int = typer.Option(10_000, "--resamples", min=100, help="Bootstrap resamples."),
+    pair_by: str = typer.Option("branch", "--pair-by", help="branch: continuations of one source and branch turn; "
+                                "query: trajectories of one query_id with no branch (e.g. fresh generation vs repaired)."),
     as_json: bool = typer.Option(False, "--json", help="Print compare.json on stdout instead of the text (messages, and the judging's, go to stderr)."),
 ) -> None:
     """Compare continuation arms (guided vs unguided) pair by pair: INPUT... are continuation files or scored runs.
 
-    Continuation files are judged first, exactly as `judge score` would (same options), into OUT/run.
+    Continuation files are judged first, exactly as `judge score` would (same options), into OUT/run. Each arm's
+    full cost is reported: generation, teacher and judge tokens and dollars, failed attempts included.
     """
-    from judge.compare import compare_records, load_records, make_scorer, write_outputs
+    from judge.compare import compare_records, judge_overhead, load_records, make_scorer, write_outputs
     from judge.rundir import RunDir
 
+    if pair_by not in ("branch", "query"):
+        raise typer.BadParameter(f"--pair-by must be branch or query, not {pair_by!r}")
     output = Output(as_json)
     score_command = _score_command()
     tokens, score_args = split_score_args(list(ctx.args), score_command)
@@ -230,9 +237,12 @@ def compare_cmd(
         # Embeddings are cached in the run we judged (its clustering already embedded the descriptions), else in OUT.
         cache_dir = out / "run" if to_judge else out
         result = compare_records(records, make_scorer(run_dirs, cache_dir=cache_dir), baseline=baseline, seed=seed,
-                                 resamples=resamples)
+                                 resamples=resamples, pair_by=pair_by)  # type: ignore[arg-type]
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
+    result.overhead = judge_overhead(run_dirs)
+    if pair_by == "branch" and not result.pairs and records and all(r.key is None for r in records):
+        output.line("no input names source_id/branch_turn: to pair trajectories of one query, give --pair-by query", err=True)
     paths_written = write_outputs(result, out)
     for comparison in result.comparisons:
         output.line(f"{comparison['treatment']} vs {comparison['baseline']}: {comparison['pairs']} pairs")
@@ -240,6 +250,8 @@ def compare_cmd(
             output.line(f"  {line}")
     if result.unmatched:
         output.line(f"{len(result.unmatched)} continuation(s) without a partner (listed in the report)")
+    for row in result.overhead:
+        output.line(f"judge calls of no arm (preflight) in {row['run']}: {row['attempts']} attempt(s), ${row['usd']:.4f}")
     output.line(f"wrote {', '.join(str(p) for p in paths_written.values())}")
     output.document(result.to_json())
     if status == ExitCode.SOME_UNSCORED:

@@ -1,5 +1,5 @@
 """Commands ``judge cluster``, ``judge calibrate`` and ``judge rescore``: thin wrappers over judge.cluster and
-judge.pipeline.score_run."""
+judge.api.rescore (the function the Python API's ``judge.rescore`` is)."""
 
 from __future__ import annotations
 
@@ -149,23 +149,16 @@ def rescore_command(
     Exits like `judge score` on the stored verdicts: 2 when some passes are unscored, 3 when none is scored.
     """
     from judge import rundir
-    from judge.pipeline import finish_run, score_run
-    from judge.rundir import RunDir
-    from judge.runlock import run_lock
+    from judge.api import rescore
+    from judge.cli.score_cmds import score_counts
 
-    for name in (rundir.TRAJECTORIES, rundir.VERDICTS):
-        if not RunDir(run).has(name):
-            typer.echo(f"error: {run} has no {name}", err=True)
-            raise typer.Exit(ExitCode.ERROR)
     try:
-        with run_lock(run, "judge rescore"):
-            scores = score_run(run, rubric_path=rubric)
-            written = finish_run(run) or {}
+        result = rescore(run, rubric=rubric)
     except (FileNotFoundError, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(ExitCode.ERROR) from error
-    from judge.cli.score_cmds import score_counts
-
+    assert result.invocation is not None
+    scores, written = result.invocation.scores, result.invocation.written
     counts = score_counts(scores)
     scored = counts["trajectories"] - counts["no_score"]
     histogram = {int(score): n for score, n in counts["by_score"].items()}
@@ -174,7 +167,7 @@ def rescore_command(
                 f"{counts['released']} released; wrote {run / rundir.SCORES}")
     for name, path in written.items():
         output.line(f"  {name}: {path}")
-    code = outcome_code((v.status, v.reason) for v in RunDir(run).verdicts())
+    code = outcome_code((v.status, v.reason) for v in result.verdicts())
     output.document({"run": run, "exit_code": int(code), "scores": counts,
                      "files": {"scores": run / rundir.SCORES, **written}})
     if code:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -15,6 +16,10 @@ from judge.cli.output import Output, json_option
 @app.command(
     "continue",
     epilog=examples(
+        ("judge continue runs/demo --agent openai:gpt-4.1 --workdir repo --budget-turns 30 --max-cost 5 "
+         "--out runs/demo/continuations.jsonl", "a model agent on the run's budget"),
+        ("judge continue runs/demo --agent openai-compatible:qwen3@http://localhost:8000/v1 --workdir repo --out cont.jsonl",
+         "a self-hosted model"),
         "judge continue runs/demo --agent scripted:script.yaml --workdir repo --out runs/demo/continuations.jsonl",
         ("judge continue runs/demo --agent scripted:script.yaml --out cont.jsonl --ticket inv-base-build --budget-turns 8",
          "one trajectory's tickets, at most 8 new turns"),
@@ -22,22 +27,35 @@ from judge.cli.output import Output, json_option
     ),
 )
 def continue_cmd(
-    run: Path = typer.Argument(..., help="A run directory (its tickets.jsonl) or a tickets file."),
-    agent_spec: str = typer.Option(..., "--agent", help="The agent: scripted:FILE (fixed turns per ticket, trajectory:arm or arm)."),
+    run: Path = typer.Argument(..., help="A run directory (its tickets.jsonl; a model agent's calls are recorded in its "
+                                         "store) or a tickets file (scripted agents only)."),
+    agent_spec: str = typer.Option(..., "--agent", help="The agent: openai:MODEL, anthropic:MODEL, "
+                                   "openai-compatible:MODEL@URL (any registered provider), or scripted:FILE."),
     out: Path = typer.Option(..., "--out", help="Continuations (canonical JSONL) for judge repair ingest; the arm log is written beside it."),
     tickets: Path | None = typer.Option(None, "--tickets", help="Tickets file (default: RUN/tickets.jsonl)."),
     only: list[str] = typer.Option([], "--ticket", help="Run only this ticket id or trajectory id (repeatable)."),
-    budget_tokens: int | None = typer.Option(None, "--budget-tokens", min=1, help="Input + output tokens an arm may spend."),
+    budget_tokens: int | None = typer.Option(None, "--budget-tokens", min=1, help="Input + output tokens an arm may spend (failed attempts included)."),
     budget_turns: int | None = typer.Option(None, "--budget-turns", min=1, help="New assistant turns an arm may take."),
     workdir: Path | None = typer.Option(None, "--workdir", help="The environment before the prefix, copied for each arm (default: empty)."),
     mapping: Path | None = typer.Option(None, "--mapping", help="YAML mapping for tools the sandbox cannot run (docs/continuation-harness.md; `judge docs continuation-harness`)."),
-    timeout: float = typer.Option(120.0, "--timeout", min=0.1, help="Default seconds per tool call."),
+    tool_timeout: float = typer.Option(120.0, "--tool-timeout", min=0.1, help="Default seconds per tool call (a call may ask for up to 600)."),
     keep_workdirs: bool = typer.Option(False, "--keep-workdirs", help="Leave each arm's working copy in place (paths in the arm log)."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, help="Arms run at a time."),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL for the agent model."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Output tokens of one agent turn (default 4096)."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="The run's spending cap in USD (judges, teacher and agent together; default: the recorded one)."),
+    rpm: float | None = typer.Option(None, "--rpm", help="Agent requests per minute."),
+    tpm: float | None = typer.Option(None, "--tpm", help="Agent tokens per minute."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Per model call timeout in seconds (default 120)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the model again even for a turn whose request the run's store answered before."),
     as_json: bool = json_option(),
 ) -> None:
     """Restore each ticket's checkpoint in a fresh working copy and let the agent continue it.
 
-    Not a security boundary: run it inside a container for agents you do not trust.
+    A model agent's calls take the judges' path: retries, rate limits, a timeout, the run's --max-cost budget, every
+    attempt recorded in RUN's store before it is sent and every answer kept (running the same tickets again replays
+    unchanged turns without paying). Exit 3 when --max-cost stopped an arm, else 1 when no arm finished.
+    Not a security boundary: run it inside a container for agents you do not trust (README).
     """
     from judge.continuation import (
         Budget,
@@ -50,24 +68,39 @@ def continue_cmd(
         run_tickets,
         write_results,
     )
-    from judge.continuation.agent import make_agent
+    from judge.continuation.model_agent import ProviderAgent, make_agent
+    from judge.providers import ProviderError
 
     try:
-        agent = make_agent(agent_spec)
+        agent = make_agent(agent_spec, base_url=base_url, timeout_s=timeout, max_tokens=max_tokens, use_cache=not no_cache)
         chosen = load_tickets(tickets or run)
         commands = CommandMapping.load(mapping) if mapping else CommandMapping()
-    except (ValueError, OSError) as error:  # a bad row or entry names its file and line
-        raise typer.BadParameter(str(error)) from error
+    except (ValueError, OSError, ProviderError) as error:  # a bad row or entry names its file and line; a missing key says which
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(ExitCode.ERROR) from None
     if only:
         chosen = [t for t in chosen if t.ticket_id in only or t.trajectory_id in only]
     if not chosen:
         raise typer.BadParameter("no ticket to run")
     if workdir is not None and not workdir.is_dir():
         raise typer.BadParameter(f"{workdir} is not a directory", param_hint="--workdir")
-    options = ContinueOptions(budget=Budget(tokens=budget_tokens, turns=budget_turns), limits=Limits(timeout_s=timeout),
+    options = ContinueOptions(budget=Budget(tokens=budget_tokens, turns=budget_turns), limits=Limits(timeout_s=tool_timeout),
                               mapping=commands, environments=Environments(default=EnvironmentSource(workdir=workdir)),
-                              keep_workdirs=keep_workdirs)
-    results = asyncio.run(run_tickets(chosen, agent, options))
+                              keep_workdirs=keep_workdirs, concurrency=concurrency)
+    if isinstance(agent, ProviderAgent):
+        if not run.is_dir():
+            raise typer.BadParameter(f"{run} is not a run directory: a model agent records its calls and spends its budget "
+                                     "in a run's store (give the run directory, and --tickets FILE for other tickets)",
+                                     param_hint="RUN")
+        if budget_turns is None and budget_tokens is None:
+            typer.echo("note: no --budget-turns or --budget-tokens: each arm runs until the model answers without a "
+                       "call (or the run's --max-cost stops it)", err=True)
+        results, money = _run_with_model(run, agent, chosen, options, max_cost=max_cost, rpm=rpm, tpm=tpm, timeout=timeout)
+    else:
+        if any(v is not None for v in (max_cost, rpm, tpm, timeout, base_url, max_tokens)) or no_cache:
+            raise typer.BadParameter("--base-url, --max-tokens, --max-cost, --rpm, --tpm, --timeout and --no-cache apply "
+                                     "to a model agent, not to a scripted one")
+        results, money = asyncio.run(run_tickets(chosen, agent, options)), None
     written, log = write_results(results, out)
     counts = Counter(r.stop.reason for r in results)
     output = Output(as_json)
@@ -75,10 +108,41 @@ def continue_cmd(
     for result in results:
         if not result.finished:
             output.line(f"  {result.ticket.ticket_id}: {result.stop.reason}: {result.stop.detail[:200]}")
+    if money is not None:
+        output.line(money["line"])
     output.line(f"wrote {written} continuations to {out} (next: judge repair ingest {out} --tickets ...); arm log: {log}")
     output.document({"tickets": len(results), "stops": dict(sorted(counts.items())), "continuations": written,
-                     "out": out, "arm_log": log,
+                     "out": out, "arm_log": log, "agent": agent.spec, "calls": money,
                      "unfinished": [{"ticket_id": r.ticket.ticket_id, "reason": r.stop.reason, "detail": r.stop.detail}
                                     for r in results if not r.finished]})
+    if counts.get("max-cost"):
+        output.line("the budget cap stopped agent calls: raise it with --max-cost N and run the same command again "
+                    "(turns already paid for are replayed from the store)", err=True)
+        raise typer.Exit(ExitCode.NONE_SCORED)
     if written == 0:
         raise typer.Exit(ExitCode.ERROR)
+
+
+def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, max_cost: float | None,
+                    rpm: float | None, tpm: float | None, timeout: float | None) -> tuple[list[Any], dict[str, Any]]:
+    """Run the tickets with a model agent on the run's call path (lock, store, budget); what it made and paid
+    (``line``: the sentence to print)."""
+    from judge.continuation import run_tickets
+    from judge.runcalls import CallSettings, open_calls, write_budget
+    from judge.runlock import run_lock
+    from judge.store import RunStore
+
+    settings = CallSettings(max_cost_usd=max_cost, rpm=rpm, tpm=tpm, timeout_s=timeout or CallSettings.timeout_s)
+    with run_lock(run, "judge continue"), RunStore.for_run(run) as store:
+        calls = open_calls(store, settings)
+        results = asyncio.run(run_tickets(tickets, agent.bind(calls), options))
+        budget = calls.budget()
+        write_budget(run, budget)
+    runtime = calls.runtime
+    paid = "unpriced" if calls.cost_usd is None and runtime.calls else f"${calls.cost_usd or 0.0:.4f}"
+    line = (f"agent calls: {runtime.calls} made ({runtime.retries} retries), {agent.turns_from_store} turns replayed from "
+            f"the store; {paid} paid in this invocation")
+    if budget.max_cost_usd is not None:
+        line += f"; budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its invocations"
+    return results, {"made": runtime.calls, "retries": runtime.retries, "from_store": agent.turns_from_store,
+                     "paid_usd": calls.cost_usd, "budget": budget.describe().to_json(), "line": line}

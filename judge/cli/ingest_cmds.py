@@ -36,7 +36,7 @@ _FORMAT_HELP = (
     ),
 )
 def import_command(
-    inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.ndjson/.traj files, also .gz/.bz2/.xz)."),
+    inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.ndjson/.traj files, also .gz/.bz2/.xz; inspect_ai .eval logs)."),
     out: Path = typer.Option(..., "--out", "-o", help="Canonical JSONL to write (one trajectory per line)."),
     fmt: str | None = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
     rejects: Path | None = typer.Option(None, "--rejects", help="Where to write rejected records (default: next to OUT, as NAME.rejects.jsonl)."),

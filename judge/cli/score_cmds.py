@@ -1,15 +1,14 @@
 """``judge score``: import -> judge panel -> cluster + score -> repair routes and reports (a thin layer).
 
-The work is done by library functions: :func:`judge.pipeline.import_to_run`, :func:`judge.panel.run_panel`,
-:func:`judge.pipeline.score_run` and :func:`judge.pipeline.finish_run`.
+The work is done by :func:`judge.api.score_async`, the function the Python API's ``judge.score`` runs too
+(one code path): this module reads the config file and the flags, prints each stage's lines and maps the
+outcome to an exit code.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +18,10 @@ from pydantic import BaseModel, ConfigDict
 from judge import rundir
 from judge.cli.app import ExitCode, app, examples, outcome_code
 from judge.cli.output import Output, json_option
-from judge.rundir import RunDir
 
 if TYPE_CHECKING:
-    from judge.panel import PanelConfig
+    from judge.importers.writer import ImportStats
+    from judge.panel import PanelConfig, PanelResult
 
 # The options of `judge score` that a config file may hold besides the panel's (judge.panel.PANEL_KEYS), under
 # the flags' names; tests/test_cli_config.py checks that together they are every option but --out and --config.
@@ -84,69 +83,52 @@ def score_command(
     Exit codes: 0 every pass scored; 1 usage, input or machine error; 2 some passes unscored;
     3 no pass scored, a judge failed its preflight check, or the budget cap stopped the run.
     """
+    from judge.api import NothingImported, SetupError, score_async
     from judge.cli.ingest_cmds import import_notes
-    from judge.panel import PanelConfig, PreflightFailed, describe_result, run_panel, summary_lines
-    from judge.pipeline import finish_run, import_to_run, score_run
-    from judge.runlock import run_lock
+    from judge.panel import PanelConfig, PreflightFailed, describe_result, summary_lines
 
-    started_at, started = datetime.now(UTC), time.monotonic()
     output = Output(as_json)
     try:
         settings, from_file = load_config(config) if config else (PanelConfig(), ScoreFileOptions())
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--config") from error
-    try:
-        # A flag given on the command line wins over the file (a flag's default is None or False: not given).
-        fmt, rubric, embedder = fmt or from_file.format, rubric or from_file.rubric, embedder or from_file.embedder
-        strict, no_preflight = strict or from_file.strict, no_preflight or from_file.no_preflight
-        settings = settings.merged(judges=list(judge or []), passes=passes, base_url=base_url, concurrency=concurrency,
-                                   rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
-                                   temperature=temperature)
-        from judge.judges import resolve
+    # A flag given on the command line wins over the file (a flag's default is None or False: not given).
+    fmt, rubric, embedder = fmt or from_file.format, rubric or from_file.rubric, embedder or from_file.embedder
+    strict, no_preflight = strict or from_file.strict, no_preflight or from_file.no_preflight
 
-        for spec in settings.judges:
-            resolve(spec)  # an unknown judge kind or provider stops here, before anything is imported
-        if embedder:
-            from judge.embed import check_embedder
-
-            check_embedder(embedder)  # before any judge call is paid for
-    except (ValueError, ImportError) as error:
-        raise typer.BadParameter(str(error)) from error
-    missing = [str(p) for p in inputs if not p.exists()]
-    if missing:
-        raise typer.BadParameter(f"input not found: {', '.join(missing)}")
-    if out.exists() and not out.is_dir():
-        typer.echo(f"error: --out {out} is a file, not a run directory: give a new or existing directory", err=True)
-        raise typer.Exit(ExitCode.ERROR)
-
-    with run_lock(out, "judge score"):
-        stats = import_to_run(inputs, out, fmt=fmt)
+    def imported(stats: ImportStats) -> None:
         output.line(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
                     + (f" (see {out / rundir.REJECTS})" if stats.rejected or stats.skipped else ""))
         for line in import_notes(stats):
             output.line(line)
-        if stats.imported == 0:
-            typer.echo("nothing could be imported; stopping", err=True)
-            raise typer.Exit(code=ExitCode.ERROR)
 
-        from judge.providers.errors import ProviderError
-
-        try:
-            result = asyncio.run(run_panel(RunDir(out).trajectories(), settings, out, progress=True, preflight=not no_preflight))
-        except PreflightFailed as error:
-            for problem in error.problems:
-                typer.echo(f"preflight: {problem}", err=True)
-            typer.echo("the batch was not started: nothing was judged. Fix the judge (or skip this check with "
-                       "--no-preflight), then run the same command again.", err=True)
-            raise typer.Exit(code=ExitCode.NONE_SCORED) from None
-        except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
-            raise typer.BadParameter(str(error)) from error
+    def judged(result: PanelResult) -> None:
         for line in summary_lines(result):
             output.line(line)
 
-        scores = score_run(out, rubric, {"embedder": embedder} if embedder else None)
-        record_timing(out, started_at, time.monotonic() - started)  # before the report, which shows it
-        written = finish_run(out) or {}
+    try:
+        run = asyncio.run(score_async(
+            inputs, out, judges=judge, passes=passes, config=settings, base_url=base_url, concurrency=concurrency,
+            rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=fmt,
+            rubric=rubric, embedder=embedder, preflight=not no_preflight, progress=True,
+            on_imported=imported, on_judged=judged))
+    except SetupError as error:
+        if error.argument == "out":  # not a usage problem: one plain line (exit 1)
+            typer.echo(f"error: --out {error}", err=True)
+            raise typer.Exit(ExitCode.ERROR) from None
+        raise typer.BadParameter(str(error)) from error
+    except NothingImported:
+        typer.echo("nothing could be imported; stopping", err=True)
+        raise typer.Exit(code=ExitCode.ERROR) from None
+    except PreflightFailed as error:
+        for problem in error.problems:
+            typer.echo(f"preflight: {problem}", err=True)
+        typer.echo("the batch was not started: nothing was judged. Fix the judge (or skip this check with "
+                   "--no-preflight), then run the same command again.", err=True)
+        raise typer.Exit(code=ExitCode.NONE_SCORED) from None
+    assert run.invocation is not None and run.invocation.imported is not None and run.invocation.panel is not None
+    stats, result, written = run.invocation.imported, run.invocation.panel, run.invocation.written
+    scores = run.invocation.scores
     output.line(score_distribution(scores))
     paths = [out / name for name in (rundir.TRAJECTORIES, rundir.VERDICTS, rundir.CLUSTERS, rundir.SCORES,
                                      rundir.REJECTS, rundir.MANIFEST)]
@@ -168,16 +150,6 @@ def score_command(
                      "scores": score_counts(scores), "files": files, "report": report})
     if code:
         raise typer.Exit(code=code)
-
-
-def record_timing(run_dir: Path, started_at: datetime, elapsed_s: float) -> None:
-    """Write this invocation's timing into the manifest: ``started_at`` and ``finished_at`` (ISO 8601, UTC)
-    and ``elapsed_s``. ``finished_at`` is when judging and scoring ended, just before the reports are
-    written (so the report can show it). A resumed run records its own invocation."""
-    with RunDir(run_dir).update_manifest() as manifest:
-        manifest.started_at = started_at.isoformat(timespec="milliseconds")
-        manifest.finished_at = (started_at + timedelta(seconds=elapsed_s)).isoformat(timespec="milliseconds")
-        manifest.elapsed_s = round(elapsed_s, 3)
 
 
 def load_config(path: Path) -> tuple[PanelConfig, ScoreFileOptions]:

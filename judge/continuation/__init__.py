@@ -7,12 +7,15 @@
 - :mod:`~judge.continuation.dispatch`: where each call goes (reused receipt, mapping, sandbox, or a stop);
 - :mod:`~judge.continuation.restore`: the checkpoint's conversation and environment;
 - :mod:`~judge.continuation.agent`: the :class:`Agent` interface and :class:`ScriptedAgent`;
+- :mod:`~judge.continuation.model_agent`: :class:`ProviderAgent`, any registered LLM provider as the agent, on the
+  judges' call path (retries, limits, the run's budget, recorded attempts, kept answers); :func:`make_agent`;
 - :mod:`~judge.continuation.runner`: the run loop, budgets, output records.
 """
 
 from judge.continuation.agent import Agent, AgentError, AgentReply, AgentRequest, ScriptedAgent
 from judge.continuation.dispatch import ReceiptCache, ToolDispatcher, ToolEvent
 from judge.continuation.mapping import CommandMapping, MappingError
+from judge.continuation.model_agent import ProviderAgent, make_agent
 from judge.continuation.restore import Environments, EnvironmentSource, Stop, StopReason
 from judge.continuation.runner import (
     ArmResult,
@@ -25,11 +28,11 @@ from judge.continuation.runner import (
     write_results,
 )
 from judge.continuation.sandbox import Limits, Sandbox
-from judge.continuation.tools import SandboxCall, ToolSchema, normalise
+from judge.continuation.tools import SandboxCall, normalise
 
 __all__ = [
     "Agent", "AgentError", "AgentReply", "AgentRequest", "ArmResult", "Budget", "CommandMapping", "ContinueOptions",
     "EnvironmentSource", "Environments", "Limits", "MappingError", "ReceiptCache", "Sandbox", "SandboxCall",
-    "ScriptedAgent", "Stop", "StopReason", "ToolDispatcher", "ToolEvent", "ToolSchema", "arm_log_path",
+    "ProviderAgent", "ScriptedAgent", "Stop", "StopReason", "ToolDispatcher", "ToolEvent", "arm_log_path", "make_agent",
     "load_tickets", "normalise", "run_ticket", "run_tickets", "write_results",
 ]

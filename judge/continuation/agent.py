@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judge.continuation.tools import ToolSchema
-from judge.model import Message, ToolCall, Usage
+from judge.model import Message, ToolCall, ToolSpec, Usage
 from judge.repair.tickets import Ticket
 
 
@@ -27,7 +26,7 @@ class AgentRequest:
 
     ticket: Ticket
     messages: list[Message]
-    tools: list[ToolSchema]
+    tools: list[ToolSpec]
     turn: int  # the number the reply's turn will carry (checkpoint_turn + 1 for the first)
 
 
@@ -42,12 +41,18 @@ class AgentReply:
 
 
 class AgentError(Exception):
-    """The agent could not produce a turn; ``usage``/``cost_usd`` are what the failed attempts still cost."""
+    """The agent could not produce a turn; ``usage``/``cost_usd`` are what the failed attempts still cost.
 
-    def __init__(self, message: str, usage: Usage | None = None, cost_usd: float | None = None) -> None:
+    ``stop`` is the arm's stop reason: ``agent-error``, or ``max-cost`` when the run's spending cap (not the
+    agent) stopped the call.
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None, cost_usd: float | None = None,
+                 stop: Literal["agent-error", "max-cost"] = "agent-error") -> None:
         super().__init__(message)
         self.usage = usage
         self.cost_usd = cost_usd
+        self.stop = stop
 
 
 @runtime_checkable
@@ -150,18 +155,3 @@ class ScriptedAgent:
 
     async def aclose(self) -> None:
         return None
-
-
-
-def make_agent(spec: str) -> Agent:
-    """The agent named by ``spec``. Only ``scripted:FILE`` exists today; provider-backed agents
-    (``openai:MODEL``, ``anthropic:MODEL``, ``openai-compatible:MODEL@URL``) come with the provider layer's
-    tool-calling support."""
-    kind, sep, rest = spec.partition(":")
-    if kind == "scripted" and sep and rest:
-        return ScriptedAgent.load(Path(rest))
-    from judge.providers import provider_kind
-
-    if provider_kind(kind) is not None:
-        raise ValueError(f"agent {spec!r}: provider-backed agents are not available yet; use scripted:FILE")
-    raise ValueError(f"unknown agent {spec!r}: write scripted:FILE")

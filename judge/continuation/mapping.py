@@ -166,7 +166,7 @@ class CommandMapping:
             return rule.receipt.model_copy(update={"content": truncate(rule.receipt.content, sandbox.limits.output_chars)})
         assert rule.run is not None
         arguments = call.raw_arguments if call.arguments_error else json.dumps(call.arguments, ensure_ascii=False)
-        return await sandbox.bash(rule.run, stdin=(arguments or "null").encode("utf-8"))
+        return await sandbox.bash(rule.run, stdin=(arguments or "null").encode("utf-8"), session=False)
 
 
 def _canned(path: Path, where: str) -> Receipt:

@@ -30,6 +30,7 @@ StopReason = Literal[
     "replay-diverged",          # a replayed prefix write came out differently from its receipt
     "unsupported-tool",         # a call no sandbox tool or mapping can serve
     "agent-error",              # the agent gave no turn (provider failure, script ended, no usage under a token budget)
+    "max-cost",                 # the run's --max-cost cap stopped the agent's next call (a rerun with a larger cap goes on)
     "harness-error",            # the harness itself failed (a bug or the machine): the arm is recorded, the batch goes on
 ]
 

@@ -4,7 +4,8 @@ Per ticket (one arm): restore the conversation and the environment (:mod:`judge.
 ask the agent for turns from ``checkpoint_turn + 1`` on, dispatching its tool calls
 (:mod:`judge.continuation.dispatch`), until it answers without a tool call (``completed``), a budget runs out
 (``budget-exhausted``; the last turn's calls are still run so its receipts are real), or the harness cannot go
-on (``unsupported-tool``, ``agent-error``, or a restore stop). Budgets: ``turns`` counts new assistant turns;
+on (``unsupported-tool``, ``agent-error``, ``max-cost`` when the run's spending cap stopped the agent's call, or a
+restore stop). Budgets: ``turns`` counts new assistant turns;
 ``tokens`` counts the agent's input + output tokens on this arm, failed attempts included.
 
 Output (:func:`write_results`): the arms that ran to their own end (completed or budget-exhausted) as
@@ -35,8 +36,8 @@ from judge.continuation.restore import (
     restored_messages,
 )
 from judge.continuation.sandbox import Limits, Sandbox
-from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolKind, ToolSchema
-from judge.model import Message, Trajectory, TrajectoryMetadata, Usage
+from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolKind
+from judge.model import Message, ToolSpec, Trajectory, TrajectoryMetadata, Usage
 from judge.repair.calls import is_plan_call
 from judge.repair.tickets import Ticket
 from judge.rundir import RunDir
@@ -115,6 +116,8 @@ class ArmResult:
             "target_category": ticket.target_issue.category, "target_tag": ticket.target_issue.tag,
             "target_evidence": _quote(ticket.evidence[0]) if ticket.evidence else "",
             "cost_usd": self.cost_usd, "tool_events": [e.as_dict() for e in self.events],
+            # compare's full cost: the teacher's tokens and dollars for this arm's guidance (judge.compare.arm_cost).
+            "teacher_usage": ticket.usage.model_dump(), "teacher_cost_usd": ticket.cost_usd,
             "replayed": [e.as_dict() for e in self.replayed], "environment": self.environment,
         })
         if ticket.agent_query is not None:
@@ -144,14 +147,25 @@ def _quote(evidence: str) -> str:
     return evidence.split("] ", 1)[1] if evidence.startswith("[") and "] " in evidence else evidence
 
 
-def tool_schemas(ticket: Ticket, mapping: CommandMapping) -> list[ToolSchema]:
-    """What the agent is told it can call: Bash, Read, Write, Edit; the plan tool when the prefix planned;
-    each tool the mapping serves (its schema unknown, so any object)."""
-    kinds: list[ToolKind] = ["bash", "read", "write", "edit"]
-    planned = ticket.plan is not None or any(is_plan_call(c) for m in ticket.prefix for c in m.tool_calls)
-    schemas = [SCHEMAS[k] for k in kinds] + ([SCHEMAS["plan"]] if planned else [])
-    schemas += [ToolSchema(rule.name, f"Served by the harness mapping ({rule.source}).", MAPPED_TOOL_PARAMETERS)
-                for rule in mapping.tools.values()]
+def tool_schemas(ticket: Ticket, mapping: CommandMapping) -> list[ToolSpec]:
+    """What the agent is told it can call.
+
+    The source trajectory's own tool schemas when it recorded them (``ticket.tools``): the agent continues with
+    the tools of the original environment, under their names; the sandbox runs those it knows by name or alias,
+    the mapping serves others, and a call to any other stops the arm (``unsupported-tool``), as in the original
+    environment it would have run. Without recorded schemas: the sandbox's Bash, Read, Write and Edit, the plan
+    tool when the prefix planned. Either way, each tool the mapping serves that is not listed yet (its schema
+    unknown, so any object).
+    """
+    if ticket.tools:
+        schemas = list({tool.name: tool for tool in ticket.tools}.values())
+    else:
+        kinds: list[ToolKind] = ["bash", "read", "write", "edit"]
+        planned = ticket.plan is not None or any(is_plan_call(c) for m in ticket.prefix for c in m.tool_calls)
+        schemas = [SCHEMAS[k] for k in kinds] + ([SCHEMAS["plan"]] if planned else [])
+    listed = {tool.name for tool in schemas}
+    schemas += [ToolSpec(name=rule.name, description=f"Served by the harness mapping ({rule.source}).",
+                         parameters=MAPPED_TOOL_PARAMETERS) for rule in mapping.tools.values() if rule.name not in listed]
     return schemas
 
 
@@ -193,7 +207,7 @@ async def run_ticket(ticket: Ticket, agent: Agent, options: ContinueOptions | No
     return result
 
 
-async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher, tools: list[ToolSchema],
+async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher, tools: list[ToolSpec],
                     budget: Budget) -> Stop:
     ticket = result.ticket
     turn = ticket.checkpoint_turn
@@ -208,7 +222,7 @@ async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher,
             reply = await agent.next_turn(AgentRequest(ticket=ticket, messages=list(result.messages), tools=tools, turn=turn + 1))
         except AgentError as error:
             _add_cost(result, costs, error.usage, error.cost_usd)
-            return Stop("agent-error", str(error))
+            return Stop(error.stop, str(error))
         except Exception as error:  # noqa: BLE001 - one failing agent call ends this arm, not the batch
             return Stop("agent-error", f"{type(error).__name__}: {error}")
         turn += 1

@@ -2,13 +2,15 @@
 
 Each arm gets a fresh temporary directory holding a copy of its source directory (or nothing). Read, Write and
 Edit resolve every path inside that copy and refuse, with an error receipt, any path that resolves outside it
-(``..``, absolute paths, symlinks pointing out). Bash runs ``bash -c`` with the copy as working directory, its
-own HOME and TMPDIR beside the copy, stdin closed, a short environment (PATH, locale; no API keys from the
-caller's environment), a per-call timeout and an output limit; the process group is killed when the call
-ends, so nothing outlives it.
+(``..``, absolute paths, symlinks pointing out). Bash runs ``bash -c`` in the copy, with its own HOME and
+TMPDIR beside the copy, stdin closed, a short environment (PATH, locale; no API keys from the caller's
+environment), a per-call timeout and an output limit; the process group is killed when the call ends. Each
+call is a new shell, but the working directory carries over as in one session (Claude Code's Bash does the
+same): a call starts where the previous one ended, as long as that is inside the copy (else at its top, with a
+note in the receipt). Variables and functions do not carry over.
 
 This is NOT a security boundary. Bash can read and write anything the user running trajudge can (``cd /``,
-absolute paths, the network); a process that calls ``setsid`` escapes the group kill. It isolates honest
+absolute paths, the harness's own environment through /proc, the network); a process that calls ``setsid`` escapes the group kill. It isolates honest
 agents from each other and from the caller's files by convention only. For untrusted agents run the whole
 harness inside a container or VM with no credentials mounted.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import tempfile
@@ -114,6 +117,9 @@ class Sandbox:
         self.extra_env = dict(env or {})
         self.path_alias = path_alias.rstrip("/") if path_alias else None
         self.plan: Any = None
+        self.cwd = self.root  # where the next Bash call starts (the last call's final directory)
+        self._cwd_file = self.arm_dir / "cwd"  # beside the copy: the agent's files never see it
+        self._session_file = self.arm_dir / "session.sh"
 
     @classmethod
     def create(cls, source: Path | None = None, limits: Limits | None = None, *, parent: Path | None = None,
@@ -164,7 +170,7 @@ class Sandbox:
             "TMPDIR": str(self.arm_dir / "tmp"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
             "TERM": "dumb",
-            "PWD": str(self.root),
+            "PWD": str(self.cwd),
         }
         env.update(self.extra_env)
         return env
@@ -192,12 +198,24 @@ class Sandbox:
         except OSError as error:
             return _error(f"{error.strerror or error}: {args.get('path', '')}")
 
-    async def bash(self, command: str, timeout_s: float | None = None, stdin: bytes | None = None) -> Receipt:
+    async def bash(self, command: str, timeout_s: float | None = None, stdin: bytes | None = None,
+                   session: bool = True) -> Receipt:
         """Run ``command`` with ``bash -c`` in the working copy (``stdin``: bytes to feed it, else closed);
-        the exit code is in the receipt."""
+        the exit code is in the receipt. With ``session`` (the agent's own calls) it starts in :attr:`cwd` and
+        leaves :attr:`cwd` where the command ended; without (a mapped tool's command), at the top of the copy."""
         timeout = min(timeout_s or self.limits.timeout_s, self.limits.max_timeout_s)
+        if not self.cwd.is_dir():
+            self.cwd = self.root  # the directory the last call ended in is gone
+        env = self.environment()
+        if session:
+            # bash sources BASH_ENV before the command: an EXIT trap there records where the shell ended (also after
+            # `exit N` or a syntax error), and the command's text and bash's messages about it stay the agent's own.
+            self._cwd_file.unlink(missing_ok=True)
+            trap = "pwd -P 2>/dev/null > " + shlex.quote(str(self._cwd_file))
+            self._session_file.write_text(f"trap {shlex.quote(trap)} EXIT\nunset BASH_ENV\n", encoding="utf-8")
+            env["BASH_ENV"] = str(self._session_file)
         proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", command, cwd=self.root, env=self.environment(),
+            "bash", "-c", command, cwd=self.cwd if session else self.root, env=env,
             stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
         output = _Output(self.limits.output_chars * 4)
@@ -230,6 +248,8 @@ class Sandbox:
             except TimeoutError:  # a process that left the group still holds the pipe
                 reader.cancel()
         text = truncate(output.text(), self.limits.output_chars, output.total, output.dropped)
+        if session and (note := self._follow_cwd()):
+            text = f"{text.rstrip(chr(10))}\n{note}" if text else note
         if timed_out:
             return Receipt(content=f"{text}\n[timed out after {timeout:g} s: the command was killed]".lstrip("\n"),
                            is_error=True)
@@ -237,6 +257,22 @@ class Sandbox:
         if code:
             text = f"Exit code {code}\n{text}"  # Claude Code's form: importers read the code back from it
         return Receipt(content=text, is_error=bool(code), exit_code=code)
+
+    def _follow_cwd(self) -> str | None:
+        """Move :attr:`cwd` to where the last session call ended; a note when that was outside the copy."""
+        try:
+            recorded = self._cwd_file.read_text(encoding="utf-8").rstrip("\n")
+        except OSError:
+            return None  # the shell did not reach its exit (killed, or exec'd another program)
+        if not recorded:  # it ended in a directory that no longer exists
+            self.cwd = self.root
+            return None
+        ended = Path(recorded)
+        if ended == self.root or self.root in ended.parents:
+            self.cwd = ended
+            return None
+        self.cwd = self.root
+        return f"[the shell ended in {ended}, outside the working directory: the next call starts in {self.root}]"
 
     def read(self, path: str, offset: int | None = None, limit: int | None = None, list_dirs: bool = False) -> Receipt:
         """The file's text (lines ``offset`` .. ``offset + limit - 1``, 1-based); a directory listing for editor views."""

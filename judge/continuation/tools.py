@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from judge.model import ToolCall
+from judge.model import ToolCall, ToolSpec
 from judge.repair.calls import SHELL_TOOL_NAMES, is_plan_call
 
 ToolKind = Literal["bash", "read", "write", "edit", "insert", "plan"]
@@ -39,23 +39,6 @@ class SandboxCall:
 
     kind: ToolKind
     args: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ToolSchema:
-    """A tool as an agent model is told about it (JSON Schema parameters, provider-neutral)."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-    def as_openai(self) -> dict[str, Any]:
-        """The OpenAI Chat Completions ``tools`` entry."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
-
-    def as_anthropic(self) -> dict[str, Any]:
-        """The Anthropic Messages ``tools`` entry."""
-        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
 
 def _pick(args: dict[str, Any], *keys: str) -> Any:
@@ -150,28 +133,30 @@ def _editor(call: ToolCall, args: dict[str, Any]) -> SandboxCall:
     raise ArgumentError(f"{call.name}: command {command!r} is not supported by the sandbox (view, create, str_replace, insert)")
 
 
-_PATH = {"type": "string", "description": "Path of the file, relative to the working directory (or absolute inside it)."}
+_PATH = {"type": "string", "description": "Path of the file: relative to the top of the working directory (not to the "
+                                          "shell's current directory), or absolute inside it."}
 
-SCHEMAS: dict[ToolKind, ToolSchema] = {
-    "bash": ToolSchema("Bash", "Run a bash command in the working directory. Each call starts a new shell there "
-                       "(cd does not carry over); stdin is closed; output is truncated past the limit.", {
+SCHEMAS: dict[ToolKind, ToolSpec] = {
+    "bash": ToolSpec(name="Bash", description="Run a bash command. Each call is a new shell that starts in the directory where the "
+                       "previous call ended (initially the working directory); variables do not carry over; stdin "
+                       "is closed; output is truncated past the limit.", parameters={
                            "type": "object", "required": ["command"], "additionalProperties": False,
                            "properties": {"command": {"type": "string", "description": "The command to run."},
                                           "timeout": {"type": "number", "description": "Timeout in milliseconds (capped by the sandbox)."},
                                           "description": {"type": "string", "description": "What the command does, in a few words."}}}),
-    "read": ToolSchema("Read", "Read a text file.", {
+    "read": ToolSpec(name="Read", description="Read a text file.", parameters={
         "type": "object", "required": ["file_path"], "additionalProperties": False,
         "properties": {"file_path": _PATH, "offset": {"type": "integer", "description": "First line to read (1-based)."},
                        "limit": {"type": "integer", "description": "Number of lines to read."}}}),
-    "write": ToolSchema("Write", "Write a file (created with its directories, or overwritten).", {
+    "write": ToolSpec(name="Write", description="Write a file (created with its directories, or overwritten).", parameters={
         "type": "object", "required": ["file_path", "content"], "additionalProperties": False,
         "properties": {"file_path": _PATH, "content": {"type": "string"}}}),
-    "edit": ToolSchema("Edit", "Replace old_string with new_string in a file; old_string must occur exactly once "
-                       "unless replace_all is true.", {
+    "edit": ToolSpec(name="Edit", description="Replace old_string with new_string in a file; old_string must occur exactly once "
+                       "unless replace_all is true.", parameters={
                            "type": "object", "required": ["file_path", "old_string", "new_string"], "additionalProperties": False,
                            "properties": {"file_path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"},
                                           "replace_all": {"type": "boolean", "default": False}}}),
-    "plan": ToolSchema("TodoWrite", "Replace the task list (the plan).", {
+    "plan": ToolSpec(name="TodoWrite", description="Replace the task list (the plan).", parameters={
         "type": "object", "required": ["todos"],
         "properties": {"todos": {"type": "array", "items": {
             "type": "object", "required": ["content", "status"],

@@ -27,7 +27,7 @@ from judge.model import (
     number_turns,
 )
 
-DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj", ".eval")  # .eval: inspect_ai's zip log (reader.read_inspect_eval)
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz")  # read transparently (gzip, bz2, lzma from the standard library)
 
 # Free-form values (metadata.extra, tool-call arguments) may nest this many levels. Real logs stay under 15

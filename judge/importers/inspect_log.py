@@ -1,4 +1,7 @@
-"""inspect_ai JSON eval logs (log format version 2): one trajectory per sample (per epoch).
+"""inspect_ai eval logs (log format version 2): one trajectory per sample (per epoch).
+
+JSON logs are read here; an ``.eval`` log (inspect's zip format) is read through inspect_ai by
+:func:`judge.importers.reader.read_inspect_eval`, which hands each sample to :func:`parse` the same way.
 
 A log file ``{version, status, eval: {task, model, ...}, samples: [...]}`` is split into its samples (the
 record index is the sample's position in ``samples``); a bare sample object (``{id, epoch, input, messages,
@@ -11,10 +14,13 @@ Ids: ``inspect-<task>-<sample id>-e<epoch>``; the query group is ``inspect-<task
 score's value becomes the outcome, and its float value (C=1, I=0, P=0.5, N=0, numbers as is) the reward. The
 recorded result (``metadata.task_outcome``) reads every scorer (C success, I and N failure, P partial, numbers as
 rewards, dict and list scores per entry; scorers that disagree make it partial), and a sample ``error`` is a failure.
+A score of trajudge's own inspect scorer (:mod:`judge.inspect`) is a judgment, not a result: it is left out of
+both and kept in ``metadata.extra["trajudge"]`` by scorer name (score, explanation, release, majority issues).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +42,7 @@ from judge.outcome import TaskOutcome, combine, from_inspect_scores
 NAME = "inspect"
 
 _SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+_TRAJUDGE_MARKER = "trajudge_version"  # judge.inspect.MARKER (that module needs inspect_ai: not imported here)
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,8 @@ def parse(record: Any, src: Source) -> Trajectory:
     sample_id = sample.get("id")
     epoch = sample.get("epoch", 1)
     query = _resolve(text_of(sample.get("input")) if not isinstance(sample.get("input"), list) else "", attachments)
-    outcome, reward = _score(sample.get("scores"))
+    results, judgments = _split_scores(sample.get("scores"))
+    outcome, reward = _score(results)
     usage = _usage(sample.get("model_usage"))
     extra = {
         "task": task,
@@ -100,6 +108,7 @@ def parse(record: Any, src: Source) -> Trajectory:
         "target": sample.get("target"),
         "sample_metadata": sample.get("metadata") or {},
         "scores": sample.get("scores"),
+        **({"trajudge": judgments} if judgments else {}),
         "eval_task_id": header.get("task_id"),
         "eval_run_id": header.get("run_id"),
     }
@@ -108,7 +117,7 @@ def parse(record: Any, src: Source) -> Trajectory:
         outcome = outcome or "error"
     metadata = build_metadata(NAME, src, {"model": header.get("model"), "outcome": outcome, "reward": reward, "usage": usage,
                                           "tools": _offered_tools(sample, attachments)}, extra)
-    recorded = from_inspect_scores(sample.get("scores"))
+    recorded = from_inspect_scores(results)
     if sample.get("error"):  # the sample did not finish: whatever the scores say, the task was not done
         recorded = combine(TaskOutcome(status="failure", source="sample.error", raw=str(sample["error"])[:200],
                                        note="the sample ended with an error"), recorded)
@@ -170,6 +179,27 @@ def _resolve(text: str, attachments: dict[str, Any]) -> str:
     if text.startswith("attachment://"):
         return str(attachments.get(text.removeprefix("attachment://"), text))
     return text
+
+
+def _split_scores(scores: Any) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """The scores that record the task's result, and the trajudge judgments (``judge.inspect.trajudge``, known
+    by the ``trajudge_version`` key of their metadata): a 2-5 judgment of the process is not a reward, and
+    an unscored one (NaN) is not an unreadable result. A judgment comes back as its score (None when
+    unscored), explanation, reason and metadata (release, majority issues...)."""
+    if not isinstance(scores, dict):
+        return scores, {}
+    results: dict[str, Any] = {}
+    judgments: dict[str, dict[str, Any]] = {}
+    for name, score in scores.items():
+        metadata = score.get("metadata") if isinstance(score, dict) else None
+        if not (isinstance(metadata, dict) and _TRAJUDGE_MARKER in metadata):
+            results[name] = score
+            continue
+        value = score.get("value")
+        finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        judgments[name] = {"score": value if finite else None, "explanation": score.get("explanation"),
+                           "reason": score.get("reason"), **metadata}
+    return results, judgments
 
 
 def _score(scores: Any) -> tuple[str | None, float | None]:

@@ -54,6 +54,7 @@ from judge.model import Trajectory
 from judge.schema import Reject
 
 LINE_SUFFIXES = (".jsonl", ".ndjson")
+EVAL_SUFFIX = ".eval"  # inspect_ai's zip log format
 UNSUPPORTED_COMPRESSION = (".zst", ".zstd", ".lz4", ".br", ".zip", ".7z")  # named in a reject, not guessed at
 MAX_LINE_BYTES = 256 << 20
 MAX_DOCUMENT_BYTES = 1 << 30
@@ -189,10 +190,43 @@ def read_file(path: Path, fmt: str | None = None) -> Iterator[Item]:
     compression = _compression(path.name)
     if compression in UNSUPPORTED_COMPRESSION:
         yield Reject(source_file=str(path), format=fmt, reason=f"{compression} compression is not supported: decompress the file first")
+    elif path.name.lower().endswith(EVAL_SUFFIX):
+        yield from read_inspect_eval(path, fmt)
     elif _inner_name(path.name).endswith(LINE_SUFFIXES):
         yield from _read_lines(path, fmt)
     else:
         yield from _read_whole(path, fmt)
+
+
+def read_inspect_eval(path: Path, fmt: str | None = None) -> Iterator[Item]:
+    """The samples of an inspect_ai ``.eval`` log (a zip of JSON files, zstd-compressed by recent versions),
+    read through inspect_ai itself (the ``inspect`` extra) one sample at a time, then parsed by the inspect
+    importer as the same sample of a JSON log would be (record index = the sample's position)."""
+    from judge.importers.inspect_log import NAME, Sample
+
+    file = str(path)
+    if fmt not in (None, NAME):
+        yield Reject(source_file=file, format=fmt, reason=f"an inspect_ai .eval log cannot be read as {fmt}")
+        return
+    try:
+        from inspect_ai.log import read_eval_log, read_eval_log_samples
+    except ImportError:
+        yield Reject(source_file=file, format=NAME, reason="an inspect_ai .eval log: reading it needs inspect_ai "
+                     "(pip install 'trajudge[inspect]'), or convert it first: inspect log convert FILE --to json")
+        return
+    count = 0
+    try:
+        header = read_eval_log(file, header_only=True).model_dump(mode="json", exclude_none=True)
+        for sample in read_eval_log_samples(file, all_samples_required=False):
+            record = Sample(header["eval"], sample.model_dump(mode="json", exclude_none=True))
+            yield parse_record(record, Source(file, index=count), NAME)
+            count += 1
+    except Exception as error:  # a corrupt or truncated zip, a log version inspect_ai cannot read
+        yield Reject(source_file=file, record_index=count if count else None, format=NAME,
+                     reason=one_line(f"cannot read the .eval log: {type(error).__name__}: {error}"))
+        return
+    if count == 0:
+        yield Reject(source_file=file, format=NAME, reason=f"inspect log has no samples (status {header.get('status')!r})")
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from judge.model import Usage
+from judge.model import ToolCall, ToolSpec, Usage
 from judge.plugins import claim_name, load_plugins, problems_note
 from judge.providers.credentials import redact, split_credentials, strip_credentials
 from judge.providers.errors import (
@@ -69,7 +69,9 @@ class Completion:
     ``parsed`` is the JSON object the model produced when a schema was requested and the output parsed
     (None otherwise: the caller validates and decides). ``finish_reason`` is normalised across providers.
     ``usage.input_tokens`` counts every input token including cached ones; ``usage.cached_tokens`` is the
-    part read from the provider's prompt cache (priced lower).
+    part read from the provider's prompt cache (priced lower). ``tool_calls``: the calls the model made when it
+    was offered ``tools`` (OpenAI ``tool_calls``, Anthropic ``tool_use`` blocks), arguments parsed (the raw text
+    kept, and an ``arguments_error`` when it is not JSON); ``finish_reason`` is then ``tool_use``.
     """
 
     text: str
@@ -80,11 +82,18 @@ class Completion:
     model: str
     latency_s: float
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 @runtime_checkable
 class Provider(Protocol):
-    """An LLM endpoint. ``spec`` is what the user wrote; ``provider`` + ``model`` name it for pricing."""
+    """An LLM endpoint. ``spec`` is what the user wrote; ``provider`` + ``model`` name it for pricing.
+
+    ``messages`` are OpenAI Chat Completions messages (the one form every provider reads): ``role`` and text
+    ``content``; in a tool-using conversation also assistant ``tool_calls`` and ``role: tool`` results with their
+    ``tool_call_id``. ``tools`` offers tools the model may call (the answer's ``tool_calls``); a provider that
+    cannot call tools may leave the parameter out, and a caller that needs it then gets a ``TypeError``.
+    """
 
     spec: str
     provider: str
@@ -99,6 +108,7 @@ class Provider(Protocol):
         temperature: float | None = None,
         seed: int | None = None,
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Completion: ...
 
     async def aclose(self) -> None: ...
@@ -311,6 +321,14 @@ def _key(kind: ProviderKind, parsed: ProviderSpec) -> str | None:
     raise AuthError(f"{kind.env_key} is not set: export it to use {parsed.kind}:{parsed.model}")
 
 
+def parse_tool_call(call_id: Any, name: Any, arguments: Any) -> ToolCall:
+    """A tool call of a model's answer (arguments as a JSON string or an object), parsed as the importers parse a
+    log's calls: the raw text kept, an ``arguments_error`` when it is not JSON (the call is still returned)."""
+    from judge.importers._common import make_call  # lazy: the importers are not needed to call a model
+
+    return make_call(str(call_id or ""), str(name or ""), arguments)
+
+
 def endpoint_of(client: Any) -> str:
     """The URL an SDK client sends to (its resolved ``base_url``: the option, the SDK's environment variable,
     or the official default), without credentials and without a trailing slash: part of the cache key."""
@@ -340,6 +358,7 @@ __all__ = [
     "key_variables",
     "make_provider",
     "parse_spec",
+    "parse_tool_call",
     "price_key",
     "provider_kind",
     "provider_names",

@@ -5,10 +5,19 @@ from __future__ import annotations
 import inspect
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from judge.model import Usage
-from judge.providers import Completion, FinishReason, ProviderSpec, client_connection, endpoint_of, register_provider
+from judge.model import ToolSpec, Usage
+from judge.providers import (
+    Completion,
+    FinishReason,
+    ProviderSpec,
+    client_connection,
+    endpoint_of,
+    parse_tool_call,
+    register_provider,
+)
 from judge.providers.errors import BadOutput
 from judge.providers.sdk_errors import classify_sdk_error
 
@@ -56,10 +65,17 @@ class AnthropicProvider:
         temperature: float | None = None,
         seed: int | None = None,  # the Messages API has no seed; independence comes from temperature
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Completion:
-        """One Messages request; system messages go to ``system``; SDK errors become typed errors."""
+        """One Messages request; system messages go to ``system``; SDK errors become typed errors.
+
+        OpenAI-form tool calls and results (a tool-using conversation) become ``tool_use`` and ``tool_result``
+        blocks; ``tools`` are offered with ``tool_choice`` auto, and the answer's ``tool_use`` blocks are its calls.
+        """
+        if schema is not None and tools:
+            raise ValueError("a schema (forced answer tool) and offered tools cannot be combined in one request")
         system = "\n\n".join(str(m["content"]) for m in messages if m["role"] == "system")
-        chat = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+        chat = messages_to_anthropic([m for m in messages if m["role"] != "system"])
         request: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": int(max_tokens or self.default_max_tokens)}
         if system:
             # The judge's instructions are the same in every call: mark them cacheable, so a batch pays the
@@ -76,10 +92,13 @@ class AnthropicProvider:
         if schema is not None:
             request["tools"] = [{"name": schema_name, "description": "Record your answer.", "input_schema": schema}]
             request["tool_choice"] = {"type": "tool", "name": schema_name}
+        elif tools:
+            request["tools"] = [tool.as_anthropic() for tool in tools]
         started = time.monotonic()
         try:
             response = await self._client.messages.create(**request)
-            return self._completion(response, schema_name if schema is not None else None, time.monotonic() - started)
+            return self._completion(response, schema_name if schema is not None else None, time.monotonic() - started,
+                                    offered=bool(tools))
         except Exception as error:  # every SDK/transport failure becomes a typed error
             raise classify_sdk_error(self._sdk, error) from None
 
@@ -88,7 +107,7 @@ class AnthropicProvider:
             self._accepted = frozenset(inspect.signature(self._client.messages.create).parameters)
         return name in self._accepted
 
-    def _completion(self, response: Any, tool_name: str | None, latency_s: float) -> Completion:
+    def _completion(self, response: Any, tool_name: str | None, latency_s: float, offered: bool = False) -> Completion:
         blocks = getattr(response, "content", None)
         if blocks is None:
             raise BadOutput("the response has no content")
@@ -112,10 +131,54 @@ class AnthropicProvider:
             usage=_usage(getattr(response, "usage", None)),
             model=getattr(response, "model", None) or self.model,
             latency_s=latency_s,
+            tool_calls=[parse_tool_call(b.id, b.name, b.input) for b in blocks if getattr(b, "type", None) == "tool_use"]
+            if offered else [],
         )
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def messages_to_anthropic(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-form chat messages (no system) as Messages API messages.
+
+    Plain text messages stay plain (``content`` a string), so a judge's request is unchanged. An assistant
+    message with ``tool_calls`` becomes text + ``tool_use`` blocks (arguments that are not a JSON object are
+    sent as ``{"raw": text}``); a ``role: tool`` result becomes a ``tool_result`` block of a user message; the
+    API wants the roles to alternate, so consecutive messages of one role are merged into one block list.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message["role"] == "assistant" else "user"
+        content = message.get("content")
+        if message["role"] == "tool":
+            blocks: list[dict[str, Any]] | str = [{"type": "tool_result", "tool_use_id": str(message.get("tool_call_id") or ""),
+                                                    "content": str(content or "")}]
+        elif role == "assistant" and message.get("tool_calls"):
+            blocks = [{"type": "text", "text": content}] if content else []
+            for call in message["tool_calls"]:
+                function = call.get("function") or {}
+                arguments = function.get("arguments")
+                if isinstance(arguments, str):
+                    try:
+                        arguments = json.loads(arguments) if arguments.strip() else {}
+                    except ValueError:
+                        arguments = None
+                blocks.append({"type": "tool_use", "id": call.get("id"), "name": function.get("name"),
+                               "input": arguments if isinstance(arguments, dict) else {"raw": function.get("arguments")}})
+        else:
+            blocks = content if isinstance(content, (str, list)) else str(content or "")
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] = _blocks(out[-1]["content"]) + _blocks(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []  # the API refuses empty text blocks
+    return list(content)
 
 
 def _usage(usage: Any) -> Usage:

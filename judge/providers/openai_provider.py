@@ -6,10 +6,19 @@ import importlib.util
 import itertools
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from judge.model import Usage
-from judge.providers import Completion, FinishReason, ProviderSpec, client_connection, endpoint_of, register_provider
+from judge.model import ToolCall, ToolSpec, Usage
+from judge.providers import (
+    Completion,
+    FinishReason,
+    ProviderSpec,
+    client_connection,
+    endpoint_of,
+    parse_tool_call,
+    register_provider,
+)
 from judge.providers.errors import BadOutput
 from judge.providers.sdk_errors import classify_sdk_error
 
@@ -75,9 +84,12 @@ class OpenAIProvider:
         temperature: float | None = None,
         seed: int | None = None,
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Completion:
         """One Chat Completions request; SDK errors come out as typed :class:`ProviderError`."""
         request: dict[str, Any] = {"model": self.model, "messages": messages}
+        if tools:
+            request["tools"] = [tool.as_openai() for tool in tools]
         if temperature is not None:
             request["temperature"] = temperature
         if seed is not None:
@@ -111,8 +123,11 @@ class OpenAIProvider:
         text = message.get("content") or ""
         if not isinstance(text, str):
             raise BadOutput("the message content is not text")
+        calls = _tool_calls(message.get("tool_calls"))
         refusal = message.get("refusal") or None
         finish: FinishReason = "refusal" if refusal else _FINISH.get(str(choice.get("finish_reason")), "stop")
+        if calls and finish == "stop":
+            finish = "tool_use"  # some compatible servers say "stop" beside their tool calls
         parsed: dict[str, Any] | None = None
         if want_json and text and finish == "stop":
             try:
@@ -128,6 +143,7 @@ class OpenAIProvider:
             usage=_usage(body.get("usage")),
             model=body.get("model") or self.model,
             latency_s=latency_s,
+            tool_calls=calls,
         )
 
     async def aclose(self) -> None:
@@ -147,6 +163,21 @@ def choose_transport(setting: str | None) -> str:
     if value == "auto":
         return "aiohttp" if available else "httpx"
     return value
+
+
+def _tool_calls(raw: Any) -> list[ToolCall]:
+    """``message.tool_calls`` of an answer (function calls; other kinds are not offered, so not expected)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise BadOutput("tool_calls is not a list")
+    calls = []
+    for item in raw:
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise BadOutput("a tool call has no function name")
+        calls.append(parse_tool_call(item.get("id"), function["name"], function.get("arguments")))
+    return calls
 
 
 def _usage(usage: Any) -> Usage:

@@ -24,7 +24,8 @@ def ingest_continuations(
     tickets: Iterable[Ticket] | Path | None = None,
     rejects: list[Reject] | None = None,
 ) -> Iterator[Trajectory]:
-    """Yield each continuation with ``source_id``, ``branch_turn``, ``arm`` and ``target_issue`` set.
+    """Yield each continuation with ``source_id``, ``branch_turn``, ``arm`` and ``target_issue`` set (and, from
+    its ticket, the teacher's ``teacher_usage`` / ``teacher_cost_usd`` in ``extra`` when the record lacks them).
 
     Unlinkable records (and records the importers reject) are appended to ``rejects`` when given.
     """
@@ -46,6 +47,9 @@ def ingest_continuations(
                       "branch_turn": meta.branch_turn if meta.branch_turn is not None else ticket.branch_turn,
                       "arm": meta.arm or ticket.arm, "target_issue": meta.target_issue or ticket.target_issue.as_text()}
         linked = meta.model_copy(update=update)
+        if ticket is not None and "teacher_usage" not in linked.extra:
+            # judge compare counts the teacher's cost of each arm (a harness may not have copied it).
+            linked.extra = {**linked.extra, "teacher_usage": ticket.usage.model_dump(), "teacher_cost_usd": ticket.cost_usd}
         if not linked.source_id or linked.branch_turn is None:
             if rejects is not None:
                 rejects.append(Reject(source_file=meta.source_file or "?", line=meta.source_line, format=meta.source_format,

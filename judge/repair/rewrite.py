@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from judge.model import Trajectory, Usage
+from judge.pricing import add_costs
 from judge.repair.prompting import ModelCaller, Provider, call_json, neutralise, render_prompt
 from judge.schema import ScoredIssue
 
@@ -64,6 +65,7 @@ class RewriteOutcome(BaseModel):
     reason: str
     requirements: list[RequirementMatch] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None  # both calls, failed attempts included (None: unpriced or unknown)
     prompt_versions: list[str] = Field(default_factory=lambda: [REWRITE_PROMPT, CHECK_PROMPT])
 
     def check_summary(self) -> dict[str, Any]:
@@ -109,15 +111,16 @@ async def rewrite_query(model: Provider | ModelCaller, trajectory: Trajectory, i
                              evidence=neutralise("\n".join(evidence)))
     written = await call_json(model, messages, REWRITE_SCHEMA, schema_name="rewrite", purpose=REWRITE_PROMPT,
                               trajectory_id=trajectory.id, max_tokens=2000)
-    usage = usage + written.usage
+    usage, cost = usage + written.usage, written.cost_usd
     rewrite = (written.parsed or {}).get("rewrite")
     if not isinstance(rewrite, str) or not rewrite.strip():
-        return RewriteOutcome(reason=f"no rewrite: {written.error or 'empty rewrite'}", usage=usage)
+        return RewriteOutcome(reason=f"no rewrite: {written.error or 'empty rewrite'}", usage=usage, cost_usd=cost)
     check_messages = render_prompt(CHECK_PROMPT, query=neutralise(trajectory.query), rewrite=neutralise(rewrite))
     checked = await call_json(model, check_messages, CHECK_SCHEMA, schema_name="requirements", purpose=CHECK_PROMPT,
                               trajectory_id=trajectory.id, max_tokens=2000)
-    usage = usage + checked.usage
+    usage, cost = usage + checked.usage, add_costs(cost, checked.cost_usd)
     if checked.parsed is None or not isinstance(checked.parsed.get("requirements"), list):
-        return RewriteOutcome(rewrite=rewrite, reason=f"the requirement check failed: {checked.error or 'no list'}", usage=usage)
+        return RewriteOutcome(rewrite=rewrite, reason=f"the requirement check failed: {checked.error or 'no list'}", usage=usage,
+                              cost_usd=cost)
     passed, matches, reason = verify_requirements(trajectory.query, rewrite, checked.parsed["requirements"])
-    return RewriteOutcome(rewrite=rewrite, passed=passed, reason=reason, requirements=matches, usage=usage)
+    return RewriteOutcome(rewrite=rewrite, passed=passed, reason=reason, requirements=matches, usage=usage, cost_usd=cost)

@@ -71,11 +71,11 @@ async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCalle
     # A capability restart starts fresh from the (checked) rewrite: no advice about the failed run.
     guidance = None if row.route == "rewrite-restart" else template_guidance(trajectory, driver.issue, evidence)
     source = "template" if guidance else None
-    usage = Usage()
+    usage, cost = Usage(), None
     agent_query, check = None, None
     if provider is not None and row.route in ("online-guided", "online-regenerate"):
         result = await teacher_guidance(provider, trajectory, driver.issue, evidence, row.checkpoint_turn or 0)
-        usage = result.usage
+        usage, cost = result.usage, result.cost_usd
         if result.parsed is not None:
             guidance, source = result.parsed["guidance"].strip(), f"teacher:{teacher} ({TEACHER_PROMPT})"
         else:
@@ -85,7 +85,7 @@ async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCalle
             row.extra["rewrite"] = "needs-rewrite: no rewrite model configured"
         else:
             outcome = await rewrite_query(provider, trajectory, driver.issue, evidence)
-            usage = outcome.usage
+            usage, cost = outcome.usage, outcome.cost_usd
             check = outcome.check_summary()
             row.extra["rewrite_check"] = check
             if not outcome.passed:
@@ -97,7 +97,7 @@ async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCalle
     row.guidance, row.extra["guidance_source"] = guidance, source
     row.extra["teacher_usage"] = usage.model_dump()
     return build_tickets(trajectory, row, driver.issue, driver.cluster, guidance=guidance, guidance_source=source,
-                         usage=usage, agent_query=agent_query, rewrite_check=check, control_arm=control_arm)
+                         usage=usage, cost_usd=cost, agent_query=agent_query, rewrite_check=check, control_arm=control_arm)
 
 
 def repair_run(

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from judge.model import Message, Trajectory, Usage
+from judge.model import Message, ToolSpec, Trajectory, Usage
 from judge.repair.calls import (
     argument_text,
     call_sites,
@@ -116,6 +116,10 @@ class Ticket(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     rewrite_check: dict[str, Any] | None = None
     usage: Usage = Field(default_factory=Usage, description="Teacher/rewrite tokens spent on this ticket (failed calls too).")
+    cost_usd: float | None = Field(default=None, description="What those teacher/rewrite calls cost in USD (None: none "
+                                                             "made, or unpriced).")
+    tools: list[ToolSpec] = Field(default_factory=list, description="The tool schemas the source trajectory recorded "
+                                                                    "(metadata.tools): what the agent was offered.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Copy into the continuation's record metadata.")
 
 
@@ -238,6 +242,7 @@ def build_tickets(
     guidance: str | None,
     guidance_source: str | None,
     usage: Usage | None = None,
+    cost_usd: float | None = None,
     agent_query: str | None = None,
     rewrite_check: dict[str, Any] | None = None,
     control_arm: bool = True,
@@ -259,6 +264,7 @@ def build_tickets(
         "checkpoint_turn": checkpoint, "branch_turn": checkpoint, "prefix": prefix, "reusable_receipts": reusable,
         "unknown_writes": unknown, "plan": plan, "target_issue": target, "moot": list(row.moot), "evidence": evidence,
         "prefix_issues": [i["cluster"] for i in row.extra.get("issues", []) if i.get("role") == "prefix"],
+        "tools": [t.model_copy(deep=True) for t in trajectory.metadata.tools],
         # An environment fault anywhere in the run (even one the continuation makes moot) needs a fresh,
         # repaired environment: the same expired token would fail the continuation too.
         "fresh_environment": bool(unknown) or row.route in ("environment", "rewrite-restart")
@@ -278,6 +284,7 @@ def build_tickets(
             arm=arm, status=status, guidance=arm_guidance, guidance_source=guidance_source if arm_guidance else None,
             agent_query=agent_query, rewrite_check=rewrite_check,
             usage=(usage or Usage()) if arm in ("guided", "rewrite") else Usage(),
+            cost_usd=cost_usd if arm in ("guided", "rewrite") else None,
             metadata={"source_id": trajectory.id, "branch_turn": checkpoint, "arm": arm,
                       "target_issue": target.as_text(), "query_id": trajectory.query_id, "ticket_id": f"{trajectory.id}:{row.cluster or 'traj'}:{arm}"},
             **common,

@@ -3,7 +3,7 @@
 The real SDK clients talk to them through their base URL, so tests exercise the same code path as
 production. Each server is scriptable per request: queue :class:`Scripted` responses (a 429 with
 Retry-After, a 500, a delay beyond the client's timeout, a malformed JSON body, ``finish_reason=length``,
-a refusal, schema-violating content, usage with cached tokens). When the queue is empty the ``responder``
+a refusal, schema-violating content, usage with cached tokens, tool calls). When the queue is empty the ``responder``
 function decides (default: an empty, valid verdict). Every request body is kept in ``requests``.
 
 Example::
@@ -43,6 +43,9 @@ class Scripted:
     delay_s: float = 0.0
     raw_body: bytes | None = None  # sent verbatim (malformed bodies)
     error_message: str = "scripted error"
+    # Calls the model makes: {"id", "name", "arguments"} (arguments: an object, or a string sent verbatim as
+    # OpenAI's arguments text). Sent as OpenAI tool_calls / Anthropic tool_use blocks, after ``content`` text.
+    tool_calls: list[dict[str, Any]] | None = None
 
     @classmethod
     def ok(cls, content: dict[str, Any] | str | None = None, **kw: Any) -> Scripted:
@@ -194,6 +197,14 @@ class FakeLLMServer:
             text = ""
         finish = {"__length__": "length", None: "stop"}.get(scripted.finish_reason, scripted.finish_reason)
         usage = self._usage(scripted, request, text)
+        message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": scripted.refusal}
+        if scripted.tool_calls:
+            message["tool_calls"] = [
+                {"id": call.get("id") or f"call_{i}", "type": "function",
+                 "function": {"name": call["name"], "arguments": call["arguments"] if isinstance(call.get("arguments"), str)
+                              else json.dumps(call.get("arguments") or {})}}
+                for i, call in enumerate(scripted.tool_calls)]
+            finish = finish if scripted.finish_reason else "tool_calls"
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -201,7 +212,7 @@ class FakeLLMServer:
             "model": self.response_model or request.get("model", self.model),
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": text or None, "refusal": scripted.refusal},
+                "message": message,
                 "finish_reason": finish,
                 "logprobs": None,
             }],
@@ -226,6 +237,12 @@ class FakeLLMServer:
             text = scripted.content if isinstance(scripted.content, str) else json.dumps(scripted.content)
             content = [{"type": "text", "text": text}]
             stop = "end_turn"
+        if scripted.tool_calls:
+            text = scripted.content if isinstance(scripted.content, str) else ""
+            content = [{"type": "text", "text": text}] if text else []  # text before the calls, if any
+            content += [{"type": "tool_use", "id": call.get("id") or f"toolu_{i}", "name": call["name"],
+                         "input": call.get("arguments") or {}} for i, call in enumerate(scripted.tool_calls)]
+            stop = "tool_use"
         if scripted.finish_reason == "__length__":
             stop = "max_tokens"
         elif scripted.finish_reason:
