@@ -133,7 +133,10 @@ VERDICT_COLUMNS: tuple[Column, ...] = (
     Column("cost_usd", "Float64", "Cost of the pass (all its attempts); `<NA>`: unpriced model."),
     Column("latency_s", "Float64", "Wall time of the pass's call(s)."),
     Column("attempts", "Int64", "Provider attempts (retries included)."),
-    Column("cached", "boolean", "Answered from the run store (paid by an earlier invocation)."),
+    Column("cached", "boolean", "Answered from the run store or the shared cache (no call by this invocation)."),
+    Column("cached_from", "string", "`shared`: the answer came from the cache shared across runs (this run paid "
+                                    "nothing for it); `<NA>`: judged for this run."),
+    Column("original_cost_usd", "Float64", "For a shared answer: what it cost when it was paid for."),
     Column("reasoning", "string", "The judge's reasoning before its verdict, when it gave one."),
     Column("raw", "string", "The raw model output, kept for unscored passes."),
 )

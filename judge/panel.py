@@ -9,6 +9,10 @@ already hold:
 
 - the cache key is (trajectory content hash, prompt version, provider, model, parameters, pass index), so a
   second run makes zero calls and a run killed with SIGKILL makes only the missing calls when restarted;
+- a pass the run store does not hold is looked up in the cache shared across runs (:mod:`judge.sharedcache`,
+  ``no_shared_cache``/``cache_dir``): a hit is recorded in the run store as the run's answer, ``cached_from:
+  "shared"``, costing the run nothing (its original cost kept in ``original_cost_usd``); every new ``ok``
+  verdict is added to it (failures never are);
 - each verdict is written to the store and appended to ``verdicts.jsonl`` as soon as it completes (the
   file is rebuilt from the store at the start of every run, so there are no duplicate rows, and rewritten
   in a stable order at the end);
@@ -23,7 +27,10 @@ already hold:
 - with ``preflight=True`` (the CLI's default) each LLM judge that has passes to run first answers one tiny
   request, so an unreachable server, a bad key or an unknown model stops the run before the batch
   (:class:`PreflightFailed`); cached, replay and rules judges make no request and are not checked;
-- the run directory is locked (:mod:`judge.runlock`): a second process on it is refused.
+- the run directory is locked (:mod:`judge.runlock`): a second process on it is refused;
+- with ``batch`` (``judge score --batch``) the passes of judges whose provider has a batch API go through it
+  (:mod:`judge.batch`: submitted, polled, resumed by batch id after a kill, ingested at the batch price), then
+  each pass is parsed by its judge exactly as a direct one; other judges are called directly meanwhile.
 
 Unscored ``provider_error``, ``connection_error`` and ``budget_exceeded`` verdicts are not cached: a rerun
 retries them. Every other verdict (ok, parse_error, refusal, truncated, invalid_turn, context_overflow) was
@@ -36,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import sqlite3
 import sys
 import time
 import warnings
@@ -48,17 +56,20 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge import rundir
+from judge.batch import BatchRunner, batchable
 from judge.config import OptionFile, build_checked, read_option_file
 from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
 from judge.providers import key_variables, redact
+from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError
 from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
 from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
 from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
+from judge.sharedcache import SHARED, SharedCache, open_shared_cache, shared_key
 from judge.store import RunStore, cache_key
 from judge.terminal import Progress
 
@@ -79,6 +90,8 @@ PANEL_KEYS: dict[str, str] = {
     "tpm": "tpm", "timeout": "timeout_s", "max-cost": "max_cost_usd", "temperature": "temperature",
     "max-retries": "max_retries", "retry-base-delay": "retry_base_delay_s", "max-input-tokens": "max_input_tokens",
     "max-tokens": "max_tokens", "prompt": "prompt", "prices": "prices", "params": "params",
+    "batch": "batch", "batch-poll-interval": "batch_poll_interval", "no-shared-cache": "no_shared_cache",
+    "cache-dir": "cache_dir",
 }
 # Keys of earlier releases (the field names, which run.json's panel.params still records): read, with a note.
 PANEL_RENAMED: dict[str, str] = {
@@ -115,6 +128,13 @@ class PanelConfig(BaseModel):
     prompt: str | None = Field(default=None, description="Judge prompt template name in prompts/ or a path.")
     prices: str | None = Field(default=None, description="Price table (default rubrics/prices.yaml).")
     params: dict[str, Any] = Field(default_factory=dict, description="Extra provider options (recorded in the cache key).")
+    no_shared_cache: bool = Field(default=False, description="Neither take answers from nor add answers to the cache "
+                                                             "shared across runs.")
+    cache_dir: str | None = Field(default=None, description="Folder of the shared cache (default $TRAJUDGE_CACHE_DIR, "
+                                                            "$XDG_CACHE_HOME/trajudge or ~/.cache/trajudge).")
+    batch: bool = Field(default=False, description="Send LLM passes through the providers' batch APIs (half price, "
+                                                   "results within 24 h; a killed run resumes its batches).")
+    batch_poll_interval: float = Field(default=30.0, gt=0, description="Seconds between two status checks of a batch.")
 
     @field_validator("params")
     @classmethod
@@ -218,6 +238,8 @@ class PanelResult:
     budget_exceeded: bool = False
     budget: RunBudget | None = None
     preflight_calls: int = 0  # requests of the preflight check (not in ``calls``; their cost is in the spend)
+    shared_hits: int = 0  # of ``cached``: answers taken from the cache shared across runs (paid by another run)
+    batch_lines: list[str] = field(default_factory=list)  # what --batch did (judge.batch.BatchRunner.lines)
 
     @property
     def panel_size(self) -> int:
@@ -294,6 +316,7 @@ async def _run_panel(
     started = time.monotonic()
     store = RunStore.for_run(run_dir)
     verdicts_file: TextIO | None = None
+    shared: SharedCache | None = None
     own_judges = judges is None
     built: dict[str, Judge] = {}
     try:
@@ -309,7 +332,10 @@ async def _run_panel(
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
         # Rebuilt below from the store + new calls (no duplicates); one handle for the run, each row flushed.
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
-        done, todo, cached = _split_cached(items, plans, built, store, verdicts_file)
+        # Only paid judges' answers are shared: a rules-only run leaves the user's cache folder alone.
+        shared = open_shared_cache(not config.no_shared_cache and any(j.cacheable for j in built.values()),
+                                   config.cache_dir, warn=_warn)
+        done, todo, cached, shared_hits = _split_cached(items, plans, built, store, verdicts_file, shared)
         if cap is not None:
             unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})
             for name in unpriced:
@@ -322,13 +348,18 @@ async def _run_panel(
         tracker = Progress("judging", total=len(items) * len(plans), done=len(done), enabled=progress,
                            stats=f"cached {len(done)}")
         unscored_now = 0
+        shared_now = [shared]  # dropped after a failure of the cache, so one warning is enough
 
-        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> None:
+        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> None:
             nonlocal unscored_now
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
-                verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
+                if answers is None:
+                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
+                else:  # first answers from a batch: parsed as direct ones, a corrective retry sent directly
+                    verdict = await judge.judge_batched(  # type: ignore[attr-defined]
+                        trajectory, plan.pass_index, answers, on_attempt=on_attempt, on_send=on_send)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
@@ -338,20 +369,40 @@ async def _run_panel(
                                                  "deterministic": plan.deterministic, "cached": False})
             if judge.cacheable and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
+                if verdict.status == "ok" and shared_now[0] is not None and not _share(
+                        shared_now[0], key, judge, trajectory, plan, verdict):
+                    shared_now[0] = None
             _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
             done[(trajectory.id, plan.pass_key)] = verdict
             unscored_now += verdict.status == "unscored"
             tracker.advance(stats=_progress_stats(runtime, unscored_now, calls.cost_usd, time.monotonic() - tracker.started))
 
-        pending = iter(todo)
+        async def pool(todo: list[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None]]) -> None:
+            pending = iter(todo)
 
-        async def worker() -> None:
-            # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
-            # they share one iterator (next() never awaits, so no pass is taken twice).
-            for item in pending:
-                await run_one(*item)
+            async def worker() -> None:
+                # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
+                # they share one iterator (next() never awaits, so no pass is taken twice).
+                for item in pending:
+                    await run_one(*item)
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(config.concurrency, max(1, len(todo))))]
+            await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(1, len(todo))))))
+
+        batched = [item for item in todo if config.batch and batchable(built[item[1].judge])]
+        direct = [item for item in todo if not (config.batch and batchable(built[item[1].judge]))]
+        if config.batch and direct and any(built[p.judge].provider is not None for _, p, _ in direct):
+            names = sorted({redact(p.judge) for _, p, _ in direct if built[p.judge].provider is not None})
+            print(f"note: {', '.join(names)} cannot take batches: called directly", file=sys.stderr)
+        batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_interval) if batched else None
+
+        async def batch_phase() -> None:
+            assert batches is not None
+            answers = await batches.collect(batched)
+            await pool([(t, p, key, answers[key]) for t, p, key in batched])
+
+        workers = [asyncio.create_task(pool([(t, p, key, None) for t, p, key in direct]))]
+        if batched:
+            workers.append(asyncio.create_task(batch_phase()))
         with tracker:
             try:
                 await asyncio.gather(*workers)
@@ -366,12 +417,18 @@ async def _run_panel(
         verdicts_file.close()
         rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
         result = _result(plans, ordered, runtime, cached, calls.cost_usd, time.monotonic() - started)
+        result.shared_hits = shared_hits
+        if batches is not None:
+            result.calls += batches.requests  # requests sent in batches are calls too (their attempts are recorded)
+            result.batch_lines = batches.lines()
         result.budget = calls.budget()
         result.preflight_calls = preflight_calls
         write_budget(run_dir, result.budget)
         return result
     finally:
         store.close()
+        if shared is not None:
+            shared.close()
         if verdicts_file is not None:
             verdicts_file.close()
         if own_judges:
@@ -423,12 +480,16 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCal
 
 def _split_cached(
     items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore, verdicts_file: TextIO,
-) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int]:
-    """Passes already decided (written to verdicts.jsonl at once), passes still to run, and how many of the
-    decided ones came from the store. A trajectory without an assistant turn is decided without a call."""
+    shared: SharedCache | None = None,
+) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int, int]:
+    """Passes already decided (written to verdicts.jsonl at once), passes still to run, how many of the decided
+    ones came from the run store or the shared cache, and how many of those from the shared cache (recorded in
+    the run store at once, as the run's record of what it used). A trajectory without an assistant turn is
+    decided without a call."""
     done: dict[tuple[str, str], Verdict] = {}
     todo: list[tuple[Trajectory, PassPlan, str]] = []
     cached = 0
+    hits: list[str] = []
     for trajectory in items:
         if trajectory.turn_count == 0:
             for plan in plans:
@@ -444,6 +505,11 @@ def _split_cached(
             judge = judges[plan.judge]
             key = pass_cache_key(judge, content_hash, plan.pass_index)
             stored = store.get_verdict(key) if judge.cacheable else None
+            if stored is None and judge.cacheable and shared is not None:
+                stored = _from_shared(shared, shared_key(key, judge), trajectory, plan)
+                if stored is not None:
+                    store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, stored)
+                    hits.append(shared_key(key, judge))
             if stored is None:
                 todo.append((trajectory, plan, key))
                 continue
@@ -453,7 +519,46 @@ def _split_cached(
             done[(trajectory.id, plan.pass_key)] = verdict
             cached += 1
             _append(verdicts_file, verdict)
-    return done, todo, cached
+    if shared is not None and hits:
+        try:
+            shared.record_hits(hits)
+        except sqlite3.Error as error:  # counting is bookkeeping: the run goes on
+            print(f"warning: the shared cache's hit counts were not updated: {error}", file=sys.stderr)
+    return done, todo, cached, len(hits)
+
+
+def _from_shared(shared: SharedCache, key: str, trajectory: Trajectory, plan: PassPlan) -> dict[str, Any] | None:
+    """The verdict row of this pass built from a shared answer (this run pays nothing for it), or None."""
+    try:
+        found = shared.get(key)
+        if found is None:
+            return None
+        verdict = Verdict.model_validate(found.verdict)  # a row another trajudge version wrote may not fit: a miss
+    except (sqlite3.Error, ValueError):
+        return None
+    return verdict.model_copy(update={
+        "trajectory_id": trajectory.id, "judge": redact(plan.judge), "pass_index": plan.pass_index,
+        "pass_key": plan.pass_key, "deterministic": plan.deterministic, "cached": False, "cached_from": SHARED,
+        "original_cost_usd": found.cost_usd, "cost_usd": 0.0, "usage": Usage(), "latency_s": None, "attempts": 0,
+    }).model_dump(mode="json")
+
+
+def _share(shared: SharedCache, key: str, judge: Judge, trajectory: Trajectory, plan: PassPlan, verdict: Verdict) -> bool:
+    """Keep a successful verdict in the shared cache; False (with a warning) when the cache failed."""
+    identity = judge.cache_identity()
+    try:
+        shared.put(shared_key(key, judge), verdict.model_dump(mode="json"), judge=plan.judge,
+                   provider=identity["provider"], model=identity["model"], prompt_version=identity["prompt"],
+                   pass_index=plan.pass_index, trajectory_hash=trajectory.content_hash())
+    except sqlite3.Error as error:
+        print(f"warning: the shared cache failed ({error}); from now on this run keeps answers in its own store only",
+              file=sys.stderr)
+        return False
+    return True
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _append(handle: TextIO, verdict: Verdict) -> None:
@@ -514,7 +619,8 @@ def describe_result(result: PanelResult) -> dict[str, Any]:
     budget = result.budget
     return {
         "passes": [plan.pass_key for plan in result.plans],
-        "verdicts": len(result.verdicts), "cached": result.cached, "calls": result.calls, "retries": result.retries,
+        "verdicts": len(result.verdicts), "cached": result.cached, "shared_cache_hits": result.shared_hits,
+        "calls": result.calls, "retries": result.retries, "batch": result.batch_lines,
         "preflight_requests": result.preflight_calls, "unscored": dict(sorted(result.unscored.items())),
         "cost_usd": result.cost_usd, "cost_this_invocation_usd": result.cost_this_run_usd,
         "budget_exceeded": result.budget_exceeded,
@@ -531,12 +637,15 @@ def summary_lines(result: PanelResult) -> list[str]:
     unscored = ", ".join(f"{reason} {n}" for reason, n in sorted(result.unscored.items())) or "none"
     lines = [
         f"panel: {result.panel_size} pass(es): {', '.join(p.pass_key for p in result.plans)}",
-        f"verdicts: {len(result.verdicts)} ({result.cached} from cache), calls made: {result.calls}, retries: {result.retries}"
+        f"verdicts: {len(result.verdicts)} ({result.cached} from cache"
+        + (f", {result.shared_hits} of them from the shared cache at no cost to this run" if result.shared_hits else "")
+        + f"), calls made: {result.calls}, retries: {result.retries}"
         + (f", preflight requests: {result.preflight_calls}" if result.preflight_calls else ""),
         f"unscored passes: {unscored}",
         f"cost: {cost} for the run's verdicts; {paid} paid in this invocation"
         + (" - budget cap reached, remaining passes unscored budget_exceeded" if result.budget_exceeded else ""),
     ]
+    lines += result.batch_lines
     budget = result.budget
     if budget is not None and budget.interrupted_now:
         lines.append(f"note: {budget.interrupted_now} call(s) were in flight when an earlier invocation stopped (killed, "

@@ -18,7 +18,7 @@ Efficiency = Literal["high", "medium", "low"]
 PassStatus = Literal["ok", "unscored"]
 UnscoredReason = Literal[
     "parse_error", "refusal", "truncated", "context_overflow", "provider_error", "connection_error", "budget_exceeded",
-    "invalid_turn", "no_assistant_turn",
+    "invalid_turn", "no_assistant_turn", "batch_expired", "batch_cancelled", "batch_failed",
 ]
 Route = Literal["online-guided", "online-regenerate", "rewrite-restart", "environment", "offline-edit", "pending"]
 
@@ -78,6 +78,11 @@ class Verdict(BaseModel):
     latency_s: float | None = None
     attempts: int = 1
     cached: bool = False
+    cached_from: str | None = Field(
+        default=None, description="'shared': the answer came from the cache shared across runs (judge cache stats), "
+                                  "so this run paid nothing for it (cost_usd 0, no attempt); None: judged for this run.")
+    original_cost_usd: float | None = Field(
+        default=None, description="For an answer from the shared cache: what it cost when it was paid for.")
 
 
 class ClusterMember(BaseModel):

@@ -100,6 +100,20 @@ def test_scripted_decisions_then_rescore_apply_them_and_the_report_shows_them(ru
     assert FAILS not in routes and routes[CLEAN].cluster == "h1"
 
 
+def test_the_paged_report_carries_each_rows_review_into_its_index(run: Path):
+    assert invoke("review", str(run), "--reject", f"{FAILS}:c1", "--release", FAILS, "--reason", "expected",
+                  "--reviewer", "alice").exit_code == 0
+    assert invoke("rescore", str(run)).exit_code == 0
+    result = invoke("report", str(run), "--layout", "paged")
+    assert result.exit_code == 0, result.output
+    index = (run / "report_data" / "index.js").read_text(encoding="utf-8")
+    rows = {json.loads(line.rstrip(",\n"))[0]: json.loads(line.rstrip(",\n"))
+            for line in index.splitlines() if line.startswith("[")}
+    assert rows[FAILS][-1] == {"by": "alice", "score": 2, "release": 0, "over": 1, "stale": 0}
+    assert rows[CLEAN][-1] is None
+    assert "Human review" in (run / rundir.REPORT_HTML).read_text(encoding="utf-8")
+
+
 def test_a_rerun_of_judge_score_applies_the_decisions_too(run: Path):
     assert invoke("review", str(run), "--reject", f"{FAILS}:c1").exit_code == 0
     result = invoke("score", str(run.parent / "in.jsonl"), "--out", str(run), "--embedder", "lexical")

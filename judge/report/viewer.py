@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.model import Message, Receipt, Trajectory
-from judge.report.summary import NO_SCORE_ROW
 from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
 FOLD_CHARS = 700  # receipts (and system prompts) longer than this fold into <details>
@@ -27,6 +26,12 @@ def anchor_id(trajectory_id: str) -> str:
 
 def is_long(text: str) -> bool:
     return len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
+
+
+def query_preview(query: str, limit: int = 160) -> str:
+    """The start of a query on one line, for the index's text search and tooltips."""
+    text = " ".join(query.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def preview(text: str, limit: int = 140) -> str:
@@ -295,29 +300,3 @@ def _block(message: Message, pinned: dict[int, list[IssueView]], minority_by_tur
     if message.receipt is not None:
         block.receipt = ReceiptView.from_receipt(message.receipt)
     return block
-
-
-def build_views(
-    trajectories: list[Trajectory],
-    scores: dict[str, ScoreRow],
-    clusters: list[Cluster],
-    verdicts: list[Verdict],
-    repairs: list[RepairRow],
-) -> list[TrajectoryView]:
-    """Views of every trajectory, in input order."""
-    clusters_of: dict[str, list[Cluster]] = defaultdict(list)
-    for cluster in clusters:
-        clusters_of[cluster.trajectory_id].append(cluster)
-    verdicts_of: dict[str, list[Verdict]] = defaultdict(list)
-    for verdict in verdicts:
-        verdicts_of[verdict.trajectory_id].append(verdict)
-    repair_of = {r.trajectory_id: r for r in repairs}
-    names = gate_check_names()
-    return [
-        build_view(
-            t, scores[t.id], clusters_of.get(t.id, []), verdicts_of.get(t.id, []), repair_of.get(t.id),
-            # Without a score row the gate never ran: list no check as passed.
-            [] if scores[t.id].reason.startswith(NO_SCORE_ROW) else names,
-        )
-        for t in trajectories
-    ]
