@@ -16,17 +16,20 @@ figures tallied one trajectory at a time (the report streams the run).
   ``n_eff = n / (1 + (n - 1) * r)``, where n is the panel's passes and r the mean pairwise Pearson
   correlation of the passes' 0/1 codes over the alpha units (clipped to [0, 1], so n_eff is in [1, n]).
   Three passes of one model that always agree count as one judge; three independent ones as three.
+- **Judge vs human** (:class:`HumanAgreementTally`, from the ``review`` of each score row): the panel's majority
+  issues as reviewers judged them (precision, with the minority clusters' beside it as a baseline; recall among the
+  issues reviewers confirmed or added) and release decisions (table, observed vs chance agreement, Cohen's kappa).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from itertools import combinations
 from typing import Any
 
-from judge.schema import EFFICIENCIES, Cluster, Verdict
+from judge.schema import EFFICIENCIES, Cluster, ScoreRow, Verdict
 
 
 class _Coincidence:
@@ -300,3 +303,170 @@ class AgreementTally:
 def agreement_summary(verdicts: Sequence[Verdict], clusters: Sequence[Cluster]) -> dict[str, Any]:
     """The agreement block of ``summary.json`` for a whole batch in memory (see :class:`AgreementTally`)."""
     return AgreementTally.of(verdicts, clusters).summary()
+
+
+# --- judge vs human (docs/review.md) -------------------------------------------------------------------
+
+MIN_KAPPA_DECISIONS = 10  # Cohen's kappa on release needs at least this many reviewed release decisions
+REVIEW_LIST_LIMIT = 200  # rows of the per-trajectory lists kept in summary.json
+
+
+def cohen_kappa(pairs: Iterable[tuple[Hashable, Hashable]]) -> float | None:
+    """Cohen's kappa of two raters over ``(a, b)`` pairs (Cohen 1960): ``(p_o - p_e) / (1 - p_e)``.
+
+    None when there is no pair or the chance agreement is 1 (both raters used one and the same value throughout).
+    """
+    return cohen_kappa_table(Counter(pairs))
+
+
+def cohen_kappa_table(table: Counter[tuple[Hashable, Hashable]]) -> float | None:
+    """:func:`cohen_kappa` from the count of each ``(a, b)`` pair (a running tally's form)."""
+    n = sum(table.values())
+    if n == 0:
+        return None
+    observed = sum(count for (a, b), count in table.items() if a == b) / n
+    first: Counter[Hashable] = Counter()
+    second: Counter[Hashable] = Counter()
+    for (a, b), count in table.items():
+        first[a] += count
+        second[b] += count
+    expected = sum(first[v] * second[v] for v in first) / (n * n)
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1.0 - expected)
+
+
+def _rate(part: int, whole: int) -> dict[str, Any]:
+    return {"value": None if whole == 0 else round(part / whole, 4), "n": whole}
+
+
+class HumanAgreementTally:
+    """Judge vs human figures, tallied one score row at a time (rows without a review add nothing but the count).
+
+    Memory does not grow with the batch: counts, the 2 x 2 release table and the reviewers' names; the lists of
+    stale decisions, releases over the gate and changed rows keep their first :data:`REVIEW_LIST_LIMIT` rows
+    (each is counted in full).
+
+    Issues: each majority cluster a reviewer confirmed or rejected is one judgement of the panel's majority
+    (precision = confirmed / (confirmed + rejected)); minority clusters give the same figure for what a majority
+    left out, the baseline beside it. Issues reviewers confirmed or added are the human issues; the share the
+    panel's majority had found is its recall among them. Release: each applied release decision against the machine's
+    release decision (2 x 2 table, observed and chance agreement, Cohen's kappa from :data:`MIN_KAPPA_DECISIONS`).
+    """
+
+    def __init__(self) -> None:
+        self.trajectories = 0
+        self.reviewed = 0
+        self.reviewers: set[str] = set()
+        self.counts: Counter[str] = Counter()
+        self.by_kind: Counter[str] = Counter()
+        self.release_table: Counter[tuple[bool, bool]] = Counter()  # (judges released, reviewer released) -> count
+        self.stale: list[dict[str, Any]] = []
+        self.released_over_gate: list[dict[str, Any]] = []
+        self.changed: list[dict[str, Any]] = []
+
+    def add(self, row: ScoreRow) -> None:
+        """One score row (a trajectory's, human-adjusted when reviewed)."""
+        self.trajectories += 1
+        review = row.review
+        if review is None:
+            return
+        for decision in review.stale:
+            self.counts["stale"] += 1
+            if len(self.stale) < REVIEW_LIST_LIMIT:
+                self.stale.append({"trajectory_id": row.trajectory_id, "kind": decision.kind, "target": decision.target,
+                                   "reviewer": decision.reviewer, "at": decision.at, "why": decision.stale})
+        applied = [d for d in review.decisions if d.stale is None]
+        if not applied:
+            return
+        self.reviewed += 1
+        self.reviewers.update(review.reviewers)
+        self.by_kind.update(d.kind for d in applied)
+        decided = set(review.confirmed) | set(review.rejected)
+        self.counts["majority_confirmed"] += len(review.confirmed)
+        self.counts["majority_rejected"] += len(review.rejected)
+        self.counts["majority_unreviewed"] += sum(1 for c in review.machine.majority if c not in decided)
+        self.counts["minority_confirmed"] += len(review.confirmed_minority)
+        self.counts["minority_rejected"] += len(review.rejected_minority)
+        self.counts["added"] += len(review.added)
+        machine = review.machine
+        decision = review.release
+        if decision is not None:
+            self.release_table[(machine.release, decision.release)] += 1
+            if decision.release and (decision.over_failed_checks or decision.over_score):
+                self.counts["released_over_gate"] += 1
+                if len(self.released_over_gate) < REVIEW_LIST_LIMIT:
+                    self.released_over_gate.append({
+                        "trajectory_id": row.trajectory_id, "checks": decision.over_failed_checks, "score": row.score,
+                        "over_score": decision.over_score, "reviewer": decision.reviewer, "at": decision.at,
+                        "reason": decision.reason})
+        if row.score != machine.score or row.release != machine.release:
+            self.counts["score_changed"] += int(row.score != machine.score)
+            self.counts["release_changed"] += int(row.release != machine.release)
+            if len(self.changed) < REVIEW_LIST_LIMIT:
+                self.changed.append({"trajectory_id": row.trajectory_id, "machine_score": machine.score,
+                                     "score": row.score, "machine_release": machine.release, "release": row.release})
+
+    def section(self) -> dict[str, Any]:
+        """The ``review`` block of ``summary.json``: counts with their n, never a figure without its denominator."""
+        c = self.counts
+        pairs = self.release_table
+        n = sum(pairs.values())
+        table = Counter({("released" if j else "held", "released" if h else "held"): k for (j, h), k in pairs.items()})
+        kappa = cohen_kappa_table(pairs) if n >= MIN_KAPPA_DECISIONS else None
+        if n < MIN_KAPPA_DECISIONS:
+            kappa_note = f"needs at least {MIN_KAPPA_DECISIONS} reviewed release decisions, has {n}"
+        elif kappa is None:
+            kappa_note = "undefined: the judges and the reviewers each gave one and the same decision throughout"
+        else:
+            kappa_note = None
+        observed = sum(k for (j, h), k in pairs.items() if j == h)
+        chance = None
+        if n:
+            machine_released = sum(k for (j, _), k in pairs.items() if j) / n
+            human_released = sum(k for (_, h), k in pairs.items() if h) / n
+            chance = round(machine_released * human_released + (1 - machine_released) * (1 - human_released), 4)
+        human_issues = c["majority_confirmed"] + c["minority_confirmed"] + c["added"]
+        return {
+            "trajectories": self.trajectories,
+            "reviewed_trajectories": self.reviewed,
+            "reviewers": sorted(self.reviewers),
+            "decisions": dict(sorted(self.by_kind.items())),
+            "stale_decisions": c["stale"],
+            "stale": self.stale,
+            "issues": {
+                "majority_confirmed": c["majority_confirmed"],
+                "majority_rejected": c["majority_rejected"],
+                "majority_unreviewed": c["majority_unreviewed"],
+                "minority_confirmed": c["minority_confirmed"],
+                "minority_rejected": c["minority_rejected"],
+                "added": c["added"],
+                "precision_majority": _rate(c["majority_confirmed"], c["majority_confirmed"] + c["majority_rejected"]),
+                "precision_minority": _rate(c["minority_confirmed"], c["minority_confirmed"] + c["minority_rejected"]),
+                "recall_majority": _rate(c["majority_confirmed"], human_issues),
+            },
+            "release": {
+                "decisions": n,
+                "table": {f"judges {j}, reviewer {h}": table[(j, h)] for j in ("released", "held") for h in ("released", "held")},
+                "agreement": _rate(observed, n),
+                "chance_agreement": chance,
+                "cohen_kappa": None if kappa is None else round(kappa, 4),
+                "kappa_unavailable": kappa_note,
+                "overridden": n - observed,
+                "released_over_gate": self.released_over_gate,
+                "released_over_gate_total": c["released_over_gate"],
+            },
+            "score_changed": c["score_changed"],
+            "release_changed": c["release_changed"],
+            "changed": self.changed,
+            "note": "Figures cover the reviewed trajectories only; reviewers choose what they review, so they are not an "
+                    "unbiased estimate for the batch unless the reviewed trajectories were sampled at random.",
+        }
+
+
+def human_agreement(rows: Iterable[ScoreRow]) -> dict[str, Any]:
+    """:meth:`HumanAgreementTally.section` of the score rows."""
+    tally = HumanAgreementTally()
+    for row in rows:
+        tally.add(row)
+    return tally.section()

@@ -70,7 +70,7 @@ class Run(RunDir):
     """A run directory: :class:`~judge.rundir.RunDir`'s typed rows plus pandas DataFrames.
 
     Every reader of RunDir is here (``trajectories()``, ``verdicts()``, ``clusters()``, ``scores()``,
-    ``repairs()``, ``rejects()``, their ``*_by_trajectory()`` forms, ``manifest()``, ``attempts()``): the
+    ``repairs()``, ``rejects()``, ``overrides()``, their ``*_by_trajectory()`` forms, ``manifest()``, ``attempts()``): the
     objects the CLI and the report use. The ``*_df()`` methods read the same rows into frames whose columns
     are listed in docs/python-api.md (and declared in :mod:`judge.frames`).
     """

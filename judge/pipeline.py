@@ -31,12 +31,14 @@ def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None)
 def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None) -> list[ScoreRow]:
     """Cluster the stored verdicts and score every trajectory; writes clusters.jsonl and scores.jsonl.
 
+    Human decisions (overrides.jsonl) are applied to each score row (:func:`judge.review.score_reviewed`).
     Makes no judge call: this is also ``judge rescore``.
     """
     from judge.cluster import ClusterConfig, cluster_verdicts
     from judge.embed import make_embedder
     from judge.gate import release_checks
-    from judge.scoring import load_rubric, score_trajectory
+    from judge.review import score_reviewed
+    from judge.scoring import load_rubric
 
     run = RunDir(run_dir)
     manifest = run.manifest()
@@ -44,6 +46,7 @@ def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: d
     config = ClusterConfig.from_options(cluster_options or manifest.cluster_options())
     embedder = make_embedder(config.embedder, run_dir=run.path)
     verdicts = run.verdicts_by_trajectory()
+    overrides = run.overrides_by_trajectory()  # human review decisions (small: read whole)
     all_clusters: list[Cluster] = []
     scores: list[ScoreRow] = []
     for trajectory in run.trajectories():
@@ -52,7 +55,8 @@ def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: d
         clusters = cluster_verdicts(trajectory.id, passes, panel_size=panel_size, config=config, embedder=embedder)
         all_clusters.extend(clusters)
         failed_checks = release_checks(trajectory)
-        scores.append(score_trajectory(trajectory, passes, clusters, rubric, panel_size=panel_size, failed_checks=failed_checks))
+        scores.append(score_reviewed(trajectory, passes, clusters, rubric, panel_size=panel_size, failed_checks=failed_checks,
+                                     overrides=overrides.get(trajectory.id, ())))
     run.write_rows(rundir.CLUSTERS, all_clusters)
     run.write_rows(rundir.SCORES, scores)
     manifest.rubric = RubricSection.model_validate(rubric.describe())

@@ -4,7 +4,7 @@
 // report_data's own files. Without JavaScript the single-file page shows everything (the form stays hidden).
 //
 // Both layouts: search (id and the start of the query), filters (score, category, tag, release, outcome,
-// route), sorting (score, majority issues, judge cost, id), presets from the address (report.html?score=2&
+// human review when the run has decisions, route), sorting (score, majority issues, judge cost, id), presets from the address (report.html?score=2&
 // sort=-cost&q=refund) and #/t/<id> links to one trajectory (#/t/<id>/T4: its turn 4).
 // - single file: the rows of the index table are the data; a filter hides rows and sections, a sort reorders rows.
 // - paged: report_data/index.js holds the rows; the index is a virtual list (only the rows in view exist in
@@ -27,8 +27,15 @@
 
   // A row of the index, in both layouts (the column order of report_data/index.js).
   var ID = 0, SCORE = 1, RELEASE = 2, TURNS = 3, MAJORITY = 4, SEVERE = 5, MINORITY = 6, COST = 7, OUTCOME = 8,
-    ROUTE = 9, CATEGORIES = 10, TAGS = 11, TEXT = 12, VIEWABLE = 13;
-  var PRESETS = ["q", "score", "category", "tag", "release", "outcome", "route", "sort"];
+    ROUTE = 9, CATEGORIES = 10, TAGS = 11, TEXT = 12, VIEWABLE = 13, REVIEW = 14;
+  var PRESETS = ["q", "score", "category", "tag", "release", "outcome", "review", "route", "sort"];
+  // The review filter: a row's REVIEW is null (no human decision) or {by, score, release, over, stale}.
+  var REVIEWED = {
+    yes: function (v) { return v !== null; },
+    no: function (v) { return v === null; },
+    "over-gate": function (v) { return v !== null && v.over === 1; },
+    stale: function (v) { return v !== null && v.stale > 0; }
+  };
   var SORT_KEYS = {
     score: function (r) { return r[SCORE] === "unscored" ? null : Number(r[SCORE]); },
     issues: function (r) { return r[MAJORITY] * 100000 + r[SEVERE]; },
@@ -46,7 +53,8 @@
   function state() {
     var e = form.elements;
     return { q: e.q.value.trim().toLowerCase(), score: e.score.value, category: e.category.value, tag: e.tag.value,
-      release: e.release.value, outcome: e.outcome.value, route: e.route.value, sort: e.sort.value };
+      release: e.release.value, outcome: e.outcome.value, review: e.review ? e.review.value : "", route: e.route.value,
+      sort: e.sort.value };
   }
 
   function passes(row, position, s) {
@@ -55,6 +63,7 @@
       (s.tag === "" || row[TAGS].indexOf(s.tag) >= 0) &&
       (s.release === "" || (row[RELEASE] ? "yes" : "no") === s.release) &&
       (s.outcome === "" || row[OUTCOME] === s.outcome) &&
+      (!REVIEWED[s.review] || REVIEWED[s.review](row[REVIEW] || null)) &&
       (s.route === "" || (row[ROUTE] || "-") === s.route) &&
       (s.q === "" || haystack[position].indexOf(s.q) >= 0);
   }
@@ -139,7 +148,7 @@
       var d = tr.dataset;
       return [d.id, d.score, d.release === "yes" ? 1 : 0, number(d.turns), Number(d.issues || 0), Number(d.severe || 0),
         Number(d.minority || 0), number(d.cost), d.outcome || "unknown", d.route || null, parse(d.categories),
-        parse(d.tags), d.text || "", 1];
+        parse(d.tags), d.text || "", 1, d.review ? parse(d.review) : null];
     });
     var lastOrder = inputOrder;
     return {
@@ -209,7 +218,9 @@
       a.className = "vrow";
       cell(a, "c-id");
       cell(cell(a, "c-score"), "badge");
-      cell(cell(a, "c-release"), "pill");
+      var release = cell(a, "c-release");
+      cell(release, "pill");
+      cell(release, "pill human").textContent = "human";
       cell(a, "c-outcome");
       cell(a, "c-turns num");
       cell(a, "c-issues");
@@ -231,6 +242,10 @@
       var pill = cells[2].firstChild;
       pill.textContent = r[RELEASE] ? "released" : "held";
       pill.className = "pill " + (r[RELEASE] ? "released" : "held");
+      var human = cells[2].lastChild, review = r[REVIEW] || null;
+      human.hidden = review === null;
+      human.title = review === null ? "" : "human decision" + (review.by ? " by " + review.by : "") + "; judges: score " +
+        (review.score === null ? "none" : review.score) + ", " + (review.release ? "released" : "held");
       cells[3].textContent = r[OUTCOME];
       cells[4].textContent = r[TURNS] === null ? "–" : String(r[TURNS]);
       var issues = r[MAJORITY] ? r[MAJORITY] + (r[SEVERE] ? " (" + r[SEVERE] + " severe)" : "") + " · " + r[CATEGORIES].join(", ") : "none";

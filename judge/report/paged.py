@@ -21,7 +21,19 @@ SHARD_DIR = "v"
 SHARD_BYTES = 256 * 1024  # a shard closes once its sections reach this size
 SHARD_ROWS = 64  # ... or this many trajectories
 INDEX_COLUMNS = ("id", "score", "release", "turns", "majority", "severe", "minority", "cost", "outcome", "route",
-                 "categories", "tags", "text", "viewable")
+                 "categories", "tags", "text", "viewable", "review")
+
+
+def index_review(marker: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The index's ``review`` column of a row's review marker (:func:`judge.report.summary.review_marker`):
+    None when no human decision is recorded, else who decided, the judges' score and release beside the row's,
+    whether a reviewer released it against the gate or the score, and how many decisions are stale."""
+    if marker is None:
+        return None
+    return {"by": ", ".join(marker["reviewers"]), "score": marker["machine_score"],
+            "release": int(bool(marker["machine_release"])),
+            "over": int(bool(marker["release_decision"] and (marker["over_failed_checks"] or marker["over_score"]))),
+            "stale": marker["stale"]}
 
 
 def _js(value: Any) -> str:
@@ -48,7 +60,7 @@ class PagedWriter:
         score = "unscored" if row["score"] is None else str(row["score"])
         values = [label, score, int(bool(row["release"])), row["turns"], row["majority_issues"], row["severe"],
                   row["minority_issues"], row["judge_cost_usd"], row["outcome"], row["route"], row["categories"],
-                  row["tags"], text, int(section is not None)]
+                  row["tags"], text, int(section is not None), index_review(row["review"])]
         self.index.write(("" if self.rows == 0 else ",\n") + _js(values))
         if not self.sections:
             self.starts.append(self.rows)

@@ -46,7 +46,7 @@ from markupsafe import Markup
 from judge import rundir
 from judge.cluster import majority_floor
 from judge.report import plots
-from judge.report.paged import DATA_DIR, PagedWriter
+from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
 from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
 from judge.report.viewer import anchor_id, build_view, gate_check_names, query_preview
@@ -169,7 +169,7 @@ class _Writer:
         self.manifest = manifest
         self.layout = layout
         self.summary_only = summary_only
-        self.tally = SummaryTally(manifest)
+        self.tally = SummaryTally(manifest, run)
         _remove_stale_builds(run.path)
         self.build = run.file(f"{BUILD_PREFIX}{os.getpid()}")
         self.build.mkdir()
@@ -402,7 +402,8 @@ def trajectory_link(context: Context, trajectory_id: str) -> str:
 
 
 FILTERS = {"int": fmt_int, "pct": fmt_pct, "usd": fmt_usd, "seconds": fmt_seconds, "number": fmt_number,
-           "plural": plural, "json_text": json_text, "plain": plain, "anchor": anchor_id, "tlink": trajectory_link}
+           "plural": plural, "json_text": json_text, "plain": plain, "anchor": anchor_id, "tlink": trajectory_link,
+           "index_review": index_review}
 
 
 # --- HTML --------------------------------------------------------------------------------------

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from judge import __version__, rundir
-from judge.agreement import AgreementTally
+from judge.agreement import AgreementTally, HumanAgreementTally
 from judge.model import Trajectory
 from judge.outcome import OUTCOME_STATUSES, TaskOutcome
 from judge.report.stream import Entry
-from judge.rundir import BadRow, PanelMember, PanelSection, RunManifest
+from judge.rundir import BadRow, PanelMember, PanelSection, RunDir, RunManifest
 from judge.schema import (
     CATEGORIES,
     SEVERITIES,
@@ -66,11 +66,13 @@ class SummaryTally:
     """Every section of ``summary.json``, tallied one :class:`~judge.report.stream.Entry` at a time.
 
     :meth:`add` returns the entry's row of the trajectory index (None for rows of an id that has neither a
-    trajectory nor a score row); :meth:`summary` gives everything else, in the order of the file.
+    trajectory nor a score row); :meth:`summary` gives everything else, in the order of the file. ``run`` is
+    read for its human decisions (``overrides.jsonl``, small: see :class:`ReviewTally`).
     """
 
-    def __init__(self, manifest: RunManifest):
+    def __init__(self, manifest: RunManifest, run: RunDir | None = None):
         self.manifest = manifest
+        self.review = ReviewTally(run)
         self.scores = ScoreTally(run_rubric(manifest).release.scores)
         self.outcomes = OutcomeTally()
         self.issues = IssueTally()
@@ -101,6 +103,7 @@ class SummaryTally:
             self.scores.add(row)
             self.outcomes.add(entry.id, row, outcome)
             self.unscored.add(row)
+        self.review.add(trajectory, row)
         self.issues.add(entry.clusters)
         self.agreement.add(entry.verdicts, entry.clusters)
         for verdict in entry.verdicts:
@@ -140,6 +143,7 @@ class SummaryTally:
             "issues": self.issues.section(),
             "top_defects": self.issues.top_defects(),
             "agreement": agreement_block(self.agreement, panel),
+            "review": self.review.section(),
             "panel": panel,
             "unscored": self.unscored.section(self.verdicts),
             "environment_ledger": self.ledger,
@@ -626,6 +630,64 @@ def explain_agreement(section: dict[str, Any], panel: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+# --- human review ------------------------------------------------------------------------------
+
+
+class ReviewTally:
+    """The ``review`` section (docs/review.md): judge vs human figures tallied one score row at a time
+    (:class:`judge.agreement.HumanAgreementTally`), and the decisions that name no trajectory of the run.
+
+    ``overrides.jsonl`` holds human decisions, so it is small: it is read once at the start for the ids it
+    names; each trajectory the stream shows is crossed off, and those left at the end are the unmatched ones.
+    """
+
+    def __init__(self, run: RunDir | None = None):
+        self.figures = HumanAgreementTally()
+        self.present = run is not None and run.has(rundir.OVERRIDES)
+        self.unreadable: str | None = None
+        self.named: set[str] = set()  # ids the decisions name that no trajectory of the stream had so far
+        if run is not None and self.present:
+            try:
+                self.named = {row.trajectory_id for row in run.overrides()}
+            except ValueError as error:  # a bad row: rescore refuses it; the report still renders and says so
+                self.unreadable = " ".join(str(error).splitlines()[:3])
+
+    def add(self, trajectory: Trajectory | None, row: ScoreRow | None) -> None:
+        """One entry of the stream: its trajectory (None: a score row without one) and its score row."""
+        if trajectory is not None:
+            self.named.discard(trajectory.id)
+        if row is not None:
+            self.figures.add(row)
+
+    def section(self) -> dict[str, Any]:
+        section = self.figures.section()
+        section["unmatched_trajectories"] = sorted(self.named)
+        if self.unreadable is not None:
+            section["unreadable"] = self.unreadable
+        section["present"] = self.present
+        return section
+
+
+def review_marker(row: ScoreRow) -> dict[str, Any] | None:
+    """The per-trajectory marker of human decisions (None: none): the machine's result beside the human one."""
+    review = row.review
+    if review is None:
+        return None
+    decision = review.release
+    return {
+        "reviewers": review.reviewers,
+        "machine_score": review.machine.score,
+        "machine_release": review.machine.release,
+        "rejected": review.rejected + review.rejected_minority,
+        "confirmed": review.confirmed + review.confirmed_minority,
+        "added": review.added,
+        "release_decision": None if decision is None else decision.release,
+        "over_failed_checks": decision.over_failed_checks if decision is not None else [],
+        "over_score": bool(decision is not None and decision.over_score),
+        "stale": len(review.stale),
+    }
+
+
 # --- unscored, ledger, rejects -----------------------------------------------------------------
 
 
@@ -892,4 +954,5 @@ def trajectory_row(row: ScoreRow, trajectory: Trajectory | None, clusters: Seque
         "route": repair.route if repair is not None else None,
         "outcome": outcome.status if outcome is not None else "unknown",
         "judge_cost_usd": judge_cost_of(verdicts),
+        "review": review_marker(row),
     }

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.model import Message, Receipt, Trajectory
-from judge.schema import Cluster, RepairRow, ScoreRow, Verdict
+from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
 FOLD_CHARS = 700  # receipts (and system prompts) longer than this fold into <details>
 FOLD_LINES = 12
@@ -62,6 +62,8 @@ class IssueView:
     panel_size: int
     majority: bool
     wordings: list[Wording]
+    human: str | None = None  # a reviewer's decision on it: "confirmed by alice", "rejected by bob: not counted", ...
+    decision: str | None = None  # "confirmed", "rejected" or "added" (None: no human decision)
 
     @classmethod
     def from_cluster(cls, cluster: Cluster) -> IssueView:
@@ -161,6 +163,8 @@ class TrajectoryView:
     categories: list[str]
     tags: list[str]
     turns: int
+    review: HumanReview | None = None  # human decisions applied to the score row (docs/review.md)
+    added: list[IssueView] = field(default_factory=list)  # issues reviewers added (they count; no panel vote)
 
 
 def _arguments_text(arguments: Any, raw: str | None, error: str | None) -> str:
@@ -213,6 +217,7 @@ def build_view(
 ) -> TrajectoryView:
     """The viewer's model of one trajectory (pure)."""
     issues = [IssueView.from_cluster(c) for c in clusters]
+    added = _human_decisions(score.review, issues, score.issues + score.environment, score.panel_size)
     turns = {m.turn for m in trajectory.messages if m.role == "assistant"}
     environment = [i for i in issues if i.majority and i.category == "environment"]
     pinned: dict[int, list[IssueView]] = defaultdict(list)
@@ -258,7 +263,27 @@ def build_view(
         categories=sorted({i.category for i in issues if i.majority}),
         tags=sorted({i.tag for i in issues if i.majority and i.tag}),
         turns=len(turns),
+        review=score.review,
+        added=added,
     )
+
+
+def _human_decisions(review: HumanReview | None, issues: list[IssueView], counted: list[ScoredIssue],
+                     panel_size: int) -> list[IssueView]:
+    """Mark the clusters reviewers decided on (in place) and return the issues they added, as views."""
+    if review is None:
+        return []
+    who = {d.target: d.reviewer for d in review.decisions if d.stale is None}
+    for issue in issues:
+        if issue.cluster in review.rejected or issue.cluster in review.rejected_minority:
+            issue.human = f"rejected by {who.get(issue.cluster, 'a reviewer')}: not counted"
+            issue.decision = "rejected"
+        elif issue.cluster in review.confirmed or issue.cluster in review.confirmed_minority:
+            issue.human = f"confirmed by {who.get(issue.cluster, 'a reviewer')}" + ("" if issue.majority else ": counted")
+            issue.decision = "confirmed"
+    return [IssueView(i.cluster, i.turn, i.category, i.severity, i.tag, i.description, i.votes, panel_size, True, [],
+                      human=f"added by {who.get(i.cluster, 'a reviewer')}", decision="added")
+            for i in counted if i.cluster in review.added]
 
 
 def _block(message: Message, pinned: dict[int, list[IssueView]], minority_by_turn: dict[int, int], answered: set[str]) -> Block:
