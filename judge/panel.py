@@ -414,8 +414,8 @@ async def _run_panel(
                        if decided is None and batchable(built[plan.judge])]
         batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_interval) if batched else None
         # Passes in input order, each a future; the committer writes them in that order as they complete. At most
-        # WINDOW are taken ahead of the oldest unwritten one, and only the trajectories of the passes waiting for
-        # a worker are held, so memory stays flat however long the batch.
+        # WINDOW are taken ahead of the oldest unwritten one (with --batch: all of them), and only the trajectories
+        # of the passes waiting for a worker are held, so memory stays flat however long the batch.
         window = asyncio.Semaphore(WINDOW if ahead is None else max(WINDOW, len(ahead) * len(plans)))
         order: asyncio.Queue[asyncio.Future[Verdict] | None] = asyncio.Queue()
         work: asyncio.Queue[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None, asyncio.Future[Verdict]] | None]

@@ -134,14 +134,15 @@ def _issue_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 def _score_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     """A batch of score rows with the review's figures added flat: ``reviewed`` (a human decision applies),
-    ``reviewers``, and the judges' ``machine_score``/``machine_release`` (the final ones when not reviewed)."""
+    ``reviewers`` (null when not reviewed), and the judges' ``machine_score``/``machine_release`` (the final ones
+    when not reviewed)."""
     pa = _arrow()
     pc = pa.compute
     review = batch.column("review")
     reviewed = pc.is_valid(review)
     machine = pc.struct_field(review, "machine")
     columns = [*batch.columns, reviewed,
-               pc.if_else(reviewed, pc.struct_field(review, "reviewers"), pa.scalar([], pa.list_(pa.string()))),
+               pc.struct_field(review, "reviewers"),  # null when not reviewed (a list scalar would import pandas)
                pc.if_else(reviewed, pc.struct_field(machine, "score"), batch.column("score")),
                pc.if_else(reviewed, pc.struct_field(machine, "release"), batch.column("release"))]
     return pa.RecordBatch.from_arrays(columns, schema=scores_schema())
@@ -201,7 +202,7 @@ def _batches(source: Path, schema: pa.Schema, model: type[BaseModel]) -> Iterato
         return
     options = pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
     try:
-        reader = pa.json.open_json(source, read_options=pa.json.ReadOptions(block_size=max(MIN_BLOCK, 2 * longest)),
+        reader = pa.json.open_json(source, read_options=pa.json.ReadOptions(use_threads=False, block_size=max(MIN_BLOCK, 2 * longest)),
                                    parse_options=options)
         yield from reader
     except pa.ArrowInvalid as error:

@@ -240,5 +240,5 @@ def test_rescore_writes_the_review_into_scores_parquet(run: Path):
     rows = {r["trajectory_id"]: r for r in pq.read_table(run / rundir.SCORES_PARQUET).to_pylist()}
     columns = ("score", "machine_score", "release", "machine_release", "reviewed", "reviewers")
     assert [rows[FAILS][c] for c in columns] == [4, 2, True, False, True, ["alice"]]
-    assert [rows[CLEAN][c] for c in columns] == [4, 4, True, True, False, []]
+    assert [rows[CLEAN][c] for c in columns] == [4, 4, True, True, False, None]
     assert rows[FAILS]["review"]["rejected"] == ["c1"] and rows[FAILS]["review"]["release"]["over_failed_checks"]

@@ -63,7 +63,7 @@ def jsonl(path: Path) -> list[dict]:
 def score_rows(path: Path) -> list[dict]:
     """The rows scores.parquet must hold for a scores.jsonl: each row, then the review's figures flat."""
     return [{**row, "reviewed": row["review"] is not None,
-             "reviewers": row["review"]["reviewers"] if row["review"] else [],
+             "reviewers": row["review"]["reviewers"] if row["review"] else None,
              "machine_score": row["review"]["machine"]["score"] if row["review"] else row["score"],
              "machine_release": row["review"]["machine"]["release"] if row["review"] else row["release"]}
             for row in jsonl(path)]
@@ -80,7 +80,7 @@ def test_every_table_equals_its_jsonl_row_for_row(tmp_path: Path, monkeypatch: p
     scores = pq.read_table(tmp_path / rundir.SCORES_PARQUET).to_pylist()
     assert scores == score_rows(tmp_path / rundir.SCORES)
     assert [(s["reviewed"], s["reviewers"], s["score"], s["machine_score"], s["release"], s["machine_release"])
-            for s in scores] == [(True, ["alice", "bob"], 2, 3, False, True), (False, [], None, None, False, False)]
+            for s in scores] == [(True, ["alice", "bob"], 2, 3, False, True), (False, None, None, None, False, False)]
     assert pq.ParquetFile(tmp_path / rundir.VERDICTS_PARQUET).metadata.num_row_groups == 4
     issues = pq.read_table(tmp_path / rundir.ISSUES_PARQUET).to_pylist()
     expected = [{**{k: v for k, v in row.items() if k != "members"}, "pass_keys": [m["pass_key"] for m in row["members"]]}
