@@ -116,8 +116,9 @@ def main() -> None:
         try:
             print(server.stdout.readline().strip())  # the server's banner (it says SIMULATED)
             base_url = f"http://127.0.0.1:{port}/v1"
+            # No shared cache: every run of the benchmark must make its calls (and leave the user's cache alone).
             config = PanelConfig(judges=[f"openai-compatible:simjudge@{base_url}"], passes=args.passes,
-                                 concurrency=args.concurrency, timeout_s=30)
+                                 concurrency=args.concurrency, timeout_s=30, no_shared_cache=True)
             run_dir = Path(tmp) / "run"
 
             warm_up = warm_up_imports(config)

@@ -71,7 +71,7 @@ class Run(RunDir):
     """A run directory: :class:`~judge.rundir.RunDir`'s typed rows plus pandas DataFrames.
 
     Every reader of RunDir is here (``trajectories()``, ``verdicts()``, ``clusters()``, ``scores()``,
-    ``repairs()``, ``rejects()``, their ``*_by_trajectory()`` forms, ``manifest()``, ``attempts()``): the
+    ``repairs()``, ``rejects()``, ``overrides()``, their ``*_by_trajectory()`` forms, ``manifest()``, ``attempts()``): the
     objects the CLI and the report use. The ``*_df()`` methods read the same rows into frames whose columns
     are listed in docs/python-api.md (and declared in :mod:`judge.frames`).
     """
@@ -147,6 +147,9 @@ def score(
     preflight: bool = True,
     report: bool = True,
     progress: bool = False,
+    batch: bool | None = None,
+    no_shared_cache: bool | None = None,
+    cache_dir: PathLike | None = None,
     engine: str | Engine = "local",
     address: str | None = None,
 ) -> Run:
@@ -156,9 +159,11 @@ def score(
     ``--max-cost``...); ``config`` is a panel config file, or a :class:`judge.panel.PanelConfig`, that they
     override. Without ``judges`` the offline rules judge runs. A run directory that exists is resumed: calls
     already answered are not paid again. ``report=False`` stops after the scores (no repair routes, summary
-    or report files). ``progress=True`` shows the CLI's progress bar. ``engine="ray"`` runs the stages as Ray
-    tasks per shard of trajectories (``--engine ray``; ``address``: ``auto``, ``ray://HOST:10001``, or None for a
-    local Ray instance; docs/ray.md), leaving the same run directory as the default ``"local"``.
+    or report files). ``progress=True`` shows the CLI's progress bar. ``batch=True`` sends LLM passes through
+    the providers' batch APIs (``--batch``); answers are shared across runs through the user's cache unless
+    ``no_shared_cache=True`` (``cache_dir``: another folder for it). ``engine="ray"`` runs the stages as Ray tasks
+    per shard of trajectories (``--engine ray``; ``address``: ``auto``, ``ray://HOST:10001``, or None for a local
+    Ray instance; docs/ray.md), leaving the same run directory as the default ``"local"``.
 
     Returns the :class:`Run`; ``run.invocation`` says what this call did (import counts, panel totals). A pass
     that failed is unscored in the run with its reason, not an exception. Raises :class:`SetupError` when
@@ -171,8 +176,8 @@ def score(
     return _run_sync(score_async(
         inputs, out, judges=judges, passes=passes, config=config, base_url=base_url, concurrency=concurrency,
         rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=format,
-        rubric=rubric, embedder=embedder, preflight=preflight, report=report, progress=progress, engine=engine,
-        address=address))
+        rubric=rubric, embedder=embedder, preflight=preflight, report=report, progress=progress, batch=batch,
+        no_shared_cache=no_shared_cache, cache_dir=cache_dir, engine=engine, address=address))
 
 
 async def score_async(
@@ -195,6 +200,9 @@ async def score_async(
     preflight: bool = True,
     report: bool = True,
     progress: bool = False,
+    batch: bool | None = None,
+    no_shared_cache: bool | None = None,
+    cache_dir: PathLike | None = None,
     engine: str | Engine = "local",
     address: str | None = None,
     on_imported: Callable[[ImportStats], None] | None = None,
@@ -216,10 +224,12 @@ async def score_async(
     rubric_path = Path(rubric) if rubric is not None else None
     specs = [judges] if isinstance(judges, str) else list(judges or [])
     settings = panel_settings(config, judges=specs, passes=passes, base_url=base_url, concurrency=concurrency,
-                         rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost, temperature=temperature)
+                         rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost, temperature=temperature,
+                         batch=batch, no_shared_cache=no_shared_cache, cache_dir=str(cache_dir) if cache_dir else None)
     _check_before_judging(paths, out, format, rubric_path, embedder)
     try:
         runner = make_engine(engine, address)
+        runner.check(settings)
     except (ValueError, EngineUnavailable) as error:
         raise SetupError(str(error)) from error
 

@@ -72,7 +72,8 @@ SCORE_COLUMNS: tuple[Column, ...] = (
     Column("source_format", "string", "The importer that read it (openai, inspect, swe-agent...)."),
     Column("model", "string", "The agent's model, when the log names it."),
     Column("score", "Int64", "2-5 under the run's rubric; `<NA>` when the trajectory could not be scored (see reason)."),
-    Column("release", "boolean", "Released as training data: score in the rubric's release set and no failed check."),
+    Column("release", "boolean", "Released as training data: score in the rubric's release set and no failed check, "
+           "unless a reviewer decided (see reviewed)."),
     Column("reason", "string", "Why this score, or why none, in words."),
     Column("failed_checks", "object", "List of the release checks that failed (format, authenticity, outcome:failed...)."),
     Column("issue_count", "Int64", "Majority issues that count toward the score (environment issues excluded)."),
@@ -83,6 +84,10 @@ SCORE_COLUMNS: tuple[Column, ...] = (
     Column("panel_size", "Int64", "Planned passes (the majority's denominator; unscored passes count)."),
     Column("valid_passes", "Int64", "Passes that returned a usable verdict."),
     Column("rubric", "string", "The rubric that scored it (name and version)."),
+    Column("reviewed", "boolean", "A human decision applies (judge review; score, release and counts are then the "
+           "human-adjusted ones)."),
+    Column("machine_score", "Int64", "The judges' score before any human decision (equal to score when not reviewed)."),
+    Column("machine_release", "boolean", "The judges' release decision before any human decision."),
     _category("outcome", "The task result the log records (metadata.task_outcome), not the judges' opinion.", OUTCOMES),
     Column("turn_count", "Int64", "Assistant turns (T1, T2, ...)."),
     Column("tool_call_count", "Int64", "Tool calls made by the assistant."),
@@ -128,7 +133,10 @@ VERDICT_COLUMNS: tuple[Column, ...] = (
     Column("cost_usd", "Float64", "Cost of the pass (all its attempts); `<NA>`: unpriced model."),
     Column("latency_s", "Float64", "Wall time of the pass's call(s)."),
     Column("attempts", "Int64", "Provider attempts (retries included)."),
-    Column("cached", "boolean", "Answered from the run store (paid by an earlier invocation)."),
+    Column("cached", "boolean", "Answered from the run store or the shared cache (no call by this invocation)."),
+    Column("cached_from", "string", "`shared`: the answer came from the cache shared across runs (this run paid "
+                                    "nothing for it); `<NA>`: judged for this run."),
+    Column("original_cost_usd", "Float64", "For a shared answer: what it cost when it was paid for."),
     Column("reasoning", "string", "The judge's reasoning before its verdict, when it gave one."),
     Column("raw", "string", "The raw model output, kept for unscored passes."),
 )
@@ -181,6 +189,9 @@ def scores_frame(scores: Iterable[ScoreRow], trajectories: Iterable[Trajectory] 
             "panel_size": row.panel_size,
             "valid_passes": row.valid_passes,
             "rubric": row.rubric,
+            "reviewed": row.review is not None,
+            "machine_score": row.review.machine.score if row.review is not None else row.score,
+            "machine_release": row.review.machine.release if row.review is not None else row.release,
         })
     return frame(rows, SCORE_COLUMNS)
 

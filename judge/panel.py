@@ -9,10 +9,14 @@ already hold:
 
 - the cache key is (trajectory content hash, prompt version, provider, model, parameters, pass index), so a
   second run makes zero calls and a run killed with SIGKILL makes only the missing calls when restarted;
+- a pass the run store does not hold is looked up in the cache shared across runs (:mod:`judge.sharedcache`,
+  ``no_shared_cache``/``cache_dir``): a hit is recorded in the run store as the run's answer, ``cached_from:
+  "shared"``, costing the run nothing (its original cost kept in ``original_cost_usd``); every new ``ok``
+  verdict is added to it (failures never are);
 - each verdict is written to the store as soon as it completes, and to ``verdicts.jsonl`` in input order (the
   file is rebuilt from the store at the start of every run, so there are no duplicate rows); trajectories are
   streamed, and a pass completed ahead of a slower earlier one waits (at most :data:`WINDOW` of them) for its
-  turn, so memory stays flat at any batch size;
+  turn, so memory stays flat at any batch size (except with ``batch``: see below);
 - every provider attempt, failed ones included, is recorded with its tokens and cost - and already *before*
   it is sent (``store.record_attempt(..., "sent")``), so one that a kill interrupts is found by the next
   invocation, counted in the spend at its worst case (it may have been billed) and reported;
@@ -24,7 +28,11 @@ already hold:
 - with ``preflight=True`` (the CLI's default) each LLM judge answers one tiny request before its first call
   (for a fresh run, before the batch), so an unreachable server, a bad key or an unknown model stops the run
   (:class:`PreflightFailed`); cached, replay and rules judges make no request and are not checked;
-- the run directory is locked (:mod:`judge.runlock`): a second process on it is refused.
+- the run directory is locked (:mod:`judge.runlock`): a second process on it is refused;
+- with ``batch`` (``judge score --batch``) the passes of judges whose provider has a batch API go through it
+  (:mod:`judge.batch`: submitted, polled, resumed by batch id after a kill, ingested at the batch price), then
+  each pass is parsed by its judge exactly as a direct one; other judges are called directly meanwhile. A batch
+  needs every request up front, so a ``batch`` run holds its trajectories in memory.
 
 Unscored ``provider_error``, ``connection_error`` and ``budget_exceeded`` verdicts are not cached: a rerun
 retries them. Every other verdict (ok, parse_error, refusal, truncated, invalid_turn, context_overflow) was
@@ -37,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import sqlite3
 import sys
 import time
 import warnings
@@ -49,22 +58,26 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge import rundir
+from judge.batch import BatchRunner, batchable
 from judge.config import OptionFile, build_checked, read_option_file
 from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
 from judge.providers import key_variables, redact
+from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError
 from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
 from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
 from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
+from judge.sharedcache import SHARED, SharedCache, open_shared_cache, shared_key
 from judge.store import RunStore, cache_key
 from judge.terminal import Progress
 
 NO_ASSISTANT_TURN = "no_assistant_turn"
 WINDOW = 4096  # passes taken ahead of the oldest one not yet written to verdicts.jsonl (a slow call holds the rest)
+HITS_CHUNK = 1000  # shared-cache hits counted in the cache at once
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
 PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 PREFLIGHT_MAX_TOKENS = 16
@@ -81,6 +94,8 @@ PANEL_KEYS: dict[str, str] = {
     "tpm": "tpm", "timeout": "timeout_s", "max-cost": "max_cost_usd", "temperature": "temperature",
     "max-retries": "max_retries", "retry-base-delay": "retry_base_delay_s", "max-input-tokens": "max_input_tokens",
     "max-tokens": "max_tokens", "prompt": "prompt", "prices": "prices", "params": "params",
+    "batch": "batch", "batch-poll-interval": "batch_poll_interval", "no-shared-cache": "no_shared_cache",
+    "cache-dir": "cache_dir",
 }
 # Keys of earlier releases (the field names, which run.json's panel.params still records): read, with a note.
 PANEL_RENAMED: dict[str, str] = {
@@ -117,6 +132,13 @@ class PanelConfig(BaseModel):
     prompt: str | None = Field(default=None, description="Judge prompt template name in prompts/ or a path.")
     prices: str | None = Field(default=None, description="Price table (default rubrics/prices.yaml).")
     params: dict[str, Any] = Field(default_factory=dict, description="Extra provider options (recorded in the cache key).")
+    no_shared_cache: bool = Field(default=False, description="Neither take answers from nor add answers to the cache "
+                                                             "shared across runs.")
+    cache_dir: str | None = Field(default=None, description="Folder of the shared cache (default $TRAJUDGE_CACHE_DIR, "
+                                                            "$XDG_CACHE_HOME/trajudge or ~/.cache/trajudge).")
+    batch: bool = Field(default=False, description="Send LLM passes through the providers' batch APIs (half price, "
+                                                   "results within 24 h; a killed run resumes its batches).")
+    batch_poll_interval: float = Field(default=30.0, gt=0, description="Seconds between two status checks of a batch.")
 
     @field_validator("params")
     @classmethod
@@ -224,6 +246,8 @@ class PanelResult:
     budget_exceeded: bool = False
     budget: RunBudget | None = None
     preflight_calls: int = 0  # requests of the preflight check (not in ``calls``; their cost is in the spend)
+    shared_hits: int = 0  # of ``cached``: answers taken from the cache shared across runs (paid by another run)
+    batch_lines: list[str] = field(default_factory=list)  # what --batch did (judge.batch.BatchRunner.lines)
 
     @property
     def panel_size(self) -> int:
@@ -278,6 +302,12 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) 
     return plans
 
 
+def shares_answers(config: PanelConfig, judges: Mapping[str, Judge]) -> bool:
+    """Whether the panel uses the cache shared across runs: only paid judges' answers are shared (a rules-only run
+    leaves the user's cache folder alone), unless ``no_shared_cache``."""
+    return not config.no_shared_cache and any(judge.cacheable for judge in judges.values())
+
+
 def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int) -> str:
     """The judge-call cache key of one pass (DESIGN.md: content hash, prompt, provider, model, params, pass)."""
     identity = judge.cache_identity()
@@ -296,6 +326,7 @@ async def run_panel(
     preflight: bool = False,
     total: int | None = None,
     calls: RunCalls | None = None,
+    shared: SharedCache | None = None,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
 
@@ -303,7 +334,8 @@ async def run_panel(
     (how many it yields, when it has no ``len``) sizes the progress display, which is off without it.
     ``calls`` replaces the run's own store and call runtime (:func:`judge.runcalls.open_calls`): a shard of a run
     judged elsewhere passes the calls of the run it belongs to (judge.engine.ledger), so the cache, the
-    budget, the rate limits and the record of every attempt stay the run's.
+    budget, the rate limits and the record of every attempt stay the run's; with ``calls``, ``shared`` is the
+    cache shared across runs to use (None: none), where without it the panel opens the one ``config`` names.
 
     Raises :class:`judge.runlock.RunLocked` when another process uses ``run_dir``, and
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
@@ -311,7 +343,8 @@ async def run_panel(
     run_dir = Path(run_dir)
     with run_lock(run_dir, "judge panel"):
         return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight,
-                                total=len(trajectories) if isinstance(trajectories, Sized) else total, calls=calls)
+                                total=len(trajectories) if isinstance(trajectories, Sized) else total, calls=calls,
+                                shared=shared)
 
 
 async def _run_panel(
@@ -324,6 +357,7 @@ async def _run_panel(
     preflight: bool,
     total: int | None,
     calls: RunCalls | None = None,
+    shared: SharedCache | None = None,
 ) -> PanelResult:
     started = time.monotonic()
     own_store = calls is None
@@ -344,6 +378,8 @@ async def _run_panel(
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
         # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run, rows flushed.
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
+        if own_store:
+            shared = open_shared_cache(shares_answers(config, built), config.cache_dir, warn=_warn)
         if cap is not None:
             unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})
             for name in unpriced:
@@ -355,20 +391,60 @@ async def _run_panel(
         need_hash = any(judge.cacheable for judge in built.values())
         checked: set[str] = set()  # judges whose preflight ran (or that had no pass to run yet)
         preflight_calls = 0
+        shared_now = [shared]  # dropped after a failure of the cache, so one warning is enough
+        hits: list[str] = []  # shared-cache keys taken and not yet counted in the cache (counted in chunks)
         loop = asyncio.get_running_loop()
-        # Passes in input order, each a future; the committer writes them in that order as they complete. At most
-        # WINDOW are taken ahead of the oldest unwritten one, and only the trajectories of the passes waiting for
-        # a worker are held, so memory stays flat however long the batch.
-        window = asyncio.Semaphore(WINDOW)
-        order: asyncio.Queue[asyncio.Future[Verdict] | None] = asyncio.Queue()
-        work: asyncio.Queue[tuple[Trajectory, PassPlan, str, asyncio.Future[Verdict]] | None] = asyncio.Queue(
-            maxsize=config.concurrency)
 
-        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str) -> Verdict:
+        def count_hits() -> None:
+            result.shared_hits += len(hits)
+            _record_hits(shared, hits)
+            hits.clear()
+
+        async def check(specs: set[str]) -> None:
+            """Preflight the judges first needed now (once each); note those --batch must call directly."""
+            nonlocal preflight_calls
+            unchecked = specs - checked
+            if not unchecked:
+                return
+            direct = sorted(redact(s) for s in unchecked if built[s].provider is not None and not batchable(built[s]))
+            if config.batch and direct:
+                print(f"note: {', '.join(direct)} cannot take batches: called directly", file=sys.stderr)
+            if preflight:
+                try:
+                    preflight_calls += await _preflight(built, unchecked, calls)
+                except PreflightFailed as error:
+                    error.calls_before = runtime.calls
+                    raise
+            checked.update(unchecked)
+
+        # --batch: a batch needs every request up front, so the passes are decided and the judges checked before
+        # any pass runs, and the batch is out while the direct passes run: such a run holds its trajectories (and
+        # their verdicts until the batch ends) in memory.
+        ahead: list[tuple[Trajectory, list[Slot]]] | None = None
+        batched: list[tuple[Trajectory, PassPlan, str]] = []
+        if config.batch and any(batchable(judge) for judge in built.values()):
+            ahead = [(t, _decide(t, plans, built, store, need_hash, shared, hits)) for t in trajectories]
+            await check({plan.judge for _, slots in ahead for plan, _, decided in slots if decided is None})
+            batched = [(t, plan, key) for t, slots in ahead for plan, key, decided in slots
+                       if decided is None and batchable(built[plan.judge])]
+        batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_interval) if batched else None
+        # Passes in input order, each a future; the committer writes them in that order as they complete. At most
+        # WINDOW are taken ahead of the oldest unwritten one (with --batch: all of them), and only the trajectories
+        # of the passes waiting for a worker are held, so memory stays flat however long the batch.
+        window = asyncio.Semaphore(WINDOW if ahead is None else max(WINDOW, len(ahead) * len(plans)))
+        order: asyncio.Queue[asyncio.Future[Verdict] | None] = asyncio.Queue()
+        work: asyncio.Queue[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None, asyncio.Future[Verdict]] | None]
+        work = asyncio.Queue(maxsize=config.concurrency)
+
+        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> Verdict:
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
-                verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
+                if answers is None:
+                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
+                else:  # first answers from a batch: parsed as direct ones, a corrective retry sent directly
+                    verdict = await judge.judge_batched(  # type: ignore[attr-defined]
+                        trajectory, plan.pass_index, answers, on_attempt=on_attempt, on_send=on_send)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
@@ -378,32 +454,36 @@ async def _run_panel(
                                                  "deterministic": plan.deterministic, "cached": False})
             if judge.cacheable and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
+                if verdict.status == "ok" and shared_now[0] is not None and not _share(
+                        shared_now[0], key, judge, trajectory, plan, verdict):
+                    shared_now[0] = None
             return verdict  # written to verdicts.jsonl by the committer: after the store, so a kill loses nothing
 
-        async def produce() -> None:
-            nonlocal preflight_calls
-            for trajectory in trajectories:
-                slots = _decide(trajectory, plans, built, store, need_hash)
-                unchecked = {plan.judge for plan, _, decided in slots if decided is None} - checked
-                if unchecked:
-                    if preflight:
-                        try:
-                            preflight_calls += await _preflight(built, unchecked, calls)
-                        except PreflightFailed as error:
-                            error.calls_before = runtime.calls
-                            raise
-                    checked.update(unchecked)
-                for plan, key, decided in slots:
+        async def produce(collecting: asyncio.Task[dict[str, list[BatchAnswer]]] | None) -> None:
+            waiting: list[tuple[Trajectory, PassPlan, str, asyncio.Future[Verdict]]] = []  # for the batch's answers
+            decided = ahead if ahead is not None else (
+                (t, _decide(t, plans, built, store, need_hash, shared, hits)) for t in trajectories)
+            for trajectory, slots in decided:
+                if len(hits) >= HITS_CHUNK:
+                    count_hits()
+                await check({plan.judge for plan, _, verdict in slots if verdict is None})
+                for plan, key, verdict in slots:
                     await window.acquire()
                     future: asyncio.Future[Verdict] = loop.create_future()
                     order.put_nowait(future)
-                    if decided is not None:
-                        future.set_result(decided)
+                    if verdict is not None:
+                        future.set_result(verdict)
+                    elif collecting is not None and batchable(built[plan.judge]):
+                        waiting.append((trajectory, plan, key, future))
                     elif built[plan.judge].provider is None:
                         # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
-                        future.set_result(await run_one(trajectory, plan, key))
+                        future.set_result(await run_one(trajectory, plan, key, None))
                     else:
-                        await work.put((trajectory, plan, key, future))
+                        await work.put((trajectory, plan, key, None, future))
+            if collecting is not None:
+                answers = await collecting
+                for trajectory, plan, key, future in waiting:  # parsed as direct answers, by the same workers
+                    await work.put((trajectory, plan, key, answers[key], future))
             for _ in range(config.concurrency):
                 await work.put(None)
             order.put_nowait(None)
@@ -411,8 +491,8 @@ async def _run_panel(
         async def worker() -> None:
             # A fixed pool of workers bounds the calls in flight without creating one task per pass up front.
             while (item := await work.get()) is not None:
-                trajectory, plan, key, future = item
-                future.set_result(await run_one(trajectory, plan, key))
+                trajectory, plan, key, answers, future = item
+                future.set_result(await run_one(trajectory, plan, key, answers))
 
         async def commit() -> None:
             unscored_now = 0
@@ -425,8 +505,9 @@ async def _run_panel(
                                                       time.monotonic() - tracker.started))
                 window.release()
 
-        tasks = [asyncio.create_task(produce()), asyncio.create_task(commit()),
-                 *(asyncio.create_task(worker()) for _ in range(config.concurrency))]
+        collecting = asyncio.create_task(batches.collect(batched)) if batches is not None else None
+        tasks = [*([collecting] if collecting is not None else []), asyncio.create_task(produce(collecting)),
+                 asyncio.create_task(commit()), *(asyncio.create_task(worker()) for _ in range(config.concurrency))]
         with tracker:
             try:
                 await asyncio.gather(*tasks)
@@ -438,17 +519,23 @@ async def _run_panel(
                 await asyncio.gather(*tasks, return_exceptions=True)
                 raise
         verdicts_file.close()
+        count_hits()
         result.verdicts = RunDir(run_dir).view(rundir.VERDICTS, Verdict, sum(result.outcomes.values()))
         result.calls, result.retries = runtime.calls, runtime.retries
         result.cost_this_run_usd, result.wall_s = calls.cost_usd, time.monotonic() - started
         result.budget_exceeded = runtime.budget.exceeded
+        if batches is not None:
+            result.calls += batches.requests  # requests sent in batches are calls too (their attempts are recorded)
+            result.batch_lines = batches.lines()
         result.budget = calls.budget()
         result.preflight_calls = preflight_calls
         write_budget(run_dir, result.budget)
         return result
     finally:
-        if own_store:
+        if own_store:  # a caller's store and shared cache are its own to close
             store.close()
+            if shared is not None:
+                shared.close()
         if verdicts_file is not None:
             verdicts_file.close()
         if own_judges:
@@ -499,18 +586,23 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCal
     return requests
 
 
+Slot = tuple[PassPlan, str, Verdict | None]  # a pass of one trajectory: its plan, cache key, verdict when decided
+
+
 def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore,
-            need_hash: bool) -> list[tuple[PassPlan, str, Verdict | None]]:
+            need_hash: bool, shared: SharedCache | None = None, hits: list[str] | None = None) -> list[Slot]:
     """Each pass of one trajectory with its cache key and its verdict when it is decided without a call: from the
-    store (a cached pass), or unscored ``no_assistant_turn`` for a trajectory with no assistant turn. ``None``:
-    the pass must run. The content hash is computed only when some judge is cached (``need_hash``)."""
+    run store (a cached pass), from the cache shared across runs (recorded in the run store at once, as the run's
+    record of what it used; its key appended to ``hits``), or unscored ``no_assistant_turn`` for a trajectory
+    with no assistant turn. ``None``: the pass must run. The content hash is computed only when some judge is
+    cached (``need_hash``)."""
     if trajectory.turn_count == 0:
         return [(plan, "", Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
                                    pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
                                    detail="the trajectory has no assistant turn: there is no decision to judge",
                                    deterministic=plan.deterministic, attempts=0)) for plan in plans]
     content_hash = trajectory.content_hash() if need_hash else ""
-    slots: list[tuple[PassPlan, str, Verdict | None]] = []
+    slots: list[Slot] = []
     for plan in plans:
         judge = judges[plan.judge]
         if not judge.cacheable:
@@ -518,10 +610,60 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
             continue
         key = pass_cache_key(judge, content_hash, plan.pass_index)
         stored = store.get_verdict(key)
+        if stored is None and shared is not None:
+            stored = _from_shared(shared, shared_key(key, judge), trajectory, plan)
+            if stored is not None:
+                store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, stored)
+                if hits is not None:
+                    hits.append(shared_key(key, judge))
         # The same content under another id (a duplicate record) reuses the verdict under its own id.
         slots.append((plan, key, None if stored is None else Verdict.model_validate(stored).model_copy(update={
             "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})))
     return slots
+
+
+def _record_hits(shared: SharedCache | None, hits: list[str]) -> None:
+    """Count the use of shared answers in the cache (bookkeeping: a failure warns and the run goes on)."""
+    if shared is None or not hits:
+        return
+    try:
+        shared.record_hits(hits)
+    except sqlite3.Error as error:
+        print(f"warning: the shared cache's hit counts were not updated: {error}", file=sys.stderr)
+
+
+def _from_shared(shared: SharedCache, key: str, trajectory: Trajectory, plan: PassPlan) -> dict[str, Any] | None:
+    """The verdict row of this pass built from a shared answer (this run pays nothing for it), or None."""
+    try:
+        found = shared.get(key)
+        if found is None:
+            return None
+        verdict = Verdict.model_validate(found.verdict)  # a row another trajudge version wrote may not fit: a miss
+    except (sqlite3.Error, ValueError):
+        return None
+    return verdict.model_copy(update={
+        "trajectory_id": trajectory.id, "judge": redact(plan.judge), "pass_index": plan.pass_index,
+        "pass_key": plan.pass_key, "deterministic": plan.deterministic, "cached": False, "cached_from": SHARED,
+        "original_cost_usd": found.cost_usd, "cost_usd": 0.0, "usage": Usage(), "latency_s": None, "attempts": 0,
+    }).model_dump(mode="json")
+
+
+def _share(shared: SharedCache, key: str, judge: Judge, trajectory: Trajectory, plan: PassPlan, verdict: Verdict) -> bool:
+    """Keep a successful verdict in the shared cache; False (with a warning) when the cache failed."""
+    identity = judge.cache_identity()
+    try:
+        shared.put(shared_key(key, judge), verdict.model_dump(mode="json"), judge=plan.judge,
+                   provider=identity["provider"], model=identity["model"], prompt_version=identity["prompt"],
+                   pass_index=plan.pass_index, trajectory_hash=trajectory.content_hash())
+    except sqlite3.Error as error:
+        print(f"warning: the shared cache failed ({error}); from now on this run keeps answers in its own store only",
+              file=sys.stderr)
+        return False
+    return True
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _append(handle: TextIO, verdict: Verdict) -> None:
@@ -568,7 +710,8 @@ def describe_result(result: PanelResult) -> dict[str, Any]:
     budget = result.budget
     return {
         "passes": [plan.pass_key for plan in result.plans],
-        "verdicts": len(result.verdicts), "cached": result.cached, "calls": result.calls, "retries": result.retries,
+        "verdicts": len(result.verdicts), "cached": result.cached, "shared_cache_hits": result.shared_hits,
+        "calls": result.calls, "retries": result.retries, "batch": result.batch_lines,
         "preflight_requests": result.preflight_calls, "unscored": dict(sorted(result.unscored.items())),
         "cost_usd": result.cost_usd, "cost_this_invocation_usd": result.cost_this_run_usd,
         "budget_exceeded": result.budget_exceeded,
@@ -585,12 +728,15 @@ def summary_lines(result: PanelResult) -> list[str]:
     unscored = ", ".join(f"{reason} {n}" for reason, n in sorted(result.unscored.items())) or "none"
     lines = [
         f"panel: {result.panel_size} pass(es): {', '.join(p.pass_key for p in result.plans)}",
-        f"verdicts: {len(result.verdicts)} ({result.cached} from cache), calls made: {result.calls}, retries: {result.retries}"
+        f"verdicts: {len(result.verdicts)} ({result.cached} from cache"
+        + (f", {result.shared_hits} of them from the shared cache at no cost to this run" if result.shared_hits else "")
+        + f"), calls made: {result.calls}, retries: {result.retries}"
         + (f", preflight requests: {result.preflight_calls}" if result.preflight_calls else ""),
         f"unscored passes: {unscored}",
         f"cost: {cost} for the run's verdicts; {paid} paid in this invocation"
         + (" - budget cap reached, remaining passes unscored budget_exceeded" if result.budget_exceeded else ""),
     ]
+    lines += result.batch_lines
     budget = result.budget
     if budget is not None and budget.interrupted_now:
         lines.append(f"note: {budget.interrupted_now} call(s) were in flight when an earlier invocation stopped (killed, "

@@ -34,12 +34,15 @@ def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: d
     Parquet copies and the verdicts' (:func:`judge.tables.write_tables`; not with ``tables=False``: a shard of a
     run, whose tables are written once its shards are merged). Returns a view of scores.jsonl.
 
-    Streams: one trajectory and its verdicts in memory at a time. Makes no judge call: this is also ``judge rescore``.
+    Streams: one trajectory and its verdicts in memory at a time. Human decisions (overrides.jsonl, small: read
+    whole) are applied to each score row (:func:`judge.review.score_reviewed`). Makes no judge call: this is also
+    ``judge rescore``.
     """
     from judge.cluster import ClusterConfig, cluster_verdicts
     from judge.embed import make_embedder
     from judge.gate import release_checks
-    from judge.scoring import load_rubric, score_trajectory
+    from judge.review import score_reviewed
+    from judge.scoring import load_rubric
     from judge.tables import write_tables
 
     run = RunDir(run_dir)
@@ -47,6 +50,7 @@ def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: d
     rubric = load_rubric(rubric_path)
     config = ClusterConfig.from_options(cluster_options or manifest.cluster_options())
     embedder = make_embedder(config.embedder, run_dir=run.path)
+    overrides = run.overrides_by_trajectory()
     with (run.verdicts_by_trajectory() as verdicts, run.writer(rundir.CLUSTERS) as clusters_out,
           run.writer(rundir.SCORES) as scores_out):
         for trajectory in run.trajectories():
@@ -56,8 +60,8 @@ def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: d
             for cluster in clusters:
                 clusters_out.write(cluster)
             failed_checks = release_checks(trajectory)
-            scores_out.write(score_trajectory(trajectory, passes, clusters, rubric, panel_size=panel_size,
-                                              failed_checks=failed_checks))
+            scores_out.write(score_reviewed(trajectory, passes, clusters, rubric, panel_size=panel_size,
+                                            failed_checks=failed_checks, overrides=overrides.get(trajectory.id, ())))
     manifest.rubric = RubricSection.model_validate(rubric.describe())
     manifest.cluster = ClusterSection.model_validate(config.describe())
     manifest.embedder = EmbedderSection.model_validate(embedder.describe())

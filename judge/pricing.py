@@ -4,7 +4,10 @@ The same table holds each model's context window (``context``, tokens), which se
 
 Prices are USD per million tokens. Cached input tokens are part of ``usage.input_tokens`` (the providers
 normalise to that) and are charged at ``cached_input`` instead of ``input``. An unknown model or unknown
-token counts give ``None`` - "we do not know" - never a made-up zero. A server that reports a negative
+token counts give ``None`` - "we do not know" - never a made-up zero. A call sent through a provider's batch API
+(``judge score --batch``) is charged ``1 - batch_discount`` of its price: the table's top-level
+``batch_discount`` (0.5 in rubrics/prices.yaml: OpenAI Batch and Anthropic Message Batches are half price), or
+an entry's own; a table that gives none prices batch calls in full (an estimate never comes out too low). A server that reports a negative
 token count is not believed (:func:`checked_usage`): its counts become unknown, so no call can lower the
 money spent.
 """
@@ -32,6 +35,7 @@ class Price:
     output: float
     cached_input: float
     context: int | None = None  # the model's context window in tokens, when the table gives it
+    batch_discount: float | None = None  # this model's batch-API discount (None: the table's)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class PriceTable:
     entries: tuple[tuple[str, Price], ...]
     version: str | None = None
     source: str | None = None
+    batch_discount: float = 0.0  # share of the price a batch API takes off (0.5: half price)
 
     def lookup(self, provider_model: str) -> Price | None:
         # Memoised per table: every call of a batch prices the same few models, and fnmatch is not free.
@@ -77,10 +82,24 @@ def _load(source: str) -> PriceTable:
                 output=float(value["output"]),
                 cached_input=float(value.get("cached_input", value["input"])),
                 context=_context(value.get("context")),
+                batch_discount=_discount(value.get("batch_discount")),
             )))
         except (TypeError, ValueError) as error:
             raise ValueError(f"{source}: price {key!r} is not numeric: {error}") from error
-    return PriceTable(entries=tuple(entries), version=str(data.get("version")) if data.get("version") else None, source=source)
+    try:
+        discount = _discount(data.get("batch_discount")) or 0.0
+    except ValueError as error:
+        raise ValueError(f"{source}: batch_discount: {error}") from error
+    return PriceTable(entries=tuple(entries), version=str(data.get("version")) if data.get("version") else None,
+                      source=source, batch_discount=discount)
+
+
+def _discount(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"a batch discount is a share of the price in [0, 1), not {value!r}")
+    return float(value)
 
 
 def checked_usage(usage: Usage) -> tuple[Usage, str | None]:
@@ -118,10 +137,23 @@ def cost_usd(price: Price, usage: Usage) -> float | None:
     return ((total_input - cached) * price.input + cached * price.cached_input + (usage.output_tokens or 0) * price.output) / 1_000_000
 
 
-def price(provider_model: str, usage: Usage, table: PriceTable | None = None) -> float | None:
-    """Cost in USD of one call to ``provider_model`` (e.g. ``openai:gpt-4o``); None if unpriced or unknown usage."""
-    found = (table or load_price_table()).lookup(provider_model)
-    return None if found is None else cost_usd(found, usage)
+def price(provider_model: str, usage: Usage, table: PriceTable | None = None, *, batch: bool = False) -> float | None:
+    """Cost in USD of one call to ``provider_model`` (e.g. ``openai:gpt-4o``); None if unpriced or unknown usage.
+    ``batch``: the call went through the provider's batch API (:func:`batch_factor` of the price)."""
+    table = table or load_price_table()
+    found = table.lookup(provider_model)
+    if found is None:
+        return None
+    cost = cost_usd(found, usage)
+    return None if cost is None else cost * (batch_factor(provider_model, table) if batch else 1.0)
+
+
+def batch_factor(provider_model: str, table: PriceTable | None = None) -> float:
+    """The share of the price a batch call of ``provider_model`` costs: 1 - its discount (pure on the table)."""
+    table = table or load_price_table()
+    found = table.lookup(provider_model)
+    discount = found.batch_discount if found is not None and found.batch_discount is not None else table.batch_discount
+    return 1.0 - discount
 
 
 def add_costs(a: float | None, b: float | None) -> float | None:

@@ -25,7 +25,9 @@ from judge.store import RunStore
 AttemptHook = Callable[[Attempt], None]
 # A call that ended so was not answered (or not sent): it is not cached, and a rerun tries it again. Every other
 # outcome was paid for and is final.
-NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded"})
+# A batch request that never ran (the batch expired, was cancelled or failed) is submitted again by a rerun.
+NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded", "batch_expired",
+                                "batch_cancelled", "batch_failed"})
 
 
 @dataclass(frozen=True)

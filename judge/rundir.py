@@ -1,7 +1,8 @@
 """The run directory (DESIGN.md, "Run directory"): :class:`RunDir` is the one reader and writer of a run.
 
 File names live here only, and every stage reads a run through :class:`RunDir`: ``trajectories()``,
-``verdicts()``, ``clusters()``, ``scores()``, ``repairs()``, ``rejects()``, their ``*_by_trajectory`` forms,
+``verdicts()``, ``clusters()``, ``scores()``, ``repairs()``, ``rejects()``, ``overrides()`` (human review decisions,
+the one file that is appended to rather than rewritten), their ``*_by_trajectory`` forms,
 ``attempts()`` (the store's provider attempts) and ``manifest()``, the typed :class:`RunManifest` of
 ``run.json``. Every writer goes through :func:`safe_child`, so no name taken from the data can write outside
 the run directory.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from typing import IO, Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.model import Trajectory
-from judge.schema import Cluster, Reject, RepairRow, ScoreRow, Verdict
+from judge.schema import Cluster, OverrideRow, Reject, RepairRow, ScoreRow, Verdict
 
 TRAJECTORIES = "trajectories.jsonl"  # the canonical input the run judged (so later stages need no re-import)
 VERDICTS = "verdicts.jsonl"
@@ -39,6 +41,7 @@ TICKETS = "tickets.jsonl"  # continuation tickets (docs/continuation-tickets.md)
 EDITED = "edited.jsonl"  # trajectories after offline edits
 EDITS = "edits.jsonl"  # the edit log, with diffs
 REJECTS = "rejects.jsonl"
+OVERRIDES = "overrides.jsonl"  # human review decisions, append-only (judge review; docs/review.md)
 SUMMARY = "summary.json"
 MANIFEST = "run.json"  # the run's configuration: panel, prompt and rubric versions, embedder, thresholds
 REPORT_HTML = "report.html"
@@ -512,6 +515,29 @@ class RunDir:
 
     def rejects(self, **options: Any) -> Iterator[Reject]:
         return self.rows(REJECTS, Reject, **options)
+
+    def overrides(self, **options: Any) -> Iterator[OverrideRow]:
+        """Human review decisions in the order they were made (absent file: none)."""
+        return self.rows(OVERRIDES, OverrideRow, **{"missing_ok": True, **options})
+
+    def overrides_by_trajectory(self) -> dict[str, list[OverrideRow]]:
+        """Trajectory id -> its review decisions, in file order (the last per target wins; judge.review)."""
+        grouped: dict[str, list[OverrideRow]] = defaultdict(list)
+        for row in self.overrides():
+            grouped[row.trajectory_id].append(row)
+        return grouped
+
+    def append_rows(self, name: str, rows: Iterable[BaseModel]) -> Path:
+        """Append rows to an append-only JSONL file of the run (``overrides.jsonl``), one ``write`` per row and
+        flushed to disk, so a reader sees whole rows and a crash loses at most the row being written."""
+        path = self.file(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(_json_line(row) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+        return path
 
     def verdicts_by_trajectory(self, bad_rows: list[BadRow] | None = None) -> RowsByTrajectory[Verdict]:
         """Trajectory id -> its passes, in file order, read on demand; empty when the run has no verdicts yet."""

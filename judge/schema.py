@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judge.model import Usage
 
@@ -18,7 +18,7 @@ Efficiency = Literal["high", "medium", "low"]
 PassStatus = Literal["ok", "unscored"]
 UnscoredReason = Literal[
     "parse_error", "refusal", "truncated", "context_overflow", "provider_error", "connection_error", "budget_exceeded",
-    "invalid_turn", "no_assistant_turn",
+    "invalid_turn", "no_assistant_turn", "batch_expired", "batch_cancelled", "batch_failed",
 ]
 Route = Literal["online-guided", "online-regenerate", "rewrite-restart", "environment", "offline-edit", "pending"]
 
@@ -78,6 +78,11 @@ class Verdict(BaseModel):
     latency_s: float | None = None
     attempts: int = 1
     cached: bool = False
+    cached_from: str | None = Field(
+        default=None, description="'shared': the answer came from the cache shared across runs (judge cache stats), "
+                                  "so this run paid nothing for it (cost_usd 0, no attempt); None: judged for this run.")
+    original_cost_usd: float | None = Field(
+        default=None, description="For an answer from the shared cache: what it cost when it was paid for.")
 
 
 class ClusterMember(BaseModel):
@@ -122,8 +127,129 @@ class ScoredIssue(BaseModel):
     votes: int
 
 
+# --- human review (docs/review.md) -------------------------------------------------------------------
+
+OVERRIDE_SCHEMA = "trajudge.override/1"
+ReviewKind = Literal["confirm-issue", "reject-issue", "add-issue", "release-override", "undo"]
+REVIEW_KINDS: tuple[ReviewKind, ...] = ("confirm-issue", "reject-issue", "add-issue", "release-override", "undo")
+RELEASE_TARGET = "release"  # the target of every release-override row (issue decisions target a cluster or added id)
+
+
+class ReviewedState(BaseModel):
+    """What a reviewer saw when deciding: a decision is applied only while the run still shows the same."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trajectory_hash: str = Field(description="Trajectory.content_hash() of the trajectory reviewed.")
+    clusters_hash: str = Field(description="judge.review.clusters_fingerprint of its clusters (ids, members, majority).")
+    clusters: list[str] = Field(default_factory=list, description="The cluster ids it had (for messages).")
+    score: int | None = Field(default=None, description="The machine score shown.")
+    release: bool = Field(description="The machine release decision shown (before any human decision).")
+
+
+class OverrideRow(BaseModel):
+    """``overrides.jsonl``: one human decision. Append-only: the last row per (trajectory, target) wins, and an
+    undo is a new row. ``target`` is the cluster id (confirm/reject), the added issue's id (``h1``, ...) or
+    ``release``; an undo names the target it clears."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: str = OVERRIDE_SCHEMA
+    trajectory_id: str
+    kind: ReviewKind
+    target: str = Field(min_length=1)
+    issue: Issue | None = Field(default=None, description="add-issue: the issue the panel missed.")
+    release: bool | None = Field(default=None, description="release-override: the reviewer's release decision.")
+    reason: str | None = Field(default=None, description="Why; required when a release decision differs from the machine's.")
+    reviewer: str = Field(min_length=1)
+    at: str = Field(description="When the decision was made (ISO 8601, UTC).")
+    seen: ReviewedState
+
+    @model_validator(mode="after")
+    def _fields_of_the_kind(self) -> OverrideRow:
+        if self.kind == "add-issue" and self.issue is None:
+            raise ValueError("an add-issue row needs the issue (turn, category, severity, description)")
+        if self.kind != "add-issue" and self.issue is not None:
+            raise ValueError(f"a {self.kind} row takes no issue")
+        if self.kind == "release-override":
+            if self.release is None:
+                raise ValueError("a release-override row needs release: true or false")
+            if self.target != RELEASE_TARGET:
+                raise ValueError(f"a release-override row targets {RELEASE_TARGET!r}, not {self.target!r}")
+            if self.release != self.seen.release and not (self.reason or "").strip():
+                raise ValueError("overriding the machine's release decision needs a reason")
+        elif self.release is not None:
+            raise ValueError(f"a {self.kind} row takes no release value")
+        return self
+
+
+class ReviewDecision(BaseModel):
+    """A human decision as applied to (or withheld from) a score row."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ReviewKind
+    target: str
+    reviewer: str
+    at: str
+    reason: str | None = None
+    stale: str | None = Field(default=None, description="Why it was not applied (the run changed since); None: applied.")
+
+
+class MachineResult(BaseModel):
+    """The panel's result before any human decision, kept beside the human-adjusted one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: int | None
+    reason: str
+    release: bool
+    failed_checks: list[str] = Field(default_factory=list, description="The gate's failed checks on the panel's issues.")
+    majority: list[str] = Field(default_factory=list, description="The panel's majority clusters (agent and environment).")
+
+
+class ReleaseDecision(BaseModel):
+    """A reviewer's release decision that the row applies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    release: bool
+    reviewer: str
+    at: str
+    reason: str | None = None
+    over_failed_checks: list[str] = Field(
+        default_factory=list, description="Gate checks that failed and that this decision released over (shown prominently).")
+    over_score: bool = Field(
+        default=False, description="True: released although the rubric does not release its score (or it has none).")
+
+
+class HumanReview(BaseModel):
+    """``scores.jsonl`` ``review``: what human review changed, beside the machine's result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    machine: MachineResult
+    confirmed: list[str] = Field(default_factory=list, description="Majority clusters a reviewer confirmed.")
+    rejected: list[str] = Field(default_factory=list, description="Majority clusters a reviewer rejected: they no longer count.")
+    confirmed_minority: list[str] = Field(default_factory=list, description="Minority clusters a reviewer confirmed: they count.")
+    rejected_minority: list[str] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list, description="Ids of issues reviewers added (they count, votes 0).")
+    release: ReleaseDecision | None = None
+    decisions: list[ReviewDecision] = Field(default_factory=list, description="Every latest decision, applied or stale.")
+    reviewers: list[str] = Field(default_factory=list)
+
+    @property
+    def stale(self) -> list[ReviewDecision]:
+        return [d for d in self.decisions if d.stale is not None]
+
+
 class ScoreRow(BaseModel):
-    """``scores.jsonl``: one row per trajectory."""
+    """``scores.jsonl``: one row per trajectory.
+
+    With human decisions (``overrides.jsonl``), ``score``, ``reason``, ``release`` and the issues are the
+    human-adjusted ones and ``review`` holds the machine's result beside them. ``failed_checks`` stays the gate's:
+    a release decision never removes a check (only the environment check follows the human-adjusted ledger).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -138,6 +264,7 @@ class ScoreRow(BaseModel):
     panel_size: int
     valid_passes: int
     rubric: str | None = None
+    review: HumanReview | None = Field(default=None, description="Human decisions applied (docs/review.md); None: none.")
 
 
 class RepairRow(BaseModel):

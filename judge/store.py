@@ -2,8 +2,8 @@
 
 It holds what later stages cache so that a run can resume after a kill and be re-reported without paying
 again: judge calls (keyed by trajectory content hash, prompt version, provider, model, parameters and pass
-index), the answers of the repair stage's teacher and rewrite calls, and embeddings (keyed by model and text
-hash). Every write commits at once, so a SIGKILL loses at most the calls in flight - and those are on record
+index), the answers of the repair stage's teacher and rewrite calls, embeddings (keyed by model and text
+hash), and the requests sent through provider batch APIs with their batch ids (:mod:`judge.batch`). Every write commits at once, so a SIGKILL loses at most the calls in flight - and those are on record
 too: each provider attempt is written *before* its request is sent (outcome ``sent``) and completed after, so an attempt a kill interrupted is found on the next
 start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The run's settings that must
 outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``.
@@ -87,9 +87,42 @@ MIGRATIONS: list[str] = [
         created REAL NOT NULL
     );
     """,
+    # 5: requests sent through a provider's batch API (judge score --batch): the batch ids, so that a killed run
+    # resumes its batches instead of submitting them again, and each request's result once the batch ended
+    """
+    CREATE TABLE batches (
+        id TEXT PRIMARY KEY,
+        judge TEXT NOT NULL,
+        status TEXT NOT NULL,
+        provider_status TEXT,
+        requests INTEGER NOT NULL,
+        created REAL NOT NULL,
+        updated REAL NOT NULL
+    );
+    CREATE TABLE batch_items (
+        custom_id TEXT PRIMARY KEY,
+        batch_id TEXT,
+        key TEXT NOT NULL,
+        part INTEGER NOT NULL,
+        trajectory_id TEXT NOT NULL,
+        judge TEXT NOT NULL,
+        pass_index INTEGER NOT NULL,
+        attempt_id INTEGER,
+        state TEXT NOT NULL,
+        result TEXT,
+        created REAL NOT NULL
+    );
+    CREATE INDEX batch_items_key ON batch_items(key);
+    CREATE INDEX batch_items_batch ON batch_items(batch_id);
+    """,
 ]
 SENT = "sent"  # an attempt whose request may be on the wire: no outcome recorded yet
 INTERRUPTED = "interrupted"  # a 'sent' attempt found by a later process: its process died; it may have been billed
+BATCHED = "batched"  # a request in a submitted batch: no outcome until the batch ends (a later process resumes it)
+# batch_items.state: being submitted (no batch id yet), in a live batch, or ended with an answer or without one
+SUBMITTING, PENDING, ANSWERED, FAILED = "submitting", "pending", "answered", "failed"
+# batches.status: results not read yet, or read into batch_items
+SUBMITTED, INGESTED = "submitted", "ingested"
 
 
 def cache_key(**parts: Any) -> str:
@@ -112,6 +145,17 @@ class RunStore:
     @classmethod
     def for_run(cls, run_dir: Path | str) -> RunStore:
         return cls(Path(run_dir) / STORE_FILE)
+
+    @classmethod
+    def read_only(cls, run_dir: Path | str) -> RunStore | None:
+        """The run's store opened read-only, without migrating (a dry run writes nothing); None when it has none."""
+        path = Path(run_dir) / STORE_FILE
+        if not path.exists():
+            return None
+        store = cls.__new__(cls)
+        store.path = path
+        store._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        return store
 
     # --- schema --------------------------------------------------------------------------------
 
@@ -241,6 +285,101 @@ class RunStore:
             "SELECT COALESCE(SUM(CASE WHEN cost_usd IS NOT NULL THEN MAX(cost_usd, 0) ELSE COALESCE(reserved_usd, 0) END), 0)"
             " FROM call_attempts").fetchone()
         return float(total)
+
+    # --- batches (judge.batch) ----------------------------------------------------------------
+
+    def add_batch_items(self, items: list[dict[str, Any]]) -> None:
+        """Record requests about to be submitted in a batch, each with its attempt (outcome :data:`SENT`, its
+        worst-case cost reserved), in one transaction. Each item: custom_id, key, part, trajectory_id, judge,
+        pass_index, reserved_usd."""
+        now = time.time()
+        self._db.execute("BEGIN")
+        try:
+            for item in items:
+                cursor = self._db.execute(
+                    "INSERT INTO call_attempts (key, trajectory_id, judge, pass_index, outcome, created, reserved_usd, note)"
+                    " VALUES (?,?,?,?,?,?,?,?)", (item["key"], item["trajectory_id"], redact(item["judge"]),
+                                                  item["pass_index"], SENT, now, item["reserved_usd"], "batch request"))
+                self._db.execute(
+                    "INSERT INTO batch_items (custom_id, key, part, trajectory_id, judge, pass_index, attempt_id, state,"
+                    " created) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (item["custom_id"], item["key"], item["part"], item["trajectory_id"], redact(item["judge"]),
+                     item["pass_index"], cursor.lastrowid, SUBMITTING, now))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def batch_submitted(self, batch_id: str, judge: str, custom_ids: list[str]) -> None:
+        """The batch holding ``custom_ids`` was created: record its id (a kill from now on resumes it)."""
+        now = time.time()
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute("INSERT INTO batches (id, judge, status, requests, created, updated) VALUES (?,?,?,?,?,?)",
+                             (batch_id, redact(judge), SUBMITTED, len(custom_ids), now, now))
+            for custom_id in custom_ids:
+                self._db.execute("UPDATE batch_items SET batch_id = ?, state = ? WHERE custom_id = ?",
+                                 (batch_id, PENDING, custom_id))
+                self._db.execute("UPDATE call_attempts SET outcome = ? WHERE id = (SELECT attempt_id FROM batch_items"
+                                 " WHERE custom_id = ?)", (BATCHED, custom_id))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def finish_batch_items(self, outcomes: list[dict[str, Any]], batch_id: str | None = None,
+                           provider_status: str | None = None) -> None:
+        """Record how requests ended, in one transaction: each outcome has custom_id, state (:data:`ANSWERED` or
+        :data:`FAILED`), result (JSON-able), and its attempt's outcome, input/output/cached tokens, cost_usd,
+        note. With ``batch_id``, the batch is marked :data:`INGESTED` in the same transaction."""
+        self._db.execute("BEGIN")
+        try:
+            for done in outcomes:
+                self._db.execute("UPDATE batch_items SET state = ?, result = ? WHERE custom_id = ?",
+                                 (done["state"], json.dumps(done["result"], ensure_ascii=False), done["custom_id"]))
+                self._db.execute(
+                    "UPDATE call_attempts SET outcome = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?,"
+                    " cost_usd = ?, note = ? WHERE id = (SELECT attempt_id FROM batch_items WHERE custom_id = ?)",
+                    (done["outcome"], done.get("input_tokens"), done.get("output_tokens"), done.get("cached_tokens"),
+                     done.get("cost_usd"), done.get("note"), done["custom_id"]))
+            if batch_id is not None:
+                self._db.execute("UPDATE batches SET status = ?, provider_status = ?, updated = ? WHERE id = ?",
+                                 (INGESTED, provider_status, time.time(), batch_id))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def live_batches(self) -> list[dict[str, Any]]:
+        """Batches whose results have not been read (:data:`SUBMITTED`), oldest first."""
+        cursor = self._db.execute("SELECT * FROM batches WHERE status = ? ORDER BY created", (SUBMITTED,))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def batch_item_rows(self, batch_id: str) -> list[dict[str, Any]]:
+        """The requests of one batch, each with its attempt's reserved worst case (``reserved_usd``)."""
+        cursor = self._db.execute(
+            "SELECT b.*, a.reserved_usd FROM batch_items b LEFT JOIN call_attempts a ON a.id = b.attempt_id"
+            " WHERE b.batch_id = ? ORDER BY b.rowid", (batch_id,))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def latest_batch_items(self, keys: list[str]) -> dict[str, dict[int, dict[str, Any]]]:
+        """For each pass key: the latest batch request of each of its parts (windows), with its attempt's
+        outcome, tokens and cost; keys never batched are absent."""
+        found: dict[str, dict[int, dict[str, Any]]] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            cursor = self._db.execute(
+                "SELECT b.*, a.outcome, a.input_tokens, a.output_tokens, a.cached_tokens, a.cost_usd, a.reserved_usd"
+                " FROM batch_items b LEFT JOIN call_attempts a ON a.id = b.attempt_id"
+                f" WHERE b.key IN ({','.join('?' * len(chunk))}) ORDER BY b.rowid", chunk)
+            names = [d[0] for d in cursor.description]
+            for row in cursor.fetchall():
+                item = dict(zip(names, row))
+                item["result"] = json.loads(item["result"]) if item["result"] else None
+                found.setdefault(item["key"], {})[item["part"]] = item  # later rows replace earlier ones
+        return found
 
     # --- run settings --------------------------------------------------------------------------
 

@@ -8,7 +8,9 @@ million-row run is queried with pandas or DuckDB without reading JSON:
 - ``clusters.parquet``: one row per cluster, the columns of :class:`judge.schema.Cluster` (members nested);
 - ``issues.parquet``: one row per cluster, majority or minority, flat: the cluster's columns without its
   members, plus ``pass_keys`` (the passes that raised it);
-- ``scores.parquet``: one row per trajectory, the columns of :class:`judge.schema.ScoreRow`.
+- ``scores.parquet``: one row per trajectory, the columns of :class:`judge.schema.ScoreRow` (human review
+  nested in ``review``), then flat ``reviewed``, ``reviewers``, ``machine_score`` and ``machine_release``, so the
+  judges' result is beside the human-adjusted one without unnesting.
 
 Each Arrow schema is derived from the pydantic model that writes the JSONL row, so the two cannot drift: a
 field the schema does not know is an error, not a silently dropped column. The JSONL is converted by Arrow's
@@ -39,7 +41,8 @@ MIN_BLOCK = 1 << 20  # Arrow's JSON reader needs a block larger than the longest
 def _arrow() -> Any:
     try:
         import pyarrow
-        import pyarrow.json  # noqa: F401 - loads the submodule
+        import pyarrow.compute  # noqa: F401 - loads the submodule
+        import pyarrow.json  # noqa: F401
         import pyarrow.parquet  # noqa: F401
     except ImportError as error:  # a dependency of trajudge: only a broken install lacks it
         raise ImportError("writing the Parquet tables needs pyarrow (a dependency of trajudge: pip install pyarrow)") from error
@@ -85,6 +88,13 @@ def issues_schema() -> pa.Schema:
     return pa.schema([*fields, pa.field("pass_keys", pa.list_(pa.string()))])
 
 
+def scores_schema() -> pa.Schema:
+    """``scores.parquet``: the score row's columns, then the review's figures flat (as ``judge.frames`` has them)."""
+    pa = _arrow()
+    return pa.schema([*model_schema(ScoreRow), pa.field("reviewed", pa.bool_()), pa.field("reviewers", pa.list_(pa.string())),
+                      pa.field("machine_score", pa.int64()), pa.field("machine_release", pa.bool_())])
+
+
 # (JSONL file, its row model, the Parquet files made from it)
 TABLES: tuple[tuple[str, type[BaseModel], tuple[str, ...]], ...] = (
     (rundir.VERDICTS, Verdict, (rundir.VERDICTS_PARQUET,)),
@@ -105,9 +115,8 @@ def write_tables(run_dir: Path) -> dict[str, Path]:
             for name in targets:
                 run.file(name).unlink(missing_ok=True)
             continue
-        schema = model_schema(model)
-        derived = {rundir.ISSUES_PARQUET: (issues_schema(), _issue_rows)} if model is Cluster else {}
-        outputs = [(run.file(name), *(derived.get(name) or (schema, None))) for name in targets]
+        derived = {rundir.ISSUES_PARQUET: (issues_schema(), _issue_rows), rundir.SCORES_PARQUET: (scores_schema(), _score_rows)}
+        outputs = [(run.file(name), *(derived.get(name) or (model_schema(model), None))) for name in targets]
         _convert(run.file(source), model, outputs)
         written.update({name: run.file(name) for name in targets})
     return written
@@ -121,6 +130,22 @@ def _issue_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     pass_keys = pa.ListArray.from_arrays(members.offsets, members.values.field("pass_key"))
     columns = [batch.column(f.name) for f in issues_schema() if f.name != "pass_keys"]
     return pa.RecordBatch.from_arrays([*columns, pass_keys], schema=issues_schema())
+
+
+def _score_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of score rows with the review's figures added flat: ``reviewed`` (a human decision applies),
+    ``reviewers`` (null when not reviewed), and the judges' ``machine_score``/``machine_release`` (the final ones
+    when not reviewed)."""
+    pa = _arrow()
+    pc = pa.compute
+    review = batch.column("review")
+    reviewed = pc.is_valid(review)
+    machine = pc.struct_field(review, "machine")
+    columns = [*batch.columns, reviewed,
+               pc.struct_field(review, "reviewers"),  # null when not reviewed (a list scalar would import pandas)
+               pc.if_else(reviewed, pc.struct_field(machine, "score"), batch.column("score")),
+               pc.if_else(reviewed, pc.struct_field(machine, "release"), batch.column("release"))]
+    return pa.RecordBatch.from_arrays(columns, schema=scores_schema())
 
 
 def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.Schema, Any]]) -> None:
@@ -177,7 +202,7 @@ def _batches(source: Path, schema: pa.Schema, model: type[BaseModel]) -> Iterato
         return
     options = pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
     try:
-        reader = pa.json.open_json(source, read_options=pa.json.ReadOptions(block_size=max(MIN_BLOCK, 2 * longest)),
+        reader = pa.json.open_json(source, read_options=pa.json.ReadOptions(use_threads=False, block_size=max(MIN_BLOCK, 2 * longest)),
                                    parse_options=options)
         yield from reader
     except pa.ArrowInvalid as error:

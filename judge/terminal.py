@@ -33,6 +33,24 @@ def colour(stream: TextIO | None = None) -> bool:
     return interactive(stream) and not os.environ.get("NO_COLOR")
 
 
+def clip(text: str | None, limit: int) -> str:
+    """``text`` cut to ``limit`` characters (0: no limit), saying how much was left out."""
+    text = text or ""
+    if limit and len(text) > limit:
+        return text[:limit] + f" ... [{len(text) - limit} more chars]"
+    return text
+
+
+def shown(text: object, *, identifier: bool = False) -> str:
+    """Data for a rich console: control and bidi characters as visible escapes (:func:`judge.visible.visible`),
+    then rich markup escaped, so a trajectory's text can neither style nor reorder what is printed."""
+    from rich.markup import escape
+
+    from judge.visible import visible
+
+    return escape(visible(str(text), identifier=identifier))
+
+
 def console(*, stderr: bool = False) -> Any:
     """A rich Console for stdout (or stderr): colour only where :func:`colour` allows it; off a terminal, lines
     are written whole instead of wrapped to a guessed width."""

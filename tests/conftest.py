@@ -10,6 +10,9 @@
   queued :class:`judge.testing.fake_provider.FakeProvider` objects, one per spec, so a panel, a judge or a
   repair run built from specs (``fake:gpt-4o``) talks to scripted answers instead of an SDK.
 
+- **Shared cache** (autouse): each test gets its own empty cache folder (``TRAJUDGE_CACHE_DIR``), so no test
+  reads or writes the user's cache, and no test's answers save another test its calls.
+
 Builders of trajectories, messages, issues, verdicts and clusters are in :mod:`judge.testing.builders`; the
 fixture modules under tests/fixtures import as ``fixtures.<folder>.<module>`` (pytest ``pythonpath``).
 """
@@ -126,6 +129,20 @@ def _no_connection_left_this_machine(socket_guard: SocketGuard) -> Iterator[None
     refused = socket_guard.take()
     if refused:
         pytest.fail("the test tried to reach the network: " + "; ".join(refused), pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Module and session fixtures (which run before a test's own fixtures) never use the user's cache either."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path_factory.mktemp("session-shared-cache")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_shared_cache(_session_shared_cache: None, tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path_factory.mktemp("shared-cache")))
 
 
 @pytest.fixture

@@ -25,6 +25,15 @@ def test_engine_arguments() -> None:
         make_engine("local", "auto")
 
 
+def test_the_ray_engine_refuses_batch_before_anything_runs() -> None:
+    from judge.engine.ray_engine import RayEngine
+    from judge.panel import PanelConfig
+
+    RayEngine().check(PanelConfig())
+    with pytest.raises(ValueError, match="--batch .* does not combine with --engine ray"):
+        RayEngine().check(PanelConfig(batch=True))
+
+
 @pytest.mark.parametrize(("address", "loopback"), [
     (None, True), ("127.0.0.1:6379", True), ("ray://127.0.0.1:10001", True), ("localhost:6379", True),
     ("ray://[::1]:10001", True), ("auto", False), ("ray://head.example:10001", False), ("10.0.0.5:6379", False),

@@ -114,17 +114,21 @@ def truth(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
 
 
 def test_llm_panel_run_is_the_same_on_both_engines(ray_instance: RayEngine, truth: list[dict[str, Any]],
-                                                   tmp_path: Path) -> None:
+                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Failures, rate limits and malformed answers are drawn per request and attempt, so both runs meet the same ones
     # whatever order their calls take; each run gets a fresh simulated judge.
     config = SimConfig(latency_s=0.005, error_rate=0.1, rate_limit_rate=0.05, malformed_rate=0.1)
     with simulated_server(truth, config) as server:
         spec = f"openai-compatible:simjudge@{server.base_url}"
         options = {"judges": [spec], "embedder": "lexical", "rpm": 6000, "retry_base_delay": 0.01}
+        # Each engine's first run has a shared cache of its own (the folder comes from the environment, as the
+        # user's default does: run.json records no folder), so the Ray run is not answered by the local one's.
+        monkeypatch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path / "cache-local"))
         judge.score([EXAMPLES], out=tmp_path / "local", **_panel(options))
         local_requests = server.request_count
         server.reset_count()
         server.responder = SimulatedJudge(truth, config)
+        monkeypatch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path / "cache-ray"))
         ray = judge.score([EXAMPLES], out=tmp_path / "ray", engine=RayEngine(shard_size=3), **_panel(options))
         assert server.request_count == local_requests  # the same calls, failed attempts and preflight included
         panel = ray.invocation.panel
@@ -138,6 +142,17 @@ def test_llm_panel_run_is_the_same_on_both_engines(ray_instance: RayEngine, trut
         again = judge.score([EXAMPLES], out=tmp_path / "ray", engine=RayEngine(shard_size=3), **_panel(options))
         assert again.invocation.panel.calls == 0 and server.request_count == again.invocation.panel.preflight_calls == 1
         assert again.invocation.panel.cached == len(list(again.verdicts()))
+
+        # The cache shared across runs, through the actor: a new run directory pays nothing for the answers the
+        # Ray run stored, and leaves what a local run with the same cache leaves.
+        server.reset_count()
+        shared = judge.score([EXAMPLES], out=tmp_path / "ray-new", engine=RayEngine(shard_size=3), preflight=False,
+                             **_panel(options))
+        ok = sum(v.status == "ok" for v in shared.verdicts())
+        assert server.request_count == 0 and shared.invocation.panel.shared_hits == ok > 0
+        local_new = judge.score([EXAMPLES], out=tmp_path / "local-new", preflight=False, **_panel(options))
+        assert server.request_count == 0 and local_new.invocation.panel.shared_hits == ok
+        assert_same_run(tmp_path / "local-new", tmp_path / "ray-new")
 
 
 def test_max_cost_holds_across_workers(ray_instance: RayEngine, truth: list[dict[str, Any]], tmp_path: Path) -> None:

@@ -5,11 +5,18 @@ server: the page renders (a non-trivial screenshot), the viewer's issue markers 
 their colour, our own filter script ran (its CSP hash is right), nothing from the data ran (title and body
 unchanged) and nothing was fetched (the beacon server saw no request). A second case renders the report of
 the bundled examples when the scoring pipeline is available.
+
+The paged layout (summary page + report_data/) gets the same checks from disk and through ``judge view``'s
+server, driven over the DevTools protocol (judge.testing.chromium), which also lists every request the page
+made and every console message (a CSP or Trusted Types violation is one); and a run of 10,000 trajectories is
+opened, filtered, sorted, searched and viewed, with the times printed (the targets live in
+bench/report_scale.py, not in an assertion).
 """
 
 from __future__ import annotations
 
 import http.server
+import json
 import shutil
 import subprocess
 import threading
@@ -18,9 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.report.report_runs import make_run
+from fixtures.report.report_runs import HOSTILE_ID, SCRIPT, make_run
 from judge.report import build_report
 from judge.report.viewer import anchor_id
+from judge.testing.chromium import Chromium
 
 pytestmark = pytest.mark.slow
 
@@ -145,6 +153,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("score=2", 1, {"t-bad"}),
         ("category=environment", 1, {"t-env"}),
         ("tag=%3Cscript%3E", 5, None),  # not one of the options: the filter stays at "all"
+        ("q=T-EN", 1, {"t-env"}),  # search: the id, any case
+        ("q=readme", 1, {"t-noscore"}),  # ... and the start of the query
+        ("route=-&release=no", 2, {"../../etc/x", "t-noscore"}),
+        ("sort=-score&outcome=unknown", 5, None),
     ],
 )
 def test_index_filters_preset_from_the_address(
@@ -160,3 +172,139 @@ def test_index_filters_preset_from_the_address(
             before, after = dom.split(f'data-trajectory="{anchor(trajectory_id)}"', 1)
             start_tag = before.rsplit("<tr", 1)[1] + after.split(">", 1)[0]
             assert ("hidden-by-filter" in start_tag) == (trajectory_id not in visible), trajectory_id
+
+
+# --- the paged layout (DevTools protocol) ------------------------------------------------------------
+
+READY = "document.readyState === 'complete' && document.getElementById('trajectories').dataset.state === 'ready'"
+COUNT = "document.getElementById('filter-count').textContent"
+TIDS = "document.querySelector('#viewer .tid') && document.querySelector('#viewer .tid').textContent"
+
+
+def _change(name: str, value: str) -> str:
+    """JavaScript that sets one field of the filter form as a reader would."""
+    event = "input" if name == "q" else "change"
+    return (f"var f = document.getElementById('filters'); f.elements.{name}.value = {json.dumps(value)};"
+            f" f.elements.{name}.dispatchEvent(new Event('{event}', {{bubbles: true}}))")
+
+
+def _open(browser: Chromium, trajectory_id: str, turn: int | None = None) -> float:
+    suffix = f"/T{turn}" if turn else ""
+    return browser.timed(f"location.hash = '#/t/' + encodeURIComponent({json.dumps(trajectory_id)}) + '{suffix}'",
+                         done=f"{TIDS} === {json.dumps(trajectory_id)}")
+
+
+def _script_url_refused(browser: Chromium, url: str) -> bool:
+    """Whether the page refuses to give a script element a URL outside report_data (Trusted Types)."""
+    return browser.evaluate(
+        f"(function () {{ try {{ document.createElement('script').src = {json.dumps(url)}; return false; }}"
+        " catch (error) { return true; } })()")
+
+
+def _inert(browser: Chromium, allowed: str) -> None:
+    assert browser.console == [], "console messages (a CSP or Trusted Types violation, a script error):\n" + "\n".join(browser.console)
+    assert [u for u in browser.requests if not u.startswith(allowed)] == [], "the page asked for something else"
+    assert browser.evaluate("document.title") == "trajudge report · run", "a script from the data changed the title"
+    assert browser.evaluate("document.body.dataset.pwned === undefined && !document.body.hasAttribute('data-pwned')")
+
+
+@pytest.fixture()
+def paged(tmp_path: Path, beacon: str) -> tuple[Path, str]:
+    run_dir = make_run(tmp_path / "run", beacon_url=beacon)
+    build_report(run_dir, layout="paged")
+    return run_dir, beacon
+
+
+@needs_chromium
+def test_paged_report_from_disk_runs_nothing_from_the_data(tmp_path: Path, paged: tuple[Path, str]):
+    run_dir, beacon = paged
+    with Chromium(CHROMIUM, window=(1280, 1400)) as browser:
+        browser.open((run_dir / "report.html").resolve().as_uri(), ready=READY)
+        assert browser.evaluate(COUNT) == "5 of 5 shown", "our script did not load report_data/index.js"
+        assert browser.evaluate("document.querySelectorAll('#index .vrow:not([hidden])').length") == 5
+        browser.timed(_change("score", "2"), done=f"{COUNT} === '1 of 5 shown'")
+        assert browser.evaluate("document.querySelector('#index .vrow:not([hidden]) .c-id').textContent") == "t-bad"
+        _open(browser, "t-bad", turn=2)
+        viewer = browser.evaluate("document.getElementById('viewer').textContent")
+        assert SCRIPT in viewer and "onerror=" in viewer, "the hostile receipt is shown as text"
+        assert browser.evaluate(f"!!document.querySelector('#viewer #{anchor_id('t-bad')}-T2')")
+        assert browser.evaluate("document.querySelectorAll('#viewer .issue-marker.severe').length") == 1
+        browser.evaluate("document.getElementById('viewer').scrollIntoView()")
+        shot = browser.screenshot(tmp_path / "viewer.png")
+        assert painted(shot, SEVERE_BG) > 5_000, "severe issue markers are not painted in their colour"
+        _open(browser, HOSTILE_ID)  # an id with "../" is only a key into the index
+        browser.evaluate("location.hash = '#/t/no-such-id'")
+        assert "no trajectory with the id no-such-id" in browser.evaluate(
+            "new Promise(function (r) { setTimeout(function () { r(document.getElementById('viewer').textContent); }, 50); })")
+        _inert(browser, run_dir.resolve().as_uri() + "/")
+        loaded = {u.rsplit("/", 2)[-2] + "/" + u.rsplit("/", 1)[-1] for u in browser.requests[1:]}
+        assert loaded == {"report_data/index.js", "v/0.js"}, "the page loads the index and one shard, nothing else"
+        # Trusted Types: no code but ours can give a script a URL, nor make a policy that would.
+        assert _script_url_refused(browser, f"{beacon}/x.js")
+        for name in ("trajudge", "other"):
+            assert browser.evaluate(f"(function () {{ try {{ trustedTypes.createPolicy('{name}', {{}}); return false; }}"
+                                    " catch (error) { return true; } })()"), name
+        assert len(browser.console) == 3 and all("Trusted" in line or "trusted" in line for line in browser.console)
+    assert Beacon.hits == [], f"the page fetched {Beacon.hits} from a URL found in the data"
+
+
+@needs_chromium
+def test_paged_report_through_judge_view(paged: tuple[Path, str]):
+    from urllib.parse import quote
+
+    from judge.report.serve import serving
+
+    run_dir, _ = paged
+    with serving(run_dir) as server, Chromium(CHROMIUM) as browser:
+        browser.open(server.url + "#/t/" + quote(HOSTILE_ID, safe=""), ready=READY + f" && {TIDS} === {json.dumps(HOSTILE_ID)}")
+        assert browser.evaluate(COUNT) == "5 of 5 shown"
+        browser.timed(_change("sort", "-cost"), done="true")
+        first = browser.evaluate("document.querySelector('#index .vrow .c-id').textContent")
+        assert first in {"t-bad", "t-clean", "t-env", HOSTILE_ID}  # priced passes first, unpriced t-noscore last
+        assert browser.evaluate("Array.from(document.querySelectorAll('#index .vrow .c-id')).pop().textContent") == "t-noscore"
+        _open(browser, "t-env")
+        assert "network" in browser.evaluate("document.getElementById('viewer').textContent").lower()
+        _inert(browser, server.url)
+    assert Beacon.hits == []
+
+
+@needs_chromium
+def test_single_file_links_by_trajectory_id(tmp_path: Path, built: Path):
+    with Chromium(CHROMIUM) as browser:
+        browser.open(built.resolve().as_uri() + "#/t/t-env", ready="document.readyState === 'complete'")
+        top = browser.evaluate(f"document.getElementById({json.dumps(anchor_id('t-env'))}).getBoundingClientRect().top")
+        assert abs(top) < 5, "the #/t/<id> link did not scroll to the trajectory's section"
+        assert browser.console == []
+
+
+@needs_chromium
+@pytest.mark.slow
+def test_ten_thousand_trajectories_in_chromium(tmp_path: Path):
+    """10,000 trajectories (the fixture batch replicated): built paged, opened from disk, filtered, sorted,
+    searched, and the last one viewed; the times are printed (pytest -s), bench/report_scale.py has targets."""
+    import time
+
+    from judge.testing.scaled_run import replicate_run
+
+    size = 10_000
+    run_dir = replicate_run(make_run(tmp_path / "base"), tmp_path / "run", size)
+    started = time.monotonic()
+    paths = build_report(run_dir)  # auto: paged at this size
+    built_s = time.monotonic() - started
+    assert "report_data" in paths and paths["report_html"].stat().st_size < 1_000_000
+    copies = size // 5
+    last = f"t-noscore~r{copies - 1}"
+    with Chromium(CHROMIUM) as browser:
+        load_ms = browser.open(paths["report_html"].resolve().as_uri(), ready=READY)
+        assert browser.evaluate(COUNT) == f"{size} of {size} shown"
+        filter_ms = browser.timed(_change("score", "2"), done=f"{COUNT} === '{copies} of {size} shown'")
+        sort_ms = browser.timed(_change("sort", "-issues"), done="true")
+        assert browser.evaluate("document.querySelector('#index .vrow .c-id').textContent").startswith("t-bad")
+        search_ms = browser.timed(_change("score", "") + ";" + _change("q", f"t-env~r{copies - 1}"),
+                                  done=f"{COUNT} === '1 of {size} shown'")
+        open_ms = _open(browser, last)
+        assert "Write a README." in browser.evaluate("document.getElementById('viewer').textContent")
+        _inert(browser, run_dir.resolve().as_uri() + "/")
+    print(f"\n10,000 trajectories: build {built_s:.1f} s, report.html {paths['report_html'].stat().st_size / 1e3:.0f} kB; "
+          f"load {load_ms:.0f} ms, filter {filter_ms:.0f} ms, sort {sort_ms:.0f} ms, search {search_ms:.0f} ms, "
+          f"open {open_ms:.0f} ms")

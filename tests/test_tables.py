@@ -16,7 +16,7 @@ import judge.tables as tables
 from judge import rundir
 from judge.model import Usage
 from judge.rundir import RunDir
-from judge.schema import Cluster, ClusterMember, ScoreRow, Verdict
+from judge.schema import Cluster, ClusterMember, HumanReview, MachineResult, ReviewDecision, ScoreRow, Verdict
 from judge.scoring import scored_issue
 from judge.testing.builders import cluster, issue, verdict
 from judge.testing.synthetic import synthetic_batch
@@ -42,7 +42,11 @@ def write_run(run_dir: Path) -> RunDir:
     scores = [
         ScoreRow(trajectory_id="t1", score=2, reason="1 severe", release=False, failed_checks=["outcome:failed"],
                  issues=[scored_issue(majority)], efficiency_votes=["high", "medium"], panel_size=3, valid_passes=2,
-                 rubric="default-v2"),
+                 rubric="default-v2",
+                 review=HumanReview(machine=MachineResult(score=3, reason="1 minor", release=True, majority=["c1"]),
+                                    confirmed=["c1"], reviewers=["alice", "bob"],
+                                    decisions=[ReviewDecision(kind="confirm-issue", target="c1", reviewer="alice",
+                                                              at="2026-01-02T03:04:05Z")])),
         ScoreRow(trajectory_id="t2", score=None, reason="no assistant turn", release=False, panel_size=1, valid_passes=0),
     ]
     run = RunDir(run_dir)
@@ -56,15 +60,27 @@ def jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def score_rows(path: Path) -> list[dict]:
+    """The rows scores.parquet must hold for a scores.jsonl: each row, then the review's figures flat."""
+    return [{**row, "reviewed": row["review"] is not None,
+             "reviewers": row["review"]["reviewers"] if row["review"] else None,
+             "machine_score": row["review"]["machine"]["score"] if row["review"] else row["score"],
+             "machine_release": row["review"]["machine"]["release"] if row["review"] else row["release"]}
+            for row in jsonl(path)]
+
+
 def test_every_table_equals_its_jsonl_row_for_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tables, "ROW_GROUP_ROWS", 1)  # one row group per row: the streaming path, not one batch
     monkeypatch.setattr(tables, "MIN_BLOCK", 1)  # Arrow's reader yields several batches
     run = write_run(tmp_path)
     written = tables.write_tables(run.path)
     assert sorted(written) == sorted(rundir.PARQUET_TABLES)
-    for source, target in ((rundir.VERDICTS, rundir.VERDICTS_PARQUET), (rundir.CLUSTERS, rundir.CLUSTERS_PARQUET),
-                           (rundir.SCORES, rundir.SCORES_PARQUET)):
+    for source, target in ((rundir.VERDICTS, rundir.VERDICTS_PARQUET), (rundir.CLUSTERS, rundir.CLUSTERS_PARQUET)):
         assert pq.read_table(tmp_path / target).to_pylist() == jsonl(tmp_path / source), target
+    scores = pq.read_table(tmp_path / rundir.SCORES_PARQUET).to_pylist()
+    assert scores == score_rows(tmp_path / rundir.SCORES)
+    assert [(s["reviewed"], s["reviewers"], s["score"], s["machine_score"], s["release"], s["machine_release"])
+            for s in scores] == [(True, ["alice", "bob"], 2, 3, False, True), (False, None, None, None, False, False)]
     assert pq.ParquetFile(tmp_path / rundir.VERDICTS_PARQUET).metadata.num_row_groups == 4
     issues = pq.read_table(tmp_path / rundir.ISSUES_PARQUET).to_pylist()
     expected = [{**{k: v for k, v in row.items() if k != "members"}, "pass_keys": [m["pass_key"] for m in row["members"]]}
@@ -145,7 +161,7 @@ def test_the_docs_list_every_column(tmp_path: Path) -> None:
     listed = {name: set(re.findall(r"^\| `([a-z_]+)`", section, re.MULTILINE))
               for name, section in re.findall(r"^## `(\w+\.parquet)`\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)}
     schemas = {rundir.VERDICTS_PARQUET: tables.model_schema(Verdict), rundir.CLUSTERS_PARQUET: tables.model_schema(Cluster),
-               rundir.ISSUES_PARQUET: tables.issues_schema(), rundir.SCORES_PARQUET: tables.model_schema(ScoreRow)}
+               rundir.ISSUES_PARQUET: tables.issues_schema(), rundir.SCORES_PARQUET: tables.scores_schema()}
     assert {name: set(schema.names) for name, schema in schemas.items()} == listed
 
 
@@ -161,4 +177,4 @@ def test_judge_score_writes_the_tables(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for name in rundir.PARQUET_TABLES:
         assert name in result.output and (tmp_path / "run" / name).is_file()
-    assert pq.read_table(tmp_path / "run" / rundir.SCORES_PARQUET).to_pylist() == jsonl(tmp_path / "run" / rundir.SCORES)
+    assert pq.read_table(tmp_path / "run" / rundir.SCORES_PARQUET).to_pylist() == score_rows(tmp_path / "run" / rundir.SCORES)

@@ -13,9 +13,11 @@ from judge.cli import (  # noqa: F401
     ingest_cmds,
     cluster_cmds,
     report_cmds,
+    review_cmds,
     repair_cmds,
     continue_cmds,
     analyse_cmds,
+    cache_cmds,
     meta_cmds,
 )
 

@@ -14,6 +14,8 @@ from judge import terminal
 from judge.cli.app import ExitCode, app, examples
 from judge.cli.output import Output, json_option
 from judge.model import Message, Trajectory
+from judge.terminal import clip as _clip
+from judge.terminal import shown as _shown
 from judge.visible import visible
 
 if TYPE_CHECKING:
@@ -266,13 +268,6 @@ def _render_message(console: Console, message: Message, answered: set[str], *, m
         console.print(_indent(_shown(_clip(message.content, max_chars)), "  "))
 
 
-def _clip(text: str | None, limit: int) -> str:
-    text = text or ""
-    if limit and len(text) > limit:
-        return text[:limit] + f" ... [{len(text) - limit} more chars]"
-    return text
-
-
 def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines()) if text else text
 
@@ -281,8 +276,3 @@ def _compact(value: object) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _shown(text: object, *, identifier: bool = False) -> str:
-    """Data for the console: control and bidi characters as visible escapes, then rich markup escaped."""
-    return escape(visible(str(text), identifier=identifier))

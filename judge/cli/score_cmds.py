@@ -55,6 +55,8 @@ class ScoreFileOptions(BaseModel):
         ("judge score runs.jsonl --out runs/e --config panel.yaml --max-cost 5",
          "panel.yaml: 'judge: openai:gpt-4o', 'max-cost: 20', ...; the flag wins"),
         ("judge score examples/batch --out runs/example --json", "the summary as one JSON document"),
+        ("judge score runs.jsonl --out runs/f --judge openai:gpt-4o --batch --dry-run",
+         "calls, tokens and cost at the batch price; nothing sent"),
         ("judge score runs.jsonl --out runs/f --engine ray", "shards on a local Ray instance (the ray extra)"),
         ("judge score runs.jsonl --out /shared/runs/g --engine ray --address auto",
          "on the Ray cluster this machine belongs to (docs/ray.md)"),
@@ -78,6 +80,10 @@ def score_command(
     embedder: str | None = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any input record was rejected."),
     no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the check that each LLM judge answers one tiny request before the batch."),
+    batch: bool = typer.Option(False, "--batch", help="Send LLM passes through the OpenAI Batch API / Anthropic Message Batches (half price, results within 24 h); a killed run resumes its batches."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the calls, tokens and estimated cost this command would make, then stop: nothing is called or written."),
+    no_shared_cache: bool = typer.Option(False, "--no-shared-cache", help="Neither take answers from nor add answers to the cache shared across runs."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Shared cache folder (default $TRAJUDGE_CACHE_DIR, $XDG_CACHE_HOME/trajudge or ~/.cache/trajudge)."),
     engine: str | None = typer.Option(None, "--engine", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: the cluster, 'auto' (the one this machine belongs to) or ray://HOST:10001 (Ray Client); default: a local Ray instance started for the run."),
     as_json: bool = json_option(),
@@ -104,6 +110,14 @@ def score_command(
     # A flag given on the command line wins over the file (a flag's default is None or False: not given).
     fmt, rubric, embedder = fmt or from_file.format, rubric or from_file.rubric, embedder or from_file.embedder
     strict, no_preflight = strict or from_file.strict, no_preflight or from_file.no_preflight
+    # The shared cache and batch flags, over the file's (False: not given).
+    settings = settings.merged(batch=batch or None, no_shared_cache=no_shared_cache or None,
+                               cache_dir=str(cache_dir) if cache_dir else None)
+    if dry_run:
+        print_dry_run(output, inputs, out, settings, fmt, judges=list(judge or []), passes=passes, base_url=base_url,
+                      concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
+                      temperature=temperature)
+        return
     engine, address = engine or from_file.engine or "local", address or from_file.address
 
     def imported(stats: ImportStats) -> None:
@@ -166,6 +180,39 @@ def score_command(
                      "scores": score_counts(scores), "files": files, "report": report})
     if code:
         raise typer.Exit(code=code)
+
+
+def print_dry_run(output: Output, inputs: list[Path], out: Path, settings: PanelConfig, fmt: str | None,
+                  **flags: Any) -> None:
+    """``--dry-run``: import into a temporary folder (deleted after), then print what judging into ``out`` would
+    call and cost (:func:`judge.estimate.estimate_run`); ``out`` is read, never written."""
+    import tempfile
+
+    from judge.api import SetupError, panel_settings
+    from judge.estimate import describe, estimate_run
+    from judge.importers.writer import write_import
+    from judge.prompting import token_count_method
+    from judge.rundir import RunDir
+
+    try:
+        settings = panel_settings(settings, **flags)
+    except SetupError as error:
+        raise typer.BadParameter(str(error)) from error
+    missing = [str(p) for p in inputs if not p.exists()]
+    if missing:
+        raise typer.BadParameter(f"input not found: {', '.join(missing)}")
+    try:
+        with tempfile.TemporaryDirectory(prefix="trajudge-dry-run-") as scratch:
+            stats = write_import(inputs, Path(scratch) / rundir.TRAJECTORIES, Path(scratch) / rundir.REJECTS, fmt=fmt,
+                                 exclude=[Path(scratch), out])
+            estimate = asyncio.run(estimate_run(RunDir(scratch).trajectories(), settings, out))
+    except (ValueError, FileNotFoundError) as error:
+        raise typer.BadParameter(str(error)) from error
+    output.line(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected} (a temporary "
+                "import, deleted)")
+    for line in describe(estimate, out, token_count_method()):
+        output.line(line)
+    output.document({"dry_run": True, "run": out, "import": stats, "calls": estimate.calls, "estimate": estimate})
 
 
 def load_config(path: Path) -> tuple[PanelConfig, ScoreFileOptions]:

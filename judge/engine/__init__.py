@@ -51,6 +51,10 @@ class Engine(Protocol):
 
     def __exit__(self, *exc: object) -> None: ...
 
+    def check(self, settings: PanelConfig) -> None:
+        """Raise ValueError naming a panel setting this engine cannot run (before anything is imported)."""
+        ...
+
     def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
         """Write trajectories.jsonl and rejects.jsonl of ``run_dir`` from the inputs."""
         ...
@@ -77,6 +81,9 @@ class LocalEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        return None
+
+    def check(self, settings: PanelConfig) -> None:
         return None
 
     def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:

@@ -13,7 +13,8 @@ unchanged:
   in the actor, and settles it afterwards: ``--max-cost`` holds across all workers, never overshot;
 - ``--rpm``/``--tpm`` token buckets live in the actor, one per provider model, shared by all workers;
 - verdicts are read from and written to the run store through the actor, so a second run (on either engine)
-  makes no call for what is cached, and a killed run resumes.
+  makes no call for what is cached, and a killed run resumes; so are answers of the cache shared across runs
+  (:mod:`judge.sharedcache`), which the actor opens on its node: workers need no access to the cache folder.
 
 The actor runs on the node that holds the run directory (:mod:`judge.engine.ray_engine` pins it there). What a
 worker keeps for itself: its count of calls and retries, and the per-endpoint stop after an authentication
@@ -22,6 +23,8 @@ failure (each worker finds that out with one failed call).
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -30,11 +33,13 @@ from judge.model import Usage
 from judge.pricing import PriceTable, price
 from judge.providers.retry import Budget, BudgetExceeded, CallRuntime, RateLimiter, RetryPolicy
 from judge.runcalls import CallSettings, RunBudget, RunCalls, open_calls
+from judge.sharedcache import SharedCache, open_shared_cache
 from judge.store import RunStore
 
 # RunStore methods a worker may call through the actor (the panel's and the call recorder's).
 STORE_METHODS = frozenset({"get_verdict", "put_verdict", "record_attempt", "finish_attempt", "spent_usd", "in_doubt",
                            "get_answer", "put_answer", "setting", "count_verdicts"})
+SHARED_METHODS = frozenset({"get", "put", "record_hits"})  # SharedCache methods, the same way
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,23 @@ class RunLedger:
         self.settings = settings
         self.store = RunStore.for_run(path)
         self.calls = open_calls(self.store, settings)
+        self.shared: SharedCache | None = None
+
+    def open_shared(self, cache_dir: str | None) -> bool:
+        """Open the cache shared across runs (the panel's rule decides whether: paid judges, not turned off);
+        False when it cannot be opened (a warning says why, and the run goes on without it)."""
+        if self.shared is None:
+            self.shared = open_shared_cache(True, cache_dir, warn=lambda line: print(line, file=sys.stderr))
+        return self.shared is not None
+
+    def shared_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+        """``(result, None)``, or ``(None, why)`` when the cache failed (raised again as sqlite3.Error by the proxy)."""
+        if name not in SHARED_METHODS or self.shared is None:
+            raise AttributeError(f"the run ledger does not forward SharedCache.{name}")
+        try:
+            return getattr(self.shared, name)(*args, **kwargs), None
+        except sqlite3.Error as error:
+            return None, str(error)
 
     def info(self) -> LedgerInfo:
         calls = self.calls
@@ -92,6 +114,8 @@ class RunLedger:
 
     def close(self) -> None:
         self.store.close()
+        if self.shared is not None:
+            self.shared.close()
 
 
 def start_ledger(run_dir: Path, settings: CallSettings, node_id: str | None) -> Any:
@@ -128,6 +152,31 @@ class LedgerStore:
 
     def close(self) -> None:
         return None  # the actor owns the store
+
+
+class LedgerSharedCache:
+    """The :class:`~judge.sharedcache.SharedCache` methods the panel calls, carried out by the ledger actor on the
+    home node (workers never open the cache file); a failure of the cache is a ``sqlite3.Error`` here too."""
+
+    def __init__(self, ledger: Any):
+        self._ledger = ledger
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in SHARED_METHODS:
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            import ray
+
+            result, failure = ray.get(self._ledger.shared_call.remote(name, args, kwargs))
+            if failure is not None:
+                raise sqlite3.Error(failure)
+            return result
+
+        return call
+
+    def close(self) -> None:
+        return None  # the actor owns the cache
 
 
 class LedgerBudget(Budget):

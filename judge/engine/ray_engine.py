@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from judge import rundir
 from judge.engine import EngineUnavailable, StageOptions, finish_stages
@@ -45,6 +45,7 @@ from judge.panel import PanelConfig, PanelResult
 from judge.pricing import add_costs
 from judge.rundir import RowsView, RunDir, RunManifest
 from judge.schema import Reject, ScoreRow, Verdict
+from judge.sharedcache import SharedCache, default_cache_dir
 
 RUNTIME_ENV_VARIABLE = "TRAJUDGE_RAY_RUNTIME_ENV"  # JSON: the runtime_env of a cluster's workers (docs/ray.md)
 # Ray's switch (read when it is imported) between the machine's address and 127.0.0.1 for a local instance.
@@ -86,6 +87,7 @@ class ShardResult:
     calls: int = 0
     retries: int = 0
     cost_usd: float | None = None  # paid by this shard's attempts (failed ones included)
+    shared_hits: int = 0  # answers taken from the cache shared across runs
     manifest: dict[str, Any] = field(default_factory=dict)  # the shard's run.json: scoring's sections
 
 
@@ -165,6 +167,11 @@ class RayEngine:
                     raise EngineUnavailable(f"${RUNTIME_ENV_VARIABLE} is not JSON: {error}") from None
         return options
 
+    def check(self, settings: PanelConfig) -> None:
+        if settings.batch:
+            raise ValueError("--batch sends one provider batch from one process: it does not combine with --engine ray "
+                             "(run it with the local engine)")
+
     def describe(self) -> dict[str, Any]:
         import ray
 
@@ -230,7 +237,7 @@ class RayEngine:
         import ray
 
         from judge.engine.ledger import ledger_calls, start_ledger
-        from judge.panel import _preflight, _write_panel_manifest, build_judges, plan_passes
+        from judge.panel import _preflight, _write_panel_manifest, build_judges, plan_passes, shares_answers
         from judge.runcalls import write_budget
         from judge.terminal import Progress
 
@@ -245,6 +252,10 @@ class RayEngine:
                 judge.share_runtime(calls.runtime)
             plans = plan_passes(settings, judges)
             _write_panel_manifest(run.path, settings, plans, judges, calls.cap)
+            # The shared cache's folder as this process would find it (--cache-dir, else its environment's default),
+            # opened by the ledger on the home node.
+            shared = shares_answers(settings, judges) and ray.get(self._ledger.open_shared.remote(
+                str(Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir())))
             # Once for the run, before any shard: each LLM judge answers one tiny request (a local run asks when
             # its first uncached pass comes; here every LLM judge is asked, even when all its passes are cached).
             preflight_calls = (await _preflight(judges, {plan.judge for plan in plans}, calls)) if options.preflight else 0
@@ -252,6 +263,8 @@ class RayEngine:
             for judge in judges.values():
                 await judge.aclose()
         manifest = run.manifest().to_json()
+        # Human decisions apply to the scores (judge.review): each shard gets the run's (a small file, put once).
+        overrides = ray.put(run.file(rundir.OVERRIDES).read_bytes() if run.has(rundir.OVERRIDES) else None)
         total = options.total or 0
         size = self.shard_size or _shard_size(total, self._cpus())
         task = ray.remote(run_shard).options(num_cpus=1)
@@ -265,7 +278,7 @@ class RayEngine:
             # Each file is written under a temporary name and renamed when every shard is in: a failed shard
             # leaves none half-merged (the verdicts it paid for are in the store; a rerun takes them from there).
             writers = {name: files_open.enter_context(run.writer(name)) for name in files}
-            submitted = (task.remote(index, lines, settings, manifest, options, self._ledger, info)
+            submitted = (task.remote(index, lines, settings, manifest, overrides, options, self._ledger, info, shared)
                          for index, lines in enumerate(_shards(run.file(rundir.TRAJECTORIES), size)))
             async for shard in _in_order_async(submitted, self._window()):
                 self.shards += 1
@@ -274,6 +287,7 @@ class RayEngine:
                 for line in shard.files.get(rundir.VERDICTS, b"").splitlines():
                     result.count(Verdict.model_validate_json(line))  # in file order, as a local run counts
                 calls_made, retries = calls_made + shard.calls, retries + shard.retries
+                result.shared_hits += shard.shared_hits
                 cost = add_costs(cost, shard.cost_usd)
                 if not self._sections:
                     self._sections = {k: v for k, v in shard.manifest.items() if k in ("rubric", "cluster", "embedder")}
@@ -322,24 +336,28 @@ def import_part(sources: list[Source], fmt: str | None) -> ImportPart:
     return ImportPart(out.getvalue().encode("utf-8"), ids, rejects.getvalue().encode("utf-8"), stats)
 
 
-def run_shard(index: int, lines: bytes, settings: PanelConfig, manifest: dict[str, Any], options: StageOptions,
-              ledger: Any, info: Any) -> ShardResult:
-    """Judge, score and route one shard in a scratch run directory with the run's calls; return its files."""
-    from judge.engine.ledger import ledger_calls
+def run_shard(index: int, lines: bytes, settings: PanelConfig, manifest: dict[str, Any], overrides: bytes | None,
+              options: StageOptions, ledger: Any, info: Any, shared: bool) -> ShardResult:
+    """Judge, score and route one shard in a scratch run directory with the run's calls (and its shared cache,
+    when ``shared``), run.json and human decisions; return the files it wrote."""
+    from judge.engine.ledger import LedgerSharedCache, ledger_calls
     from judge.panel import run_panel
 
     with tempfile.TemporaryDirectory(prefix=f"trajudge-shard-{index}-") as scratch:
         shard = RunDir(scratch)
         shard.file(rundir.TRAJECTORIES).write_bytes(lines)
         shard.write_manifest(RunManifest.model_validate(manifest))
+        if overrides is not None:
+            shard.file(rundir.OVERRIDES).write_bytes(overrides)
         calls = ledger_calls(ledger, info)
+        answers = cast(SharedCache, LedgerSharedCache(ledger)) if shared else None
         result = asyncio.run(run_panel(shard.trajectories(), settings, shard.path, progress=False, preflight=False,
-                                       calls=calls))
+                                       calls=calls, shared=answers))
         finish_stages(shard.path, options, tables=False)
         names = (rundir.VERDICTS, *SCORED_FILES, *ROUTED_FILES)
         files = {name: shard.file(name).read_bytes() for name in names if shard.has(name)}
         return ShardResult(files, calls=result.calls, retries=result.retries, cost_usd=result.cost_this_run_usd,
-                           manifest=shard.manifest().to_json())
+                           shared_hits=result.shared_hits, manifest=shard.manifest().to_json())
 
 
 # --- helpers ------------------------------------------------------------------------------------------

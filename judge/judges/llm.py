@@ -58,6 +58,7 @@ from judge.prompting import (
     turn_sizes,
 )
 from judge.providers import Completion, Provider, base_url_for, make_provider, price_key, supports_seed
+from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError, unscored_reason
 from judge.providers.retry import (
     Attempt,
@@ -367,6 +368,7 @@ class LLMJudge(BaseJudge):
             "base_url": base_url_for(spec, options.get("base_url")),
             "timeout_s": options.get("timeout_s"),
             "concurrency": options.get("concurrency"),
+            "key_optional": options.get("key_optional"),  # a dry run builds judges without sending anything
             **(options.get("params") or {}),
         })
         self.template: PromptTemplate = load_template(options.get("prompt") or DEFAULT_PROMPT)
@@ -442,6 +444,31 @@ class LLMJudge(BaseJudge):
         self, trajectory: Trajectory, pass_index: int, *, on_attempt: AttemptHook | None = None,
         on_send: AttemptHook | None = None,
     ) -> Verdict:
+        return await self._judge(trajectory, pass_index, on_attempt, on_send, None)
+
+    def batch_calls(self, trajectory: Trajectory, pass_index: int) -> list[dict[str, Any]]:
+        """The requests of one pass for a provider batch (:mod:`judge.batch`): per call (window), the keyword
+        arguments of :class:`~judge.providers.batch.BatchRequest` but ``custom_id``, plus
+        ``estimated_input_tokens``. Empty when the trajectory does not fit (the pass needs no call)."""
+        plan = self.plan_for(trajectory)
+        if not plan.fits:
+            return []
+        return [{"messages": call.messages, "schema": self.output.schema, "schema_name": SCHEMA_NAME,
+                 "temperature": self.temperature, "seed": pass_index, "max_tokens": self.max_tokens,
+                 "estimated_input_tokens": sum(estimate_tokens(str(m["content"])) for m in call.messages)}
+                for call in plan.calls]
+
+    async def judge_batched(
+        self, trajectory: Trajectory, pass_index: int, answers: list[BatchAnswer], *,
+        on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None,
+    ) -> Verdict:
+        """One pass whose first answers came from a batch, one per call of :meth:`batch_calls`: each is checked and
+        parsed exactly as a direct answer; an answer that needs a corrective retry gets it as a direct call (with
+        the hooks); a request the batch did not answer leaves the pass unscored with its reason."""
+        return await self._judge(trajectory, pass_index, on_attempt, on_send, answers)
+
+    async def _judge(self, trajectory: Trajectory, pass_index: int, on_attempt: AttemptHook | None,
+                     on_send: AttemptHook | None, answers: list[BatchAnswer] | None) -> Verdict:
         base = Verdict(
             trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key=f"{self.spec}#{pass_index}",
             status="unscored", model=self.provider.model, prompt_version=self.prompt_version, attempts=0,
@@ -454,8 +481,12 @@ class LLMJudge(BaseJudge):
         attempts: list[Attempt] = []
         outputs: list[JudgeOutput] = []
         model_name: str | None = None
+        if answers is not None and len(answers) != len(plan.calls):
+            return base.model_copy(update={"reason": "provider_error", "detail": (
+                f"the batch holds {len(answers)} answer(s) for this pass, which needs {len(plan.calls)} call(s)")})
         for number, call in enumerate(plan.calls, start=1):
-            answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt, on_send)
+            first = answers[number - 1] if answers is not None else None
+            answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt, on_send, first)
             attempts += answer.attempts
             if answer.output is None:
                 detail = answer.detail
@@ -487,28 +518,35 @@ class LLMJudge(BaseJudge):
             "critical_turn": critical, "model": model_name or self.provider.model, "detail": "; ".join(notes) or None,
         })
 
-    async def _ask(self, call: PromptCall, turn_count: int, pass_index: int,
-                   on_attempt: AttemptHook | None, on_send: AttemptHook | None = None) -> _Answer:
-        """One call (plus at most one corrective retry) -> a validated output, or the reason it failed."""
+    async def _ask(self, call: PromptCall, turn_count: int, pass_index: int, on_attempt: AttemptHook | None,
+                   on_send: AttemptHook | None = None, first: BatchAnswer | None = None) -> _Answer:
+        """One call (plus at most one corrective retry) -> a validated output, or the reason it failed. ``first``:
+        the call's answer already came from a batch (its attempt is recorded); only a corrective retry is sent."""
         attempts: list[Attempt] = []
         problem: VerdictProblem | None = None
         last_text: str | None = None
         messages = call.messages
         for round_number in (1, 2):  # the original call, then at most one corrective retry
-            try:
-                completion, made = await complete_with_retries(
-                    self.provider, messages, runtime=self.runtime,
-                    estimated_input_tokens=sum(estimate_tokens(str(m["content"])) for m in messages),
-                    on_attempt=on_attempt, on_send=on_send, schema=self.output.schema, schema_name=SCHEMA_NAME,
-                    temperature=self.temperature, seed=pass_index, max_tokens=self.max_tokens,
-                )
-                attempts += made
-            except BudgetExceeded as error:
-                return _Answer(attempts, reason="budget_exceeded", detail=str(error), raw=last_text)
-            except ProviderError as error:
-                attempts += getattr(error, "attempts", [])
-                return _Answer(attempts, reason=unscored_reason(error), raw=last_text,
-                               detail=f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))")
+            if round_number == 1 and first is not None:
+                attempts += [first.attempt] if first.attempt is not None else []
+                if first.completion is None:
+                    return _Answer(attempts, reason=first.reason or "provider_error", detail=first.detail)
+                completion = first.completion
+            else:
+                try:
+                    completion, made = await complete_with_retries(
+                        self.provider, messages, runtime=self.runtime,
+                        estimated_input_tokens=sum(estimate_tokens(str(m["content"])) for m in messages),
+                        on_attempt=on_attempt, on_send=on_send, schema=self.output.schema, schema_name=SCHEMA_NAME,
+                        temperature=self.temperature, seed=pass_index, max_tokens=self.max_tokens,
+                    )
+                    attempts += made
+                except BudgetExceeded as error:
+                    return _Answer(attempts, reason="budget_exceeded", detail=str(error), raw=last_text)
+                except ProviderError as error:
+                    attempts += getattr(error, "attempts", [])
+                    return _Answer(attempts, reason=unscored_reason(error), raw=last_text,
+                                   detail=f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))")
             last_text = completion.text
             if completion.finish_reason in ("refusal", "content_filter"):
                 return _Answer(attempts, reason="refusal", detail=completion.refusal or completion.finish_reason,

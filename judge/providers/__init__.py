@@ -299,24 +299,27 @@ def make_provider(spec: str, options: dict[str, Any] | None = None) -> Provider:
     (``json_schema`` (default), ``json_object`` or ``none``: for OpenAI-compatible servers that cannot
     enforce a schema), ``default_max_tokens`` (int), ``prompt_cache`` (Anthropic: mark the system prompt
     cacheable; default true), ``concurrency`` (expected calls in flight, to size connection pools),
-    ``headers`` (extra HTTP headers for a gateway: sent, never recorded). A plugin provider reads the
+    ``headers`` (extra HTTP headers for a gateway: sent, never recorded), ``key_optional`` (build the client
+    without a key when none is set: ``judge score --dry-run``, which sends nothing). A plugin provider reads the
     options it knows and ignores the rest.
     """
     options = dict(options or {})
     parsed = parse_spec(spec, options.get("base_url"))
     kind = _PROVIDERS[parsed.kind]
     timeout_s = float(options.get("timeout_s") or DEFAULT_TIMEOUT_S)
-    return kind.factory(spec, parsed, api_key=_key(kind, parsed), timeout_s=timeout_s, options=options)
+    api_key = _key(kind, parsed, optional=bool(options.get("key_optional")))
+    return kind.factory(spec, parsed, api_key=api_key, timeout_s=timeout_s, options=options)
 
 
-def _key(kind: ProviderKind, parsed: ProviderSpec) -> str | None:
-    """The API key from the environment; a placeholder for a self-hosted server; else a clear error."""
+def _key(kind: ProviderKind, parsed: ProviderSpec, optional: bool = False) -> str | None:
+    """The API key from the environment; a placeholder for a self-hosted server (or when ``optional``); else a
+    clear error."""
     if kind.env_key is None:
         return None
     key = os.environ.get(kind.env_key)
     if key:
         return key
-    if kind.self_hosted or parsed.base_url or (kind.base_url_env and os.environ.get(kind.base_url_env)):
+    if optional or kind.self_hosted or parsed.base_url or (kind.base_url_env and os.environ.get(kind.base_url_env)):
         return PLACEHOLDER_KEY
     raise AuthError(f"{kind.env_key} is not set: export it to use {parsed.kind}:{parsed.model}")
 

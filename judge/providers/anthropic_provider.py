@@ -18,7 +18,8 @@ from judge.providers import (
     parse_tool_call,
     register_provider,
 )
-from judge.providers.errors import BadOutput
+from judge.providers.batch import BatchFate, BatchItem, BatchRequest, BatchState
+from judge.providers.errors import BadOutput, ProviderError, classify_status
 from judge.providers.sdk_errors import classify_sdk_error
 
 _FINISH: dict[str, FinishReason] = {
@@ -74,6 +75,19 @@ class AnthropicProvider:
         """
         if schema is not None and tools:
             raise ValueError("a schema (forced answer tool) and offered tools cannot be combined in one request")
+        request = self._request(messages, schema, schema_name, temperature, max_tokens, tools)
+        started = time.monotonic()
+        try:
+            response = await self._client.messages.create(**request)
+            return self._completion(response, schema_name if schema is not None else None, time.monotonic() - started,
+                                    offered=bool(tools))
+        except Exception as error:  # every SDK/transport failure becomes a typed error
+            raise classify_sdk_error(self._sdk, error) from None
+
+    def _request(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None, schema_name: str,
+                 temperature: float | None, max_tokens: int | None,
+                 tools: Sequence[ToolSpec] | None = None) -> dict[str, Any]:
+        """The ``messages.create`` arguments (a direct request's; a batch request's params after :func:`_params`)."""
         system = "\n\n".join(str(m["content"]) for m in messages if m["role"] == "system")
         chat = messages_to_anthropic([m for m in messages if m["role"] != "system"])
         request: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": int(max_tokens or self.default_max_tokens)}
@@ -94,13 +108,55 @@ class AnthropicProvider:
             request["tool_choice"] = {"type": "tool", "name": schema_name}
         elif tools:
             request["tools"] = [tool.as_anthropic() for tool in tools]
-        started = time.monotonic()
+        return request
+
+    # --- Message Batches (judge.providers.batch.BatchAPI) --------------------------------------------
+
+    async def submit_batch(self, requests: list[BatchRequest], *, label: str) -> str:
+        """Create one Message Batch of the requests (Anthropic batches carry no label: ``label`` is unused)."""
+        entries = [{"custom_id": r.custom_id,
+                    "params": _params(self._request(r.messages, r.schema, r.schema_name, r.temperature, r.max_tokens))}
+                   for r in requests]
         try:
-            response = await self._client.messages.create(**request)
-            return self._completion(response, schema_name if schema is not None else None, time.monotonic() - started,
-                                    offered=bool(tools))
-        except Exception as error:  # every SDK/transport failure becomes a typed error
+            batch = await self._client.messages.batches.create(requests=entries)  # type: ignore[arg-type]
+        except Exception as error:
             raise classify_sdk_error(self._sdk, error) from None
+        return str(batch.id)
+
+    async def batch_state(self, batch_id: str) -> BatchState:
+        try:
+            batch = await self._client.messages.batches.retrieve(batch_id)
+        except Exception as error:
+            raise classify_sdk_error(self._sdk, error) from None
+        counts = batch.request_counts
+        failed = counts.errored + counts.canceled + counts.expired
+        total = counts.processing + counts.succeeded + failed
+        return BatchState(batch_id, ended=batch.processing_status == "ended", status=batch.processing_status,
+                          done=total - counts.processing, total=total, failed=failed)
+
+    async def batch_results(self, batch_id: str, *, schema_name: str = "verdict") -> list[BatchItem]:
+        """The results JSONL of an ended batch: succeeded, errored, canceled or expired per request."""
+        items: list[BatchItem] = []
+        try:
+            async for entry in await self._client.messages.batches.results(batch_id):
+                items.append(self._batch_item(entry, schema_name, batch_id))
+        except Exception as error:
+            raise classify_sdk_error(self._sdk, error) from None
+        return items
+
+    def _batch_item(self, entry: Any, schema_name: str, batch_id: str) -> BatchItem:
+        result = entry.result
+        if result.type == "succeeded":
+            try:
+                return BatchItem(entry.custom_id, completion=self._completion(result.message, schema_name, 0.0))
+            except ProviderError as bad:
+                return BatchItem(entry.custom_id, error=bad)
+        if result.type == "errored":
+            inner = getattr(result.error, "error", None)
+            kind, message = str(getattr(inner, "type", "api_error")), str(getattr(inner, "message", ""))
+            return BatchItem(entry.custom_id, error=classify_status(_ERROR_STATUS.get(kind, 500), f"{kind}: {message}", None))
+        fate: BatchFate = "expired" if result.type == "expired" else "cancelled"
+        return BatchItem(entry.custom_id, fate=fate, detail=f"the request was {result.type} in batch {batch_id}")
 
     def _sdk_accepts(self, name: str) -> bool:
         if self._accepted is None:
@@ -179,6 +235,18 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []  # the API refuses empty text blocks
     return list(content)
+
+
+# Message Batches report an errored request by its error type: the status a direct request would have had.
+_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
+                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429,
+                 "api_error": 500, "timeout_error": 504, "gateway_timeout_error": 504, "overloaded_error": 529}
+
+
+def _params(request: dict[str, Any]) -> dict[str, Any]:
+    """A batch request's params: the create arguments, with ``extra_body`` (an SDK-side option) merged in."""
+    extra = request.pop("extra_body", None) or {}
+    return {**request, **extra}
 
 
 def _usage(usage: Any) -> Usage:

@@ -7,7 +7,7 @@ import itertools
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from judge.model import ToolCall, ToolSpec, Usage
 from judge.providers import (
@@ -19,7 +19,8 @@ from judge.providers import (
     parse_tool_call,
     register_provider,
 )
-from judge.providers.errors import BadOutput
+from judge.providers.batch import BatchFate, BatchItem, BatchRequest, BatchState
+from judge.providers.errors import BadOutput, ProviderError, ServerError, classify_status
 from judge.providers.sdk_errors import classify_sdk_error
 
 _FINISH: dict[str, FinishReason] = {
@@ -30,6 +31,11 @@ _FINISH: dict[str, FinishReason] = {
     "function_call": "tool_use",
 }
 CONNECTIONS_PER_CLIENT = 8
+BATCH_ENDPOINT: Final = "/v1/chat/completions"
+BATCH_ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
+# How a request that never ran ended: the whole batch's status, or the request's error code in the error file.
+_BATCH_FATES: dict[str, BatchFate] = {"expired": "expired", "cancelled": "cancelled", "failed": "failed"}
+_REQUEST_FATES: dict[str, BatchFate] = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
 HTTP_TRANSPORTS = ("auto", "httpx", "aiohttp")
 
 
@@ -87,6 +93,18 @@ class OpenAIProvider:
         tools: Sequence[ToolSpec] | None = None,
     ) -> Completion:
         """One Chat Completions request; SDK errors come out as typed :class:`ProviderError`."""
+        request = self._body(messages, schema, schema_name, temperature, seed, max_tokens, tools)
+        started = time.monotonic()
+        try:
+            body = await next(self._next_client).post("/chat/completions", body=request, cast_to=object)
+        except Exception as error:  # every SDK/transport failure becomes a typed error
+            raise classify_sdk_error(self._sdk, error) from None
+        return self._completion(body, schema is not None, time.monotonic() - started)
+
+    def _body(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None, schema_name: str,
+              temperature: float | None, seed: int | None, max_tokens: int | None,
+              tools: Sequence[ToolSpec] | None = None) -> dict[str, Any]:
+        """The Chat Completions request body (a direct request's, and a batch line's)."""
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             request["tools"] = [tool.as_openai() for tool in tools]
@@ -105,12 +123,71 @@ class OpenAIProvider:
             }
         elif schema is not None and self.structured_output == "json_object":
             request["response_format"] = {"type": "json_object"}
-        started = time.monotonic()
+        return request
+
+    # --- the Batch API (judge.providers.batch.BatchAPI) ------------------------------------------------
+
+    async def submit_batch(self, requests: list[BatchRequest], *, label: str) -> str:
+        """Upload the requests as a JSONL file (purpose ``batch``) and create a batch over it (24 h window)."""
+        lines = "".join(json.dumps({
+            "custom_id": r.custom_id, "method": "POST", "url": BATCH_ENDPOINT,
+            "body": self._body(r.messages, r.schema, r.schema_name, r.temperature, r.seed, r.max_tokens),
+        }, ensure_ascii=False) + "\n" for r in requests)
+        client = self._clients[0]
         try:
-            body = await next(self._next_client).post("/chat/completions", body=request, cast_to=object)
-        except Exception as error:  # every SDK/transport failure becomes a typed error
+            uploaded = await client.files.create(file=("trajudge-batch.jsonl", lines.encode("utf-8"), "application/jsonl"),
+                                                 purpose="batch")
+            batch = await client.batches.create(input_file_id=uploaded.id, endpoint=BATCH_ENDPOINT,
+                                                completion_window="24h", metadata={"trajudge": label[:512]})
+        except Exception as error:
             raise classify_sdk_error(self._sdk, error) from None
-        return self._completion(body, schema is not None, time.monotonic() - started)
+        return str(batch.id)
+
+    async def batch_state(self, batch_id: str) -> BatchState:
+        try:
+            batch = await self._clients[0].batches.retrieve(batch_id)
+        except Exception as error:
+            raise classify_sdk_error(self._sdk, error) from None
+        counts = batch.request_counts
+        errors = [f"{e.code}: {e.message}" for e in ((batch.errors.data or []) if batch.errors else [])]
+        return BatchState(batch_id, ended=batch.status in BATCH_ENDED, status=batch.status,
+                          done=(counts.completed + counts.failed) if counts else 0, total=counts.total if counts else 0,
+                          failed=counts.failed if counts else 0, detail="; ".join(errors) or None)
+
+    async def batch_results(self, batch_id: str, *, schema_name: str = "verdict") -> list[BatchItem]:
+        """The output and error files of an ended batch; a request in neither shares the batch's fate."""
+        client = self._clients[0]
+        try:
+            batch = await client.batches.retrieve(batch_id)
+            texts = [(await client.files.content(file_id)).text
+                     for file_id in (batch.output_file_id, batch.error_file_id) if file_id]
+        except Exception as error:
+            raise classify_sdk_error(self._sdk, error) from None
+        items = [self._batch_item(json.loads(line)) for text in texts for line in text.splitlines() if line.strip()]
+        fate = _BATCH_FATES.get(batch.status)
+        if fate:
+            errors = "; ".join(f"{e.code}: {e.message}" for e in ((batch.errors.data or []) if batch.errors else []))
+            items.append(BatchItem("*", fate=fate, detail=f"the batch {batch_id} ended {batch.status}"
+                                   + (f" ({errors})" if errors else "")))
+        return items
+
+    def _batch_item(self, row: dict[str, Any]) -> BatchItem:
+        custom_id = str(row.get("custom_id"))
+        response, error = row.get("response"), row.get("error") or {}
+        if isinstance(response, dict) and response.get("status_code") == 200:
+            try:
+                return BatchItem(custom_id, completion=self._completion(response.get("body"), True, 0.0))
+            except ProviderError as bad:
+                return BatchItem(custom_id, error=bad)
+        if isinstance(response, dict):
+            body = response.get("body") or {}
+            message = str((body.get("error") or {}).get("message") if isinstance(body, dict) else body)
+            status = int(response.get("status_code") or 500)
+            return BatchItem(custom_id, error=classify_status(status, message, None))
+        code = str(error.get("code") or "")
+        fate = _REQUEST_FATES.get(code)
+        detail = f"{code}: {error.get('message')}"
+        return BatchItem(custom_id, fate=fate, detail=detail) if fate else BatchItem(custom_id, error=ServerError(detail))
 
     def _completion(self, body: Any, want_json: bool, latency_s: float) -> Completion:
         if not isinstance(body, dict):

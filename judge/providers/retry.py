@@ -148,6 +148,18 @@ class Budget:
                     return estimate
                 await self._settled.wait()
 
+    def try_reserve(self, estimate_usd: float | None) -> float | None:
+        """Reserve ``estimate_usd`` without waiting (a batch holds its reservations until it ends, so waiting for
+        them could last a day): the amount reserved, or None when the cap cannot cover it (``exceeded`` is set)."""
+        if self.max_cost_usd is None:
+            return 0.0
+        estimate = estimate_usd or 0.0
+        if self.exceeded or self.spent_usd + self.reserved_usd + estimate > self.max_cost_usd:
+            self.exceeded = True
+            return None
+        self.reserved_usd += estimate
+        return estimate
+
     async def settle(self, reserved: float, actual_usd: float | None) -> None:
         """Replace a reservation by the actual cost (an unknown cost is charged at the reservation)."""
         self.reserved_usd = max(0.0, self.reserved_usd - reserved)

@@ -1,11 +1,12 @@
-"""Batch reports of a stored run: ``summary.json``, ``report.md`` and a self-contained ``report.html`` with
-the trajectory viewer. Everything is computed from the run directory alone (no judge call, no network).
+"""Batch reports of a stored run: ``summary.json``, ``report.md`` and ``report.html`` with the trajectory viewer.
+Everything is computed from the run directory alone (no judge call, no network), streaming the run once.
 
 - :func:`build_summary` computes the figures and writes ``summary.json``;
-- :func:`build_report` writes all three files and returns their paths.
+- :func:`build_report` writes all three files (and ``report_data/`` for a large batch) and returns their paths;
+- :func:`serve` (``judge view``) serves a run's report on 127.0.0.1.
 """
 
-from judge.report.render import build_report
-from judge.report.summary import build_summary
+from judge.report.render import LAYOUTS, build_report, build_summary
+from judge.report.serve import serve
 
-__all__ = ["build_report", "build_summary"]
+__all__ = ["LAYOUTS", "build_report", "build_summary", "serve"]

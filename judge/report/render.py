@@ -1,14 +1,27 @@
-"""Render ``report.html`` (summary, plots, trajectory index with filters, one viewer section per trajectory)
-and ``report.md`` (the same content as text) from the stored run.
+"""Write ``summary.json``, ``report.md`` and ``report.html`` (summary, plots, trajectory index, viewer) from the
+stored run, streaming: the run is read once, one trajectory at a time (:mod:`judge.report.stream`), each
+trajectory's parts are written as soon as it has passed, and only the summary's running tallies stay in memory.
+
+Two layouts of ``report.html`` (:data:`LAYOUTS`):
+
+- ``single``: one self-contained file, every trajectory's viewer section in the page (readable and printable
+  without JavaScript). The default up to :data:`SINGLE_FILE_MAX_TRAJECTORIES` trajectories and
+  :data:`SINGLE_FILE_MAX_BYTES` of ``trajectories.jsonl``.
+- ``paged``: the page holds the summary only; the trajectory index and the viewer sections live in
+  ``report_data/`` beside it (:mod:`judge.report.paged`), loaded by the page's script: the index once, the
+  viewer one shard at a time. The default above those sizes.
 
 Safety: every value from the data is escaped. The HTML environment has ``autoescape=True`` and the templates
 never mark data safe; the only unescaped insertions are our own stylesheet and script (read from
-``reports/``) and the SVG charts drawn from numbers and fixed labels. The Markdown environment escapes every
-``{{ }}`` output through ``finalize``, so a template cannot forget to. A Content-Security-Policy meta tag
-forbids every load from anywhere (no other host, no file, no data: except images) and lets run only the
-script and stylesheet whose hashes it lists, so even a missed escape could not run a script. Both
-environments also pass every value through :func:`judge.visible.visible`, so a bidi override in an id
-(``U+202E``) or an ANSI sequence in a receipt shows as an escape (``\u202e``) instead of reordering the text.
+``reports/``), the SVG charts drawn from numbers and fixed labels, and the fragments the same templates
+rendered. The Markdown environment escapes every ``{{ }}`` output through ``finalize``, so a template cannot
+forget to. A Content-Security-Policy meta tag forbids every load from anywhere (no other host, no file, no
+data: except images) and lets run only the script and stylesheet whose hashes it lists, so even a missed
+escape could not run a script; the paged layout adds ``'strict-dynamic'`` (only a script our hashed script
+inserts may load) and Trusted Types, whose one policy accepts only the URLs of ``report_data/`` files (see
+:func:`content_security_policy`). Both environments also pass every value through
+:func:`judge.visible.visible`, so a bidi override in an id (``U+202E``) or an ANSI sequence in a receipt shows
+as an escape (``\\u202e``) instead of reordering the text.
 """
 
 from __future__ import annotations
@@ -17,51 +30,308 @@ import base64
 import functools
 import hashlib
 import json
+import os
 import re
+import shutil
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+from urllib.parse import quote
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
+from jinja2.runtime import Context
 from markupsafe import Markup
 
 from judge import rundir
 from judge.cluster import majority_floor
 from judge.report import plots
-from judge.report.load import RunData, load_run, manifest_json
-from judge.report.summary import scores_by_trajectory, summarise
-from judge.report.viewer import TrajectoryView, anchor_id, build_views
+from judge.report.paged import DATA_DIR, PagedWriter, index_review
+from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
+from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
+from judge.report.viewer import anchor_id, build_view, gate_check_names, query_preview
 from judge.resources import resource_dir
-from judge.rundir import RunDir
+from judge.rundir import BadRow, RunDir, RunManifest
 from judge.visible import visible
 
 HTML_TEMPLATE = "report.html.j2"
+VIEWER_TEMPLATE = "viewer.html.j2"
 MD_TEMPLATE = "report.md.j2"
+MD_PARTS_TEMPLATE = "report_parts.md.j2"
 CSS_FILE = "report.css"
 JS_FILE = "report.js"
 
+LAYOUTS = ("auto", "single", "paged")
+SINGLE_FILE_MAX_TRAJECTORIES = 500  # auto: above this, the paged layout
+SINGLE_FILE_MAX_BYTES = 25_000_000  # auto: above this size of trajectories.jsonl, the paged layout
+PAGE_LIST_LIMIT = 200  # paged layout: lists of ids in the summary page (unscored, ledger, repairs) stop here
+INDEX_ROWS_MARK = "<!--trajudge:index-rows-->\n"  # where the streamed parts go; data cannot write "<" unescaped
+SECTIONS_MARK = "<!--trajudge:sections-->\n"
+SORT_KEYS = (("", "input order"), ("-score", "score, highest first"), ("score", "score, lowest first"),
+             ("-issues", "majority issues, most first"), ("issues", "majority issues, fewest first"),
+             ("-cost", "judge cost, highest first"), ("cost", "judge cost, lowest first"), ("id", "id"))
 
-def build_report(run_dir: Path) -> dict[str, Path]:
+
+@dataclass
+class Report:
+    """What :func:`write_report` wrote: the paths by name, the layout, and (``summary_only``) the summary."""
+
+    paths: dict[str, Path]
+    layout: str | None
+    summary: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def build_report(run_dir: Path, layout: str = "auto") -> dict[str, Path]:
     """Write ``summary.json``, ``report.html`` and ``report.md`` into ``run_dir``; return their paths by name.
 
-    Reads the run directory only (no judge call, no network). The viewer is part of ``report.html``: one
-    section per trajectory, reached from the index.
+    Reads the run directory only (no judge call, no network), one trajectory at a time. ``layout`` is
+    ``auto`` (single file for small batches, else paged), ``single`` or ``paged`` (see the module docstring);
+    the paged layout also returns ``report_data``.
     """
+    return write_report(Path(run_dir), layout=layout).paths
+
+
+def build_summary(run_dir: Path) -> dict[str, Any]:
+    """Compute the batch summary from ``run_dir`` and write it to ``summary.json``; returns the summary.
+
+    The run is streamed; the returned dict holds one row per trajectory (``trajectories``), as the file does.
+    """
+    summary = write_report(Path(run_dir), summary_only=True).summary
+    assert summary is not None
+    return summary
+
+
+def choose_layout(layout: str, trajectories: int, input_bytes: int) -> str:
+    """The layout ``auto`` resolves to for a batch of this size (``single`` or ``paged`` are kept)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown report layout {layout!r}: choose one of {', '.join(LAYOUTS)}")
+    if layout != "auto":
+        return layout
+    small = trajectories <= SINGLE_FILE_MAX_TRAJECTORIES and input_bytes <= SINGLE_FILE_MAX_BYTES
+    return "single" if small else "paged"
+
+
+def write_report(run_dir: Path, *, layout: str = "auto", summary_only: bool = False) -> Report:
+    """Stream the run once and write the report files (``summary_only``: summary.json alone, and return it)."""
     run = RunDir(run_dir)
-    data = load_run(run.path)
-    summary = summarise(data)
-    scores = scores_by_trajectory(data.trajectories, data.scores)
-    views = build_views(data.trajectories, scores, data.clusters, data.verdicts, data.repairs)
-    paths = {"summary": run.write_json(rundir.SUMMARY, summary), "report_md": run.file(rundir.REPORT_MD),
-             "report_html": run.file(rundir.REPORT_HTML)}
-    _write_text(paths["report_md"], render_markdown(summary, views))
-    _write_text(paths["report_html"], render_html(data, summary, views))
-    return paths
+    if not run.path.is_dir():
+        raise FileNotFoundError(f"run directory not found: {run.path}")
+    manifest, manifest_problem = _manifest(run)
+    present = {name: run.has(name) for name in (rundir.MANIFEST, rundir.TRAJECTORIES, *SIDE_FILES, rundir.REJECTS)}
+    attempts = run.attempts()
+    present[rundir.STORE] = attempts is not None
+    ids = trajectory_ids(run)
+    input_bytes = run.file(rundir.TRAJECTORIES).stat().st_size if present[rundir.TRAJECTORIES] else 0
+    chosen = None if summary_only else choose_layout(layout, len(ids), input_bytes)
+    grouped: frozenset[str] = frozenset()
+    notes: list[str] = []
+    while True:
+        bad_rows = list(manifest_problem)
+        writer = _Writer(run, manifest, chosen, summary_only)
+        try:
+            for entry in entries(run, ids, bad_rows, grouped):
+                writer.add(entry)
+        except OutOfOrder as error:
+            writer.discard()
+            grouped |= {error.name}
+            notes.append(f"{error.name} is not in the order of trajectories.jsonl: read whole into memory")
+            print(f"note: {notes[-1]}", file=sys.stderr)
+            continue
+        except BaseException:
+            writer.discard()
+            raise
+        break
+    rejects = RejectTally()
+    for reject in run.rejects(missing_ok=True, bad_rows=bad_rows):
+        rejects.add(reject)
+    summary = writer.tally.summary(run_dir=run.path, present=present, bad_rows=bad_rows, rejects=rejects, attempts=attempts)
+    report = writer.finish(summary)
+    report.notes = notes
+    return report
+
+
+def _manifest(run: RunDir) -> tuple[RunManifest, list[BadRow]]:
+    """run.json, or an empty manifest and the bad row that says why (the report must still render)."""
+    try:
+        return run.manifest(), []
+    except ValueError as error:
+        message = " ".join(str(error).removeprefix(f"{run.path / rundir.MANIFEST}: ").splitlines()[:3])
+        return RunManifest(), [BadRow(rundir.MANIFEST, 1, message)]
+
+
+class _Writer:
+    """Everything one streaming pass writes: per-trajectory parts go to files under a build folder of the run
+    (moved into place by :meth:`finish`, removed by :meth:`discard`)."""
+
+    def __init__(self, run: RunDir, manifest: RunManifest, layout: str | None, summary_only: bool):
+        self.run = run
+        self.manifest = manifest
+        self.layout = layout
+        self.summary_only = summary_only
+        self.tally = SummaryTally(manifest, run)
+        _remove_stale_builds(run.path)
+        self.build = run.file(f"{BUILD_PREFIX}{os.getpid()}")
+        self.build.mkdir()
+        self.rows = self._open("rows.jsonl")
+        self.kept_rows: list[dict[str, Any]] | None = [] if summary_only else None
+        self.tags: set[str] = set()
+        self.repairs: list[dict[str, Any]] = []
+        self.limit = PAGE_LIST_LIMIT if layout == "paged" else sys.maxsize
+        self.check_names = gate_check_names()
+        self.paged: PagedWriter | None = None
+        if layout == "paged":
+            self.paged = PagedWriter(self.build / DATA_DIR)
+        if not summary_only:
+            self.md_rows, self.md_details = self._open("md-rows.md"), self._open("md-details.md")
+            if layout == "single":
+                self.html_rows, self.html_sections = self._open("html-rows.html"), self._open("html-sections.html")
+
+    def _open(self, name: str) -> IO[str]:
+        return (self.build / name).open("w", encoding="utf-8")
+
+    def add(self, entry: Entry) -> None:
+        row = self.tally.add(entry)
+        if row is not None:
+            self.rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+            if self.kept_rows is not None:
+                self.kept_rows.append(row)
+        if self.summary_only:
+            return
+        if entry.repair is not None and len(self.repairs) < self.limit:
+            repair = entry.repair
+            self.repairs.append({"trajectory_id": repair.trajectory_id, "route": repair.route,
+                                 "checkpoint_turn": repair.checkpoint_turn, "reason": repair.reason})
+        if row is None:
+            return
+        self.tags.update(row["tags"])
+        view = None
+        if entry.trajectory is not None:
+            score = entry.score or missing_score_row(entry.id)
+            # Without a score row the gate never ran: list no check as passed.
+            names = [] if score.reason.startswith(NO_SCORE_ROW) else self.check_names
+            view = build_view(entry.trajectory, score, entry.clusters, entry.verdicts, entry.repair, names)
+            parts = md_parts()
+            self.md_rows.write(parts.index_row(view))
+            self.md_details.write(parts.details(view))
+        text = visible(query_preview(entry.trajectory.query)) if entry.trajectory is not None else ""
+        if self.paged is not None:
+            section = str(viewer_macros().trajectory_section(view)) if view is not None else None
+            self.paged.add(row, visible(row["id"]), text, section)
+        elif view is not None:
+            macros = viewer_macros()
+            self.html_rows.write(str(macros.index_row(view, row, text)))
+            self.html_sections.write(str(macros.trajectory_section(view)))
+
+    def discard(self) -> None:
+        for handle in self._handles():
+            handle.close()
+        if self.paged is not None:
+            self.paged.close()
+        shutil.rmtree(self.build, ignore_errors=True)
+
+    def _handles(self) -> list[IO[str]]:
+        names = ("rows", "md_rows", "md_details", "html_rows", "html_sections")
+        return [getattr(self, name) for name in names if hasattr(self, name)]
+
+    def finish(self, summary: dict[str, Any]) -> Report:
+        """Write the files into the run directory and remove the build folder."""
+        try:
+            for handle in self._handles():
+                handle.close()
+            paths = {"summary": self.run.file(rundir.SUMMARY)}
+            _write_summary(paths["summary"], summary, self.build / "rows.jsonl")
+            if self.summary_only:
+                summary["trajectories"] = self.kept_rows
+                return Report(paths, None, summary)
+            paths["report_md"] = self.run.file(rundir.REPORT_MD)
+            markdown = markdown_environment().get_template(MD_TEMPLATE).render(s=summary)
+            _write_spliced(paths["report_md"], markdown, self.build / "md-rows.md", self.build / "md-details.md")
+            data_dir = self.run.file(DATA_DIR)
+            if self.paged is not None:
+                self.paged.finish()
+                _replace_dir(self.build / DATA_DIR, data_dir)
+                paths["report_data"] = data_dir
+            elif data_dir.exists():
+                shutil.rmtree(data_dir)  # a paged report of this run before: its data would go stale
+            paths["report_html"] = self.run.file(rundir.REPORT_HTML)
+            page = render_page(summary, self.layout or "single", self.run.path.resolve().name, self.manifest,
+                               sorted(self.tags), self.repairs, self.limit)
+            if self.layout == "paged":
+                _write_text(paths["report_html"], page)
+            else:
+                _write_spliced(paths["report_html"], page, self.build / "html-rows.html", self.build / "html-sections.html")
+            return Report(paths, self.layout)
+        finally:
+            shutil.rmtree(self.build, ignore_errors=True)
+
+
+BUILD_PREFIX = ".report-build-"  # + pid: a build's files until they move into place
+
+
+def _remove_stale_builds(run_dir: Path) -> None:
+    """Remove the build folders (and replaced report_data folders) that a killed build left behind. Writers of
+    a run hold its lock (judge score, judge report, judge view), so another process's folder is a dead one's."""
+    for path in [*run_dir.glob(BUILD_PREFIX + "*"), *run_dir.glob(DATA_DIR + ".old-*")]:
+        if path.name.rsplit("-", 1)[-1] != str(os.getpid()):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def _write_spliced(path: Path, text: str, rows: Path, sections: Path) -> None:
+    """``text`` with the contents of ``rows`` and ``sections`` at its two marks, written atomically."""
+    head, rest = _split_once(text, INDEX_ROWS_MARK)
+    middle, tail = _split_once(rest, SECTIONS_MARK)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        out.write(head)
+        _copy(rows, out)
+        out.write(middle)
+        _copy(sections, out)
+        out.write(tail)
+    tmp.replace(path)
+
+
+def _split_once(text: str, mark: str) -> tuple[str, str]:
+    parts = text.split(mark)
+    if len(parts) != 2:
+        raise RuntimeError(f"the report template must hold {mark.strip()!r} exactly once (found {len(parts) - 1})")
+    return parts[0], parts[1]
+
+
+def _copy(path: Path, out: IO[str]) -> None:
+    with path.open(encoding="utf-8") as source:
+        shutil.copyfileobj(source, out, 1 << 20)
+
+
+def _write_summary(path: Path, summary: dict[str, Any], rows: Path) -> None:
+    """``summary.json``: the summary, then ``trajectories`` (one row per line, streamed from ``rows``)."""
+    head = json.dumps(summary, ensure_ascii=False, indent=2, default=str)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as out, rows.open(encoding="utf-8") as source:
+        out.write(head[:-2] + ',\n  "trajectories": [' if summary else '{\n  "trajectories": [')
+        first = True
+        for line in source:
+            out.write(("\n    " if first else ",\n    ") + line.rstrip("\n"))
+            first = False
+        out.write("\n  ]\n}\n" if not first else "]\n}\n")
+    tmp.replace(path)
+
+
+def _replace_dir(source: Path, target: Path) -> None:
+    """Move the folder ``source`` to ``target``, replacing what was there."""
+    if target.exists():
+        old = target.with_name(target.name + f".old-{os.getpid()}")
+        target.rename(old)
+        source.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        source.rename(target)
 
 
 # --- formatting filters (shared by both environments) ------------------------------------------
@@ -123,11 +393,25 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else (many or word + 's')}"
 
 
+@pass_context
+def trajectory_link(context: Context, trajectory_id: str) -> str:
+    """The link to one trajectory's viewer: its section's anchor in the single file, ``#/t/ID`` when paged."""
+    if context.get("layout") == "paged":
+        return "#/t/" + quote(visible(trajectory_id), safe="")
+    return "#" + anchor_id(trajectory_id)
+
+
 FILTERS = {"int": fmt_int, "pct": fmt_pct, "usd": fmt_usd, "seconds": fmt_seconds, "number": fmt_number,
-           "plural": plural, "json_text": json_text, "plain": plain, "anchor": anchor_id}
+           "plural": plural, "json_text": json_text, "plain": plain, "anchor": anchor_id, "tlink": trajectory_link,
+           "index_review": index_review}
 
 
 # --- HTML --------------------------------------------------------------------------------------
+
+
+def manifest_json(manifest: RunManifest) -> str:
+    """The manifest as indented JSON text, for the reproducibility block."""
+    return json.dumps(manifest.to_json(), ensure_ascii=False, indent=2, sort_keys=True, default=str)
 
 
 def csp_hash(text: str) -> str:
@@ -135,22 +419,36 @@ def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def content_security_policy(css: str, js: str) -> str:
+TRUSTED_TYPES_POLICY = "trajudge"  # the one policy reports/report.js creates (paged layout)
+
+
+def content_security_policy(css: str, js: str, layout: str = "single") -> str:
     """No load from anywhere; only our own inline stylesheet and script (by hash) may apply or run.
 
     ``style-src-attr 'unsafe-inline'`` is there because matplotlib's SVG sets colours in ``style`` attributes;
     no data ever reaches an attribute unescaped, and with every fetch forbidden a style cannot send anything
     out. The ``style-src 'unsafe-inline'`` fallback only matters to browsers too old for ``style-src-elem``.
+
+    Trusted Types are required: no string reaches an HTML or script-URL sink. The single file's script uses
+    none, so no policy may exist (``trusted-types 'none'``). The paged layout's script loads ``report_data/``
+    files by inserting script elements, which ``'strict-dynamic'`` lets a script allowed by hash do (a file:
+    page has no origin that ``'self'`` could name, and file: responses cannot carry the integrity hashes a
+    list of external scripts would need); its one policy (:data:`TRUSTED_TYPES_POLICY`) turns only the URLs
+    of report_data files into script URLs, and only the viewer fragments our own templates rendered into HTML.
     """
+    scripts = f"script-src {csp_hash(js)}" + (" 'strict-dynamic'" if layout == "paged" else "")
+    policy = TRUSTED_TYPES_POLICY if layout == "paged" else "'none'"
     return "; ".join([
         "default-src 'none'",
-        f"script-src {csp_hash(js)}",
+        scripts,
         f"style-src-elem {csp_hash(css)}",
         "style-src-attr 'unsafe-inline'",
         "style-src 'unsafe-inline'",
         "img-src data:",
         "base-uri 'none'",
         "form-action 'none'",
+        "require-trusted-types-for 'script'",
+        f"trusted-types {policy}",
     ])
 
 
@@ -175,8 +473,19 @@ def html_environment() -> Environment:
     return env
 
 
-def render_html(data: RunData, summary: dict[str, Any], views: list[TrajectoryView]) -> str:
-    """The self-contained report page."""
+def viewer_macros() -> Any:
+    """The macros of the trajectory viewer (``reports/viewer.html.j2``), callable from Python."""
+    return html_environment().get_template(VIEWER_TEMPLATE).module
+
+
+def md_parts() -> Any:
+    """The Markdown report's per-trajectory macros (``reports/report_parts.md.j2``)."""
+    return markdown_environment().get_template(MD_PARTS_TEMPLATE).module
+
+
+def render_page(summary: dict[str, Any], layout: str, run_name: str, manifest: RunManifest, all_tags: list[str],
+                repairs: list[dict[str, Any]], limit: int) -> str:
+    """The report page; a single-file page holds the marks where the index rows and sections go."""
     env = html_environment()
     base = resource_dir("reports")
     css = (base / CSS_FILE).read_text(encoding="utf-8")
@@ -188,17 +497,19 @@ def render_html(data: RunData, summary: dict[str, Any], views: list[TrajectoryVi
         "categories": Markup(plots.category_chart(summary["issues"]["majority"]["by_category_severity"])),
         "votes": Markup(plots.vote_chart(summary["agreement"]["vote_histogram"], majority_votes)),
     }
-    all_tags = sorted({tag for view in views for tag in view.tags})
     return env.get_template(HTML_TEMPLATE).render(
         s=summary,
-        views=views,
+        layout=layout,
         charts=charts,
         all_tags=all_tags,
-        run_name=data.run_dir.resolve().name,
-        manifest_text=manifest_json(data.manifest),
+        repairs=repairs,
+        limit=limit,
+        sort_keys=SORT_KEYS,
+        run_name=run_name,
+        manifest_text=manifest_json(manifest),
         css=Markup(css),  # our own file, hashed into the CSP below
         js=Markup(js),
-        csp=content_security_policy(css, js),
+        csp=content_security_policy(css, js, layout),
     )
 
 
@@ -238,8 +549,3 @@ def markdown_environment() -> Environment:
     )
     env.filters.update(FILTERS)
     return env
-
-
-def render_markdown(summary: dict[str, Any], views: list[TrajectoryView]) -> str:
-    """The Markdown report: the summary's content, then each trajectory's verdict and majority issues."""
-    return markdown_environment().get_template(MD_TEMPLATE).render(s=summary, views=views)

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.model import Message, Receipt, Trajectory
-from judge.report.summary import NO_SCORE_ROW
-from judge.schema import Cluster, RepairRow, ScoreRow, Verdict
+from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
 FOLD_CHARS = 700  # receipts (and system prompts) longer than this fold into <details>
 FOLD_LINES = 12
@@ -27,6 +26,12 @@ def anchor_id(trajectory_id: str) -> str:
 
 def is_long(text: str) -> bool:
     return len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
+
+
+def query_preview(query: str, limit: int = 160) -> str:
+    """The start of a query on one line, for the index's text search and tooltips."""
+    text = " ".join(query.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def preview(text: str, limit: int = 140) -> str:
@@ -57,6 +62,8 @@ class IssueView:
     panel_size: int
     majority: bool
     wordings: list[Wording]
+    human: str | None = None  # a reviewer's decision on it: "confirmed by alice", "rejected by bob: not counted", ...
+    decision: str | None = None  # "confirmed", "rejected" or "added" (None: no human decision)
 
     @classmethod
     def from_cluster(cls, cluster: Cluster) -> IssueView:
@@ -156,6 +163,8 @@ class TrajectoryView:
     categories: list[str]
     tags: list[str]
     turns: int
+    review: HumanReview | None = None  # human decisions applied to the score row (docs/review.md)
+    added: list[IssueView] = field(default_factory=list)  # issues reviewers added (they count; no panel vote)
 
 
 def _arguments_text(arguments: Any, raw: str | None, error: str | None) -> str:
@@ -208,6 +217,7 @@ def build_view(
 ) -> TrajectoryView:
     """The viewer's model of one trajectory (pure)."""
     issues = [IssueView.from_cluster(c) for c in clusters]
+    added = _human_decisions(score.review, issues, score.issues + score.environment, score.panel_size)
     turns = {m.turn for m in trajectory.messages if m.role == "assistant"}
     environment = [i for i in issues if i.majority and i.category == "environment"]
     pinned: dict[int, list[IssueView]] = defaultdict(list)
@@ -253,7 +263,27 @@ def build_view(
         categories=sorted({i.category for i in issues if i.majority}),
         tags=sorted({i.tag for i in issues if i.majority and i.tag}),
         turns=len(turns),
+        review=score.review,
+        added=added,
     )
+
+
+def _human_decisions(review: HumanReview | None, issues: list[IssueView], counted: list[ScoredIssue],
+                     panel_size: int) -> list[IssueView]:
+    """Mark the clusters reviewers decided on (in place) and return the issues they added, as views."""
+    if review is None:
+        return []
+    who = {d.target: d.reviewer for d in review.decisions if d.stale is None}
+    for issue in issues:
+        if issue.cluster in review.rejected or issue.cluster in review.rejected_minority:
+            issue.human = f"rejected by {who.get(issue.cluster, 'a reviewer')}: not counted"
+            issue.decision = "rejected"
+        elif issue.cluster in review.confirmed or issue.cluster in review.confirmed_minority:
+            issue.human = f"confirmed by {who.get(issue.cluster, 'a reviewer')}" + ("" if issue.majority else ": counted")
+            issue.decision = "confirmed"
+    return [IssueView(i.cluster, i.turn, i.category, i.severity, i.tag, i.description, i.votes, panel_size, True, [],
+                      human=f"added by {who.get(i.cluster, 'a reviewer')}", decision="added")
+            for i in counted if i.cluster in review.added]
 
 
 def _block(message: Message, pinned: dict[int, list[IssueView]], minority_by_turn: dict[int, int], answered: set[str]) -> Block:
@@ -270,29 +300,3 @@ def _block(message: Message, pinned: dict[int, list[IssueView]], minority_by_tur
     if message.receipt is not None:
         block.receipt = ReceiptView.from_receipt(message.receipt)
     return block
-
-
-def build_views(
-    trajectories: list[Trajectory],
-    scores: dict[str, ScoreRow],
-    clusters: list[Cluster],
-    verdicts: list[Verdict],
-    repairs: list[RepairRow],
-) -> list[TrajectoryView]:
-    """Views of every trajectory, in input order."""
-    clusters_of: dict[str, list[Cluster]] = defaultdict(list)
-    for cluster in clusters:
-        clusters_of[cluster.trajectory_id].append(cluster)
-    verdicts_of: dict[str, list[Verdict]] = defaultdict(list)
-    for verdict in verdicts:
-        verdicts_of[verdict.trajectory_id].append(verdict)
-    repair_of = {r.trajectory_id: r for r in repairs}
-    names = gate_check_names()
-    return [
-        build_view(
-            t, scores[t.id], clusters_of.get(t.id, []), verdicts_of.get(t.id, []), repair_of.get(t.id),
-            # Without a score row the gate never ran: list no check as passed.
-            [] if scores[t.id].reason.startswith(NO_SCORE_ROW) else names,
-        )
-        for t in trajectories
-    ]

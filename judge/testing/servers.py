@@ -46,6 +46,7 @@ class Scripted:
     # Calls the model makes: {"id", "name", "arguments"} (arguments: an object, or a string sent verbatim as
     # OpenAI's arguments text). Sent as OpenAI tool_calls / Anthropic tool_use blocks, after ``content`` text.
     tool_calls: list[dict[str, Any]] | None = None
+    batch_fate: str | None = None  # in a batch (judge.testing.batch_servers): "expired" or "cancelled", never run
 
     @classmethod
     def ok(cls, content: dict[str, Any] | str | None = None, **kw: Any) -> Scripted:
@@ -74,6 +75,16 @@ class Scripted:
     @classmethod
     def refused(cls, text: str = "I can't help with that.") -> Scripted:
         return cls(refusal=text)
+
+    @classmethod
+    def expired(cls) -> Scripted:
+        """A batch request the batch's completion window ended before it ran."""
+        return cls(batch_fate="expired")
+
+    @classmethod
+    def cancelled(cls) -> Scripted:
+        """A batch request that did not run because the batch was cancelled."""
+        return cls(batch_fate="cancelled")
 
     @classmethod
     def context_overflow(cls) -> Scripted:
@@ -262,6 +273,21 @@ class FakeLLMServer:
         }
 
 
+    async def respond(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        """Status, extra headers and body for one HTTP request (a subclass adds endpoints: judge.testing.batch_servers).
+        A GET of ``.../stats`` reports the request count; any POST is a model request."""
+        if method == "GET":
+            return (200 if path.rstrip("/").endswith("stats") else 404), {}, json.dumps(
+                {"requests": self.request_count}).encode()
+        try:
+            request = json.loads(raw or b"{}")
+        except ValueError:
+            request = {}
+        scripted = self._next(request, headers)
+        if scripted.delay_s:
+            await asyncio.sleep(scripted.delay_s)
+        return self.render(scripted, request)
+
     # --- HTTP/1.1 over asyncio streams (just enough for the SDKs: keep-alive, content-length bodies) ------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -276,18 +302,7 @@ class FakeLLMServer:
                         name, _, value = line.partition(":")
                         headers[name.strip().lower()] = value.strip()
                 raw = await reader.readexactly(int(headers.get("content-length") or 0))
-                if method == "GET":
-                    status, extra, body = (200 if path.rstrip("/").endswith("stats") else 404), {}, json.dumps(
-                        {"requests": self.request_count}).encode()
-                else:
-                    try:
-                        request = json.loads(raw or b"{}")
-                    except ValueError:
-                        request = {}
-                    scripted = self._next(request, headers)
-                    if scripted.delay_s:
-                        await asyncio.sleep(scripted.delay_s)
-                    status, extra, body = self.render(scripted, request)
+                status, extra, body = await self.respond(method, path, headers, raw)
                 reply = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json",
                          f"content-length: {len(body)}"]
                 reply += [f"{name}: {value}" for name, value in extra.items() if name.lower() not in ("content-type", "content-length")]

@@ -1,0 +1,93 @@
+"""The paged layout's data files: ``report_data/`` beside ``report.html``.
+
+- ``report_data/index.js``: one row per trajectory (the index the page lists, sorts, searches and filters);
+- ``report_data/v/<k>.js``: shard ``k``, the viewer sections (HTML rendered by ``reports/viewer.html.j2``) of
+  consecutive trajectories, about :data:`SHARD_BYTES` each, so opening one trajectory reads one small file.
+
+Both are scripts, not JSON: a page opened from disk (file://) may not fetch anything, but its script may
+insert a script element. Each file is a single call of the page's ``trajudgeData`` function with JSON
+arguments, written while the run streams past (rows and sections are never held for the whole batch).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Any
+
+DATA_DIR = "report_data"
+INDEX_FILE = "index.js"
+SHARD_DIR = "v"
+SHARD_BYTES = 256 * 1024  # a shard closes once its sections reach this size
+SHARD_ROWS = 64  # ... or this many trajectories
+INDEX_COLUMNS = ("id", "score", "release", "turns", "majority", "severe", "minority", "cost", "outcome", "route",
+                 "categories", "tags", "text", "viewable", "review")
+
+
+def index_review(marker: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The index's ``review`` column of a row's review marker (:func:`judge.report.summary.review_marker`):
+    None when no human decision is recorded, else who decided, the judges' score and release beside the row's,
+    whether a reviewer released it against the gate or the score, and how many decisions are stale."""
+    if marker is None:
+        return None
+    return {"by": ", ".join(marker["reviewers"]), "score": marker["machine_score"],
+            "release": int(bool(marker["machine_release"])),
+            "over": int(bool(marker["release_decision"] and (marker["over_failed_checks"] or marker["over_score"]))),
+            "stale": marker["stale"]}
+
+
+def _js(value: Any) -> str:
+    """A JavaScript literal of a JSON value (JSON is a subset of JavaScript since ES2019)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class PagedWriter:
+    """Writes ``index.js`` and the shards into ``folder`` (the build's copy of report_data)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        (self.folder / SHARD_DIR).mkdir(parents=True)
+        self.index: IO[str] = (self.folder / INDEX_FILE).open("w", encoding="utf-8")
+        self.index.write('trajudgeData("index", [\n')
+        self.rows = 0
+        self.starts: list[int] = []  # the first index row of each shard
+        self.sections: list[str | None] = []
+        self.size = 0
+
+    def add(self, row: dict[str, Any], label: str, text: str, section: str | None) -> None:
+        """One row of the index (``row`` from :func:`judge.report.summary.trajectory_row`, shown as ``label``)
+        and its viewer section (None: a score row without a trajectory, nothing to show)."""
+        score = "unscored" if row["score"] is None else str(row["score"])
+        values = [label, score, int(bool(row["release"])), row["turns"], row["majority_issues"], row["severe"],
+                  row["minority_issues"], row["judge_cost_usd"], row["outcome"], row["route"], row["categories"],
+                  row["tags"], text, int(section is not None), index_review(row["review"])]
+        self.index.write(("" if self.rows == 0 else ",\n") + _js(values))
+        if not self.sections:
+            self.starts.append(self.rows)
+        self.sections.append(section)
+        self.size += len(section or "")
+        self.rows += 1
+        if self.size >= SHARD_BYTES or len(self.sections) >= SHARD_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.sections:
+            return
+        number = len(self.starts) - 1
+        with (self.folder / SHARD_DIR / f"{number}.js").open("w", encoding="utf-8") as shard:
+            shard.write(f'trajudgeData("shard", {number}, {self.starts[-1]}, [\n')
+            shard.write(",\n".join(_js(section) for section in self.sections))
+            shard.write("\n]);\n")
+        self.sections = []
+        self.size = 0
+
+    def finish(self) -> None:
+        """Close the last shard and the index (its trailer names the columns and the shards' first rows)."""
+        self._flush()
+        meta = {"version": 1, "columns": list(INDEX_COLUMNS), "rows": self.rows, "shards": self.starts}
+        self.index.write("\n], " + _js(meta) + ");\n")
+        self.index.close()
+
+    def close(self) -> None:
+        if not self.index.closed:
+            self.index.close()

@@ -1,0 +1,360 @@
+"""The report at scale, without a browser: the streaming join of the run's files, the summary tallied while
+streaming (the same figures as the batch functions), the two layouts and their files, and ``judge view``'s server.
+
+The browser side (both layouts in headless Chromium, 10,000 trajectories) is tests/test_report_browser.py.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import re
+from html import unescape as html_unescape
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fixtures.report.report_runs import HOSTILE_ID, SCRIPT, make_run
+from judge import rundir
+from judge.agreement import AgreementTally, agreement_summary
+from judge.report import build_report, build_summary
+from judge.report.paged import DATA_DIR, INDEX_COLUMNS
+from judge.report.render import SINGLE_FILE_MAX_BYTES, SINGLE_FILE_MAX_TRAJECTORIES, choose_layout, write_report
+from judge.report.serve import serving
+from judge.report.stream import WINDOW, entries, trajectory_ids
+from judge.rundir import RunDir
+from judge.schema import Cluster, ClusterMember, Issue, ScoreRow, Verdict
+from judge.testing.builders import say, trajectory
+from judge.testing.scaled_run import copy_id, replicate_run
+
+# --- the layout ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("layout", "trajectories", "size", "chosen"),
+    [
+        ("auto", 5, 10_000, "single"),
+        ("auto", SINGLE_FILE_MAX_TRAJECTORIES, 10_000, "single"),
+        ("auto", SINGLE_FILE_MAX_TRAJECTORIES + 1, 10_000, "paged"),
+        ("auto", 10, SINGLE_FILE_MAX_BYTES + 1, "paged"),  # few, but huge trajectories
+        ("single", 100_000, 10**10, "single"),  # asked for: kept
+        ("paged", 1, 10, "paged"),
+    ],
+)
+def test_choose_layout(layout: str, trajectories: int, size: int, chosen: str) -> None:
+    assert choose_layout(layout, trajectories, size) == chosen
+
+
+def test_an_unknown_layout_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown report layout 'pages'"):
+        choose_layout("pages", 1, 1)
+
+
+# --- the streaming join -----------------------------------------------------------------------------
+
+
+def _verdict(tid: str, index: int, issues: list[Issue], efficiency: str = "high") -> Verdict:
+    return Verdict(trajectory_id=tid, judge="j", pass_index=index, pass_key=f"j#{index}", status="ok",
+                   issues=issues, efficiency=efficiency, cost_usd=0.001)
+
+
+def _issue(turn: int, category: str = "code", severity: str = "minor") -> Issue:
+    return Issue(turn=turn, category=category, severity=severity, description=f"{category} at T{turn}")
+
+
+def _cluster(tid: str, issue: Issue, passes: list[int], panel: int = 3) -> Cluster:
+    members = [ClusterMember(pass_key=f"j#{k}", issue_index=0, issue=issue) for k in passes]
+    return Cluster(trajectory_id=tid, cluster=f"c{issue.turn}", members=members, votes=len(passes), panel_size=panel,
+                   majority=len(passes) >= 2, turn=issue.turn, category=issue.category, severity=issue.severity,
+                   description=issue.description)
+
+
+def random_run(path: Path, count: int, seed: int = 3) -> Path:
+    """A run of ``count`` small trajectories with random verdicts, clusters, scores and repairs, in order."""
+    rng = random.Random(seed)
+    run = RunDir(path)
+    path.mkdir(parents=True)
+    trajectories, verdicts, clusters, scores, repairs = [], [], [], [], []
+    for n in range(count):
+        tid = f"t{n:04d}"
+        trajectories.append(trajectory(tid, [say("Looking."), say("Done.")]))
+        found = [_issue(rng.choice([1, 2]), rng.choice(["code", "semantic"])) for _ in range(rng.randint(0, 2))]
+        passes = [_verdict(tid, k, [i for i in found if rng.random() < 0.7], rng.choice(["high", "medium", "low"]))
+                  for k in range(3)]
+        verdicts.extend(passes)
+        own = [_cluster(tid, i, [p.pass_index for p in passes if i in p.issues]) for i in found]
+        own = [c for c in own if c.votes]
+        clusters.extend(own)
+        score = rng.choice([2, 3, 4, 5, None])
+        scores.append(ScoreRow(trajectory_id=tid, score=score, reason="no_quorum: r" if score is None else "r",
+                               release=score in (4, 5) and rng.random() < 0.5, panel_size=3, valid_passes=3))
+        if any(c.majority for c in own):
+            repairs.append({"trajectory_id": tid, "route": "online-guided", "reason": "code"})
+    run.write_rows(rundir.TRAJECTORIES, trajectories)
+    run.write_rows(rundir.VERDICTS, verdicts)
+    run.write_rows(rundir.CLUSTERS, clusters)
+    run.write_rows(rundir.SCORES, scores)
+    run.write_rows(rundir.REPAIRS, repairs)
+    run.write_json(rundir.MANIFEST, {"panel": {"size": 3}})
+    return path
+
+
+def _figures(summary: dict) -> dict:
+    """The summary without what legitimately differs between two builds (time stamps, the run's folder)."""
+    return {k: v for k, v in summary.items() if k not in ("run", "inputs")} | {
+        "inputs": {k: v for k, v in summary["inputs"].items() if k != "files"}}
+
+
+def test_each_trajectory_comes_with_exactly_its_rows(tmp_path: Path) -> None:
+    run = RunDir(random_run(tmp_path / "run", 80))
+    got = list(entries(run, trajectory_ids(run), []))
+    assert [e.id for e in got] == [f"t{n:04d}" for n in range(80)]
+    for entry in got:
+        assert entry.trajectory is not None and entry.trajectory.id == entry.id
+        assert len(entry.verdicts) == 3 and len(entry.scores) == 1
+        assert {r.trajectory_id for r in entry.verdicts + entry.clusters + entry.scores + entry.repairs} <= {entry.id}
+    assert sum(len(e.clusters) for e in got) == sum(1 for _ in run.clusters())
+
+
+def test_the_join_streams_the_trajectories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first entry comes out after at most WINDOW + 1 trajectories were read, not after the whole file."""
+    run = RunDir(random_run(tmp_path / "run", 3 * WINDOW))
+    read: list[str] = []
+    original = RunDir.trajectories
+
+    def counting(self: RunDir, **options):
+        for item in original(self, **options):
+            read.append(item.id)
+            yield item
+
+    monkeypatch.setattr(RunDir, "trajectories", counting)
+    stream = entries(run, trajectory_ids(run), [])
+    next(stream)
+    assert len(read) == WINDOW + 1
+    assert len(list(stream)) == 3 * WINDOW - 1
+
+
+def _reorder(path: Path, name: str, shuffle: bool) -> None:
+    """Rewrite one side file out of trajectory order: fully shuffled, or two neighbouring trajectories swapped."""
+    lines = (path / name).read_text(encoding="utf-8").splitlines()
+    if shuffle:
+        random.Random(5).shuffle(lines)
+    else:
+        first = [line for line in lines if '"t0010"' in line]
+        second = [line for line in lines if '"t0011"' in line]
+        rest = [line for line in lines if line not in first and line not in second]
+        at = lines.index(first[0])
+        lines = rest[:at] + second + first + rest[at:]
+    (path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["two rows swapped", "shuffled"])
+@pytest.mark.parametrize("name", [rundir.VERDICTS, rundir.CLUSTERS, rundir.SCORES])
+def test_a_side_file_out_of_order_gives_the_same_report(tmp_path: Path, name: str, shuffle: bool,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    ordered = random_run(tmp_path / "ordered", 120)
+    expected = _figures(build_summary(ordered))
+    disordered = random_run(tmp_path / "disordered", 120)
+    _reorder(disordered, name, shuffle)
+    report = write_report(disordered, summary_only=True)
+    assert _figures(report.summary) == expected
+    # A neighbour swapped stays within the window and is merged; a shuffled file is read whole, and said so.
+    assert bool(report.notes) == shuffle
+    assert (name in capsys.readouterr().err) == shuffle
+
+
+def test_rows_without_a_trajectory_are_counted_not_lost(tmp_path: Path) -> None:
+    path = random_run(tmp_path / "run", 20)
+    lines = (path / rundir.TRAJECTORIES).read_text(encoding="utf-8").splitlines()
+    lines[5] = lines[5].replace('"messages":', '"messages_broken":')  # t0005: a bad row with a readable id
+    del lines[7]  # t0007: gone from trajectories.jsonl, its rows stay
+    (path / rundir.TRAJECTORIES).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    summary = build_summary(path)
+    assert summary["inputs"]["trajectories"] == 18
+    assert sorted(summary["inputs"]["scores_without_trajectory"]) == ["t0005", "t0007"]
+    assert summary["scores"]["total"] == 20  # their score rows still count
+    assert [(b["file"], b["line"]) for b in summary["inputs"]["unreadable_rows"]] == [(rundir.TRAJECTORIES, 6)]
+    assert summary["agreement"]["details"]["panel_size"] == 3
+    assert sum(1 for v in RunDir(path).verdicts()) == summary["panel"]["passes_total"] == 60
+    rows = [r["id"] for r in summary["trajectories"]]
+    assert rows[-2:] == ["t0005", "t0007"] and len(rows) == 20  # after the trajectories, in file order
+
+
+def test_the_streamed_agreement_equals_the_batch_one(tmp_path: Path) -> None:
+    run = RunDir(random_run(tmp_path / "run", 150, seed=11))
+    verdicts, clusters = list(run.verdicts()), list(run.clusters())
+    tally = AgreementTally()
+    for entry in entries(run, trajectory_ids(run), []):
+        tally.add(entry.verdicts, entry.clusters)
+    streamed, batch = tally.summary(), agreement_summary(verdicts, clusters)
+    assert streamed.keys() == batch.keys()
+    for key, value in batch.items():
+        assert streamed[key] == (pytest.approx(value, abs=1e-4) if isinstance(value, float) else value), key
+    assert batch["krippendorff_alpha_issues"] is not None and batch["mean_pairwise_correlation"] is not None
+
+
+# --- the two layouts -----------------------------------------------------------------------------
+
+
+def _call_args(path: Path) -> list:
+    """The JSON arguments of the one ``trajudgeData(...)`` call a report_data file makes."""
+    text = path.read_text(encoding="utf-8")
+    match = re.fullmatch(r'trajudgeData\((.*)\);\n', text, re.DOTALL)
+    assert match, f"{path} is not one trajudgeData call"
+    return json.loads("[" + match.group(1) + "]")
+
+
+def test_the_paged_layout_writes_summary_page_index_and_shards(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    paths = build_report(run, layout="paged")
+    assert paths["report_data"] == run / DATA_DIR
+    html = paths["report_html"].read_text(encoding="utf-8")
+    assert 'data-layout="paged"' in html and '<section class="trajectory"' not in html
+    assert SCRIPT not in html and "t-bad" in html  # ids of the summary tables, escaped
+    kind, rows, meta = _call_args(run / DATA_DIR / "index.js")
+    assert kind == "index" and meta["columns"] == list(INDEX_COLUMNS) and meta["rows"] == len(rows) == 5
+    by_id = {row[0]: dict(zip(INDEX_COLUMNS, row)) for row in rows}
+    assert by_id["t-bad"]["score"] == "2" and by_id["t-bad"]["categories"] == ["code", "semantic"]
+    assert by_id["t-bad"]["route"] == "online-guided" and by_id["t-noscore"]["score"] == "unscored"
+    assert by_id["t-clean"]["cost"] == pytest.approx(0.003)
+    assert by_id["t-bad"]["text"].startswith("Fix the failing test <b>now</b>")  # data: shown with textContent
+    shards = sorted((run / DATA_DIR / "v").iterdir())
+    assert [s.name for s in shards] == ["0.js"] and meta["shards"] == [0]
+    kind, number, first, sections = _call_args(shards[0])
+    assert (kind, number, first, len(sections)) == ("shard", 0, 0, 5)
+    bad = sections[[row[0] for row in rows].index("t-bad")]
+    assert "&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;" in bad and "<script" not in bad
+    assert "onerror=" not in bad.replace("onerror=&#34;", "")
+
+
+def test_the_layouts_report_the_same_figures_and_replace_each_other(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    build_report(run, layout="paged")
+    paged = json.loads((run / rundir.SUMMARY).read_text(encoding="utf-8"))
+    markdown = (run / rundir.REPORT_MD).read_text(encoding="utf-8")
+    build_report(run, layout="single")
+    assert not (run / DATA_DIR).exists(), "a stale report_data/ would be served beside a single-file page"
+    assert _figures(json.loads((run / rundir.SUMMARY).read_text(encoding="utf-8"))) == _figures(paged)
+    assert (run / rundir.REPORT_MD).read_text(encoding="utf-8").split("\n", 3)[3] == markdown.split("\n", 3)[3]
+    assert not [p.name for p in run.iterdir() if p.name.startswith(".report-build")]
+
+
+def test_a_killed_build_leaves_nothing_behind_the_next(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    (run / ".report-build-999999").mkdir()  # a build killed before it moved its files into place
+    (run / ".report-build-999999" / "rows.jsonl").write_text("{}\n")
+    (run / "report_data.old-999999").mkdir()
+    build_report(run, layout="paged")
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith((".report", "report_data"))) == [DATA_DIR]
+
+
+def test_the_paged_summary_page_lists_at_most_a_page_of_ids(tmp_path: Path) -> None:
+    run = random_run(tmp_path / "run", 260)
+    import judge.report.render as render
+
+    original = render.PAGE_LIST_LIMIT
+    render.PAGE_LIST_LIMIT = 10
+    try:
+        html = build_report(run, layout="paged")["report_html"].read_text(encoding="utf-8")
+    finally:
+        render.PAGE_LIST_LIMIT = original
+    summary = json.loads((run / rundir.SUMMARY).read_text(encoding="utf-8"))
+    unscored = summary["unscored"]["trajectory_ids"]
+    assert len(unscored) > 10 and f"… and {len(unscored) - 10} more" in html
+    assert html.count('href="#/t/') <= 10 + 10 + 10 + 1  # unscored, repairs, top-defect examples
+
+
+def test_csp_of_each_layout(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    policies = {}
+    for layout in ("single", "paged"):
+        html = build_report(run, layout=layout)["report_html"].read_text(encoding="utf-8")
+        found = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+        policies[layout] = html_unescape(found.group(1))
+    for policy in policies.values():
+        assert "default-src 'none'" in policy and "require-trusted-types-for 'script'" in policy
+        assert "'self'" not in policy and "unsafe-inline'" not in policy.split("script-src", 1)[1].split(";")[0]
+    assert "'strict-dynamic'" not in policies["single"] and "trusted-types 'none'" in policies["single"]
+    assert "'strict-dynamic'" in policies["paged"] and "trusted-types trajudge" in policies["paged"]
+
+
+def test_replicated_runs_keep_every_row(tmp_path: Path) -> None:
+    base = make_run(tmp_path / "base")
+    big = replicate_run(base, tmp_path / "big", 12)
+    ids = trajectory_ids(RunDir(big))
+    assert len(ids) == 12 and ids[5] == copy_id(ids[0], 1) == "t-clean~r1"
+    per_base = {tid: sum(1 for v in RunDir(base).verdicts() if v.trajectory_id == tid) for tid in ids[:5]}
+    assert sum(1 for _ in RunDir(big).verdicts()) == 2 * sum(per_base.values()) + per_base["t-clean"] + per_base["t-bad"]
+    summary = build_summary(big)
+    assert summary["inputs"]["trajectories"] == summary["scores"]["total"] == 12
+    assert summary["unscored"]["trajectories_by_reason"]["no_score_row"] == 2  # t-noscore and t-noscore~r1
+
+
+# --- judge view: the server ------------------------------------------------------------------------
+
+
+def _get(port: int, path: str, host: str | None = None, method: str = "GET") -> tuple[int, dict, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest(method, path, skip_host=True)
+        connection.putheader("Host", host or f"127.0.0.1:{port}")
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+@pytest.fixture(scope="module")
+def paged_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = make_run(tmp_path_factory.mktemp("view") / "run")
+    build_report(run, layout="paged")
+    return run
+
+
+def test_the_server_serves_the_report_files_only(paged_run: Path) -> None:
+    with serving(paged_run) as server:
+        status, headers, body = _get(server.port, "/")
+        assert status == 200 and headers["Content-Type"].startswith("text/html") and b'data-layout="paged"' in body
+        assert headers["X-Content-Type-Options"] == "nosniff" and headers["Cache-Control"] == "no-cache"
+        assert _get(server.port, "/report.html")[2] == body
+        status, headers, body = _get(server.port, "/report_data/index.js")
+        assert status == 200 and headers["Content-Type"].startswith("text/javascript") and body.startswith(b"trajudgeData")
+        assert _get(server.port, "/report_data/v/0.js")[0] == 200
+        assert _get(server.port, "/report_data/v/0.js", method="HEAD")[2] == b""
+        for path in ("/trajectories.jsonl", "/store.sqlite", "/run.json", "/summary.json", "/report_data/v/7.js",
+                     "/report_data/../run.json", "/report_data/%2e%2e/run.json", "/../" + HOSTILE_ID, "/report_data/"):
+            assert _get(server.port, path)[0] == 404, path
+        assert _get(server.port, "/", host="evil.example:80")[0] == 403  # DNS rebinding
+        assert _get(server.port, "/", host=f"localhost:{server.port}")[0] == 200
+        assert _get(server.port, "/", method="POST")[0] == 501
+
+
+def test_judge_view_builds_a_missing_report_and_serves_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.cli import app
+    from judge.report.serve import ReportServer
+
+    run = make_run(tmp_path / "run")
+    served: list[Path] = []
+
+    def once(self: ReportServer, *args: object) -> None:
+        served.append(self.run_dir)
+        raise KeyboardInterrupt  # Ctrl-C at once
+
+    monkeypatch.setattr(ReportServer, "serve_forever", once)
+    result = CliRunner().invoke(app, ["view", str(run), "--port", "0", "--layout", "paged"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"serving the report of .* at http://127\.0\.0\.1:\d+/", result.output)
+    assert served == [run.resolve()] and (run / DATA_DIR / "index.js").is_file()
+    result = CliRunner().invoke(app, ["view", str(tmp_path / "nothing")])
+    assert result.exit_code == 1 and "run directory not found" in result.output
+
+
+def test_judge_view_names_a_busy_port(paged_run: Path) -> None:
+    from judge.cli import app
+
+    with serving(paged_run) as server:
+        result = CliRunner().invoke(app, ["view", str(paged_run), "--port", str(server.port)])
+    assert result.exit_code == 1 and f"cannot listen on 127.0.0.1:{server.port}" in result.output
