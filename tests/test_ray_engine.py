@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import judge
 from judge import rundir
+from judge.cli import app
 from judge.testing.simjudge import SimConfig, SimulatedJudge, simulated_server, truth_from_verdicts
 
 if importlib.util.find_spec("ray") is None:
@@ -103,6 +105,18 @@ def test_rules_run_is_the_same_on_both_engines(ray_instance: RayEngine, tmp_path
     recorded = json.loads((tmp_path / "ray" / rundir.MANIFEST).read_text())["engine"]
     assert recorded["name"] == "ray" and recorded["shards"] == 6
     assert json.loads((tmp_path / "local" / rundir.MANIFEST).read_text())["engine"] == {"name": "local"}
+
+    # Human decisions (judge review) apply on both engines: the same overrides.jsonl in both runs, scored again.
+    released = next(row.trajectory_id for row in local.scores() if row.release)
+    review = CliRunner().invoke(app, ["review", str(tmp_path / "local"), "--hold", released, "--reason", "checked by hand",
+                                      "--reviewer", "tester"])
+    assert review.exit_code == 0, review.output
+    shutil.copy(tmp_path / "local" / rundir.OVERRIDES, tmp_path / "ray" / rundir.OVERRIDES)
+    judge.score([inputs], out=tmp_path / "local", embedder="lexical")
+    again = judge.score([inputs], out=tmp_path / "ray", embedder="lexical", engine=RayEngine(shard_size=3))
+    held = next(row for row in again.scores() if row.trajectory_id == released)
+    assert held.release is False and held.review is not None
+    assert_same_run(tmp_path / "local", tmp_path / "ray")
 
 
 @pytest.fixture(scope="module")
