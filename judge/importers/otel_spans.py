@@ -56,6 +56,7 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
+    as_dict,
     build_metadata,
     build_trajectory,
     make_call,
@@ -212,7 +213,7 @@ def read_span(located: Located) -> Span:
         context = raw["context"]
         trace_id, span_id = context.get("trace_id"), context.get("span_id")
         parent = raw.get("parent_id")
-        status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+        status = as_dict(raw.get("status"))
         code = raw.get("status_code", status.get("status_code"))
         message = raw.get("status_message") or status.get("description") or ""
         attributes = _attributes(raw.get("attributes"))
@@ -223,7 +224,7 @@ def read_span(located: Located) -> Span:
     elif _is_otlp_span(raw):
         trace_id, span_id = _get(raw, "traceId", "trace_id"), _get(raw, "spanId", "span_id")
         parent = _get(raw, "parentSpanId", "parent_span_id")
-        status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+        status = as_dict(raw.get("status"))
         code = status.get("code")
         message = status.get("message") or ""
         attributes = _attributes(raw.get("attributes"))
@@ -603,7 +604,7 @@ def _langfuse_step(span: Span) -> Step:
     raw = span.langfuse or {}
     kind = str(raw.get("type") or "").upper()
     if kind in LANGFUSE_TOOL:
-        metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        metadata = as_dict(raw.get("metadata"))
         call_id = metadata.get("tool_call_id") or metadata.get("toolCallId")
         error_text = (span.status_message or "error") if span.error else None
         output = raw.get("output")
@@ -837,7 +838,7 @@ def _reason(error: Exception) -> str:
 def _trace_id_of(raw: Any) -> str | None:
     if not isinstance(raw, dict):
         return None
-    value = _get(raw, "traceId", "trace_id") or _get(raw.get("context") if isinstance(raw.get("context"), dict) else {}, "trace_id")
+    value = _get(raw, "traceId", "trace_id") or _get(as_dict(raw.get("context")), "trace_id")
     return _hex_id(value) if isinstance(value, str) and value else None
 
 
