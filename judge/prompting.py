@@ -433,7 +433,9 @@ def render_tools(tools: list[ToolSpec]) -> str:
 
 def _tool_line(tool: ToolSpec) -> str:
     schema = tool.parameters if isinstance(tool.parameters, dict) else {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        properties = {}
     required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
     params = []
     for name, spec in properties.items():

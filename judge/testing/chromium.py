@@ -54,9 +54,10 @@ class Chromium:
     """One headless Chromium with one page; a context manager (see the module docstring)."""
 
     def __init__(self, binary: str | None = None, *, window: tuple[int, int] = (1280, 900), timeout: float = 60.0):
-        self.binary = binary or find_chromium()
-        if self.binary is None:
+        found = binary or find_chromium()
+        if found is None:
             raise ChromiumError("chromium is not installed (apt-get install chromium)")
+        self.binary: str = found
         self.window = window
         self.timeout = timeout
         self.requests: list[str] = []  # every URL the page asked for, in order
