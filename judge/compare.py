@@ -46,7 +46,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -54,6 +54,10 @@ from judge import rundir
 from judge.model import Trajectory, Usage
 from judge.rundir import RunDir
 from judge.schema import Cluster, Issue, ScoreRow, Verdict
+
+if TYPE_CHECKING:  # imported where used: comparing runs without link scores needs neither
+    from judge.cluster import ClusterConfig
+    from judge.embed import Embedder
 
 BOOTSTRAP_RESAMPLES = 10_000
 SIGNIFICANCE = 0.05
@@ -163,7 +167,7 @@ def cluster_issue(cluster: Cluster) -> Issue:
 class LinkScorer:
     """The panel clusterer's pairwise link score (judge.cluster), with embeddings computed once per text."""
 
-    def __init__(self, config: Any, embedder: Any) -> None:
+    def __init__(self, config: ClusterConfig, embedder: Embedder | None) -> None:
         self.config = config
         self.embedder = embedder
         self._vectors: dict[str, np.ndarray] = {}

@@ -116,7 +116,7 @@ def validate_cmd(
     if kind is not None and kind not in LABEL_KINDS:
         raise typer.BadParameter(f"--kind must be one of {', '.join(LABEL_KINDS)}, got {kind!r}")
     try:
-        report = validate_run(run, labels, kind, k=k, min_coverage=min_coverage)  # type: ignore[arg-type]
+        report = validate_run(run, labels, kind, k=k, min_coverage=min_coverage)
     except LabelMismatch as error:
         typer.echo(f"judge validate: refused: {error}", err=True)
         raise typer.Exit(1) from error

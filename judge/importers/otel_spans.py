@@ -463,8 +463,9 @@ def _text(value: Any) -> str:
 
 def _model(attrs: dict[str, Any]) -> str | None:
     for key in ("gen_ai.response.model", "llm.response.model_name", "llm.model_name", "gen_ai.request.model", "llm.request.model_name"):
-        if isinstance(attrs.get(key), str) and attrs[key]:
-            return attrs[key]
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
     return None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -74,7 +74,7 @@ class EditResult(BaseModel):
     diff: str = ""
     edited: Trajectory | None = Field(default=None, exclude=True)
 
-    def log_row(self) -> dict:
+    def log_row(self) -> dict[str, Any]:
         """The ``edits.jsonl`` row (the edited trajectory itself goes to ``edited.jsonl``)."""
         return self.model_dump(mode="json")
 

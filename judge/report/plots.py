@@ -18,8 +18,10 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: never try to open a display
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ _RC: dict[RcKeyType, Any] = {
 }
 
 
-def _to_svg(figure: plt.Figure, prefix: str, title: str) -> str:
+def _to_svg(figure: Figure, prefix: str, title: str) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(figure)
@@ -65,7 +67,7 @@ def _integer_ticks(axis: Axis) -> None:
     cast(MaxNLocator, axis.get_major_locator()).set_params(integer=True)
 
 
-def _bar_labels(axes: plt.Axes, bars: BarContainer, values: Sequence[float], horizontal: bool = False) -> None:
+def _bar_labels(axes: Axes, bars: BarContainer, values: Sequence[float], horizontal: bool = False) -> None:
     for bar, value in zip(bars, values):
         if not value:
             continue
