@@ -21,19 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from judge.model import Trajectory
-from judge.outcome import OutcomeStatus
+from judge.outcome import OUTCOME_STATUSES
 from judge.schema import CATEGORIES, SEVERITIES, Cluster, ScoreRow, UnscoredReason, Verdict
 
 if TYPE_CHECKING:
     import pandas as pd
 
 EFFICIENCY_ORDER = ("low", "medium", "high")  # ordered: efficiency >= "medium" works on the column
-OUTCOMES: tuple[str, ...] = OutcomeStatus.__args__  # type: ignore[attr-defined]
+OUTCOMES: tuple[str, ...] = OUTCOME_STATUSES
 STATUSES = ("ok", "unscored")
-UNSCORED_REASONS: tuple[str, ...] = UnscoredReason.__args__  # type: ignore[attr-defined]
+UNSCORED_REASONS: tuple[str, ...] = get_args(UnscoredReason)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ from judge.importers._common import (
     text_of,
     tool_specs,
 )
-from judge.model import Message, ThinkingBlock, ToolSpec, Trajectory, Usage
+from judge.model import Message, Role, ThinkingBlock, ToolSpec, Trajectory, Usage
 from judge.schema import Reject
 
 NAME = "otel"
@@ -73,6 +73,7 @@ NAME = "otel"
 LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
 LANGFUSE_LLM = {"GENERATION"}
 LANGFUSE_TOOL = {"TOOL"}
+_TEXT_ROLES: tuple[Role, ...] = ("system", "user")  # roles whose message is its text only
 # Attributes whose value is one JSON document (possibly sent as a string): never split into dotted keys.
 JSON_VALUED = {
     "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.definitions",
@@ -544,10 +545,10 @@ def _genai_messages(value: Any, what: str) -> list[Message]:
             out.append(Message(role="assistant", content="\n".join(texts), reasoning="\n".join(reasoning) or None,
                                tool_calls=calls, name=raw.get("name") if isinstance(raw.get("name"), str) else None))
             out.extend(results)
-        elif role in ("system", "user"):
+        elif role in _TEXT_ROLES:
             out.extend(results)
             if texts or not results:
-                out.append(Message(role=role, content="\n".join(texts)))  # type: ignore[arg-type]
+                out.append(Message(role=role, content="\n".join(texts)))
         elif role == "tool":
             out.extend(results or [Message(role="tool", content="\n".join(texts), receipt=make_receipt(None, "\n".join(texts)))])
         else:
@@ -592,8 +593,8 @@ def _oi_messages(attrs: dict[str, Any], prefix: str, *, flat_names: bool = False
             call_id = m.get("tool_call_id")
             out.append(Message(role="tool", content=text, name=m.get("name") if isinstance(m.get("name"), str) else None,
                                receipt=make_receipt(str(call_id) if call_id else None, text)))
-        elif role in ("system", "user"):
-            out.append(Message(role=role, content=text))  # type: ignore[arg-type]
+        elif role in _TEXT_ROLES:
+            out.append(Message(role=role, content=text))
         else:
             raise SpanError(f"{prefix}.{index}: unknown role {m.get('role')!r}")
     return out

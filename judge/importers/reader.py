@@ -35,7 +35,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, AnyStr, Literal
 
 from pydantic import ValidationError
 
@@ -439,10 +439,10 @@ def _broken_json(file: str, fmt: str | None, text: str, error: json.JSONDecodeEr
     return Reject(source_file=file, line=line, format=fmt, reason=f"broken JSON: {error.msg} (line {line} column {column})")
 
 
-def _count_lines(text: str | bytes, start: int, end: int) -> int:
+def _count_lines(text: AnyStr, start: int, end: int) -> int:
     """Line ends between two offsets: ``\\n``, ``\\r\\n`` or a lone ``\\r`` each count once."""
     nl, cr, crlf = ("\n", "\r", "\r\n") if isinstance(text, str) else (b"\n", b"\r", b"\r\n")
-    return text.count(nl, start, end) + text.count(cr, start, end) - text.count(crlf, start, end)  # type: ignore[arg-type]
+    return text.count(nl, start, end) + text.count(cr, start, end) - text.count(crlf, start, end)
 
 
 def _looks_like_jsonl(data: bytes) -> bool:
