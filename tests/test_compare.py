@@ -424,9 +424,10 @@ def test_arm_cost_counts_generation_teacher_and_judge_and_an_unknown_part_makes_
     trajectory.metadata.extra.update(extra)
     rows = [verdict("g", None, deterministic=True)] if verdicts == "rules" else [verdict("g", c) for c in verdicts]
     cost = arm_cost(ArmRecord(trajectory, None, [], 3, verdicts=rows), 2)
-    got = {part: cost[part]["usd"] for part in ("generation", "teacher", "judge")} | {
-        "total_usd": cost["total_usd"], "unknown": cost["unknown"]}
-    assert got == pytest.approx(expected)
+    got = {part: cost[part]["usd"] for part in ("generation", "teacher", "judge")} | {"total_usd": cost["total_usd"]}
+    # approx takes no list values (pytest >= 9.2 refuses them), so the unknown parts are compared apart
+    assert got == pytest.approx({key: value for key, value in expected.items() if key != "unknown"})
+    assert cost["unknown"] == expected["unknown"]
     assert (cost["generation"]["input_tokens"], cost["generation"]["output_tokens"]) == (900, 30)
     for part in cost["unknown"]:
         assert cost[part]["note"]  # says why it is unknown
