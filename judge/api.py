@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -60,7 +60,7 @@ class NothingImported(RuntimeError):
 class Invocation:
     """What the call that returned a :class:`Run` did (``Run.invocation``; None for :func:`load_run`)."""
 
-    scores: list[ScoreRow]
+    scores: Sequence[ScoreRow]  # a view of scores.jsonl: each iteration reads the file
     written: dict[str, Path] = field(default_factory=dict)  # file name -> path, of the reports and routes
     imported: ImportStats | None = None  # None for rescore (no import)
     panel: PanelResult | None = None  # None for rescore (no judge call)
@@ -228,7 +228,8 @@ async def score_async(
         if stats.imported == 0:
             raise NothingImported(stats, out / rundir.REJECTS)
         try:
-            result = await run_panel(RunDir(out).trajectories(), settings, out, progress=progress, preflight=preflight)
+            result = await run_panel(RunDir(out).trajectories(), settings, out, progress=progress, preflight=preflight,
+                                     total=stats.imported)
         except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
             raise SetupError(str(error)) from error
         if on_judged is not None:

@@ -48,14 +48,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from judge import rundir
 from judge.model import Message, ToolSpec, Trajectory
-from judge.rundir import RunDir
+from judge.rundir import RunDir, TrajectoryHead
 from judge.schema import ScoreRow
 
 ExportFormat = Literal["openai", "anthropic", "hf"]
@@ -113,9 +114,9 @@ class ExportOptions:
 
 @dataclass
 class Selection:
-    """The trajectories chosen for export and, for every one left out, why."""
+    """The trajectories chosen for export (id -> query id, in run order) and, for every one left out, why."""
 
-    chosen: list[Trajectory] = field(default_factory=list)
+    chosen: dict[str, str] = field(default_factory=dict)
     excluded: dict[str, str] = field(default_factory=dict)  # trajectory id -> reason
 
 
@@ -137,13 +138,14 @@ def exclusion_reason(score: ScoreRow | None, options: ExportOptions) -> str | No
     return None
 
 
-def select(trajectories: Iterable[Trajectory], scores: dict[str, ScoreRow], options: ExportOptions) -> Selection:
-    """Apply the filters of ``options`` to the run's trajectories."""
+def select(trajectories: Iterable[Trajectory | TrajectoryHead], scores: Mapping[str, ScoreRow],
+           options: ExportOptions) -> Selection:
+    """Apply the filters of ``options`` to the run's trajectories (ids and query ids are all it reads)."""
     selection = Selection()
     for trajectory in trajectories:
         reason = exclusion_reason(scores.get(trajectory.id), options)
         if reason is None:
-            selection.chosen.append(trajectory)
+            selection.chosen[trajectory.id] = trajectory.query_id
         else:
             selection.excluded[trajectory.id] = reason
     return selection
@@ -448,68 +450,75 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
 
         require_pyarrow()
     scores = run.scores_by_trajectory()
-    selection = select(run.trajectories(), scores, options)
-
-    per_query = Counter(t.query_id for t in selection.chosen)
+    # The split needs every chosen query first: a light pass reads ids and query ids only, then one pass over the
+    # trajectories writes both sides. Samples can be far larger than the batch (per-turn samples repeat the
+    # history): they are streamed to disk one trajectory at a time, never held together in memory.
+    selection = select(run.trajectory_heads(), scores, options)
+    per_query = Counter(selection.chosen.values())
     test_queries = split_queries(dict(per_query), options.test_size, options.seed)
     tally = _Tally()
-    index_rows: list[dict[str, Any]] = []
-
-    # Samples can be far larger than the batch (per-turn samples repeat the history): they are streamed to
-    # disk one trajectory at a time, never held together in memory.
-    def side_samples(side: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-        line = 0
-        for trajectory in selection.chosen:
-            if ("test" if trajectory.query_id in test_queries else "train") != side:
-                continue
-            score = scores.get(trajectory.id)
-            keeps = options.reasoning_mode != "drop"
-            trained = trained_turns(trajectory, score, keeps)
-            targets = [m for m in trajectory.messages if m.role == "assistant"]
-            tally.empty_turns += sum(1 for m in targets if not has_target(m, keeps))
-            tally.untrained_after_issue += sum(1 for m in targets if has_target(m, keeps) and m.turn not in trained)
-            tally.trajectories[side] += 1
-            tally.queries[side].add(trajectory.query_id)
-            made = samples(trajectory, trained, options)
-            if not made:
-                tally.without_trained_turn += 1
-                continue
-            if options.format == "anthropic" and options.reasoning_mode == "keep":
-                tally.unsigned_thinking += sum(
-                    1 for s in made for m in s.row["messages"] for b in m["content"]
-                    if b.get("type") == "thinking" and "signature" not in b)
-            for sample in made:
-                line += 1
-                tally.samples[side] += 1
-                tally.trained[side] += len(sample.trained)
-                entry: dict[str, Any] = {"split": side, "line": line, "trajectory_id": trajectory.id,
-                                         "query_id": trajectory.query_id}
-                if options.per_turn:
-                    entry["turn"] = sample.turn
-                entry["trained_turns"] = sample.trained
-                index_rows.append(entry)
-                yield sample.row, {"trajectory_id": trajectory.id, "query_id": trajectory.query_id, "turn": sample.turn}
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = sample_files(options.format)
-    for side in list(SIDES):
-        target = rundir.safe_child(out_dir, files[side])
+    index_path = rundir.safe_child(out_dir, INDEX_FILE)
+    test_index_path = index_path.with_name(index_path.name + ".test")
+    with ExitStack() as stack:
+        index_out = {"train": stack.enter_context(rundir.JsonlWriter(index_path))}
         if options.format == "hf":
-            from judge.export_hf import write_parquet
+            from judge.export_hf import SampleWriter
 
-            if not write_parquet(target, side_samples(side)):
-                del files[side]  # no rows, no file: an empty parquet split does not load
+            sinks: dict[str, Any] = {side: stack.enter_context(SampleWriter(rundir.safe_child(out_dir, files[side])))
+                                     for side in SIDES}
         else:
-            rundir.write_jsonl(target, (row for row, _ in side_samples(side)))
+            sinks = {side: stack.enter_context(rundir.JsonlWriter(rundir.safe_child(out_dir, files[side])))
+                     for side in SIDES}
+        with rundir.JsonlWriter(test_index_path) as index_out["test"]:
+            for trajectory in run.trajectories():
+                if trajectory.id not in selection.chosen:
+                    continue
+                side = "test" if trajectory.query_id in test_queries else "train"
+                score = scores.get(trajectory.id)
+                keeps = options.reasoning_mode != "drop"
+                trained = trained_turns(trajectory, score, keeps)
+                targets = [m for m in trajectory.messages if m.role == "assistant"]
+                tally.empty_turns += sum(1 for m in targets if not has_target(m, keeps))
+                tally.untrained_after_issue += sum(1 for m in targets if has_target(m, keeps) and m.turn not in trained)
+                tally.trajectories[side] += 1
+                tally.queries[side].add(trajectory.query_id)
+                made = samples(trajectory, trained, options)
+                if not made:
+                    tally.without_trained_turn += 1
+                    continue
+                if options.format == "anthropic" and options.reasoning_mode == "keep":
+                    tally.unsigned_thinking += sum(
+                        1 for s in made for m in s.row["messages"] for b in m["content"]
+                        if b.get("type") == "thinking" and "signature" not in b)
+                for sample in made:
+                    tally.samples[side] += 1
+                    tally.trained[side] += len(sample.trained)
+                    entry: dict[str, Any] = {"split": side, "line": tally.samples[side], "trajectory_id": trajectory.id,
+                                             "query_id": trajectory.query_id}
+                    if options.per_turn:
+                        entry["turn"] = sample.turn
+                    entry["trained_turns"] = sample.trained
+                    index_out[side].write(entry)
+                    if options.format == "hf":
+                        sinks[side].write(sample.row, {"trajectory_id": trajectory.id, "query_id": trajectory.query_id,
+                                                       "turn": sample.turn})
+                    else:
+                        sinks[side].write(sample.row)
+        try:
+            index_out["train"].append_lines(test_index_path)  # the test rows follow the train rows
+        finally:
+            test_index_path.unlink()
+    if options.format == "hf":
+        files = {side: name for side, name in files.items() if tally.samples[side]}  # no rows, no file (see SampleWriter)
 
     overlap = sorted(tally.queries["train"] & tally.queries["test"])
     if overlap:  # cannot happen by construction; checked because a leak would silently inflate test scores
-        for name in sample_files(options.format).values():
+        for name in [*sample_files(options.format).values(), INDEX_FILE]:
             (out_dir / name).unlink(missing_ok=True)  # never leave a leaking split behind
         raise SplitLeakError(f"queries on both sides of the split: {overlap[:10]}")
-    rundir.write_jsonl(rundir.safe_child(out_dir, INDEX_FILE), index_rows)
-
     record: dict[str, Any] = {
         "run": str(run.path),
         "format": options.format,

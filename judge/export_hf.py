@@ -23,7 +23,7 @@ def require_pyarrow() -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError as error:
-        raise ValueError("--format hf needs pyarrow: pip install 'trajudge[hf]'") from error
+        raise ValueError("--format hf needs pyarrow (a dependency of trajudge): pip install pyarrow") from error
 
 
 def schema() -> Any:
@@ -48,32 +48,54 @@ def to_row(sample: dict[str, Any], ids: dict[str, Any]) -> dict[str, Any]:
 def write_parquet(path: Path, samples: Iterable[tuple[dict[str, Any], dict[str, Any]]]) -> int:
     """Write (sample, ids) pairs to ``path`` in batches; returns the row count. Written to a temporary name first;
     no file when there is no row (``datasets`` cannot load an empty parquet split)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    target = schema()
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    batch: list[dict[str, Any]] = []
-    writer: Any = None
-    try:
+    with SampleWriter(path) as writer:
         for sample, ids in samples:
-            batch.append(to_row(sample, ids))
-            if len(batch) >= BATCH_ROWS:
-                writer = writer or pq.ParquetWriter(tmp, target)
-                writer.write_table(pa.Table.from_pylist(batch, schema=target))
-                count, batch = count + len(batch), []
-        if batch:
-            writer = writer or pq.ParquetWriter(tmp, target)
-            writer.write_table(pa.Table.from_pylist(batch, schema=target))
-            count += len(batch)
-    finally:
-        if writer is not None:
-            writer.close()
-    path.unlink(missing_ok=True)  # an earlier export's file must not stand in for an empty side
-    if count:
-        tmp.replace(path)
-    return count
+            writer.write(sample, ids)
+    return writer.count
+
+
+class SampleWriter:
+    """Push (sample, ids) pairs into one parquet split, :data:`BATCH_ROWS` rows per batch (see :func:`write_parquet`):
+    the export writes both sides in one pass over the run."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.count = 0
+        self._tmp = self.path.with_name(self.path.name + ".tmp")
+        self._batch: list[dict[str, Any]] = []
+        self._writer: Any = None
+
+    def __enter__(self) -> SampleWriter:
+        return self
+
+    def write(self, sample: dict[str, Any], ids: dict[str, Any]) -> None:
+        self._batch.append(to_row(sample, ids))
+        if len(self._batch) >= BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._batch:
+            return
+        self._writer = self._writer or pq.ParquetWriter(self._tmp, schema())
+        self._writer.write_table(pa.Table.from_pylist(self._batch, schema=schema()))
+        self.count += len(self._batch)
+        self._batch = []
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        try:
+            if kind is None:
+                self._flush()
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+        self.path.unlink(missing_ok=True)  # an earlier export's file must not stand in for an empty side
+        if kind is None and self.count:
+            self._tmp.replace(self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
 
 
 def card_text(record: dict[str, Any]) -> str:

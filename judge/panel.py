@@ -13,9 +13,10 @@ already hold:
   ``no_shared_cache``/``cache_dir``): a hit is recorded in the run store as the run's answer, ``cached_from:
   "shared"``, costing the run nothing (its original cost kept in ``original_cost_usd``); every new ``ok``
   verdict is added to it (failures never are);
-- each verdict is written to the store and appended to ``verdicts.jsonl`` as soon as it completes (the
-  file is rebuilt from the store at the start of every run, so there are no duplicate rows, and rewritten
-  in a stable order at the end);
+- each verdict is written to the store as soon as it completes, and to ``verdicts.jsonl`` in input order (the
+  file is rebuilt from the store at the start of every run, so there are no duplicate rows); trajectories are
+  streamed, and a pass completed ahead of a slower earlier one waits (at most :data:`WINDOW` of them) for its
+  turn, so memory stays flat at any batch size (except with ``batch``: see below);
 - every provider attempt, failed ones included, is recorded with its tokens and cost - and already *before*
   it is sent (``store.record_attempt(..., "sent")``), so one that a kill interrupts is found by the next
   invocation, counted in the spend at its worst case (it may have been billed) and reported;
@@ -24,13 +25,14 @@ already hold:
   passes are unscored ``budget_exceeded`` (not cached, so a rerun with a bigger budget completes them). The
   cap and the spend belong to the run, not to one invocation: the cap is recorded in the store (and
   run.json) and a resumed run without ``max_cost_usd`` keeps it; the spend of earlier invocations counts;
-- with ``preflight=True`` (the CLI's default) each LLM judge that has passes to run first answers one tiny
-  request, so an unreachable server, a bad key or an unknown model stops the run before the batch
+- with ``preflight=True`` (the CLI's default) each LLM judge answers one tiny request before its first call
+  (for a fresh run, before the batch), so an unreachable server, a bad key or an unknown model stops the run
   (:class:`PreflightFailed`); cached, replay and rules judges make no request and are not checked;
 - the run directory is locked (:mod:`judge.runlock`): a second process on it is refused;
 - with ``batch`` (``judge score --batch``) the passes of judges whose provider has a batch API go through it
   (:mod:`judge.batch`: submitted, polled, resumed by batch id after a kill, ingested at the batch price), then
-  each pass is parsed by its judge exactly as a direct one; other judges are called directly meanwhile.
+  each pass is parsed by its judge exactly as a direct one; other judges are called directly meanwhile. A batch
+  needs every request up front, so a ``batch`` run holds its trajectories in memory.
 
 Unscored ``provider_error``, ``connection_error`` and ``budget_exceeded`` verdicts are not cached: a rerun
 retries them. Every other verdict (ok, parse_error, refusal, truncated, invalid_turn, context_overflow) was
@@ -48,7 +50,7 @@ import sys
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -74,6 +76,8 @@ from judge.store import RunStore, cache_key
 from judge.terminal import Progress
 
 NO_ASSISTANT_TURN = "no_assistant_turn"
+WINDOW = 4096  # passes taken ahead of the oldest one not yet written to verdicts.jsonl (a slow call holds the rest)
+HITS_CHUNK = 1000  # shared-cache hits counted in the cache at once
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
 PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 PREFLIGHT_MAX_TOKENS = 16
@@ -222,10 +226,15 @@ class PassPlan:
 
 @dataclass
 class PanelResult:
-    """What a panel run did. Costs are USD; None = unknown (an unpriced model)."""
+    """What a panel run did. Costs are USD; None = unknown (an unpriced model).
+
+    The verdicts themselves are in ``verdicts.jsonl``: ``verdicts`` is a view of that file (each iteration reads
+    it), so a 100k batch is not held in memory; ``outcomes`` counts the passes by (status, reason).
+    """
 
     plans: list[PassPlan]
-    verdicts: list[Verdict] = field(repr=False)  # asyncio.run repr()s its result: 30,000 verdicts took seconds
+    verdicts: Sequence[Verdict] = field(repr=False)
+    outcomes: Counter[tuple[str, str | None]] = field(default_factory=Counter)
     calls: int = 0  # provider attempts made in this run (0 on a fully cached rerun)
     retries: int = 0
     cached: int = 0
@@ -233,7 +242,6 @@ class PanelResult:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None  # all verdicts of the run, as recorded (cached ones at their original cost)
     cost_this_run_usd: float | None = None  # attempts made by this invocation, failed ones included
-    cost_by_trajectory: dict[str, float | None] = field(default_factory=dict)
     wall_s: float = 0.0
     budget_exceeded: bool = False
     budget: RunBudget | None = None
@@ -244,6 +252,23 @@ class PanelResult:
     @property
     def panel_size(self) -> int:
         return len(self.plans)
+
+    @property
+    def cost_by_trajectory(self) -> dict[str, float | None]:
+        """Trajectory id -> the recorded cost of its verdicts (reads ``verdicts.jsonl``)."""
+        costs: dict[str, float | None] = {}
+        for verdict in self.verdicts:
+            costs[verdict.trajectory_id] = add_costs(costs.get(verdict.trajectory_id), verdict.cost_usd)
+        return costs
+
+    def count(self, verdict: Verdict) -> None:
+        """Add one written verdict to the totals (in file order, so float sums match a re-read of the file)."""
+        self.outcomes[(verdict.status, verdict.reason)] += 1
+        self.cached += verdict.cached
+        if verdict.status == "unscored":
+            self.unscored[verdict.reason or "unknown"] += 1
+        self.usage = self.usage + verdict.usage
+        self.cost_usd = add_costs(self.cost_usd, verdict.cost_usd)
 
 
 def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dict[str, Judge]:
@@ -293,15 +318,20 @@ async def run_panel(
     progress: bool = True,
     judges: Mapping[str, Judge] | None = None,
     preflight: bool = False,
+    total: int | None = None,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
+
+    ``trajectories`` is streamed (a generator such as ``RunDir.trajectories()`` keeps memory flat); ``total``
+    (how many it yields, when it has no ``len``) sizes the progress display, which is off without it.
 
     Raises :class:`judge.runlock.RunLocked` when another process uses ``run_dir``, and
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
     """
     run_dir = Path(run_dir)
     with run_lock(run_dir, "judge panel"):
-        return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight)
+        return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight,
+                                total=len(trajectories) if isinstance(trajectories, Sized) else total)
 
 
 async def _run_panel(
@@ -312,6 +342,7 @@ async def _run_panel(
     progress: bool,
     judges: Mapping[str, Judge] | None,
     preflight: bool,
+    total: int | None,
 ) -> PanelResult:
     started = time.monotonic()
     store = RunStore.for_run(run_dir)
@@ -328,30 +359,69 @@ async def _run_panel(
             judge.share_runtime(runtime)  # one set of limits and one budget for the whole panel
         plans = plan_passes(config, built)
         _write_panel_manifest(run_dir, config, plans, built, cap)
-        items = list(trajectories)
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
-        # Rebuilt below from the store + new calls (no duplicates); one handle for the run, each row flushed.
+        # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run, rows flushed.
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
         # Only paid judges' answers are shared: a rules-only run leaves the user's cache folder alone.
         shared = open_shared_cache(not config.no_shared_cache and any(j.cacheable for j in built.values()),
                                    config.cache_dir, warn=_warn)
-        done, todo, cached, shared_hits = _split_cached(items, plans, built, store, verdicts_file, shared)
         if cap is not None:
             unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})
             for name in unpriced:
                 print(f"warning: {name} has no entry in the price table; --max-cost cannot limit its spending",
                       file=sys.stderr)
-        preflight_calls = 0
-        if preflight:
-            preflight_calls = await _preflight(built, {plan.judge for _, plan, _ in todo}, calls)
+        result = PanelResult(plans=plans, verdicts=RunDir(run_dir).view(rundir.VERDICTS, Verdict, 0))
         # On stderr (stdout stays for results): a live bar on a terminal, plain lines per tenth elsewhere.
-        tracker = Progress("judging", total=len(items) * len(plans), done=len(done), enabled=progress,
-                           stats=f"cached {len(done)}")
-        unscored_now = 0
+        tracker = Progress("judging", total=(total or 0) * len(plans), enabled=progress)
+        need_hash = any(judge.cacheable for judge in built.values())
+        checked: set[str] = set()  # judges whose preflight ran (or that had no pass to run yet)
+        preflight_calls = 0
         shared_now = [shared]  # dropped after a failure of the cache, so one warning is enough
+        hits: list[str] = []  # shared-cache keys taken and not yet counted in the cache (counted in chunks)
+        loop = asyncio.get_running_loop()
 
-        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> None:
-            nonlocal unscored_now
+        def count_hits() -> None:
+            result.shared_hits += len(hits)
+            _record_hits(shared, hits)
+            hits.clear()
+
+        async def check(specs: set[str]) -> None:
+            """Preflight the judges first needed now (once each); note those --batch must call directly."""
+            nonlocal preflight_calls
+            unchecked = specs - checked
+            if not unchecked:
+                return
+            direct = sorted(redact(s) for s in unchecked if built[s].provider is not None and not batchable(built[s]))
+            if config.batch and direct:
+                print(f"note: {', '.join(direct)} cannot take batches: called directly", file=sys.stderr)
+            if preflight:
+                try:
+                    preflight_calls += await _preflight(built, unchecked, calls)
+                except PreflightFailed as error:
+                    error.calls_before = runtime.calls
+                    raise
+            checked.update(unchecked)
+
+        # --batch: a batch needs every request up front, so the passes are decided and the judges checked before
+        # any pass runs, and the batch is out while the direct passes run: such a run holds its trajectories (and
+        # their verdicts until the batch ends) in memory.
+        ahead: list[tuple[Trajectory, list[Slot]]] | None = None
+        batched: list[tuple[Trajectory, PassPlan, str]] = []
+        if config.batch and any(batchable(judge) for judge in built.values()):
+            ahead = [(t, _decide(t, plans, built, store, need_hash, shared, hits)) for t in trajectories]
+            await check({plan.judge for _, slots in ahead for plan, _, decided in slots if decided is None})
+            batched = [(t, plan, key) for t, slots in ahead for plan, key, decided in slots
+                       if decided is None and batchable(built[plan.judge])]
+        batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_interval) if batched else None
+        # Passes in input order, each a future; the committer writes them in that order as they complete. At most
+        # WINDOW are taken ahead of the oldest unwritten one (with --batch: all of them), and only the trajectories
+        # of the passes waiting for a worker are held, so memory stays flat however long the batch.
+        window = asyncio.Semaphore(WINDOW if ahead is None else max(WINDOW, len(ahead) * len(plans)))
+        order: asyncio.Queue[asyncio.Future[Verdict] | None] = asyncio.Queue()
+        work: asyncio.Queue[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None, asyncio.Future[Verdict]] | None]
+        work = asyncio.Queue(maxsize=config.concurrency)
+
+        async def run_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> Verdict:
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
@@ -372,52 +442,73 @@ async def _run_panel(
                 if verdict.status == "ok" and shared_now[0] is not None and not _share(
                         shared_now[0], key, judge, trajectory, plan, verdict):
                     shared_now[0] = None
-            _append(verdicts_file, verdict)  # after the store: a kill in between loses nothing
-            done[(trajectory.id, plan.pass_key)] = verdict
-            unscored_now += verdict.status == "unscored"
-            tracker.advance(stats=_progress_stats(runtime, unscored_now, calls.cost_usd, time.monotonic() - tracker.started))
+            return verdict  # written to verdicts.jsonl by the committer: after the store, so a kill loses nothing
 
-        async def pool(todo: list[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None]]) -> None:
-            pending = iter(todo)
+        async def produce(collecting: asyncio.Task[dict[str, list[BatchAnswer]]] | None) -> None:
+            waiting: list[tuple[Trajectory, PassPlan, str, asyncio.Future[Verdict]]] = []  # for the batch's answers
+            decided = ahead if ahead is not None else (
+                (t, _decide(t, plans, built, store, need_hash, shared, hits)) for t in trajectories)
+            for trajectory, slots in decided:
+                if len(hits) >= HITS_CHUNK:
+                    count_hits()
+                await check({plan.judge for plan, _, verdict in slots if verdict is None})
+                for plan, key, verdict in slots:
+                    await window.acquire()
+                    future: asyncio.Future[Verdict] = loop.create_future()
+                    order.put_nowait(future)
+                    if verdict is not None:
+                        future.set_result(verdict)
+                    elif collecting is not None and batchable(built[plan.judge]):
+                        waiting.append((trajectory, plan, key, future))
+                    elif built[plan.judge].provider is None:
+                        # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
+                        future.set_result(await run_one(trajectory, plan, key, None))
+                    else:
+                        await work.put((trajectory, plan, key, None, future))
+            if collecting is not None:
+                answers = await collecting
+                for trajectory, plan, key, future in waiting:  # parsed as direct answers, by the same workers
+                    await work.put((trajectory, plan, key, answers[key], future))
+            for _ in range(config.concurrency):
+                await work.put(None)
+            order.put_nowait(None)
 
-            async def worker() -> None:
-                # A fixed pool of workers bounds the calls in flight without creating one task per pass up front;
-                # they share one iterator (next() never awaits, so no pass is taken twice).
-                for item in pending:
-                    await run_one(*item)
+        async def worker() -> None:
+            # A fixed pool of workers bounds the calls in flight without creating one task per pass up front.
+            while (item := await work.get()) is not None:
+                trajectory, plan, key, answers, future = item
+                future.set_result(await run_one(trajectory, plan, key, answers))
 
-            await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(1, len(todo))))))
+        async def commit() -> None:
+            unscored_now = 0
+            while (future := await order.get()) is not None:
+                verdict = await future
+                _append(verdicts_file, verdict)
+                result.count(verdict)
+                unscored_now += verdict.status == "unscored"
+                tracker.advance(stats=_progress_stats(runtime, result.cached, unscored_now, calls.cost_usd,
+                                                      time.monotonic() - tracker.started))
+                window.release()
 
-        batched = [item for item in todo if config.batch and batchable(built[item[1].judge])]
-        direct = [item for item in todo if not (config.batch and batchable(built[item[1].judge]))]
-        if config.batch and direct and any(built[p.judge].provider is not None for _, p, _ in direct):
-            names = sorted({redact(p.judge) for _, p, _ in direct if built[p.judge].provider is not None})
-            print(f"note: {', '.join(names)} cannot take batches: called directly", file=sys.stderr)
-        batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_interval) if batched else None
-
-        async def batch_phase() -> None:
-            assert batches is not None
-            answers = await batches.collect(batched)
-            await pool([(t, p, key, answers[key]) for t, p, key in batched])
-
-        workers = [asyncio.create_task(pool([(t, p, key, None) for t, p, key in direct]))]
-        if batched:
-            workers.append(asyncio.create_task(batch_phase()))
+        collecting = asyncio.create_task(batches.collect(batched)) if batches is not None else None
+        tasks = [*([collecting] if collecting is not None else []), asyncio.create_task(produce(collecting)),
+                 asyncio.create_task(commit()), *(asyncio.create_task(worker()) for _ in range(config.concurrency))]
         with tracker:
             try:
-                await asyncio.gather(*workers)
+                await asyncio.gather(*tasks)
             except BaseException:
-                # One worker failed (a full disk) or we were interrupted: stop the others before the store closes.
-                # Their attempts in flight stay recorded as sent, so the next invocation counts them.
-                for task in workers:
+                # A task failed (a full disk, a failed preflight) or we were interrupted: stop the others before the
+                # store closes. Attempts in flight stay recorded as sent, so the next invocation counts them.
+                for task in tasks:
                     task.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
+                await asyncio.gather(*tasks, return_exceptions=True)
                 raise
-        ordered = [done[(t.id, p.pass_key)] for t in items for p in plans if (t.id, p.pass_key) in done]
         verdicts_file.close()
-        rundir.write_jsonl(verdicts_path, ordered)  # stable order for diffs and reports
-        result = _result(plans, ordered, runtime, cached, calls.cost_usd, time.monotonic() - started)
-        result.shared_hits = shared_hits
+        count_hits()
+        result.verdicts = RunDir(run_dir).view(rundir.VERDICTS, Verdict, sum(result.outcomes.values()))
+        result.calls, result.retries = runtime.calls, runtime.retries
+        result.cost_this_run_usd, result.wall_s = calls.cost_usd, time.monotonic() - started
+        result.budget_exceeded = runtime.budget.exceeded
         if batches is not None:
             result.calls += batches.requests  # requests sent in batches are calls too (their attempts are recorded)
             result.batch_lines = batches.lines()
@@ -441,6 +532,7 @@ class PreflightFailed(RuntimeError):
 
     def __init__(self, problems: list[str]):
         self.problems = problems
+        self.calls_before = 0  # calls of other judges already made when the check failed (a judge first needed late)
         super().__init__("; ".join(problems))
 
 
@@ -478,53 +570,50 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCal
     return requests
 
 
-def _split_cached(
-    items: list[Trajectory], plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore, verdicts_file: TextIO,
-    shared: SharedCache | None = None,
-) -> tuple[dict[tuple[str, str], Verdict], list[tuple[Trajectory, PassPlan, str]], int, int]:
-    """Passes already decided (written to verdicts.jsonl at once), passes still to run, how many of the decided
-    ones came from the run store or the shared cache, and how many of those from the shared cache (recorded in
-    the run store at once, as the run's record of what it used). A trajectory without an assistant turn is
-    decided without a call."""
-    done: dict[tuple[str, str], Verdict] = {}
-    todo: list[tuple[Trajectory, PassPlan, str]] = []
-    cached = 0
-    hits: list[str] = []
-    for trajectory in items:
-        if trajectory.turn_count == 0:
-            for plan in plans:
-                verdict = Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
-                                  pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
-                                  detail="the trajectory has no assistant turn: there is no decision to judge",
-                                  deterministic=plan.deterministic, attempts=0)
-                done[(trajectory.id, plan.pass_key)] = verdict
-                _append(verdicts_file, verdict)
+Slot = tuple[PassPlan, str, Verdict | None]  # a pass of one trajectory: its plan, cache key, verdict when decided
+
+
+def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore,
+            need_hash: bool, shared: SharedCache | None = None, hits: list[str] | None = None) -> list[Slot]:
+    """Each pass of one trajectory with its cache key and its verdict when it is decided without a call: from the
+    run store (a cached pass), from the cache shared across runs (recorded in the run store at once, as the run's
+    record of what it used; its key appended to ``hits``), or unscored ``no_assistant_turn`` for a trajectory
+    with no assistant turn. ``None``: the pass must run. The content hash is computed only when some judge is
+    cached (``need_hash``)."""
+    if trajectory.turn_count == 0:
+        return [(plan, "", Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
+                                   pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
+                                   detail="the trajectory has no assistant turn: there is no decision to judge",
+                                   deterministic=plan.deterministic, attempts=0)) for plan in plans]
+    content_hash = trajectory.content_hash() if need_hash else ""
+    slots: list[Slot] = []
+    for plan in plans:
+        judge = judges[plan.judge]
+        if not judge.cacheable:
+            slots.append((plan, "", None))
             continue
-        content_hash = trajectory.content_hash()
-        for plan in plans:
-            judge = judges[plan.judge]
-            key = pass_cache_key(judge, content_hash, plan.pass_index)
-            stored = store.get_verdict(key) if judge.cacheable else None
-            if stored is None and judge.cacheable and shared is not None:
-                stored = _from_shared(shared, shared_key(key, judge), trajectory, plan)
-                if stored is not None:
-                    store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, stored)
+        key = pass_cache_key(judge, content_hash, plan.pass_index)
+        stored = store.get_verdict(key)
+        if stored is None and shared is not None:
+            stored = _from_shared(shared, shared_key(key, judge), trajectory, plan)
+            if stored is not None:
+                store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, stored)
+                if hits is not None:
                     hits.append(shared_key(key, judge))
-            if stored is None:
-                todo.append((trajectory, plan, key))
-                continue
-            # The same content under another id (a duplicate record) reuses the verdict under its own id.
-            verdict = Verdict.model_validate(stored).model_copy(update={
-                "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})
-            done[(trajectory.id, plan.pass_key)] = verdict
-            cached += 1
-            _append(verdicts_file, verdict)
-    if shared is not None and hits:
-        try:
-            shared.record_hits(hits)
-        except sqlite3.Error as error:  # counting is bookkeeping: the run goes on
-            print(f"warning: the shared cache's hit counts were not updated: {error}", file=sys.stderr)
-    return done, todo, cached, len(hits)
+        # The same content under another id (a duplicate record) reuses the verdict under its own id.
+        slots.append((plan, key, None if stored is None else Verdict.model_validate(stored).model_copy(update={
+            "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})))
+    return slots
+
+
+def _record_hits(shared: SharedCache | None, hits: list[str]) -> None:
+    """Count the use of shared answers in the cache (bookkeeping: a failure warns and the run goes on)."""
+    if shared is None or not hits:
+        return
+    try:
+        shared.record_hits(hits)
+    except sqlite3.Error as error:
+        print(f"warning: the shared cache's hit counts were not updated: {error}", file=sys.stderr)
 
 
 def _from_shared(shared: SharedCache, key: str, trajectory: Trajectory, plan: PassPlan) -> dict[str, Any] | None:
@@ -567,20 +656,6 @@ def _append(handle: TextIO, verdict: Verdict) -> None:
     handle.flush()
 
 
-def _result(plans: list[PassPlan], verdicts: list[Verdict], runtime: CallRuntime, cached: int,
-            this_run_cost: float | None, wall_s: float) -> PanelResult:
-    result = PanelResult(plans=plans, verdicts=verdicts, calls=runtime.calls, retries=runtime.retries, cached=cached,
-                         cost_this_run_usd=this_run_cost, wall_s=wall_s, budget_exceeded=runtime.budget.exceeded)
-    for verdict in verdicts:
-        if verdict.status == "unscored":
-            result.unscored[verdict.reason or "unknown"] += 1
-        result.usage = result.usage + verdict.usage
-        result.cost_usd = add_costs(result.cost_usd, verdict.cost_usd)
-        result.cost_by_trajectory[verdict.trajectory_id] = add_costs(
-            result.cost_by_trajectory.get(verdict.trajectory_id), verdict.cost_usd)
-    return result
-
-
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],
                           cap: float | None) -> None:
     members: list[PanelMember | str] = []
@@ -608,10 +683,10 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
 
 
-def _progress_stats(runtime: CallRuntime, unscored: int, cost: float | None, elapsed_s: float) -> str:
+def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float) -> str:
     cost_text = f"${cost or 0.0:.4f}" if cost is not None or runtime.calls == 0 else "unpriced"
-    return (f"{runtime.calls / max(1e-6, elapsed_s):.1f} calls/s · retries {runtime.retries} · unscored {unscored}"
-            f" · cost {cost_text}")
+    return (f"{runtime.calls / max(1e-6, elapsed_s):.1f} calls/s · cached {cached} · retries {runtime.retries} · "
+            f"unscored {unscored} · cost {cost_text}")
 
 
 def describe_result(result: PanelResult) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from typing import Any
 
 from judge import rundir
 from judge.importers.writer import ImportStats, write_import
-from judge.rundir import ClusterSection, EmbedderSection, RubricSection, RunDir
-from judge.schema import Cluster, ScoreRow
+from judge.rundir import ClusterSection, EmbedderSection, RowsView, RubricSection, RunDir
+from judge.schema import ScoreRow
 
 
 def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None) -> ImportStats:
@@ -28,42 +28,44 @@ def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None)
     return write_import(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path])
 
 
-def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None) -> list[ScoreRow]:
-    """Cluster the stored verdicts and score every trajectory; writes clusters.jsonl and scores.jsonl.
+def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None) -> RowsView[ScoreRow]:
+    """Cluster the stored verdicts and score every trajectory; writes clusters.jsonl and scores.jsonl, then their
+    Parquet copies and the verdicts' (:func:`judge.tables.write_tables`). Returns a view of scores.jsonl.
 
-    Human decisions (overrides.jsonl) are applied to each score row (:func:`judge.review.score_reviewed`).
-    Makes no judge call: this is also ``judge rescore``.
+    Streams: one trajectory and its verdicts in memory at a time. Human decisions (overrides.jsonl, small: read
+    whole) are applied to each score row (:func:`judge.review.score_reviewed`). Makes no judge call: this is also
+    ``judge rescore``.
     """
     from judge.cluster import ClusterConfig, cluster_verdicts
     from judge.embed import make_embedder
     from judge.gate import release_checks
     from judge.review import score_reviewed
     from judge.scoring import load_rubric
+    from judge.tables import write_tables
 
     run = RunDir(run_dir)
     manifest = run.manifest()
     rubric = load_rubric(rubric_path)
     config = ClusterConfig.from_options(cluster_options or manifest.cluster_options())
     embedder = make_embedder(config.embedder, run_dir=run.path)
-    verdicts = run.verdicts_by_trajectory()
-    overrides = run.overrides_by_trajectory()  # human review decisions (small: read whole)
-    all_clusters: list[Cluster] = []
-    scores: list[ScoreRow] = []
-    for trajectory in run.trajectories():
-        passes = verdicts.get(trajectory.id, [])
-        panel_size = manifest.panel_size(len({v.pass_key for v in passes}))
-        clusters = cluster_verdicts(trajectory.id, passes, panel_size=panel_size, config=config, embedder=embedder)
-        all_clusters.extend(clusters)
-        failed_checks = release_checks(trajectory)
-        scores.append(score_reviewed(trajectory, passes, clusters, rubric, panel_size=panel_size, failed_checks=failed_checks,
-                                     overrides=overrides.get(trajectory.id, ())))
-    run.write_rows(rundir.CLUSTERS, all_clusters)
-    run.write_rows(rundir.SCORES, scores)
+    overrides = run.overrides_by_trajectory()
+    with (run.verdicts_by_trajectory() as verdicts, run.writer(rundir.CLUSTERS) as clusters_out,
+          run.writer(rundir.SCORES) as scores_out):
+        for trajectory in run.trajectories():
+            passes = verdicts.get(trajectory.id, [])
+            panel_size = manifest.panel_size(len({v.pass_key for v in passes}))
+            clusters = cluster_verdicts(trajectory.id, passes, panel_size=panel_size, config=config, embedder=embedder)
+            for cluster in clusters:
+                clusters_out.write(cluster)
+            failed_checks = release_checks(trajectory)
+            scores_out.write(score_reviewed(trajectory, passes, clusters, rubric, panel_size=panel_size,
+                                            failed_checks=failed_checks, overrides=overrides.get(trajectory.id, ())))
     manifest.rubric = RubricSection.model_validate(rubric.describe())
     manifest.cluster = ClusterSection.model_validate(config.describe())
     manifest.embedder = EmbedderSection.model_validate(embedder.describe())
     run.write_manifest(manifest)
-    return scores
+    write_tables(run.path)
+    return run.view(rundir.SCORES, ScoreRow, scores_out.count)
 
 
 def finish_run(run_dir: Path) -> dict[str, Path]:

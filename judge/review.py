@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from judge import rundir
 from judge.model import Trajectory
 from judge.rundir import RunDir
 from judge.schema import (
@@ -326,7 +327,7 @@ def review_items(run: RunDir, ids: Iterable[str] | None = None) -> Iterator[Revi
     """The trajectories of a scored run as reviewers see them, in input order (only ``ids`` when given)."""
     wanted = set(ids) if ids is not None else None
     clusters = run.clusters_by_trajectory()
-    scores = {row.trajectory_id: row for row in run.scores(missing_ok=True)}
+    scores = run.scores_by_trajectory() if run.has(rundir.SCORES) else {}  # read on demand: flat at any size
     overrides = run.overrides_by_trajectory()
     for trajectory in run.trajectories():
         if wanted is not None and trajectory.id not in wanted:

@@ -10,6 +10,10 @@ the run directory.
 A missing file is an error naming it, unless the caller passes ``missing_ok=True`` (then it reads as empty).
 A bad row is an error naming the file and line, unless the caller collects bad rows (``bad_rows=[...]``: the
 report, which must still render, skips and lists them).
+
+Memory stays flat at any batch size: rows are streamed, the ``*_by_trajectory`` lookups keep only the byte
+offset of each row and read a trajectory's rows when asked (:class:`RowsByTrajectory`), and writers stream
+rows to a temporary file renamed when complete (:class:`JsonlWriter`).
 """
 
 from __future__ import annotations
@@ -17,11 +21,11 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,6 +46,12 @@ SUMMARY = "summary.json"
 MANIFEST = "run.json"  # the run's configuration: panel, prompt and rubric versions, embedder, thresholds
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
+# Columnar copies of verdicts, clusters and scores for pandas / DuckDB (judge.tables; docs/parquet.md)
+VERDICTS_PARQUET = "verdicts.parquet"
+CLUSTERS_PARQUET = "clusters.parquet"
+ISSUES_PARQUET = "issues.parquet"  # one row per cluster, majority or not, without its members
+SCORES_PARQUET = "scores.parquet"
+PARQUET_TABLES = (VERDICTS_PARQUET, CLUSTERS_PARQUET, ISSUES_PARQUET, SCORES_PARQUET)
 LOCK = "run.lock"  # the process using the run (judge.runlock); exists only while it runs
 STORE = "store.sqlite"  # judge.store: verdict cache, provider attempts, embeddings, settings
 
@@ -62,15 +72,47 @@ def safe_child(run_dir: Path, name: str) -> Path:
 
 def write_jsonl(path: Path, rows: Iterable[BaseModel | dict[str, Any]]) -> int:
     """Write rows atomically (temp file + rename) and return how many were written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    with tmp.open("w", encoding="utf-8") as handle:
+    with JsonlWriter(path) as writer:
         for row in rows:
-            handle.write(_json_line(row) + "\n")
-            count += 1
-    os.replace(tmp, path)
-    return count
+            writer.write(row)
+    return writer.count
+
+
+class JsonlWriter:
+    """Stream rows into a JSONL file atomically: a temporary file, renamed over ``path`` when the block ends
+    without an error (removed when it raises, so a failed stage never leaves a half-written file)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.count = 0
+        self._tmp = self.path.with_name(self.path.name + ".tmp")
+        self._handle: IO[str] | None = None
+
+    def __enter__(self) -> JsonlWriter:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = self._tmp.open("w", encoding="utf-8")
+        return self
+
+    def write(self, row: BaseModel | dict[str, Any]) -> None:
+        assert self._handle is not None, "use JsonlWriter as a context manager"
+        self._handle.write(_json_line(row) + "\n")
+        self.count += 1
+
+    def append_lines(self, path: Path) -> None:
+        """Append every line of another JSONL file (rows written apart, in the order they must follow)."""
+        assert self._handle is not None, "use JsonlWriter as a context manager"
+        with Path(path).open(encoding="utf-8") as source:
+            for line in source:
+                self._handle.write(line)
+                self.count += 1
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        assert self._handle is not None
+        self._handle.close()
+        if kind is None:
+            os.replace(self._tmp, self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
 
 
 def _json_line(row: BaseModel | dict[str, Any]) -> str:
@@ -111,6 +153,162 @@ def write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+_ROW_PREFIX = b'{"trajectory_id":"'  # how model_dump_json starts every Verdict, Cluster and ScoreRow line
+
+
+def _row_trajectory_id(line: bytes) -> str:
+    """The ``trajectory_id`` of one JSONL row, read from the line's start when it is written the usual way."""
+    if line.startswith(_ROW_PREFIX):
+        end = line.find(b'"', len(_ROW_PREFIX))
+        value = line[len(_ROW_PREFIX):end]
+        if end > 0 and b"\\" not in value:  # an escape inside the id: let the JSON parser read it
+            return value.decode("utf-8")
+    found = json.loads(line).get("trajectory_id")
+    if not isinstance(found, str):
+        raise ValueError("no trajectory_id")
+    return found
+
+
+class TrajectoryHead(BaseModel):
+    """The ids of a trajectory, read from its ``trajectories.jsonl`` line without building its messages."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    query_id: str
+
+
+class RowsByTrajectory(Mapping[str, list[ModelT]], Generic[ModelT]):
+    """The rows of one JSONL file of a run, grouped by trajectory id and read when asked.
+
+    Building it reads the file once and keeps only each row's byte offset, so looking rows up for every
+    trajectory of a 100k batch holds one trajectory's rows at a time, whatever order the file is in. ``rows[tid]``
+    is that trajectory's rows in file order (``KeyError`` when it has none); iteration gives the ids in order of
+    first appearance. A bad row raises with its file and line, or is skipped and listed when ``bad_rows`` is
+    given (as :func:`read_jsonl`). Close it (or use it as a context manager) to release the file handle.
+    """
+
+    def __init__(self, path: Path, model: type[ModelT], bad_rows: list[BadRow] | None = None):
+        self.path = Path(path)
+        self.model = model
+        self._bad_rows = bad_rows
+        self._offsets: dict[str, list[int]] = {}
+        self._handle: IO[bytes] | None = None
+        if not self.path.is_file():
+            return
+        self._handle = self.path.open("rb")
+        offset = 0
+        for number, line in enumerate(self._handle, start=1):
+            if line.strip():
+                try:
+                    trajectory_id = _row_trajectory_id(line)
+                except (ValueError, UnicodeDecodeError) as error:
+                    self._bad(number, error)
+                else:
+                    self._offsets.setdefault(trajectory_id, []).append(offset)
+            offset += len(line)
+
+    def _bad(self, number: int, error: Exception) -> None:
+        message = f"not a valid {self.model.__name__} row: {error}"
+        if self._bad_rows is None:
+            raise ValueError(f"{self.path}:{number}: {message}") from error
+        self._bad_rows.append(BadRow(self.path.name, number, " ".join(message.splitlines()[:3])))
+
+    def __getitem__(self, trajectory_id: str) -> list[ModelT]:
+        offsets = self._offsets[trajectory_id]
+        assert self._handle is not None
+        rows: list[ModelT] = []
+        for offset in offsets:
+            self._handle.seek(offset)
+            line = self._handle.readline()
+            try:
+                rows.append(self.model.model_validate_json(line))
+            except ValueError as error:
+                self._bad(self._line_number(offset), error)
+        return rows
+
+    def _line_number(self, offset: int) -> int:
+        assert self._handle is not None
+        self._handle.seek(0)
+        return self._handle.read(offset).count(b"\n") + 1
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._offsets)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __contains__(self, trajectory_id: object) -> bool:
+        return trajectory_id in self._offsets
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> RowsByTrajectory[ModelT]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class RowByTrajectory(Mapping[str, ModelT], Generic[ModelT]):
+    """Like :class:`RowsByTrajectory` for a file with one row per trajectory (``scores.jsonl``): ``rows[tid]`` is
+    the row (the last one, should the file repeat an id)."""
+
+    def __init__(self, rows: RowsByTrajectory[ModelT]):
+        self.rows = rows
+
+    def __getitem__(self, trajectory_id: str) -> ModelT:
+        return self.rows[trajectory_id][-1]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __contains__(self, trajectory_id: object) -> bool:
+        return trajectory_id in self.rows
+
+    def close(self) -> None:
+        self.rows.close()
+
+    def __enter__(self) -> RowByTrajectory[ModelT]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RowsView(Generic[ModelT]):
+    """A re-iterable view of one JSONL file of a run: each iteration streams the file (nothing is kept), ``len``
+    is the row count the writer recorded. What a stage returns instead of a list of every row."""
+
+    def __init__(self, path: Path, model: type[ModelT], count: int):
+        self.path = Path(path)
+        self.model = model
+        self.count = count
+
+    def __iter__(self) -> Iterator[ModelT]:
+        return read_jsonl(self.path, self.model) if self.path.is_file() else iter(())
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> ModelT:
+        """Row ``index`` (reads the file up to it: for tests and small runs)."""
+        rows = list(self)
+        return rows[index]
+
+    def __repr__(self) -> str:
+        return f"RowsView({str(self.path)!r}, {self.count} rows)"
 
 
 # --- run.json --------------------------------------------------------------------------------------
@@ -279,6 +477,11 @@ class RunDir:
         """The canonical trajectories the run judged, in input order."""
         return self.rows(TRAJECTORIES, Trajectory, **options)
 
+    def trajectory_heads(self, **options: Any) -> Iterator[TrajectoryHead]:
+        """Id and query id of every trajectory, in input order: a pass that needs no message costs a fraction of
+        :meth:`trajectories`."""
+        return self.rows(TRAJECTORIES, TrajectoryHead, **options)
+
     def verdicts(self, **options: Any) -> Iterator[Verdict]:
         return self.rows(VERDICTS, Verdict, **options)
 
@@ -317,23 +520,27 @@ class RunDir:
                 os.fsync(handle.fileno())
         return path
 
-    def verdicts_by_trajectory(self) -> dict[str, list[Verdict]]:
-        """Trajectory id -> its passes, in file order; empty when the run has no verdicts yet."""
-        grouped: dict[str, list[Verdict]] = defaultdict(list)
-        for verdict in self.verdicts(missing_ok=True):
-            grouped[verdict.trajectory_id].append(verdict)
-        return grouped
+    def verdicts_by_trajectory(self, bad_rows: list[BadRow] | None = None) -> RowsByTrajectory[Verdict]:
+        """Trajectory id -> its passes, in file order, read on demand; empty when the run has no verdicts yet."""
+        return RowsByTrajectory(self.path / VERDICTS, Verdict, bad_rows)
 
-    def clusters_by_trajectory(self) -> dict[str, list[Cluster]]:
-        """Trajectory id -> its clusters, in file order; empty when the run has no clusters.jsonl."""
-        grouped: dict[str, list[Cluster]] = defaultdict(list)
-        for cluster in self.clusters(missing_ok=True):
-            grouped[cluster.trajectory_id].append(cluster)
-        return grouped
+    def clusters_by_trajectory(self, bad_rows: list[BadRow] | None = None) -> RowsByTrajectory[Cluster]:
+        """Trajectory id -> its clusters, in file order, read on demand; empty when the run has no clusters.jsonl."""
+        return RowsByTrajectory(self.path / CLUSTERS, Cluster, bad_rows)
 
-    def scores_by_trajectory(self) -> dict[str, ScoreRow]:
-        """Trajectory id -> its score row (scores.jsonl must exist)."""
-        return {row.trajectory_id: row for row in self.scores()}
+    def scores_by_trajectory(self, bad_rows: list[BadRow] | None = None) -> RowByTrajectory[ScoreRow]:
+        """Trajectory id -> its score row, read on demand (scores.jsonl must exist)."""
+        if not self.has(SCORES):
+            raise FileNotFoundError(f"{self.path / SCORES} not found: the run directory {self.path} has no {SCORES}")
+        return RowByTrajectory(RowsByTrajectory(self.path / SCORES, ScoreRow, bad_rows))
+
+    def writer(self, name: str) -> JsonlWriter:
+        """A streaming, atomic writer of one JSONL file of the run (use it as a context manager)."""
+        return JsonlWriter(self.file(name))
+
+    def view(self, name: str, model: type[ModelT], count: int) -> RowsView[ModelT]:
+        """A re-iterable view of one JSONL file of the run that holds ``count`` rows."""
+        return RowsView(self.file(name), model, count)
 
     def write_rows(self, name: str, rows: Iterable[BaseModel | dict[str, Any]]) -> Path:
         """Write one JSONL file of the run atomically; returns its path."""

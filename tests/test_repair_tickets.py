@@ -175,7 +175,7 @@ def test_a_rewrite_that_drops_a_requirement_gets_no_ticket(tmp_path):
     outputs = repair_run(run, provider=provider)
     row, = outputs.rows
     assert row.route == "pending" and "requirement check" in row.reason and "dashboard" in row.reason
-    assert outputs.tickets == [] and row.extra["teacher_usage"]["input_tokens"] == 200
+    assert len(outputs.tickets) == 0 and row.extra["teacher_usage"]["input_tokens"] == 200
     assert provider.closed
 
 

@@ -229,3 +229,16 @@ def test_the_python_api_shows_the_judges_result_beside_the_reviewed_one(run: Pat
     frame = loaded.scores_df().set_index("trajectory_id")
     assert frame.loc[FAILS, ["score", "machine_score", "reviewed"]].tolist() == [4, 2, True]
     assert frame.loc[CLEAN, ["score", "machine_score", "reviewed", "machine_release"]].tolist() == [4, 4, False, True]
+
+
+def test_rescore_writes_the_review_into_scores_parquet(run: Path):
+    import pyarrow.parquet as pq
+
+    assert invoke("review", str(run), "--reject", f"{FAILS}:c1", "--release", FAILS, "--reason", "expected",
+                  "--reviewer", "alice").exit_code == 0
+    assert invoke("rescore", str(run)).exit_code == 0
+    rows = {r["trajectory_id"]: r for r in pq.read_table(run / rundir.SCORES_PARQUET).to_pylist()}
+    columns = ("score", "machine_score", "release", "machine_release", "reviewed", "reviewers")
+    assert [rows[FAILS][c] for c in columns] == [4, 2, True, False, True, ["alice"]]
+    assert [rows[CLEAN][c] for c in columns] == [4, 4, True, True, False, None]
+    assert rows[FAILS]["review"]["rejected"] == ["c1"] and rows[FAILS]["review"]["release"]["over_failed_checks"]

@@ -18,7 +18,7 @@ from judge.cli.output import Output, json_option
     epilog=examples(
         "judge export runs/demo --out exports/demo --test-size 0.1 --seed 0",
         "judge export runs/demo --out exports/claude --format anthropic --per-turn",
-        ("judge export runs/demo --out exports/hf --format hf", "needs pyarrow: pip install 'trajudge[hf]'"),
+        ("judge export runs/demo --out exports/hf --format hf", "parquet splits and a dataset card"),
         ("judge export runs/demo --out exports/demo --json", "split.json's counts as one JSON document"),
     ),
 )

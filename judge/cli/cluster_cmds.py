@@ -165,10 +165,11 @@ def rescore_command(
     output = Output(as_json)
     output.line(f"{len(scores)} trajectories: {scored} scored {histogram}, {counts['no_score']} unscored, "
                 f"{counts['released']} released; wrote {run / rundir.SCORES}")
-    for name, path in written.items():
+    tables = {name: run / name for name in rundir.PARQUET_TABLES if (run / name).exists()}
+    for name, path in {**written, **tables}.items():
         output.line(f"  {name}: {path}")
-    code = outcome_code((v.status, v.reason) for v in result.verdicts())
+    code = outcome_code({(v.status, v.reason) for v in result.verdicts()})  # a set: the file is streamed
     output.document({"run": run, "exit_code": int(code), "scores": counts,
-                     "files": {"scores": run / rundir.SCORES, **written}})
+                     "files": {"scores": run / rundir.SCORES, **written, **tables}})
     if code:
         raise typer.Exit(code)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,19 +138,22 @@ def score_command(
     except PreflightFailed as error:
         for problem in error.problems:
             typer.echo(f"preflight: {problem}", err=True)
-        typer.echo("the batch was not started: nothing was judged. Fix the judge (or skip this check with "
-                   "--no-preflight), then run the same command again.", err=True)
+        done = ("the batch was not started: nothing was judged" if not error.calls_before else
+                f"the batch stopped when this judge was first needed ({error.calls_before} calls of other judges "
+                "were made and are kept)")
+        typer.echo(f"{done}. Fix the judge (or skip this check with --no-preflight), then run the same command "
+                   "again.", err=True)
         raise typer.Exit(code=ExitCode.NONE_SCORED) from None
     assert run.invocation is not None and run.invocation.imported is not None and run.invocation.panel is not None
     stats, result, written = run.invocation.imported, run.invocation.panel, run.invocation.written
     scores = run.invocation.scores
     output.line(score_distribution(scores))
     paths = [out / name for name in (rundir.TRAJECTORIES, rundir.VERDICTS, rundir.CLUSTERS, rundir.SCORES,
-                                     rundir.REJECTS, rundir.MANIFEST)]
+                                     rundir.REJECTS, rundir.MANIFEST, *rundir.PARQUET_TABLES)]
     paths += [Path(p) for p in written.values()]
     files = [p for p in dict.fromkeys(paths) if p.exists()]
     output.line("wrote: " + ", ".join(str(p) for p in files))
-    code = outcome_code((v.status, v.reason) for v in result.verdicts)
+    code = outcome_code(result.outcomes)
     if strict and stats.rejected:
         typer.echo("--strict: some input records were rejected", err=True)
         code = ExitCode.ERROR
@@ -212,14 +216,19 @@ def load_config(path: Path) -> tuple[PanelConfig, ScoreFileOptions]:
     return PanelConfig.from_file(file), options
 
 
-def score_counts(scores: list[Any]) -> dict[str, Any]:
-    """How many trajectories got each score (``by_score``: "2".."5"), none, and were released."""
-    counts = Counter(row.score for row in scores)
-    return {"trajectories": len(scores), "by_score": {str(s): counts[s] for s in sorted(s for s in counts if s is not None)},
-            "no_score": counts.get(None, 0), "released": sum(1 for row in scores if row.release)}
+def score_counts(scores: Iterable[Any]) -> dict[str, Any]:
+    """How many trajectories got each score (``by_score``: "2".."5"), none, and were released (one pass: ``scores``
+    may stream scores.jsonl)."""
+    counts: Counter[int | None] = Counter()
+    released = 0
+    for row in scores:
+        counts[row.score] += 1
+        released += bool(row.release)
+    return {"trajectories": sum(counts.values()), "by_score": {str(s): counts[s] for s in sorted(s for s in counts if s is not None)},
+            "no_score": counts.get(None, 0), "released": released}
 
 
-def score_distribution(scores: list[Any]) -> str:
+def score_distribution(scores: Iterable[Any]) -> str:
     """One line: how many trajectories got each score, and how many got none."""
     counts = score_counts(scores)
     parts = [f"{score}: {n}" for score, n in counts["by_score"].items()]

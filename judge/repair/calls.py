@@ -76,18 +76,18 @@ def call_sites(trajectory: Trajectory) -> list[CallSite]:
     """Every tool call in message order, paired with its receipt: by call id, else (formats that pair by
     position) with the next receipt without a call id that follows the call's message in the same turn."""
     receipt_at: dict[str, int] = {}
+    without_id: list[int] = []  # receipts without a call id (rare: most formats pair by id)
     for index, message in enumerate(trajectory.messages):
-        if message.role == "tool" and message.receipt and message.receipt.call_id:
-            receipt_at.setdefault(message.receipt.call_id, index)
+        if message.role == "tool" and message.receipt is not None:
+            if message.receipt.call_id:
+                receipt_at.setdefault(message.receipt.call_id, index)
+            else:
+                without_id.append(index)
     sites: list[CallSite] = []
     for index, message in enumerate(trajectory.messages):
         if message.role != "assistant":
             continue
-        anonymous = [
-            i for i in range(index + 1, len(trajectory.messages))
-            if trajectory.messages[i].role == "tool" and trajectory.messages[i].receipt is not None
-            and not trajectory.messages[i].receipt.call_id and trajectory.messages[i].turn == message.turn
-        ]
+        anonymous = [i for i in without_id if i > index and trajectory.messages[i].turn == message.turn]
         for call in message.tool_calls:
             r_index = receipt_at.get(call.id)
             if r_index is None and anonymous:

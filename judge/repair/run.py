@@ -40,15 +40,22 @@ from judge.runlock import run_lock
 from judge.schema import Cluster, RepairRow, ScoreRow
 from judge.store import RunStore
 
+CHUNK = 256  # trajectories routed (and their teacher calls made) before their rows are written
+
 
 @dataclass
 class RepairOutputs:
-    """What one repair run produced, and where it wrote it."""
+    """What one repair run produced, and where it wrote it.
 
-    rows: list[RepairRow] = field(default_factory=list)
-    tickets: list[Ticket] = field(default_factory=list)
-    edited: list[Trajectory] = field(default_factory=list)
-    edit_log: list[dict] = field(default_factory=list)
+    The rows are in the files: ``rows``, ``tickets`` and ``edited`` are views of repairs.jsonl, tickets.jsonl and
+    edited.jsonl (each iteration reads the file); ``routes`` counts the rows by route, ``edits`` the edit-log rows.
+    """
+
+    rows: Sequence[RepairRow] = field(default_factory=list)
+    tickets: Sequence[Ticket] = field(default_factory=list)
+    edited: Sequence[Trajectory] = field(default_factory=list)
+    edits: int = 0
+    routes: Counter[str] = field(default_factory=Counter)
     paths: dict[str, Path] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)  # of the teacher answers used (those from the store included)
     calls: int = 0  # teacher attempts this invocation made (failed and retried ones included)
@@ -58,7 +65,7 @@ class RepairOutputs:
     budget_exceeded: bool = False  # the cap stopped teacher calls: their repairs fell back to templates
 
     def counts(self) -> dict[str, int]:
-        return dict(Counter(r.route for r in self.rows))
+        return dict(self.routes)
 
 
 async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCaller | None, teacher: str | None,
@@ -116,72 +123,100 @@ def repair_run(
     ``teacher`` is a provider spec (``openai:MODEL``...) for guidance and rewrites; ``provider`` passes a
     ready provider object instead (tests). ``control_arm`` adds an unguided ticket beside each guided one.
     ``settings`` bound the teacher's calls (retries, timeout, rate limits, the run's ``--max-cost``); its calls
-    are recorded in RUN's store and count in RUN's budget, wherever ``out_dir`` is.
+    are recorded in RUN's store and count in RUN's budget, wherever ``out_dir`` is. Streams the run: trajectories
+    are read once, in order, and routed in chunks of :data:`CHUNK` while teacher calls overlap.
     """
     run = RunDir(run_dir)
     out = RunDir(out_dir) if out_dir else run
     settings = settings or CallSettings()
     if teacher and provider is None:  # fail fast (a missing key) before any work
         provider = make_provider_from_spec(teacher, base_url, timeout_s=settings.timeout_s)
-    scores = run.scores_by_trajectory()
-    clusters = run.clusters_by_trajectory()
-    outputs = RepairOutputs()
-    plans: list[TrajectoryRepair] = []
-    for trajectory in run.trajectories():
-        score = scores.get(trajectory.id)
-        if score is None:
-            continue
-        try:
-            plan = plan_repair(trajectory, score, clusters.get(trajectory.id, []))
-        except Exception as error:  # noqa: BLE001 - one bad trajectory must not stop the batch; it is reported
-            outputs.rows.append(unfixable(trajectory.id, error))
-            continue
-        if plan is None:
-            continue
-        plans.append(plan)
-        outputs.rows.append(plan.row)
-        outputs.edit_log.extend(e.log_row() for e in plan.edits)
-        if plan.edited is not None and plan.row.route == "offline-edit":
-            outputs.edited.append(plan.edited)
     label = redact(teacher or getattr(provider, "spec", None))  # recorded in tickets: no URL credential
+    outputs = RepairOutputs()
     if provider is None:
-        outputs.tickets = asyncio.run(_all_tickets(plans, None, label, control_arm, concurrency))
-    else:
-        with run_lock(run.path, "judge repair"), RunStore.for_run(run.path) as store:
-            calls = open_calls(store, settings)
-            model = ModelCaller(provider, calls=calls, label=f"teacher:{label}")
-            outputs.tickets = asyncio.run(_all_tickets(plans, model, label, control_arm, concurrency))
-            outputs.calls, outputs.retries, outputs.cost_usd = calls.runtime.calls, calls.runtime.retries, calls.cost_usd
-            outputs.budget, outputs.budget_exceeded = calls.budget(), calls.runtime.budget.exceeded
-            write_budget(run.path, outputs.budget)
-    for row in outputs.rows:
-        used = row.extra.get("teacher_usage")
-        if used:
-            outputs.usage = outputs.usage + Usage(**used)
-    out.path.mkdir(parents=True, exist_ok=True)
-    for name, rows in ((rundir.REPAIRS, outputs.rows), (rundir.TICKETS, outputs.tickets), (rundir.EDITED, outputs.edited),
-                       (rundir.EDITS, outputs.edit_log)):
-        outputs.paths[name] = out.write_rows(name, rows)
+        _route_all(run, out, outputs, None, label, control_arm, concurrency)
+        return outputs
+    with run_lock(run.path, "judge repair"), RunStore.for_run(run.path) as store:
+        calls = open_calls(store, settings)
+        model = ModelCaller(provider, calls=calls, label=f"teacher:{label}")
+        _route_all(run, out, outputs, model, label, control_arm, concurrency)
+        outputs.calls, outputs.retries, outputs.cost_usd = calls.runtime.calls, calls.runtime.retries, calls.cost_usd
+        outputs.budget, outputs.budget_exceeded = calls.budget(), calls.runtime.budget.exceeded
+        write_budget(run.path, outputs.budget)
     return outputs
 
 
-async def _all_tickets(plans: Sequence[TrajectoryRepair], model: ModelCaller | None, teacher: str | None,
-                       control_arm: bool, concurrency: int) -> list[Ticket]:
-    gate = asyncio.Semaphore(max(1, concurrency))
+def _route_all(run: RunDir, out: RunDir, outputs: RepairOutputs, model: ModelCaller | None, label: str | None,
+               control_arm: bool, concurrency: int) -> None:
+    """Stream the run: trajectories are read once, in order, routed, and their rows written in input order."""
+    out.path.mkdir(parents=True, exist_ok=True)
+    with (run.scores_by_trajectory() as scores, run.clusters_by_trajectory() as clusters,
+          out.writer(rundir.REPAIRS) as repairs_out, out.writer(rundir.TICKETS) as tickets_out,
+          out.writer(rundir.EDITED) as edited_out, out.writer(rundir.EDITS) as edits_out):
 
-    async def one(plan: TrajectoryRepair) -> list[Ticket]:
-        async with gate:
-            return await _finish_online(plan, model, teacher, control_arm)
+        def write(chunk: list[TrajectoryRepair | RepairRow], tickets: list[list[Ticket]]) -> None:
+            """One chunk's rows, in input order, once its teacher calls are done."""
+            for item in chunk:
+                row = item.row if isinstance(item, TrajectoryRepair) else item
+                repairs_out.write(row)
+                outputs.routes[row.route] += 1
+                used = row.extra.get("teacher_usage")
+                if used:
+                    outputs.usage = outputs.usage + Usage(**used)
+                if isinstance(item, TrajectoryRepair):
+                    for edit in item.edits:
+                        edits_out.write(edit.log_row())
+                    if item.edited is not None and row.route == "offline-edit":
+                        edited_out.write(item.edited)
+            for batch in tickets:
+                for ticket in batch:
+                    tickets_out.write(ticket)
 
-    try:
-        batches = await asyncio.gather(*(one(p) for p in plans))
-    finally:
-        if model is not None:
-            await model.provider.aclose()
-    return [t for batch in batches for t in batch]
+        async def route_all() -> None:
+            # Bounded chunks: the plans of a chunk (trajectories included) wait for their teacher calls together,
+            # then are written and released, so memory stays flat while up to ``concurrency`` calls overlap.
+            # Without a teacher nothing overlaps: one trajectory at a time (fewer live objects, cheaper GC passes).
+            gate = asyncio.Semaphore(max(1, concurrency))
+            chunk: list[TrajectoryRepair | RepairRow] = []
+            chunk_size = 1 if model is None else max(CHUNK, 4 * concurrency)
+
+            async def one(plan: TrajectoryRepair) -> list[Ticket]:
+                async with gate:
+                    return await _finish_online(plan, model, label, control_arm)
+
+            async def flush() -> None:
+                plans = [item for item in chunk if isinstance(item, TrajectoryRepair)]
+                write(chunk, await asyncio.gather(*(one(p) for p in plans)))
+                chunk.clear()
+
+            try:
+                for trajectory in run.trajectories():
+                    score = scores.get(trajectory.id)
+                    if score is None:
+                        continue
+                    try:
+                        plan = plan_repair(trajectory, score, clusters.get(trajectory.id, []))
+                    except Exception as error:  # noqa: BLE001 - one bad trajectory must not stop the batch; it is reported
+                        chunk.append(unfixable(trajectory.id, error))
+                        continue
+                    if plan is not None:
+                        chunk.append(plan)
+                        if len(chunk) >= chunk_size:
+                            await flush()
+                await flush()
+            finally:
+                if model is not None:
+                    await model.provider.aclose()
+
+        asyncio.run(route_all())
+    outputs.edits = edits_out.count
+    outputs.rows = out.view(rundir.REPAIRS, RepairRow, repairs_out.count)
+    outputs.tickets = out.view(rundir.TICKETS, Ticket, tickets_out.count)
+    outputs.edited = out.view(rundir.EDITED, Trajectory, edited_out.count)
+    outputs.paths = {name: out.file(name) for name in (rundir.REPAIRS, rundir.TICKETS, rundir.EDITED, rundir.EDITS)}
 
 
-def route_run(run_dir: Path, *, teacher: str | None = None) -> list[RepairRow]:
+def route_run(run_dir: Path, *, teacher: str | None = None) -> Sequence[RepairRow]:
     """Route a scored run and write repairs.jsonl (plus tickets, edited and edits) into it.
 
     Offline and model-free when ``teacher`` is None (what ``judge score`` calls at its end).

@@ -71,10 +71,14 @@ def test_disk_full_is_one_line_and_the_run_resumes(tmp_path: Path, monkeypatch: 
         assert "Traceback" not in full.output and len(full.output.strip().splitlines()[-1]) < 300
         monkeypatch.setattr(panel, "_append", real_append)
         paid = fake.request_count
+        with RunStore.for_run(run_dir) as store:
+            stored = store.count_verdicts()
+        # two rows written, the third paid and in the store before its row failed; with --concurrency 1 at most
+        # one more call was in flight when the failure stopped the run
+        assert 3 <= stored <= paid <= 4
         resumed = score(*args)
         assert resumed.exit_code == 0, resumed.output
-        assert fake.request_count == 4  # the verdicts stored before the disk filled up were not paid again
-        assert paid == 3  # two written, the third paid and stored in the store before its row failed
+        assert fake.request_count == paid + 4 - stored  # the verdicts stored before the disk filled up were not paid again
 
 
 def test_bidi_and_control_characters_in_ids_are_made_visible(tmp_path: Path) -> None:

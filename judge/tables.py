@@ -1,0 +1,219 @@
+"""Columnar copies of a run's verdicts, clusters and scores, as Parquet beside the JSONL (docs/parquet.md).
+
+The JSONL files stay the run's record; the Parquet files hold the same rows with typed columns, so a
+million-row run is queried with pandas or DuckDB without reading JSON:
+
+- ``verdicts.parquet``: one row per (trajectory, pass), the columns of :class:`judge.schema.Verdict` (issues
+  nested as a list of structs, usage as a struct);
+- ``clusters.parquet``: one row per cluster, the columns of :class:`judge.schema.Cluster` (members nested);
+- ``issues.parquet``: one row per cluster, majority or minority, flat: the cluster's columns without its
+  members, plus ``pass_keys`` (the passes that raised it);
+- ``scores.parquet``: one row per trajectory, the columns of :class:`judge.schema.ScoreRow` (human review
+  nested in ``review``), then flat ``reviewed``, ``reviewers``, ``machine_score`` and ``machine_release``, so the
+  judges' result is beside the human-adjusted one without unnesting.
+
+Each Arrow schema is derived from the pydantic model that writes the JSONL row, so the two cannot drift: a
+field the schema does not know is an error, not a silently dropped column. The JSONL is converted by Arrow's
+streaming JSON reader and written in row groups of at most :data:`ROW_GROUP_ROWS` rows, so memory stays flat.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel
+
+from judge import rundir
+from judge.schema import Cluster, ScoreRow, Verdict
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+ROW_GROUP_ROWS = 64_000
+ROW_GROUP_BYTES = 32 << 20  # flush a row group earlier when its rows are large (raw judge outputs): bounds memory
+MIN_BLOCK = 1 << 20  # Arrow's JSON reader needs a block larger than the longest line
+
+
+def _arrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.compute  # noqa: F401 - loads the submodule
+        import pyarrow.json  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError as error:  # a dependency of trajudge: only a broken install lacks it
+        raise ImportError("writing the Parquet tables needs pyarrow (a dependency of trajudge: pip install pyarrow)") from error
+    return pyarrow
+
+
+def arrow_type(annotation: Any) -> pa.DataType:
+    """The Arrow type of a pydantic field annotation (str, int, float, bool, Literal, Optional, list, models)."""
+    pa = _arrow()
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (Union, types.UnionType):
+        present = [a for a in args if a is not type(None)]
+        if len(present) != 1:
+            raise TypeError(f"no Arrow type for the union {annotation!r}")
+        return arrow_type(present[0])
+    if origin is Literal:
+        kinds = {type(a) for a in args}
+        if kinds == {str}:
+            return pa.string()
+        if kinds == {int}:
+            return pa.int64()
+        raise TypeError(f"no Arrow type for {annotation!r}")
+    if origin is list:
+        return pa.list_(arrow_type(args[0]))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return pa.struct(model_schema(annotation))
+    scalars = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    if annotation in scalars:
+        return scalars[annotation]
+    raise TypeError(f"no Arrow type for {annotation!r}")
+
+
+def model_schema(model: type[BaseModel]) -> pa.Schema:
+    """The Arrow schema of a row model: one column per field, in the model's order (every column nullable)."""
+    pa = _arrow()
+    return pa.schema([pa.field(name, arrow_type(field.annotation)) for name, field in model.model_fields.items()])
+
+
+def issues_schema() -> pa.Schema:
+    """``issues.parquet``: the cluster's columns without ``members``, then ``pass_keys``."""
+    pa = _arrow()
+    fields = [f for f in model_schema(Cluster) if f.name != "members"]
+    return pa.schema([*fields, pa.field("pass_keys", pa.list_(pa.string()))])
+
+
+def scores_schema() -> pa.Schema:
+    """``scores.parquet``: the score row's columns, then the review's figures flat (as ``judge.frames`` has them)."""
+    pa = _arrow()
+    return pa.schema([*model_schema(ScoreRow), pa.field("reviewed", pa.bool_()), pa.field("reviewers", pa.list_(pa.string())),
+                      pa.field("machine_score", pa.int64()), pa.field("machine_release", pa.bool_())])
+
+
+# (JSONL file, its row model, the Parquet files made from it)
+TABLES: tuple[tuple[str, type[BaseModel], tuple[str, ...]], ...] = (
+    (rundir.VERDICTS, Verdict, (rundir.VERDICTS_PARQUET,)),
+    (rundir.CLUSTERS, Cluster, (rundir.CLUSTERS_PARQUET, rundir.ISSUES_PARQUET)),
+    (rundir.SCORES, ScoreRow, (rundir.SCORES_PARQUET,)),
+)
+
+
+def write_tables(run_dir: Path) -> dict[str, Path]:
+    """Write the Parquet copies of the run's verdicts, clusters and scores; returns their paths by file name.
+
+    A JSONL file the run does not have yet gives no table (a stale table of an earlier run is removed).
+    """
+    run = rundir.RunDir(run_dir)
+    written: dict[str, Path] = {}
+    for source, model, targets in TABLES:
+        if not run.has(source):
+            for name in targets:
+                run.file(name).unlink(missing_ok=True)
+            continue
+        derived = {rundir.ISSUES_PARQUET: (issues_schema(), _issue_rows), rundir.SCORES_PARQUET: (scores_schema(), _score_rows)}
+        outputs = [(run.file(name), *(derived.get(name) or (model_schema(model), None))) for name in targets]
+        _convert(run.file(source), model, outputs)
+        written.update({name: run.file(name) for name in targets})
+    return written
+
+
+def _issue_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of cluster rows as issue rows: ``members`` replaced by the pass keys of its members."""
+    pa = _arrow()
+    members = batch.column("members")
+    # offsets and values stay paired even for a sliced list array (values are not sliced)
+    pass_keys = pa.ListArray.from_arrays(members.offsets, members.values.field("pass_key"))
+    columns = [batch.column(f.name) for f in issues_schema() if f.name != "pass_keys"]
+    return pa.RecordBatch.from_arrays([*columns, pass_keys], schema=issues_schema())
+
+
+def _score_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of score rows with the review's figures added flat: ``reviewed`` (a human decision applies),
+    ``reviewers`` (null when not reviewed), and the judges' ``machine_score``/``machine_release`` (the final ones
+    when not reviewed)."""
+    pa = _arrow()
+    pc = pa.compute
+    review = batch.column("review")
+    reviewed = pc.is_valid(review)
+    machine = pc.struct_field(review, "machine")
+    columns = [*batch.columns, reviewed,
+               pc.struct_field(review, "reviewers"),  # null when not reviewed (a list scalar would import pandas)
+               pc.if_else(reviewed, pc.struct_field(machine, "score"), batch.column("score")),
+               pc.if_else(reviewed, pc.struct_field(machine, "release"), batch.column("release"))]
+    return pa.RecordBatch.from_arrays(columns, schema=scores_schema())
+
+
+def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.Schema, Any]]) -> None:
+    """Stream ``source`` (JSONL) through Arrow's JSON reader into one Parquet file per output, atomically."""
+    pa = _arrow()
+    schema = model_schema(model)
+    writers = []
+    temps = [path.with_name(path.name + ".tmp") for path, _, _ in outputs]
+    try:
+        for tmp, (_, out_schema, _) in zip(temps, outputs):
+            writers.append(pa.parquet.ParquetWriter(tmp, out_schema, compression="zstd"))
+        pending: list[pa.RecordBatch] = []
+        rows = size = 0
+
+        def flush() -> None:
+            nonlocal rows, size
+            if not pending:
+                return
+            table = pa.Table.from_batches(pending, schema=schema)
+            for writer, (_, _, derive) in zip(writers, outputs):
+                part = table if derive is None else pa.Table.from_batches(
+                    [derive(b) for b in table.to_batches()], schema=writer.schema)
+                writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
+            pending.clear()
+            rows = size = 0
+
+        for batch in _batches(source, schema, model):
+            pending.append(batch)
+            rows += batch.num_rows
+            size += batch.nbytes
+            if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
+                flush()
+        flush()
+        for writer in writers:
+            writer.close()
+        writers.clear()
+        for tmp, (path, _, _) in zip(temps, outputs):
+            os.replace(tmp, path)
+    finally:
+        for writer in writers:
+            writer.close()
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
+
+
+def _batches(source: Path, schema: pa.Schema, model: type[BaseModel]) -> Iterator[pa.RecordBatch]:
+    """Record batches of a JSONL file typed by ``schema``; a row with a field the schema lacks is an error."""
+    pa = _arrow()
+    longest = 0
+    with source.open("rb") as handle:
+        for line in handle:
+            longest = max(longest, len(line))
+    if longest <= 1:  # empty, or blank lines only: Arrow's reader refuses an empty input
+        return
+    options = pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
+    try:
+        reader = pa.json.open_json(source, read_options=pa.json.ReadOptions(use_threads=False, block_size=max(MIN_BLOCK, 2 * longest)),
+                                   parse_options=options)
+        yield from reader
+    except pa.ArrowInvalid as error:
+        raise ValueError(f"{source}: cannot convert to Parquet: {_first_bad_row(source, model) or error}") from error
+
+
+def _first_bad_row(source: Path, model: type[BaseModel]) -> str | None:
+    """Where a file Arrow refused first fails its row model (Arrow's message names no line)."""
+    try:
+        for row in rundir.read_jsonl(source, model):
+            del row
+    except ValueError as error:
+        return " ".join(str(error).splitlines()[:2])
+    return None
