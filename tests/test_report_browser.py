@@ -233,9 +233,9 @@ def test_paged_report_from_disk_runs_nothing_from_the_data(tmp_path: Path, paged
         shot = browser.screenshot(tmp_path / "viewer.png")
         assert painted(shot, SEVERE_BG) > 5_000, "severe issue markers are not painted in their colour"
         _open(browser, HOSTILE_ID)  # an id with "../" is only a key into the index
-        browser.evaluate("location.hash = '#/t/no-such-id'")
-        assert "no trajectory with the id no-such-id" in browser.evaluate(
-            "new Promise(function (r) { setTimeout(function () { r(document.getElementById('viewer').textContent); }, 50); })")
+        # waits for the message instead of a fixed 50 ms, which a loaded machine overran
+        browser.timed("location.hash = '#/t/no-such-id'",
+                      done="document.getElementById('viewer').textContent.indexOf('no trajectory with the id no-such-id') >= 0")
         _inert(browser, run_dir.resolve().as_uri() + "/")
         loaded = {u.rsplit("/", 2)[-2] + "/" + u.rsplit("/", 1)[-1] for u in browser.requests[1:]}
         assert loaded == {"report_data/index.js", "v/0.js"}, "the page loads the index and one shard, nothing else"
