@@ -126,7 +126,7 @@ def start_ledger(run_dir: Path, settings: CallSettings, node_id: str | None) -> 
     options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 1000}
     if node_id is not None:
         options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-    ledger = ray.remote(RunLedger).options(**options).remote(str(Path(run_dir).resolve()), settings)
+    ledger: Any = ray.remote(RunLedger).options(**options).remote(str(Path(run_dir).resolve()), settings)
     ray.get(ledger.info.remote())  # raises here (with the actor's reason) when it could not open the run
     return ledger
 

@@ -173,15 +173,11 @@ class RayEngine:
                              "(run it with the local engine)")
 
     def describe(self) -> dict[str, Any]:
-        import ray
-
         return {"name": self.name, "address": self.address or "local", "shards": self.shards,
-                "import_parts": self.import_parts, "cpus": ray.cluster_resources().get("CPU")}
+                "import_parts": self.import_parts, "cpus": _cluster_resources().get("CPU")}
 
     def _cpus(self) -> int:
-        import ray
-
-        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return max(1, int(_cluster_resources().get("CPU", 1)))
 
     # --- import ----------------------------------------------------------------------------------
 
@@ -386,6 +382,13 @@ def _on_loopback(address: str | None) -> bool:
         return False
 
 
+def _cluster_resources() -> dict[str, float]:
+    import ray
+
+    resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    return resources
+
+
 def _shard_size(total: int, cpus: int) -> int:
     """Trajectories per shard: about :data:`SHARDS_PER_CPU` shards per CPU, within [MIN_SHARD, MAX_SHARD]."""
     return max(MIN_SHARD, min(MAX_SHARD, -(-total // (SHARDS_PER_CPU * cpus)) if total else MIN_SHARD))
@@ -422,7 +425,7 @@ def _import_parts(walked: Iterable[Path | Reject], part_bytes: int = PART_BYTES,
             if isinstance(item, Reject):
                 yield item
             else:
-                yield from ([(item, span)] for span in spans or ())
+                yield from ([cast(Source, (item, span))] for span in spans or ())
             continue
         part.append(item)
         with suppress(OSError):  # the reader rejects it with its reason

@@ -291,7 +291,7 @@ def split_lines_file(path: Path, part_bytes: int, fmt: str | None = None) -> lis
     return spans if len(spans) > 1 else None
 
 
-def _open_span(path: Path, span: LineSpan) -> IO[bytes]:
+def _open_span(path: Path, span: LineSpan) -> io.BufferedIOBase:
     with path.open("rb") as handle:
         handle.seek(span.start)
         return io.BytesIO(handle.read(span.end - span.start))
