@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ from typer.testing import CliRunner
 import judge
 from judge import rundir
 from judge.cli import app
-from judge.testing.simjudge import SimConfig, SimulatedJudge, simulated_server, truth_from_verdicts
+from judge.testing.simjudge import SimConfig, SimulatedJudge, simulated_server
+from judge.testing.synthetic import synthetic_batch
 
 if importlib.util.find_spec("ray") is None:
     pytest.skip("Ray is not installed (pip install 'trajudge[ray]'): the Ray engine cannot be tested",
@@ -85,9 +87,22 @@ def assert_same_run(local: Path, ray: Path) -> None:
             rows = [[comparable(json.loads(line)) for line in (run / name).read_text().splitlines()] for run in (local, ray)]
         else:
             rows = [comparable(json.loads((run / name).read_text())) for run in (local, ray)]
-        assert rows[0] == rows[1], f"{name} differs between the local and the Ray run"
+        assert rows[0] == rows[1], f"{name} differs between the local and the Ray run: {_difference(*rows)}"
     for name in ("scores.parquet", "clusters.parquet", "issues.parquet"):
         assert (local / name).read_bytes() == (ray / name).read_bytes(), f"{name} differs"
+
+
+def _difference(local: Any, ray: Any, where: str = "") -> str:
+    """Where two JSON values first differ (for the failure message)."""
+    if isinstance(local, dict) and isinstance(ray, dict):
+        for key in sorted(set(local) | set(ray)):
+            if local.get(key) != ray.get(key):
+                return _difference(local.get(key), ray.get(key), f"{where}.{key}")
+    if isinstance(local, list) and isinstance(ray, list) and len(local) == len(ray):
+        for index, (a, b) in enumerate(zip(local, ray)):
+            if a != b:
+                return _difference(a, b, f"{where}[{index}]")
+    return f"{where or 'the value'}: local {local!r:.300} / ray {ray!r:.300}"
 
 
 def test_rules_run_is_the_same_on_both_engines(ray_instance: RayEngine, tmp_path: Path) -> None:
@@ -119,31 +134,42 @@ def test_rules_run_is_the_same_on_both_engines(ray_instance: RayEngine, tmp_path
     assert_same_run(tmp_path / "local", tmp_path / "ray")
 
 
+@dataclass(frozen=True)
+class LLMBatch:
+    """Synthetic trajectories and what the simulated judge reports about them. Their queries are all different:
+    the simulated judge draws failures per (query, seed) and attempt, so both engines meet the same ones only
+    when no two trajectories share a query."""
+
+    path: Path
+    truth: list[dict[str, Any]]
+
+
 @pytest.fixture(scope="module")
-def truth(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """What the simulated judge reports: the defects the rules judge finds in the example batch."""
-    run = tmp_path_factory.mktemp("truth") / "run"
-    judge.score([EXAMPLES], out=run, embedder="lexical", report=False)
-    return truth_from_verdicts(run)
+def llm_batch(tmp_path_factory: pytest.TempPathFactory) -> LLMBatch:
+    trajectories, truth = synthetic_batch(14)
+    path = tmp_path_factory.mktemp("llm") / "batch.jsonl"
+    path.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
+    assert len({t.query for t in trajectories}) == len(trajectories)
+    return LLMBatch(path, truth)
 
 
-def test_llm_panel_run_is_the_same_on_both_engines(ray_instance: RayEngine, truth: list[dict[str, Any]],
+def test_llm_panel_run_is_the_same_on_both_engines(ray_instance: RayEngine, llm_batch: LLMBatch,
                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Failures, rate limits and malformed answers are drawn per request and attempt, so both runs meet the same ones
     # whatever order their calls take; each run gets a fresh simulated judge.
     config = SimConfig(latency_s=0.005, error_rate=0.1, rate_limit_rate=0.05, malformed_rate=0.1)
-    with simulated_server(truth, config) as server:
+    with simulated_server(llm_batch.truth, config) as server:
         spec = f"openai-compatible:simjudge@{server.base_url}"
         options = {"judges": [spec], "embedder": "lexical", "rpm": 6000, "retry_base_delay": 0.01}
         # Each engine's first run has a shared cache of its own (the folder comes from the environment, as the
         # user's default does: run.json records no folder), so the Ray run is not answered by the local one's.
         monkeypatch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path / "cache-local"))
-        judge.score([EXAMPLES], out=tmp_path / "local", **_panel(options))
+        judge.score([llm_batch.path], out=tmp_path / "local", **_panel(options))
         local_requests = server.request_count
         server.reset_count()
-        server.responder = SimulatedJudge(truth, config)
+        server.responder = SimulatedJudge(llm_batch.truth, config)
         monkeypatch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path / "cache-ray"))
-        ray = judge.score([EXAMPLES], out=tmp_path / "ray", engine=RayEngine(shard_size=3), **_panel(options))
+        ray = judge.score([llm_batch.path], out=tmp_path / "ray", engine=RayEngine(shard_size=3), **_panel(options))
         assert server.request_count == local_requests  # the same calls, failed attempts and preflight included
         panel = ray.invocation.panel
         assert panel.retries > 0 and panel.calls == local_requests - panel.preflight_calls
@@ -153,26 +179,26 @@ def test_llm_panel_run_is_the_same_on_both_engines(ray_instance: RayEngine, trut
 
         # The run's cache, through the actor: a rerun on the Ray engine makes no call (but its preflight).
         server.reset_count()
-        again = judge.score([EXAMPLES], out=tmp_path / "ray", engine=RayEngine(shard_size=3), **_panel(options))
+        again = judge.score([llm_batch.path], out=tmp_path / "ray", engine=RayEngine(shard_size=3), **_panel(options))
         assert again.invocation.panel.calls == 0 and server.request_count == again.invocation.panel.preflight_calls == 1
         assert again.invocation.panel.cached == len(list(again.verdicts()))
 
         # The cache shared across runs, through the actor: a new run directory pays nothing for the answers the
         # Ray run stored, and leaves what a local run with the same cache leaves.
         server.reset_count()
-        shared = judge.score([EXAMPLES], out=tmp_path / "ray-new", engine=RayEngine(shard_size=3), preflight=False,
+        shared = judge.score([llm_batch.path], out=tmp_path / "ray-new", engine=RayEngine(shard_size=3), preflight=False,
                              **_panel(options))
         ok = sum(v.status == "ok" for v in shared.verdicts())
         assert server.request_count == 0 and shared.invocation.panel.shared_hits == ok > 0
-        local_new = judge.score([EXAMPLES], out=tmp_path / "local-new", preflight=False, **_panel(options))
+        local_new = judge.score([llm_batch.path], out=tmp_path / "local-new", preflight=False, **_panel(options))
         assert server.request_count == 0 and local_new.invocation.panel.shared_hits == ok
         assert_same_run(tmp_path / "local-new", tmp_path / "ray-new")
 
 
-def test_max_cost_holds_across_workers(ray_instance: RayEngine, truth: list[dict[str, Any]], tmp_path: Path) -> None:
-    with simulated_server(truth, SimConfig(latency_s=0.02)) as server:
+def test_max_cost_holds_across_workers(ray_instance: RayEngine, llm_batch: LLMBatch, tmp_path: Path) -> None:
+    with simulated_server(llm_batch.truth, SimConfig(latency_s=0.02)) as server:
         spec = f"openai-compatible:simjudge@{server.base_url}"
-        run = judge.score([EXAMPLES], out=tmp_path / "ray", judges=[spec], embedder="lexical", max_cost=0.05,
+        run = judge.score([llm_batch.path], out=tmp_path / "ray", judges=[spec], embedder="lexical", max_cost=0.05,
                           concurrency=4, engine=RayEngine(shard_size=2), preflight=False)
         panel = run.invocation.panel
         assert panel.budget_exceeded and panel.unscored["budget_exceeded"] > 0
