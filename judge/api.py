@@ -27,6 +27,7 @@ from judge.rundir import RunDir
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judge.engine import Engine
     from judge.importers.writer import ImportStats
     from judge.model import Trajectory
     from judge.panel import PanelConfig, PanelResult
@@ -149,6 +150,8 @@ def score(
     batch: bool | None = None,
     no_shared_cache: bool | None = None,
     cache_dir: PathLike | None = None,
+    engine: str | Engine = "local",
+    address: str | None = None,
 ) -> Run:
     """Judge, score and report on a batch of trajectories, writing the run directory ``out``: ``judge score``.
 
@@ -158,7 +161,9 @@ def score(
     already answered are not paid again. ``report=False`` stops after the scores (no repair routes, summary
     or report files). ``progress=True`` shows the CLI's progress bar. ``batch=True`` sends LLM passes through
     the providers' batch APIs (``--batch``); answers are shared across runs through the user's cache unless
-    ``no_shared_cache=True`` (``cache_dir``: another folder for it).
+    ``no_shared_cache=True`` (``cache_dir``: another folder for it). ``engine="ray"`` runs the stages as Ray tasks
+    per shard of trajectories (``--engine ray``; ``address``: ``auto``, ``ray://HOST:10001``, or None for a local
+    Ray instance; docs/ray.md), leaving the same run directory as the default ``"local"``.
 
     Returns the :class:`Run`; ``run.invocation`` says what this call did (import counts, panel totals). A pass
     that failed is unscored in the run with its reason, not an exception. Raises :class:`SetupError` when
@@ -172,7 +177,7 @@ def score(
         inputs, out, judges=judges, passes=passes, config=config, base_url=base_url, concurrency=concurrency,
         rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=format,
         rubric=rubric, embedder=embedder, preflight=preflight, report=report, progress=progress, batch=batch,
-        no_shared_cache=no_shared_cache, cache_dir=cache_dir))
+        no_shared_cache=no_shared_cache, cache_dir=cache_dir, engine=engine, address=address))
 
 
 async def score_async(
@@ -198,6 +203,8 @@ async def score_async(
     batch: bool | None = None,
     no_shared_cache: bool | None = None,
     cache_dir: PathLike | None = None,
+    engine: str | Engine = "local",
+    address: str | None = None,
     on_imported: Callable[[ImportStats], None] | None = None,
     on_judged: Callable[[PanelResult], None] | None = None,
 ) -> Run:
@@ -206,9 +213,9 @@ async def score_async(
     ``on_imported`` and ``on_judged`` are called as each stage ends (the CLI prints its lines there, so a
     long batch shows its import counts before the judging starts).
     """
-    from judge.panel import run_panel
-    from judge.pipeline import finish_run, import_to_run, score_run
+    from judge.engine import EngineUnavailable, StageOptions, make_engine
     from judge.providers.errors import ProviderError
+    from judge.report import build_report
     from judge.runlock import run_lock
 
     started_at, started = datetime.now(UTC), time.monotonic()
@@ -220,25 +227,31 @@ async def score_async(
                          rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost, temperature=temperature,
                          batch=batch, no_shared_cache=no_shared_cache, cache_dir=str(cache_dir) if cache_dir else None)
     _check_before_judging(paths, out, format, rubric_path, embedder)
+    try:
+        runner = make_engine(engine, address)
+        runner.check(settings)
+    except (ValueError, EngineUnavailable) as error:
+        raise SetupError(str(error)) from error
 
-    with run_lock(out, "judge score"):
-        stats = import_to_run(paths, out, fmt=format)
+    with run_lock(out, "judge score"), runner:
+        stats = runner.import_inputs(paths, out, format)
         if on_imported is not None:
             on_imported(stats)
         if stats.imported == 0:
             raise NothingImported(stats, out / rundir.REJECTS)
+        options = StageOptions(rubric_path=rubric_path, cluster_options={"embedder": embedder} if embedder else None,
+                               route=report, progress=progress, preflight=preflight, total=stats.imported)
         try:
-            result = await run_panel(RunDir(out).trajectories(), settings, out, progress=progress, preflight=preflight,
-                                     total=stats.imported)
+            result = await runner.judge(out, settings, options)
         except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
             raise SetupError(str(error)) from error
         if on_judged is not None:
             on_judged(result)
-        # The stages after judging are sync and may run event loops of their own (repair routing does):
-        # on a worker thread they neither block this loop nor nest in it.
-        scores = await asyncio.to_thread(score_run, out, rubric_path, {"embedder": embedder} if embedder else None)
-        _record_timing(out, started_at, time.monotonic() - started)  # before the report, which shows it
-        written = (await asyncio.to_thread(finish_run, out) or {}) if report else {}
+        scores = await runner.finish(out, options)  # clusters, scores and (with a report) repair routes
+        _record_timing(out, started_at, time.monotonic() - started, runner.describe())  # the report shows it
+        written = {}
+        if report:
+            written = {"repairs": out / rundir.REPAIRS, **(await asyncio.to_thread(build_report, out) or {})}
     return Run(out, Invocation(scores=scores, written=written, imported=stats, panel=result))
 
 
@@ -287,11 +300,16 @@ def _check_before_judging(inputs: list[Path], out: Path, fmt: str | None, rubric
         raise SetupError(str(error)) from error
 
 
-def _record_timing(run_dir: Path, started_at: datetime, elapsed_s: float) -> None:
+def _record_timing(run_dir: Path, started_at: datetime, elapsed_s: float, engine: dict[str, Any] | None = None) -> None:
     """Write this invocation's timing into the manifest: ``started_at`` and ``finished_at`` (ISO 8601, UTC)
-    and ``elapsed_s``. ``finished_at`` is when judging and scoring ended, just before the reports are
-    written (so the report can show it). A resumed run records its own invocation."""
+    and ``elapsed_s``, and the engine that ran its stages. ``finished_at`` is when judging, scoring and repair
+    routing ended, just before the reports are written (so the report can show it). A resumed run records its
+    own invocation."""
+    from judge.rundir import EngineSection
+
     with RunDir(run_dir).update_manifest() as manifest:
+        if engine is not None:
+            manifest.engine = EngineSection.model_validate(engine)
         manifest.started_at = started_at.isoformat(timespec="milliseconds")
         manifest.finished_at = (started_at + timedelta(seconds=elapsed_s)).isoformat(timespec="milliseconds")
         manifest.elapsed_s = round(elapsed_s, 3)

@@ -303,6 +303,12 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) 
     return plans
 
 
+def shares_answers(config: PanelConfig, judges: Mapping[str, Judge]) -> bool:
+    """Whether the panel uses the cache shared across runs: only paid judges' answers are shared (a rules-only run
+    leaves the user's cache folder alone), unless ``no_shared_cache``."""
+    return not config.no_shared_cache and any(judge.cacheable for judge in judges.values())
+
+
 def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int) -> str:
     """The judge-call cache key of one pass (DESIGN.md: content hash, prompt, provider, model, params, pass)."""
     identity = judge.cache_identity()
@@ -320,11 +326,17 @@ async def run_panel(
     judges: Mapping[str, Judge] | None = None,
     preflight: bool = False,
     total: int | None = None,
+    calls: RunCalls | None = None,
+    shared: SharedCache | None = None,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
 
     ``trajectories`` is streamed (a generator such as ``RunDir.trajectories()`` keeps memory flat); ``total``
     (how many it yields, when it has no ``len``) sizes the progress display, which is off without it.
+    ``calls`` replaces the run's own store and call runtime (:func:`judge.runcalls.open_calls`): a shard of a run
+    judged elsewhere passes the calls of the run it belongs to (judge.engine.ledger), so the cache, the
+    budget, the rate limits and the record of every attempt stay the run's; with ``calls``, ``shared`` is the
+    cache shared across runs to use (None: none), where without it the panel opens the one ``config`` names.
 
     Raises :class:`judge.runlock.RunLocked` when another process uses ``run_dir``, and
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
@@ -332,7 +344,8 @@ async def run_panel(
     run_dir = Path(run_dir)
     with run_lock(run_dir, "judge panel"):
         return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight,
-                                total=len(trajectories) if isinstance(trajectories, Sized) else total)
+                                total=len(trajectories) if isinstance(trajectories, Sized) else total, calls=calls,
+                                shared=shared)
 
 
 async def _run_panel(
@@ -344,15 +357,18 @@ async def _run_panel(
     judges: Mapping[str, Judge] | None,
     preflight: bool,
     total: int | None,
+    calls: RunCalls | None = None,
+    shared: SharedCache | None = None,
 ) -> PanelResult:
     started = time.monotonic()
-    store = RunStore.for_run(run_dir)
+    own_store = calls is None
+    store = RunStore.for_run(run_dir) if calls is None else calls.store
     verdicts_file: TextIO | None = None
-    shared: SharedCache | None = None
     own_judges = judges is None
     built: dict[str, Judge] = {}
     try:
-        calls = open_calls(store, config.call_settings())  # we hold the lock: nothing else is sending
+        if calls is None:
+            calls = open_calls(store, config.call_settings())  # we hold the lock: nothing else is sending
         runtime, table, cap = calls.runtime, calls.table, calls.cap
         built = ({spec: check_judge(spec, judge) for spec, judge in judges.items()} if judges is not None
                  else build_judges(config, runtime))
@@ -363,9 +379,8 @@ async def _run_panel(
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
         # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run, rows flushed.
         verdicts_file = verdicts_path.open("w", encoding="utf-8")
-        # Only paid judges' answers are shared: a rules-only run leaves the user's cache folder alone.
-        shared = open_shared_cache(not config.no_shared_cache and any(j.cacheable for j in built.values()),
-                                   config.cache_dir, warn=_warn)
+        if own_store:
+            shared = open_shared_cache(shares_answers(config, built), config.cache_dir, warn=_warn)
         if cap is not None:
             unpriced = sorted({j.price_key for j in built.values() if j.price_key and table.lookup(j.price_key) is None})
             for name in unpriced:
@@ -519,9 +534,10 @@ async def _run_panel(
         write_budget(run_dir, result.budget)
         return result
     finally:
-        store.close()
-        if shared is not None:
-            shared.close()
+        if own_store:  # a caller's store and shared cache are its own to close
+            store.close()
+            if shared is not None:
+                shared.close()
         if verdicts_file is not None:
             verdicts_file.close()
         if own_judges:

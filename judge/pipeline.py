@@ -28,9 +28,11 @@ def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None)
     return write_import(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path])
 
 
-def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None) -> RowsView[ScoreRow]:
+def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None, *,
+              tables: bool = True) -> RowsView[ScoreRow]:
     """Cluster the stored verdicts and score every trajectory; writes clusters.jsonl and scores.jsonl, then their
-    Parquet copies and the verdicts' (:func:`judge.tables.write_tables`). Returns a view of scores.jsonl.
+    Parquet copies and the verdicts' (:func:`judge.tables.write_tables`; not with ``tables=False``: a shard of a
+    run, whose tables are written once its shards are merged). Returns a view of scores.jsonl.
 
     Streams: one trajectory and its verdicts in memory at a time. Human decisions (overrides.jsonl, small: read
     whole) are applied to each score row (:func:`judge.review.score_reviewed`). Makes no judge call: this is also
@@ -64,7 +66,8 @@ def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: d
     manifest.cluster = ClusterSection.model_validate(config.describe())
     manifest.embedder = EmbedderSection.model_validate(embedder.describe())
     run.write_manifest(manifest)
-    write_tables(run.path)
+    if tables:
+        write_tables(run.path)
     return run.view(rundir.SCORES, ScoreRow, scores_out.count)
 
 

@@ -98,6 +98,14 @@ class JsonlWriter:
         self._handle.write(_json_line(row) + "\n")
         self.count += 1
 
+    def write_text(self, text: str | bytes) -> None:
+        """Append JSONL text written elsewhere (whole lines, each ending with a newline), e.g. a shard's file."""
+        assert self._handle is not None, "use JsonlWriter as a context manager"
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        self._handle.write(text)
+        self.count += text.count("\n")
+
     def append_lines(self, path: Path) -> None:
         """Append every line of another JSONL file (rows written apart, in the order they must follow)."""
         assert self._handle is not None, "use JsonlWriter as a context manager"
@@ -393,6 +401,16 @@ class EmbedderSection(_Section):
     dim: int | None = None
 
 
+class EngineSection(_Section):
+    """``engine``: where the last ``judge score`` ran its stages (:meth:`judge.engine.Engine.describe`)."""
+
+    name: str | None = None
+    address: str | None = None
+    shards: int | None = None
+    import_parts: int | None = None
+    cpus: float | None = None
+
+
 class RunManifest(_Section):
     """``run.json``: the run's configuration and timing.
 
@@ -406,6 +424,7 @@ class RunManifest(_Section):
     rubric: RubricSection | None = None
     cluster: ClusterSection | None = None
     embedder: EmbedderSection | None = None
+    engine: EngineSection | None = None
     started_at: str | None = Field(default=None, description="When the last `judge score` invocation started (ISO 8601).")
     finished_at: str | None = Field(default=None, description="When its judging and scoring ended (ISO 8601).")
     elapsed_s: float | None = None

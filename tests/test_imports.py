@@ -1,5 +1,5 @@
 """The package's import structure: every module imports on its own, the judge modules form no import circle,
-and only the CLI (and the Python API) import the top-level job, ``judge.pipeline``.
+and only the CLI (and the Python API, and the engines that run its stages) import the top-level job, ``judge.pipeline``.
 
 The graph is read from the source (AST), so a circle is found even when lazy imports inside functions keep it
 from failing at import time: ``importers/writer.py`` and ``pipeline.py`` once imported each other that way.
@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "judge"
 # Only these may import judge.pipeline: it orchestrates the stages, and no stage depends on it.
-PIPELINE_CALLERS = ("judge.cli", "judge.api")
+PIPELINE_CALLERS = ("judge.cli", "judge.api", "judge.engine")  # judge.engine runs the stages locally or on Ray
 
 
 def module_files() -> dict[str, Path]:

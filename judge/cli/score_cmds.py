@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # The options of `judge score` that a config file may hold besides the panel's (judge.panel.PANEL_KEYS), under
 # the flags' names; tests/test_cli_config.py checks that together they are every option but --out and --config.
 SCORE_FILE_KEYS = {"format": "format", "rubric": "rubric", "embedder": "embedder", "strict": "strict",
-                   "no-preflight": "no_preflight"}
+                   "no-preflight": "no_preflight", "engine": "engine", "address": "address"}
 
 
 class ScoreFileOptions(BaseModel):
@@ -40,6 +40,8 @@ class ScoreFileOptions(BaseModel):
     embedder: str | None = None
     strict: bool = False
     no_preflight: bool = False
+    engine: str | None = None
+    address: str | None = None
 
 
 @app.command(
@@ -55,6 +57,9 @@ class ScoreFileOptions(BaseModel):
         ("judge score examples/batch --out runs/example --json", "the summary as one JSON document"),
         ("judge score runs.jsonl --out runs/f --judge openai:gpt-4o --batch --dry-run",
          "calls, tokens and cost at the batch price; nothing sent"),
+        ("judge score runs.jsonl --out runs/f --engine ray", "shards on a local Ray instance (the ray extra)"),
+        ("judge score runs.jsonl --out /shared/runs/g --engine ray --address auto",
+         "on the Ray cluster this machine belongs to (docs/ray.md)"),
     ),
 )
 def score_command(
@@ -79,6 +84,8 @@ def score_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the calls, tokens and estimated cost this command would make, then stop: nothing is called or written."),
     no_shared_cache: bool = typer.Option(False, "--no-shared-cache", help="Neither take answers from nor add answers to the cache shared across runs."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Shared cache folder (default $TRAJUDGE_CACHE_DIR, $XDG_CACHE_HOME/trajudge or ~/.cache/trajudge)."),
+    engine: str | None = typer.Option(None, "--engine", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
+    address: str | None = typer.Option(None, "--address", help="With --engine ray: the cluster, 'auto' (the one this machine belongs to) or ray://HOST:10001 (Ray Client); default: a local Ray instance started for the run."),
     as_json: bool = json_option(),
 ) -> None:
     """Judge, score and report on a batch of trajectories; writes the run directory OUT.
@@ -92,6 +99,7 @@ def score_command(
     """
     from judge.api import NothingImported, SetupError, score_async
     from judge.cli.ingest_cmds import import_notes
+    from judge.engine import EngineUnavailable
     from judge.panel import PanelConfig, PreflightFailed, describe_result, summary_lines
 
     output = Output(as_json)
@@ -110,6 +118,7 @@ def score_command(
                       concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
                       temperature=temperature)
         return
+    engine, address = engine or from_file.engine or "local", address or from_file.address
 
     def imported(stats: ImportStats) -> None:
         output.line(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
@@ -125,8 +134,8 @@ def score_command(
         run = asyncio.run(score_async(
             inputs, out, judges=judge, passes=passes, config=settings, base_url=base_url, concurrency=concurrency,
             rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=fmt,
-            rubric=rubric, embedder=embedder, preflight=not no_preflight, progress=True,
-            on_imported=imported, on_judged=judged))
+            rubric=rubric, embedder=embedder, preflight=not no_preflight, progress=True, engine=engine,
+            address=address, on_imported=imported, on_judged=judged))
     except SetupError as error:
         if error.argument == "out":  # not a usage problem: one plain line (exit 1)
             typer.echo(f"error: --out {error}", err=True)
@@ -134,6 +143,9 @@ def score_command(
         raise typer.BadParameter(str(error)) from error
     except NothingImported:
         typer.echo("nothing could be imported; stopping", err=True)
+        raise typer.Exit(code=ExitCode.ERROR) from None
+    except EngineUnavailable as error:
+        typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=ExitCode.ERROR) from None
     except PreflightFailed as error:
         for problem in error.problems:

@@ -34,6 +34,7 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AnyStr, Literal
 
@@ -60,6 +61,7 @@ UNSUPPORTED_COMPRESSION = (".zst", ".zstd", ".lz4", ".br", ".zip", ".7z")  # nam
 MAX_LINE_BYTES = 256 << 20
 MAX_DOCUMENT_BYTES = 1 << 30
 BLOCK_BYTES = 1 << 16
+FIRST_LINE_BYTES = 16 << 20  # split_lines_file reads a large file's first record to decide whether to cut it
 
 _OPENERS: dict[str, Callable[[Path, Literal["rb"]], io.BufferedIOBase]] = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFile}
 # What a corrupt or truncated file raises while being read (BadGzipFile is an OSError).
@@ -234,24 +236,87 @@ def read_inspect_eval(path: Path, fmt: str | None = None) -> Iterator[Item]:
 # JSON Lines
 
 
-def _read_lines(path: Path, fmt: str | None) -> Iterator[Item]:
+@dataclass(frozen=True)
+class LineSpan:
+    """Lines ``[start, end)`` (byte offsets at line starts) of an uncompressed JSON Lines file, the first of them
+    line ``first_line``: a part of a large file read on its own (:func:`split_lines_file`)."""
+
+    start: int
+    end: int
+    first_line: int
+
+
+def read_span(path: Path, span: LineSpan, fmt: str | None = None) -> Iterator[Item]:
+    """The records of one span of a JSON Lines file, exactly as reading the whole file yields them for those
+    lines (the same line numbers and rejects); the file-wide checks (its first record's format, an empty file)
+    were made by :func:`split_lines_file`."""
+    yield from _read_lines(path, fmt, span)
+
+
+def split_lines_file(path: Path, part_bytes: int, fmt: str | None = None) -> list[LineSpan] | None:
+    """Cut an uncompressed JSON Lines file larger than ``part_bytes`` into spans of about that many bytes, each
+    ending at a line end; None when the file is read whole: small, compressed, not JSON Lines by name, or one
+    whose first record is of a format that reads a file's records together (span exports)."""
+    if _compression(path.name) or not _inner_name(path.name).endswith(LINE_SUFFIXES):
+        return None
+    try:
+        size = path.stat().st_size
+        if size <= part_bytes:
+            return None
+        with path.open("rb") as handle:
+            # The first line with a record (not ended by \n within FIRST_LINE_BYTES, e.g. lone-\r line ends: whole).
+            first = handle.readline(FIRST_LINE_BYTES)
+            while first.endswith(b"\n") and not first.strip():
+                first = handle.readline(FIRST_LINE_BYTES)
+            if not first.endswith(b"\n") or first.startswith(_UTF16_BOMS):
+                return None
+            value = _value_of_line(first.removeprefix(codecs.BOM_UTF8).rstrip(b"\r\n"), str(path), 1, fmt)
+            if isinstance(value, Reject) or _gathering_spec(value, fmt) is not None:
+                return None
+            spans: list[LineSpan] = []
+            start, line = 0, 1
+            while start < size:
+                handle.seek(start)
+                chunk = handle.read(part_bytes)
+                rest = handle.readline() if chunk and not chunk.endswith(b"\n") else b""
+                chunk += rest
+                if not chunk:
+                    break
+                spans.append(LineSpan(start, start + len(chunk), line))
+                # Line ends as _split_lines counts them: \n, \r\n, or a lone \r (a span ends after a \n).
+                line += chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
+                start += len(chunk)
+    except OSError:
+        return None  # read whole, where the reader names the problem
+    return spans if len(spans) > 1 else None
+
+
+def _open_span(path: Path, span: LineSpan) -> io.BufferedIOBase:
+    with path.open("rb") as handle:
+        handle.seek(span.start)
+        return io.BytesIO(handle.read(span.end - span.start))
+
+
+def _read_lines(path: Path, fmt: str | None, span: LineSpan | None = None) -> Iterator[Item]:
     file = str(path)
     try:
-        handle = _open_binary(path)
+        handle = _open_binary(path) if span is None else _open_span(path, span)
     except OSError as error:
         yield Reject(source_file=file, format=fmt, reason=f"cannot open: {error.strerror or error}")
         return
     records = 0
     number = 0
     # The first record decides whether the file is one a format reads whole (span exports: a trace's spans are
-    # spread over lines); such a file's records are collected and handed to that format's ``gather``.
+    # spread over lines); such a file's records are collected and handed to that format's ``gather``. A span of a
+    # file was cut only after that first record decided against it.
     gathering: FormatSpec | None = None
-    decided = False
+    decided = span is not None
     gathered: list[tuple[Source, Any]] = []
     surrogates = False
+    offset = 0 if span is None else span.first_line - 1
     with handle:
         try:
-            for number, raw in _split_lines(handle):
+            for number, raw in ((n + offset, r) for n, r in _split_lines(handle)):
                 if raw is None:
                     records += 1
                     yield Reject(source_file=file, line=number, format=fmt, reason=f"line longer than {MAX_LINE_BYTES} bytes: not read")
@@ -283,7 +348,7 @@ def _read_lines(path: Path, fmt: str | None) -> Iterator[Item]:
             return
     if gathering is not None:
         yield from _gathered(gathering, gathered, surrogates)
-    if records == 0:
+    if records == 0 and span is None:
         yield Reject(source_file=file, format=fmt, reason="empty file: no records")
 
 
@@ -665,10 +730,15 @@ class UniqueIds:
         self.renamed = 0
 
     def __call__(self, trajectory: Trajectory) -> Trajectory:
-        original = trajectory.id
+        new_id = self.claim(trajectory.id)
+        return trajectory if new_id == trajectory.id else with_new_id(trajectory, new_id)
+
+    def claim(self, original: str) -> str:
+        """The id of the next trajectory whose id is ``original`` (``original`` itself when it is free), taken.
+        A merge of separately imported parts calls it per id and parses only the rare renamed record."""
         if original not in self._taken:
             self._taken.add(original)
-            return trajectory
+            return original
         number = self._next.get(original, 2)
         while f"{original}~{number}" in self._taken:
             number += 1
@@ -676,5 +746,10 @@ class UniqueIds:
         self._next[original] = number + 1
         self._taken.add(new_id)
         self.renamed += 1
-        extra = {**trajectory.metadata.extra, "original_id": original}
-        return trajectory.model_copy(update={"id": new_id, "metadata": trajectory.metadata.model_copy(update={"extra": extra})})
+        return new_id
+
+
+def with_new_id(trajectory: Trajectory, new_id: str) -> Trajectory:
+    """``trajectory`` renamed to ``new_id``, its id before kept in ``metadata.extra["original_id"]``."""
+    extra = {**trajectory.metadata.extra, "original_id": trajectory.id}
+    return trajectory.model_copy(update={"id": new_id, "metadata": trajectory.metadata.model_copy(update={"extra": extra})})

@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from judge.importers._common import one_line
 from judge.model import Trajectory
@@ -44,7 +45,7 @@ def write_import(
     files and any path in ``exclude`` (a run directory) are never read as inputs: they are listed as skipped.
     """
     from judge.importers import iter_records
-    from judge.importers.reader import Skipped, UniqueIds
+    from judge.importers.reader import UniqueIds
 
     stats = ImportStats()
     ids = UniqueIds()
@@ -54,28 +55,9 @@ def write_import(
     rejects_tmp = rejects_path.with_name(rejects_path.name + ".tmp")
     try:
         with out_tmp.open("w", encoding="utf-8") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
+            sink = ImportSink(out, rejects, stats, keep_rejects)
             for item in iter_records(list(inputs), fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids):
-                if isinstance(item, Trajectory):
-                    try:
-                        line = item.to_json_line()
-                    except ValueError as error:  # the last guard: one record that cannot be written is a reject
-                        item = Reject(source_file=item.metadata.source_file or "?", line=item.metadata.source_line,
-                                      format=item.metadata.source_format, reason=one_line(f"cannot be written as JSON: {error}"))
-                    else:
-                        stats.read += 1
-                        stats.imported += 1
-                        fmt_name = item.metadata.source_format
-                        stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
-                        out.write(line + "\n")
-                        continue
-                if isinstance(item, Skipped):
-                    stats.skipped += 1
-                else:
-                    stats.read += 1
-                    stats.rejected += 1
-                rejects.write(item.model_dump_json() + "\n")
-                if keep_rejects is not None:
-                    keep_rejects.append(item)
+                sink.add(item)
         stats.renamed = ids.renamed
         os.replace(out_tmp, out_path)
         os.replace(rejects_tmp, rejects_path)
@@ -84,6 +66,40 @@ def write_import(
             if tmp.exists():
                 tmp.unlink()
     return stats
+
+
+class ImportSink:
+    """Writes imported items as lines and counts them: a trajectory to ``out``, a reject (or a skipped path) to
+    ``rejects``. :func:`write_import` and the Ray engine's import parts (judge.engine.ray_engine) share it."""
+
+    def __init__(self, out: TextIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None):
+        self.out, self.rejects, self.stats, self.keep_rejects = out, rejects, stats, keep_rejects
+
+    def add(self, item: Trajectory | Reject) -> None:
+        from judge.importers.reader import Skipped
+
+        stats = self.stats
+        if isinstance(item, Trajectory):
+            try:
+                line = item.to_json_line()
+            except ValueError as error:  # the last guard: one record that cannot be written is a reject
+                item = Reject(source_file=item.metadata.source_file or "?", line=item.metadata.source_line,
+                              format=item.metadata.source_format, reason=one_line(f"cannot be written as JSON: {error}"))
+            else:
+                stats.read += 1
+                stats.imported += 1
+                fmt_name = item.metadata.source_format
+                stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
+                self.out.write(line + "\n")
+                return
+        if isinstance(item, Skipped):
+            stats.skipped += 1
+        else:
+            stats.read += 1
+            stats.rejected += 1
+        self.rejects.write(item.model_dump_json() + "\n")
+        if self.keep_rejects is not None:
+            self.keep_rejects.append(item)
 
 
 def default_rejects_path(out_path: Path) -> Path:

@@ -796,6 +796,9 @@ def judge_cost(attempts: list[dict[str, Any]] | None, verdicts: VerdictTally) ->
     for judge, row in rows.items():
         row["model"] = verdicts.model_of.get(judge)
     by_judge = sorted(rows.values(), key=lambda r: r["judge"])
+    for row in by_judge:  # the attempts' order follows which concurrent call ended first: sums agree to 1e-6 USD
+        if row["cost_usd"] is not None:
+            row["cost_usd"] = round(row["cost_usd"], 6)
     total: dict[str, Any] = {"attempts": 0, "failed_attempts": 0, "input_tokens": None, "output_tokens": None,
                              "cached_tokens": None, "cost_usd": None, "unpriced_attempts": 0}
     for row in by_judge:

@@ -1,0 +1,143 @@
+"""Where the stages of ``judge score`` run: in this process (``local``, the default) or on a Ray cluster (``ray``).
+
+An :class:`Engine` carries out the stages of :mod:`judge.pipeline` and :mod:`judge.panel` on a run directory;
+it owns no stage logic. :class:`LocalEngine` calls them in-process, one after the other. ``RayEngine``
+(:mod:`judge.engine.ray_engine`, the ``ray`` extra) runs the same functions in Ray tasks, one per shard of
+trajectories, and merges their files into the run directory in input order, so both engines leave the same
+run (docs/ray.md). What is batch-wide - the panel's manifest and preflight, the Parquet tables, the summary and
+the report - runs once, on the driver.
+
+>>> from judge.engine import make_engine                    # doctest: +SKIP
+>>> with make_engine("ray", "auto") as engine: ...          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from judge.importers.writer import ImportStats
+    from judge.panel import PanelConfig, PanelResult
+    from judge.rundir import RowsView
+    from judge.schema import ScoreRow
+
+ENGINES = ("local", "ray")
+
+
+class EngineUnavailable(RuntimeError):
+    """The engine cannot be used here (Ray is not installed, or its cluster cannot be reached)."""
+
+
+@dataclass(frozen=True)
+class StageOptions:
+    """What the stages after import need besides the panel settings: ``judge score``'s options."""
+
+    rubric_path: Path | None = None
+    cluster_options: dict[str, Any] | None = None
+    route: bool = True  # repair routes after the scores (``judge score`` without ``report=False``)
+    progress: bool = False
+    preflight: bool = False
+    total: int | None = None  # trajectories imported (sizes the progress display)
+
+
+class Engine(Protocol):
+    """Runs the stages of ``judge score`` on a run directory (use it as a context manager)."""
+
+    name: str
+
+    def __enter__(self) -> Engine: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def check(self, settings: PanelConfig) -> None:
+        """Raise ValueError naming a panel setting this engine cannot run (before anything is imported)."""
+        ...
+
+    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
+        """Write trajectories.jsonl and rejects.jsonl of ``run_dir`` from the inputs."""
+        ...
+
+    async def judge(self, run_dir: Path, settings: PanelConfig, options: StageOptions) -> PanelResult:
+        """Judge every trajectory with the panel: verdicts.jsonl."""
+        ...
+
+    async def finish(self, run_dir: Path, options: StageOptions) -> RowsView[ScoreRow]:
+        """Clusters and scores (and repair routes with ``options.route``) of the judged run."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """run.json's ``engine`` section: which engine ran the stages, and where."""
+        ...
+
+
+class LocalEngine:
+    """The stages in this process, one after the other."""
+
+    name = "local"
+
+    def __enter__(self) -> LocalEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def check(self, settings: PanelConfig) -> None:
+        return None
+
+    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
+        from judge.pipeline import import_to_run
+
+        return import_to_run(inputs, run_dir, fmt=fmt)
+
+    async def judge(self, run_dir: Path, settings: PanelConfig, options: StageOptions) -> PanelResult:
+        from judge.panel import run_panel
+        from judge.rundir import RunDir
+
+        return await run_panel(RunDir(run_dir).trajectories(), settings, run_dir, progress=options.progress,
+                               preflight=options.preflight, total=options.total)
+
+    async def finish(self, run_dir: Path, options: StageOptions) -> RowsView[ScoreRow]:
+        import asyncio
+
+        # Sync stages that may run event loops of their own (repair routing does): on a worker thread they
+        # neither block the caller's loop nor nest in it.
+        return await asyncio.to_thread(finish_stages, run_dir, options)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+def finish_stages(run_dir: Path, options: StageOptions, *, tables: bool = True) -> RowsView[ScoreRow]:
+    """Cluster and score a judged run, then route its repairs (``options.route``): what every engine runs after
+    judging, on the whole run or on one shard (``tables=False``: the Parquet tables wait for the merge)."""
+    from judge.pipeline import score_run
+    from judge.repair import route_run
+
+    scores = score_run(run_dir, options.rubric_path, options.cluster_options, tables=tables)
+    if options.route:
+        route_run(run_dir)
+    return scores
+
+
+def make_engine(name: str | Engine = "local", address: str | None = None, **options: Any) -> Engine:
+    """The engine called ``name`` (or ``name`` itself when it is an engine already). ``address`` is the Ray
+    cluster's (``ray://HOST:10001``, ``auto``; None: a local Ray instance started for the run); ``options`` go to
+    the engine's constructor. Raises ValueError for an unknown name or an address without ``ray``, and
+    :class:`EngineUnavailable` when Ray is not installed (or, on entering the engine, cannot be reached)."""
+    if not isinstance(name, str):
+        return name
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
+    if name == "local":
+        if address is not None:
+            raise ValueError("--address names a Ray cluster: it needs --engine ray")
+        return LocalEngine()
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise EngineUnavailable("--engine ray needs Ray: pip install 'trajudge[ray]'")
+    from judge.engine.ray_engine import RayEngine
+
+    return RayEngine(address, **options)
