@@ -27,9 +27,11 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from itertools import combinations
-from typing import Any
+from typing import Any, TypeVar
 
 from judge.schema import EFFICIENCIES, Cluster, ScoreRow, Verdict
+
+V = TypeVar("V", bound=Hashable)  # one rater's value (Counter keys are invariant: a bool table is not a Hashable one)
 
 
 class _Coincidence:
@@ -311,7 +313,7 @@ MIN_KAPPA_DECISIONS = 10  # Cohen's kappa on release needs at least this many re
 REVIEW_LIST_LIMIT = 200  # rows of the per-trajectory lists kept in summary.json
 
 
-def cohen_kappa(pairs: Iterable[tuple[Hashable, Hashable]]) -> float | None:
+def cohen_kappa(pairs: Iterable[tuple[V, V]]) -> float | None:
     """Cohen's kappa of two raters over ``(a, b)`` pairs (Cohen 1960): ``(p_o - p_e) / (1 - p_e)``.
 
     None when there is no pair or the chance agreement is 1 (both raters used one and the same value throughout).
@@ -319,14 +321,14 @@ def cohen_kappa(pairs: Iterable[tuple[Hashable, Hashable]]) -> float | None:
     return cohen_kappa_table(Counter(pairs))
 
 
-def cohen_kappa_table(table: Counter[tuple[Hashable, Hashable]]) -> float | None:
+def cohen_kappa_table(table: Counter[tuple[V, V]]) -> float | None:
     """:func:`cohen_kappa` from the count of each ``(a, b)`` pair (a running tally's form)."""
     n = sum(table.values())
     if n == 0:
         return None
     observed = sum(count for (a, b), count in table.items() if a == b) / n
-    first: Counter[Hashable] = Counter()
-    second: Counter[Hashable] = Counter()
+    first: Counter[V] = Counter()
+    second: Counter[V] = Counter()
     for (a, b), count in table.items():
         first[a] += count
         second[b] += count
@@ -390,16 +392,16 @@ class HumanAgreementTally:
         self.counts["minority_rejected"] += len(review.rejected_minority)
         self.counts["added"] += len(review.added)
         machine = review.machine
-        decision = review.release
-        if decision is not None:
-            self.release_table[(machine.release, decision.release)] += 1
-            if decision.release and (decision.over_failed_checks or decision.over_score):
+        release = review.release
+        if release is not None:
+            self.release_table[(machine.release, release.release)] += 1
+            if release.release and (release.over_failed_checks or release.over_score):
                 self.counts["released_over_gate"] += 1
                 if len(self.released_over_gate) < REVIEW_LIST_LIMIT:
                     self.released_over_gate.append({
-                        "trajectory_id": row.trajectory_id, "checks": decision.over_failed_checks, "score": row.score,
-                        "over_score": decision.over_score, "reviewer": decision.reviewer, "at": decision.at,
-                        "reason": decision.reason})
+                        "trajectory_id": row.trajectory_id, "checks": release.over_failed_checks, "score": row.score,
+                        "over_score": release.over_score, "reviewer": release.reviewer, "at": release.at,
+                        "reason": release.reason})
         if row.score != machine.score or row.release != machine.release:
             self.counts["score_changed"] += int(row.score != machine.score)
             self.counts["release_changed"] += int(row.release != machine.release)

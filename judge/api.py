@@ -345,7 +345,10 @@ def read_trajectories(inputs: Iterable[PathLike] | PathLike, format: str | None 
     trajectories: list[Trajectory] = []
     rejects: list[Reject] = []
     for item in iter_records(inputs, fmt=format):
-        (trajectories if isinstance(item, Trajectory) else rejects).append(item)  # type: ignore[arg-type]
+        if isinstance(item, Trajectory):
+            trajectories.append(item)
+        else:
+            rejects.append(item)
     if not strict:
         return trajectories, rejects
     if rejects:

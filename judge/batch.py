@@ -32,9 +32,9 @@ import sys
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeGuard, cast
 
-from judge.judges import Judge
+from judge.judges import AttemptHook, Judge
 from judge.model import Trajectory, Usage
 from judge.pricing import checked_usage, price
 from judge.providers import Completion, redact
@@ -42,6 +42,7 @@ from judge.providers.batch import BatchAnswer, BatchAPI, BatchItem, BatchRequest
 from judge.providers.errors import ProviderError, unscored_reason
 from judge.providers.retry import Attempt
 from judge.runcalls import RunCalls
+from judge.schema import Verdict
 from judge.store import ANSWERED, FAILED, PENDING, RunStore
 
 MAX_REQUESTS_PER_BATCH = 10_000  # far below both APIs' limits (50,000 and 100,000), so a batch file stays small
@@ -50,7 +51,17 @@ MAX_POLL_FAILURES = 10  # consecutive failed status checks before a batch is lef
 PassItem = tuple[Trajectory, Any, str]  # (trajectory, PassPlan, pass cache key)
 
 
-def batchable(judge: Judge) -> bool:
+class BatchJudge(Judge, Protocol):
+    """A judge whose passes can go through a batch (the LLM judge): the requests of a pass, and the pass made from
+    the answers a batch gave them."""
+
+    def batch_calls(self, trajectory: Trajectory, pass_index: int) -> list[dict[str, Any]]: ...
+
+    async def judge_batched(self, trajectory: Trajectory, pass_index: int, answers: list[BatchAnswer], *,
+                            on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None) -> Verdict: ...
+
+
+def batchable(judge: Judge) -> TypeGuard[BatchJudge]:
     """Whether ``judge``'s passes can go through a batch: a paid LLM judge whose provider has a batch API."""
     return bool(judge.cacheable and hasattr(judge, "judge_batched") and hasattr(judge, "batch_calls")
                 and batch_api(judge.provider) is not None)
@@ -88,7 +99,8 @@ class BatchRunner:
         """Per pass key: the first answer of each of its calls (an empty list: the pass needs no call)."""
         wanted: dict[str, list[dict[str, Any]]] = {}
         for trajectory, plan, key in items:
-            wanted[key] = self.judges[plan.judge].batch_calls(trajectory, plan.pass_index)  # type: ignore[attr-defined]
+            judge = cast(BatchJudge, self.judges[plan.judge])  # the panel plans batches for batchable judges only
+            wanted[key] = judge.batch_calls(trajectory, plan.pass_index)
         known = self.store.latest_batch_items(list(wanted))
         to_submit: dict[str, list[tuple[PassItem, int, dict[str, Any]]]] = {}
         queued: set[str] = set()

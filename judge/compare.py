@@ -46,19 +46,24 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from judge import rundir
 from judge.model import Trajectory, Usage
 from judge.rundir import RunDir
-from judge.schema import Cluster, Issue, ScoreRow, Verdict
+from judge.schema import CATEGORIES, Category, Cluster, Issue, ScoreRow, Verdict
+
+if TYPE_CHECKING:  # imported where used: comparing runs without link scores needs neither
+    from judge.cluster import ClusterConfig
+    from judge.embed import Embedder
 
 BOOTSTRAP_RESAMPLES = 10_000
 SIGNIFICANCE = 0.05
 UNDETERMINED = "undetermined"  # a recurrence the panel's descriptions cannot decide (never reported as false)
 PairBy = Literal["branch", "query"]
+PAIR_BY: tuple[PairBy, ...] = ("branch", "query")
 
 
 # --- statistics (pure) ---------------------------------------------------------------------------
@@ -163,7 +168,7 @@ def cluster_issue(cluster: Cluster) -> Issue:
 class LinkScorer:
     """The panel clusterer's pairwise link score (judge.cluster), with embeddings computed once per text."""
 
-    def __init__(self, config: Any, embedder: Any) -> None:
+    def __init__(self, config: ClusterConfig, embedder: Embedder | None) -> None:
         self.config = config
         self.embedder = embedder
         self._vectors: dict[str, np.ndarray] = {}
@@ -191,7 +196,6 @@ class LinkScorer:
         return self.score(a, b, category_known) >= self.config.threshold
 
 
-CATEGORIES = ("code", "semantic", "capability", "environment")
 # A ticket's target as text (judge.repair.tickets.TargetIssue.as_text): "T4 semantic/severe [tag]: description".
 _TICKET_TARGET = re.compile(r"T(?:\d+|\?) (?P<category>[a-z]+)/(?:severe|minor)(?: \[(?P<tag>[^\]]+)\])?: (?P<description>.+)", re.DOTALL)
 
@@ -207,7 +211,7 @@ class Target:
     """
 
     description: str
-    category: str | None = None
+    category: Category | None = None
     tag: str | None = None
     evidence: str = ""
 
@@ -246,7 +250,7 @@ def recurs(target: Target | str, suffix: Sequence[Cluster], scorer: LinkScorer) 
     matched = []
     for cluster in suffix:
         candidate = cluster_issue(cluster)
-        probe = Issue(turn=None, category=target.category or candidate.category, severity=candidate.severity,  # type: ignore[arg-type]
+        probe = Issue(turn=None, category=target.category or candidate.category, severity=candidate.severity,
                       description=target.description, evidence=target.evidence, tag=target.tag)
         if scorer.same_defect(probe, candidate, category_known=target.category is not None):
             matched.append(cluster.cluster)
@@ -635,8 +639,8 @@ def cost_notes(arms: Sequence[ArmOutcome]) -> dict[str, list[str]]:
 
 def pair_costs(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]]) -> dict[str, Any]:
     """The cost of running a pair (both arms): mean over the pairs whose every part is known."""
-    totals = [t.cost.get("total_usd") + b.cost.get("total_usd") for t, b in outcomes  # type: ignore[operator]
-              if t.cost.get("total_usd") is not None and b.cost.get("total_usd") is not None]
+    totals = [t_usd + b_usd for t, b in outcomes
+              if (t_usd := t.cost.get("total_usd")) is not None and (b_usd := b.cost.get("total_usd")) is not None]
     return {"with_known_cost": len(totals), "unknown": len(outcomes) - len(totals), "mean_usd": mean_or_none(totals)}
 
 

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from judge import rundir
-from judge.model import Message, ToolSpec, Trajectory
+from judge.model import Message, ToolCall, ToolSpec, Trajectory
 from judge.rundir import RunDir, TrajectoryHead
 from judge.schema import ScoreRow
 
@@ -211,7 +211,7 @@ def split_queries(trajectory_counts: dict[str, int], test_size: float, seed: int
 # --- sample rendering ----------------------------------------------------------------------------
 
 
-def _arguments_text(call: Any) -> str:
+def _arguments_text(call: ToolCall) -> str:
     # The source's own text when there is one (it is what the model wrote, even when it did not parse).
     if call.raw_arguments is not None:
         return call.raw_arguments

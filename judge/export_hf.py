@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 BATCH_ROWS = 256
 
@@ -26,7 +29,7 @@ def require_pyarrow() -> None:
         raise ValueError("--format hf needs pyarrow (a dependency of trajudge): pip install pyarrow") from error
 
 
-def schema() -> Any:
+def schema() -> pa.Schema:
     """The parquet schema (fixed, so an all-null column in a small export still has its type)."""
     import pyarrow as pa
 
@@ -35,8 +38,9 @@ def schema() -> Any:
     message = pa.struct([("role", pa.string()), ("content", pa.string()), ("name", pa.string()),
                          ("tool_calls", pa.list_(call)), ("tool_call_id", pa.string()), ("weight", pa.int8()),
                          ("reasoning_content", pa.string())])
-    return pa.schema([("trajectory_id", pa.string()), ("query_id", pa.string()), ("turn", pa.int32()),
-                      ("messages", pa.list_(message)), ("tools", pa.string())])
+    columns: list[tuple[str, pa.DataType]] = [("trajectory_id", pa.string()), ("query_id", pa.string()),
+                                              ("turn", pa.int32()), ("messages", pa.list_(message)), ("tools", pa.string())]
+    return pa.schema(columns)
 
 
 def to_row(sample: dict[str, Any], ids: dict[str, Any]) -> dict[str, Any]:

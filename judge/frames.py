@@ -21,19 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from judge.model import Trajectory
-from judge.outcome import OutcomeStatus
+from judge.outcome import OUTCOME_STATUSES
 from judge.schema import CATEGORIES, SEVERITIES, Cluster, ScoreRow, UnscoredReason, Verdict
 
 if TYPE_CHECKING:
     import pandas as pd
 
 EFFICIENCY_ORDER = ("low", "medium", "high")  # ordered: efficiency >= "medium" works on the column
-OUTCOMES: tuple[str, ...] = OutcomeStatus.__args__  # type: ignore[attr-defined]
+OUTCOMES: tuple[str, ...] = OUTCOME_STATUSES
 STATUSES = ("ok", "unscored")
-UNSCORED_REASONS: tuple[str, ...] = UnscoredReason.__args__  # type: ignore[attr-defined]
+UNSCORED_REASONS: tuple[str, ...] = get_args(UnscoredReason)
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ def issues_frame(verdicts: Iterable[Verdict], clusters: Iterable[Cluster] = ()) 
     rows = []
     for verdict in verdicts:
         for index, issue in enumerate(verdict.issues):
-            cluster = where.get((verdict.trajectory_id, verdict.pass_key, index))
+            owner = where.get((verdict.trajectory_id, verdict.pass_key, index))
             rows.append({
                 "trajectory_id": verdict.trajectory_id,
                 "pass_key": verdict.pass_key,
@@ -226,9 +226,9 @@ def issues_frame(verdicts: Iterable[Verdict], clusters: Iterable[Cluster] = ()) 
                 "issue_index": index,
                 **issue.model_dump(include={"turn", "category", "severity", "tag", "description", "evidence",
                                             "evidence_verified", "recovered"}),
-                "cluster": cluster.cluster if cluster else None,
-                "votes": cluster.votes if cluster else None,
-                "majority": cluster.majority if cluster else None,
+                "cluster": owner.cluster if owner else None,
+                "votes": owner.votes if owner else None,
+                "majority": owner.majority if owner else None,
             })
     return frame(rows, ISSUE_COLUMNS)
 

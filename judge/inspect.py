@@ -25,6 +25,7 @@ LOG --scorer judge/trajudge -S judges=rules`` finds it; its metrics are the mean
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import tempfile
@@ -82,8 +83,9 @@ def trajudge(
     raise here, before the eval starts.
     """
     specs = [judges] if isinstance(judges, str) else list(judges or [])
-    options = dict(judges=specs, passes=passes, config=config, base_url=base_url, concurrency=concurrency,
-                   timeout=timeout, max_cost=max_cost, temperature=temperature, rubric=rubric, embedder=embedder)
+    score_sample = functools.partial(
+        score_async, judges=specs, passes=passes, config=config, base_url=base_url, concurrency=concurrency,
+        timeout=timeout, max_cost=max_cost, temperature=temperature, rubric=rubric, embedder=embedder)
     panel_settings(config, judges=specs, passes=passes, base_url=base_url, concurrency=concurrency, timeout_s=timeout,
               max_cost_usd=max_cost, temperature=temperature)  # raises SetupError now rather than per sample
 
@@ -94,7 +96,7 @@ def trajudge(
             source.write_text(json.dumps(record, ensure_ascii=False, default=str), encoding="utf-8")
             out = Path(scratch) / "run" if run_dir is None else Path(run_dir) / _dir_name(record)
             try:
-                run = await score_async([source], out, format="inspect", preflight=False, report=False, **options)
+                run = await score_sample([source], out, format="inspect", preflight=False, report=False)
             except NothingImported:
                 reject = next(Run(out).rejects(missing_ok=True), None)
                 why = reject.reason if reject is not None else "the sample could not be read"

@@ -125,7 +125,7 @@ class Message(BaseModel):
     def _leave_out_empty_thinking(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Most sources have no signed thinking: leaving the empty list out keeps their canonical lines (and
         # every cache key derived from them) exactly what they were before the field existed.
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if not self.thinking:
             data.pop("thinking", None)
         return data

@@ -36,6 +36,8 @@ SUCCESS_WORDS = frozenset({"success", "succeeded", "successful", "pass", "passed
 FAILURE_WORDS = frozenset({"failure", "failed", "fail", "incorrect", "wrong", "unresolved", "unsolved", "false", "error",
                            "errored", "crashed"})
 PARTIAL_WORDS = frozenset({"partial", "partially", "partially_correct", "partial_success", "partial_credit"})
+_WORD_STATUSES: tuple[tuple[frozenset[str], OutcomeStatus], ...] = (
+    (FAILURE_WORDS, "failure"), (PARTIAL_WORDS, "partial"), (SUCCESS_WORDS, "success"))  # in this order
 # inspect_ai's letter scores: CORRECT, INCORRECT, PARTIAL, NOANSWER (no answer is not a solved task).
 INSPECT_LETTERS: dict[str, OutcomeStatus] = {"C": "success", "I": "failure", "P": "partial", "N": "failure"}
 
@@ -93,9 +95,9 @@ def from_word(value: Any, source: str = "outcome") -> TaskOutcome:
     if isinstance(value, bool):
         return from_flag(value, source)
     word = str(value).strip().lower().replace("-", "_").replace(" ", "_")
-    for words, status in ((FAILURE_WORDS, "failure"), (PARTIAL_WORDS, "partial"), (SUCCESS_WORDS, "success")):
+    for words, status in _WORD_STATUSES:
         if word in words:
-            return TaskOutcome(status=status, source=source, raw=_raw(value), note=f"{source} {_raw(value)!r}")  # type: ignore[arg-type]
+            return TaskOutcome(status=status, source=source, raw=_raw(value), note=f"{source} {_raw(value)!r}")
     return TaskOutcome(source=source, raw=_raw(value), note=f"{source} {_raw(value)!r} does not say whether the task succeeded")
 
 

@@ -53,12 +53,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge import rundir
-from judge.batch import BatchRunner, batchable
+from judge.batch import BatchJudge, BatchRunner, batchable
 from judge.config import OptionFile, build_checked, read_option_file
 from judge.judges import Judge, check_judge, make_judge
 from judge.model import Trajectory, Usage
@@ -211,7 +211,8 @@ class PanelConfig(BaseModel):
     def described(self) -> dict[str, Any]:
         """Parameters for the manifest, redacted (:func:`judge.providers.redact`): URL credentials, headers and
         secret-named params never reach a file."""
-        return redact(self.model_dump(exclude={"judges"}))
+        described: dict[str, Any] = redact(self.model_dump(exclude={"judges"}))  # a mapping stays a mapping
+        return described
 
 
 @dataclass(frozen=True)
@@ -428,7 +429,8 @@ async def _run_panel(
                 if answers is None:
                     verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
                 else:  # first answers from a batch: parsed as direct ones, a corrective retry sent directly
-                    verdict = await judge.judge_batched(  # type: ignore[attr-defined]
+                    batch_judge = cast(BatchJudge, judge)  # answers come from a batch only for batchable judges
+                    verdict = await batch_judge.judge_batched(
                         trajectory, plan.pass_index, answers, on_attempt=on_attempt, on_send=on_send)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,

@@ -80,7 +80,7 @@ def _load(source: str) -> PriceTable:
             entries.append((str(key), Price(
                 input=float(value["input"]),
                 output=float(value["output"]),
-                cached_input=float(value.get("cached_input", value["input"])),
+                cached_input=float(value["cached_input"] if "cached_input" in value else value["input"]),
                 context=_context(value.get("context")),
                 batch_discount=_discount(value.get("batch_discount")),
             )))

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -300,7 +301,7 @@ def _fit(blocks: list[_Block], max_tokens: int, turn_count: int, *, mild: bool, 
     def measure() -> int:
         return estimate_tokens(_join(blocks))
 
-    stages = [lambda b: b.kind == "receipt" and not b.protected]
+    stages: list[Callable[[_Block], bool]] = [lambda b: b.kind == "receipt" and not b.protected]
     if not mild:
         stages.append(lambda b: not b.protected)
     caps = [cap for cap in RECEIPT_CAPS if cap >= MILD_CAP] if mild else list(RECEIPT_CAPS)
@@ -433,7 +434,9 @@ def render_tools(tools: list[ToolSpec]) -> str:
 
 def _tool_line(tool: ToolSpec) -> str:
     schema = tool.parameters if isinstance(tool.parameters, dict) else {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        properties = {}
     required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
     params = []
     for name, spec in properties.items():

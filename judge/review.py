@@ -368,7 +368,7 @@ def parse_added_issue(text: str, *, evidence: str = "", tag: str | None = None) 
         raise ReviewError(f"{text!r}: category must be one of {', '.join(CATEGORIES)}, not {category!r}")
     if severity not in SEVERITIES:
         raise ReviewError(f"{text!r}: severity must be one of {', '.join(SEVERITIES)}, not {severity!r}")
-    return Issue(turn=turn, category=category, severity=severity, description=description,  # type: ignore[arg-type]
+    return Issue(turn=turn, category=category, severity=severity, description=description,
                  evidence=evidence, tag=tag or None)
 
 

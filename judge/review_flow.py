@@ -177,8 +177,9 @@ class ReviewSession:
         try:
             turn = None if turn_text in ("", "-", "?") else int(turn_text)
             check_turn(item.trajectory, turn)
-            return Issue(turn=turn, category=category, severity=severity, description=description,  # type: ignore[arg-type]
-                         evidence=evidence)
+            # validated: a category or severity outside the vocabulary is a ValidationError (a ValueError)
+            return Issue.model_validate({"turn": turn, "category": category, "severity": severity,
+                                         "description": description, "evidence": evidence})
         except (ValueError, ReviewError) as error:
             message = str(error).splitlines()
             self.console.print(f"  not recorded: {shown(' '.join(message[:3]))}", style="red")
@@ -203,8 +204,8 @@ class ReviewSession:
         loose: list[Cluster] = []
         turns = {m.turn for m in trajectory.messages if m.role == "assistant"}
         for cluster in item.clusters:
-            if cluster.turn in turns:
-                pinned.setdefault(cluster.turn, []).append(cluster)  # type: ignore[arg-type]
+            if cluster.turn is not None and cluster.turn in turns:
+                pinned.setdefault(cluster.turn, []).append(cluster)
             else:
                 loose.append(cluster)
         turn = None  # the issues of a turn go after its receipts, before the next turn

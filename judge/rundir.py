@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -287,28 +287,35 @@ class RowByTrajectory(Mapping[str, ModelT], Generic[ModelT]):
         self.close()
 
 
-class RowsView(Generic[ModelT]):
+class RowsView(Sequence[ModelT]):
     """A re-iterable view of one JSONL file of a run: each iteration streams the file (nothing is kept), ``len``
-    is the row count the writer recorded. What a stage returns instead of a list of every row."""
+    is the row count the writer recorded. What a stage returns instead of a list of every row (a Sequence, so
+    it goes where a list of rows went; indexing and ``in`` read the file)."""
 
     def __init__(self, path: Path, model: type[ModelT], count: int):
         self.path = Path(path)
         self.model = model
-        self.count = count
+        self._count = count  # not ``count``: that is Sequence.count(value)
 
     def __iter__(self) -> Iterator[ModelT]:
         return read_jsonl(self.path, self.model) if self.path.is_file() else iter(())
 
     def __len__(self) -> int:
-        return self.count
+        return self._count
 
-    def __getitem__(self, index: int) -> ModelT:
+    @overload
+    def __getitem__(self, index: int) -> ModelT: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ModelT]: ...
+
+    def __getitem__(self, index: int | slice) -> ModelT | list[ModelT]:
         """Row ``index`` (reads the file up to it: for tests and small runs)."""
         rows = list(self)
         return rows[index]
 
     def __repr__(self) -> str:
-        return f"RowsView({str(self.path)!r}, {self.count} rows)"
+        return f"RowsView({str(self.path)!r}, {self._count} rows)"
 
 
 # --- run.json --------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from judge import rundir
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # a module or None: _acquire takes the exclusive-create path
 
 
 class RunLocked(RuntimeError):

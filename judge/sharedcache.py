@@ -27,7 +27,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from judge.providers.credentials import redact
 from judge.store import cache_key
@@ -141,6 +141,14 @@ class SharedCache:
         self.path = path
         self._db = db
         self.readonly = readonly
+
+    @overload
+    @classmethod
+    def open(cls, directory: Path | str | None = None, *, readonly: Literal[False] = False) -> SharedCache: ...
+
+    @overload
+    @classmethod
+    def open(cls, directory: Path | str | None = None, *, readonly: bool) -> SharedCache | None: ...
 
     @classmethod
     def open(cls, directory: Path | str | None = None, *, readonly: bool = False) -> SharedCache | None:

@@ -21,37 +21,31 @@ from __future__ import annotations
 
 import os
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel
 
 from judge import rundir
 from judge.schema import Cluster, ScoreRow, Verdict
 
-if TYPE_CHECKING:
+try:  # this module is imported where the tables are written (judge.pipeline imports it there)
     import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json
+    import pyarrow.parquet
+except ImportError as error:  # a dependency of trajudge: only a broken install lacks it
+    raise ImportError("writing the Parquet tables needs pyarrow (a dependency of trajudge: pip install pyarrow)") from error
 
 ROW_GROUP_ROWS = 64_000
 ROW_GROUP_BYTES = 32 << 20  # flush a row group earlier when its rows are large (raw judge outputs): bounds memory
 MIN_BLOCK = 1 << 20  # Arrow's JSON reader needs a block larger than the longest line
-
-
-def _arrow() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.compute  # noqa: F401 - loads the submodule
-        import pyarrow.json  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-    except ImportError as error:  # a dependency of trajudge: only a broken install lacks it
-        raise ImportError("writing the Parquet tables needs pyarrow (a dependency of trajudge: pip install pyarrow)") from error
-    return pyarrow
+Derive = Callable[[pa.RecordBatch], pa.RecordBatch]  # a table's rows made from its JSONL file's batch
 
 
 def arrow_type(annotation: Any) -> pa.DataType:
     """The Arrow type of a pydantic field annotation (str, int, float, bool, Literal, Optional, list, models)."""
-    pa = _arrow()
     origin, args = get_origin(annotation), get_args(annotation)
     if origin in (Union, types.UnionType):
         present = [a for a in args if a is not type(None)]
@@ -69,7 +63,7 @@ def arrow_type(annotation: Any) -> pa.DataType:
         return pa.list_(arrow_type(args[0]))
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return pa.struct(model_schema(annotation))
-    scalars = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    scalars: dict[Any, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
     if annotation in scalars:
         return scalars[annotation]
     raise TypeError(f"no Arrow type for {annotation!r}")
@@ -77,20 +71,17 @@ def arrow_type(annotation: Any) -> pa.DataType:
 
 def model_schema(model: type[BaseModel]) -> pa.Schema:
     """The Arrow schema of a row model: one column per field, in the model's order (every column nullable)."""
-    pa = _arrow()
     return pa.schema([pa.field(name, arrow_type(field.annotation)) for name, field in model.model_fields.items()])
 
 
 def issues_schema() -> pa.Schema:
     """``issues.parquet``: the cluster's columns without ``members``, then ``pass_keys``."""
-    pa = _arrow()
     fields = [f for f in model_schema(Cluster) if f.name != "members"]
     return pa.schema([*fields, pa.field("pass_keys", pa.list_(pa.string()))])
 
 
 def scores_schema() -> pa.Schema:
     """``scores.parquet``: the score row's columns, then the review's figures flat (as ``judge.frames`` has them)."""
-    pa = _arrow()
     return pa.schema([*model_schema(ScoreRow), pa.field("reviewed", pa.bool_()), pa.field("reviewers", pa.list_(pa.string())),
                       pa.field("machine_score", pa.int64()), pa.field("machine_release", pa.bool_())])
 
@@ -124,10 +115,9 @@ def write_tables(run_dir: Path) -> dict[str, Path]:
 
 def _issue_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     """A batch of cluster rows as issue rows: ``members`` replaced by the pass keys of its members."""
-    pa = _arrow()
-    members = batch.column("members")
+    members = cast("pa.ListArray[Any]", batch.column("members"))  # a list of member structs (the Cluster schema)
     # offsets and values stay paired even for a sliced list array (values are not sliced)
-    pass_keys = pa.ListArray.from_arrays(members.offsets, members.values.field("pass_key"))
+    pass_keys = pa.ListArray.from_arrays(members.offsets, cast(pa.StructArray, members.values).field("pass_key"))
     columns = [batch.column(f.name) for f in issues_schema() if f.name != "pass_keys"]
     return pa.RecordBatch.from_arrays([*columns, pass_keys], schema=issues_schema())
 
@@ -136,8 +126,6 @@ def _score_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     """A batch of score rows with the review's figures added flat: ``reviewed`` (a human decision applies),
     ``reviewers`` (null when not reviewed), and the judges' ``machine_score``/``machine_release`` (the final ones
     when not reviewed)."""
-    pa = _arrow()
-    pc = pa.compute
     review = batch.column("review")
     reviewed = pc.is_valid(review)
     machine = pc.struct_field(review, "machine")
@@ -148,15 +136,14 @@ def _score_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=scores_schema())
 
 
-def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.Schema, Any]]) -> None:
+def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.Schema, Derive | None]]) -> None:
     """Stream ``source`` (JSONL) through Arrow's JSON reader into one Parquet file per output, atomically."""
-    pa = _arrow()
     schema = model_schema(model)
     writers = []
     temps = [path.with_name(path.name + ".tmp") for path, _, _ in outputs]
     try:
         for tmp, (_, out_schema, _) in zip(temps, outputs):
-            writers.append(pa.parquet.ParquetWriter(tmp, out_schema, compression="zstd"))
+            writers.append(pyarrow.parquet.ParquetWriter(tmp, out_schema, compression="zstd"))
         pending: list[pa.RecordBatch] = []
         rows = size = 0
 
@@ -165,9 +152,9 @@ def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.
             if not pending:
                 return
             table = pa.Table.from_batches(pending, schema=schema)
-            for writer, (_, _, derive) in zip(writers, outputs):
+            for writer, (_, out_schema, derive) in zip(writers, outputs):
                 part = table if derive is None else pa.Table.from_batches(
-                    [derive(b) for b in table.to_batches()], schema=writer.schema)
+                    [derive(b) for b in table.to_batches()], schema=out_schema)
                 writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
             pending.clear()
             rows = size = 0
@@ -193,16 +180,15 @@ def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.
 
 def _batches(source: Path, schema: pa.Schema, model: type[BaseModel]) -> Iterator[pa.RecordBatch]:
     """Record batches of a JSONL file typed by ``schema``; a row with a field the schema lacks is an error."""
-    pa = _arrow()
     longest = 0
     with source.open("rb") as handle:
         for line in handle:
             longest = max(longest, len(line))
     if longest <= 1:  # empty, or blank lines only: Arrow's reader refuses an empty input
         return
-    options = pa.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
+    options = pyarrow.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
     try:
-        reader = pa.json.open_json(source, read_options=pa.json.ReadOptions(use_threads=False, block_size=max(MIN_BLOCK, 2 * longest)),
+        reader = pyarrow.json.open_json(source, read_options=pyarrow.json.ReadOptions(use_threads=False, block_size=max(MIN_BLOCK, 2 * longest)),
                                    parse_options=options)
         yield from reader
     except pa.ArrowInvalid as error:

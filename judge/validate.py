@@ -148,10 +148,10 @@ def agent_at_turn(trajectory: Trajectory, turn: int | None) -> str | None:
 
 def decisive_issue(issues: Sequence[ScoredIssue]) -> ScoredIssue | None:
     """The first severe majority issue by turn, else the first majority issue (localised ones only)."""
-    localised = [i for i in issues if i.turn is not None]
-    severe = [i for i in localised if i.severity == "severe"]
+    localised = [(i.turn, i) for i in issues if i.turn is not None]
+    severe = [(turn, i) for turn, i in localised if i.severity == "severe"]
     pool = severe or localised
-    return min(pool, key=lambda i: i.turn) if pool else None  # type: ignore[arg-type,return-value]
+    return min(pool, key=lambda pair: pair[0])[1] if pool else None
 
 
 def match_issues(labels: Sequence[tuple[int | None, str | None]], predictions: Sequence[tuple[int | None, str | None]],
@@ -163,8 +163,8 @@ def match_issues(labels: Sequence[tuple[int | None, str | None]], predictions: S
     candidates = []
     for li, (lt, lc) in enumerate(labels):
         for pi, (pt, pc) in enumerate(predictions):
-            if turns_match(lt, pt, k) and (not by_category or lc == pc):
-                candidates.append((abs(lt - pt), li, pi))  # type: ignore[operator]
+            if lt is not None and pt is not None and turns_match(lt, pt, k) and (not by_category or lc == pc):
+                candidates.append((abs(lt - pt), li, pi))
     used_l: set[int] = set()
     used_p: set[int] = set()
     matches = []

@@ -348,3 +348,21 @@ def test_human_agreement_gives_kappa_from_enough_release_decisions_and_lists_rel
     assert release["decisions"] == MIN_KAPPA_DECISIONS and release["overridden"] == 1
     assert release["cohen_kappa"] == pytest.approx(round(cohen_kappa(pairs), 4)) and release["kappa_unavailable"] is None
     assert [r["checks"] for r in release["released_over_gate"]] == [checks]
+
+
+def test_the_review_screen_lists_an_issue_without_a_turn_even_when_a_reply_has_no_turn_number(tmp_path: Path) -> None:
+    """An issue with no turn goes under "issues without a turn"; it was filed under turn None and never shown when a
+    trajectory built by hand left an assistant message unnumbered."""
+    from rich.console import Console
+
+    from judge.review import ReviewItem
+    from judge.review_flow import ReviewSession
+
+    built = trajectory("t", [say("All done.")])
+    built.messages[-1].turn = None
+    found = cluster(issue(None, "claims the tests pass without running them"))
+    console = Console(record=True, width=200)
+    session = ReviewSession(RunDir(tmp_path), "ana", console, lambda prompt: None)
+    session.show(ReviewItem(trajectory=built, clusters=[found], score=None), 1, 1)
+    shown = console.export_text()
+    assert "issues without a turn" in shown and "claims the tests pass without running them" in shown

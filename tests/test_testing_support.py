@@ -152,3 +152,32 @@ def test_builders_follow_the_canonical_model() -> None:
     assert (verdict(1, status="unscored").reason, verdict(1, status="unscored").efficiency) == ("parse_error", None)
     assert cluster(found, votes=2).majority and not cluster(found, votes=1).majority
     assert cluster(found, votes=1, panel_size=1).majority  # a panel of one: one vote is the majority
+
+
+# --- chromium ------------------------------------------------------------------------------------
+
+
+class _Profile:
+    """A profile folder whose removal fails ``failures`` times ("Directory not empty": a helper still writes)."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.attempts = 0
+
+    def cleanup(self) -> None:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise OSError(39, "Directory not empty")
+
+
+def test_the_chromium_profile_removal_is_retried_while_a_helper_process_still_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.testing import chromium
+
+    monkeypatch.setattr(chromium.time, "sleep", lambda seconds: None)
+    late = _Profile(failures=2)
+    chromium._remove_profile(late)
+    assert late.attempts == 3
+    stuck = _Profile(failures=100)
+    with pytest.raises(OSError, match="not empty"):  # a profile that cannot be removed is still an error
+        chromium._remove_profile(stuck, attempts=5)
+    assert stuck.attempts == 5

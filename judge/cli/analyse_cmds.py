@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import typer
 
-from judge.cli.app import ExitCode, app, examples
+from judge.cli.app import ExitCode, JudgeGroup, app, examples
 from judge.cli.output import Output, json_option
 
 
@@ -42,12 +42,12 @@ def export_cmd(
     index.jsonl, not into the sample lines. The OpenAI file is checked with the checks of OpenAI's fine-tuning
     data-preparation recipe (counts in split.json).
     """
-    from judge.export import ExportOptions, export_run
+    from judge.export import ExportFormat, ExportOptions, export_run
 
     try:
         options = ExportOptions(
             test_size=test_size, seed=seed, min_score=min_score, include_unreleased=include_unreleased,
-            exclude_categories=tuple(exclude_category), format=fmt, per_turn=per_turn,  # type: ignore[arg-type]
+            exclude_categories=tuple(exclude_category), format=cast(ExportFormat, fmt), per_turn=per_turn,  # checked there
             reasoning=reasoning, max_tokens=max_tokens,
         )
         record = export_run(run, out, options)
@@ -116,7 +116,7 @@ def validate_cmd(
     if kind is not None and kind not in LABEL_KINDS:
         raise typer.BadParameter(f"--kind must be one of {', '.join(LABEL_KINDS)}, got {kind!r}")
     try:
-        report = validate_run(run, labels, kind, k=k, min_coverage=min_coverage)  # type: ignore[arg-type]
+        report = validate_run(run, labels, kind, k=k, min_coverage=min_coverage)
     except LabelMismatch as error:
         typer.echo(f"judge validate: refused: {error}", err=True)
         raise typer.Exit(1) from error
@@ -170,7 +170,7 @@ def split_score_args(tokens: list[str], score_command: Any) -> tuple[list[str], 
 
 def _score_command() -> Any:
     """The click command behind ``judge score``."""
-    return typer.main.get_command(app).commands["score"]  # type: ignore[attr-defined]
+    return cast(JudgeGroup, typer.main.get_command(app)).commands["score"]  # the app is a group of commands
 
 
 @app.command(
@@ -201,10 +201,10 @@ def compare_cmd(
     Continuation files are judged first, exactly as `judge score` would (same options), into OUT/run. Each arm's
     full cost is reported: generation, teacher and judge tokens and dollars, failed attempts included.
     """
-    from judge.compare import compare_records, judge_overhead, load_records, make_scorer, write_outputs
+    from judge.compare import PAIR_BY, compare_records, judge_overhead, load_records, make_scorer, write_outputs
     from judge.rundir import RunDir
 
-    if pair_by not in ("branch", "query"):
+    if pair_by not in PAIR_BY:
         raise typer.BadParameter(f"--pair-by must be branch or query, not {pair_by!r}")
     output = Output(as_json)
     score_command = _score_command()
@@ -237,7 +237,7 @@ def compare_cmd(
         # Embeddings are cached in the run we judged (its clustering already embedded the descriptions), else in OUT.
         cache_dir = out / "run" if to_judge else out
         result = compare_records(records, make_scorer(run_dirs, cache_dir=cache_dir), baseline=baseline, seed=seed,
-                                 resamples=resamples, pair_by=pair_by)  # type: ignore[arg-type]
+                                 resamples=resamples, pair_by=pair_by)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
     result.overhead = judge_overhead(run_dirs)

@@ -77,14 +77,14 @@ class JudgeGroup(TyperGroup):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except UsageError as error:
-            error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]
+            error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
             raise
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except UsageError as error:
-            error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]
+            error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
             raise
         except RunLocked as error:
             typer.echo(f"error: {error}", err=True)

@@ -78,7 +78,7 @@ def prune_command(
         output.line(f"{cache_path(cache_dir)} does not exist: nothing to prune")
         output.document(PruneResult(removed=0, kept=0, bytes_before=0, bytes_after=0))
         return
-    with SharedCache.open(cache_dir) as cache:  # type: ignore[union-attr]
+    with SharedCache.open(cache_dir) as cache:
         result = cache.prune(older_than_days=older_than, judge=judge, max_size_mb=max_size)
     output.line(f"removed {result.removed} entries, kept {result.kept}; "
                 f"{_size(result.bytes_before)} -> {_size(result.bytes_after)} on disk")

@@ -62,7 +62,7 @@ def import_command(
     if fmt is not None and fmt not in known_formats():
         raise typer.BadParameter(f"unknown format {fmt!r}; known: {', '.join(known_formats())}", param_hint="--format")
     rejects_path = rejects or default_rejects_path(out)
-    kept: list = []
+    kept: list[Reject] = []
     stats = write_import(inputs, out, rejects_path, fmt=fmt, keep_rejects=kept)
     console = terminal.console(stderr=True)  # the counts are messages: stdout stays free (for --json)
     formats = ", ".join(f"{name} {count}" for name, count in sorted(stats.by_format.items())) or "none"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
@@ -14,7 +15,9 @@ from judge.cli.output import Output, json_option
 class _DefaultRunGroup(TyperGroup):
     """``judge repair RUN ...`` means ``judge repair run RUN ...``; named subcommands still work."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    # ctx: Any, because typer's base class types it as its vendored click's Context (a private class); older
+    # typer releases, as click's own.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
         return super().parse_args(ctx, args)

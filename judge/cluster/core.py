@@ -166,8 +166,7 @@ def pair_features(a: Issue, b: Issue, cosine: float, turn_window: int, grams: tu
     da, db, ea, eb = grams
     lexical = len(da & db) / len(da | db) if da and db else 0.0
     evidence = len(ea & eb) / min(len(ea), len(eb)) if ea and eb else 0.0
-    both_turns = a.turn is not None and b.turn is not None
-    gap = abs(a.turn - b.turn) if both_turns else None  # type: ignore[operator]
+    gap = abs(a.turn - b.turn) if a.turn is not None and b.turn is not None else None
     tag_a, tag_b = normalise_tag(a.tag), normalise_tag(b.tag)
     both_tags = bool(tag_a) and bool(tag_b)
     return np.array(

@@ -164,9 +164,9 @@ def text_of_block(block: Any) -> str:
         return block
     if not isinstance(block, dict):
         return str(block)
-    kind = block.get("type")
-    if kind in (None, "text", "input_text", "output_text") and isinstance(block.get("text"), str):
-        return block["text"]
+    kind, text = block.get("type"), block.get("text")
+    if kind in (None, "text", "input_text", "output_text") and isinstance(text, str):
+        return text
     if kind in ("image", "image_url", "input_image"):
         return "[image]"
     if kind in ("reasoning", "thinking", "redacted_thinking"):

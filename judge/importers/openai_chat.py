@@ -12,7 +12,7 @@ Claude-Code-like harnesses) or ``<returncode>N</returncode>`` gives the exit cod
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from judge.importers._common import (
     RecordError,
@@ -45,7 +45,7 @@ def detect(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("messages"), list)
 
 
-def is_message_list(value: Any) -> bool:
+def is_message_list(value: Any) -> TypeGuard[list[dict[str, Any]]]:
     """A non-empty list of dicts that all have an OpenAI chat role."""
     return (
         isinstance(value, list)

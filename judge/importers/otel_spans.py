@@ -56,6 +56,7 @@ from typing import Any
 from judge.importers._common import (
     RecordError,
     Source,
+    as_dict,
     build_metadata,
     build_trajectory,
     make_call,
@@ -64,7 +65,7 @@ from judge.importers._common import (
     text_of,
     tool_specs,
 )
-from judge.model import Message, ThinkingBlock, ToolSpec, Trajectory, Usage
+from judge.model import Message, Role, ThinkingBlock, ToolSpec, Trajectory, Usage
 from judge.schema import Reject
 
 NAME = "otel"
@@ -72,6 +73,7 @@ NAME = "otel"
 LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
 LANGFUSE_LLM = {"GENERATION"}
 LANGFUSE_TOOL = {"TOOL"}
+_TEXT_ROLES: tuple[Role, ...] = ("system", "user")  # roles whose message is its text only
 # Attributes whose value is one JSON document (possibly sent as a string): never split into dotted keys.
 JSON_VALUED = {
     "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.definitions",
@@ -212,7 +214,7 @@ def read_span(located: Located) -> Span:
         context = raw["context"]
         trace_id, span_id = context.get("trace_id"), context.get("span_id")
         parent = raw.get("parent_id")
-        status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+        status = as_dict(raw.get("status"))
         code = raw.get("status_code", status.get("status_code"))
         message = raw.get("status_message") or status.get("description") or ""
         attributes = _attributes(raw.get("attributes"))
@@ -223,7 +225,7 @@ def read_span(located: Located) -> Span:
     elif _is_otlp_span(raw):
         trace_id, span_id = _get(raw, "traceId", "trace_id"), _get(raw, "spanId", "span_id")
         parent = _get(raw, "parentSpanId", "parent_span_id")
-        status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+        status = as_dict(raw.get("status"))
         code = status.get("code")
         message = status.get("message") or ""
         attributes = _attributes(raw.get("attributes"))
@@ -462,8 +464,9 @@ def _text(value: Any) -> str:
 
 def _model(attrs: dict[str, Any]) -> str | None:
     for key in ("gen_ai.response.model", "llm.response.model_name", "llm.model_name", "gen_ai.request.model", "llm.request.model_name"):
-        if isinstance(attrs.get(key), str) and attrs[key]:
-            return attrs[key]
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
     return None
 
 
@@ -542,10 +545,10 @@ def _genai_messages(value: Any, what: str) -> list[Message]:
             out.append(Message(role="assistant", content="\n".join(texts), reasoning="\n".join(reasoning) or None,
                                tool_calls=calls, name=raw.get("name") if isinstance(raw.get("name"), str) else None))
             out.extend(results)
-        elif role in ("system", "user"):
+        elif role in _TEXT_ROLES:
             out.extend(results)
             if texts or not results:
-                out.append(Message(role=role, content="\n".join(texts)))  # type: ignore[arg-type]
+                out.append(Message(role=role, content="\n".join(texts)))
         elif role == "tool":
             out.extend(results or [Message(role="tool", content="\n".join(texts), receipt=make_receipt(None, "\n".join(texts)))])
         else:
@@ -590,8 +593,8 @@ def _oi_messages(attrs: dict[str, Any], prefix: str, *, flat_names: bool = False
             call_id = m.get("tool_call_id")
             out.append(Message(role="tool", content=text, name=m.get("name") if isinstance(m.get("name"), str) else None,
                                receipt=make_receipt(str(call_id) if call_id else None, text)))
-        elif role in ("system", "user"):
-            out.append(Message(role=role, content=text))  # type: ignore[arg-type]
+        elif role in _TEXT_ROLES:
+            out.append(Message(role=role, content=text))
         else:
             raise SpanError(f"{prefix}.{index}: unknown role {m.get('role')!r}")
     return out
@@ -603,7 +606,7 @@ def _langfuse_step(span: Span) -> Step:
     raw = span.langfuse or {}
     kind = str(raw.get("type") or "").upper()
     if kind in LANGFUSE_TOOL:
-        metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        metadata = as_dict(raw.get("metadata"))
         call_id = metadata.get("tool_call_id") or metadata.get("toolCallId")
         error_text = (span.status_message or "error") if span.error else None
         output = raw.get("output")
@@ -837,7 +840,7 @@ def _reason(error: Exception) -> str:
 def _trace_id_of(raw: Any) -> str | None:
     if not isinstance(raw, dict):
         return None
-    value = _get(raw, "traceId", "trace_id") or _get(raw.get("context") if isinstance(raw.get("context"), dict) else {}, "trace_id")
+    value = _get(raw, "traceId", "trace_id") or _get(as_dict(raw.get("context")), "trace_id")
     return _hex_id(value) if isinstance(value, str) and value else None
 
 

@@ -27,6 +27,7 @@ import bz2
 import codecs
 import errno
 import gzip
+import io
 import json
 import lzma
 import os
@@ -34,7 +35,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, AnyStr, Literal
 
 from pydantic import ValidationError
 
@@ -60,7 +61,7 @@ MAX_LINE_BYTES = 256 << 20
 MAX_DOCUMENT_BYTES = 1 << 30
 BLOCK_BYTES = 1 << 16
 
-_OPENERS: dict[str, Callable[[Path, str], IO[bytes]]] = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFile}
+_OPENERS: dict[str, Callable[[Path, Literal["rb"]], io.BufferedIOBase]] = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFile}
 # What a corrupt or truncated file raises while being read (BadGzipFile is an OSError).
 _READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 _UTF16_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -78,7 +79,7 @@ class Skipped(Reject):
     """
 
 
-def _open_binary(path: Path) -> IO[bytes]:
+def _open_binary(path: Path) -> io.BufferedIOBase:
     """The one place files are opened (tests wrap it to check that reading is lazy); decompresses by suffix."""
     opener = _OPENERS.get(_compression(path.name))
     return opener(path, "rb") if opener else path.open("rb")
@@ -304,7 +305,7 @@ def _gathered(spec: FormatSpec, records: list[tuple[Source, Any]], may_spell_sur
         yield _finish(item, may_spell_surrogates)
 
 
-def _split_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
+def _split_lines(handle: io.BufferedIOBase) -> Iterator[tuple[int, bytes | None]]:
     """``(line number, line without its ending)`` per line; ``None`` for a line over :data:`MAX_LINE_BYTES`.
 
     Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (raw CR and LF never occur inside a JSON value).
@@ -422,7 +423,7 @@ def _read_whole(path: Path, fmt: str | None) -> Iterator[Item]:
         yield Reject(source_file=file, format=fmt, reason="no records: the document is empty")
 
 
-def _read_at_most(handle: IO[bytes], limit: int) -> bytes:
+def _read_at_most(handle: io.BufferedIOBase, limit: int) -> bytes:
     """Up to ``limit`` bytes, in chunks (``read(limit)`` would allocate ``limit`` bytes up front)."""
     chunks: list[bytes] = []
     size = 0
@@ -438,10 +439,10 @@ def _broken_json(file: str, fmt: str | None, text: str, error: json.JSONDecodeEr
     return Reject(source_file=file, line=line, format=fmt, reason=f"broken JSON: {error.msg} (line {line} column {column})")
 
 
-def _count_lines(text: str | bytes, start: int, end: int) -> int:
+def _count_lines(text: AnyStr, start: int, end: int) -> int:
     """Line ends between two offsets: ``\\n``, ``\\r\\n`` or a lone ``\\r`` each count once."""
     nl, cr, crlf = ("\n", "\r", "\r\n") if isinstance(text, str) else (b"\n", b"\r", b"\r\n")
-    return text.count(nl, start, end) + text.count(cr, start, end) - text.count(crlf, start, end)  # type: ignore[arg-type]
+    return text.count(nl, start, end) + text.count(cr, start, end) - text.count(crlf, start, end)
 
 
 def _looks_like_jsonl(data: bytes) -> bool:
@@ -569,13 +570,14 @@ def _read_document(document: Any, file: str, fmt: str | None, line_of: _LineFind
     def record(part: Any, src: Source, name: str | None, in_array: bool = False) -> Item:
         cut_at = _cut_line(part) if cut else None
         if cut_at is not None:
-            item: Item = _reject(src, name, _TOO_DEEP)
-            item.line = cut_at  # where the value too deep opens
-            return item
+            too_deep = _reject(src, name, _TOO_DEEP)
+            too_deep.line = cut_at  # where the value too deep opens
+            return too_deep
         item = parse_record(part, src, name)
         if cut and isinstance(item, Trajectory) and (cut_at := _cut_line(item.model_dump())) is not None:
-            item = _reject(src, name, _TOO_DEEP)  # a cut value outside the record reached it
-            item.line = cut_at
+            too_deep = _reject(src, name, _TOO_DEEP)  # a cut value outside the record reached it
+            too_deep.line = cut_at
+            item = too_deep
         if in_array and isinstance(item, Reject) and item.line is None and src.index is not None:
             item.line = line_of(src.index)
         return item

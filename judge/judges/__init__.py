@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast, runtime_checkable
 
 from judge.model import Trajectory
 from judge.plugins import claim_name, load_plugins, problems_note
@@ -189,7 +189,7 @@ def check_judge(spec: str, judge: Any) -> Judge:
     if missing:
         raise TypeError(f"judge {spec!r} ({type(judge).__qualname__}) lacks {', '.join(missing)}: a judge implements "
                         "judge.judges.Judge (subclass judge.judges.BaseJudge for the defaults)")
-    return judge
+    return cast(Judge, judge)  # it has every member (the protocol's signatures are not checkable at run time)
 
 
 _MEMBERS = ("spec", "deterministic", "default_passes", "cacheable", "provider", "price_key", "independence",

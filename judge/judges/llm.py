@@ -33,7 +33,7 @@ import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -66,7 +66,7 @@ from judge.providers.retry import (
     CallRuntime,
     complete_with_retries,
 )
-from judge.schema import Efficiency, Issue, Verdict
+from judge.schema import Category, Efficiency, Issue, Severity, Verdict
 
 DEFAULT_PROMPT = "judge-v2.1"
 DEFAULT_TEMPERATURE = 0.7
@@ -147,7 +147,7 @@ class JudgeIssueV21(JudgeIssue):
 class JudgeOutputV21(JudgeOutputV2):
     """The verdict object of judge-v2.1: judge-v2 with :class:`JudgeIssueV21` issues."""
 
-    issues: list[JudgeIssueV21]  # type: ignore[assignment]
+    issues: list[JudgeIssueV21]  # type: ignore[assignment]  # narrower than JudgeOutputV2's list (pydantic allows it)
 
 
 _ISSUE_SCHEMA: dict[str, Any] = {
@@ -296,9 +296,9 @@ def _json_text(text: str) -> str:
 def to_issues(output: JudgeOutput, evidence: EvidenceIndex | None = None) -> list[Issue]:
     """The judge's issues as :class:`Issue` rows; with ``evidence`` each quote is checked (``evidence_verified``).
     ``recovered`` is kept for environment issues only (judge-v2.1): it decides nothing about other categories."""
-    return [
-        Issue(turn=i.turn, category=i.category, severity=i.severity, description=i.description.strip(),  # type: ignore[arg-type]
-              evidence=i.evidence, tag=(i.tag or "").strip() or None,
+    return [  # cast: JudgeIssue's category and severity are strings whose patterns admit these values only
+        Issue(turn=i.turn, category=cast(Category, i.category), severity=cast(Severity, i.severity),
+              description=i.description.strip(), evidence=i.evidence, tag=(i.tag or "").strip() or None,
               recovered=i.recovered if isinstance(i, JudgeIssueV21) and i.category == "environment" else None,
               evidence_verified=evidence.verify(i.evidence) if evidence is not None else None)
         for i in output.issues
@@ -400,7 +400,7 @@ class LLMJudge(BaseJudge):
         return self.provider.model
 
     @property
-    def independence(self) -> str:  # type: ignore[override]
+    def independence(self) -> str:  # type: ignore[override]  # computed, where BaseJudge has a plain default
         """How the passes of this judge are kept independent (recorded in the run manifest)."""
         seeded = supports_seed(self.provider.provider)
         parts = ["a separate call per pass, no pass sees another's output"]
@@ -413,7 +413,7 @@ class LLMJudge(BaseJudge):
         return "; ".join(parts)
 
     @property
-    def price_key(self) -> str:  # type: ignore[override]
+    def price_key(self) -> str:  # type: ignore[override]  # computed, where BaseJudge has a plain default
         return price_key(self.provider.provider, self.provider.model)
 
     def share_runtime(self, runtime: CallRuntime) -> None:

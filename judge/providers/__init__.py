@@ -36,7 +36,7 @@ import importlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from judge.model import ToolCall, ToolSpec, Usage
 from judge.plugins import claim_name, load_plugins, problems_note
@@ -191,7 +191,8 @@ def register_provider(
     """
     def decorate(factory: F) -> F:
         _load_builtin_providers()  # first, so that no other registration can take a built-in name
-        kind = ProviderKind(name, factory, env_key=env_key, base_url_env=base_url_env,  # type: ignore[arg-type]
+        # cast: a provider that cannot call tools leaves ``tools`` out of complete(), which Provider cannot say
+        kind = ProviderKind(name, cast(ProviderFactory, factory), env_key=env_key, base_url_env=base_url_env,
                             supports_seed=supports_seed, pricing_key=pricing_key, self_hosted=self_hosted,
                             with_url=with_url, takes_base_url=takes_base_url)
         claim_name(_PROVIDERS, name, kind, "provider", owner=lambda registered: registered.factory)

@@ -6,7 +6,7 @@ import inspect
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from judge.model import ToolSpec, Usage
 from judge.providers import (
@@ -21,6 +21,9 @@ from judge.providers import (
 from judge.providers.batch import BatchFate, BatchItem, BatchRequest, BatchState
 from judge.providers.errors import BadOutput, ProviderError, classify_status
 from judge.providers.sdk_errors import classify_sdk_error
+
+if TYPE_CHECKING:
+    from anthropic.types.messages.batch_create_params import Request
 
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -114,11 +117,13 @@ class AnthropicProvider:
 
     async def submit_batch(self, requests: list[BatchRequest], *, label: str) -> str:
         """Create one Message Batch of the requests (Anthropic batches carry no label: ``label`` is unused)."""
-        entries = [{"custom_id": r.custom_id,
-                    "params": _params(self._request(r.messages, r.schema, r.schema_name, r.temperature, r.max_tokens))}
-                   for r in requests]
+        # cast: the params are messages.create's arguments as _request builds them (a dict, not the SDK's TypedDict)
+        entries = cast("list[Request]", [
+            {"custom_id": r.custom_id,
+             "params": _params(self._request(r.messages, r.schema, r.schema_name, r.temperature, r.max_tokens))}
+            for r in requests])
         try:
-            batch = await self._client.messages.batches.create(requests=entries)  # type: ignore[arg-type]
+            batch = await self._client.messages.batches.create(requests=entries)
         except Exception as error:
             raise classify_sdk_error(self._sdk, error) from None
         return str(batch.id)

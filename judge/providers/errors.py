@@ -7,7 +7,7 @@ log, a verdict or the store through an error text.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 ErrorKind = Literal["rate_limited", "server_error", "timeout", "connection_error", "bad_output", "context_overflow",
                     "refusal", "auth", "bad_request"]
@@ -29,6 +29,9 @@ class ProviderError(Exception):
         super().__init__(message)
         self.retry_after = retry_after
         self.status = status
+        # The call's attempts, failed ones included: judge.providers.retry.Attempt rows, set by its retry loop (not
+        # typed as such: retry imports this module).
+        self.attempts: list[Any] = []
 
     @property
     def retryable(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import itertools
 import json
@@ -66,18 +67,17 @@ class OpenAIProvider:
         # A plain-http server (a local vLLM, the simulated judge) needs no TLS: skip loading the CA bundle,
         # which costs about 0.1 s of CPU per client.
         plain_http = bool(base_url and base_url.startswith("http://"))
-        connection = {"api_key": api_key, "base_url": base_url, "max_retries": 0, "timeout": timeout_s,
-                      "default_headers": headers or None, "default_query": query or None}
+        connect = functools.partial(openai.AsyncOpenAI, api_key=api_key, base_url=base_url, max_retries=0,
+                                    timeout=timeout_s, default_headers=headers or None, default_query=query or None)
         if self.http_transport == "aiohttp":
             # The SDK's own aiohttp transport (openai.DefaultAioHttpClient): the same SDK request path, with a
             # C HTTP parser under it instead of httpcore/h11 - about 1 ms less CPU per call. Its pool is not
             # scanned per request, so one client serves any concurrency.
-            self._clients = [openai.AsyncOpenAI(**connection, http_client=openai.DefaultAioHttpClient())]
+            self._clients = [connect(http_client=openai.DefaultAioHttpClient())]
         else:
             count = max(1, -(-int(options.get("concurrency") or 1) // CONNECTIONS_PER_CLIENT))
-            self._clients = [openai.AsyncOpenAI(
-                **connection, http_client=openai.DefaultAsyncHttpxClient(verify=False) if plain_http else None,
-            ) for _ in range(count)]
+            self._clients = [connect(http_client=openai.DefaultAsyncHttpxClient(verify=False) if plain_http else None)
+                             for _ in range(count)]
         self._next_client = itertools.cycle(self._clients)
         self.endpoint = endpoint_of(self._clients[0])  # where requests go (cache key part), no credentials
 

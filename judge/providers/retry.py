@@ -246,7 +246,7 @@ async def complete_with_retries(
         earlier = runtime.stopped.get(target)
         if earlier is not None:
             stopped = type(earlier)(f"not attempted: an earlier call failed ({earlier})", status=earlier.status)
-            stopped.attempts = attempts  # type: ignore[attr-defined]
+            stopped.attempts = attempts
             raise stopped
         worst = runtime.cost(price_key, estimate_usage)
         reserved = await runtime.budget.reserve(worst)
@@ -275,7 +275,7 @@ async def complete_with_retries(
             if error.kind == "auth" or (error.kind == "connection_error" and final):
                 runtime.stopped[target] = error
             if final:
-                error.attempts = attempts  # type: ignore[attr-defined]
+                error.attempts = attempts
                 raise error from (None if error is raw_error else raw_error)
             runtime.retries += 1
             await runtime.sleep(backoff_delay(number, runtime.policy, error.retry_after, runtime.rng))

@@ -97,9 +97,9 @@ def _classify(sdk: ModuleType, error: BaseException) -> ProviderError:
 def _root(error: BaseException) -> BaseException:
     """The innermost cause (the OS error says most: 'Connect call failed', 'Name or service not known')."""
     seen: set[int] = set()
-    while (error.__cause__ or error.__context__) is not None and id(error) not in seen:
+    while (inner := error.__cause__ or error.__context__) is not None and id(error) not in seen:
         seen.add(id(error))
-        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+        error = inner
     return error
 
 

@@ -58,12 +58,15 @@ class Dependency(BaseModel):
     evidence: str = ""
 
 
+TextField = Literal["content", "reasoning"]  # the assistant message fields a sentence edit cuts from
+
+
 class SentenceEdit(BaseModel):
     """A sentence that existed only because of the deleted failure: removed, or flagged for a person."""
 
     message_index: int
     turn: int | None
-    field: Literal["content", "reasoning"]
+    field: TextField
     start: int
     end: int
     text: str
@@ -197,13 +200,14 @@ def textual_context(
     sites = sites if sites is not None else call_sites(trajectory)
     window = recovery_window(trajectory, site, sites)
     own_tokens = _tokens_of_call(site) | (distinctive_tokens(site.receipt.content if site.receipt else "") - distinctive_tokens(trajectory.query))
-    items: list[tuple[int, str, Sentence]] = []
+    items: list[tuple[int, TextField, Sentence]] = []
+    fields: tuple[TextField, ...] = ("reasoning", "content")
     cues: list[bool] = []
     for index in range(site.receipt_index + 1, len(trajectory.messages)):
         message = trajectory.messages[index]
         if message.role != "assistant":
             continue
-        for field_name in ("reasoning", "content"):
+        for field_name in fields:
             for sentence in split_sentences(getattr(message, field_name) or ""):
                 names_call = bool(distinctive_tokens(sentence.text) & own_tokens)
                 if index in window or names_call:

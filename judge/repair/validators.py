@@ -76,7 +76,7 @@ def no_reference_to_deleted_failure(
     """No sentence still talks about a failure that is no longer in the trajectory."""
     deleted = set(deleted_calls)
     orig_sites = {s.call.id: s for s in call_sites(original)}
-    deleted_receipts = {orig_sites[c].receipt_index for c in deleted if c in orig_sites and orig_sites[c].receipt_index is not None}
+    deleted_receipts = {i for i in (orig_sites[c].receipt_index for c in deleted if c in orig_sites) if i is not None}
     deleted_tokens: set[str] = set()
     for call_id in deleted:
         site = orig_sites.get(call_id)

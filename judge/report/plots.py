@@ -11,18 +11,27 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: never try to open a display
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 SCORE_COLOURS = {"2": "#c0392b", "3": "#e08e0b", "4": "#3f8f5f", "5": "#1f6f43", "unscored": "#9aa0a6"}
 SEVERITY_COLOURS = {"severe": "#c0392b", "minor": "#e0a82e"}
 VOTE_COLOUR, VOTE_MAJORITY_COLOUR = "#b9c2cc", "#35618f"
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: small files, the page's fonts, selectable labels
     "svg.hashsalt": "trajudge",  # stable clip-path ids, so the same run renders the same bytes
     "font.family": "sans-serif",
@@ -37,7 +46,7 @@ _RC = {
 }
 
 
-def _to_svg(figure: plt.Figure, prefix: str, title: str) -> str:
+def _to_svg(figure: Figure, prefix: str, title: str) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(figure)
@@ -53,8 +62,13 @@ def _to_svg(figure: plt.Figure, prefix: str, title: str) -> str:
     return svg
 
 
-def _bar_labels(axes: plt.Axes, bars: object, values: Sequence[float], horizontal: bool = False) -> None:
-    for bar, value in zip(bars, values):  # type: ignore[call-overload]
+def _integer_ticks(axis: Axis) -> None:
+    """Whole-number ticks on a count axis (its default locator, an AutoLocator, is a MaxNLocator)."""
+    cast(MaxNLocator, axis.get_major_locator()).set_params(integer=True)
+
+
+def _bar_labels(axes: Axes, bars: BarContainer, values: Sequence[float], horizontal: bool = False) -> None:
+    for bar, value in zip(bars, values):
         if not value:
             continue
         if horizontal:
@@ -77,7 +91,7 @@ def score_chart(counts: dict[str, int]) -> str:
         axes.set_xticks(range(len(keys)), [k if k != "unscored" else "none" for k in keys])
         axes.set_xlabel("score")
         axes.set_ylabel("trajectories")
-        axes.yaxis.get_major_locator().set_params(integer=True)
+        _integer_ticks(axes.yaxis)
         axes.set_ylim(0, max(values + [1]) * 1.18)
         _bar_labels(axes, bars, values)
         return _to_svg(figure, "plot-scores", "Trajectories per score")
@@ -101,7 +115,7 @@ def category_chart(grid: dict[str, dict[str, int]]) -> str:
         axes.set_yticks(list(positions), categories)
         axes.invert_yaxis()
         axes.set_xlabel("majority issues")
-        axes.xaxis.get_major_locator().set_params(integer=True)
+        _integer_ticks(axes.xaxis)
         axes.set_xlim(0, max(totals + [1]) * 1.2)
         axes.legend(frameon=False, fontsize=9, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
         return _to_svg(figure, "plot-categories", "Majority issues per category and severity")
@@ -119,7 +133,7 @@ def vote_chart(histogram: dict[str, int] | dict[int, int], majority_votes: int |
         axes.set_xticks(range(len(keys)), [f"{k} vote{'s' if k != 1 else ''}" for k in keys])
         axes.set_ylabel("issue clusters")
         axes.set_xlim(-0.6, max(len(keys), 3) - 0.4)  # a panel of one still gets a narrow bar
-        axes.yaxis.get_major_locator().set_params(integer=True)
+        _integer_ticks(axes.yaxis)
         axes.set_ylim(0, max(values + [1]) * 1.18)
         _bar_labels(axes, bars, values)
         return _to_svg(figure, "plot-votes", "Issue clusters per number of votes")

@@ -51,8 +51,9 @@ class Entry:
         return self.repairs[-1] if self.repairs else None
 
     def rows(self, name: str) -> list[Any]:
-        return {rundir.SCORES: self.scores, rundir.CLUSTERS: self.clusters, rundir.VERDICTS: self.verdicts,
-                rundir.REPAIRS: self.repairs}[name]
+        lists: dict[str, list[Any]] = {rundir.SCORES: self.scores, rundir.CLUSTERS: self.clusters,
+                                       rundir.VERDICTS: self.verdicts, rundir.REPAIRS: self.repairs}
+        return lists[name]
 
 
 class _IdOnly(BaseModel):

@@ -390,7 +390,7 @@ class IssueTally:
 
     def add(self, clusters: Sequence[Cluster]) -> None:
         """The clusters of one trajectory (a kind counts each trajectory once)."""
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str, str]] = set()  # (trajectory, category, tag)
         for cluster in clusters:
             (self.majority if cluster.majority else self.minority).add(cluster)
             key = (cluster.category, cluster.tag or UNTAGGED)

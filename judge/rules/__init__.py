@@ -90,7 +90,7 @@ class Detector:
         return self.find(analyse(trajectory, config))
 
     @property
-    def __doc__(self) -> str | None:  # type: ignore[override]
+    def __doc__(self) -> str | None:  # type: ignore[override]  # a detector's doc is its find function's
         return self.find.__doc__
 
 

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge.rules.matching import PhraseGroup, PhraseMatcher

@@ -15,7 +15,7 @@ from typing import Any
 
 from judge.cluster import majority_floor
 from judge.model import Message, Receipt, ToolCall, Trajectory, TrajectoryMetadata, number_turns
-from judge.schema import Cluster, ClusterMember, Issue, ScoredIssue, Verdict
+from judge.schema import Category, Cluster, ClusterMember, Efficiency, Issue, PassStatus, ScoredIssue, Severity, Verdict
 from judge.scoring import scored_issue
 
 QUERY = "Read the service configuration and tell me which port it listens on."
@@ -53,18 +53,18 @@ def trajectory(tid: str, messages: Sequence[Message], query: str = QUERY, *, sys
                       metadata=TrajectoryMetadata(source_format=source_format, **{"model": "test-model", **metadata}))
 
 
-def issue(turn: int | None, description: str = "A call failed.", *, category: str = "code", severity: str = "minor",
-          tag: str | None = None, evidence: str = "") -> Issue:
-    return Issue(turn=turn, description=description, category=category, severity=severity, tag=tag, evidence=evidence)  # type: ignore[arg-type]
+def issue(turn: int | None, description: str = "A call failed.", *, category: Category = "code",
+          severity: Severity = "minor", tag: str | None = None, evidence: str = "") -> Issue:
+    return Issue(turn=turn, description=description, category=category, severity=severity, tag=tag, evidence=evidence)
 
 
 def verdict(pass_index: int, issues: Sequence[Issue] = (), *, trajectory_id: str = "t", judge: str = "fake",
-            status: str = "ok", reason: str | None = None, efficiency: str | None = "high") -> Verdict:
+            status: PassStatus = "ok", reason: str | None = None, efficiency: Efficiency | None = "high") -> Verdict:
     """One judge pass. An unscored pass gets ``reason`` (default ``parse_error``) and no efficiency vote."""
     ok = status == "ok"
     return Verdict(trajectory_id=trajectory_id, judge=judge, pass_index=pass_index, pass_key=f"{judge}#{pass_index}",
-                   status=status, reason=None if ok else (reason or "parse_error"), issues=list(issues),  # type: ignore[arg-type]
-                   efficiency=efficiency if ok else None)  # type: ignore[arg-type]
+                   status=status, reason=None if ok else (reason or "parse_error"), issues=list(issues),
+                   efficiency=efficiency if ok else None)
 
 
 def cluster(found: Issue, votes: int = 2, *, trajectory_id: str = "t", cid: str = "c1", panel_size: int = 3,

@@ -46,6 +46,18 @@ def find_chromium() -> str | None:
     return found
 
 
+def _remove_profile(profile: tempfile.TemporaryDirectory[str], attempts: int = 20) -> None:
+    """Remove the throw-away profile. Chromium's helper processes can still write into it for a moment after
+    the browser process ended ("Directory not empty" mid-removal), so a failed removal is tried again."""
+    for _ in range(attempts - 1):
+        try:
+            profile.cleanup()
+            return
+        except OSError:
+            time.sleep(0.1)
+    profile.cleanup()
+
+
 class ChromiumError(RuntimeError):
     """The browser did not start, a DevTools call failed, or the page did not become ready in time."""
 
@@ -54,9 +66,10 @@ class Chromium:
     """One headless Chromium with one page; a context manager (see the module docstring)."""
 
     def __init__(self, binary: str | None = None, *, window: tuple[int, int] = (1280, 900), timeout: float = 60.0):
-        self.binary = binary or find_chromium()
-        if self.binary is None:
+        found = binary or find_chromium()
+        if found is None:
             raise ChromiumError("chromium is not installed (apt-get install chromium)")
+        self.binary: str = found
         self.window = window
         self.timeout = timeout
         self.requests: list[str] = []  # every URL the page asked for, in order
@@ -145,7 +158,7 @@ class Chromium:
         if not self._loop.is_closed():
             self._loop.close()
         if self._profile is not None:
-            self._profile.cleanup()
+            _remove_profile(self._profile)
             self._profile = None
 
     async def _disconnect(self) -> None:
