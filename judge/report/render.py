@@ -53,7 +53,7 @@ from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
 from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
 from judge.report.transcript import html_finalize, transcript
-from judge.report.viewer import anchor_id, build_view, gate_check_names, query_preview
+from judge.report.viewer import anchor_id, build_view, gate_check_names, plural, query_preview
 from judge.resources import resource_dir
 from judge.rundir import BadRow, RunDir, RunManifest
 from judge.visible import visible
@@ -413,10 +413,6 @@ def plain(value: Any) -> str:
 def json_text(value: Any) -> str:
     """JSON as a plain string, so the template escapes it like any other text (e.g. inside an attribute)."""
     return json.dumps(value, ensure_ascii=False)
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    return f"{count:,} {word if count == 1 else (many or word + 's')}"
 
 
 @pass_context

@@ -16,7 +16,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from judge.report.viewer import Block, TrajectoryView
+from judge.report.viewer import Block, TrajectoryView, plural
 from judge.visible import visible
 
 
@@ -77,8 +77,6 @@ def _assistant(parts: list[str], anchor: str, b: Block, issue_marker: Callable[[
             parts.append(f"<pre>{h(c.arguments)}</pre>")
         parts.append("    </div>\n")
     if b.minority_count:
-        from judge.report.render import plural  # render imports this module
-
         parts.append(f'<div class="minority-note">{h(plural(b.minority_count, "minority issue"))}'
                      " at this turn, listed apart below.</div>")
     parts.append("  </div>\n")
