@@ -34,6 +34,11 @@ def query_preview(query: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 issue``, ``2 issues``, ``1,234 issues`` (``many``: the plural when it is not ``word`` + s)."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+
+
 def preview(text: str, limit: int = 140) -> str:
     """First line of ``text``, cut to ``limit`` characters, for the summary of a folded block."""
     first = text.strip().splitlines()[0] if text.strip() else ""
