@@ -442,23 +442,19 @@ def _in_order(items: Iterable[Any], window: int) -> Iterator[Any]:
     most ``window`` submitted ahead of the oldest one not yet returned."""
     import ray
 
-    pending: deque[Any] = deque()
-    source = iter(items)
-    exhausted = False
-    while True:
-        while not exhausted and len(pending) < window:
-            try:
-                pending.append(next(source))
-            except StopIteration:
-                exhausted = True
-        if not pending:
-            return
-        item = pending.popleft()
+    for item in _windowed(items, window):
         yield _result(ray.get, item) if isinstance(item, ray.ObjectRef) else item
 
 
 async def _in_order_async(items: Iterable[Any], window: int) -> Any:
     """:func:`_in_order` for async code: awaits each result instead of blocking the event loop."""
+    for item in _windowed(items, window):
+        yield await _result_async(item)
+
+
+def _windowed(items: Iterable[Any], window: int) -> Iterator[Any]:
+    """``items`` in order, each taken from the source only when fewer than ``window`` are taken and not yet
+    handed on: iterating the source is what submits a task, so this bounds the tasks in flight."""
     pending: deque[Any] = deque()
     source = iter(items)
     exhausted = False
@@ -470,7 +466,7 @@ async def _in_order_async(items: Iterable[Any], window: int) -> Any:
                 exhausted = True
         if not pending:
             return
-        yield await _result_async(pending.popleft())
+        yield pending.popleft()
 
 
 def _result(get: Callable[[Any], T], ref: Any) -> T:
