@@ -10,6 +10,9 @@
   queued :class:`judge.testing.fake_provider.FakeProvider` objects, one per spec, so a panel, a judge or a
   repair run built from specs (``fake:gpt-4o``) talks to scripted answers instead of an SDK.
 
+- **batch**: a JSON Lines file of three synthetic trajectories (:func:`judge.testing.synthetic.synthetic_batch`),
+  the input of the CLI and provider-fault tests; a module's own ``batch`` fixture overrides it.
+
 - **Shared cache** (autouse): each test gets its own empty cache folder (``TRAJUDGE_CACHE_DIR``), so no test
   reads or writes the user's cache, and no test's answers save another test its calls.
 
@@ -22,11 +25,13 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from judge.testing.fake_provider import FakeProviders
+from judge.testing.synthetic import synthetic_batch
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
@@ -151,3 +156,12 @@ def fake_providers() -> Iterator[FakeProviders]:
     HTTP, no key needed), reached through the provider registry like any other provider."""
     with FakeProviders().registered() as providers:
         yield providers
+
+
+@pytest.fixture
+def batch(tmp_path: Path) -> Path:
+    """Three synthetic trajectories as a JSON Lines file (the input the CLI and provider-fault tests score)."""
+    trajectories, _ = synthetic_batch(3)
+    path = tmp_path / "batch.jsonl"
+    path.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
+    return path

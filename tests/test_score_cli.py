@@ -14,17 +14,8 @@ from judge.cli import app
 from judge.schema import Verdict
 from judge.testing.servers import FakeLLMServer
 from judge.testing.simjudge import SimConfig, simulated_server, truth_from_verdicts
-from judge.testing.synthetic import synthetic_batch
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def batch(tmp_path: Path) -> Path:
-    trajectories, _ = synthetic_batch(3)
-    path = tmp_path / "batch.jsonl"
-    path.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
-    return path
 
 
 def score(*args: str):

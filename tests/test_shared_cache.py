@@ -19,18 +19,10 @@ from judge.schema import Verdict
 from judge.sharedcache import SharedCache, cache_path, default_cache_dir
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
-from judge.testing.synthetic import make_trajectory, synthetic_batch
+from judge.testing.synthetic import make_trajectory
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def batch(tmp_path: Path) -> Path:
-    trajectories, _ = synthetic_batch(3)
-    path = tmp_path / "batch.jsonl"
-    path.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
-    return path
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from judge.providers import ProviderError, make_provider
 from judge.providers.retry import CallRuntime, RetryPolicy, complete_with_retries
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
-from judge.testing.synthetic import synthetic_batch
 
 runner = CliRunner()
 GOOD = {"reasoning": "Fine.", "issues": [], "efficiency": "medium"}
@@ -26,14 +25,6 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def batch(tmp_path: Path) -> Path:
-    trajectories, _ = synthetic_batch(3)
-    path = tmp_path / "batch.jsonl"
-    path.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
-    return path
 
 
 @pytest.fixture
