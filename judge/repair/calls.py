@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from judge.derived import TrajectoryMemo
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
@@ -72,9 +73,23 @@ def receipt_failed(receipt: Receipt | None) -> bool:
     return bool(receipt.is_error) or (receipt.exit_code is not None and receipt.exit_code != 0)
 
 
+# Routing one trajectory asks for its call sites many times (each issue, the editor, the validators, the tickets),
+# and for those of its edited copies: the last few are kept (judge.derived).
+_SITES: TrajectoryMemo[tuple[CallSite, ...]] = TrajectoryMemo(16)
+
+
 def call_sites(trajectory: Trajectory) -> list[CallSite]:
     """Every tool call in message order, paired with its receipt: by call id, else (formats that pair by
-    position) with the next receipt without a call id that follows the call's message in the same turn."""
+    position) with the next receipt without a call id that follows the call's message in the same turn.
+
+    Found once per trajectory object (:class:`~judge.derived.TrajectoryMemo`); each call returns a new list."""
+    sites = _SITES.get(trajectory)
+    if sites is None:
+        sites = _SITES.put(trajectory, tuple(_find_call_sites(trajectory)))
+    return list(sites)
+
+
+def _find_call_sites(trajectory: Trajectory) -> list[CallSite]:
     receipt_at: dict[str, int] = {}
     without_id: list[int] = []  # receipts without a call id (rare: most formats pair by id)
     for index, message in enumerate(trajectory.messages):
@@ -87,7 +102,7 @@ def call_sites(trajectory: Trajectory) -> list[CallSite]:
     for index, message in enumerate(trajectory.messages):
         if message.role != "assistant":
             continue
-        anonymous = [i for i in without_id if i > index and trajectory.messages[i].turn == message.turn]
+        anonymous = [i for i in without_id if i > index and trajectory.messages[i].turn == message.turn] if without_id else []
         for call in message.tool_calls:
             r_index = receipt_at.get(call.id)
             if r_index is None and anonymous:

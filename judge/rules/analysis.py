@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 import hashlib
 import json
 import re
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from judge.derived import TrajectoryMemo
 from judge.model import Message, Receipt, ToolCall, Trajectory
 from judge.rules.config import CompiledPatterns, RulesConfig
 from judge.rules.matching import PhraseGroup
@@ -292,45 +291,27 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
     )
 
 
-# analysis_of's memo: id(trajectory) -> (a weak reference to it, what it was analysed from, the analysis's other
-# fields). Keyed by the object, not its content: an edited trajectory is another object and is analysed afresh.
-# The stored fields do not hold the trajectory, so an entry keeps nothing alive; it leaves when the trajectory is
-# freed (the weak reference's callback), and the oldest leave beyond ANALYSIS_MEMO_LIMIT live ones.
-_ANALYSED: dict[int, tuple[weakref.ref[Trajectory], list[Message], int, Any, RulesConfig, dict[str, Any]]] = {}
+# The analyses of the last trajectory objects analysed, without the trajectory (see judge.derived).
 # A pass takes each trajectory from the judge to the gate within a few dozen others. Kept analyses outlive their
 # use: many would be promoted to the collector's oldest generation and make its full collections frequent.
 ANALYSIS_MEMO_LIMIT = 256
+_ANALYSED: TrajectoryMemo[tuple[RulesConfig, dict[str, Any]]] = TrajectoryMemo(ANALYSIS_MEMO_LIMIT)
 _FIELDS = tuple(f.name for f in dataclasses.fields(Analysis) if f.name != "trajectory")
 
 
 def analysis_of(trajectory: Trajectory, config: RulesConfig) -> Analysis:
     """:func:`analyse`, once per trajectory object and config: the rules judge and the release gate's
-    authenticity checks, run on the same object, share one analysis.
+    authenticity checks, run on the same object, share one analysis (and the detectors' findings on it).
 
-    Reused only for the very object it was made from, still holding the same message list (same length) and
-    metadata object; a copy or an edited trajectory is a new object and is analysed again. Change a trajectory by
-    copying it (as the repair editor does), never in place after it was analysed.
+    Reused only for the very object it was made from, as :class:`~judge.derived.TrajectoryMemo` tells; a copy or
+    an edited trajectory is a new object and is analysed again.
     """
-    key = id(trajectory)
-    entry = _ANALYSED.get(key)
-    if (entry is not None and entry[0]() is trajectory and entry[1] is trajectory.messages
-            and entry[2] == len(trajectory.messages) and entry[3] is trajectory.metadata and entry[4] is config):
-        return Analysis(trajectory, **entry[5])
+    kept = _ANALYSED.get(trajectory)
+    if kept is not None and kept[0] is config:
+        return Analysis(trajectory, **kept[1])
     analysis = analyse(trajectory, config)
-    if len(_ANALYSED) >= ANALYSIS_MEMO_LIMIT and key not in _ANALYSED:
-        del _ANALYSED[next(iter(_ANALYSED))]
-    # The callback drops the entry when the trajectory is freed (unless the id already holds a newer entry).
-    _ANALYSED[key] = (weakref.ref(trajectory, functools.partial(_forget, key)), trajectory.messages,
-                      len(trajectory.messages), trajectory.metadata, config,
-                      {name: getattr(analysis, name) for name in _FIELDS})
+    _ANALYSED.put(trajectory, (config, {name: getattr(analysis, name) for name in _FIELDS}))
     return analysis
-
-
-def _forget(key: int, ref: weakref.ref[Trajectory], memo: dict[int, Any] = _ANALYSED) -> None:
-    # The memo is bound as a default: the callback may run while the interpreter clears module globals at exit.
-    entry = memo.get(key)
-    if entry is not None and entry[0] is ref:
-        del memo[key]
 
 
 def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str]:
