@@ -16,6 +16,7 @@ from typing import Any
 
 from judge.derived import TrajectoryMemo
 from judge.model import Message, Receipt, ToolCall, Trajectory
+from judge.rules.analysis import canonical_json
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
 _READ_TOOL_NAMES = {
@@ -118,7 +119,7 @@ def argument_text(call: ToolCall) -> str:
         return call.raw_arguments
     if isinstance(call.arguments, str):
         return call.arguments
-    return json.dumps(call.arguments, ensure_ascii=False, sort_keys=True, default=str)
+    return canonical_json(call.arguments)
 
 
 def shell_command(call: ToolCall) -> str | None:

@@ -482,9 +482,15 @@ def arguments_text(call: ToolCall) -> str:
         return call.raw_arguments or ""
     if isinstance(call.arguments, str):
         return call.arguments
-    if _C_ENCODER is not None and isinstance(call.arguments, (dict, list)):
-        return "".join(_C_ENCODER(call.arguments, 0))
-    return _CANONICAL_JSON.encode(call.arguments)
+    return canonical_json(call.arguments)
+
+
+def canonical_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)``, the same text, without building an
+    encoder per call (for parsed JSON: no circular check)."""
+    if _C_ENCODER is not None and isinstance(value, (dict, list)):
+        return "".join(_C_ENCODER(value, 0))
+    return _CANONICAL_JSON.encode(value)
 
 
 def argument_values(action: Action) -> list[str]:
