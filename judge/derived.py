@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections import OrderedDict
 from typing import Any, Generic, TypeVar
 
 from judge.model import Message, Trajectory, TrajectoryMetadata
@@ -29,7 +30,9 @@ class TrajectoryMemo(Generic[V]):
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._entries: dict[int, _Entry] = {}
+        # Ordered by insertion, the oldest first: OrderedDict drops its first entry in O(1), where a dict would scan
+        # the slots its earlier deletions left at its front.
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -48,7 +51,7 @@ class TrajectoryMemo(Generic[V]):
         entries = self._entries
         key = id(trajectory)
         if len(entries) >= self.limit and key not in entries:
-            del entries[next(iter(entries))]
+            entries.popitem(last=False)
         ref = weakref.ref(trajectory, functools.partial(_forget, entries, key))
         entries[key] = (ref, trajectory.messages, len(trajectory.messages), trajectory.metadata, value)
         return value
@@ -57,7 +60,7 @@ class TrajectoryMemo(Generic[V]):
         self._entries.clear()
 
 
-def _forget(entries: dict[int, _Entry], key: int, ref: weakref.ref[Trajectory]) -> None:
+def _forget(entries: OrderedDict[int, _Entry], key: int, ref: weakref.ref[Trajectory]) -> None:
     # Bound arguments, no module globals: the callback may run while the interpreter clears them at exit.
     entry = entries.get(key)
     if entry is not None and entry[0] is ref:  # not a newer object's entry under a reused id

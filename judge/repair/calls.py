@@ -8,6 +8,7 @@ text). Everything else is treated as a write whose outcome must be known from a 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -204,7 +205,17 @@ def _segment_read_only(segment: str) -> tuple[bool, str]:
 
 def rejected_before_running(receipt: Receipt | None) -> bool:
     """A failed receipt whose text shows the call was refused before it did anything."""
-    return receipt is not None and receipt_failed(receipt) and bool(_REJECTED_BEFORE_RUN.search(receipt.content or ""))
+    if receipt is None or not receipt_failed(receipt):
+        return False
+    text = receipt.content or ""
+    return _says_rejected(text) if len(text) <= 4096 else bool(_REJECTED_BEFORE_RUN.search(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _says_rejected(text: str) -> bool:
+    # Memoised (short texts only: the cache holds them): one routing asks it of the same receipts several times,
+    # and logs repeat their error texts.
+    return bool(_REJECTED_BEFORE_RUN.search(text))
 
 
 def side_effect_free(site: CallSite) -> tuple[bool, str]:
