@@ -73,9 +73,14 @@ class Engine(Protocol):
 
 
 class LocalEngine:
-    """The stages in this process, one after the other."""
+    """The stages in this process. Each trajectory is scored and routed as soon as the panel has committed its
+    passes, while it is in memory (:class:`judge.pipeline.FinishStream`): one parse of trajectories.jsonl serves
+    judging, scoring and routing, and :meth:`finish` returns what that pass wrote."""
 
     name = "local"
+
+    def __init__(self) -> None:
+        self._finished: dict[Path, RowsView[ScoreRow]] = {}  # run dir -> scores written while judging
 
     def __enter__(self) -> LocalEngine:
         return self
@@ -93,14 +98,21 @@ class LocalEngine:
 
     async def judge(self, run_dir: Path, settings: PanelConfig, options: StageOptions) -> PanelResult:
         from judge.panel import run_panel
+        from judge.pipeline import FinishStream
         from judge.rundir import RunDir
 
-        return await run_panel(RunDir(run_dir).trajectories(), settings, run_dir, progress=options.progress,
-                               preflight=options.preflight, total=options.total)
+        with FinishStream(run_dir, options.rubric_path, options.cluster_options, route=options.route) as stream:
+            result = await run_panel(RunDir(run_dir).trajectories(), settings, run_dir, progress=options.progress,
+                                     preflight=options.preflight, total=options.total, on_trajectory=stream.add)
+        self._finished[Path(run_dir).resolve()] = stream.scores
+        return result
 
     async def finish(self, run_dir: Path, options: StageOptions) -> RowsView[ScoreRow]:
         import asyncio
 
+        scores = self._finished.pop(Path(run_dir).resolve(), None)
+        if scores is not None:  # scored and routed while judging
+            return scores
         # Sync stages that may run event loops of their own (repair routing does): on a worker thread they
         # neither block the caller's loop nor nest in it.
         return await asyncio.to_thread(finish_stages, run_dir, options)
@@ -113,12 +125,8 @@ def finish_stages(run_dir: Path, options: StageOptions, *, tables: bool = True) 
     """Cluster and score a judged run, then route its repairs (``options.route``): what every engine runs after
     judging, on the whole run or on one shard (``tables=False``: the Parquet tables wait for the merge)."""
     from judge.pipeline import score_run
-    from judge.repair import route_run
 
-    scores = score_run(run_dir, options.rubric_path, options.cluster_options, tables=tables)
-    if options.route:
-        route_run(run_dir)
-    return scores
+    return score_run(run_dir, options.rubric_path, options.cluster_options, tables=tables, route=options.route)
 
 
 def make_engine(name: str | Engine = "local", address: str | None = None, **options: Any) -> Engine:
