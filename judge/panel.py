@@ -280,6 +280,15 @@ def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dic
     return {spec: make_judge(spec, options) for spec in dict.fromkeys(specs)}
 
 
+LOCAL_KINDS = frozenset({"rules", "replay"})  # built-in judge kinds that call no provider
+
+
+def calls_providers(config: PanelConfig) -> bool:
+    """Whether a judge of the panel may call a provider: any spec whose kind is not a built-in local one (a
+    plugin's kind counts, it may call anything)."""
+    return any(spec.split(":", 1)[0] not in LOCAL_KINDS for spec in config.judges or ["rules"])
+
+
 def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) -> list[PassPlan]:
     """The panel's passes, in order. Judges are built from the config when not given."""
     judges = judges if judges is not None else build_judges(config)
@@ -334,7 +343,8 @@ async def run_panel(
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
 
     ``trajectories`` is streamed (a generator such as ``RunDir.trajectories()`` keeps memory flat); ``total``
-    (how many it yields, when it has no ``len``) sizes the progress display, which is off without it.
+    (how many it yields, when it has no ``len``) sizes the progress display, which counts without a total
+    otherwise.
     ``calls`` replaces the run's own store and call runtime (:func:`judge.runcalls.open_calls`): a shard of a run
     judged elsewhere passes the calls of the run it belongs to (judge.engine.ledger), so the cache, the
     budget, the rate limits and the record of every attempt stay the run's; with ``calls``, ``shared`` is the
@@ -394,7 +404,7 @@ async def _run_panel(
                       file=sys.stderr)
         result = PanelResult(plans=plans, verdicts=RunDir(run_dir).view(rundir.VERDICTS, Verdict, 0))
         # On stderr (stdout stays for results): a live bar on a terminal, plain lines per tenth elsewhere.
-        tracker = Progress("judging", total=(total or 0) * len(plans), enabled=progress)
+        tracker = Progress("judging", total=None if total is None else total * len(plans), enabled=progress)
         need_hash = any(judge.cacheable for judge in built.values())
         checked: set[str] = set()  # judges whose preflight ran (or that had no pass to run yet)
         preflight_calls = 0

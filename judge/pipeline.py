@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from judge import rundir
-from judge.importers.writer import ImportStats, write_import
+from judge.importers.writer import ImportStats, ImportStream, write_import
 from judge.model import Trajectory
 from judge.rundir import ClusterSection, EmbedderSection, RowsView, RubricSection, RunDir
 from judge.schema import ScoreRow, Verdict
@@ -29,6 +29,13 @@ def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None)
     run = RunDir(run_dir)
     run.path.mkdir(parents=True, exist_ok=True)
     return write_import(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path])
+
+
+def import_stream(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None) -> ImportStream:
+    """:func:`import_to_run` as a stream of the trajectories it writes (:class:`judge.importers.writer.ImportStream`)."""
+    run = RunDir(run_dir)
+    run.path.mkdir(parents=True, exist_ok=True)
+    return ImportStream(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path])
 
 
 def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None, *,
