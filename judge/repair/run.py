@@ -237,16 +237,17 @@ class Router:
             if len(self.chunk) >= self.chunk_size:
                 await self.flush()
 
-    def add_offline(self, trajectory: Trajectory, score: ScoreRow, clusters: list[Cluster]) -> None:
+    def add_offline(self, trajectory: Trajectory, score: ScoreRow, clusters: list[Cluster]) -> RepairRow | None:
         """:meth:`add` for a router without a teacher, from synchronous code: nothing waits for a call, so the
-        trajectory is routed and its rows written at once."""
+        trajectory is routed and its rows written at once. Returns its repairs.jsonl row (None: nothing to repair)."""
         if self.model is not None:
             raise RuntimeError("a router with a teacher routes through add(), which waits for its calls")
         item = _plan(trajectory, score, clusters)
         if item is None:
-            return
+            return None
         plans = [item] if isinstance(item, TrajectoryRepair) else []
         self._write([item], [_run_without_io(_finish_online(plan, None, self.label, self.control_arm)) for plan in plans])
+        return item.row if isinstance(item, TrajectoryRepair) else item
 
     async def flush(self) -> None:
         """Finish the pending chunk (teacher calls overlapping) and write its rows, in input order."""
