@@ -215,7 +215,6 @@ async def score_async(
     """
     from judge.engine import EngineUnavailable, StageOptions, make_engine
     from judge.providers.errors import ProviderError
-    from judge.report import build_report
     from judge.runlock import run_lock
 
     started_at, started = datetime.now(UTC), time.monotonic()
@@ -264,6 +263,8 @@ async def score_async(
         _record_timing(out, started_at, time.monotonic() - started, runner.describe())  # the report shows it
         written = {}
         if report:
+            from judge.report import build_report  # matplotlib and the templates: only for a report
+
             written = {"repairs": out / rundir.REPAIRS, **(await asyncio.to_thread(build_report, out) or {})}
     return Run(out, Invocation(scores=scores, written=written, imported=stats, panel=result))
 
