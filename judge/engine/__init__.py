@@ -1,7 +1,7 @@
 """Where the stages of ``judge score`` run: in this process (``local``, the default) or on a Ray cluster (``ray``).
 
 An :class:`Engine` carries out the stages of :mod:`judge.pipeline` and :mod:`judge.panel` on a run directory;
-it owns no stage logic. :class:`LocalEngine` calls them in-process, one after the other. ``RayEngine``
+it owns no stage logic. :class:`LocalEngine` calls them in-process, in one pass per trajectory. ``RayEngine``
 (:mod:`judge.engine.ray_engine`, the ``ray`` extra) runs the same functions in Ray tasks, one per shard of
 trajectories, and merges their files into the run directory in input order, so both engines leave the same
 run (docs/ray.md). What is batch-wide - the panel's manifest and preflight, the Parquet tables, the summary and
