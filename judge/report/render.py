@@ -118,43 +118,90 @@ def choose_layout(layout: str, trajectories: int, input_bytes: int) -> str:
 
 
 def write_report(run_dir: Path, *, layout: str = "auto", summary_only: bool = False) -> Report:
-    """Stream the run once and write the report files (``summary_only``: summary.json alone, and return it)."""
+    """Stream the run once and write the report files (``summary_only``: summary.json alone, and return it).
+
+    The reader of a stored run: it joins the run's files into entries (:func:`judge.report.stream.entries`)
+    and feeds them to a :class:`ReportStream`, the one writer of the report.
+    """
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise FileNotFoundError(f"run directory not found: {run.path}")
-    manifest, manifest_problem = _manifest(run)
-    present = {name: run.has(name) for name in (rundir.MANIFEST, rundir.TRAJECTORIES, *SIDE_FILES, rundir.REJECTS)}
-    attempts = run.attempts()
-    present[rundir.STORE] = attempts is not None
     ids = trajectory_ids(run)
-    input_bytes = run.file(rundir.TRAJECTORIES).stat().st_size if present[rundir.TRAJECTORIES] else 0
-    chosen = None if summary_only else choose_layout(layout, len(ids), input_bytes)
+    input_bytes = run.file(rundir.TRAJECTORIES).stat().st_size if run.has(rundir.TRAJECTORIES) else 0
     grouped: frozenset[str] = frozenset()
     notes: list[str] = []
     with fewer_collections():
         while True:
-            bad_rows = list(manifest_problem)
-            writer = _Writer(run, manifest, chosen, summary_only)
+            stream = ReportStream(run.path, layout, trajectories=len(ids), input_bytes=input_bytes,
+                                  summary_only=summary_only)
             try:
-                for entry in entries(run, ids, bad_rows, grouped):
-                    writer.add(entry)
+                for entry in entries(run, ids, stream.bad_rows, grouped):
+                    stream.add(entry)
             except OutOfOrder as error:
-                writer.discard()
+                stream.discard()
                 grouped |= {error.name}
                 notes.append(f"{error.name} is not in the order of trajectories.jsonl: read whole into memory")
                 print(f"note: {notes[-1]}", file=sys.stderr)
                 continue
             except BaseException:
-                writer.discard()
+                stream.discard()
                 raise
             break
-    rejects = RejectTally()
-    for reject in run.rejects(missing_ok=True, bad_rows=bad_rows):
-        rejects.add(reject)
-    summary = writer.tally.summary(run_dir=run.path, present=present, bad_rows=bad_rows, rejects=rejects, attempts=attempts)
-    report = writer.finish(summary)
-    report.notes = notes
-    return report
+    paths = stream.finish()
+    return Report(paths, stream.layout, stream.summary if summary_only else None, notes)
+
+
+class ReportStream:
+    """The report written one trajectory at a time, by whoever has the trajectories: :func:`write_report`
+    reading a stored run, or a pipeline that judges, scores and routes each trajectory in memory.
+
+    Construct it once ``run.json`` holds the panel (the summary's rubric and panel come from it), :meth:`add`
+    each trajectory's :class:`~judge.report.stream.Entry` in input order (then the entries of ids without a
+    trajectory), and :meth:`finish` once every file of the run is written: it reads ``run.json`` again (its
+    timing), ``rejects.jsonl`` and the store's attempts, and moves the report files into place. :meth:`discard`
+    abandons the build and leaves the run's earlier report as it was. ``trajectories`` and ``input_bytes``
+    (the size of ``trajectories.jsonl``) choose the layout ``auto`` resolves to.
+    """
+
+    def __init__(self, run_dir: Path, layout: str = "auto", *, trajectories: int, input_bytes: int,
+                 summary_only: bool = False):
+        self.run = RunDir(run_dir)
+        if not self.run.path.is_dir():
+            raise FileNotFoundError(f"run directory not found: {self.run.path}")
+        manifest, self.bad_rows = _manifest(self.run)  # readers add the rows they could not read
+        self.layout = None if summary_only else choose_layout(layout, trajectories, input_bytes)
+        self.summary: dict[str, Any] | None = None  # after finish: the summary (with its rows when summary_only)
+        self._writer = _Writer(self.run, manifest, self.layout, summary_only)
+
+    def add(self, entry: Entry) -> None:
+        """One trajectory (or one id without a trajectory) with its rows."""
+        self._writer.add(entry)
+
+    def discard(self) -> None:
+        """Remove the build's files; nothing of the run directory changes."""
+        self._writer.discard()
+
+    def finish(self) -> dict[str, Path]:
+        """Write the report files into the run directory; return their paths by name."""
+        run = self.run
+        try:
+            manifest, problem = _manifest(run)
+            if not problem:  # with the timing written since the start
+                self._writer.manifest = self._writer.tally.manifest = manifest
+            present = {name: run.has(name) for name in (rundir.MANIFEST, rundir.TRAJECTORIES, *SIDE_FILES, rundir.REJECTS)}
+            attempts = run.attempts()
+            present[rundir.STORE] = attempts is not None
+            rejects = RejectTally()
+            for reject in run.rejects(missing_ok=True, bad_rows=self.bad_rows):
+                rejects.add(reject)
+            summary = self._writer.tally.summary(run_dir=run.path, present=present, bad_rows=self.bad_rows,
+                                                 rejects=rejects, attempts=attempts)
+        except BaseException:
+            self.discard()
+            raise
+        report = self._writer.finish(summary)  # removes the build whatever happens
+        self.summary = report.summary or summary
+        return report.paths
 
 
 @contextmanager
