@@ -30,6 +30,7 @@ from judge.report.render import (
 )
 from judge.report.serve import serving
 from judge.report.stream import WINDOW, entries, trajectory_ids
+from judge.report.viewer import anchor_id
 from judge.rundir import RunDir
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow, Verdict
 from judge.testing.builders import say, trajectory
@@ -228,11 +229,14 @@ def test_the_paged_layout_writes_summary_page_index_and_shards(tmp_path: Path) -
     assert by_id["t-bad"]["text"].startswith("Fix the failing test <b>now</b>")  # data: shown with textContent
     shards = sorted((run / DATA_DIR / "v").iterdir())
     assert [s.name for s in shards] == ["0.js"] and meta["shards"] == [0]
-    kind, number, first, sections = _call_args(shards[0])
-    assert (kind, number, first, len(sections)) == ("shard", 0, 0, 5)
-    bad = sections[[row[0] for row in rows].index("t-bad")]
-    assert "&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;" in bad and "<script" not in bad
-    assert "onerror=" not in bad.replace("onerror=&#34;", "")
+    kind, number, first, items = _call_args(shards[0])
+    assert (kind, number, first, len(items)) == ("shard", 0, 0, 5)
+    # each trajectory's view data and its JSON as trajectories.jsonl holds it (the page's script draws them)
+    lines = {json.loads(line)["id"]: json.loads(line) for line in (run / rundir.TRAJECTORIES).open(encoding="utf-8")}
+    for (view, data), row in zip(items, rows):
+        assert data == lines[row[0]] and view["anchor"] == anchor_id(row[0])
+    bad = items[[row[0] for row in rows].index("t-bad")][0]
+    assert bad["repair"]["guidance"].endswith(SCRIPT) and bad["score"] == "2"
 
 
 def test_the_layouts_report_the_same_figures_and_replace_each_other(tmp_path: Path) -> None:

@@ -40,8 +40,8 @@ class Entry:
     clusters: list[Cluster] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     repairs: list[RepairRow] = field(default_factory=list)
-    # The trajectory's canonical JSON (its line of trajectories.jsonl) when the caller has it: the report's
-    # viewer data embeds it as is. None: the report serialises ``trajectory`` itself.
+    # The trajectory's canonical JSON (its line of trajectories.jsonl, no newline) when the caller has it: the
+    # report's viewer data embeds it as is. None: the report serialises ``trajectory`` itself.
     line: str | None = None
 
     @property
@@ -171,7 +171,7 @@ def entries(run: RunDir, ids: list[str], bad_rows: list[BadRow], grouped: frozen
         position.reach(trajectory.id)
         if trajectory.id in open_entries or trajectory.id in position.finished:
             continue  # a repeated id: its rows went to the first trajectory of that id
-        entry = Entry(trajectory.id, trajectory, line=line)
+        entry = Entry(trajectory.id, trajectory, line=line.rstrip("\r\n"))
         for name, rows_of in in_memory.items():
             entry.rows(name).extend(rows_of.pop(trajectory.id, []))
         open_entries[trajectory.id] = entry
