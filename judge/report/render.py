@@ -302,7 +302,7 @@ class _Writer:
         self.md_details.write(self.md_parts.details(view))
         text = visible(query_preview(trajectory.query))
         # The browser renders the viewer from the trajectory's own JSON: joined as text, never encoded again.
-        data = inert_json("[" + view_json(view) + "," + (entry.line or trajectory.to_json_line()) + "]")
+        data = "[" + inert_json(view_json(view)) + "," + inert_json(entry.line or trajectory.to_json_line()) + "]"
         if self.paged is not None:
             self.paged.add(row, visible(row["id"]), text, data)
         else:
