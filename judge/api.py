@@ -233,18 +233,31 @@ async def score_async(
     except (ValueError, EngineUnavailable) as error:
         raise SetupError(str(error)) from error
 
-    with run_lock(out, "judge score"), runner:
-        stats = runner.import_inputs(paths, out, format)
+    def imported(stats: ImportStats) -> None:
         if on_imported is not None:
             on_imported(stats)
         if stats.imported == 0:
             raise NothingImported(stats, out / rundir.REJECTS)
+
+    with run_lock(out, "judge score"), runner:
+        # A panel that makes no call is judged while the import streams past (each record parsed once); its
+        # import counts are known, and shown, when that pass ends. Otherwise the import comes first.
+        imports = runner.import_stream(paths, out, format, settings)
+        if imports is None:
+            stats = runner.import_inputs(paths, out, format)
+            imported(stats)
+        elif not imports.peek():
+            imported(imports.stats)  # nothing to judge: raises NothingImported
         options = StageOptions(rubric_path=rubric_path, cluster_options={"embedder": embedder} if embedder else None,
-                               route=report, progress=progress, preflight=preflight, total=stats.imported)
+                               route=report, progress=progress, preflight=preflight,
+                               total=None if imports is not None else stats.imported)
         try:
             result = await runner.judge(out, settings, options)
         except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
             raise SetupError(str(error)) from error
+        if imports is not None:
+            stats = imports.stats
+            imported(stats)
         if on_judged is not None:
             on_judged(result)
         scores = await runner.finish(out, options)  # clusters, scores and (with a report) repair routes

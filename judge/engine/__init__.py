@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from judge.importers.writer import ImportStats
+    from judge.importers.writer import ImportStats, ImportStream
     from judge.panel import PanelConfig, PanelResult
     from judge.rundir import RowsView
     from judge.schema import ScoreRow
@@ -59,6 +59,12 @@ class Engine(Protocol):
         """Write trajectories.jsonl and rejects.jsonl of ``run_dir`` from the inputs."""
         ...
 
+    def import_stream(self, inputs: list[Path], run_dir: Path, fmt: str | None,
+                      settings: PanelConfig) -> ImportStream | None:
+        """Instead of :meth:`import_inputs`, when this engine can: the import as a stream that the next
+        :meth:`judge` reads (each trajectory judged as it is imported); None: import first."""
+        ...
+
     async def judge(self, run_dir: Path, settings: PanelConfig, options: StageOptions) -> PanelResult:
         """Judge every trajectory with the panel: verdicts.jsonl."""
         ...
@@ -73,9 +79,15 @@ class Engine(Protocol):
 
 
 class LocalEngine:
-    """The stages in this process, one after the other."""
+    """The stages in this process. Each trajectory is scored and routed as soon as the panel has committed its
+    passes, while it is in memory (:class:`judge.pipeline.FinishStream`): one parse of trajectories.jsonl serves
+    judging, scoring and routing, and :meth:`finish` returns what that pass wrote."""
 
     name = "local"
+
+    def __init__(self) -> None:
+        self._finished: dict[Path, RowsView[ScoreRow]] = {}  # run dir -> scores written while judging
+        self._imports: dict[Path, ImportStream] = {}  # run dir -> the import its next judge() reads
 
     def __enter__(self) -> LocalEngine:
         return self
@@ -91,16 +103,42 @@ class LocalEngine:
 
         return import_to_run(inputs, run_dir, fmt=fmt)
 
+    def import_stream(self, inputs: list[Path], run_dir: Path, fmt: str | None,
+                      settings: PanelConfig) -> ImportStream | None:
+        """A panel that makes no call judges as fast as it reads: such a run imports, judges, scores and routes
+        each trajectory in one pass, so each input record is parsed once (a panel with LLM judges imports
+        first: its progress counts against the imported total, and its import counts show before judging)."""
+        from judge.panel import calls_providers
+        from judge.pipeline import import_stream
+
+        if calls_providers(settings):
+            return None
+        imports = self._imports[Path(run_dir).resolve()] = import_stream(inputs, run_dir, fmt=fmt)
+        return imports
+
     async def judge(self, run_dir: Path, settings: PanelConfig, options: StageOptions) -> PanelResult:
         from judge.panel import run_panel
+        from judge.pipeline import FinishStream
         from judge.rundir import RunDir
 
-        return await run_panel(RunDir(run_dir).trajectories(), settings, run_dir, progress=options.progress,
-                               preflight=options.preflight, total=options.total)
+        imports = self._imports.pop(Path(run_dir).resolve(), None)
+        trajectories = imports if imports is not None else RunDir(run_dir).trajectories()
+        try:
+            with FinishStream(run_dir, options.rubric_path, options.cluster_options, route=options.route) as stream:
+                result = await run_panel(trajectories, settings, run_dir, progress=options.progress,
+                                         preflight=options.preflight, total=options.total, on_trajectory=stream.add)
+        finally:
+            if imports is not None:
+                imports.close()  # a failed pass leaves no half-written import
+        self._finished[Path(run_dir).resolve()] = stream.scores
+        return result
 
     async def finish(self, run_dir: Path, options: StageOptions) -> RowsView[ScoreRow]:
         import asyncio
 
+        scores = self._finished.pop(Path(run_dir).resolve(), None)
+        if scores is not None:  # scored and routed while judging
+            return scores
         # Sync stages that may run event loops of their own (repair routing does): on a worker thread they
         # neither block the caller's loop nor nest in it.
         return await asyncio.to_thread(finish_stages, run_dir, options)
@@ -113,12 +151,8 @@ def finish_stages(run_dir: Path, options: StageOptions, *, tables: bool = True) 
     """Cluster and score a judged run, then route its repairs (``options.route``): what every engine runs after
     judging, on the whole run or on one shard (``tables=False``: the Parquet tables wait for the merge)."""
     from judge.pipeline import score_run
-    from judge.repair import route_run
 
-    scores = score_run(run_dir, options.rubric_path, options.cluster_options, tables=tables)
-    if options.route:
-        route_run(run_dir)
-    return scores
+    return score_run(run_dir, options.rubric_path, options.cluster_options, tables=tables, route=options.route)
 
 
 def make_engine(name: str | Engine = "local", address: str | None = None, **options: Any) -> Engine:

@@ -181,6 +181,11 @@ class RayEngine:
 
     # --- import ----------------------------------------------------------------------------------
 
+    def import_stream(self, inputs: list[Path], run_dir: Path, fmt: str | None,
+                      settings: PanelConfig) -> None:
+        """Shards import before they judge: no streamed import."""
+        return None
+
     def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
         """Import in parts (consecutive data files), merged in input order; the same files as a local import."""
         import ray
