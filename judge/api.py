@@ -248,7 +248,7 @@ async def score_async(
         elif not imports.peek():
             imported(imports.stats)  # nothing to judge: raises NothingImported
         options = StageOptions(rubric_path=rubric_path, cluster_options={"embedder": embedder} if embedder else None,
-                               route=report, progress=progress, preflight=preflight,
+                               route=report, report=report, progress=progress, preflight=preflight,
                                total=None if imports is not None else stats.imported)
         try:
             result = await runner.judge(out, settings, options)
@@ -263,9 +263,7 @@ async def score_async(
         _record_timing(out, started_at, time.monotonic() - started, runner.describe())  # the report shows it
         written = {}
         if report:
-            from judge.report import build_report  # matplotlib and the templates: only for a report
-
-            written = {"repairs": out / rundir.REPAIRS, **(await asyncio.to_thread(build_report, out) or {})}
+            written = {"repairs": out / rundir.REPAIRS, **(await runner.report(out))}
     return Run(out, Invocation(scores=scores, written=written, imported=stats, panel=result))
 
 
