@@ -215,7 +215,6 @@ async def score_async(
     """
     from judge.engine import EngineUnavailable, StageOptions, make_engine
     from judge.providers.errors import ProviderError
-    from judge.report import build_report
     from judge.runlock import run_lock
 
     started_at, started = datetime.now(UTC), time.monotonic()
@@ -249,7 +248,7 @@ async def score_async(
         elif not imports.peek():
             imported(imports.stats)  # nothing to judge: raises NothingImported
         options = StageOptions(rubric_path=rubric_path, cluster_options={"embedder": embedder} if embedder else None,
-                               route=report, progress=progress, preflight=preflight,
+                               route=report, report=report, progress=progress, preflight=preflight,
                                total=None if imports is not None else stats.imported)
         try:
             result = await runner.judge(out, settings, options)
@@ -264,7 +263,7 @@ async def score_async(
         _record_timing(out, started_at, time.monotonic() - started, runner.describe())  # the report shows it
         written = {}
         if report:
-            written = {"repairs": out / rundir.REPAIRS, **(await asyncio.to_thread(build_report, out) or {})}
+            written = {"repairs": out / rundir.REPAIRS, **(await runner.report(out))}
     return Run(out, Invocation(scores=scores, written=written, imported=stats, panel=result))
 
 

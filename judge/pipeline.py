@@ -7,17 +7,20 @@ without any judge call. Only the CLI (and the Python API) import it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judge import rundir
 from judge.importers.writer import ImportStats, ImportStream, write_import
 from judge.model import Trajectory
 from judge.rundir import ClusterSection, EmbedderSection, RowsView, RubricSection, RunDir
 from judge.schema import ScoreRow, Verdict
+
+if TYPE_CHECKING:
+    from judge.report import ReportStream
 
 
 def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None) -> ImportStats:
@@ -31,11 +34,13 @@ def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None)
     return write_import(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path])
 
 
-def import_stream(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None) -> ImportStream:
+def import_stream(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None, *,
+                  keep_lines: bool = False) -> ImportStream:
     """:func:`import_to_run` as a stream of the trajectories it writes (:class:`judge.importers.writer.ImportStream`)."""
     run = RunDir(run_dir)
     run.path.mkdir(parents=True, exist_ok=True)
-    return ImportStream(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path])
+    return ImportStream(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path],
+                        keep_lines=keep_lines)
 
 
 def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None, *,
@@ -67,12 +72,20 @@ class FinishStream:
     files) are written atomically when the block ends without an error, then run.json's rubric, cluster and
     embedder sections and (``tables``) the Parquet tables; :attr:`scores` is then a view of scores.jsonl.
     run.json is read at the first trajectory (the panel writes its planned passes before judging).
+
+    With ``report``, each trajectory also goes to a :class:`judge.report.ReportStream` (:attr:`report`), which
+    the caller finishes once the run's timing is in run.json (or discards); ``line_of`` gives a trajectory's
+    canonical line when the caller has it (the report embeds it instead of serialising the trajectory again).
     """
 
     def __init__(self, run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None,
-                 *, route: bool = False, tables: bool = True):
+                 *, route: bool = False, tables: bool = True, report: bool = False,
+                 line_of: Callable[[str], str | None] | None = None):
         self.run = RunDir(run_dir)
         self.rubric_path, self.cluster_options, self.route, self.tables = rubric_path, cluster_options, route, tables
+        self.with_report, self.line_of = report, line_of
+        self.report: ReportStream | None = None
+        self._failed = False
         self._files: ExitStack | None = None
         self._scores: RowsView[ScoreRow] | None = None
 
@@ -101,8 +114,19 @@ class FinishStream:
             self.clusters_out = files.enter_context(self.run.writer(rundir.CLUSTERS))
             self.scores_out = files.enter_context(self.run.writer(rundir.SCORES))
             self.router = files.enter_context(Router(self.run, RepairOutputs())) if self.route else None
+            if self.with_report:
+                from judge.report import ReportStream
+
+                # The batch's size is not known yet when the import streams: auto's layout is settled on the way.
+                self.report = ReportStream(self.run.path, trajectories=None, input_bytes=None)
+                files.callback(self._discard_report_on_error)
             self._files = files.pop_all()
         return self._files
+
+    def _discard_report_on_error(self) -> None:
+        if self._failed and self.report is not None:
+            self.report.discard()
+            self.report = None
 
     def add(self, trajectory: Trajectory, verdicts: list[Verdict]) -> ScoreRow:
         """Cluster, score and (``route``) route one judged trajectory; returns its score row."""
@@ -120,8 +144,13 @@ class FinishStream:
         score = score_reviewed(trajectory, verdicts, clusters, self.rubric, panel_size=panel_size,
                                failed_checks=release_checks(trajectory), overrides=self.overrides.get(trajectory.id, ()))
         self.scores_out.write(score)
-        if self.router is not None:
-            self.router.add_offline(trajectory, score, clusters)
+        repair = self.router.add_offline(trajectory, score, clusters) if self.router is not None else None
+        line = self.line_of(trajectory.id) if self.line_of is not None else None
+        if self.report is not None:
+            from judge.report.stream import Entry
+
+            self.report.add(Entry(trajectory.id, trajectory, scores=[score], clusters=clusters, verdicts=verdicts,
+                                  repairs=[repair] if repair is not None else [], line=line))
         return score
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -130,6 +159,7 @@ class FinishStream:
             self._start()  # no trajectory: the files are still written, empty
         if self._files is None:
             return
+        self._failed = kind is not None
         self._files.__exit__(kind, error, trace)
         if kind is not None:
             return

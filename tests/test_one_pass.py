@@ -47,6 +47,7 @@ def test_a_failure_in_the_pass_leaves_no_half_written_file(tmp_path: Path, monke
     out = tmp_path / "run"
     score([EXAMPLES], out, embedder="lexical")
     before = {name: (out / name).read_bytes() for name in STAGE_FILES}
+    report_before = _report_files(out)
     seen: list[str] = []
 
     def failing_checks(trajectory: Trajectory) -> list[str]:
@@ -60,7 +61,8 @@ def test_a_failure_in_the_pass_leaves_no_half_written_file(tmp_path: Path, monke
         score([EXAMPLES], out, embedder="lexical")
     assert len(seen) == 3  # the import had not finished: the third trajectory was scored as it was imported
     assert {name: (out / name).read_bytes() for name in STAGE_FILES} == before
-    assert not list(out.glob("*.tmp"))
+    assert _report_files(out) == report_before  # the report fed in the pass was discarded
+    assert not list(out.glob("*.tmp")) and not list(out.glob(".report-build-*"))
 
 
 def test_nothing_imported_stops_before_judging(tmp_path: Path) -> None:
@@ -84,3 +86,28 @@ def test_scores_are_written_for_a_run_without_trajectories(tmp_path: Path) -> No
     RunDir(tmp_path).write_rows(rundir.TRAJECTORIES, [])
     assert list(score_run(tmp_path, route=True)) == []
     assert all((tmp_path / name).read_text() == "" for name in (rundir.CLUSTERS, rundir.SCORES, rundir.REPAIRS))
+
+
+def _report_files(run: Path) -> dict[str, bytes]:
+    """The report's files, with the time they were generated at blanked."""
+    import re
+
+    names = [rundir.SUMMARY, rundir.REPORT_MD, rundir.REPORT_HTML]
+    files = {name: (run / name).read_bytes() for name in names}
+    files.update({str(p.relative_to(run)): p.read_bytes() for p in sorted((run / "report_data").rglob("*")) if p.is_file()})
+    stamp = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\\)?\+00:00")
+    return {name: stamp.sub(b"TIME", text) for name, text in files.items()}
+
+
+@pytest.mark.parametrize("single_max", [500, 3])  # the single file; then a limit the batch exceeds: paged
+def test_the_report_written_in_the_pass_is_the_one_judge_report_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      single_max: int) -> None:
+    from judge.report import build_report
+
+    monkeypatch.setattr("judge.report.render.SINGLE_FILE_MAX_TRAJECTORIES", single_max)
+    out = tmp_path / "run"
+    written = score([EXAMPLES], out, embedder="lexical").invocation
+    assert written is not None and ("report_data" in written.written) is (single_max == 3)
+    in_pass = _report_files(out)
+    build_report(out)  # from the run's files, as `judge report` does
+    assert _report_files(out) == in_pass

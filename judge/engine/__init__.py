@@ -1,7 +1,7 @@
 """Where the stages of ``judge score`` run: in this process (``local``, the default) or on a Ray cluster (``ray``).
 
 An :class:`Engine` carries out the stages of :mod:`judge.pipeline` and :mod:`judge.panel` on a run directory;
-it owns no stage logic. :class:`LocalEngine` calls them in-process, one after the other. ``RayEngine``
+it owns no stage logic. :class:`LocalEngine` calls them in-process, in one pass per trajectory. ``RayEngine``
 (:mod:`judge.engine.ray_engine`, the ``ray`` extra) runs the same functions in Ray tasks, one per shard of
 trajectories, and merges their files into the run directory in input order, so both engines leave the same
 run (docs/ray.md). What is batch-wide - the panel's manifest and preflight, the Parquet tables, the summary and
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from judge.importers.writer import ImportStats, ImportStream
     from judge.panel import PanelConfig, PanelResult
+    from judge.report import ReportStream
     from judge.rundir import RowsView
     from judge.schema import ScoreRow
 
@@ -37,6 +38,7 @@ class StageOptions:
     rubric_path: Path | None = None
     cluster_options: dict[str, Any] | None = None
     route: bool = True  # repair routes after the scores (``judge score`` without ``report=False``)
+    report: bool = False  # the report, finished by Engine.report once run.json has the run's timing
     progress: bool = False
     preflight: bool = False
     total: int | None = None  # trajectories imported (sizes the progress display)
@@ -73,6 +75,10 @@ class Engine(Protocol):
         """Clusters and scores (and repair routes with ``options.route``) of the judged run."""
         ...
 
+    async def report(self, run_dir: Path) -> dict[str, Path]:
+        """The report files of the finished run (summary.json, report.md, report.html ...), by name."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """run.json's ``engine`` section: which engine ran the stages, and where."""
         ...
@@ -88,12 +94,15 @@ class LocalEngine:
     def __init__(self) -> None:
         self._finished: dict[Path, RowsView[ScoreRow]] = {}  # run dir -> scores written while judging
         self._imports: dict[Path, ImportStream] = {}  # run dir -> the import its next judge() reads
+        self._reports: dict[Path, ReportStream] = {}  # run dir -> its report, written while judging, to finish
 
     def __enter__(self) -> LocalEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        for report in self._reports.values():  # a run that stopped before its report: its earlier report stays
+            report.discard()
+        self._reports.clear()
 
     def check(self, settings: PanelConfig) -> None:
         return None
@@ -113,7 +122,7 @@ class LocalEngine:
 
         if calls_providers(settings):
             return None
-        imports = self._imports[Path(run_dir).resolve()] = import_stream(inputs, run_dir, fmt=fmt)
+        imports = self._imports[Path(run_dir).resolve()] = import_stream(inputs, run_dir, fmt=fmt, keep_lines=True)
         return imports
 
     async def judge(self, run_dir: Path, settings: PanelConfig, options: StageOptions) -> PanelResult:
@@ -124,13 +133,16 @@ class LocalEngine:
         imports = self._imports.pop(Path(run_dir).resolve(), None)
         trajectories = imports if imports is not None else RunDir(run_dir).trajectories()
         try:
-            with FinishStream(run_dir, options.rubric_path, options.cluster_options, route=options.route) as stream:
+            with FinishStream(run_dir, options.rubric_path, options.cluster_options, route=options.route,
+                              report=options.report, line_of=imports.line_of if imports is not None else None) as stream:
                 result = await run_panel(trajectories, settings, run_dir, progress=options.progress,
                                          preflight=options.preflight, total=options.total, on_trajectory=stream.add)
         finally:
             if imports is not None:
                 imports.close()  # a failed pass leaves no half-written import
         self._finished[Path(run_dir).resolve()] = stream.scores
+        if stream.report is not None:
+            self._reports[Path(run_dir).resolve()] = stream.report
         return result
 
     async def finish(self, run_dir: Path, options: StageOptions) -> RowsView[ScoreRow]:
@@ -142,6 +154,16 @@ class LocalEngine:
         # Sync stages that may run event loops of their own (repair routing does): on a worker thread they
         # neither block the caller's loop nor nest in it.
         return await asyncio.to_thread(finish_stages, run_dir, options)
+
+    async def report(self, run_dir: Path) -> dict[str, Path]:
+        import asyncio
+
+        pending = self._reports.pop(Path(run_dir).resolve(), None)
+        if pending is not None:  # fed while judging: only the summary and the moves are left
+            return await asyncio.to_thread(pending.finish)
+        from judge.report import build_report
+
+        return await asyncio.to_thread(build_report, run_dir)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}

@@ -56,12 +56,16 @@ class ImportStream:
     judges, scores and routes it at once: one parse of each input record serves every stage).
 
     The files are renamed into place when the iteration ends, and :attr:`stats` is complete then; :meth:`close`
-    (or an iteration left early) removes the temporary files and leaves the final names untouched.
+    (or an iteration left early) removes the temporary files and leaves the final names untouched. With
+    ``keep_lines``, each yielded trajectory's line is kept until :meth:`line_of` takes it (the report embeds it
+    as is instead of serialising the trajectory again): the taker must take every line, or they accumulate.
     """
 
     def __init__(self, inputs: Iterable[str | Path], out_path: Path, rejects_path: Path, fmt: str | None = None,
-                 keep_rejects: list[Reject] | None = None, exclude: Iterable[str | Path] = ()):
+                 keep_rejects: list[Reject] | None = None, exclude: Iterable[str | Path] = (), *,
+                 keep_lines: bool = False):
         self.stats = ImportStats()
+        self._lines: dict[str, str] | None = {} if keep_lines else None
         self._items = self._import(list(inputs), Path(out_path), Path(rejects_path), fmt, keep_rejects, list(exclude))
         self._first: Trajectory | None = None
 
@@ -76,6 +80,10 @@ class ImportStream:
             first, self._first = self._first, None
             yield first
         yield from self._items
+
+    def line_of(self, trajectory_id: str) -> str | None:
+        """Take the line written for a yielded trajectory (None: not kept, or taken already)."""
+        return self._lines.pop(trajectory_id, None) if self._lines is not None else None
 
     def close(self) -> None:
         """Stop importing; an unfinished import leaves no file behind."""
@@ -94,7 +102,7 @@ class ImportStream:
         rejects_tmp = rejects_path.with_name(rejects_path.name + ".tmp")
         try:
             with out_tmp.open("w", encoding="utf-8") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
-                sink = ImportSink(out, rejects, stats, keep_rejects)
+                sink = ImportSink(out, rejects, stats, keep_rejects, lines=self._lines)
                 for item in iter_records(inputs, fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids):
                     if sink.add(item):
                         assert isinstance(item, Trajectory)
@@ -112,8 +120,10 @@ class ImportSink:
     """Writes imported items as lines and counts them: a trajectory to ``out``, a reject (or a skipped path) to
     ``rejects``. :func:`write_import` and the Ray engine's import parts (judge.engine.ray_engine) share it."""
 
-    def __init__(self, out: TextIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None):
+    def __init__(self, out: TextIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None,
+                 lines: dict[str, str] | None = None):
         self.out, self.rejects, self.stats, self.keep_rejects = out, rejects, stats, keep_rejects
+        self.lines = lines  # trajectory id -> its line, for ImportStream(keep_lines=True)
 
     def add(self, item: Trajectory | Reject) -> bool:
         """Write one item; True when it was a trajectory and its line was written (False: a reject's line)."""
@@ -132,6 +142,8 @@ class ImportSink:
                 fmt_name = item.metadata.source_format
                 stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
                 self.out.write(line + "\n")
+                if self.lines is not None:
+                    self.lines[item.id] = line
                 return True
         if isinstance(item, Skipped):
             stats.skipped += 1

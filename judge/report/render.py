@@ -169,46 +169,78 @@ class ReportStream:
     trajectory), and :meth:`finish` once every file of the run is written: it reads ``run.json`` again (its
     timing), ``rejects.jsonl`` and the store's attempts, and moves the report files into place. :meth:`discard`
     abandons the build and leaves the run's earlier report as it was. ``trajectories`` and ``input_bytes``
-    (the size of ``trajectories.jsonl``) choose the layout ``auto`` resolves to.
+    (the size of ``trajectories.jsonl``) choose the layout ``auto`` resolves to; None (a pipeline that imports as
+    it goes does not know them yet): the first entries are held, at most the single file's limits, until they
+    exceed those limits (paged) or the stream ends within them (single).
     """
 
-    def __init__(self, run_dir: Path, layout: str = "auto", *, trajectories: int, input_bytes: int,
+    def __init__(self, run_dir: Path, layout: str = "auto", *, trajectories: int | None, input_bytes: int | None,
                  summary_only: bool = False):
         self.run = RunDir(run_dir)
         if not self.run.path.is_dir():
             raise FileNotFoundError(f"run directory not found: {self.run.path}")
-        manifest, self.bad_rows = _manifest(self.run)  # readers add the rows they could not read
-        self.layout = None if summary_only else choose_layout(layout, trajectories, input_bytes)
+        self._manifest, self.bad_rows = _manifest(self.run)  # readers add the rows they could not read
+        self.summary_only = summary_only
         self.summary: dict[str, Any] | None = None  # after finish: the summary (with its rows when summary_only)
-        self._writer = _Writer(self.run, manifest, self.layout, summary_only)
+        self.layout: str | None = None
+        self._writer: _Writer | None = None
+        self._held: list[Entry] | None = None  # entries held while auto's layout is not known
+        self._held_trajectories = self._held_bytes = 0
+        if summary_only or layout != "auto" or (trajectories is not None and input_bytes is not None):
+            self._start(None if summary_only else choose_layout(layout, trajectories or 0, input_bytes or 0))
+        else:
+            self._held = []
+
+    def _start(self, layout: str | None) -> _Writer:
+        self.layout = layout
+        self._writer = _Writer(self.run, self._manifest, layout, self.summary_only)
+        held, self._held = self._held or [], None
+        for entry in held:
+            self._writer.add(entry)
+        return self._writer
 
     def add(self, entry: Entry) -> None:
         """One trajectory (or one id without a trajectory) with its rows."""
-        self._writer.add(entry)
+        if self._held is None:
+            assert self._writer is not None
+            self._writer.add(entry)
+            return
+        if entry.trajectory is not None:
+            if entry.line is None:
+                entry.line = entry.trajectory.to_json_line()  # measured here, embedded by the writer as is
+            self._held_trajectories += 1
+            self._held_bytes += len(entry.line.encode("utf-8")) + 1
+        self._held.append(entry)
+        if self._held_trajectories > SINGLE_FILE_MAX_TRAJECTORIES or self._held_bytes > SINGLE_FILE_MAX_BYTES:
+            self._start("paged")
 
     def discard(self) -> None:
         """Remove the build's files; nothing of the run directory changes."""
-        self._writer.discard()
+        self._held = None
+        if self._writer is not None:
+            self._writer.discard()
 
     def finish(self) -> dict[str, Path]:
         """Write the report files into the run directory; return their paths by name."""
         run = self.run
+        writer = self._writer if self._held is None else self._start("single")  # every entry within the limits
+        assert writer is not None
         try:
             manifest, problem = _manifest(run)
             if not problem:  # with the timing written since the start
-                self._writer.manifest = self._writer.tally.manifest = manifest
+                writer.manifest = writer.tally.manifest = manifest
             present = {name: run.has(name) for name in (rundir.MANIFEST, rundir.TRAJECTORIES, *SIDE_FILES, rundir.REJECTS)}
             attempts = run.attempts()
             present[rundir.STORE] = attempts is not None
             rejects = RejectTally()
             for reject in run.rejects(missing_ok=True, bad_rows=self.bad_rows):
                 rejects.add(reject)
-            summary = self._writer.tally.summary(run_dir=run.path, present=present, bad_rows=self.bad_rows,
+            summary = writer.tally.summary(run_dir=run.path, present=present, bad_rows=self.bad_rows,
                                                  rejects=rejects, attempts=attempts)
         except BaseException:
             self.discard()
             raise
-        report = self._writer.finish(summary)  # removes the build whatever happens
+        report = writer.finish(summary)  # removes the build whatever happens
         self.summary = report.summary or summary
         return report.paths
 
