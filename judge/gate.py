@@ -58,7 +58,7 @@ def check_roles_order(trajectory: Trajectory) -> bool:
 
 def check_has_assistant_turn(trajectory: Trajectory) -> bool:
     """At least one assistant turn: an empty rollout has nothing to train on."""
-    return trajectory.turn_count > 0
+    return any(m.role == "assistant" for m in trajectory.messages)  # turn_count > 0, without counting them all
 
 
 def check_final_message(trajectory: Trajectory) -> bool:
@@ -67,8 +67,8 @@ def check_final_message(trajectory: Trajectory) -> bool:
     Trailing user or system messages are allowed: a simulated user's closing line (tau-bench's
     ``###STOP###``) is not the agent's to answer, and the export trains only assistant turns.
     """
-    agent_part = [m for m in trajectory.messages if m.role in ("assistant", "tool")]
-    return bool(agent_part) and agent_part[-1].role == "assistant" and not agent_part[-1].tool_calls
+    last = next((m for m in reversed(trajectory.messages) if m.role in ("assistant", "tool")), None)
+    return last is not None and last.role == "assistant" and not last.tool_calls
 
 
 def check_tool_arguments(trajectory: Trajectory) -> bool:
