@@ -1,6 +1,6 @@
 """What one trajectory costs in each step after parsing, beside the json floor: CPU microseconds per trajectory.
 
-    python bench/per_trajectory.py RUN_DIR [--count 2000] [--repeat 3]
+    python bench/per_trajectory.py RUN_DIR [--count 2000] [--repeat 3] [--input SOURCE.jsonl]
 
 RUN_DIR is a scored run (``judge score ... --judge rules``): its first ``--count`` trajectories are read once
 (not timed) with their verdicts, clusters and scores, then each step is timed over all of them, as ``judge
@@ -9,15 +9,17 @@ score`` takes one trajectory object through it:
 - ``json floor``: ``json.loads`` of the trajectory's line of trajectories.jsonl, or with ``--input FILE`` of the
   source file's line (the floor issue #14 measures against); each step is also given as a multiple of it;
 - ``rules judge``: one pass of the ``rules`` judge (analysis, every detector, the efficiency vote);
-- ``gate (after judge)``: :func:`judge.gate.release_checks` on the object the judge just read (its analysis is
-  reused); ``gate (alone)``: the same on a fresh copy of the trajectory (analysed again);
+- ``gate (after judge)``: :func:`judge.gate.release_checks` right after the judge, on the object it read (its
+  analysis and findings are reused), as the one-pass ``judge score`` runs it; ``gate (alone)``: the same on a
+  fresh copy of the trajectory (analysed again);
 - ``cluster + score``: clustering the stored verdicts and the score row (release gate given);
 - ``route``: :func:`judge.repair.routing.plan_repair` and the offline tickets (no teacher);
 - ``rows``: the JSON lines the run writes for those (repairs, tickets, edits, edited; not the file writes).
 
 CPU time (``time.process_time``) is our own share of a shared machine; ``--repeat N`` keeps each step's best
 run. The rules judge's and the gate's analyses are computed afresh in every run (new trajectory copies, the
-judge's memos of repeated texts emptied).
+judge's memos of repeated texts emptied). The loaded trajectories are frozen out of the garbage collector (a
+streaming run holds a window of them, not ``--count``), so its passes do not grow with ``--count``.
 """
 
 from __future__ import annotations
