@@ -29,10 +29,9 @@ import asyncio
 import gc
 import json
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar
 
 from judge.cluster import ClusterConfig, cluster_verdicts
 from judge.embed import make_embedder
@@ -41,24 +40,13 @@ from judge.judges import make_judge
 from judge.model import Trajectory
 from judge.repair.routing import TrajectoryRepair, plan_repair
 from judge.repair.run import _finish_online
+from judge.repair.run import _run_without_io as run_now  # the rules judge never waits either
 from judge.repair.tickets import Ticket
 from judge.review import score_reviewed
 from judge.rules import default_config
 from judge.rundir import RunDir
 from judge.schema import Cluster, ScoreRow, Verdict
 from judge.scoring import load_rubric
-
-T = TypeVar("T")
-
-
-def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never waits (the rules judge, offline routing) without an event loop's overhead."""
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    coroutine.close()
-    raise RuntimeError("the coroutine waited: it needs an event loop")
 
 
 def best_cpu(step: Callable[[], object], repeat: int, prepare: Callable[[], object] | None = None) -> float:

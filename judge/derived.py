@@ -50,18 +50,15 @@ class TrajectoryMemo(Generic[V]):
         """Store ``value`` (which must not refer to ``trajectory``) for this object; returns ``value``."""
         entries = self._entries
         key = id(trajectory)
-        if len(entries) >= self.limit and key not in entries:
+        if len(entries) >= self.limit and key not in entries and entries:
             entries.popitem(last=False)
         ref = weakref.ref(trajectory, functools.partial(_forget, entries, key))
         entries[key] = (ref, trajectory.messages, len(trajectory.messages), trajectory.metadata, value)
         return value
-
-    def clear(self) -> None:
-        self._entries.clear()
 
 
 def _forget(entries: OrderedDict[int, _Entry], key: int, ref: weakref.ref[Trajectory]) -> None:
     # Bound arguments, no module globals: the callback may run while the interpreter clears them at exit.
     entry = entries.get(key)
     if entry is not None and entry[0] is ref:  # not a newer object's entry under a reused id
-        del entries[key]
+        entries.pop(key, None)
