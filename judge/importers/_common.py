@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import from_json
+
 from judge.model import (
     Message,
     Receipt,
@@ -76,6 +78,24 @@ class Source:
 
 
 # ----------------------------------------------------------------------------------------------------
+# JSON text
+
+
+def load_json(text: str) -> Any:
+    """``json.loads(text)``: the same value, or the same error, in about half the time.
+
+    pydantic-core's parser (jiter) reads the text first; what it refuses (a lone surrogate escape such as
+    ``"\\ud800"``, values nested over ~200 levels, broken JSON) is read again by ``json.loads``, whose value
+    or ``JSONDecodeError`` is then the answer. Where jiter accepts a text it gives the value ``json.loads``
+    gives (numbers, duplicate keys, NaN/Infinity, escapes: checked on the shared datasets and fuzzed).
+    """
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
+
+
+# ----------------------------------------------------------------------------------------------------
 # Values written loosely by some logs (AgentRx: repr strings, 'None' strings)
 
 _LITERAL_WORDS = {"None": None, "null": None, "True": True, "true": True, "False": False, "false": False}
@@ -94,7 +114,7 @@ def loose_value(value: Any) -> Any:
     if text in _LITERAL_WORDS:
         return _LITERAL_WORDS[text]
     if text[:1] in "[{(" and text[-1:] in "]})":
-        for parse in (json.loads, ast.literal_eval):
+        for parse in (load_json, ast.literal_eval):
             try:
                 return parse(text)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -123,13 +143,13 @@ def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
         return {}, raw, None
     too_deep = f"arguments nested deeper than {MAX_DEPTH} levels"
     try:
-        value = json.loads(text)
+        value = load_json(text)
     except json.JSONDecodeError as error:
         json_error = f"invalid JSON arguments: {error.msg} at char {error.pos}"
     except RecursionError:
         return None, raw, too_deep
     else:
-        return (None, raw, too_deep) if nests_deeper(value, MAX_DEPTH) else (value, raw, None)
+        return (None, raw, too_deep) if _may_nest_deeper(text, MAX_DEPTH) and nests_deeper(value, MAX_DEPTH) else (value, raw, None)
     # Some logs (AgentRx exports) store arguments as a Python repr; literal_eval only accepts literals.
     try:
         value = ast.literal_eval(text)
@@ -179,11 +199,13 @@ def text_of_block(block: Any) -> str:
 # ----------------------------------------------------------------------------------------------------
 # Exit codes written into tool output text
 
+# Each pattern with a piece of text it cannot match without ("" for the anchored ones, which fail fast): a
+# substring test skips the regex scan of a long output that cannot match.
 _EXIT_PATTERNS = (
-    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),  # mini-swe-agent
-    re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s*(-?\d+)\b", re.IGNORECASE),  # Bash tools of Claude-Code-like harnesses
-    re.compile(r"\A\s*exitcode:\s*(-?\d+)\b"),  # AG2 / Who&When Computer_terminal
-    re.compile(r"executed with exit code (-?\d+)"),  # OpenHands observation message
+    (re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"), "<returncode>"),  # mini-swe-agent
+    (re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s*(-?\d+)\b", re.IGNORECASE), ""),  # Bash tools of Claude-Code-like harnesses
+    (re.compile(r"\A\s*exitcode:\s*(-?\d+)\b"), ""),  # AG2 / Who&When Computer_terminal
+    (re.compile(r"executed with exit code (-?\d+)"), "executed with exit code "),  # OpenHands observation message
 )
 
 
@@ -191,9 +213,8 @@ def exit_code_from_text(text: str | None) -> int | None:
     """The exit code a tool output states, for the conventions listed above; None when it states none."""
     if not text:
         return None
-    for pattern in _EXIT_PATTERNS:
-        match = pattern.search(text)
-        if match:
+    for pattern, needed in _EXIT_PATTERNS:
+        if needed in text and (match := pattern.search(text)):
             return int(match.group(1))
     return None
 
@@ -451,6 +472,12 @@ def nests_deeper(value: Any, limit: int) -> bool:
                     below.append(child)
         level = below
     return False
+
+
+def _may_nest_deeper(text: str, limit: int) -> bool:
+    """False when the JSON ``text`` cannot hold containers nested more than ``limit`` levels: it has no more
+    than ``limit`` opening brackets (counting is far cheaper than walking the parsed value)."""
+    return text.count("[") + text.count("{") > limit
 
 
 def check_depth(trajectory: Trajectory) -> None:

@@ -31,6 +31,7 @@ NAME = "openai"
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
 _RECORD_KEYS = {"id", "query", "metadata", "model", "messages"}
+_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")  # the first that holds a string is the reasoning
 
 
 def detect(obj: Any) -> bool:
@@ -70,20 +71,29 @@ def convert_messages(
         role = _ROLES.get(str(raw.get("role")))
         if role is None:
             raise RecordError(f"message {index}: unknown role {raw.get('role')!r}")
-        content = text_of(raw.get("content"))
-        usage = usage_from(raw.get("usage"))
-        name = raw.get("name") if isinstance(raw.get("name"), str) else None
+        # Inlined first cases of text_of and usage_from: this loop runs once per message of every chat import.
+        content = raw.get("content")
+        if not isinstance(content, str):
+            content = text_of(content)
+        usage = usage_from(raw["usage"]) if "usage" in raw else None
+        name = raw.get("name")
+        if not isinstance(name, str):
+            name = None
         if role == "assistant":
             calls = _calls(raw, index)
             if calls and content.strip() == "None":  # AgentRx exports write a missing content as 'None'
                 content = ""
-            reasoning = next((raw[k] for k in ("reasoning_content", "reasoning", "thinking") if isinstance(raw.get(k), str)), None)
+            reasoning = None
+            for key in _REASONING_KEYS:
+                if isinstance(value := raw.get(key), str):
+                    reasoning = value
+                    break
             messages.append(
                 Message(role="assistant", content=content, name=name, reasoning=reasoning, tool_calls=calls, source_index=index, usage=usage)
             )
         elif role == "tool":
             call_id = loose_value(raw.get("tool_call_id"))
-            if role == "tool" and raw.get("role") == "function" and call_id is None:
+            if call_id is None and raw.get("role") == "function":
                 call_id = _legacy_call_id(messages, name)
             receipt = make_receipt(
                 str(call_id) if call_id is not None else None,
