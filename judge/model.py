@@ -294,7 +294,13 @@ class Trajectory(BaseModel):
         return total
 
     def to_json_line(self) -> str:
-        return self.model_dump_json(exclude_none=False)
+        """The canonical JSON line (no newline): what trajectories.jsonl holds, one per trajectory."""
+        return self.to_json_bytes().decode("utf-8")
+
+    def to_json_bytes(self) -> bytes:
+        """:meth:`to_json_line` as the UTF-8 bytes pydantic-core writes (the import writes these: no round trip
+        through ``str``)."""
+        return self.__pydantic_serializer__.to_json(self)
 
 
 def number_turns(messages: list[Message]) -> list[Message]:

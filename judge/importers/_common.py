@@ -452,14 +452,16 @@ def require_list(record: dict[str, Any], key: str) -> list[Any]:
 # ----------------------------------------------------------------------------------------------------
 # Hostile shapes: deep nesting, lone surrogates
 
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
 
 def nests_deeper(value: Any, limit: int) -> bool:
     """Whether ``value`` holds containers nested more than ``limit`` levels (``[]`` is 1, a scalar 0).
 
     Level by level, without recursion, so a value of any depth is measured safely.
     """
-    containers = (dict, list, tuple, set, frozenset)
-    level = [value] if isinstance(value, containers) else []
+    level = [value] if isinstance(value, _CONTAINERS) else []
     depth = 0
     while level:
         depth += 1
@@ -468,7 +470,7 @@ def nests_deeper(value: Any, limit: int) -> bool:
         below = []
         for item in level:
             for child in item.values() if isinstance(item, dict) else item:
-                if isinstance(child, containers):
+                if type(child) not in _LEAVES and isinstance(child, _CONTAINERS):  # most children are JSON scalars
                     below.append(child)
         level = below
     return False

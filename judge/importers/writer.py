@@ -5,11 +5,12 @@ Shared by ``judge import`` and :func:`judge.pipeline.import_to_run`, so both wri
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO, cast
 
 from judge.importers._common import one_line
 from judge.model import Trajectory
@@ -54,7 +55,7 @@ def write_import(
     out_tmp = out_path.with_name(out_path.name + ".tmp")
     rejects_tmp = rejects_path.with_name(rejects_path.name + ".tmp")
     try:
-        with out_tmp.open("w", encoding="utf-8") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
+        with out_tmp.open("wb") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
             sink = ImportSink(out, rejects, stats, keep_rejects)
             for item in iter_records(list(inputs), fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids):
                 sink.add(item)
@@ -72,8 +73,16 @@ class ImportSink:
     """Writes imported items as lines and counts them: a trajectory to ``out``, a reject (or a skipped path) to
     ``rejects``. :func:`write_import` and the Ray engine's import parts (judge.engine.ray_engine) share it."""
 
-    def __init__(self, out: TextIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None):
+    def __init__(self, out: TextIO | BinaryIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None):
         self.out, self.rejects, self.stats, self.keep_rejects = out, rejects, stats, keep_rejects
+        # Trajectory lines are UTF-8 bytes from pydantic-core: a binary ``out`` (write_import's file) takes them as
+        # they are, a text one (the Ray engine's buffers) as text.
+        self._write_line: Callable[[bytes], object]
+        if isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
+            self._write_line = cast(BinaryIO, out).write
+        else:
+            text = cast(TextIO, out)
+            self._write_line = lambda line: text.write(line.decode("utf-8"))
 
     def add(self, item: Trajectory | Reject) -> None:
         from judge.importers.reader import Skipped
@@ -81,7 +90,7 @@ class ImportSink:
         stats = self.stats
         if isinstance(item, Trajectory):
             try:
-                line = item.to_json_line()
+                line = item.to_json_bytes()
             except ValueError as error:  # the last guard: one record that cannot be written is a reject
                 item = Reject(source_file=item.metadata.source_file or "?", line=item.metadata.source_line,
                               format=item.metadata.source_format, reason=one_line(f"cannot be written as JSON: {error}"))
@@ -90,7 +99,7 @@ class ImportSink:
                 stats.imported += 1
                 fmt_name = item.metadata.source_format
                 stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
-                self.out.write(line + "\n")
+                self._write_line(line + b"\n")
                 return
         if isinstance(item, Skipped):
             stats.skipped += 1
