@@ -20,12 +20,13 @@ from judge.importers._common import (
     loose_value,
     make_call,
     make_receipt,
+    new_message,
     require_list,
     text_of,
     trajectory_from_envelope,
     usage_from,
 )
-from judge.model import Message, Receipt, Role, Trajectory
+from judge.model import Message, Receipt, Role, Trajectory, Usage
 
 NAME = "openai"
 
@@ -88,9 +89,10 @@ def convert_messages(
                 if isinstance(value := raw.get(key), str):
                     reasoning = value
                     break
-            messages.append(
-                Message(role="assistant", content=content, name=name, reasoning=reasoning, tool_calls=calls, source_index=index, usage=usage)
-            )
+            fields = {"role": role, "content": content, "source_index": index, "tool_calls": calls}
+            if reasoning is not None:
+                fields["reasoning"] = reasoning
+            messages.append(_message(fields, name, usage))
         elif role == "tool":
             call_id = loose_value(raw.get("tool_call_id"))
             if call_id is None and raw.get("role") == "function":
@@ -104,10 +106,19 @@ def convert_messages(
             )
             if receipt_hook is not None:
                 receipt = receipt_hook(raw, receipt)
-            messages.append(Message(role="tool", content=content, name=name, receipt=receipt, source_index=index))
+            messages.append(_message({"role": role, "content": content, "source_index": index, "receipt": receipt}, name, None))
         else:
-            messages.append(Message(role=role, content=content, name=name, source_index=index, usage=usage))
+            messages.append(_message({"role": role, "content": content, "source_index": index}, name, usage))
     return messages
+
+
+def _message(fields: dict[str, Any], name: str | None, usage: Usage | None) -> Message:
+    """The message of ``fields`` plus name and usage when set (a field left at its default is not validated)."""
+    if name is not None:
+        fields["name"] = name
+    if usage is not None:
+        fields["usage"] = usage
+    return new_message(fields)
 
 
 def _calls(raw: dict[str, Any], index: int) -> list[Any]:
