@@ -102,13 +102,14 @@ def load_json(text: str) -> Any:
     """``json.loads(text)``: the same value, or the same error, in about half the time.
 
     pydantic-core's parser (jiter) reads the text first; what it refuses (a lone surrogate escape such as
-    ``"\\ud800"``, values nested over ~200 levels, broken JSON) is read again by ``json.loads``, whose value
-    or ``JSONDecodeError`` is then the answer. Where jiter accepts a text it gives the value ``json.loads``
-    gives (numbers, duplicate keys, NaN/Infinity, escapes: checked on the shared datasets and fuzzed).
+    ``"\\ud800"``, values nested over ~200 levels, broken JSON: ValueError; a text holding a lone surrogate
+    itself, which is not UTF-8: TypeError) is read again by ``json.loads``, whose value or ``JSONDecodeError``
+    is then the answer. Where jiter accepts a text it gives the value ``json.loads`` gives (numbers, duplicate
+    keys, NaN/Infinity, escapes: checked on the shared datasets and fuzzed).
     """
     try:
         return from_json(text)
-    except ValueError:
+    except (ValueError, TypeError):
         return json.loads(text)
 
 
