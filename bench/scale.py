@@ -17,7 +17,8 @@ RSS, the child's ``ru_maxrss`` from ``os.wait4``; CPU time of Python's cyclic ga
 - each stage of ``judge score`` alone on the same run directory: import, judge (the rules panel), score
   (cluster + score + gate + Parquet tables), repair (routing), report; then their sums without the report and
   with it;
-- ``pipeline``: import, judge, score and repair in one process (what ``judge score`` runs before its report);
+- ``pipeline``: what ``judge score`` runs before its report, in one process (``judge.score(..., report=False)``):
+  the import, then one pass in which each trajectory is judged, scored and routed as its passes are committed;
 - ``judge score``: the command end to end, report included (``--no-report`` skips the report stage and this
   row);
 
@@ -122,6 +123,10 @@ def run_stages(stages: list[str], run_dir: Path, input_path: Path) -> None:
             from judge.report import build_report
 
             build_report(run_dir)
+        elif stage == "pipeline":
+            from judge.api import score
+
+            score([input_path], run_dir, report=False)
         else:
             raise SystemExit(f"unknown stage {stage}")
     gc.callbacks.remove(on_gc)
@@ -217,7 +222,7 @@ def bench_size(source: Path | None, size: int, folder: Path, with_report: bool, 
         print(row("all stages", total, size, floor))
     one_dir = folder / f"run-{size}-one"
     shutil.rmtree(one_dir, ignore_errors=True)
-    rows["pipeline"] = measure(child([s for s in STAGES if s != "report"], one_dir, input_path))
+    rows["pipeline"] = measure(child(["pipeline"], one_dir, input_path))
     print(row("pipeline", rows["pipeline"], size, floor), flush=True)
     shutil.rmtree(one_dir, ignore_errors=True)
     if with_report:
@@ -238,7 +243,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the run directories")
     parser.add_argument("--no-report", action="store_true", help="skip the report stage and the `judge score` row")
     parser.add_argument("--synthetic", action="store_true", help="replicate synthetic trajectories, not the airline file")
-    parser.add_argument("--stages", nargs="+", choices=STAGES, help=argparse.SUPPRESS)  # the child side
+    parser.add_argument("--stages", nargs="+", choices=[*STAGES, "pipeline"], help=argparse.SUPPRESS)  # the child side
     parser.add_argument("--run", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -215,7 +215,6 @@ async def score_async(
     """
     from judge.engine import EngineUnavailable, StageOptions, make_engine
     from judge.providers.errors import ProviderError
-    from judge.report import build_report
     from judge.runlock import run_lock
 
     started_at, started = datetime.now(UTC), time.monotonic()
@@ -233,25 +232,38 @@ async def score_async(
     except (ValueError, EngineUnavailable) as error:
         raise SetupError(str(error)) from error
 
-    with run_lock(out, "judge score"), runner:
-        stats = runner.import_inputs(paths, out, format)
+    def imported(stats: ImportStats) -> None:
         if on_imported is not None:
             on_imported(stats)
         if stats.imported == 0:
             raise NothingImported(stats, out / rundir.REJECTS)
+
+    with run_lock(out, "judge score"), runner:
+        # A panel that makes no call is judged while the import streams past (each record parsed once); its
+        # import counts are known, and shown, when that pass ends. Otherwise the import comes first.
+        imports = runner.import_stream(paths, out, format, settings)
+        if imports is None:
+            stats = runner.import_inputs(paths, out, format)
+            imported(stats)
+        elif not imports.peek():
+            imported(imports.stats)  # nothing to judge: raises NothingImported
         options = StageOptions(rubric_path=rubric_path, cluster_options={"embedder": embedder} if embedder else None,
-                               route=report, progress=progress, preflight=preflight, total=stats.imported)
+                               route=report, report=report, progress=progress, preflight=preflight,
+                               total=None if imports is not None else stats.imported)
         try:
             result = await runner.judge(out, settings, options)
         except (ValueError, FileNotFoundError, ProviderError) as error:  # a bad spec, a missing key or replay file
             raise SetupError(str(error)) from error
+        if imports is not None:
+            stats = imports.stats
+            imported(stats)
         if on_judged is not None:
             on_judged(result)
         scores = await runner.finish(out, options)  # clusters, scores and (with a report) repair routes
         _record_timing(out, started_at, time.monotonic() - started, runner.describe())  # the report shows it
         written = {}
         if report:
-            written = {"repairs": out / rundir.REPAIRS, **(await asyncio.to_thread(build_report, out) or {})}
+            written = {"repairs": out / rundir.REPAIRS, **(await runner.report(out))}
     return Run(out, Invocation(scores=scores, written=written, imported=stats, panel=result))
 
 

@@ -50,7 +50,7 @@ import sys
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence, Sized
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
@@ -77,6 +77,7 @@ from judge.terminal import Progress
 
 NO_ASSISTANT_TURN = "no_assistant_turn"
 WINDOW = 4096  # passes taken ahead of the oldest one not yet written to verdicts.jsonl (a slow call holds the rest)
+HELD = 256  # with on_trajectory: trajectories taken ahead of the oldest one not yet handed over (each is held)
 HITS_CHUNK = 1000  # shared-cache hits counted in the cache at once
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
 PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
@@ -279,6 +280,15 @@ def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dic
     return {spec: make_judge(spec, options) for spec in dict.fromkeys(specs)}
 
 
+LOCAL_KINDS = frozenset({"rules", "replay"})  # built-in judge kinds that call no provider
+
+
+def calls_providers(config: PanelConfig) -> bool:
+    """Whether a judge of the panel may call a provider: any spec whose kind is not a built-in local one (a
+    plugin's kind counts, it may call anything)."""
+    return any(spec.split(":", 1)[0] not in LOCAL_KINDS for spec in config.judges or ["rules"])
+
+
 def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) -> list[PassPlan]:
     """The panel's passes, in order. Judges are built from the config when not given."""
     judges = judges if judges is not None else build_judges(config)
@@ -328,15 +338,20 @@ async def run_panel(
     total: int | None = None,
     calls: RunCalls | None = None,
     shared: SharedCache | None = None,
+    on_trajectory: Callable[[Trajectory, list[Verdict]], object] | None = None,
 ) -> PanelResult:
     """Judge every trajectory with every planned pass; see the module docstring. Returns totals.
 
     ``trajectories`` is streamed (a generator such as ``RunDir.trajectories()`` keeps memory flat); ``total``
-    (how many it yields, when it has no ``len``) sizes the progress display, which is off without it.
+    (how many it yields, when it has no ``len``) sizes the progress display, which counts without a total
+    otherwise.
     ``calls`` replaces the run's own store and call runtime (:func:`judge.runcalls.open_calls`): a shard of a run
     judged elsewhere passes the calls of the run it belongs to (judge.engine.ledger), so the cache, the
     budget, the rate limits and the record of every attempt stay the run's; with ``calls``, ``shared`` is the
     cache shared across runs to use (None: none), where without it the panel opens the one ``config`` names.
+    ``on_trajectory`` is called with each trajectory and its passes once they are written to verdicts.jsonl, in
+    input order, on the event loop (``judge score`` scores and routes each trajectory there, while it is in
+    memory: :class:`judge.pipeline.FinishStream`); the panel's run.json section is written before the first call.
 
     Raises :class:`judge.runlock.RunLocked` when another process uses ``run_dir``, and
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
@@ -345,7 +360,7 @@ async def run_panel(
     with run_lock(run_dir, "judge panel"):
         return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight,
                                 total=len(trajectories) if isinstance(trajectories, Sized) else total, calls=calls,
-                                shared=shared)
+                                shared=shared, on_trajectory=on_trajectory)
 
 
 async def _run_panel(
@@ -359,6 +374,7 @@ async def _run_panel(
     total: int | None,
     calls: RunCalls | None = None,
     shared: SharedCache | None = None,
+    on_trajectory: Callable[[Trajectory, list[Verdict]], object] | None = None,
 ) -> PanelResult:
     started = time.monotonic()
     own_store = calls is None
@@ -388,7 +404,7 @@ async def _run_panel(
                       file=sys.stderr)
         result = PanelResult(plans=plans, verdicts=RunDir(run_dir).view(rundir.VERDICTS, Verdict, 0))
         # On stderr (stdout stays for results): a live bar on a terminal, plain lines per tenth elsewhere.
-        tracker = Progress("judging", total=(total or 0) * len(plans), enabled=progress)
+        tracker = Progress("judging", total=None if total is None else total * len(plans), enabled=progress)
         need_hash = any(judge.cacheable for judge in built.values())
         checked: set[str] = set()  # judges whose preflight ran (or that had no pass to run yet)
         preflight_calls = 0
@@ -433,7 +449,10 @@ async def _run_panel(
         # WINDOW are taken ahead of the oldest unwritten one (with --batch: all of them), and only the trajectories
         # of the passes waiting for a worker are held, so memory stays flat however long the batch.
         window = asyncio.Semaphore(WINDOW if ahead is None else max(WINDOW, len(ahead) * len(plans)))
-        order: asyncio.Queue[asyncio.Future[Verdict] | None] = asyncio.Queue()
+        # With ``on_trajectory``, each trajectory follows its passes in the queue and the committer hands it over
+        # once they are written: at most HELD are held that way (with --batch: all, as the batch holds them anyway).
+        order: asyncio.Queue[asyncio.Future[Verdict] | Trajectory | None] = asyncio.Queue()
+        held = asyncio.Semaphore(HELD if ahead is None else max(HELD, len(ahead)))
         work: asyncio.Queue[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None, asyncio.Future[Verdict]] | None]
         work = asyncio.Queue(maxsize=config.concurrency)
 
@@ -466,6 +485,8 @@ async def _run_panel(
             decided = ahead if ahead is not None else (
                 (t, _decide(t, plans, built, store, need_hash, shared, hits)) for t in trajectories)
             for trajectory, slots in decided:
+                if on_trajectory is not None:
+                    await held.acquire()
                 if len(hits) >= HITS_CHUNK:
                     count_hits()
                 await check({plan.judge for plan, _, verdict in slots if verdict is None})
@@ -482,6 +503,8 @@ async def _run_panel(
                         future.set_result(await run_one(trajectory, plan, key, None))
                     else:
                         await work.put((trajectory, plan, key, None, future))
+                if on_trajectory is not None:
+                    order.put_nowait(trajectory)
             if collecting is not None:
                 answers = await collecting
                 for trajectory, plan, key, future in waiting:  # parsed as direct answers, by the same workers
@@ -498,8 +521,17 @@ async def _run_panel(
 
         async def commit() -> None:
             unscored_now = 0
-            while (future := await order.get()) is not None:
-                verdict = await future
+            passes: list[Verdict] = []  # of the trajectory being committed (with ``on_trajectory``)
+            while (item := await order.get()) is not None:
+                if isinstance(item, Trajectory):
+                    assert on_trajectory is not None
+                    on_trajectory(item, passes)
+                    passes = []
+                    held.release()
+                    continue
+                verdict = await item
+                if on_trajectory is not None:
+                    passes.append(verdict)
                 _append(verdicts_file, verdict)
                 result.count(verdict)
                 unscored_now += verdict.status == "unscored"

@@ -141,18 +141,27 @@ def read_jsonl(path: Path, model: type[ModelT], bad_rows: list[BadRow] | None = 
 
     With ``bad_rows`` given, a bad row (or undecodable bytes) is skipped and appended there instead.
     """
+    for _, row in read_jsonl_lines(path, model, bad_rows):
+        yield row
+
+
+def read_jsonl_lines(path: Path, model: type[ModelT], bad_rows: list[BadRow] | None = None) -> Iterator[tuple[str, ModelT]]:
+    """:func:`read_jsonl`, each row with the line it was read from (its JSON text, newline included), for a
+    reader that passes the row's JSON on without serialising the model again."""
     tolerant = bad_rows is not None
     with Path(path).open(encoding="utf-8", errors="replace" if tolerant else "strict") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                yield model.model_validate_json(line)
+                row = model.model_validate_json(line)
             except ValueError as error:
                 if bad_rows is None:
                     raise ValueError(f"{path}:{number}: not a valid {model.__name__} row: {error}") from error
                 first = str(error).splitlines()
                 bad_rows.append(BadRow(Path(path).name, number, f"not a valid {model.__name__} row: {' '.join(first[:3])}"))
+                continue
+            yield line, row
 
 
 def write_json(path: Path, value: Any) -> None:
@@ -492,16 +501,26 @@ class RunDir:
     def rows(self, name: str, model: type[ModelT], *, missing_ok: bool = False,
              bad_rows: list[BadRow] | None = None) -> Iterator[ModelT]:
         """Stream the typed rows of one JSONL file of the run (see the module docstring for errors)."""
+        path = self._rows_file(name, missing_ok)
+        return iter(()) if path is None else read_jsonl(path, model, bad_rows)
+
+    def _rows_file(self, name: str, missing_ok: bool) -> Path | None:
+        """The path of one JSONL file of the run; None when it is missing and ``missing_ok``, else it must exist."""
         path = self.path / name
         if not path.is_file():
             if missing_ok:
-                return iter(())
+                return None
             raise FileNotFoundError(f"{path} not found: the run directory {self.path} has no {name}")
-        return read_jsonl(path, model, bad_rows)
+        return path
 
     def trajectories(self, **options: Any) -> Iterator[Trajectory]:
         """The canonical trajectories the run judged, in input order."""
         return self.rows(TRAJECTORIES, Trajectory, **options)
+
+    def trajectory_lines(self, *, missing_ok: bool = False, bad_rows: list[BadRow] | None = None) -> Iterator[tuple[str, Trajectory]]:
+        """:meth:`trajectories`, each with its line of trajectories.jsonl (the canonical JSON, newline included)."""
+        path = self._rows_file(TRAJECTORIES, missing_ok)
+        return iter(()) if path is None else read_jsonl_lines(path, Trajectory, bad_rows)
 
     def trajectory_heads(self, **options: Any) -> Iterator[TrajectoryHead]:
         """Id and query id of every trajectory, in input order: a pass that needs no message costs a fraction of

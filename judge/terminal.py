@@ -65,7 +65,9 @@ def console(*, stderr: bool = False) -> Any:
 
 
 class Progress:
-    """Progress of ``total`` steps on stderr, ``done`` of them already done (cached).
+    """Progress of ``total`` steps on stderr, ``done`` of them already done (cached); ``total`` None: a count
+    without a total (the steps of a stream whose length is not known in advance), shown at the start, every
+    minute and at the end.
 
     On an interactive stderr: a live bar (label, bar, done/total, elapsed, then ``stats``, the column that is cut
     when the terminal is narrow). Otherwise: a plain line ``label: done/total (pct%) elapsed · stats`` at the
@@ -73,12 +75,12 @@ class Progress:
     Disabled: nothing.
     """
 
-    def __init__(self, label: str, total: int, done: int = 0, *, enabled: bool = True, stream: TextIO | None = None,
+    def __init__(self, label: str, total: int | None, done: int = 0, *, enabled: bool = True, stream: TextIO | None = None,
                  live: bool | None = None, stats: str = "", gap_s: float = PROGRESS_GAP_S):
         self.label = label
         self.total = total
         self.done = done
-        self.enabled = enabled and total > 0
+        self.enabled = enabled and (total is None or total > 0)
         self.stream = stream
         self.live = live
         self.stats = stats
@@ -106,7 +108,7 @@ class Progress:
                 return Column(no_wrap=True, min_width=width)
 
             self._bar = Bar(TextColumn(self.label, table_column=fixed(len(self.label))), BarColumn(bar_width=24),
-                            MofNCompleteColumn(table_column=fixed(2 * len(str(self.total)) + 1)),
+                            MofNCompleteColumn(table_column=fixed(2 * len(str(self.total or 0)) + 1)),
                             TimeElapsedColumn(table_column=fixed(7)),
                             TextColumn("{task.fields[stats]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
                             console=Console(file=stream, no_color=not colour(stream)), transient=False, expand=True)
@@ -145,7 +147,10 @@ class Progress:
         self._printed = self.done
         self._last_line_at = time.monotonic()
         elapsed = int(time.monotonic() - self.started)
-        percent = 100 * self.done // self.total if self.total else 100
         clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
-        text = f"{self.label}: {self.done}/{self.total} ({percent}%) {clock}"
+        if self.total is None:
+            text = f"{self.label}: {self.done} {clock}"
+        else:
+            percent = 100 * self.done // self.total if self.total else 100
+            text = f"{self.label}: {self.done}/{self.total} ({percent}%) {clock}"
         print(text + (f" · {self.stats}" if self.stats else ""), file=stream, flush=True)

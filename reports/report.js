@@ -1,7 +1,8 @@
 // The report page's only script (the page's CSP allows it by its hash). It never builds HTML from the data:
-// index rows are filled with textContent, and the paged viewer inserts only the sections our own templates
-// rendered (report_data/v/<k>.js), through the one Trusted Types policy, which also accepts no script URL but
-// report_data's own files. Without JavaScript the single-file page shows everything (the form stays hidden).
+// every value reaches the page as text (textContent, or a DOM property), and no HTML sink is used at all.
+// The trajectory viewer is drawn here, by one renderer for both layouts, from each trajectory's canonical JSON
+// and its view data (judge/report/viewer.py view_data): embedded in the page (single file) or in the shards of
+// report_data/v/ (paged), which the one Trusted Types policy lets load, and no other script URL.
 //
 // Both layouts: search (id and the start of the query), filters (score, category, tag, release, outcome,
 // human review when the run has decisions, route), sorting (score, majority issues, judge cost, id), presets from the address (report.html?score=2&
@@ -24,6 +25,367 @@
   });
   window.addEventListener("afterprint", function () { reopened.forEach(function (d) { d.open = false; }); reopened = []; });
   if (!section || !form) { return; }
+
+  // --- the viewer: one trajectory's section, from its view data and its JSON (both layouts) -----------
+  // Characters that reorder or hide text are shown as escapes with judge/visible.py's table (the page
+  // carries it, with the gate's checks and the folding limits, in #trajudge-viewer).
+
+  var settings = JSON.parse(document.getElementById("trajudge-viewer").textContent);
+  var CONTROL = new RegExp(settings.control, "g");
+  var FOLD_CHARS = settings.fold[0], FOLD_LINES = settings.fold[1];
+
+  function escaped(c) {
+    var code = c.charCodeAt(0), hex = code.toString(16);
+    return code < 0x100 ? "\\x" + ("0" + hex).slice(-2) : "\\u" + ("000" + hex).slice(-4);
+  }
+
+  // A value as the report's Python side writes it: None, True and False by those names.
+  function text(value) {
+    if (value === null || value === undefined) { return "None"; }
+    if (value === true || value === false) { return value ? "True" : "False"; }
+    return String(value).replace(CONTROL, escaped);
+  }
+
+  function el(tag, className, parent, content) {
+    var node = document.createElement(tag);
+    if (className) { node.className = className; }
+    if (content !== undefined) { node.textContent = text(content); }
+    if (parent) { parent.appendChild(node); }
+    return node;
+  }
+
+  function put(parent, content) { parent.appendChild(document.createTextNode(text(content))); }
+
+  function given(value) { return value !== null && value !== undefined; }
+
+  // A class name from the data (a severity, a role) only when it is a plain word.
+  function word(value) { return typeof value === "string" && /^[a-z][a-z0-9-]*$/.test(value) ? value : "other"; }
+
+  function thousands(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+
+  function plural(n, one) { return thousands(n) + " " + one + (n === 1 ? "" : "s"); }
+
+  // Length in characters (code points), as Python counts it.
+  function chars(s) {
+    var pairs = s.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g);
+    return s.length - (pairs ? pairs.length : 0);
+  }
+
+  function isLong(s) { return chars(s) > FOLD_CHARS || s.split("\n").length > FOLD_LINES; }
+
+  // The first line of a text cut to 140 characters: the summary of a folded block.
+  function preview(s) {
+    var trimmed = s.trim();
+    var first = trimmed ? trimmed.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/)[0] : "";
+    if (first.length <= 140) { return first; }
+    var points = Array.from(first.slice(0, 600));
+    return points.length <= 140 ? first : points.slice(0, 139).join("") + "\u2026";
+  }
+
+  // JSON on one line with Python's separators (", " and ": "), for the preview of folded arguments.
+  function oneLine(v) {
+    if (Array.isArray(v)) { return "[" + v.map(oneLine).join(", ") + "]"; }
+    if (v !== null && typeof v === "object") {
+      return "{" + Object.keys(v).map(function (k) { return JSON.stringify(k) + ": " + oneLine(v[k]); }).join(", ") + "}";
+    }
+    return v === undefined ? "null" : JSON.stringify(v);
+  }
+
+  function argumentsText(call) {
+    if (given(call.arguments_error)) { return call.raw_arguments || ""; }
+    var a = call.arguments;
+    if (a !== null && typeof a === "object") { return JSON.stringify(a, null, 2); }
+    return given(a) ? text(a) : "";
+  }
+
+  function folded(parent, content, summary) {
+    var details = el("details", "", parent);
+    var head = el("summary", "", details, thousands(chars(content)) + " characters" + (summary === null ? "" : " · "));
+    if (summary !== null) { el("span", "preview", head, summary); }
+    return details;
+  }
+
+  function badge(parent, key) {
+    var span = el("span", "badge score-" + (/^([0-9]+|unscored)$/.test(key) ? key : "other"), parent,
+      key === "unscored" ? "none" : key);
+    span.title = "score";
+  }
+
+  function issueMarker(parent, issue) {
+    var marker = el("div", "issue-marker " + word(issue.severity) + (issue.category === "environment" ? " environment" : "") +
+      (issue.majority ? "" : " minority-issue"), parent);
+    marker.dataset.issue = text(issue.cluster);
+    var head = el("div", "head", marker);
+    el("span", "flag", head, (issue.majority ? "\u2691 majority issue" : "\u25cb minority issue") +
+      (given(issue.turn) ? " · T" + issue.turn : ""));
+    el("span", "pill " + word(issue.severity), head, issue.severity);
+    el("span", "pill" + (issue.category === "environment" ? " environment" : ""), head, issue.category);
+    if (issue.tag) { el("span", "pill tag", head, issue.tag); }
+    el("span", "votes", head, issue.votes + "/" + issue.panel + " vote" + (issue.panel !== 1 ? "s" : "")).title =
+      "distinct passes that reported it";
+    el("span", "muted small", head, "cluster " + text(issue.cluster));
+    if (issue.human) { el("span", "pill human", head, "human: " + text(issue.human)); }
+    el("p", "desc", marker, issue.description);
+    var wordings = issue.wordings;  // [pass key, turn, description, evidence]
+    if (wordings.length === 1) {
+      var only = wordings[0];
+      if (only[2] !== issue.description) {
+        var line = el("p", "small", marker);
+        el("span", "muted", line, text(only[0]) + ":");
+        put(line, " " + text(only[2]));
+      }
+      if (only[3]) { el("span", "evidence", marker, "evidence (" + text(only[0]) + "): \u201c" + text(only[3]) + "\u201d"); }
+    } else if (wordings.length) {
+      var details = el("details", "", marker);
+      details.open = issue.majority && wordings.length <= 3;
+      el("summary", "", details, "wording of each pass (" + wordings.length + ")");
+      var list = el("ul", "wordings", details);
+      wordings.forEach(function (w) {
+        var item = el("li", "", list);
+        el("span", "who", item, text(w[0]) + (given(w[1]) ? " · T" + w[1] : ""));
+        put(item, w[2]);
+        if (w[3]) { el("span", "evidence", item, "evidence: \u201c" + text(w[3]) + "\u201d"); }
+      });
+    }
+  }
+
+  function reviewNote(parent, review) {
+    var decision = review.release, machine = review.machine;
+    var over = decision && decision.release && (decision.over_failed_checks.length || decision.over_score);
+    var box = el("div", over ? "warning" : "human-review", parent);
+    el("strong", "", box, "Human review");
+    put(box, " (" + (review.reviewers.map(text).join(", ") || "no decision applied") + "): the judges gave score " +
+      (given(machine.score) ? machine.score : "none") + " and " + (machine.release ? "released" : "held") + " it (" +
+      text(machine.reason) + ").");
+    if (decision) {
+      put(box, " " + text(decision.reviewer) + " " + (decision.release ? "released" : "held") + " it");
+      if (decision.over_failed_checks.length) {
+        put(box, " ");
+        el("strong", "", box, "over failed checks " + decision.over_failed_checks.map(text).join(", "));
+      }
+      if (decision.over_score) { put(box, " "); el("strong", "", box, "although the rubric does not release its score"); }
+      if (decision.reason) { put(box, ": " + text(decision.reason)); }
+      put(box, ".");
+    }
+    review.stale.forEach(function (d) {  // [kind, target, reviewer, why]
+      el("br", "", box);
+      el("span", "muted", box, "stale, not applied: " + d.map(text).slice(0, 2).join(" ") + " by " + text(d[2]) + ": " + text(d[3]));
+    });
+  }
+
+  function checks(list, view) {
+    var known = view.gate ? settings.checks : [], failed = view.failed;
+    var passed = known.filter(function (name) { return failed.indexOf(name) < 0; });
+    var failing = known.filter(function (name) { return failed.indexOf(name) >= 0; })
+      .concat(failed.filter(function (name) { return known.indexOf(name) < 0; }));
+    el("dt", "", list, "release checks");
+    var cell = el("dd", "checks", list);
+    failing.forEach(function (name) { el("span", "pill fail", cell, "\u2717 " + text(name)); });
+    if (passed.length) {
+      var details = el("details", "", cell);
+      el("span", "pill pass", el("summary", "", details),
+        "\u2713 " + (failing.length ? "" : "all ") + passed.length + (failing.length ? " other" : "") + " checks passed");
+      passed.forEach(function (name) { el("span", "pill pass", details, "\u2713 " + name); });
+    }
+    if (!known.length && !failing.length) { el("span", "muted", cell, "none recorded"); }
+  }
+
+  function repairRoute(list, repair) {
+    el("dt", "", list, "repair route");
+    var cell = el("dd", "", list);
+    if (!repair) { el("span", "muted", cell, "none"); return; }
+    el("code", "", cell, repair.route);
+    if (given(repair.checkpoint_turn)) { put(cell, " from the checkpoint after T" + repair.checkpoint_turn); }
+    put(cell, ": " + text(repair.reason));
+    if (repair.guidance) { el("br", "", cell); el("span", "muted", cell, "guidance:"); put(cell, " " + text(repair.guidance)); }
+    if (repair.moot.length) { el("br", "", cell); el("span", "muted", cell, "made moot:"); put(cell, " " + repair.moot.map(text).join(", ")); }
+    var routed = repair.issues;
+    if (Array.isArray(routed) && routed.length > 1) {
+      var details = el("details", "", cell);
+      el("summary", "", details, "route of each issue (" + routed.length + ")");
+      var items = el("ul", "small", details);
+      routed.forEach(function (r) {
+        if (r === null || typeof r !== "object" || Array.isArray(r)) { return; }
+        var item = el("li", "", items);
+        put(item, (given(r.turn) ? "T" + text(r.turn) : "T?") + " " + (r.category ? text(r.category) : "") +
+          (r.tag ? " · " + text(r.tag) : "") + " \u2192 ");
+        el("code", "", item, r.route);
+        if (r.role) { put(item, " "); el("span", "muted", item, "(" + text(r.role) + ")"); }
+      });
+    }
+  }
+
+  function assistantMessage(parent, anchor, m, pinned, minorityAt, answered) {
+    var issues = given(m.turn) ? pinned.get(m.turn) || [] : [];
+    var className = "msg assistant";
+    if (issues.length) {
+      className += " has-issues";
+      if (!issues.some(function (i) { return i.severity === "severe"; })) { className += " only-minor"; }
+    }
+    var box = el("div", className, parent);
+    box.id = anchor + "-T" + text(m.turn);
+    var who = el("div", "who", box);
+    el("span", "turn", who, "T" + text(m.turn));
+    put(who, "assistant" + (m.name ? " · " + text(m.name) : ""));
+    issues.forEach(function (issue) { issueMarker(box, issue); });
+    if (m.reasoning) {
+      var thoughts = el("details", "", box);
+      el("summary", "", thoughts, "reasoning");
+      el("div", "text", thoughts, m.reasoning);
+    }
+    if (m.content) { el("div", "text", box, m.content); }
+    (m.tool_calls || []).forEach(function (call) {
+      var line = el("div", "call", box);
+      el("span", "name mono", line, call.name);
+      put(line, " ");
+      el("span", "muted small mono", line, call.id);
+      if (!answered.has(call.id)) { put(line, " "); el("span", "err-flag small", line, "no receipt"); }
+      if (call.arguments_error) { el("span", "bad-args small", line, "arguments do not parse: " + text(call.arguments_error)); }
+      var args = argumentsText(call);
+      if (isLong(args)) {
+        el("pre", "", folded(line, args, preview(call.arguments_error ? args : oneLine(call.arguments))), args);
+      } else if (args) {
+        el("pre", "", line, args);
+      }
+    });
+    var minority = given(m.turn) ? minorityAt.get(m.turn) || 0 : 0;
+    if (minority) { el("div", "minority-note", box, plural(minority, "minority issue") + " at this turn, listed apart below."); }
+  }
+
+  function toolMessage(parent, m) {
+    var r = m.receipt;
+    var failed = !!r && (r.is_error || (given(r.exit_code) && r.exit_code !== 0));
+    var box = el("div", "msg tool" + (failed ? " error" : ""), parent);
+    var head = el("div", "receipt-head", box);
+    el("span", "who", head, "receipt" + (given(m.turn) ? " · T" + text(m.turn) : ""));
+    if (r) {
+      el("span", "mono small", head, (given(r.name) ? text(r.name) : "") + " " + (given(r.call_id) ? text(r.call_id) : ""));
+      if (failed) {
+        el("span", "err-flag", head, "\u2717 error" + (given(r.exit_code) ? " (exit " + text(r.exit_code) + ")" : ""));
+      } else if (given(r.exit_code)) {
+        el("span", "muted small", head, "exit " + text(r.exit_code));
+      }
+    }
+    var content = (r ? r.content : m.content) || "";
+    if (r && isLong(content)) {
+      el("pre", "", folded(box, content, preview(content)), content);
+    } else if (content) {
+      el("pre", "", box, content);
+    } else {
+      el("p", "muted small", box, "(empty)");
+    }
+  }
+
+  function otherMessage(parent, m) {
+    var box = el("div", "msg " + word(m.role), parent);
+    el("div", "who", box, text(m.role) + (m.name ? " · " + text(m.name) : "") + (m.turn ? " · after T" + text(m.turn) : ""));
+    var content = m.content || "";
+    if (m.role === "system" && isLong(content)) {
+      el("div", "text", folded(box, content, null), content);
+    } else {
+      el("div", "text", box, content);
+    }
+  }
+
+  function passesTable(parent, passes) {
+    var table = el("table", "small", parent);
+    var head = el("tr", "", el("thead", "", table));
+    [["pass", ""], ["status", ""], ["issues", "num"], ["efficiency", ""], ["model", ""]].forEach(function (h) {
+      el("th", h[1], head, h[0]);
+    });
+    var body = el("tbody", "", table);
+    passes.forEach(function (p) {  // [pass key, status, reason, detail, raw, efficiency, issues, model, cached]
+      var row = el("tr", "", body);
+      var key = el("td", "", row);
+      el("code", "", key, p[0]);
+      if (p[8]) { put(key, " (cached)"); }
+      var status = el("td", "", row);
+      if (p[1] === "ok") {
+        put(status, "ok");
+      } else {
+        el("span", "err-flag", status, "unscored");
+        put(status, " ");
+        el("code", "", status, p[2]);
+        if (p[3]) { put(status, ": " + text(p[3])); }
+        if (p[4]) {
+          var raw = el("details", "", status);
+          el("summary", "", raw, "raw output");
+          el("pre", "", raw, p[4]);
+        }
+      }
+      el("td", "num", row, p[6]);
+      el("td", "", row, p[5] || "\u2013");
+      el("td", "", row, p[7] || "\u2013");
+    });
+    if (!passes.length) { el("td", "muted", el("tr", "", body), "no pass recorded").colSpan = 5; }
+  }
+
+  // The viewer section of one trajectory: view (view_data) and trajectory (its JSON) as written by render.py.
+  function renderTrajectory(view, trajectory) {
+    var section = el("section", "trajectory");
+    section.id = view.anchor;
+    section.dataset.score = text(view.score);
+    var header = el("header", "", section);
+    var title = el("h3", "", header);
+    badge(title, view.score);
+    el("span", "tid", title, trajectory.id);
+    el("span", view.release ? "pill released" : "pill held", title, view.release ? "released" : "not released");
+    if (view.review) { el("span", "pill human", title, "human decision"); reviewNote(header, view.review); }
+    var verdict = el("p", "verdict-line", header, text(view.reason) + " ");
+    el("span", "muted small", verdict, "· " + view.valid + " valid of " + view.panel + " passes" +
+      (view.efficiency.length ? " · efficiency " + view.efficiency.map(text).join(", ") : ""));
+    var facts = el("dl", "kv small", header);
+    view.metadata.forEach(function (kv) { el("dt", "", facts, kv[0]); el("dd", "", facts, kv[1]); });
+    checks(facts, view);
+    repairRoute(facts, view.repair);
+    el("h4", "", section, "Query");
+    el("div", "query", section, trajectory.query);
+    if (view.unpinned.length) {
+      el("h4", "", section, "Majority issues without a turn");
+      view.unpinned.forEach(function (issue) { issueMarker(section, issue); });
+    }
+    if (view.added.length) {
+      el("h4", "", section, "Issues added by reviewers");
+      view.added.forEach(function (issue) { issueMarker(section, issue); });
+    }
+    el("h4", "", section, "Transcript");
+    var pinned = new Map(view.pinned), minorityAt = new Map(), answered = new Set();
+    view.minority.forEach(function (issue) {
+      if (given(issue.turn)) { minorityAt.set(issue.turn, (minorityAt.get(issue.turn) || 0) + 1); }
+    });
+    trajectory.messages.forEach(function (m) {
+      if (m.role === "tool" && m.receipt && m.receipt.call_id) { answered.add(m.receipt.call_id); }
+    });
+    trajectory.messages.forEach(function (m) {
+      if (m.role === "assistant") {
+        assistantMessage(section, view.anchor, m, pinned, minorityAt, answered);
+      } else if (m.role === "tool") {
+        toolMessage(section, m);
+      } else {
+        otherMessage(section, m);
+      }
+    });
+    if (view.minority.length) {
+      var apart = el("div", "apart", section);
+      el("h4", "", apart, "Minority issues (not counted in the score)");
+      view.minority.forEach(function (issue) { issueMarker(apart, issue); });
+    }
+    el("h4", "", section, "Judge passes");
+    passesTable(section, view.passes);
+    var back = el("p", "back no-print", section);
+    el("a", "", back, "\u2191 back to the index").href = "#trajectories";
+    return section;
+  }
+
+  // A trajectory the renderer could not draw (data it does not understand) is named, not dropped silently.
+  function viewerSection(item) {
+    try {
+      return renderTrajectory(item[0], item[1]);
+    } catch (error) {
+      var id = item && item[1] && item[1].id;
+      return el("p", "warning", null, "Cannot show the trajectory " + text(id) + ": " + text(error && error.message));
+    }
+  }
 
   // A row of the index, in both layouts (the column order of report_data/index.js).
   var ID = 0, SCORE = 1, RELEASE = 2, TURNS = 3, MAJORITY = 4, SEVERE = 5, MINORITY = 6, COST = 7, OUTCOME = 8,
@@ -311,13 +673,11 @@
 
     function show() {
       var shard = shards.get(shardOf(waiting.position));
-      var html = shard.sections[waiting.position - shard.start];
+      var item = shard.items[waiting.position - shard.start];
       viewer.textContent = "";
       viewer.appendChild(navigation(waiting.position));
-      var holder = document.createElement("div");
-      holder.innerHTML = policy ? policy.createHTML(html) : html;
-      viewer.appendChild(holder);
-      var target = waiting.turn && holder.querySelector("[id$='-T" + waiting.turn + "']");
+      viewer.appendChild(viewerSection(item));
+      var target = waiting.turn && document.getElementById(item[0].anchor + "-T" + waiting.turn);
       (target || viewer).scrollIntoView();
       waiting = null;
     }
@@ -329,9 +689,9 @@
         list.hidden = false;
         start();
       },
-      shard: function (number, first, sections) {
+      shard: function (number, first, items) {
         delete loading[number];
-        shards.set(number, { start: first, sections: sections });
+        shards.set(number, { start: first, items: items });
         if (shards.size > KEPT_SHARDS) { shards.delete(shards.keys().next().value); }
         if (waiting && shardOf(waiting.position) === number) { show(); }
       },
@@ -367,14 +727,18 @@
   }
 
   if (!paged) {
+    var holder = document.getElementById("sections");
+    var all = JSON.parse(document.getElementById("trajudge-views").textContent);
+    var sections = document.createDocumentFragment();
+    all.forEach(function (item) { sections.appendChild(viewerSection(item)); });
+    holder.appendChild(sections);
     view = tableView();
     start();
     return;
   }
   if (window.trustedTypes && window.trustedTypes.createPolicy) {
     policy = window.trustedTypes.createPolicy("trajudge", {
-      // Only the sections of report_data/v/*.js reach this: HTML our own autoescaped templates rendered.
-      createHTML: function (html) { return html; },
+      // No HTML at all: the only sink the page uses is a script element's URL, for report_data's own files.
       createScriptURL: function (url) {
         if (!SCRIPT_URL.test(url)) { throw new TypeError("not a file of report_data: " + url); }
         return url;

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "batch"
 ROWS = ROOT / "tests" / "fixtures" / "cluster" / "multilingual_defects.jsonl"
 LINE = re.compile(r"^judging: (\d+)/(\d+) \((\d+)%\) \d+:\d\d:\d\d( · .*)?$")
+COUNT_LINE = re.compile(r"^judging: (\d+) \d+:\d\d:\d\d( · .*)?$")
 
 
 # --- progress --------------------------------------------------------------------------------------
@@ -94,11 +95,22 @@ def test_interactive_and_colour(monkeypatch: pytest.MonkeyPatch, tty: bool, term
 
 
 def test_score_off_a_terminal_prints_progress_lines_on_stderr(tmp_path: Path):
+    # The rules judge judges while the import streams past: the count has no total until the end.
     result = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "run"), "--embedder", "lexical"])
     assert result.exit_code == 0, result.output
     progress = [line for line in result.stderr.splitlines() if line.startswith("judging")]
-    assert progress and all(LINE.match(line) for line in progress) and progress[-1].startswith("judging: 14/14 (100%)")
+    assert progress and all(COUNT_LINE.match(line) for line in progress) and progress[-1].startswith("judging: 14 ")
     assert "…" not in result.stderr and "\x1b[" not in result.output
+
+
+def test_progress_without_a_total_counts_at_the_start_and_the_end():
+    stream = io.StringIO()
+    with Progress("judging", total=None, stream=stream, live=False) as progress:
+        for _ in range(25):
+            progress.advance(stats="0 unscored")
+    lines = stream.getvalue().splitlines()
+    assert [line.split(" ")[1] for line in lines] == ["0", "25"]  # no tenths to report without a total
+    assert all(COUNT_LINE.match(line) for line in lines) and lines[-1].endswith("· 0 unscored")
 
 
 # --- judge show ----------------------------------------------------------------------------------

@@ -287,9 +287,12 @@ def test_explain_agreement_in_plain_words(section, panel, expected):
 # --- HTML content and the viewer ---------------------------------------------------------------
 
 
-def _section(dom: Node, trajectory_id: str) -> Node:
-    (section,) = dom.find_all("section", id=anchor_id(trajectory_id))
-    return section
+@pytest.fixture(scope="module")
+def views(dom: Node) -> dict[str, tuple[dict, dict]]:
+    """The single file's viewer data by trajectory id: (view, trajectory JSON), what the page's script draws
+    (what it shows of them is checked in a browser: tests/test_report_browser.py)."""
+    (element,) = dom.find_all("script", id="trajudge-views")
+    return {trajectory["id"]: (view, trajectory) for view, trajectory in json.loads(element.all_text())}
 
 
 def test_report_shows_every_part(html: str):
@@ -301,43 +304,45 @@ def test_report_shows_every_part(html: str):
     assert "Release yield 20.0%" in html
 
 
-def test_viewer_pins_majority_issues_to_their_turn(dom: Node):
-    section = _section(dom, "t-bad")
-    turns = {n.attrs["id"].rsplit("-", 1)[1]: n for n in section.find_all("div", cls="assistant")}
-    assert set(turns) == {"T1", "T2", "T3"}
-    t2_markers = turns["T2"].find_all(cls="issue-marker")
-    assert len(t2_markers) == 1 and "severe" in t2_markers[0].classes()
-    text = t2_markers[0].all_text()
-    assert "3/3 votes" in text and "Broken JSON in the edit arguments" in text and "T2 edit tool arguments malformed" in text
-    assert [m.all_text().count("2/3 votes") for m in turns["T3"].find_all(cls="issue-marker")] == [1]
-    assert not turns["T1"].find_all(cls="issue-marker")  # its only issue is a minority one: shown apart
+def _wordings(issue: dict) -> list[str]:
+    return [description for _, _, description, _ in issue["wordings"]]
 
 
-def test_viewer_lists_majority_issues_without_a_turn_before_the_transcript(dom: Node):
-    section = _section(dom, "t-bad")
-    markers = [m for m in section.find_all(cls="issue-marker") if "No plan was given" in m.all_text()]
-    assert len(markers) == 1
-    ancestors = []
-    node = markers[0].parent
-    while node is not None:
-        ancestors.append(node)
-        node = node.parent
-    assert not any("msg" in n.classes() or "apart" in n.classes() for n in ancestors), "not pinned to a turn"
-    assert "2/3 votes" in markers[0].all_text()
+def test_viewer_pins_majority_issues_to_their_turn(views: dict):
+    view, trajectory = views["t-bad"]
+    assert [m["turn"] for m in trajectory["messages"] if m["role"] == "assistant"] == [1, 2, 3]
+    pinned = dict(view["pinned"])
+    assert set(pinned) == {2, 3}  # T1's only issue is a minority one: shown apart
+    (t2,) = pinned[2]
+    assert (t2["severity"], t2["votes"], t2["panel"], t2["majority"]) == ("severe", 3, 3, True)
+    assert "T2 edit tool arguments malformed; the call failed with exit 2." in _wordings(t2)
+    assert "Broken JSON in the edit arguments made the tool fail." in _wordings(t2)
+    assert [i["votes"] for i in pinned[3]] == [2]
+    assert [i["turn"] for i in view["minority"]] == [1]
 
 
-def test_viewer_shows_minority_apart_and_receipts(dom: Node):
-    section = _section(dom, "t-bad")
-    (apart,) = section.find_all("div", cls="apart")
-    (minority,) = apart.find_all(cls="issue-marker")
-    assert "minority-issue" in minority.classes() and "Did not read the test first." in minority.all_text()
-    receipts = section.find_all("div", cls="tool")
-    assert len(receipts) == 2
-    long_log, failed = receipts
-    assert long_log.find_all("details"), "a 60-line receipt folds"
-    assert "error" in failed.classes() and "exit 2" in failed.all_text()
-    assert "arguments do not parse" in section.all_text()
-    assert "online-guided" in section.all_text() and "authenticity:unverified-completion" in section.all_text()
+def test_viewer_lists_majority_issues_without_a_turn_apart_from_the_transcript(views: dict):
+    view, _ = views["t-bad"]
+    (unpinned,) = view["unpinned"]
+    assert "No plan was given at any point." in _wordings(unpinned) and unpinned["votes"] == 2
+    assert unpinned["turn"] is None and all(i["cluster"] != unpinned["cluster"] for _, group in view["pinned"] for i in group)
+
+
+def test_viewer_data_of_minority_issues_checks_and_repair(views: dict):
+    view, _ = views["t-bad"]
+    (minority,) = view["minority"]
+    assert minority["description"] == "Did not read the test first." and not minority["majority"]
+    assert "authenticity:unverified-completion" in view["failed"] and view["gate"] is True
+    assert view["repair"]["route"] == "online-guided" and view["repair"]["guidance"].endswith(SCRIPT)
+    assert view["anchor"] == anchor_id("t-bad") and view["score"] == "2" and view["release"] is False
+    assert views["t-noscore"][0]["gate"] is False, "without a score row no check may be listed as passed"
+
+
+def test_unscored_pass_keeps_its_raw_output(views: dict):
+    view, _ = views[HOSTILE_ID]
+    unscored = {p[2]: p for p in view["passes"] if p[1] != "ok"}  # [key, status, reason, detail, raw, ...]
+    assert set(unscored) == {"parse_error", "provider_error"}
+    assert unscored["parse_error"][4] == "not json " + SCRIPT
 
 
 def test_index_rows_carry_filter_data(dom: Node):
@@ -348,30 +353,42 @@ def test_index_rows_carry_filter_data(dom: Node):
     assert json.loads(bad.attrs["data-tags"]) == ["bad-arguments", "no-plan", "unverified-completion"]
     assert rows[anchor_id("t-noscore")].attrs["data-score"] == "unscored"
     (form,) = dom.find_all("form", id="filters")
-    assert "hidden" in form.attrs, "without JavaScript the filters stay hidden and every trajectory shows"
-
-
-def test_unscored_pass_keeps_its_raw_output(dom: Node):
-    section = _section(dom, HOSTILE_ID)
-    text = section.all_text()
-    assert "parse_error" in text and "provider_error" in text and "not json " + SCRIPT in text
+    assert "hidden" in form.attrs, "without JavaScript the filters stay hidden"
 
 
 # --- safety ------------------------------------------------------------------------------------
 
 
+JSON_SCRIPT = "application/json"
+
+
 def test_data_is_escaped_not_markup(html: str, dom: Node):
-    scripts = dom.find_all("script")
+    scripts = [s for s in dom.find_all("script") if s.attrs.get("type") != JSON_SCRIPT]
     assert len(scripts) == 1 and "PWNED" not in scripts[0].all_text(), "only our own script is a script"
+    data = [s for s in dom.find_all("script") if s.attrs.get("type") == JSON_SCRIPT]
+    assert sorted(s.attrs["id"] for s in data) == ["trajudge-viewer", "trajudge-views"]
+    for element in data:  # nothing in the data can close its element or open a comment
+        assert "<" not in element.all_text()
+        json.loads(element.all_text())
     assert not dom.find_all("img") and not dom.find_all("iframe") and not dom.find_all("b")
     for node in dom.walk():
         assert not any(name.startswith("on") for name in node.attrs), f"event handler attribute on <{node.tag}>"
-    assert "&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;" in html
-    assert "&lt;img src=x onerror=" in html
-    # and the escaped text is shown where it belongs: query, receipt, issue wording, repair guidance
-    section = _section(dom, "t-bad")
-    assert section.find_all(cls="query")[0].all_text() == "Fix the failing test <b>now</b> " + SCRIPT
-    assert SCRIPT in section.find_all("div", cls="error")[0].all_text()
+    assert "&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;" in html  # the index and summary tables
+    assert "\\u003cimg src=x onerror=" in html and "<img" not in html  # the viewer data
+
+
+def test_viewer_data_shows_no_control_character_raw(tmp_path: Path):
+    """JSON leaves bidi and C1 controls raw; the report files write them as JSON escapes (the same value)."""
+    run_dir = make_run(tmp_path / "run")
+    path = run_dir / "trajectories.jsonl"
+    path.write_text(path.read_text(encoding="utf-8").replace("Rename a variable.", "Rename \u202e\x85\x7f."),
+                    encoding="utf-8")
+    for layout in ("single", "paged"):
+        paths = build_report(run_dir, layout=layout)
+        files = [paths["report_html"], *sorted(run_dir.glob("report_data/**/*.js"))]
+        text = "".join(p.read_text(encoding="utf-8") for p in files)
+        assert not re.search("[\u202e\x85\x7f]", text), layout
+        assert "Rename \\u202e\\u0085\\u007f." in text, layout
 
 
 def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):
@@ -383,7 +400,7 @@ def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):
     def digest(text: str) -> str:
         return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
-    (script,) = dom.find_all("script")
+    (script,) = [s for s in dom.find_all("script") if s.attrs.get("type") != JSON_SCRIPT]
     (style,) = dom.find_all("style")
     assert policy["script-src"] == digest(script.all_text())
     assert policy["style-src-elem"] == digest(style.all_text())

@@ -25,10 +25,20 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.report.report_runs import HOSTILE_ID, SCRIPT, make_run
+from fixtures.report.report_runs import (
+    HOSTILE_FIELDS,
+    HOSTILE_ID,
+    PAYLOAD_SHOWN,
+    PAYLOAD_START,
+    SCRIPT,
+    hostile,
+    make_hostile_run,
+    make_run,
+)
 from judge.report import build_report
 from judge.report.viewer import anchor_id
 from judge.testing.chromium import Chromium
+from judge.visible import visible
 
 pytestmark = pytest.mark.slow
 
@@ -172,6 +182,98 @@ def test_index_filters_preset_from_the_address(
             before, after = dom.split(f'data-trajectory="{anchor(trajectory_id)}"', 1)
             start_tag = before.rsplit("<tr", 1)[1] + after.split(">", 1)[0]
             assert ("hidden-by-filter" in start_tag) == (trajectory_id not in visible), trajectory_id
+
+
+# --- the viewer, drawn by report.js from each trajectory's JSON (both layouts use the one renderer) ------------
+
+# What the viewer shows of the fixture batch, read in one evaluation (no server-side HTML to grep any more).
+VIEWER_FACTS = """(function (bad, hostile) {
+  var section = document.getElementById(bad), turns = {};
+  section.querySelectorAll("div.msg.assistant").forEach(function (d) { turns[d.id.slice(bad.length + 1)] = d; });
+  function markers(node) {
+    return Array.from(node.querySelectorAll(".issue-marker")).map(function (m) { return [m.className, m.textContent]; });
+  }
+  var unpinned = Array.from(section.querySelectorAll(".issue-marker")).filter(function (m) {
+    return m.textContent.indexOf("No plan was given") >= 0; });
+  return JSON.stringify({
+    sections: document.querySelectorAll("#sections > section.trajectory").length,
+    turns: Object.keys(turns).sort(),
+    t1: markers(turns.T1), t2: markers(turns.T2), t3: markers(turns.T3),
+    unpinned: unpinned.map(function (m) { return !!m.parentElement.closest(".msg, .apart"); }),
+    apart: markers(section.querySelector("div.apart")),
+    tools: Array.from(section.querySelectorAll("div.msg.tool")).map(function (t) {
+      return [t.className, !!t.querySelector("details > pre"), t.textContent]; }),
+    query: section.querySelector(".query").textContent,
+    text: section.textContent,
+    hostile: document.getElementById(hostile).textContent,
+    foreign: document.querySelectorAll("#sections img, #sections iframe, #sections b, #sections script, #sections link").length
+  });
+})"""
+
+
+@needs_chromium
+def test_single_file_viewer_shows_the_batch_in_chromium(built: Path):
+    from fixtures.report.report_runs import UNPINNED_WORDINGS
+
+    with Chromium(CHROMIUM) as browser:
+        browser.open(built.resolve().as_uri(), ready=READY)
+        facts = json.loads(browser.evaluate(f"{VIEWER_FACTS}({json.dumps(anchor_id('t-bad'))}, {json.dumps(anchor_id(HOSTILE_ID))})"))
+        assert browser.console == []
+    assert facts["sections"] == 5 and facts["foreign"] == 0
+    # majority issues pinned to their turn (T1's only issue is a minority one, shown apart)
+    assert facts["turns"] == ["T1", "T2", "T3"] and facts["t1"] == []
+    ((t2_class, t2_text),) = facts["t2"]
+    assert t2_class.split() == ["issue-marker", "severe"]
+    assert "3/3 votes" in t2_text and "Broken JSON in the edit arguments" in t2_text and "T2 edit tool arguments malformed" in t2_text
+    assert [text.count("2/3 votes") for _, text in facts["t3"]] == [1]
+    assert facts["unpinned"] == [False], "a majority issue without a turn is not inside a message nor apart"
+    ((minority_class, minority_text),) = facts["apart"]
+    assert "minority-issue" in minority_class and "Did not read the test first." in minority_text
+    # receipts: a 60-line log folds, the failed edit shows its exit code and the hostile text as text
+    (long_log, failed) = facts["tools"]
+    assert long_log[1] and "error" not in long_log[0].split()
+    assert failed[0].split() == ["msg", "tool", "error"] and "✗ error (exit 2)" in failed[2] and SCRIPT in failed[2]
+    text = facts["text"]
+    assert "arguments do not parse: Expecting property name" in text and "no receipt" not in text
+    assert "online-guided" in text and "authenticity:unverified-completion" in text and UNPINNED_WORDINGS[1] in text
+    assert facts["query"] == "Fix the failing test <b>now</b> " + SCRIPT
+    assert "parse_error" in facts["hostile"] and "provider_error" in facts["hostile"] and "not json " + SCRIPT in facts["hostile"]
+
+
+SHOWN_FIELDS = """(function (root) {
+  var node = document.querySelector(root);
+  var control = /[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069]/;
+  return JSON.stringify({
+    text: node.textContent,
+    raw: control.test(node.textContent),
+    foreign: node.querySelectorAll("img, iframe, script, link, style").length,
+    handlers: Array.from(node.querySelectorAll("*")).filter(function (e) {
+      return Array.from(e.attributes).some(function (a) { return a.name.indexOf("on") === 0; }); }).length
+  });
+})"""
+
+
+@needs_chromium
+def test_hostile_text_in_every_field_is_shown_as_text_in_both_layouts(tmp_path: Path):
+    """Markup, a bidi override, an ANSI sequence and a C1 control in every field the viewer shows: each field is
+    shown, as text, its controls as escapes; nothing runs, nothing is fetched, nothing logs a CSP violation."""
+    run_dir = make_hostile_run(tmp_path / "run")
+    tid = hostile("id")
+    shown = {}
+    with Chromium(CHROMIUM) as browser:
+        for layout, root in (("single", "#sections"), ("paged", "#viewer")):
+            page = build_report(run_dir, layout=layout)["report_html"].resolve().as_uri()
+            browser.open(page, ready=READY)
+            if layout == "paged":  # the index names the id as shown, controls escaped (visible)
+                browser.timed(f"location.hash = '#/t/' + encodeURIComponent({json.dumps(visible(tid))})",
+                              done="!!document.querySelector('#viewer section.trajectory')")
+            shown[layout] = json.loads(browser.evaluate(f"{SHOWN_FIELDS}({json.dumps(root)})"))
+            _inert(browser, run_dir.resolve().as_uri() + "/")
+    for layout, facts in shown.items():
+        assert (facts["raw"], facts["foreign"], facts["handlers"]) == (False, 0, 0), layout
+        missing = [field for field in HOSTILE_FIELDS
+                   if f"[{field}]" + (PAYLOAD_START if field == "call.arguments" else PAYLOAD_SHOWN) not in facts["text"]]
+        assert missing == [], f"{layout}: fields not shown as text: {missing}"
 
 
 # --- the paged layout (DevTools protocol) ------------------------------------------------------------

@@ -21,9 +21,16 @@ from judge import rundir
 from judge.agreement import AgreementTally, agreement_summary
 from judge.report import build_report, build_summary
 from judge.report.paged import DATA_DIR, INDEX_COLUMNS
-from judge.report.render import SINGLE_FILE_MAX_BYTES, SINGLE_FILE_MAX_TRAJECTORIES, choose_layout, write_report
+from judge.report.render import (
+    SINGLE_FILE_MAX_BYTES,
+    SINGLE_FILE_MAX_TRAJECTORIES,
+    ReportStream,
+    choose_layout,
+    write_report,
+)
 from judge.report.serve import serving
 from judge.report.stream import WINDOW, entries, trajectory_ids
+from judge.report.viewer import anchor_id
 from judge.rundir import RunDir
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow, Verdict
 from judge.testing.builders import say, trajectory
@@ -122,14 +129,14 @@ def test_the_join_streams_the_trajectories(tmp_path: Path, monkeypatch: pytest.M
     """The first entry comes out after at most WINDOW + 1 trajectories were read, not after the whole file."""
     run = RunDir(random_run(tmp_path / "run", 3 * WINDOW))
     read: list[str] = []
-    original = RunDir.trajectories
+    original = RunDir.trajectory_lines
 
     def counting(self: RunDir, **options):
-        for item in original(self, **options):
+        for line, item in original(self, **options):
             read.append(item.id)
-            yield item
+            yield line, item
 
-    monkeypatch.setattr(RunDir, "trajectories", counting)
+    monkeypatch.setattr(RunDir, "trajectory_lines", counting)
     stream = entries(run, trajectory_ids(run), [])
     next(stream)
     assert len(read) == WINDOW + 1
@@ -222,11 +229,14 @@ def test_the_paged_layout_writes_summary_page_index_and_shards(tmp_path: Path) -
     assert by_id["t-bad"]["text"].startswith("Fix the failing test <b>now</b>")  # data: shown with textContent
     shards = sorted((run / DATA_DIR / "v").iterdir())
     assert [s.name for s in shards] == ["0.js"] and meta["shards"] == [0]
-    kind, number, first, sections = _call_args(shards[0])
-    assert (kind, number, first, len(sections)) == ("shard", 0, 0, 5)
-    bad = sections[[row[0] for row in rows].index("t-bad")]
-    assert "&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;" in bad and "<script" not in bad
-    assert "onerror=" not in bad.replace("onerror=&#34;", "")
+    kind, number, first, items = _call_args(shards[0])
+    assert (kind, number, first, len(items)) == ("shard", 0, 0, 5)
+    # each trajectory's view data and its JSON as trajectories.jsonl holds it (the page's script draws them)
+    lines = {json.loads(line)["id"]: json.loads(line) for line in (run / rundir.TRAJECTORIES).open(encoding="utf-8")}
+    for (view, data), row in zip(items, rows):
+        assert data == lines[row[0]] and view["anchor"] == anchor_id(row[0])
+    bad = items[[row[0] for row in rows].index("t-bad")][0]
+    assert bad["repair"]["guidance"].endswith(SCRIPT) and bad["score"] == "2"
 
 
 def test_the_layouts_report_the_same_figures_and_replace_each_other(tmp_path: Path) -> None:
@@ -239,6 +249,37 @@ def test_the_layouts_report_the_same_figures_and_replace_each_other(tmp_path: Pa
     assert _figures(json.loads((run / rundir.SUMMARY).read_text(encoding="utf-8"))) == _figures(paged)
     assert (run / rundir.REPORT_MD).read_text(encoding="utf-8").split("\n", 3)[3] == markdown.split("\n", 3)[3]
     assert not [p.name for p in run.iterdir() if p.name.startswith(".report-build")]
+
+
+def _report_files(run: Path) -> dict[str, str]:
+    """The report's files of a run, minus the lines that name when they were generated."""
+    files = {p.relative_to(run).as_posix(): p.read_text(encoding="utf-8")
+             for p in [run / rundir.REPORT_MD, run / rundir.REPORT_HTML, *sorted((run / DATA_DIR).rglob("*.js"))]}
+    return {name: re.sub(r"generated (at )?\S+ ", "", text) for name, text in files.items()}
+
+
+def test_a_report_stream_fed_entries_writes_what_build_report_writes(tmp_path: Path) -> None:
+    """The fused pipeline's way in: entries from the caller (without their JSON lines: the stream serialises the
+    models), in input order; and a discarded stream leaves the run's report as it was."""
+    run = make_run(tmp_path / "run")
+    build_report(run, layout="paged")
+    expected, summary = _report_files(run), _figures(json.loads((run / rundir.SUMMARY).read_text(encoding="utf-8")))
+    ids = trajectory_ids(RunDir(run))
+    size = (run / rundir.TRAJECTORIES).stat().st_size
+
+    stream = ReportStream(run, "auto", trajectories=len(ids), input_bytes=size)
+    stream.add(next(entries(RunDir(run), ids, stream.bad_rows)))
+    stream.discard()
+    assert _report_files(run) == expected and not list(run.glob(".report-build-*"))
+
+    stream = ReportStream(run, "paged", trajectories=len(ids), input_bytes=size)
+    for entry in entries(RunDir(run), ids, stream.bad_rows):
+        entry.line = None
+        stream.add(entry)
+    paths = stream.finish()
+    assert set(paths) == {"summary", "report_md", "report_html", "report_data"} and stream.layout == "paged"
+    assert _report_files(run) == expected
+    assert stream.summary is not None and _figures(stream.summary) == {k: v for k, v in summary.items() if k != "trajectories"}
 
 
 def test_a_killed_build_leaves_nothing_behind_the_next(tmp_path: Path) -> None:

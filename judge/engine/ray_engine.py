@@ -181,6 +181,19 @@ class RayEngine:
 
     # --- import ----------------------------------------------------------------------------------
 
+    async def report(self, run_dir: Path) -> dict[str, Path]:
+        """On the driver, from the merged run directory."""
+        import asyncio
+
+        from judge.report import build_report
+
+        return await asyncio.to_thread(build_report, run_dir)
+
+    def import_stream(self, inputs: list[Path], run_dir: Path, fmt: str | None,
+                      settings: PanelConfig) -> None:
+        """Shards import before they judge: no streamed import."""
+        return None
+
     def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
         """Import in parts (consecutive data files), merged in input order; the same files as a local import."""
         import ray

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
@@ -45,37 +45,87 @@ def write_import(
     is given, rejects (and skipped paths) are also appended to it (for the CLI's summary). The two output
     files and any path in ``exclude`` (a run directory) are never read as inputs: they are listed as skipped.
     """
-    from judge.importers import iter_records
-    from judge.importers.reader import UniqueIds
+    imports = ImportStream(inputs, out_path, rejects_path, fmt, keep_rejects, exclude)
+    for _ in imports:
+        pass
+    return imports.stats
 
-    stats = ImportStats()
-    ids = UniqueIds()
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    rejects_path.parent.mkdir(parents=True, exist_ok=True)
-    out_tmp = out_path.with_name(out_path.name + ".tmp")
-    rejects_tmp = rejects_path.with_name(rejects_path.name + ".tmp")
-    try:
-        with out_tmp.open("wb") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
-            sink = ImportSink(out, rejects, stats, keep_rejects)
-            for item in iter_records(list(inputs), fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids):
-                sink.add(item)
-        stats.renamed = ids.renamed
-        os.replace(out_tmp, out_path)
-        os.replace(rejects_tmp, rejects_path)
-    finally:
-        for tmp in (out_tmp, rejects_tmp):
-            if tmp.exists():
-                tmp.unlink()
-    return stats
+
+class ImportStream:
+    """:func:`write_import` as an iterator of the trajectories it writes, each yielded once its line is written,
+    so the caller can take it further while it is in memory (``judge score`` with a panel that makes no call
+    judges, scores and routes it at once: one parse of each input record serves every stage).
+
+    The files are renamed into place when the iteration ends, and :attr:`stats` is complete then; :meth:`close`
+    (or an iteration left early) removes the temporary files and leaves the final names untouched. With
+    ``keep_lines``, each yielded trajectory's line is kept until :meth:`line_of` takes it (the report embeds it
+    as is instead of serialising the trajectory again): the taker must take every line, or they accumulate.
+    """
+
+    def __init__(self, inputs: Iterable[str | Path], out_path: Path, rejects_path: Path, fmt: str | None = None,
+                 keep_rejects: list[Reject] | None = None, exclude: Iterable[str | Path] = (), *,
+                 keep_lines: bool = False):
+        self.stats = ImportStats()
+        self._lines: dict[str, str] | None = {} if keep_lines else None
+        self._items = self._import(list(inputs), Path(out_path), Path(rejects_path), fmt, keep_rejects, list(exclude))
+        self._first: Trajectory | None = None
+
+    def peek(self) -> bool:
+        """Import up to the first trajectory: False when the inputs hold none (the import is then complete)."""
+        if self._first is None:
+            self._first = next(self._items, None)
+        return self._first is not None
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        if self._first is not None:
+            first, self._first = self._first, None
+            yield first
+        yield from self._items
+
+    def line_of(self, trajectory_id: str) -> str | None:
+        """Take the line written for a yielded trajectory (None: not kept, or taken already)."""
+        return self._lines.pop(trajectory_id, None) if self._lines is not None else None
+
+    def close(self) -> None:
+        """Stop importing; an unfinished import leaves no file behind."""
+        self._items.close()
+
+    def _import(self, inputs: list[str | Path], out_path: Path, rejects_path: Path, fmt: str | None,
+                keep_rejects: list[Reject] | None, exclude: list[str | Path]) -> Generator[Trajectory, None, None]:
+        from judge.importers import iter_records
+        from judge.importers.reader import UniqueIds
+
+        stats = self.stats
+        ids = UniqueIds()
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        rejects_path.parent.mkdir(parents=True, exist_ok=True)
+        out_tmp = out_path.with_name(out_path.name + ".tmp")
+        rejects_tmp = rejects_path.with_name(rejects_path.name + ".tmp")
+        try:
+            with out_tmp.open("wb") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
+                sink = ImportSink(out, rejects, stats, keep_rejects, lines=self._lines)
+                for item in iter_records(inputs, fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids):
+                    if sink.add(item):
+                        assert isinstance(item, Trajectory)
+                        yield item
+            stats.renamed = ids.renamed
+            os.replace(out_tmp, out_path)
+            os.replace(rejects_tmp, rejects_path)
+        finally:
+            for tmp in (out_tmp, rejects_tmp):
+                if tmp.exists():
+                    tmp.unlink()
 
 
 class ImportSink:
     """Writes imported items as lines and counts them: a trajectory to ``out``, a reject (or a skipped path) to
     ``rejects``. :func:`write_import` and the Ray engine's import parts (judge.engine.ray_engine) share it."""
 
-    def __init__(self, out: TextIO | BinaryIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None):
+    def __init__(self, out: TextIO | BinaryIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None,
+                 lines: dict[str, str] | None = None):
         self.out, self.rejects, self.stats, self.keep_rejects = out, rejects, stats, keep_rejects
-        # Trajectory lines are UTF-8 bytes from pydantic-core: a binary ``out`` (write_import's file) takes them as
+        self.lines = lines  # trajectory id -> its line, for ImportStream(keep_lines=True)
+        # Trajectory lines are UTF-8 bytes from pydantic-core: a binary ``out`` (ImportStream's file) takes them as
         # they are, a text one (the Ray engine's buffers) as text.
         self._write_line: Callable[[bytes], object]
         if isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
@@ -84,7 +134,8 @@ class ImportSink:
             text = cast(TextIO, out)
             self._write_line = lambda line: text.write(line.decode("utf-8"))
 
-    def add(self, item: Trajectory | Reject) -> None:
+    def add(self, item: Trajectory | Reject) -> bool:
+        """Write one item; True when it was a trajectory and its line was written (False: a reject's line)."""
         from judge.importers.reader import Skipped
 
         stats = self.stats
@@ -100,7 +151,9 @@ class ImportSink:
                 fmt_name = item.metadata.source_format
                 stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
                 self._write_line(line + b"\n")
-                return
+                if self.lines is not None:
+                    self.lines[item.id] = line.decode("utf-8")
+                return True
         if isinstance(item, Skipped):
             stats.skipped += 1
         else:
@@ -109,6 +162,7 @@ class ImportSink:
         self.rejects.write(item.model_dump_json() + "\n")
         if self.keep_rejects is not None:
             self.keep_rejects.append(item)
+        return False
 
 
 def default_rejects_path(out_path: Path) -> Path:

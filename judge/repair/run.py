@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar, cast
 
 from judge import rundir
 from judge.model import Trajectory, Usage
@@ -40,6 +43,7 @@ from judge.runlock import run_lock
 from judge.schema import Cluster, RepairRow, ScoreRow
 from judge.store import RunStore
 
+T = TypeVar("T")
 CHUNK = 256  # trajectories routed (and their teacher calls made) before their rows are written
 
 
@@ -149,71 +153,129 @@ def repair_run(
 def _route_all(run: RunDir, out: RunDir, outputs: RepairOutputs, model: ModelCaller | None, label: str | None,
                control_arm: bool, concurrency: int) -> None:
     """Stream the run: trajectories are read once, in order, routed, and their rows written in input order."""
-    out.path.mkdir(parents=True, exist_ok=True)
     with (run.scores_by_trajectory() as scores, run.clusters_by_trajectory() as clusters,
-          out.writer(rundir.REPAIRS) as repairs_out, out.writer(rundir.TICKETS) as tickets_out,
-          out.writer(rundir.EDITED) as edited_out, out.writer(rundir.EDITS) as edits_out):
-
-        def write(chunk: list[TrajectoryRepair | RepairRow], tickets: list[list[Ticket]]) -> None:
-            """One chunk's rows, in input order, once its teacher calls are done."""
-            for item in chunk:
-                row = item.row if isinstance(item, TrajectoryRepair) else item
-                repairs_out.write(row)
-                outputs.routes[row.route] += 1
-                used = row.extra.get("teacher_usage")
-                if used:
-                    outputs.usage = outputs.usage + Usage(**used)
-                if isinstance(item, TrajectoryRepair):
-                    for edit in item.edits:
-                        edits_out.write(edit.log_row())
-                    if item.edited is not None and row.route == "offline-edit":
-                        edited_out.write(item.edited)
-            for batch in tickets:
-                for ticket in batch:
-                    tickets_out.write(ticket)
+          Router(out, outputs, model, label, control_arm, concurrency) as router):
 
         async def route_all() -> None:
-            # Bounded chunks: the plans of a chunk (trajectories included) wait for their teacher calls together,
-            # then are written and released, so memory stays flat while up to ``concurrency`` calls overlap.
-            # Without a teacher nothing overlaps: one trajectory at a time (fewer live objects, cheaper GC passes).
-            gate = asyncio.Semaphore(max(1, concurrency))
-            chunk: list[TrajectoryRepair | RepairRow] = []
-            chunk_size = 1 if model is None else max(CHUNK, 4 * concurrency)
-
-            async def one(plan: TrajectoryRepair) -> list[Ticket]:
-                async with gate:
-                    return await _finish_online(plan, model, label, control_arm)
-
-            async def flush() -> None:
-                plans = [item for item in chunk if isinstance(item, TrajectoryRepair)]
-                write(chunk, await asyncio.gather(*(one(p) for p in plans)))
-                chunk.clear()
-
             try:
                 for trajectory in run.trajectories():
                     score = scores.get(trajectory.id)
-                    if score is None:
-                        continue
-                    try:
-                        plan = plan_repair(trajectory, score, clusters.get(trajectory.id, []))
-                    except Exception as error:  # noqa: BLE001 - one bad trajectory must not stop the batch; it is reported
-                        chunk.append(unfixable(trajectory.id, error))
-                        continue
-                    if plan is not None:
-                        chunk.append(plan)
-                        if len(chunk) >= chunk_size:
-                            await flush()
-                await flush()
+                    if score is not None:
+                        await router.add(trajectory, score, clusters.get(trajectory.id, []))
+                await router.flush()
             finally:
                 if model is not None:
                     await model.provider.aclose()
 
         asyncio.run(route_all())
-    outputs.edits = edits_out.count
-    outputs.rows = out.view(rundir.REPAIRS, RepairRow, repairs_out.count)
-    outputs.tickets = out.view(rundir.TICKETS, Ticket, tickets_out.count)
-    outputs.edited = out.view(rundir.EDITED, Trajectory, edited_out.count)
-    outputs.paths = {name: out.file(name) for name in (rundir.REPAIRS, rundir.TICKETS, rundir.EDITED, rundir.EDITS)}
+
+
+def _plan(trajectory: Trajectory, score: ScoreRow, clusters: list[Cluster]) -> TrajectoryRepair | RepairRow | None:
+    """The repair plan of one scored trajectory (None: nothing to repair), or the row saying it cannot be routed."""
+    try:
+        return plan_repair(trajectory, score, clusters)
+    except Exception as error:  # noqa: BLE001 - one bad trajectory must not stop the batch; it is reported
+        return unfixable(trajectory.id, error)
+
+
+def _run_without_io(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run to its end a coroutine that awaits nothing (a repair without a teacher makes no call to wait for)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return cast(T, done.value)
+    coroutine.close()
+    raise RuntimeError("the coroutine waited for I/O: it needs an event loop")
+
+
+class Router:
+    """Routes scored trajectories one at a time, in input order, into the four repair files of ``out``
+    (repairs, tickets, edited, edits); use it as a context manager: the files are written atomically when the
+    block ends without an error, and ``outputs`` then holds their counts and views.
+
+    ``judge repair`` feeds it from the run's files (:func:`repair_run`); ``judge score`` feeds it each trajectory
+    as soon as it is scored, while the trajectory is still in memory (:class:`judge.pipeline.FinishStream`).
+    """
+
+    def __init__(self, out: RunDir, outputs: RepairOutputs, model: ModelCaller | None = None, label: str | None = None,
+                 control_arm: bool = True, concurrency: int = 4):
+        self.out, self.outputs, self.model, self.label, self.control_arm = out, outputs, model, label, control_arm
+        # Bounded chunks: the plans of a chunk (trajectories included) wait for their teacher calls together,
+        # then are written and released, so memory stays flat while up to ``concurrency`` calls overlap.
+        # Without a teacher nothing overlaps: one trajectory at a time (fewer live objects, cheaper GC passes).
+        self.gate = asyncio.Semaphore(max(1, concurrency))
+        self.chunk: list[TrajectoryRepair | RepairRow] = []
+        self.chunk_size = 1 if model is None else max(CHUNK, 4 * concurrency)
+        self._files = ExitStack()
+
+    def __enter__(self) -> Router:
+        self.out.path.mkdir(parents=True, exist_ok=True)
+        with ExitStack() as files:
+            self.repairs_out, self.tickets_out, self.edited_out, self.edits_out = (
+                files.enter_context(self.out.writer(name))
+                for name in (rundir.REPAIRS, rundir.TICKETS, rundir.EDITED, rundir.EDITS))
+            self._files = files.pop_all()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._files.__exit__(kind, error, trace)
+        if kind is not None:
+            return
+        out, outputs = self.out, self.outputs
+        outputs.edits = self.edits_out.count
+        outputs.rows = out.view(rundir.REPAIRS, RepairRow, self.repairs_out.count)
+        outputs.tickets = out.view(rundir.TICKETS, Ticket, self.tickets_out.count)
+        outputs.edited = out.view(rundir.EDITED, Trajectory, self.edited_out.count)
+        outputs.paths = {name: out.file(name) for name in (rundir.REPAIRS, rundir.TICKETS, rundir.EDITED, rundir.EDITS)}
+
+    async def add(self, trajectory: Trajectory, score: ScoreRow, clusters: list[Cluster]) -> None:
+        """Route one scored trajectory; its rows are written once its chunk is complete (at once without a teacher)."""
+        item = _plan(trajectory, score, clusters)
+        if item is not None:
+            self.chunk.append(item)
+            if len(self.chunk) >= self.chunk_size:
+                await self.flush()
+
+    def add_offline(self, trajectory: Trajectory, score: ScoreRow, clusters: list[Cluster]) -> RepairRow | None:
+        """:meth:`add` for a router without a teacher, from synchronous code: nothing waits for a call, so the
+        trajectory is routed and its rows written at once. Returns its repairs.jsonl row (None: nothing to repair)."""
+        if self.model is not None:
+            raise RuntimeError("a router with a teacher routes through add(), which waits for its calls")
+        item = _plan(trajectory, score, clusters)
+        if item is None:
+            return None
+        plans = [item] if isinstance(item, TrajectoryRepair) else []
+        self._write([item], [_run_without_io(_finish_online(plan, None, self.label, self.control_arm)) for plan in plans])
+        return item.row if isinstance(item, TrajectoryRepair) else item
+
+    async def flush(self) -> None:
+        """Finish the pending chunk (teacher calls overlapping) and write its rows, in input order."""
+        plans = [item for item in self.chunk if isinstance(item, TrajectoryRepair)]
+        self._write(self.chunk, await asyncio.gather(*(self._finish(plan) for plan in plans)))
+        self.chunk = []
+
+    async def _finish(self, plan: TrajectoryRepair) -> list[Ticket]:
+        async with self.gate:
+            return await _finish_online(plan, self.model, self.label, self.control_arm)
+
+    def _write(self, chunk: list[TrajectoryRepair | RepairRow], tickets: list[list[Ticket]]) -> None:
+        outputs = self.outputs
+        for item in chunk:
+            row = item.row if isinstance(item, TrajectoryRepair) else item
+            self.repairs_out.write(row)
+            outputs.routes[row.route] += 1
+            used = row.extra.get("teacher_usage")
+            if used:
+                outputs.usage = outputs.usage + Usage(**used)
+            if isinstance(item, TrajectoryRepair):
+                for edit in item.edits:
+                    self.edits_out.write(edit.log_row())
+                if item.edited is not None and row.route == "offline-edit":
+                    self.edited_out.write(item.edited)
+        for batch in tickets:
+            for ticket in batch:
+                self.tickets_out.write(ticket)
 
 
 def route_run(run_dir: Path, *, teacher: str | None = None) -> Sequence[RepairRow]:

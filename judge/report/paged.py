@@ -1,12 +1,14 @@
 """The paged layout's data files: ``report_data/`` beside ``report.html``.
 
 - ``report_data/index.js``: one row per trajectory (the index the page lists, sorts, searches and filters);
-- ``report_data/v/<k>.js``: shard ``k``, the viewer sections (HTML rendered by ``reports/viewer.html.j2``) of
-  consecutive trajectories, about :data:`SHARD_BYTES` each, so opening one trajectory reads one small file.
+- ``report_data/v/<k>.js``: shard ``k``, the viewer data of consecutive trajectories (each ``[view, trajectory]``:
+  :func:`judge.report.viewer.view_json` and the trajectory's canonical JSON, which the page's script renders),
+  about :data:`SHARD_BYTES` each, so opening one trajectory reads one small file.
 
 Both are scripts, not JSON: a page opened from disk (file://) may not fetch anything, but its script may
 insert a script element. Each file is a single call of the page's ``trajudgeData`` function with JSON
-arguments, written while the run streams past (rows and sections are never held for the whole batch).
+arguments, written while the run streams past (rows and viewer data are never held for the whole batch). JSON
+is a subset of JavaScript (since ES2019), so the JSON texts are written as they are, never encoded again.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import IO, Any
 DATA_DIR = "report_data"
 INDEX_FILE = "index.js"
 SHARD_DIR = "v"
-SHARD_BYTES = 256 * 1024  # a shard closes once its sections reach this size
+SHARD_BYTES = 256 * 1024  # a shard closes once its viewer data reach this size
 SHARD_ROWS = 64  # ... or this many trajectories
 INDEX_COLUMNS = ("id", "score", "release", "turns", "majority", "severe", "minority", "cost", "outcome", "route",
                  "categories", "tags", "text", "viewable", "review")
@@ -51,34 +53,34 @@ class PagedWriter:
         self.index.write('trajudgeData("index", [\n')
         self.rows = 0
         self.starts: list[int] = []  # the first index row of each shard
-        self.sections: list[str | None] = []
+        self.views: list[str] = []
         self.size = 0
 
-    def add(self, row: dict[str, Any], label: str, text: str, section: str | None) -> None:
+    def add(self, row: dict[str, Any], label: str, text: str, view: str | None) -> None:
         """One row of the index (``row`` from :func:`judge.report.summary.trajectory_row`, shown as ``label``)
-        and its viewer section (None: a score row without a trajectory, nothing to show)."""
+        and its viewer data, JSON text (None: a score row without a trajectory, nothing to show)."""
         score = "unscored" if row["score"] is None else str(row["score"])
         values = [label, score, int(bool(row["release"])), row["turns"], row["majority_issues"], row["severe"],
                   row["minority_issues"], row["judge_cost_usd"], row["outcome"], row["route"], row["categories"],
-                  row["tags"], text, int(section is not None), index_review(row["review"])]
+                  row["tags"], text, int(view is not None), index_review(row["review"])]
         self.index.write(("" if self.rows == 0 else ",\n") + _js(values))
-        if not self.sections:
+        if not self.views:
             self.starts.append(self.rows)
-        self.sections.append(section)
-        self.size += len(section or "")
+        self.views.append("null" if view is None else view)
+        self.size += len(self.views[-1])
         self.rows += 1
-        if self.size >= SHARD_BYTES or len(self.sections) >= SHARD_ROWS:
+        if self.size >= SHARD_BYTES or len(self.views) >= SHARD_ROWS:
             self._flush()
 
     def _flush(self) -> None:
-        if not self.sections:
+        if not self.views:
             return
         number = len(self.starts) - 1
         with (self.folder / SHARD_DIR / f"{number}.js").open("w", encoding="utf-8") as shard:
             shard.write(f'trajudgeData("shard", {number}, {self.starts[-1]}, [\n')
-            shard.write(",\n".join(_js(section) for section in self.sections))
+            shard.write(",\n".join(self.views))
             shard.write("\n]);\n")
-        self.sections = []
+        self.views = []
         self.size = 0
 
     def finish(self) -> None:

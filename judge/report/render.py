@@ -4,17 +4,27 @@ trajectory's parts are written as soon as it has passed, and only the summary's 
 
 Two layouts of ``report.html`` (:data:`LAYOUTS`):
 
-- ``single``: one self-contained file, every trajectory's viewer section in the page (readable and printable
-  without JavaScript). The default up to :data:`SINGLE_FILE_MAX_TRAJECTORIES` trajectories and
-  :data:`SINGLE_FILE_MAX_BYTES` of ``trajectories.jsonl``.
-- ``paged``: the page holds the summary only; the trajectory index and the viewer sections live in
+- ``single``: one self-contained file: the index table, and every trajectory's viewer data in a JSON script
+  element, drawn into sections when the page loads (the summary and the index read without JavaScript). The
+  default up to :data:`SINGLE_FILE_MAX_TRAJECTORIES` trajectories and :data:`SINGLE_FILE_MAX_BYTES` of
+  ``trajectories.jsonl``.
+- ``paged``: the page holds the summary only; the trajectory index and the viewer data live in
   ``report_data/`` beside it (:mod:`judge.report.paged`), loaded by the page's script: the index once, the
   viewer one shard at a time. The default above those sizes.
 
+The viewer is drawn in the browser in both layouts, by one renderer (``reports/report.js``), from what this
+module writes per trajectory: the trajectory's canonical JSON (its line of trajectories.jsonl, passed on as
+text) and a small view of its score, issues, passes and repair (:func:`judge.report.viewer.view_json`). So
+Python's work per trajectory is the index row, the Markdown parts and joining JSON texts, whatever the size
+of the transcript.
+
 Safety: every value from the data is escaped. The HTML environment has ``autoescape=True`` and the templates
 never mark data safe; the only unescaped insertions are our own stylesheet and script (read from
-``reports/``), the SVG charts drawn from numbers and fixed labels, and the fragments the same templates
-rendered. The Markdown environment escapes every ``{{ }}`` output through ``finalize``, so a template cannot
+``reports/``), the SVG charts drawn from numbers and fixed labels, the index rows the same templates
+rendered, and JSON in ``<script type="application/json">`` elements (never run; every "<" in it written
+``\\u003c``). The page's script puts data into the page only as text (``textContent``, DOM properties),
+never as HTML, and shows control and bidi characters as escapes with the table of :mod:`judge.visible`. The
+Markdown environment escapes every ``{{ }}`` output through ``finalize``, so a template cannot
 forget to. A Content-Security-Policy meta tag forbids every load from anywhere (no other host, no file, no
 data: except images) and lets run only the script and stylesheet whose hashes it lists, so even a missed
 escape could not run a script; the paged layout adds ``'strict-dynamic'`` (only a script our hashed script
@@ -52,11 +62,10 @@ from judge.report import plots
 from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
 from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
-from judge.report.transcript import html_finalize, transcript
-from judge.report.viewer import anchor_id, build_view, gate_check_names, plural, query_preview
+from judge.report.viewer import FOLD_CHARS, FOLD_LINES, anchor_id, build_view, gate_check_names, plural, query_preview, view_json
 from judge.resources import resource_dir
 from judge.rundir import BadRow, RunDir, RunManifest
-from judge.visible import visible
+from judge.visible import CONTROL, CONTROL_PATTERN, visible
 
 HTML_TEMPLATE = "report.html.j2"
 VIEWER_TEMPLATE = "viewer.html.j2"
@@ -71,7 +80,7 @@ SINGLE_FILE_MAX_BYTES = 25_000_000  # auto: above this size of trajectories.json
 GC_THRESHOLD = 50_000  # allocations between collections of the youngest generation during a build (default 700)
 PAGE_LIST_LIMIT = 200  # paged layout: lists of ids in the summary page (unscored, ledger, repairs) stop here
 INDEX_ROWS_MARK = "<!--trajudge:index-rows-->\n"  # where the streamed parts go; data cannot write "<" unescaped
-SECTIONS_MARK = "<!--trajudge:sections-->\n"
+SECTIONS_MARK = "<!--trajudge:sections-->\n"  # report.md: the details; report.html (single): the viewer data
 SORT_KEYS = (("", "input order"), ("-score", "score, highest first"), ("score", "score, lowest first"),
              ("-issues", "majority issues, most first"), ("issues", "majority issues, fewest first"),
              ("-cost", "judge cost, highest first"), ("cost", "judge cost, lowest first"), ("id", "id"))
@@ -118,43 +127,122 @@ def choose_layout(layout: str, trajectories: int, input_bytes: int) -> str:
 
 
 def write_report(run_dir: Path, *, layout: str = "auto", summary_only: bool = False) -> Report:
-    """Stream the run once and write the report files (``summary_only``: summary.json alone, and return it)."""
+    """Stream the run once and write the report files (``summary_only``: summary.json alone, and return it).
+
+    The reader of a stored run: it joins the run's files into entries (:func:`judge.report.stream.entries`)
+    and feeds them to a :class:`ReportStream`, the one writer of the report.
+    """
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise FileNotFoundError(f"run directory not found: {run.path}")
-    manifest, manifest_problem = _manifest(run)
-    present = {name: run.has(name) for name in (rundir.MANIFEST, rundir.TRAJECTORIES, *SIDE_FILES, rundir.REJECTS)}
-    attempts = run.attempts()
-    present[rundir.STORE] = attempts is not None
     ids = trajectory_ids(run)
-    input_bytes = run.file(rundir.TRAJECTORIES).stat().st_size if present[rundir.TRAJECTORIES] else 0
-    chosen = None if summary_only else choose_layout(layout, len(ids), input_bytes)
+    input_bytes = run.file(rundir.TRAJECTORIES).stat().st_size if run.has(rundir.TRAJECTORIES) else 0
     grouped: frozenset[str] = frozenset()
     notes: list[str] = []
     with fewer_collections():
         while True:
-            bad_rows = list(manifest_problem)
-            writer = _Writer(run, manifest, chosen, summary_only)
+            stream = ReportStream(run.path, layout, trajectories=len(ids), input_bytes=input_bytes,
+                                  summary_only=summary_only)
             try:
-                for entry in entries(run, ids, bad_rows, grouped):
-                    writer.add(entry)
+                for entry in entries(run, ids, stream.bad_rows, grouped):
+                    stream.add(entry)
             except OutOfOrder as error:
-                writer.discard()
+                stream.discard()
                 grouped |= {error.name}
                 notes.append(f"{error.name} is not in the order of trajectories.jsonl: read whole into memory")
                 print(f"note: {notes[-1]}", file=sys.stderr)
                 continue
             except BaseException:
-                writer.discard()
+                stream.discard()
                 raise
             break
-    rejects = RejectTally()
-    for reject in run.rejects(missing_ok=True, bad_rows=bad_rows):
-        rejects.add(reject)
-    summary = writer.tally.summary(run_dir=run.path, present=present, bad_rows=bad_rows, rejects=rejects, attempts=attempts)
-    report = writer.finish(summary)
-    report.notes = notes
-    return report
+    paths = stream.finish()
+    return Report(paths, stream.layout, stream.summary if summary_only else None, notes)
+
+
+class ReportStream:
+    """The report written one trajectory at a time, by whoever has the trajectories: :func:`write_report`
+    reading a stored run, or a pipeline that judges, scores and routes each trajectory in memory.
+
+    Construct it once ``run.json`` holds the panel (the summary's rubric and panel come from it), :meth:`add`
+    each trajectory's :class:`~judge.report.stream.Entry` in input order (then the entries of ids without a
+    trajectory), and :meth:`finish` once every file of the run is written: it reads ``run.json`` again (its
+    timing), ``rejects.jsonl`` and the store's attempts, and moves the report files into place. :meth:`discard`
+    abandons the build and leaves the run's earlier report as it was. ``trajectories`` and ``input_bytes``
+    (the size of ``trajectories.jsonl``) choose the layout ``auto`` resolves to; None (a pipeline that imports as
+    it goes does not know them yet): the first entries are held, at most the single file's limits, until they
+    exceed those limits (paged) or the stream ends within them (single).
+    """
+
+    def __init__(self, run_dir: Path, layout: str = "auto", *, trajectories: int | None, input_bytes: int | None,
+                 summary_only: bool = False):
+        self.run = RunDir(run_dir)
+        if not self.run.path.is_dir():
+            raise FileNotFoundError(f"run directory not found: {self.run.path}")
+        self._manifest, self.bad_rows = _manifest(self.run)  # readers add the rows they could not read
+        self.summary_only = summary_only
+        self.summary: dict[str, Any] | None = None  # after finish: the summary (with its rows when summary_only)
+        self.layout: str | None = None
+        self._writer: _Writer | None = None
+        self._held: list[Entry] | None = None  # entries held while auto's layout is not known
+        self._held_trajectories = self._held_bytes = 0
+        if summary_only or layout != "auto" or (trajectories is not None and input_bytes is not None):
+            self._start(None if summary_only else choose_layout(layout, trajectories or 0, input_bytes or 0))
+        else:
+            self._held = []
+
+    def _start(self, layout: str | None) -> _Writer:
+        self.layout = layout
+        self._writer = _Writer(self.run, self._manifest, layout, self.summary_only)
+        held, self._held = self._held or [], None
+        for entry in held:
+            self._writer.add(entry)
+        return self._writer
+
+    def add(self, entry: Entry) -> None:
+        """One trajectory (or one id without a trajectory) with its rows."""
+        if self._held is None:
+            assert self._writer is not None
+            self._writer.add(entry)
+            return
+        if entry.trajectory is not None:
+            if entry.line is None:
+                entry.line = entry.trajectory.to_json_line()  # measured here, embedded by the writer as is
+            self._held_trajectories += 1
+            self._held_bytes += len(entry.line.encode("utf-8")) + 1
+        self._held.append(entry)
+        if self._held_trajectories > SINGLE_FILE_MAX_TRAJECTORIES or self._held_bytes > SINGLE_FILE_MAX_BYTES:
+            self._start("paged")
+
+    def discard(self) -> None:
+        """Remove the build's files; nothing of the run directory changes."""
+        self._held = None
+        if self._writer is not None:
+            self._writer.discard()
+
+    def finish(self) -> dict[str, Path]:
+        """Write the report files into the run directory; return their paths by name."""
+        run = self.run
+        writer = self._writer if self._held is None else self._start("single")  # every entry within the limits
+        assert writer is not None
+        try:
+            manifest, problem = _manifest(run)
+            if not problem:  # with the timing written since the start
+                writer.manifest = writer.tally.manifest = manifest
+            present = {name: run.has(name) for name in (rundir.MANIFEST, rundir.TRAJECTORIES, *SIDE_FILES, rundir.REJECTS)}
+            attempts = run.attempts()
+            present[rundir.STORE] = attempts is not None
+            rejects = RejectTally()
+            for reject in run.rejects(missing_ok=True, bad_rows=self.bad_rows):
+                rejects.add(reject)
+            summary = writer.tally.summary(run_dir=run.path, present=present, bad_rows=self.bad_rows,
+                                                 rejects=rejects, attempts=attempts)
+        except BaseException:
+            self.discard()
+            raise
+        report = writer.finish(summary)  # removes the build whatever happens
+        self.summary = report.summary or summary
+        return report.paths
 
 
 @contextmanager
@@ -204,14 +292,16 @@ class _Writer:
         self.tags: set[str] = set()
         self.repairs: list[dict[str, Any]] = []
         self.limit = PAGE_LIST_LIMIT if layout == "paged" else sys.maxsize
-        self.check_names = gate_check_names()
         self.paged: PagedWriter | None = None
         if layout == "paged":
             self.paged = PagedWriter(self.build / DATA_DIR)
         if not summary_only:
+            # the templates' macros, looked up once: a lookup checks the template file's time every call
+            self.md_parts, self.macros = md_parts(), viewer_macros()
             self.md_rows, self.md_details = self._open("md-rows.md"), self._open("md-details.md")
             if layout == "single":
-                self.html_rows, self.html_sections = self._open("html-rows.html"), self._open("html-sections.html")
+                self.html_rows, self.html_views = self._open("html-rows.html"), self._open("html-views.json")
+        self.views = 0
 
     def _open(self, name: str) -> IO[str]:
         return (self.build / name).open("w", encoding="utf-8")
@@ -231,23 +321,27 @@ class _Writer:
         if row is None:
             return
         self.tags.update(row["tags"])
-        view = None
-        if entry.trajectory is not None:
-            score = entry.score or missing_score_row(entry.id)
-            # Without a score row the gate never ran: list no check as passed.
-            names = [] if score.reason.startswith(NO_SCORE_ROW) else self.check_names
-            view = build_view(entry.trajectory, score, entry.clusters, entry.verdicts, entry.repair, names)
-            parts = md_parts()
-            self.md_rows.write(parts.index_row(view))
-            self.md_details.write(parts.details(view))
-        text = visible(query_preview(entry.trajectory.query)) if entry.trajectory is not None else ""
+        trajectory = entry.trajectory
+        if trajectory is None:
+            if self.paged is not None:
+                self.paged.add(row, visible(row["id"]), "", None)
+            return
+        score = entry.score or missing_score_row(entry.id)
+        # Without a score row the gate never ran: list no check as passed.
+        view = build_view(trajectory, score, entry.clusters, entry.verdicts, entry.repair,
+                          gate_ran=not score.reason.startswith(NO_SCORE_ROW))
+        self.md_rows.write(self.md_parts.index_row(view))
+        self.md_details.write(self.md_parts.details(view))
+        text = visible(query_preview(trajectory.query))
+        # The browser renders the viewer from the trajectory's own JSON: joined as text, never encoded again.
+        data = "[" + inert_json(view_json(view)) + "," + inert_json(entry.line or trajectory.to_json_line()) + "]"
         if self.paged is not None:
-            section = str(viewer_macros().trajectory_section(view)) if view is not None else None
-            self.paged.add(row, visible(row["id"]), text, section)
-        elif view is not None:
-            macros = viewer_macros()
-            self.html_rows.write(str(macros.index_row(view, row, text)))
-            self.html_sections.write(str(macros.trajectory_section(view)))
+            self.paged.add(row, visible(row["id"]), text, data)
+        else:
+            self.html_rows.write(str(self.macros.index_row(view, row, text)))
+            # In the page's JSON script element no "<" may start a tag: JSON has it inside strings only.
+            self.html_views.write(("" if self.views == 0 else ",\n") + data.replace("<", "\\u003c"))
+        self.views += 1
 
     def discard(self) -> None:
         for handle in self._handles():
@@ -257,7 +351,7 @@ class _Writer:
         shutil.rmtree(self.build, ignore_errors=True)
 
     def _handles(self) -> list[IO[str]]:
-        names = ("rows", "md_rows", "md_details", "html_rows", "html_sections")
+        names = ("rows", "md_rows", "md_details", "html_rows", "html_views")
         return [getattr(self, name) for name in names if hasattr(self, name)]
 
     def finish(self, summary: dict[str, Any]) -> Report:
@@ -286,7 +380,7 @@ class _Writer:
             if self.layout == "paged":
                 _write_text(paths["report_html"], page)
             else:
-                _write_spliced(paths["report_html"], page, self.build / "html-rows.html", self.build / "html-sections.html")
+                _write_spliced(paths["report_html"], page, self.build / "html-rows.html", self.build / "html-views.json")
             return Report(paths, self.layout)
         finally:
             shutil.rmtree(self.build, ignore_errors=True)
@@ -309,8 +403,8 @@ def _write_text(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _write_spliced(path: Path, text: str, rows: Path, sections: Path) -> None:
-    """``text`` with the contents of ``rows`` and ``sections`` at its two marks, written atomically."""
+def _write_spliced(path: Path, text: str, rows: Path, views: Path) -> None:
+    """``text`` with the contents of ``rows`` and ``views`` at its two marks, written atomically."""
     head, rest = _split_once(text, INDEX_ROWS_MARK)
     middle, tail = _split_once(rest, SECTIONS_MARK)
     tmp = path.with_name(path.name + ".tmp")
@@ -318,7 +412,7 @@ def _write_spliced(path: Path, text: str, rows: Path, sections: Path) -> None:
         out.write(head)
         _copy(rows, out)
         out.write(middle)
-        _copy(sections, out)
+        _copy(views, out)
         out.write(tail)
     tmp.replace(path)
 
@@ -456,7 +550,7 @@ def content_security_policy(css: str, js: str, layout: str = "single") -> str:
     files by inserting script elements, which ``'strict-dynamic'`` lets a script allowed by hash do (a file:
     page has no origin that ``'self'`` could name, and file: responses cannot carry the integrity hashes a
     list of external scripts would need); its one policy (:data:`TRUSTED_TYPES_POLICY`) turns only the URLs
-    of report_data files into script URLs, and only the viewer fragments our own templates rendered into HTML.
+    of report_data files into script URLs, and nothing into HTML (the viewer is drawn as DOM nodes).
     """
     scripts = f"script-src {csp_hash(js)}" + (" 'strict-dynamic'" if layout == "paged" else "")
     policy = TRUSTED_TYPES_POLICY if layout == "paged" else "'none'"
@@ -474,6 +568,29 @@ def content_security_policy(css: str, js: str, layout: str = "single") -> str:
     ])
 
 
+def html_finalize(value: Any) -> Any:
+    """The HTML environment's finalize: data text passes through :func:`visible`; our own Markup is left alone."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
+def inert_json(text: str) -> str:
+    """JSON text with the characters :func:`judge.visible.visible` shows as escapes written as JSON escapes
+    (``\\u202e``): the same value once parsed, but no bidi or C1 control character raw in a report file. JSON
+    already escapes the C0 controls; an ASCII text without DEL (the common case) is returned at once."""
+    if (text.isascii() and "\x7f" not in text) or CONTROL.search(text) is None:
+        return text
+    return CONTROL.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
+
+
+def script_json(value: Any) -> Markup:
+    """JSON for a ``<script type="application/json">`` element of the page: its text is not parsed as HTML,
+    so it is not escaped as HTML either; a "<" (only ever inside a JSON string) is written ``\\u003c``, so
+    nothing in it can close the element."""
+    return Markup(json.dumps(value, ensure_ascii=False, default=str).replace("<", "\\u003c"))
+
+
 @functools.lru_cache(maxsize=1)
 def html_environment() -> Environment:
     """The HTML environment (cached: compiling the templates costs more than rendering them)."""
@@ -486,7 +603,6 @@ def html_environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(FILTERS)
-    env.globals["transcript"] = transcript  # the viewer's messages, rendered in Python (speed)
     return env
 
 
@@ -527,7 +643,15 @@ def render_page(summary: dict[str, Any], layout: str, run_name: str, manifest: R
         css=Markup(css),  # our own file, hashed into the CSP below
         js=Markup(js),
         csp=content_security_policy(css, js, layout),
+        viewer=script_json(viewer_settings()),
     )
+
+
+def viewer_settings() -> dict[str, Any]:
+    """What the page's script needs to render any trajectory's viewer: the gate's checks (a trajectory's view
+    lists only the failed ones), when to fold a long text, and the characters shown as escapes
+    (:data:`judge.visible.CONTROL_PATTERN`, the table the report's Python side uses)."""
+    return {"checks": gate_check_names(), "fold": [FOLD_CHARS, FOLD_LINES], "control": CONTROL_PATTERN}
 
 
 # --- Markdown ----------------------------------------------------------------------------------

@@ -40,6 +40,9 @@ class Entry:
     clusters: list[Cluster] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     repairs: list[RepairRow] = field(default_factory=list)
+    # The trajectory's canonical JSON (its line of trajectories.jsonl, no newline) when the caller has it: the
+    # report's viewer data embeds it as is. None: the report serialises ``trajectory`` itself.
+    line: str | None = None
 
     @property
     def score(self) -> ScoreRow | None:
@@ -164,11 +167,11 @@ def entries(run: RunDir, ids: list[str], bad_rows: list[BadRow], grouped: frozen
         in_memory[name] = rows_of
     sides = [_Side(name, _reader(run, name, bad_rows)) for name in SIDE_FILES if name not in grouped]
     open_entries: OrderedDict[str, Entry] = OrderedDict()
-    for trajectory in run.trajectories(missing_ok=True, bad_rows=bad_rows):
+    for line, trajectory in run.trajectory_lines(missing_ok=True, bad_rows=bad_rows):
         position.reach(trajectory.id)
         if trajectory.id in open_entries or trajectory.id in position.finished:
             continue  # a repeated id: its rows went to the first trajectory of that id
-        entry = Entry(trajectory.id, trajectory)
+        entry = Entry(trajectory.id, trajectory, line=line.rstrip("\r\n"))
         for name, rows_of in in_memory.items():
             entry.rows(name).extend(rows_of.pop(trajectory.id, []))
         open_entries[trajectory.id] = entry

@@ -1,7 +1,10 @@
-"""The trajectory viewer's view model: each trajectory as blocks in source order, issues pinned to turns.
+"""The trajectory viewer's view model: a trajectory's issues pinned to turns, its score, checks, passes and repair.
 
-Everything here is plain data for the templates, which escape all of it. Nothing from the data becomes a
-file name, and HTML anchors are derived from a hash of the trajectory id, never from the id itself.
+The transcript is not modelled here: the page's script (``reports/report.js``) renders it from the
+trajectory's canonical JSON (its line of trajectories.jsonl), beside :func:`view_json` of this model, showing
+every value as text. The Markdown report and the single file's index rows are rendered from the model by the
+templates, which escape all of it. Nothing from the data becomes a file name, and HTML anchors are derived
+from a hash of the trajectory id, never from the id itself.
 """
 
 from __future__ import annotations
@@ -12,20 +15,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.model import Message, Receipt, Trajectory
+from judge.model import Trajectory
 from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
-FOLD_CHARS = 700  # receipts (and system prompts) longer than this fold into <details>
-FOLD_LINES = 12
+FOLD_CHARS = 700  # receipts, system prompts and tool arguments longer than this fold into <details> (report.js)
+FOLD_LINES = 12  # ... and those of this many lines
 
 
 def anchor_id(trajectory_id: str) -> str:
     """An HTML id for a trajectory: stable, unique in practice, and free of any character from the data."""
     return "t-" + hashlib.sha256(trajectory_id.encode("utf-8")).hexdigest()[:12]
-
-
-def is_long(text: str) -> bool:
-    return len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
 
 
 def query_preview(query: str, limit: int = 160) -> str:
@@ -37,12 +36,6 @@ def query_preview(query: str, limit: int = 160) -> str:
 def plural(count: int, word: str, many: str | None = None) -> str:
     """``1 issue``, ``2 issues``, ``1,234 issues`` (``many``: the plural when it is not ``word`` + s)."""
     return f"{count:,} {word if count == 1 else (many or word + 's')}"
-
-
-def preview(text: str, limit: int = 140) -> str:
-    """First line of ``text``, cut to ``limit`` characters, for the summary of a folded block."""
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return first if len(first) <= limit else first[: limit - 1] + "…"
 
 
 @dataclass
@@ -81,50 +74,6 @@ class IssueView:
 
 
 @dataclass
-class CallView:
-    id: str
-    name: str
-    arguments: str
-    arguments_error: str | None
-    answered: bool
-    long: bool = False
-    preview: str = ""
-
-
-@dataclass
-class ReceiptView:
-    call_id: str | None
-    name: str | None
-    content: str
-    is_error: bool
-    exit_code: int | None
-    long: bool
-    preview: str
-
-    @classmethod
-    def from_receipt(cls, receipt: Receipt) -> ReceiptView:
-        failed = receipt.is_error or (receipt.exit_code not in (None, 0))
-        return cls(receipt.call_id, receipt.name, receipt.content, failed, receipt.exit_code,
-                   is_long(receipt.content), preview(receipt.content))
-
-
-@dataclass
-class Block:
-    """One message of the trajectory, in source order."""
-
-    role: str
-    turn: int | None
-    content: str
-    name: str | None = None
-    reasoning: str | None = None
-    calls: list[CallView] = field(default_factory=list)
-    receipt: ReceiptView | None = None
-    issues: list[IssueView] = field(default_factory=list)  # majority issues pinned to this assistant turn
-    minority_count: int = 0
-    long: bool = False
-
-
-@dataclass
 class PassView:
     pass_key: str
     judge: str
@@ -139,12 +88,6 @@ class PassView:
 
 
 @dataclass
-class CheckView:
-    name: str
-    passed: bool
-
-
-@dataclass
 class TrajectoryView:
     id: str
     anchor: str
@@ -156,10 +99,11 @@ class TrajectoryView:
     valid_passes: int
     panel_size: int
     efficiency_votes: list[str]
-    checks: list[CheckView]
     failed_checks: list[str]
+    gate_ran: bool  # False: no score row, so no check is listed as passed
     metadata: list[tuple[str, str]]
-    blocks: list[Block]
+    assistant_turns: list[int | None]  # the turn of each assistant message, in source order
+    pinned: dict[int, list[IssueView]]  # majority issues by the assistant turn they are pinned to
     unpinned: list[IssueView]  # majority issues whose turn is missing or not in the trajectory
     minority: list[IssueView]
     environment: list[IssueView]
@@ -171,13 +115,10 @@ class TrajectoryView:
     review: HumanReview | None = None  # human decisions applied to the score row (docs/review.md)
     added: list[IssueView] = field(default_factory=list)  # issues reviewers added (they count; no panel vote)
 
-
-def _arguments_text(arguments: Any, raw: str | None, error: str | None) -> str:
-    if error is not None:
-        return raw or ""
-    if isinstance(arguments, (dict, list)):
-        return json.dumps(arguments, ensure_ascii=False, indent=2)
-    return "" if arguments is None else str(arguments)
+    @property
+    def pinned_issues(self) -> list[IssueView]:
+        """The issues pinned to turns, in the order the transcript shows them."""
+        return [issue for turn in self.assistant_turns if turn is not None for issue in self.pinned.get(turn, [])]
 
 
 def _metadata_rows(trajectory: Trajectory) -> list[tuple[str, str]]:
@@ -206,32 +147,24 @@ def gate_check_names() -> list[str]:
     return list(FORMAT_CHECKS) + list(OUTCOME_CHECKS) + [f"authenticity:{name}" for name in AUTHENTICITY_DETECTORS]
 
 
-def _checks(failed: list[str], known: list[str]) -> list[CheckView]:
-    views = [CheckView(name, name not in failed) for name in known]
-    views += [CheckView(name, False) for name in failed if name not in known]
-    return views
-
-
 def build_view(
     trajectory: Trajectory,
     score: ScoreRow,
     clusters: list[Cluster],
     verdicts: list[Verdict],
     repair: RepairRow | None,
-    check_names: list[str],
+    gate_ran: bool = True,
 ) -> TrajectoryView:
-    """The viewer's model of one trajectory (pure)."""
+    """The viewer's model of one trajectory (pure). ``gate_ran``: the score row is the scorer's (its checks ran)."""
     issues = [IssueView.from_cluster(c) for c in clusters]
     added = _human_decisions(score.review, issues, score.issues + score.environment, score.panel_size)
-    turns = {m.turn for m in trajectory.messages if m.role == "assistant"}
+    assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
+    turns = set(assistant_turns)
     environment = [i for i in issues if i.majority and i.category == "environment"]
     pinned: dict[int, list[IssueView]] = defaultdict(list)
     unpinned: list[IssueView] = []
-    minority_by_turn: dict[int, int] = defaultdict(int)
     for issue in issues:
         if not issue.majority:
-            if issue.turn is not None:
-                minority_by_turn[issue.turn] += 1
             continue
         if issue.turn is not None and issue.turn in turns:
             pinned[issue.turn].append(issue)
@@ -239,9 +172,6 @@ def build_view(
             unpinned.append(issue)
     for group in pinned.values():
         group.sort(key=lambda i: (i.severity != "severe", -i.votes, i.cluster))
-
-    answered = {m.receipt.call_id for m in trajectory.messages if m.role == "tool" and m.receipt and m.receipt.call_id}
-    blocks = [_block(m, pinned, minority_by_turn, answered) for m in trajectory.messages]
     return TrajectoryView(
         id=trajectory.id,
         anchor=anchor_id(trajectory.id),
@@ -253,10 +183,11 @@ def build_view(
         valid_passes=score.valid_passes,
         panel_size=score.panel_size,
         efficiency_votes=list(score.efficiency_votes),
-        checks=_checks(score.failed_checks, check_names),
         failed_checks=list(score.failed_checks),
+        gate_ran=gate_ran,
         metadata=_metadata_rows(trajectory),
-        blocks=blocks,
+        assistant_turns=assistant_turns,
+        pinned=dict(pinned),
         unpinned=unpinned,
         minority=sorted((i for i in issues if not i.majority), key=lambda i: (i.turn is None, i.turn or 0, i.cluster)),
         environment=environment,
@@ -291,17 +222,60 @@ def _human_decisions(review: HumanReview | None, issues: list[IssueView], counte
             for i in counted if i.cluster in review.added]
 
 
-def _block(message: Message, pinned: dict[int, list[IssueView]], minority_by_turn: dict[int, int], answered: set[str]) -> Block:
-    block = Block(role=message.role, turn=message.turn, content=message.content, name=message.name,
-                  reasoning=message.reasoning or None, long=message.role == "system" and is_long(message.content))
-    if message.role == "assistant" and message.turn is not None:
-        block.issues = pinned.get(message.turn, [])
-        block.minority_count = minority_by_turn.get(message.turn, 0)
-    for call in message.tool_calls:
-        text = _arguments_text(call.arguments, call.raw_arguments, call.arguments_error)
-        one_line = text if call.arguments_error else json.dumps(call.arguments, ensure_ascii=False, default=str)
-        block.calls.append(CallView(call.id, call.name, text, call.arguments_error, call.id in answered,
-                                    long=is_long(text), preview=preview(one_line)))
-    if message.receipt is not None:
-        block.receipt = ReceiptView.from_receipt(message.receipt)
-    return block
+# --- the browser's view data ---------------------------------------------------------------------
+
+
+def _issue_data(issue: IssueView) -> dict[str, Any]:
+    return {"cluster": issue.cluster, "turn": issue.turn, "category": issue.category, "severity": issue.severity,
+            "tag": issue.tag, "description": issue.description, "votes": issue.votes, "panel": issue.panel_size,
+            "majority": issue.majority, "human": issue.human,
+            "wordings": [[w.pass_key, w.turn, w.description, w.evidence] for w in issue.wordings]}
+
+
+def _review_data(review: HumanReview) -> dict[str, Any]:
+    release = review.release
+    return {
+        "reviewers": review.reviewers,
+        "machine": {"score": review.machine.score, "release": review.machine.release, "reason": review.machine.reason},
+        "release": None if release is None else {
+            "reviewer": release.reviewer, "release": release.release, "reason": release.reason,
+            "over_failed_checks": release.over_failed_checks, "over_score": release.over_score},
+        "stale": [[d.kind, d.target, d.reviewer, d.stale] for d in review.stale],
+    }
+
+
+def _repair_data(repair: RepairRow) -> dict[str, Any]:
+    routed = repair.extra.get("issues")
+    return {"route": repair.route, "checkpoint_turn": repair.checkpoint_turn, "reason": repair.reason,
+            "guidance": repair.guidance, "moot": repair.moot,
+            "issues": routed if isinstance(routed, list) else None}
+
+
+def view_data(view: TrajectoryView) -> dict[str, Any]:
+    """What the page's script needs beside the trajectory's own JSON to render its viewer section: everything
+    of the view but the transcript (``reports/report.js`` reads these keys)."""
+    return {
+        "anchor": view.anchor,
+        "score": view.score_key,
+        "release": view.release,
+        "reason": view.reason,
+        "valid": view.valid_passes,
+        "panel": view.panel_size,
+        "efficiency": view.efficiency_votes,
+        "failed": view.failed_checks,
+        "gate": view.gate_ran,
+        "metadata": view.metadata,
+        "pinned": [[turn, [_issue_data(i) for i in group]] for turn, group in view.pinned.items()],
+        "unpinned": [_issue_data(i) for i in view.unpinned],
+        "added": [_issue_data(i) for i in view.added],
+        "minority": [_issue_data(i) for i in view.minority],
+        "passes": [[p.pass_key, p.status, p.reason, p.detail, p.raw, p.efficiency, p.issues, p.model, p.cached]
+                   for p in view.passes],
+        "repair": None if view.repair is None else _repair_data(view.repair),
+        "review": None if view.review is None else _review_data(view.review),
+    }
+
+
+def view_json(view: TrajectoryView) -> str:
+    """:func:`view_data` as compact JSON text."""
+    return json.dumps(view_data(view), ensure_ascii=False, separators=(",", ":"), default=str)
