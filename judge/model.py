@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judge.outcome import TaskOutcome, from_fields
 
@@ -112,23 +113,18 @@ class Message(BaseModel):
     content: str = ""
     name: str | None = None
     reasoning: str | None = None
+    # Left out of dumps when empty: most sources have no signed thinking, and leaving the empty list out keeps
+    # their canonical lines (and every cache key derived from them) exactly what they were before the field
+    # existed. ``exclude_if`` keeps the dump in pydantic-core (a wrap serializer cost a Python call per message).
     thinking: list[ThinkingBlock] = Field(
-        default_factory=list, description="The native reasoning blocks with their signatures, when the source has them."
+        default_factory=list, exclude_if=operator.not_,
+        description="The native reasoning blocks with their signatures, when the source has them.",
     )
     tool_calls: list[ToolCall] = Field(default_factory=list)
     receipt: Receipt | None = Field(default=None, description="Set on role=tool messages.")
     turn: int | None = None
     source_index: int | None = None
     usage: Usage | None = None
-
-    @model_serializer(mode="wrap")
-    def _leave_out_empty_thinking(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Most sources have no signed thinking: leaving the empty list out keeps their canonical lines (and
-        # every cache key derived from them) exactly what they were before the field existed.
-        data: dict[str, Any] = handler(self)
-        if not self.thinking:
-            data.pop("thinking", None)
-        return data
 
 
 class ToolSpec(BaseModel):
@@ -298,7 +294,13 @@ class Trajectory(BaseModel):
         return total
 
     def to_json_line(self) -> str:
-        return self.model_dump_json(exclude_none=False)
+        """The canonical JSON line (no newline): what trajectories.jsonl holds, one per trajectory."""
+        return self.to_json_bytes().decode("utf-8")
+
+    def to_json_bytes(self) -> bytes:
+        """:meth:`to_json_line` as the UTF-8 bytes pydantic-core writes (the import writes these: no round trip
+        through ``str``)."""
+        return self.__pydantic_serializer__.to_json(self)
 
 
 def number_turns(messages: list[Message]) -> list[Message]:

@@ -126,6 +126,7 @@ class LocalEngine:
         return imports
 
     async def judge(self, run_dir: Path, settings: PanelConfig, options: StageOptions) -> PanelResult:
+        from judge.collect import fewer_collections
         from judge.panel import run_panel
         from judge.pipeline import FinishStream
         from judge.rundir import RunDir
@@ -133,8 +134,9 @@ class LocalEngine:
         imports = self._imports.pop(Path(run_dir).resolve(), None)
         trajectories = imports if imports is not None else RunDir(run_dir).trajectories()
         try:
-            with FinishStream(run_dir, options.rubric_path, options.cluster_options, route=options.route,
-                              report=options.report, line_of=imports.line_of if imports is not None else None) as stream:
+            line_of = imports.line_of if imports is not None else None
+            with fewer_collections(), FinishStream(run_dir, options.rubric_path, options.cluster_options,
+                                                   route=options.route, report=options.report, line_of=line_of) as stream:
                 result = await run_panel(trajectories, settings, run_dir, progress=options.progress,
                                          preflight=options.preflight, total=options.total, on_trajectory=stream.add)
         finally:

@@ -20,17 +20,19 @@ from judge.importers._common import (
     loose_value,
     make_call,
     make_receipt,
+    new_message,
     require_list,
     text_of,
     trajectory_from_envelope,
     usage_from,
 )
-from judge.model import Message, Receipt, Role, Trajectory
+from judge.model import Message, Receipt, Role, Trajectory, Usage
 
 NAME = "openai"
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
 _RECORD_KEYS = {"id", "query", "metadata", "model", "messages"}
+_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")  # the first that holds a string is the reasoning
 
 
 def detect(obj: Any) -> bool:
@@ -70,20 +72,30 @@ def convert_messages(
         role = _ROLES.get(str(raw.get("role")))
         if role is None:
             raise RecordError(f"message {index}: unknown role {raw.get('role')!r}")
-        content = text_of(raw.get("content"))
-        usage = usage_from(raw.get("usage"))
-        name = raw.get("name") if isinstance(raw.get("name"), str) else None
+        # Inlined first cases of text_of and usage_from: this loop runs once per message of every chat import.
+        content = raw.get("content")
+        if not isinstance(content, str):
+            content = text_of(content)
+        usage = usage_from(raw["usage"]) if "usage" in raw else None
+        name = raw.get("name")
+        if not isinstance(name, str):
+            name = None
         if role == "assistant":
             calls = _calls(raw, index)
             if calls and content.strip() == "None":  # AgentRx exports write a missing content as 'None'
                 content = ""
-            reasoning = next((raw[k] for k in ("reasoning_content", "reasoning", "thinking") if isinstance(raw.get(k), str)), None)
-            messages.append(
-                Message(role="assistant", content=content, name=name, reasoning=reasoning, tool_calls=calls, source_index=index, usage=usage)
-            )
+            reasoning = None
+            for key in _REASONING_KEYS:
+                if isinstance(value := raw.get(key), str):
+                    reasoning = value
+                    break
+            fields = {"role": role, "content": content, "source_index": index, "tool_calls": calls}
+            if reasoning is not None:
+                fields["reasoning"] = reasoning
+            messages.append(_message(fields, name, usage))
         elif role == "tool":
             call_id = loose_value(raw.get("tool_call_id"))
-            if role == "tool" and raw.get("role") == "function" and call_id is None:
+            if call_id is None and raw.get("role") == "function":
                 call_id = _legacy_call_id(messages, name)
             receipt = make_receipt(
                 str(call_id) if call_id is not None else None,
@@ -94,10 +106,19 @@ def convert_messages(
             )
             if receipt_hook is not None:
                 receipt = receipt_hook(raw, receipt)
-            messages.append(Message(role="tool", content=content, name=name, receipt=receipt, source_index=index))
+            messages.append(_message({"role": role, "content": content, "source_index": index, "receipt": receipt}, name, None))
         else:
-            messages.append(Message(role=role, content=content, name=name, source_index=index, usage=usage))
+            messages.append(_message({"role": role, "content": content, "source_index": index}, name, usage))
     return messages
+
+
+def _message(fields: dict[str, Any], name: str | None, usage: Usage | None) -> Message:
+    """The message of ``fields`` plus name and usage when set (a field left at its default is not validated)."""
+    if name is not None:
+        fields["name"] = name
+    if usage is not None:
+        fields["usage"] = usage
+    return new_message(fields)
 
 
 def _calls(raw: dict[str, Any], index: int) -> list[Any]:

@@ -48,6 +48,7 @@ from judge.importers._common import (
     RecordError,
     Source,
     check_depth,
+    load_json,
     one_line,
     replace_lone_surrogates,
 )
@@ -407,7 +408,7 @@ def _value_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Any:
     except UnicodeDecodeError as error:
         return Reject(source_file=file, line=number, format=fmt, reason=f"invalid UTF-8 at byte {error.start} of the line")
     try:
-        return json.loads(text)
+        return load_json(text)
     except json.JSONDecodeError as error:
         return Reject(source_file=file, line=number, format=fmt, reason=f"broken JSON: {error.msg} (column {error.colno})")
     except RecursionError:

@@ -5,11 +5,12 @@ Shared by ``judge import`` and :func:`judge.pipeline.import_to_run`, so both wri
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO, cast
 
 from judge.importers._common import one_line
 from judge.model import Trajectory
@@ -101,7 +102,7 @@ class ImportStream:
         out_tmp = out_path.with_name(out_path.name + ".tmp")
         rejects_tmp = rejects_path.with_name(rejects_path.name + ".tmp")
         try:
-            with out_tmp.open("w", encoding="utf-8") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
+            with out_tmp.open("wb") as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
                 sink = ImportSink(out, rejects, stats, keep_rejects, lines=self._lines)
                 for item in iter_records(inputs, fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids):
                     if sink.add(item):
@@ -120,10 +121,18 @@ class ImportSink:
     """Writes imported items as lines and counts them: a trajectory to ``out``, a reject (or a skipped path) to
     ``rejects``. :func:`write_import` and the Ray engine's import parts (judge.engine.ray_engine) share it."""
 
-    def __init__(self, out: TextIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None,
+    def __init__(self, out: TextIO | BinaryIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None,
                  lines: dict[str, str] | None = None):
         self.out, self.rejects, self.stats, self.keep_rejects = out, rejects, stats, keep_rejects
         self.lines = lines  # trajectory id -> its line, for ImportStream(keep_lines=True)
+        # Trajectory lines are UTF-8 bytes from pydantic-core: a binary ``out`` (ImportStream's file) takes them as
+        # they are, a text one (the Ray engine's buffers) as text.
+        self._write_line: Callable[[bytes], object]
+        if isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
+            self._write_line = cast(BinaryIO, out).write
+        else:
+            text = cast(TextIO, out)
+            self._write_line = lambda line: text.write(line.decode("utf-8"))
 
     def add(self, item: Trajectory | Reject) -> bool:
         """Write one item; True when it was a trajectory and its line was written (False: a reject's line)."""
@@ -132,7 +141,7 @@ class ImportSink:
         stats = self.stats
         if isinstance(item, Trajectory):
             try:
-                line = item.to_json_line()
+                line = item.to_json_bytes()
             except ValueError as error:  # the last guard: one record that cannot be written is a reject
                 item = Reject(source_file=item.metadata.source_file or "?", line=item.metadata.source_line,
                               format=item.metadata.source_format, reason=one_line(f"cannot be written as JSON: {error}"))
@@ -141,9 +150,9 @@ class ImportSink:
                 stats.imported += 1
                 fmt_name = item.metadata.source_format
                 stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
-                self.out.write(line + "\n")
+                self._write_line(line + b"\n")
                 if self.lines is not None:
-                    self.lines[item.id] = line
+                    self.lines[item.id] = line.decode("utf-8")
                 return True
         if isinstance(item, Skipped):
             stats.skipped += 1

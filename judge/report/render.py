@@ -38,15 +38,12 @@ from __future__ import annotations
 
 import base64
 import functools
-import gc
 import hashlib
 import json
 import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -58,6 +55,7 @@ from markupsafe import Markup
 
 from judge import rundir
 from judge.cluster import majority_floor
+from judge.collect import fewer_collections
 from judge.report import plots
 from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
@@ -77,7 +75,6 @@ JS_FILE = "report.js"
 LAYOUTS = ("auto", "single", "paged")
 SINGLE_FILE_MAX_TRAJECTORIES = 500  # auto: above this, the paged layout
 SINGLE_FILE_MAX_BYTES = 25_000_000  # auto: above this size of trajectories.jsonl, the paged layout
-GC_THRESHOLD = 50_000  # allocations between collections of the youngest generation during a build (default 700)
 PAGE_LIST_LIMIT = 200  # paged layout: lists of ids in the summary page (unscored, ledger, repairs) stop here
 INDEX_ROWS_MARK = "<!--trajudge:index-rows-->\n"  # where the streamed parts go; data cannot write "<" unescaped
 SECTIONS_MARK = "<!--trajudge:sections-->\n"  # report.md: the details; report.html (single): the viewer data
@@ -243,26 +240,6 @@ class ReportStream:
         report = writer.finish(summary)  # removes the build whatever happens
         self.summary = report.summary or summary
         return report.paths
-
-
-@contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Run the streaming build with the cyclic garbage collector mostly out of the way.
-
-    The build makes millions of short-lived objects (views, markup) that reference counting frees; each
-    collection of the oldest generation still walks every object the process holds (modules, templates,
-    validators), which was ~14% of the report's CPU. The objects that exist before the build are frozen
-    (never walked again) and the youngest generation is collected less often; memory stays flat (the
-    trajectory-sized garbage is acyclic), and both settings are restored after.
-    """
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(threshold[0], GC_THRESHOLD), *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
 
 
 def _manifest(run: RunDir) -> tuple[RunManifest, list[BadRow]]:

@@ -140,6 +140,21 @@ def test_a_paired_surrogate_escape_is_an_ordinary_character(tmp_path: Path) -> N
     assert trajectory.query == "party \U0001f389" and "lone_surrogates_replaced" not in trajectory.metadata.extra
 
 
+def test_lone_surrogates_inside_json_strings_of_a_record_are_parsed_and_replaced(tmp_path: Path) -> None:
+    """Arguments and loosely written lists are JSON text inside a string: one holding a lone surrogate is still
+    parsed (as json.loads parses it), then the surrogate is replaced like any other."""
+    record = json.loads(line("inner"))
+    record["messages"][1]["tool_calls"][0]["function"]["arguments"] = json.dumps({"command": "ls \ud800"}, ensure_ascii=False)
+    record["messages"][1]["tool_calls"] = json.dumps(record["messages"][1]["tool_calls"])  # a list written as a string
+    path = tmp_path / "inner.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (trajectory,) = iter_records([path])
+    (call,) = trajectory.messages[1].tool_calls
+    assert call.arguments == {"command": "ls \ufffd"} and call.arguments_error is None
+    assert call.raw_arguments == '{"command": "ls \ufffd"}'
+    assert trajectory.metadata.extra["lone_surrogates_replaced"] == 2  # the parsed value and the raw text
+
+
 @pytest.mark.parametrize("block", [1, 2, 3, 5, 7, 64])
 def test_line_splitting_is_the_same_whatever_the_block_size(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """\\r\\n split across two reads is one line end; \\r alone and \\n alone are one each (table-driven)."""
