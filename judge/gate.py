@@ -4,8 +4,8 @@ Two families, each check a named, pure function of the trajectory:
 
 - **authenticity** (``authenticity:<detector>``): observations match receipts, every completion claim traces
   to a successful action, no failed receipt presented as success, call ids paired. These reuse the rules
-  judge's detectors (``judge.rules.run_detectors``) so each idea lives in one place; a detector that finds
-  anything fails its check.
+  judge's detectors (``judge.rules.fired_detectors``) so each idea lives in one place; a detector that finds
+  anything fails its check. On a trajectory object the rules judge has just read, its findings are reused.
 - **format** (``format:<name>``): roles and order valid, tool arguments parse, nothing the training export
   would reject (implemented here).
 - **outcome** (``outcome:failed``, ``outcome:unreadable``): the log itself records that the task failed, or
@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from judge.model import Trajectory
 from judge.outcome import TaskOutcome, from_fields
-from judge.rules import DetectorNames, run_detectors
+from judge.rules import DetectorNames, fired_detectors
 
 # Detectors of judge.rules that are authenticity checks (registered with the role "authenticity"), in the order
 # they run: every completion claim traces to a successful action (unverified-completion: a verification claim to a
@@ -58,7 +58,7 @@ def check_roles_order(trajectory: Trajectory) -> bool:
 
 def check_has_assistant_turn(trajectory: Trajectory) -> bool:
     """At least one assistant turn: an empty rollout has nothing to train on."""
-    return trajectory.turn_count > 0
+    return any(m.role == "assistant" for m in trajectory.messages)  # turn_count > 0, without counting them all
 
 
 def check_final_message(trajectory: Trajectory) -> bool:
@@ -67,8 +67,8 @@ def check_final_message(trajectory: Trajectory) -> bool:
     Trailing user or system messages are allowed: a simulated user's closing line (tau-bench's
     ``###STOP###``) is not the agent's to answer, and the export trains only assistant turns.
     """
-    agent_part = [m for m in trajectory.messages if m.role in ("assistant", "tool")]
-    return bool(agent_part) and agent_part[-1].role == "assistant" and not agent_part[-1].tool_calls
+    last = next((m for m in reversed(trajectory.messages) if m.role in ("assistant", "tool")), None)
+    return last is not None and last.role == "assistant" and not last.tool_calls
 
 
 def check_tool_arguments(trajectory: Trajectory) -> bool:
@@ -141,8 +141,9 @@ def authenticity_checks(trajectory: Trajectory) -> list[str]:
 
     The detectors run with the rules judge's bundled config.
     """
-    fired = {issue.tag for issue in run_detectors(trajectory, list(AUTHENTICITY_DETECTORS))}
-    return [f"authenticity:{name}" for name in AUTHENTICITY_DETECTORS if name in fired]
+    names = list(AUTHENTICITY_DETECTORS)
+    fired = fired_detectors(trajectory, names)
+    return [f"authenticity:{name}" for name in names if name in fired]
 
 
 def release_checks(trajectory: Trajectory) -> list[str]:

@@ -95,7 +95,9 @@ class JsonlWriter:
 
     def write(self, row: BaseModel | dict[str, Any]) -> None:
         assert self._handle is not None, "use JsonlWriter as a context manager"
-        self._handle.write(_json_line(row) + "\n")
+        # Two writes, not one of ``line + "\n"``: a ticket line is tens of kB, and the concatenation would copy it.
+        self._handle.write(_json_line(row))
+        self._handle.write("\n")
         self.count += 1
 
     def write_text(self, text: str | bytes) -> None:

@@ -116,7 +116,7 @@ def test_a_bug_in_the_rules_detectors_raises_instead_of_passing_or_hiding(monkey
     def broken(*args: object, **kwargs: object) -> list[object]:
         raise KeyError("a bug in judge.rules")
 
-    monkeypatch.setattr(judge.gate, "run_detectors", broken)
+    monkeypatch.setattr(judge.gate, "fired_detectors", broken)
     with pytest.raises(KeyError, match="a bug in judge.rules"):
         release_checks(make(good()))
 

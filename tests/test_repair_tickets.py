@@ -70,6 +70,20 @@ def test_online_ticket_restores_the_prefix_before_the_faulty_turn():
     assert guided.prefix_issues == [] and guided.moot == []
 
 
+def test_a_ticket_line_is_pydantics_own_json_with_the_prefix_serialised_once_for_both_arms():
+    from pydantic import BaseModel
+
+    traj = planned_build()
+    # A query that spells the key after the prefix (escaped in JSON, so never taken for it).
+    traj = traj.model_copy(update={"query": 'Create it ,"reusable_receipts": [] \\",\"reusable_receipts\":'})
+    guided, unguided = tickets_for(traj, cases.issue(4, **SEMANTIC, evidence="The Products table is created."))
+    for ticket in (guided, unguided, guided, Ticket.model_validate_json(unguided.model_dump_json())):
+        line = ticket.model_dump_json()
+        assert line == BaseModel.model_dump_json(ticket)
+        assert Ticket.model_validate_json(line) == ticket
+    assert guided.model_dump_json(indent=2) == BaseModel.model_dump_json(guided, indent=2)
+
+
 def test_issues_before_the_checkpoint_are_listed_as_inherited():
     # T1's failed read could be edited offline, so it does not block; the T3 semantic issue drives.
     guided, _ = tickets_for(cases.read_retry(), cases.issue(1), cases.issue(3, **SEMANTIC))

@@ -411,6 +411,46 @@ def test_rules_judge_reports_a_crash_as_unscored(monkeypatch: pytest.MonkeyPatch
     assert verdict.status == "unscored" and "detector bug" in (verdict.detail or "")
 
 
+def test_the_judge_and_the_gate_analyse_one_trajectory_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import judge.rules.analysis as analysis_module
+    from judge.gate import release_checks
+
+    made: list[str] = []
+    original = analysis_module.analyse
+
+    def counting(trajectory: Trajectory, config: RulesConfig) -> Any:
+        made.append(trajectory.id)
+        return original(trajectory, config)
+
+    monkeypatch.setattr(analysis_module, "analyse", counting)
+    trajectory = build(U("go"), A("", sh("cli add --records x", FAIL, 2)), A("All records have been created."))
+    verdict = asyncio.run(make_judge("rules")(trajectory, 0))
+    assert release_checks(trajectory) == ["authenticity:unverified-completion"]
+    assert [i.tag for i in verdict.issues] == ["failed-call", "unverified-completion"]
+    assert len(made) == 1  # the gate reused the judge's analysis
+    run_detectors(trajectory)
+    assert len(made) == 1
+
+
+def test_an_edited_or_copied_trajectory_is_analysed_afresh() -> None:
+    from judge.rules.analysis import _ANALYSED, analysis_of
+
+    config = default_config()
+    trajectory = build(U("go"), A("", sh("cli add --records x", FAIL, 2)), A("All records have been created."))
+    first = analysis_of(trajectory, config)
+    assert analysis_of(trajectory, config).actions is first.actions
+    # An edit as the repair editor makes one: a copy with other messages (the failed call and the claim gone).
+    edited = trajectory.model_copy(update={"messages": [trajectory.messages[0], Message(role="assistant", content="Hi.", turn=1)]})
+    assert analysis_of(edited, config).actions == [] and run_detectors(edited) == []
+    assert analysis_of(trajectory.model_copy(), config).actions is not first.actions
+    trajectory.messages.append(Message(role="assistant", content="Done.", turn=3))  # changed in place: not reused
+    assert len(analysis_of(trajectory, config).speeches) == len(first.speeches) + 1
+    # The memo holds nothing alive: an entry leaves with its trajectory.
+    held = len(_ANALYSED)
+    del trajectory, first
+    assert len(_ANALYSED) == held - 1
+
+
 @pytest.mark.parametrize(("text", "tokens"), [
     ("I've updated calc.py; all tests pass.", ("calc.py",)),
     ("Wrote src/app/main.py and `config.yaml`.", ("main.py", "config.yaml")),

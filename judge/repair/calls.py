@@ -8,13 +8,16 @@ text). Everything else is treated as a write whose outcome must be known from a 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from judge.derived import TrajectoryMemo
 from judge.model import Message, Receipt, ToolCall, Trajectory
+from judge.rules.analysis import canonical_json
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
 _READ_TOOL_NAMES = {
@@ -72,9 +75,23 @@ def receipt_failed(receipt: Receipt | None) -> bool:
     return bool(receipt.is_error) or (receipt.exit_code is not None and receipt.exit_code != 0)
 
 
+# Routing one trajectory asks for its call sites many times (each issue, the editor, the validators, the tickets),
+# and for those of its edited copies: the last few are kept (judge.derived).
+_SITES: TrajectoryMemo[tuple[CallSite, ...]] = TrajectoryMemo(16)
+
+
 def call_sites(trajectory: Trajectory) -> list[CallSite]:
     """Every tool call in message order, paired with its receipt: by call id, else (formats that pair by
-    position) with the next receipt without a call id that follows the call's message in the same turn."""
+    position) with the next receipt without a call id that follows the call's message in the same turn.
+
+    Found once per trajectory object (:class:`~judge.derived.TrajectoryMemo`); each call returns a new list."""
+    sites = _SITES.get(trajectory)
+    if sites is None:
+        sites = _SITES.put(trajectory, tuple(_find_call_sites(trajectory)))
+    return list(sites)
+
+
+def _find_call_sites(trajectory: Trajectory) -> list[CallSite]:
     receipt_at: dict[str, int] = {}
     without_id: list[int] = []  # receipts without a call id (rare: most formats pair by id)
     for index, message in enumerate(trajectory.messages):
@@ -87,7 +104,7 @@ def call_sites(trajectory: Trajectory) -> list[CallSite]:
     for index, message in enumerate(trajectory.messages):
         if message.role != "assistant":
             continue
-        anonymous = [i for i in without_id if i > index and trajectory.messages[i].turn == message.turn]
+        anonymous = [i for i in without_id if i > index and trajectory.messages[i].turn == message.turn] if without_id else []
         for call in message.tool_calls:
             r_index = receipt_at.get(call.id)
             if r_index is None and anonymous:
@@ -103,7 +120,7 @@ def argument_text(call: ToolCall) -> str:
         return call.raw_arguments
     if isinstance(call.arguments, str):
         return call.arguments
-    return json.dumps(call.arguments, ensure_ascii=False, sort_keys=True, default=str)
+    return canonical_json(call.arguments)
 
 
 def shell_command(call: ToolCall) -> str | None:
@@ -188,7 +205,17 @@ def _segment_read_only(segment: str) -> tuple[bool, str]:
 
 def rejected_before_running(receipt: Receipt | None) -> bool:
     """A failed receipt whose text shows the call was refused before it did anything."""
-    return receipt is not None and receipt_failed(receipt) and bool(_REJECTED_BEFORE_RUN.search(receipt.content or ""))
+    if receipt is None or not receipt_failed(receipt):
+        return False
+    text = receipt.content or ""
+    return _says_rejected(text) if len(text) <= 4096 else bool(_REJECTED_BEFORE_RUN.search(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _says_rejected(text: str) -> bool:
+    # Memoised (short texts only: the cache holds them): one routing asks it of the same receipts several times,
+    # and logs repeat their error texts.
+    return bool(_REJECTED_BEFORE_RUN.search(text))
 
 
 def side_effect_free(site: CallSite) -> tuple[bool, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 from judge.model import Message, ToolSpec, Trajectory, Usage
 from judge.repair.calls import (
@@ -121,6 +121,34 @@ class Ticket(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list, description="The tool schemas the source trajectory recorded "
                                                                     "(metadata.tools): what the agent was offered.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Copy into the continuation's record metadata.")
+
+    def model_dump_json(self, **options: Any) -> str:
+        """The ticket as JSON; with no options (a tickets.jsonl line) the prefix's JSON is shared with the ticket
+        written just before when both hold the same message objects (the guided and unguided arms of one
+        trajectory): the same text, the prefix serialised once."""
+        if options:
+            return super().model_dump_json(**options)
+        rest = super().model_dump_json(exclude={"prefix"})
+        # Every field before ``prefix`` is a string or a number, and no JSON string holds an unescaped quote: the
+        # first ``,"reusable_receipts":`` is the key that follows ``prefix``.
+        at = rest.index(_AFTER_PREFIX)
+        return f"{rest[:at]},\"prefix\":{_prefix_json(self.prefix)}{rest[at:]}"
+
+
+_AFTER_PREFIX = ',"reusable_receipts":'
+_MESSAGES = TypeAdapter(list[Message])
+# The message objects of the last prefix serialised, and its JSON (strong references to that one prefix only).
+_last_prefix: tuple[tuple[Message, ...], str] = ((), "[]")
+
+
+def _prefix_json(prefix: list[Message]) -> str:
+    """``prefix`` as Ticket's JSON writes it; reused when the last call had the very same message objects."""
+    global _last_prefix
+    messages, text = _last_prefix
+    if len(messages) != len(prefix) or any(a is not b for a, b in zip(messages, prefix)):
+        text = _MESSAGES.dump_json(prefix).decode()
+        _last_prefix = (tuple(prefix), text)
+    return text
 
 
 def target_of(issue: ScoredIssue) -> TargetIssue:

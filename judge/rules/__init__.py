@@ -42,7 +42,7 @@ from functools import lru_cache
 
 from judge.model import Trajectory
 from judge.rules import detectors as _detectors  # noqa: F401  (registers the built-in detectors)
-from judge.rules.analysis import Analysis, analyse
+from judge.rules.analysis import Analysis, analyse, analysis_of
 from judge.rules.config import RulesConfig
 from judge.rules.registry import (
     ROLES,
@@ -61,8 +61,8 @@ DetectorFn = Callable[[Analysis], list[Issue]]
 
 __all__ = [
     "DETECTORS", "DETECTOR_NAMES", "ROLES", "Analysis", "Detector", "DetectorFn", "DetectorNames", "DetectorSpec",
-    "MastGroups", "Role", "RulesConfig", "WasteCounts", "analyse", "default_config", "detect", "detector",
-    "detector_names", "detector_spec", "efficiency_vote", "run_detectors", "unregister", "vote_from_waste",
+    "MastGroups", "Role", "RulesConfig", "WasteCounts", "analyse", "analysis_of", "default_config", "detect", "detector",
+    "detector_names", "detector_spec", "efficiency_vote", "fired_detectors", "run_detectors", "unregister", "vote_from_waste",
     "waste_counts",
 ]
 
@@ -87,7 +87,7 @@ class Detector:
         config = config or default_config()
         if not config.enabled(self.name):
             return []
-        return self.find(analyse(trajectory, config))
+        return self.find(analysis_of(trajectory, config))
 
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]  # a detector's doc is its find function's
@@ -117,24 +117,56 @@ def run_detectors(
 ) -> list[Issue]:
     """Run the named detectors (default: all enabled) over one trajectory; issues sorted by turn.
 
-    The trajectory is analysed once and shared by the detectors. An unknown name raises ``ValueError``.
+    The trajectory is analysed once and shared by the detectors (and by the rules judge and any other caller of
+    :func:`analysis_of` on the same object). An unknown name raises ``ValueError``.
     """
     config = config or default_config()
-    return detect(analyse(trajectory, config), names)
+    return detect(analysis_of(trajectory, config), names)
 
 
 def detect(analysis: Analysis, names: Iterable[str] | None = None) -> list[Issue]:
     """:func:`run_detectors` on an existing analysis (the judge shares one analysis with the efficiency vote)."""
-    config = analysis.config
+    issues: list[Issue] = []
+    for found, first in _found(analysis, _selected(analysis, names)):
+        # Issues are mutable models: only the first caller gets the detector's own objects.
+        issues.extend(found if first else [issue.model_copy() for issue in found])
+    return sorted(issues, key=lambda i: (i.turn if i.turn is not None else 1 << 30))
+
+
+def fired_detectors(trajectory: Trajectory, names: Iterable[str] | None = None,
+                    config: RulesConfig | None = None) -> set[str]:
+    """The names of the detectors of ``names`` (default: all enabled) that find an issue in ``trajectory``.
+
+    The release gate's question: on a trajectory object the rules judge has read, its detectors' findings are
+    reused (:func:`analysis_of`), not found again.
+    """
+    analysis = analysis_of(trajectory, config or default_config())
+    selected = _selected(analysis, names)
+    return {name for name, (found, _) in zip(selected, _found(analysis, selected)) if found}
+
+
+def _selected(analysis: Analysis, names: Iterable[str] | None) -> list[str]:
+    """The enabled detectors of ``names`` (default: all registered); ``ValueError`` for an unknown name."""
     selected = list(detector_names() if names is None else names)
     unknown = [n for n in selected if n not in DETECTOR_NAMES]
     if unknown:
         raise ValueError(f"unknown detector(s) {unknown}; known: {list(DETECTOR_NAMES)}")
-    issues: list[Issue] = []
+    return [name for name in selected if analysis.config.enabled(name)]
+
+
+def _found(analysis: Analysis, selected: list[str]) -> list[tuple[list[Issue], bool]]:
+    """(issues, whether just found) of each detector of ``selected``: each detector runs once per analysis (keyed
+    by its function, so a detector registered anew runs anew)."""
+    memo: dict[DetectorFn, list[Issue]] = analysis.cache.setdefault("found", {})
+    result: list[tuple[list[Issue], bool]] = []
     for name in selected:
-        if config.enabled(name):
-            issues.extend(detector_spec(name).find(analysis))
-    return sorted(issues, key=lambda i: (i.turn if i.turn is not None else 1 << 30))
+        find = detector_spec(name).find
+        found = memo.get(find)
+        if found is None:
+            result.append((memo.setdefault(find, find(analysis)), True))
+        else:
+            result.append((found, False))
+    return result
 
 
 @dataclass(frozen=True)
@@ -206,4 +238,4 @@ def vote_from_waste(counts: WasteCounts, config: RulesConfig) -> Efficiency:
 def efficiency_vote(trajectory: Trajectory, config: RulesConfig | None = None) -> Efficiency:
     """The efficiency vote from measured waste (see :func:`waste_counts`, thresholds in the config)."""
     config = config or default_config()
-    return vote_from_waste(waste_counts(analyse(trajectory, config)), config)
+    return vote_from_waste(waste_counts(analysis_of(trajectory, config)), config)

@@ -12,6 +12,7 @@ Outcomes: ``ok``; ``error`` (the call failed: error flag, non-zero exit code, or
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import hashlib
 import json
 import re
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from judge.derived import TrajectoryMemo
 from judge.model import Message, Receipt, ToolCall, Trajectory
 from judge.rules.config import CompiledPatterns, RulesConfig
 from judge.rules.matching import PhraseGroup
@@ -289,6 +291,29 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
     )
 
 
+# The analyses of the last trajectory objects analysed, without the trajectory (see judge.derived).
+# A pass takes each trajectory from the judge to the gate within a few dozen others. Kept analyses outlive their
+# use: many would be promoted to the collector's oldest generation and make its full collections frequent.
+ANALYSIS_MEMO_LIMIT = 256
+_ANALYSED: TrajectoryMemo[tuple[RulesConfig, dict[str, Any]]] = TrajectoryMemo(ANALYSIS_MEMO_LIMIT)
+_FIELDS = tuple(f.name for f in dataclasses.fields(Analysis) if f.name != "trajectory")
+
+
+def analysis_of(trajectory: Trajectory, config: RulesConfig) -> Analysis:
+    """:func:`analyse`, once per trajectory object and config: the rules judge and the release gate's
+    authenticity checks, run on the same object, share one analysis (and the detectors' findings on it).
+
+    Reused only for the very object it was made from, as :class:`~judge.derived.TrajectoryMemo` tells; a copy or
+    an edited trajectory is a new object and is analysed again.
+    """
+    kept = _ANALYSED.get(trajectory)
+    if kept is not None and kept[0] is config:
+        return Analysis(trajectory, **kept[1])
+    analysis = analyse(trajectory, config)
+    _ANALYSED.put(trajectory, (config, {name: getattr(analysis, name) for name in _FIELDS}))
+    return analysis
+
+
 def classify_receipt(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns) -> tuple[Outcome, str]:
     """Outcome of one receipt and the line that shows a failure ("" when it succeeded)."""
     reading = _classify(receipt, config, patterns)
@@ -457,9 +482,15 @@ def arguments_text(call: ToolCall) -> str:
         return call.raw_arguments or ""
     if isinstance(call.arguments, str):
         return call.arguments
-    if _C_ENCODER is not None and isinstance(call.arguments, (dict, list)):
-        return "".join(_C_ENCODER(call.arguments, 0))
-    return _CANONICAL_JSON.encode(call.arguments)
+    return canonical_json(call.arguments)
+
+
+def canonical_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)``, the same text, without building an
+    encoder per call (for parsed JSON: no circular check)."""
+    if _C_ENCODER is not None and isinstance(value, (dict, list)):
+        return "".join(_C_ENCODER(value, 0))
+    return _CANONICAL_JSON.encode(value)
 
 
 def argument_values(action: Action) -> list[str]:
