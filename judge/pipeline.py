@@ -80,7 +80,7 @@ class FinishStream:
 
     def __init__(self, run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None,
                  *, route: bool = False, tables: bool = True, report: bool = False,
-                 line_of: Callable[[str], str | None] | None = None):
+                 line_of: Callable[[str], bytes | None] | None = None):
         self.run = RunDir(run_dir)
         self.rubric_path, self.cluster_options, self.route, self.tables = rubric_path, cluster_options, route, tables
         self.with_report, self.line_of = report, line_of

@@ -66,7 +66,7 @@ class ImportStream:
                  keep_rejects: list[Reject] | None = None, exclude: Iterable[str | Path] = (), *,
                  keep_lines: bool = False):
         self.stats = ImportStats()
-        self._lines: dict[str, str] | None = {} if keep_lines else None
+        self._lines: dict[str, bytes] | None = {} if keep_lines else None
         self._items = self._import(list(inputs), Path(out_path), Path(rejects_path), fmt, keep_rejects, list(exclude))
         self._first: Trajectory | None = None
 
@@ -82,7 +82,7 @@ class ImportStream:
             yield first
         yield from self._items
 
-    def line_of(self, trajectory_id: str) -> str | None:
+    def line_of(self, trajectory_id: str) -> bytes | None:
         """Take the line written for a yielded trajectory (None: not kept, or taken already)."""
         return self._lines.pop(trajectory_id, None) if self._lines is not None else None
 
@@ -122,7 +122,7 @@ class ImportSink:
     ``rejects``. :func:`write_import` and the Ray engine's import parts (judge.engine.ray_engine) share it."""
 
     def __init__(self, out: TextIO | BinaryIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None,
-                 lines: dict[str, str] | None = None):
+                 lines: dict[str, bytes] | None = None):
         self.out, self.rejects, self.stats, self.keep_rejects = out, rejects, stats, keep_rejects
         self.lines = lines  # trajectory id -> its line, for ImportStream(keep_lines=True)
         # Trajectory lines are UTF-8 bytes from pydantic-core: a binary ``out`` (ImportStream's file) takes them as
@@ -152,7 +152,7 @@ class ImportSink:
                 stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
                 self._write_line(line + b"\n")
                 if self.lines is not None:
-                    self.lines[item.id] = line.decode("utf-8")
+                    self.lines[item.id] = line
                 return True
         if isinstance(item, Skipped):
             stats.skipped += 1

@@ -53,12 +53,12 @@ class PagedWriter:
         self.index.write('trajudgeData("index", [\n')
         self.rows = 0
         self.starts: list[int] = []  # the first index row of each shard
-        self.views: list[str] = []
+        self.views: list[bytes] = []
         self.size = 0
 
-    def add(self, row: dict[str, Any], label: str, text: str, view: str | None) -> None:
+    def add(self, row: dict[str, Any], label: str, text: str, view: bytes | None) -> None:
         """One row of the index (``row`` from :func:`judge.report.summary.trajectory_row`, shown as ``label``)
-        and its viewer data, JSON text (None: a score row without a trajectory, nothing to show)."""
+        and its viewer data, JSON text as UTF-8 bytes (None: a score row without a trajectory, nothing to show)."""
         score = "unscored" if row["score"] is None else str(row["score"])
         values = [label, score, int(bool(row["release"])), row["turns"], row["majority_issues"], row["severe"],
                   row["minority_issues"], row["judge_cost_usd"], row["outcome"], row["route"], row["categories"],
@@ -66,7 +66,7 @@ class PagedWriter:
         self.index.write(("" if self.rows == 0 else ",\n") + _js(values))
         if not self.views:
             self.starts.append(self.rows)
-        self.views.append("null" if view is None else view)
+        self.views.append(b"null" if view is None else view)
         self.size += len(self.views[-1])
         self.rows += 1
         if self.size >= SHARD_BYTES or len(self.views) >= SHARD_ROWS:
@@ -76,10 +76,10 @@ class PagedWriter:
         if not self.views:
             return
         number = len(self.starts) - 1
-        with (self.folder / SHARD_DIR / f"{number}.js").open("w", encoding="utf-8") as shard:
-            shard.write(f'trajudgeData("shard", {number}, {self.starts[-1]}, [\n')
-            shard.write(",\n".join(self.views))
-            shard.write("\n]);\n")
+        with (self.folder / SHARD_DIR / f"{number}.js").open("wb") as shard:  # the views are UTF-8 already
+            shard.write(f'trajudgeData("shard", {number}, {self.starts[-1]}, [\n'.encode())
+            shard.write(b",\n".join(self.views))
+            shard.write(b"\n]);\n")
         self.views = []
         self.size = 0
 

@@ -204,9 +204,10 @@ class ReportStream:
             return
         if entry.trajectory is not None:
             if entry.line is None:
-                entry.line = entry.trajectory.to_json_line()  # measured here, embedded by the writer as is
+                entry.line = entry.trajectory.to_json_bytes()  # measured here, embedded by the writer as is
             self._held_trajectories += 1
-            self._held_bytes += len(entry.line.encode("utf-8")) + 1
+            line = entry.line
+            self._held_bytes += (len(line) if isinstance(line, bytes) else len(line.encode("utf-8"))) + 1
         self._held.append(entry)
         if self._held_trajectories > SINGLE_FILE_MAX_TRAJECTORIES or self._held_bytes > SINGLE_FILE_MAX_BYTES:
             self._start("paged")
@@ -277,7 +278,8 @@ class _Writer:
             self.md_parts, self.macros = md_parts(), viewer_macros()
             self.md_rows, self.md_details = self._open("md-rows.md"), self._open("md-details.md")
             if layout == "single":
-                self.html_rows, self.html_views = self._open("html-rows.html"), self._open("html-views.json")
+                self.html_rows = self._open("html-rows.html")
+                self.html_views = (self.build / "html-views.json").open("wb")  # JSON bytes, written as they come
         self.views = 0
 
     def _open(self, name: str) -> IO[str]:
@@ -311,13 +313,14 @@ class _Writer:
         self.md_details.write(self.md_parts.details(view))
         text = visible(query_preview(trajectory.query))
         # The browser renders the viewer from the trajectory's own JSON: joined as text, never encoded again.
-        data = "[" + inert_json(view_json(view)) + "," + inert_json(entry.line or trajectory.to_json_line()) + "]"
+        line = entry.line if entry.line is not None else trajectory.to_json_bytes()
+        data = b"[" + inert_json(view_json(view)).encode("utf-8") + b"," + inert_json_bytes(line) + b"]"
         if self.paged is not None:
             self.paged.add(row, visible(row["id"]), text, data)
         else:
             self.html_rows.write(str(self.macros.index_row(view, row, text)))
             # In the page's JSON script element no "<" may start a tag: JSON has it inside strings only.
-            self.html_views.write(("" if self.views == 0 else ",\n") + data.replace("<", "\\u003c"))
+            self.html_views.write((b"" if self.views == 0 else b",\n") + data.replace(b"<", b"\\u003c"))
         self.views += 1
 
     def discard(self) -> None:
@@ -559,6 +562,16 @@ def inert_json(text: str) -> str:
     if (text.isascii() and "\x7f" not in text) or CONTROL.search(text) is None:
         return text
     return CONTROL.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
+
+
+def inert_json_bytes(text: str | bytes) -> bytes:
+    """:func:`inert_json` of JSON text, as UTF-8 bytes; bytes that are ASCII without DEL (most trajectory lines)
+    are returned as they are, never decoded."""
+    if isinstance(text, bytes):
+        if text.isascii() and b"\x7f" not in text:
+            return text
+        text = text.decode("utf-8")
+    return inert_json(text).encode("utf-8")
 
 
 def script_json(value: Any) -> Markup:

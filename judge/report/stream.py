@@ -40,9 +40,10 @@ class Entry:
     clusters: list[Cluster] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     repairs: list[RepairRow] = field(default_factory=list)
-    # The trajectory's canonical JSON (its line of trajectories.jsonl, no newline) when the caller has it: the
-    # report's viewer data embeds it as is. None: the report serialises ``trajectory`` itself.
-    line: str | None = None
+    # The trajectory's canonical JSON (its line of trajectories.jsonl, no newline; the UTF-8 bytes when the caller
+    # has those) when the caller has it: the report's viewer data embeds it as is. None: the report serialises
+    # ``trajectory`` itself.
+    line: str | bytes | None = None
 
     @property
     def score(self) -> ScoreRow | None:
