@@ -12,7 +12,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-GC_THRESHOLD = 50_000  # allocations between collections of the youngest generation during a pass (default 700)
+GC_THRESHOLD = 200_000  # allocations between collections of the youngest generation during a pass (default 700)
 _depth = 0  # passes running in this process (the outermost one sets and restores the collector)
 
 

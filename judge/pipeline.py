@@ -165,12 +165,17 @@ class FinishStream:
             return
         from judge.tables import write_tables
 
-        with self.run.update_manifest() as manifest:
-            manifest.rubric = RubricSection.model_validate(self.rubric.describe())
-            manifest.cluster = ClusterSection.model_validate(self.config.describe())
-            manifest.embedder = EmbedderSection.model_validate(self.embedder.describe())
-        if self.tables:
-            write_tables(self.run.path)
+        try:
+            with self.run.update_manifest() as manifest:
+                manifest.rubric = RubricSection.model_validate(self.rubric.describe())
+                manifest.cluster = ClusterSection.model_validate(self.config.describe())
+                manifest.embedder = EmbedderSection.model_validate(self.embedder.describe())
+            if self.tables:
+                write_tables(self.run.path)
+        except BaseException:
+            self._failed = True
+            self._discard_report_on_error()
+            raise
         self._scores = self.run.view(rundir.SCORES, ScoreRow, self.scores_out.count)
 
 
