@@ -246,3 +246,11 @@ def test_compare_json_keeps_the_judging_output_off_stdout(tmp_path: Path):
     doc = only_json(result)
     assert doc == json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
     assert "judging" in result.stderr and "panel: 1 pass(es)" in result.stderr
+
+
+def test_a_live_bar_without_a_total_shows_the_count():
+    stream = io.StringIO()
+    with Progress("judging", total=None, stream=stream, live=True) as progress:
+        for _ in range(5):
+            progress.advance()
+    assert "5/?" in stream.getvalue()
