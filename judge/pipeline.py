@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from judge import rundir
-from judge.importers.writer import ImportStats, ImportStream, write_import
+from judge.importers.writer import ImportStats, ImportStream
 from judge.model import Trajectory
 from judge.rundir import ClusterSection, EmbedderSection, RowsView, RubricSection, RunDir
 from judge.schema import ScoreRow, Verdict
@@ -29,9 +29,7 @@ def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None)
     Trajectory ids are unique within the import (a repeated id gets ``~2``, ``~3``...; see iter_records).
     The run directory itself is never read as input, even when it lies inside an input folder.
     """
-    run = RunDir(run_dir)
-    run.path.mkdir(parents=True, exist_ok=True)
-    return write_import(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path])
+    return import_stream(inputs, run_dir, fmt).run()
 
 
 def import_stream(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None, *,
@@ -85,7 +83,6 @@ class FinishStream:
         self.rubric_path, self.cluster_options, self.route, self.tables = rubric_path, cluster_options, route, tables
         self.with_report, self.line_of = report, line_of
         self.report: ReportStream | None = None
-        self._failed = False
         self._files: ExitStack | None = None
         self._scores: RowsView[ScoreRow] | None = None
 
@@ -119,12 +116,12 @@ class FinishStream:
 
                 # The batch's size is not known yet when the import streams: auto's layout is settled on the way.
                 self.report = ReportStream(self.run.path, trajectories=None, input_bytes=None)
-                files.callback(self._discard_report_on_error)
             self._files = files.pop_all()
         return self._files
 
-    def _discard_report_on_error(self) -> None:
-        if self._failed and self.report is not None:
+    def _discard_report(self) -> None:
+        """After a failure: the run's earlier report stays as it was."""
+        if self.report is not None:
             self.report.discard()
             self.report = None
 
@@ -159,13 +156,14 @@ class FinishStream:
             self._start()  # no trajectory: the files are still written, empty
         if self._files is None:
             return
-        self._failed = kind is not None
-        self._files.__exit__(kind, error, trace)
         if kind is not None:
-            return
+            self._discard_report()
         from judge.tables import write_tables
 
         try:
+            self._files.__exit__(kind, error, trace)
+            if kind is not None:
+                return
             with self.run.update_manifest() as manifest:
                 manifest.rubric = RubricSection.model_validate(self.rubric.describe())
                 manifest.cluster = ClusterSection.model_validate(self.config.describe())
@@ -173,8 +171,7 @@ class FinishStream:
             if self.tables:
                 write_tables(self.run.path)
         except BaseException:
-            self._failed = True
-            self._discard_report_on_error()
+            self._discard_report()
             raise
         self._scores = self.run.view(rundir.SCORES, ScoreRow, self.scores_out.count)
 

@@ -45,10 +45,7 @@ def write_import(
     is given, rejects (and skipped paths) are also appended to it (for the CLI's summary). The two output
     files and any path in ``exclude`` (a run directory) are never read as inputs: they are listed as skipped.
     """
-    imports = ImportStream(inputs, out_path, rejects_path, fmt, keep_rejects, exclude)
-    for _ in imports:
-        pass
-    return imports.stats
+    return ImportStream(inputs, out_path, rejects_path, fmt, keep_rejects, exclude).run()
 
 
 class ImportStream:
@@ -85,6 +82,12 @@ class ImportStream:
     def line_of(self, trajectory_id: str) -> bytes | None:
         """Take the line written for a yielded trajectory (None: not kept, or taken already)."""
         return self._lines.pop(trajectory_id, None) if self._lines is not None else None
+
+    def run(self) -> ImportStats:
+        """Import everything (nothing is taken further) and return the counts."""
+        for _ in self:
+            pass
+        return self.stats
 
     def close(self) -> None:
         """Stop importing; an unfinished import leaves no file behind."""
