@@ -26,7 +26,7 @@ from judge.importers._common import (
     trajectory_from_envelope,
     usage_from,
 )
-from judge.model import Message, Receipt, Role, Trajectory, Usage
+from judge.model import Message, Receipt, Role, Trajectory
 
 NAME = "openai"
 
@@ -59,66 +59,66 @@ def is_message_list(value: Any) -> TypeGuard[list[dict[str, Any]]]:
 def convert_messages(
     raw_messages: list[Any],
     *,
-    receipt_hook: Callable[[dict[str, Any], Receipt], Receipt] | None = None,
+    error_text: Callable[[str], bool] | None = None,
 ) -> list[Message]:
     """Convert OpenAI chat messages to canonical messages (shared with the tau-bench importer).
 
-    ``receipt_hook`` lets a dialect adjust a receipt (tau-bench marks ``Error: ...`` tool outputs as errors).
+    ``error_text`` lets a dialect mark tool outputs that report a failure in their text as errors (tau-bench:
+    ``Error: ...``), besides the ``is_error`` key and a non-zero exit code.
     """
     messages: list[Message] = []
+    # This loop runs once per message of every chat import: the common cases are inlined (text_of, usage_from,
+    # _calls and the message constructor are called only for what needs them).
     for index, raw in enumerate(raw_messages):
         if not isinstance(raw, dict):
             raise RecordError(f"message {index} is not an object")
         role = _ROLES.get(str(raw.get("role")))
         if role is None:
             raise RecordError(f"message {index}: unknown role {raw.get('role')!r}")
-        # Inlined first cases of text_of and usage_from: this loop runs once per message of every chat import.
         content = raw.get("content")
         if not isinstance(content, str):
             content = text_of(content)
-        usage = usage_from(raw["usage"]) if "usage" in raw else None
+        usage = usage_from(raw["usage"]) if "usage" in raw else None  # read (and so checked) on every role
+        fields: dict[str, Any] = {"role": role, "content": content, "source_index": index}
         name = raw.get("name")
-        if not isinstance(name, str):
-            name = None
-        if role == "assistant":
-            calls = _calls(raw, index)
-            if calls and content.strip() == "None":  # AgentRx exports write a missing content as 'None'
-                content = ""
-            reasoning = None
-            for key in _REASONING_KEYS:
-                if isinstance(value := raw.get(key), str):
-                    reasoning = value
-                    break
-            fields = {"role": role, "content": content, "source_index": index, "tool_calls": calls}
-            if reasoning is not None:
-                fields["reasoning"] = reasoning
-            messages.append(_message(fields, name, usage))
-        elif role == "tool":
-            call_id = loose_value(raw.get("tool_call_id"))
-            if call_id is None and raw.get("role") == "function":
-                call_id = _legacy_call_id(messages, name)
-            receipt = make_receipt(
-                str(call_id) if call_id is not None else None,
-                content,
-                name=name,
-                is_error=bool(loose_value(raw.get("is_error"))),
-                exit_code=_int_or_none(raw.get("exit_code")),
-            )
-            if receipt_hook is not None:
-                receipt = receipt_hook(raw, receipt)
-            messages.append(_message({"role": role, "content": content, "source_index": index, "receipt": receipt}, name, None))
+        if isinstance(name, str):
+            fields["name"] = name
         else:
-            messages.append(_message({"role": role, "content": content, "source_index": index}, name, usage))
+            name = None
+        if role == "tool":  # a field left at its default is not given (not validated)
+            fields["receipt"] = _receipt(raw, content, name, messages, error_text)
+            messages.append(new_message(fields))
+            continue
+        if usage is not None:
+            fields["usage"] = usage
+        if role == "assistant":
+            calls = _calls(raw, index) if raw.get("tool_calls") is not None or raw.get("function_call") is not None else []
+            if calls and content.strip() == "None":  # AgentRx exports write a missing content as 'None'
+                fields["content"] = ""
+            fields["tool_calls"] = calls
+            for key in _REASONING_KEYS:  # the first that holds a string
+                if isinstance(value := raw.get(key), str):
+                    fields["reasoning"] = value
+                    break
+        messages.append(new_message(fields))
     return messages
 
 
-def _message(fields: dict[str, Any], name: str | None, usage: Usage | None) -> Message:
-    """The message of ``fields`` plus name and usage when set (a field left at its default is not validated)."""
-    if name is not None:
-        fields["name"] = name
-    if usage is not None:
-        fields["usage"] = usage
-    return new_message(fields)
+def _receipt(raw: dict[str, Any], content: str, name: str | None, messages: list[Message],
+             error_text: Callable[[str], bool] | None) -> Receipt:
+    """The receipt of a ``role: tool`` (or legacy ``function``) message; ``messages``: the ones converted before it."""
+    call_id = loose_value(raw.get("tool_call_id"))
+    if call_id is None and raw.get("role") == "function":
+        call_id = _legacy_call_id(messages, name)
+    is_error = raw.get("is_error")
+    exit_code = raw.get("exit_code")
+    return make_receipt(
+        str(call_id) if call_id is not None else None,
+        content,
+        name=name,
+        is_error=(is_error is not None and bool(loose_value(is_error))) or (error_text is not None and error_text(content)),
+        exit_code=_int_or_none(exit_code) if exit_code is not None else None,
+    )
 
 
 def _calls(raw: dict[str, Any], index: int) -> list[Any]:

@@ -27,7 +27,7 @@ from judge.importers._common import (
     require_list,
 )
 from judge.importers.openai_chat import convert_messages
-from judge.model import Receipt, Trajectory
+from judge.model import Trajectory
 from judge.outcome import combine, from_reward
 
 NAME = "tau"
@@ -39,10 +39,8 @@ def detect(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("traj"), list) and ("task_id" in obj or "reward" in obj)
 
 
-def _mark_errors(raw: dict[str, Any], receipt: Receipt) -> Receipt:
-    if receipt.content.lstrip().startswith("Error:"):
-        return receipt.model_copy(update={"is_error": True})
-    return receipt
+def _reports_error(text: str) -> bool:
+    return text.lstrip().startswith("Error:")
 
 
 def domain_of(raw_messages: list[Any]) -> str | None:
@@ -58,7 +56,7 @@ def parse(record: Any, src: Source) -> Trajectory:
     if not isinstance(record, dict):
         raise RecordError("record is not a JSON object")
     raw_messages = require_list(record, "traj")
-    messages = convert_messages(raw_messages, receipt_hook=_mark_errors)
+    messages = convert_messages(raw_messages, error_text=_reports_error)
     task_id = loose_value(record.get("task_id"))
     trial = loose_value(record.get("trial"))
     domain = domain_of(raw_messages)
