@@ -385,29 +385,27 @@ def first_user_text(messages: list[Message]) -> str:
 # Assembly
 
 
-def check_pairing(messages: list[Message]) -> None:
-    """Every tool result that names a call id must answer a call made earlier in the trajectory."""
-    seen: set[str] = set()
+def pair_receipts(messages: list[Message]) -> None:
+    """Check that every tool result naming a call id answers a call made earlier in the trajectory, and give
+    receipts without a tool name the name of the call they answer (one pass: it runs on every import)."""
+    made: set[str] = set()  # ids of the calls of assistant messages so far
+    names: dict[str, str] = {}  # call id -> tool name, of the calls of any message so far
     for position, message in enumerate(messages):
-        if message.role == "assistant":
-            seen.update(call.id for call in message.tool_calls)
-        elif message.role == "tool" and message.receipt and message.receipt.call_id is not None:
-            call_id = message.receipt.call_id
-            if call_id in seen:
-                continue
+        calls = message.tool_calls
+        if calls:
+            by_assistant = message.role == "assistant"
+            for call in calls:
+                names[call.id] = call.name
+                if by_assistant:
+                    made.add(call.id)
+        receipt = message.receipt
+        if receipt is None or (call_id := receipt.call_id) is None:
+            continue
+        if message.role == "tool" and call_id not in made:
             where = f"source message {message.source_index}" if message.source_index is not None else f"message {position}"
             raise RecordError(f"tool result for call id {call_id!r} ({where}) has no matching tool call")
-
-
-def _name_receipts(messages: list[Message]) -> None:
-    """Give receipts without a tool name the name of the call they answer."""
-    names: dict[str, str] = {}
-    for message in messages:
-        for call in message.tool_calls:
-            names[call.id] = call.name
-        receipt = message.receipt
-        if receipt is not None and receipt.name is None and receipt.call_id in names:
-            receipt.name = names[receipt.call_id]
+        if receipt.name is None and call_id in names:
+            receipt.name = names[call_id]
 
 
 def build_trajectory(
@@ -423,8 +421,7 @@ def build_trajectory(
     """Check, number and wrap converted messages. Raises RecordError for an empty or inconsistent record."""
     if not messages:
         raise RecordError("record has no messages")
-    check_pairing(messages)
-    _name_receipts(messages)
+    pair_receipts(messages)
     number_turns(messages)
     text = query if query is not None and str(query).strip() else first_user_text(messages)
     text = str(text)
