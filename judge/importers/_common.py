@@ -85,13 +85,15 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 def constructor(model: type[ModelT]) -> Callable[[dict[str, Any]], ModelT]:
     """``model(**fields)`` as a function of the field dict: pydantic-core validates the dict exactly as the class
     call would, without ``BaseModel.__init__``'s Python frame and keyword dict (a third of the cost of a small
-    model). For the models an import builds once per source message."""
+    model). For the models an import builds once per source message or record."""
     return cast(Callable[[dict[str, Any]], ModelT], model.__pydantic_validator__.validate_python)
 
 
 new_message = constructor(Message)
 new_call = constructor(ToolCall)
 new_receipt = constructor(Receipt)
+new_metadata = constructor(TrajectoryMetadata)
+new_trajectory = constructor(Trajectory)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -145,6 +147,9 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+_ARGUMENTS_TOO_DEEP = f"arguments nested deeper than {MAX_DEPTH} levels"
+
+
 def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
     """Parse tool-call arguments given as a dict, a JSON string or a Python-repr string.
 
@@ -159,7 +164,7 @@ def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
     text = raw.strip()
     if not text:
         return {}, raw, None
-    too_deep = f"arguments nested deeper than {MAX_DEPTH} levels"
+    too_deep = _ARGUMENTS_TOO_DEEP
     try:
         value = load_json(text)
     except json.JSONDecodeError as error:
@@ -346,9 +351,7 @@ def build_metadata(fmt: str, src: Source, *layers: dict[str, Any] | None) -> Tra
         else:
             extra[key] = value
     fields = {k: v for k, v in fields.items() if v is not None}
-    return TrajectoryMetadata(
-        source_format=fmt, source_file=src.file, source_line=src.position, extra=extra, **fields
-    )
+    return new_metadata({"source_format": fmt, "source_file": src.file, "source_line": src.position, "extra": extra, **fields})
 
 
 def _coerce(key: str, value: Any, extra: dict[str, Any]) -> Any:
@@ -425,13 +428,13 @@ def build_trajectory(
     number_turns(messages)
     text = query if query is not None and str(query).strip() else first_user_text(messages)
     text = str(text)
-    return Trajectory(
-        id=str(trajectory_id) if trajectory_id not in (None, "") else src.fallback_id(),
-        query=text,
-        query_id=str(query_id) if query_id not in (None, "") else query_hash(text),
-        messages=messages,
-        metadata=metadata,
-    )
+    return new_trajectory({
+        "id": str(trajectory_id) if trajectory_id not in (None, "") else src.fallback_id(),
+        "query": text,
+        "query_id": str(query_id) if query_id not in (None, "") else query_hash(text),
+        "messages": messages,
+        "metadata": metadata,
+    })
 
 
 
