@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, AnyStr, Literal
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from judge import rundir
 from judge.importers._common import (
@@ -403,6 +404,12 @@ def _split_lines(handle: io.BufferedIOBase) -> Iterator[tuple[int, bytes | None]
 
 def _value_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Any:
     """The JSON value of a line, or a Reject saying why it has none."""
+    try:
+        # The common case without decoding the line first: jiter accepts bytes only when they are valid UTF-8 (it
+        # checks every string; everything else must be ASCII), and then gives the value the decoded text gives.
+        return from_json(raw)
+    except (ValueError, TypeError):
+        pass  # below: the decode names invalid UTF-8, and load_json reads what jiter refuses or names the fault
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
