@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run
 from judge.report import build_report, build_summary, plots
-from judge.report.render import md_escape
+from judge.report.render import has_control_utf8, inert_json, inert_json_bytes, md_escape
 from judge.report.summary import (
     agreement_section,
     explain_agreement,
@@ -31,6 +31,7 @@ from judge.report.summary import (
 from judge.report.viewer import anchor_id
 from judge.rundir import RunManifest
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
+from judge.visible import CONTROL
 
 
 @pytest.fixture(scope="module")
@@ -390,6 +391,17 @@ def test_viewer_data_shows_no_control_character_raw(tmp_path: Path):
         assert not re.search("[\u202e\x85\x7f]", text), layout
         assert "Rename \\u202e\\u0085\\u007f." in text, layout
 
+
+def test_control_search_in_utf8_bytes_finds_what_control_finds():
+    """The byte search of a trajectory line agrees with judge.visible.CONTROL on every character (those past
+    U+FFFF are four UTF-8 bytes led by F0-F4, which no control sequence starts with)."""
+    for code in [*range(0x10000), 0x1F600, 0x10FFFF]:
+        if 0xD800 <= code < 0xE000:
+            continue  # surrogates cannot be encoded
+        char = chr(code)
+        data = ("\u00e9" + char + "\u2019").encode("utf-8")  # non-ASCII around it, as in a line that is searched
+        assert has_control_utf8(data) == (CONTROL.search(char) is not None), hex(code)
+        assert inert_json_bytes(data) == inert_json(data.decode("utf-8")).encode("utf-8"), hex(code)
 
 def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):
     (meta,) = [m for m in dom.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
