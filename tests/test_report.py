@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run
+from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, hostile, make_hostile_run, make_run
 from judge.report import build_report, build_summary, plots
-from judge.report.render import has_control_utf8, inert_json, inert_json_bytes, md_escape
+from judge.report.render import has_control_utf8, inert_json, inert_json_bytes, md_details, md_escape, md_index_row
+from judge.report.stream import entries, trajectory_ids
 from judge.report.summary import (
     agreement_section,
     explain_agreement,
@@ -28,10 +29,10 @@ from judge.report.summary import (
     score_distribution,
     share,
 )
-from judge.report.viewer import anchor_id
-from judge.rundir import RunManifest
+from judge.report.viewer import anchor_id, build_view
+from judge.rundir import RunDir, RunManifest
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
-from judge.visible import CONTROL
+from judge.visible import CONTROL, visible
 
 
 @pytest.fixture(scope="module")
@@ -460,10 +461,23 @@ def test_no_path_from_the_data_escapes_the_run_directory(tmp_path: Path):
         ("[x](http://e)", r"\[x\]\(http://e\)"),
         ("**bold** `code` &amp;", r"\*\*bold\*\* \`code\` \&amp;"),
         (None, ""),
+        ("tau-airline-0-t0", "tau-airline-0-t0"),
+        ("a  b\tc", "a b c"),
+        ("id\u202e\x1b", "id\\\\u202e\\\\x1b"),
     ],
 )
 def test_md_escape(text, escaped):
     assert md_escape(text) == escaped
+
+
+def test_md_escape_leaves_alone_only_what_its_passes_would():
+    """Plain text is returned without the three passes: it must be text they would not change."""
+    def passes(text: str) -> str:
+        return re.sub(r"([\\`*_{}\[\]<>()#+!|~&])", r"\\\1", visible(re.sub(r"\s+", " ", text)))
+
+    for code in range(0x3000):
+        for text in (chr(code), f"a{chr(code)}b", f" {chr(code)} "):
+            assert md_escape(text) == passes(text), hex(code)
 
 
 def test_markdown_mirrors_the_report_and_escapes(run: Path):
@@ -476,6 +490,27 @@ def test_markdown_mirrors_the_report_and_escapes(run: Path):
     assert "<script>" not in md and r"\<script\>" in md
     assert "- openai:gpt-4o\\#2: T2 edit tool arguments malformed; the call failed with exit 2." in md
 
+
+
+def test_markdown_parts_of_a_reviewed_trajectory(tmp_path: Path):
+    """The index row and details section of a trajectory with a human review, a stale decision, a pinned issue
+    with two wordings and a minority issue: every value escaped, the layout exact."""
+    run = RunDir(make_hostile_run(tmp_path / "run"))
+    (entry,) = entries(run, trajectory_ids(run), [])
+    view = build_view(entry.trajectory, entry.score, entry.clusters, entry.verdicts, entry.repair)
+
+    def x(field: str) -> str:
+        return md_escape(hostile(field))
+
+    assert md_index_row(view) == f"| {x('id')} | 2 | released (human; judges: held) | T1 code/severe | online-guided |\n"
+    assert md_details(view) == (
+        f"\n### {x('id')}: score 2\n\n{x('score.reason')}\n"
+        f"\nHuman review: the judges gave score 2 and held it ({x('machine.reason')}). {x('reviewer')} released it"
+        f" **over failed checks {x('check')}**: {x('release.reason')}."
+        f"\n- stale, not applied: reject-issue {x('stale.target')} by {x('reviewer')}: {x('stale.why')}\n"
+        f"\n- **T1 code/severe** ({x('tag')}), 2/3 votes: {x('description')}\n"
+        f"  - {x('pass_key')}: {x('wording')}\n  - openai:gpt-4o\\#2: {x('wording')}\n"
+        f"\nMinority issues (not counted): T1 semantic: {x('minority')}")
 
 # --- partial runs ------------------------------------------------------------------------------
 
