@@ -285,10 +285,10 @@ class _Writer:
         if layout == "paged":
             self.paged = PagedWriter(self.build / DATA_DIR)
         if not summary_only:
-            # the viewer template's macros, looked up once: a lookup checks the template file's time every call
-            self.macros = viewer_macros()
             self.md_rows, self.md_details = self._open("md-rows.md"), self._open("md-details.md")
             if layout == "single":
+                # the viewer template's macros, looked up once: a lookup checks the template file's time every call
+                self.macros = viewer_macros()
                 self.html_rows = self._open("html-rows.html")
                 self.html_views = (self.build / "html-views.json").open("wb")  # JSON bytes, written as they come
         self.views = 0
@@ -319,7 +319,7 @@ class _Writer:
         score = entry.score or missing_score_row(entry.id)
         # Without a score row the gate never ran: list no check as passed.
         view = build_view(trajectory, score, entry.clusters, entry.verdicts, entry.repair,
-                          gate_ran=not score.reason.startswith(NO_SCORE_ROW))
+                          gate_ran=not score.reason.startswith(NO_SCORE_ROW), usage=entry.generation_usage)
         self.md_rows.write(md_index_row(view))
         self.md_details.write(md_details(view))
         text = visible(query_preview(trajectory.query))

@@ -95,7 +95,7 @@ class SummaryTally:
         if trajectory is not None:
             self.trajectories += 1
             row = row or missing_score_row(entry.id)
-            self.generation.add(trajectory.generation_usage())
+            self.generation.add(entry.generation_usage)
         else:
             self.scores_without_trajectory.extend(r.trajectory_id for r in entry.scores)
         outcome = recorded_outcome(trajectory) if trajectory is not None else None

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.model import Trajectory
+from judge.model import Trajectory, Usage
 from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
 FOLD_CHARS = 700  # receipts, system prompts and tool arguments longer than this fold into <details> (report.js)
@@ -121,7 +121,7 @@ class TrajectoryView:
         return [issue for turn in self.assistant_turns if turn is not None for issue in self.pinned.get(turn, [])]
 
 
-def _metadata_rows(trajectory: Trajectory) -> list[tuple[str, str]]:
+def _metadata_rows(trajectory: Trajectory, usage: Usage) -> list[tuple[str, str]]:
     meta = trajectory.metadata
     rows: list[tuple[str, str]] = [("query id", trajectory.query_id), ("format", meta.source_format)]
     if meta.source_file:
@@ -134,7 +134,6 @@ def _metadata_rows(trajectory: Trajectory) -> list[tuple[str, str]]:
     recorded = meta.task_outcome
     if recorded is not None and (recorded.status != "unknown" or recorded.source):
         rows.append(("recorded result", f"{recorded.status} ({recorded.note or recorded.source})"))
-    usage = trajectory.generation_usage()
     if usage.total is not None:
         rows.append(("generation tokens", f"{usage.input_tokens or 0:,} in / {usage.output_tokens or 0:,} out"))
     return rows
@@ -154,8 +153,10 @@ def build_view(
     verdicts: list[Verdict],
     repair: RepairRow | None,
     gate_ran: bool = True,
+    usage: Usage | None = None,
 ) -> TrajectoryView:
-    """The viewer's model of one trajectory (pure). ``gate_ran``: the score row is the scorer's (its checks ran)."""
+    """The viewer's model of one trajectory (pure). ``gate_ran``: the score row is the scorer's (its checks ran);
+    ``usage``: the trajectory's :meth:`~judge.model.Trajectory.generation_usage` when the caller has it."""
     issues = [IssueView.from_cluster(c) for c in clusters]
     added = _human_decisions(score.review, issues, score.issues + score.environment, score.panel_size)
     assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
@@ -185,7 +186,7 @@ def build_view(
         efficiency_votes=list(score.efficiency_votes),
         failed_checks=list(score.failed_checks),
         gate_ran=gate_ran,
-        metadata=_metadata_rows(trajectory),
+        metadata=_metadata_rows(trajectory, trajectory.generation_usage() if usage is None else usage),
         assistant_turns=assistant_turns,
         pinned=dict(pinned),
         unpinned=unpinned,
