@@ -325,13 +325,13 @@ class _Writer:
         text = visible(query_preview(trajectory.query))
         # The browser renders the viewer from the trajectory's own JSON: joined as text, never encoded again.
         line = entry.line if entry.line is not None else trajectory.to_json_bytes()
-        data = b"[" + inert_json_bytes(view_json(view)) + b"," + inert_json_bytes(line) + b"]"
+        data = (b"[", inert_json_bytes(view_json(view)), b",", inert_json_bytes(line), b"]")  # [view, trajectory]
         if self.paged is not None:
             self.paged.add(row, visible(row["id"]), text, data)
         else:
             self.html_rows.write(str(self.macros.index_row(view, row, text)))
             # In the page's JSON script element no "<" may start a tag: JSON has it inside strings only.
-            self.html_views.write((b"" if self.views == 0 else b",\n") + data.replace(b"<", b"\\u003c"))
+            self.html_views.write((b"" if self.views == 0 else b",\n") + b"".join(data).replace(b"<", b"\\u003c"))
         self.views += 1
 
     def discard(self) -> None:
