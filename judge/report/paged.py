@@ -40,9 +40,12 @@ def index_review(marker: dict[str, Any] | None) -> dict[str, Any] | None:
             "stale": marker["stale"]}
 
 
+_JS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one encoder, not one per row (json.dumps)
+
+
 def _js(value: Any) -> str:
     """A JavaScript literal of a JSON value (JSON is a subset of JavaScript since ES2019)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _JS.encode(value)
 
 
 # At most this many pieces go to one os.writev (its IOV_MAX: 1024 on Linux; POSIX promises 16, -1 is no limit).

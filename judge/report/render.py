@@ -263,6 +263,9 @@ def _manifest(run: RunDir) -> tuple[RunManifest, list[BadRow]]:
         return RunManifest(), [BadRow(rundir.MANIFEST, 1, message)]
 
 
+_ROW_JSON = json.JSONEncoder(ensure_ascii=False)  # a row of summary.json (json.dumps would build one per row)
+
+
 class _Writer:
     """Everything one streaming pass writes: per-trajectory parts go to files under a build folder of the run
     (moved into place by :meth:`finish`, removed by :meth:`discard`)."""
@@ -299,7 +302,7 @@ class _Writer:
     def add(self, entry: Entry) -> None:
         row = self.tally.add(entry)
         if row is not None:
-            self.rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self.rows.write(_ROW_JSON.encode(row) + "\n")
             if self.kept_rows is not None:
                 self.kept_rows.append(row)
         if self.summary_only:
@@ -673,7 +676,9 @@ def viewer_settings() -> dict[str, Any]:
 
 # --- Markdown ----------------------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
+# Just before each character md_escape backslash-escapes: splitting there and joining with "\\" escapes them
+# all in C (a substitution with a group reference calls back into Python for every match).
+_MD_BEFORE_SPECIAL = re.compile(r"(?=[\\`*_{}\[\]<>()#+!|~&])")
 _MD_WHITESPACE = re.compile(r"\s+")
 # Text that md_escape leaves as it is: letters, digits, unspecial punctuation and single spaces. Most values (ids,
 # categories, scores) are such text, and one search for anything else is cheaper than the three passes.
@@ -691,7 +696,7 @@ def md_escape(value: Any) -> str:
     text = str(value)
     if _MD_NOT_PLAIN.search(text) is None:
         return text
-    return _MD_SPECIAL.sub(r"\\\1", visible(_MD_WHITESPACE.sub(" ", text)))
+    return "\\".join(_MD_BEFORE_SPECIAL.split(visible(_MD_WHITESPACE.sub(" ", text))))
 
 
 # The Markdown report's parts of one trajectory (its index row and its details section), written while the run

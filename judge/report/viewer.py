@@ -277,6 +277,10 @@ def view_data(view: TrajectoryView) -> dict[str, Any]:
     }
 
 
+# json.dumps with options builds an encoder on every call; once per trajectory that shows.
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def view_json(view: TrajectoryView) -> str:
     """:func:`view_data` as compact JSON text."""
-    return json.dumps(view_data(view), ensure_ascii=False, separators=(",", ":"), default=str)
+    return _COMPACT_JSON.encode(view_data(view))
