@@ -260,7 +260,10 @@ class OutcomeTally:
     def add(self, trajectory_id: str, row: ScoreRow, outcome: TaskOutcome | None) -> None:
         """``outcome`` is None for a score row whose trajectory is not in trajectories.jsonl (counted as unknown)."""
         status = outcome.status if outcome else "unknown"
-        self.by_score.setdefault(score_key(row.score), {s: 0 for s in OUTCOME_STATUSES})[status] += 1
+        counts = self.by_score.get(score_key(row.score))
+        if counts is None:  # a rubric with other scores still shows them
+            counts = self.by_score[score_key(row.score)] = {s: 0 for s in OUTCOME_STATUSES}
+        counts[status] += 1
         if outcome is not None and (outcome.source or outcome.status != "unknown"):
             self.sources[f"{outcome.source or 'unnamed'}: {status}"] += 1
         self.unreadable += int(bool(outcome and outcome.unreadable))
