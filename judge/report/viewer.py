@@ -118,6 +118,8 @@ class TrajectoryView:
     @property
     def pinned_issues(self) -> list[IssueView]:
         """The issues pinned to turns, in the order the transcript shows them."""
+        if not self.pinned:  # most trajectories: no need to walk the turns
+            return []
         return [issue for turn in self.assistant_turns if turn is not None for issue in self.pinned.get(turn, [])]
 
 
