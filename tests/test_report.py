@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, hostile, make_hostile_run, make_run
 from judge.report import build_report, build_summary, plots
-from judge.report.render import has_control_utf8, inert_json, inert_json_bytes, md_details, md_escape, md_index_row
+from judge.report.render import inert_json, inert_json_bytes, json_has_control, md_details, md_escape, md_index_row
 from judge.report.stream import entries, trajectory_ids
 from judge.report.summary import (
     agreement_section,
@@ -393,16 +393,18 @@ def test_viewer_data_shows_no_control_character_raw(tmp_path: Path):
         assert "Rename \\u202e\\u0085\\u007f." in text, layout
 
 
-def test_control_search_in_utf8_bytes_finds_what_control_finds():
-    """The byte search of a trajectory line agrees with judge.visible.CONTROL on every character (those past
-    U+FFFF are four UTF-8 bytes led by F0-F4, which no control sequence starts with)."""
-    for code in [*range(0x10000), 0x1F600, 0x10FFFF]:
+def test_control_search_in_utf8_json_finds_what_control_finds():
+    """The byte search of a trajectory line agrees with judge.visible.CONTROL on every character JSON text
+    holds raw (all but the C0 controls, which JSON escapes; those past U+FFFF are four UTF-8 bytes led by
+    F0-F4, which no control sequence starts with)."""
+    for code in [*range(0x20, 0x10000), 0x1F600, 0x10FFFF]:
         if 0xD800 <= code < 0xE000:
             continue  # surrogates cannot be encoded
         char = chr(code)
-        data = ("\u00e9" + char + "\u2019").encode("utf-8")  # non-ASCII around it, as in a line that is searched
-        assert has_control_utf8(data) == (CONTROL.search(char) is not None), hex(code)
-        assert inert_json_bytes(data) == inert_json(data.decode("utf-8")).encode("utf-8"), hex(code)
+        for data in (char.encode("utf-8"), ("\u00e9" + char + "\u2019").encode("utf-8")):  # ASCII or not around it
+            assert json_has_control(data) == (CONTROL.search(char) is not None), hex(code)
+            assert inert_json_bytes(data) == inert_json(data.decode("utf-8")).encode("utf-8"), hex(code)
+
 
 def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):
     (meta,) = [m for m in dom.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
@@ -491,7 +493,6 @@ def test_markdown_mirrors_the_report_and_escapes(run: Path):
     assert "- openai:gpt-4o\\#2: T2 edit tool arguments malformed; the call failed with exit 2." in md
 
 
-
 def test_markdown_parts_of_a_reviewed_trajectory(tmp_path: Path):
     """The index row and details section of a trajectory with a human review, a stale decision, a pinned issue
     with two wordings and a minority issue: every value escaped, the layout exact."""
@@ -511,6 +512,7 @@ def test_markdown_parts_of_a_reviewed_trajectory(tmp_path: Path):
         f"\n- **T1 code/severe** ({x('tag')}), 2/3 votes: {x('description')}\n"
         f"  - {x('pass_key')}: {x('wording')}\n  - openai:gpt-4o\\#2: {x('wording')}\n"
         f"\nMinority issues (not counted): T1 semantic: {x('minority')}")
+
 
 # --- partial runs ------------------------------------------------------------------------------
 

@@ -255,6 +255,7 @@ def test_write_pieces_goes_on_after_a_short_write(tmp_path: Path, monkeypatch: p
     write_pieces(tmp_path / "shard.js", list(pieces))
     assert (tmp_path / "shard.js").read_bytes() == b"".join(pieces)
 
+
 def test_the_layouts_report_the_same_figures_and_replace_each_other(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
     build_report(run, layout="paged")
