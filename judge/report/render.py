@@ -321,7 +321,8 @@ class _Writer:
         score = entry.score or missing_score_row(entry.id)
         # Without a score row the gate never ran: list no check as passed.
         view = build_view(trajectory, score, entry.clusters, entry.verdicts, entry.repair,
-                          gate_ran=not score.reason.startswith(NO_SCORE_ROW), usage=entry.generation_usage)
+                          gate_ran=not score.reason.startswith(NO_SCORE_ROW), usage=entry.generation_usage,
+                          assistant_turns=entry.assistant_turns)
         self.md_rows.write(md_index_row(view))
         self.md_details.write(md_details(view))
         text = visible(query_preview(trajectory.query))

@@ -46,12 +46,19 @@ class Entry:
     # ``trajectory`` itself.
     line: str | bytes | None = None
 
+    # What the summary and the viewer both derive from the trajectory's messages, derived once.
+
     @functools.cached_property
     def generation_usage(self) -> Usage:
-        """The trajectory's :meth:`~judge.model.Trajectory.generation_usage`, summed once: the summary and the
-        viewer both use it."""
+        """The trajectory's :meth:`~judge.model.Trajectory.generation_usage`."""
         assert self.trajectory is not None, "an entry without a trajectory has no generation usage"
         return self.trajectory.generation_usage()
+
+    @functools.cached_property
+    def assistant_turns(self) -> list[int | None]:
+        """The turn of each assistant message, in source order (as many as the trajectory's turn_count)."""
+        assert self.trajectory is not None, "an entry without a trajectory has no turns"
+        return [m.turn for m in self.trajectory.messages if m.role == "assistant"]
 
     @property
     def score(self) -> ScoreRow | None:

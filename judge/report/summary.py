@@ -116,7 +116,8 @@ class SummaryTally:
                 self.teacher.add_mapping(usage)
         if row is None:
             return None
-        return trajectory_row(row, trajectory, entry.clusters, entry.verdicts, entry.repair, outcome)
+        turns = len(entry.assistant_turns) if trajectory is not None else None
+        return trajectory_row(row, turns, entry.clusters, entry.verdicts, entry.repair, outcome)
 
     def summary(self, *, run_dir: Path, present: dict[str, bool], bad_rows: list[BadRow], rejects: RejectTally,
                 attempts: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -937,9 +938,10 @@ def judge_cost_of(verdicts: Iterable[Verdict]) -> float | None:
     return None if total is None else round(total, 6)
 
 
-def trajectory_row(row: ScoreRow, trajectory: Trajectory | None, clusters: Sequence[Cluster], verdicts: Sequence[Verdict],
+def trajectory_row(row: ScoreRow, turns: int | None, clusters: Sequence[Cluster], verdicts: Sequence[Verdict],
                    repair: RepairRow | None, outcome: TaskOutcome | None) -> dict[str, Any]:
-    """One machine-readable row per trajectory (the report's index)."""
+    """One machine-readable row per trajectory (the report's index); ``turns``: the trajectory's turn_count
+    (None: a score row without a trajectory)."""
     majority = [c for c in clusters if c.majority]
     return {
         "id": row.trajectory_id,
@@ -949,7 +951,7 @@ def trajectory_row(row: ScoreRow, trajectory: Trajectory | None, clusters: Seque
         "failed_checks": row.failed_checks,
         "valid_passes": row.valid_passes,
         "panel_size": row.panel_size,
-        "turns": trajectory.turn_count if trajectory is not None else None,
+        "turns": turns,
         "majority_issues": len(majority),
         "minority_issues": len(clusters) - len(majority),
         "severe": sum(1 for c in majority if c.severity == "severe"),

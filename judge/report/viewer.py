@@ -156,12 +156,15 @@ def build_view(
     repair: RepairRow | None,
     gate_ran: bool = True,
     usage: Usage | None = None,
+    assistant_turns: list[int | None] | None = None,
 ) -> TrajectoryView:
     """The viewer's model of one trajectory (pure). ``gate_ran``: the score row is the scorer's (its checks ran);
-    ``usage``: the trajectory's :meth:`~judge.model.Trajectory.generation_usage` when the caller has it."""
+    ``usage`` and ``assistant_turns``: the trajectory's :meth:`~judge.model.Trajectory.generation_usage` and the
+    turn of each assistant message, when the caller has them (:class:`judge.report.stream.Entry`)."""
     issues = [IssueView.from_cluster(c) for c in clusters]
     added = _human_decisions(score.review, issues, score.issues + score.environment, score.panel_size)
-    assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
+    if assistant_turns is None:
+        assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
     turns = set(assistant_turns)
     environment = [i for i in issues if i.majority and i.category == "environment"]
     pinned: dict[int, list[IssueView]] = defaultdict(list)
