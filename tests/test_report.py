@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, make_run
+from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, hostile, make_hostile_run, make_run
 from judge.report import build_report, build_summary, plots
-from judge.report.render import md_escape
+from judge.report.render import inert_json, inert_json_bytes, json_has_control, md_details, md_escape, md_index_row
+from judge.report.stream import entries, trajectory_ids
 from judge.report.summary import (
     agreement_section,
     explain_agreement,
@@ -28,9 +29,10 @@ from judge.report.summary import (
     score_distribution,
     share,
 )
-from judge.report.viewer import anchor_id
-from judge.rundir import RunManifest
+from judge.report.viewer import anchor_id, build_view
+from judge.rundir import RunDir, RunManifest
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
+from judge.visible import CONTROL, visible
 
 
 @pytest.fixture(scope="module")
@@ -391,6 +393,19 @@ def test_viewer_data_shows_no_control_character_raw(tmp_path: Path):
         assert "Rename \\u202e\\u0085\\u007f." in text, layout
 
 
+def test_control_search_in_utf8_json_finds_what_control_finds():
+    """The byte search of a trajectory line agrees with judge.visible.CONTROL on every character JSON text
+    holds raw (all but the C0 controls, which JSON escapes; those past U+FFFF are four UTF-8 bytes led by
+    F0-F4, which no control sequence starts with)."""
+    for code in [*range(0x20, 0x10000), 0x1F600, 0x10FFFF]:
+        if 0xD800 <= code < 0xE000:
+            continue  # surrogates cannot be encoded
+        char = chr(code)
+        for data in (char.encode("utf-8"), ("\u00e9" + char + "\u2019").encode("utf-8")):  # ASCII or not around it
+            assert json_has_control(data) == (CONTROL.search(char) is not None), hex(code)
+            assert inert_json_bytes(data) == inert_json(data.decode("utf-8")).encode("utf-8"), hex(code)
+
+
 def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):
     (meta,) = [m for m in dom.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
     policy = dict(part.strip().split(" ", 1) for part in meta.attrs["content"].split(";"))
@@ -448,10 +463,23 @@ def test_no_path_from_the_data_escapes_the_run_directory(tmp_path: Path):
         ("[x](http://e)", r"\[x\]\(http://e\)"),
         ("**bold** `code` &amp;", r"\*\*bold\*\* \`code\` \&amp;"),
         (None, ""),
+        ("tau-airline-0-t0", "tau-airline-0-t0"),
+        ("a  b\tc", "a b c"),
+        ("id\u202e\x1b", "id\\\\u202e\\\\x1b"),
     ],
 )
 def test_md_escape(text, escaped):
     assert md_escape(text) == escaped
+
+
+def test_md_escape_leaves_alone_only_what_its_passes_would():
+    """Plain text is returned without the three passes: it must be text they would not change."""
+    def passes(text: str) -> str:
+        return re.sub(r"([\\`*_{}\[\]<>()#+!|~&])", r"\\\1", visible(re.sub(r"\s+", " ", text)))
+
+    for code in range(0x3000):
+        for text in (chr(code), f"a{chr(code)}b", f" {chr(code)} "):
+            assert md_escape(text) == passes(text), hex(code)
 
 
 def test_markdown_mirrors_the_report_and_escapes(run: Path):
@@ -463,6 +491,27 @@ def test_markdown_mirrors_the_report_and_escapes(run: Path):
     assert "| 2 | 1 | 20.0% | 0 |" in md
     assert "<script>" not in md and r"\<script\>" in md
     assert "- openai:gpt-4o\\#2: T2 edit tool arguments malformed; the call failed with exit 2." in md
+
+
+def test_markdown_parts_of_a_reviewed_trajectory(tmp_path: Path):
+    """The index row and details section of a trajectory with a human review, a stale decision, a pinned issue
+    with two wordings and a minority issue: every value escaped, the layout exact."""
+    run = RunDir(make_hostile_run(tmp_path / "run"))
+    (entry,) = entries(run, trajectory_ids(run), [])
+    view = build_view(entry.trajectory, entry.score, entry.clusters, entry.verdicts, entry.repair)
+
+    def x(field: str) -> str:
+        return md_escape(hostile(field))
+
+    assert md_index_row(view) == f"| {x('id')} | 2 | released (human; judges: held) | T1 code/severe | online-guided |\n"
+    assert md_details(view) == (
+        f"\n### {x('id')}: score 2\n\n{x('score.reason')}\n"
+        f"\nHuman review: the judges gave score 2 and held it ({x('machine.reason')}). {x('reviewer')} released it"
+        f" **over failed checks {x('check')}**: {x('release.reason')}."
+        f"\n- stale, not applied: reject-issue {x('stale.target')} by {x('reviewer')}: {x('stale.why')}\n"
+        f"\n- **T1 code/severe** ({x('tag')}), 2/3 votes: {x('description')}\n"
+        f"  - {x('pass_key')}: {x('wording')}\n  - openai:gpt-4o\\#2: {x('wording')}\n"
+        f"\nMinority issues (not counted): T1 semantic: {x('minority')}")
 
 
 # --- partial runs ------------------------------------------------------------------------------

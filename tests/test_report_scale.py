@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import random
 import re
 from html import unescape as html_unescape
@@ -20,7 +21,7 @@ from fixtures.report.report_runs import HOSTILE_ID, SCRIPT, make_run
 from judge import rundir
 from judge.agreement import AgreementTally, agreement_summary
 from judge.report import build_report, build_summary
-from judge.report.paged import DATA_DIR, INDEX_COLUMNS
+from judge.report.paged import DATA_DIR, INDEX_COLUMNS, write_pieces
 from judge.report.render import (
     SINGLE_FILE_MAX_BYTES,
     SINGLE_FILE_MAX_TRAJECTORIES,
@@ -237,6 +238,22 @@ def test_the_paged_layout_writes_summary_page_index_and_shards(tmp_path: Path) -
         assert data == lines[row[0]] and view["anchor"] == anchor_id(row[0])
     bad = items[[row[0] for row in rows].index("t-bad")][0]
     assert bad["repair"]["guidance"].endswith(SCRIPT) and bad["score"] == "2"
+
+
+@pytest.mark.parametrize("per_call", [1, 3, 1000])
+def test_write_pieces_goes_on_after_a_short_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_call: int) -> None:
+    """os.writev may write less than it is given (a full disk, a signal): the rest follows, in order."""
+    if not hasattr(os, "writev"):
+        pytest.skip("no os.writev: the pieces are joined")
+    real_writev = os.writev
+
+    def short_writev(fd: int, buffers: list[bytes]) -> int:
+        return real_writev(fd, [b"".join(buffers)[:per_call]])
+
+    monkeypatch.setattr(os, "writev", short_writev)
+    pieces = [b"head[", b"", b"abc", b",\n", "\u00e9".encode() * 5, b"]"]
+    write_pieces(tmp_path / "shard.js", list(pieces))
+    assert (tmp_path / "shard.js").read_bytes() == b"".join(pieces)
 
 
 def test_the_layouts_report_the_same_figures_and_replace_each_other(tmp_path: Path) -> None:

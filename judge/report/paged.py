@@ -14,6 +14,8 @@ is a subset of JavaScript (since ES2019), so the JSON texts are written as they 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -38,9 +40,34 @@ def index_review(marker: dict[str, Any] | None) -> dict[str, Any] | None:
             "stale": marker["stale"]}
 
 
+_JS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one encoder, not one per row (json.dumps)
+
+
 def _js(value: Any) -> str:
     """A JavaScript literal of a JSON value (JSON is a subset of JavaScript since ES2019)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _JS.encode(value)
+
+
+# At most this many pieces go to one os.writev (its IOV_MAX: 1024 on Linux; POSIX promises 16, -1 is no limit).
+WRITEV_PIECES = max(16, os.sysconf("SC_IOV_MAX")) if hasattr(os, "writev") else 0
+
+
+def write_pieces(path: Path, pieces: list[bytes]) -> None:
+    """A new file of ``pieces`` one after another. The system gathers them (``os.writev``), so a shard (~256 kB)
+    is never joined into one more copy in memory; where there is no ``os.writev`` (Windows) they are joined."""
+    with path.open("wb") as out:
+        if not hasattr(os, "writev"):
+            out.write(b"".join(pieces))
+            return
+        start = 0
+        while start < len(pieces):
+            written = os.writev(out.fileno(), pieces[start:start + WRITEV_PIECES])
+            # A regular file takes everything but on a full disk or a signal: go on after what was written.
+            while start < len(pieces) and written >= len(pieces[start]):
+                written -= len(pieces[start])
+                start += 1
+            if written:
+                pieces[start] = pieces[start][written:]
 
 
 class PagedWriter:
@@ -53,35 +80,39 @@ class PagedWriter:
         self.index.write('trajudgeData("index", [\n')
         self.rows = 0
         self.starts: list[int] = []  # the first index row of each shard
-        self.views: list[bytes] = []
+        self.pieces: list[bytes] = []  # the open shard's viewer data, with the separators between views
+        self.views = 0  # ... of this many trajectories
         self.size = 0
 
-    def add(self, row: dict[str, Any], label: str, text: str, view: bytes | None) -> None:
+    def add(self, row: dict[str, Any], label: str, text: str, view: Sequence[bytes] | None) -> None:
         """One row of the index (``row`` from :func:`judge.report.summary.trajectory_row`, shown as ``label``)
-        and its viewer data, JSON text as UTF-8 bytes (None: a score row without a trajectory, nothing to show)."""
+        and its viewer data: one JSON text, as UTF-8 pieces that follow each other (None: a score row without a
+        trajectory, nothing to show). The pieces are written as they are, never joined in memory."""
         score = "unscored" if row["score"] is None else str(row["score"])
         values = [label, score, int(bool(row["release"])), row["turns"], row["majority_issues"], row["severe"],
                   row["minority_issues"], row["judge_cost_usd"], row["outcome"], row["route"], row["categories"],
                   row["tags"], text, int(view is not None), index_review(row["review"])]
         self.index.write(("" if self.rows == 0 else ",\n") + _js(values))
-        if not self.views:
+        if self.views:
+            self.pieces.append(b",\n")
+        else:
             self.starts.append(self.rows)
-        self.views.append(b"null" if view is None else view)
-        self.size += len(self.views[-1])
+        pieces = (b"null",) if view is None else view
+        self.pieces.extend(pieces)
+        self.size += sum(map(len, pieces))
+        self.views += 1
         self.rows += 1
-        if self.size >= SHARD_BYTES or len(self.views) >= SHARD_ROWS:
+        if self.size >= SHARD_BYTES or self.views >= SHARD_ROWS:
             self._flush()
 
     def _flush(self) -> None:
         if not self.views:
             return
         number = len(self.starts) - 1
-        with (self.folder / SHARD_DIR / f"{number}.js").open("wb") as shard:  # the views are UTF-8 already
-            shard.write(f'trajudgeData("shard", {number}, {self.starts[-1]}, [\n'.encode())
-            shard.write(b",\n".join(self.views))
-            shard.write(b"\n]);\n")
-        self.views = []
-        self.size = 0
+        head = f'trajudgeData("shard", {number}, {self.starts[-1]}, [\n'.encode()
+        write_pieces(self.folder / SHARD_DIR / f"{number}.js", [head, *self.pieces, b"\n]);\n"])
+        self.pieces = []
+        self.views = self.size = 0
 
     def finish(self) -> None:
         """Close the last shard and the index (its trailer names the columns and the shards' first rows)."""

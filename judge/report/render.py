@@ -25,7 +25,8 @@ rendered, and JSON in ``<script type="application/json">`` elements (never run; 
 ``\\u003c``). The page's script puts data into the page only as text (``textContent``, DOM properties),
 never as HTML, and shows control and bidi characters as escapes with the table of :mod:`judge.visible`. The
 Markdown environment escapes every ``{{ }}`` output through ``finalize``, so a template cannot
-forget to. A Content-Security-Policy meta tag forbids every load from anywhere (no other host, no file, no
+forget to; the per-trajectory Markdown parts, written in Python (:func:`md_details`), pass every value from the
+data through :func:`md_escape`. A Content-Security-Policy meta tag forbids every load from anywhere (no other host, no file, no
 data: except images) and lets run only the script and stylesheet whose hashes it lists, so even a missed
 escape could not run a script; the paged layout adds ``'strict-dynamic'`` (only a script our hashed script
 inserts may load) and Trusted Types, whose one policy accepts only the URLs of ``report_data/`` files (see
@@ -56,11 +57,21 @@ from markupsafe import Markup
 from judge import rundir
 from judge.cluster import majority_floor
 from judge.collect import fewer_collections
-from judge.report import plots
 from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
 from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
-from judge.report.viewer import FOLD_CHARS, FOLD_LINES, anchor_id, build_view, gate_check_names, plural, query_preview, view_json
+from judge.report.viewer import (
+    FOLD_CHARS,
+    FOLD_LINES,
+    IssueView,
+    TrajectoryView,
+    anchor_id,
+    build_view,
+    gate_check_names,
+    plural,
+    query_preview,
+    view_json,
+)
 from judge.resources import resource_dir
 from judge.rundir import BadRow, RunDir, RunManifest
 from judge.visible import CONTROL, CONTROL_PATTERN, visible
@@ -68,7 +79,6 @@ from judge.visible import CONTROL, CONTROL_PATTERN, visible
 HTML_TEMPLATE = "report.html.j2"
 VIEWER_TEMPLATE = "viewer.html.j2"
 MD_TEMPLATE = "report.md.j2"
-MD_PARTS_TEMPLATE = "report_parts.md.j2"
 CSS_FILE = "report.css"
 JS_FILE = "report.js"
 
@@ -252,6 +262,9 @@ def _manifest(run: RunDir) -> tuple[RunManifest, list[BadRow]]:
         return RunManifest(), [BadRow(rundir.MANIFEST, 1, message)]
 
 
+_ROW_JSON = json.JSONEncoder(ensure_ascii=False)  # a row of summary.json (json.dumps would build one per row)
+
+
 class _Writer:
     """Everything one streaming pass writes: per-trajectory parts go to files under a build folder of the run
     (moved into place by :meth:`finish`, removed by :meth:`discard`)."""
@@ -274,10 +287,10 @@ class _Writer:
         if layout == "paged":
             self.paged = PagedWriter(self.build / DATA_DIR)
         if not summary_only:
-            # the templates' macros, looked up once: a lookup checks the template file's time every call
-            self.md_parts, self.macros = md_parts(), viewer_macros()
             self.md_rows, self.md_details = self._open("md-rows.md"), self._open("md-details.md")
             if layout == "single":
+                # the viewer template's macros, looked up once: a lookup checks the template file's time every call
+                self.macros = viewer_macros()
                 self.html_rows = self._open("html-rows.html")
                 self.html_views = (self.build / "html-views.json").open("wb")  # JSON bytes, written as they come
         self.views = 0
@@ -288,7 +301,7 @@ class _Writer:
     def add(self, entry: Entry) -> None:
         row = self.tally.add(entry)
         if row is not None:
-            self.rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self.rows.write(_ROW_JSON.encode(row) + "\n")
             if self.kept_rows is not None:
                 self.kept_rows.append(row)
         if self.summary_only:
@@ -308,19 +321,20 @@ class _Writer:
         score = entry.score or missing_score_row(entry.id)
         # Without a score row the gate never ran: list no check as passed.
         view = build_view(trajectory, score, entry.clusters, entry.verdicts, entry.repair,
-                          gate_ran=not score.reason.startswith(NO_SCORE_ROW))
-        self.md_rows.write(self.md_parts.index_row(view))
-        self.md_details.write(self.md_parts.details(view))
+                          gate_ran=not score.reason.startswith(NO_SCORE_ROW), usage=entry.generation_usage,
+                          assistant_turns=entry.assistant_turns)
+        self.md_rows.write(md_index_row(view))
+        self.md_details.write(md_details(view))
         text = visible(query_preview(trajectory.query))
         # The browser renders the viewer from the trajectory's own JSON: joined as text, never encoded again.
         line = entry.line if entry.line is not None else trajectory.to_json_bytes()
-        data = b"[" + inert_json(view_json(view)).encode("utf-8") + b"," + inert_json_bytes(line) + b"]"
+        data = (b"[", inert_json_bytes(view_json(view)), b",", inert_json_bytes(line), b"]")  # [view, trajectory]
         if self.paged is not None:
             self.paged.add(row, visible(row["id"]), text, data)
         else:
             self.html_rows.write(str(self.macros.index_row(view, row, text)))
             # In the page's JSON script element no "<" may start a tag: JSON has it inside strings only.
-            self.html_views.write((b"" if self.views == 0 else b",\n") + data.replace(b"<", b"\\u003c"))
+            self.html_views.write((b"" if self.views == 0 else b",\n") + b"".join(data).replace(b"<", b"\\u003c"))
         self.views += 1
 
     def discard(self) -> None:
@@ -564,14 +578,33 @@ def inert_json(text: str) -> str:
     return CONTROL.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
 
 
+# The characters of CONTROL that JSON text holds raw, as they look in UTF-8, so that a line of bytes is searched
+# without being decoded: DEL (JSON escapes the C0 controls, and a line read back was refused if one was raw),
+# the C1 controls (two bytes led by C2) and the bidi controls (three bytes led by E2). UTF-8 is
+# self-synchronising: a match of a lead byte's sequence is always the start of that character.
+_C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")  # U+0080-U+009F
+_BIDI_UTF8 = re.compile(rb"\xe2(?:\x80[\xaa-\xae]|\x81[\xa6-\xa9])")  # U+202A-U+202E, U+2066-U+2069
+
+
+def json_has_control(data: bytes) -> bool:
+    """Whether UTF-8 JSON text ``data`` holds a character of :data:`judge.visible.CONTROL` (as :func:`inert_json`
+    finds them), by byte searches: several times faster than decoding and searching the text."""
+    if b"\x7f" in data:
+        return True
+    if data.isascii():
+        return False
+    if b"\xc2" in data and _C1_UTF8.search(data) is not None:
+        return True
+    return _BIDI_UTF8.search(data) is not None
+
+
 def inert_json_bytes(text: str | bytes) -> bytes:
-    """:func:`inert_json` of JSON text, as UTF-8 bytes; bytes that are ASCII without DEL (most trajectory lines)
-    are returned as they are, never decoded."""
-    if isinstance(text, bytes):
-        if text.isascii() and b"\x7f" not in text:
-            return text
-        text = text.decode("utf-8")
-    return inert_json(text).encode("utf-8")
+    """:func:`inert_json` of JSON text, as UTF-8 bytes; bytes without a control character (all trajectory lines
+    but a rare few) are returned as they are, never decoded."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    if not json_has_control(data):
+        return data
+    return inert_json(data.decode("utf-8")).encode("utf-8")
 
 
 def script_json(value: Any) -> Markup:
@@ -601,14 +634,11 @@ def viewer_macros() -> Any:
     return html_environment().get_template(VIEWER_TEMPLATE).module
 
 
-def md_parts() -> Any:
-    """The Markdown report's per-trajectory macros (``reports/report_parts.md.j2``)."""
-    return markdown_environment().get_template(MD_PARTS_TEMPLATE).module
-
-
 def render_page(summary: dict[str, Any], layout: str, run_name: str, manifest: RunManifest, all_tags: list[str],
                 repairs: list[dict[str, Any]], limit: int) -> str:
     """The report page; a single-file page holds the marks where the index rows and sections go."""
+    from judge.report import plots  # matplotlib takes ~0.35 s to import: only when a page draws its charts
+
     env = html_environment()
     base = resource_dir("reports")
     css = (base / CSS_FILE).read_text(encoding="utf-8")
@@ -646,7 +676,13 @@ def viewer_settings() -> dict[str, Any]:
 
 # --- Markdown ----------------------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
+# Just before each character md_escape backslash-escapes: splitting there and joining with "\\" escapes them
+# all in C (a substitution with a group reference calls back into Python for every match).
+_MD_BEFORE_SPECIAL = re.compile(r"(?=[\\`*_{}\[\]<>()#+!|~&])")
+_MD_WHITESPACE = re.compile(r"\s+")
+# Text that md_escape leaves as it is: letters, digits, unspecial punctuation and single spaces. Most values (ids,
+# categories, scores) are such text, and one search for anything else is cheaper than the three passes.
+_MD_NOT_PLAIN = re.compile(r"[^0-9A-Za-z.,:;/'\"=%@$?\- ]| {2}")
 
 
 def md_escape(value: Any) -> str:
@@ -657,8 +693,77 @@ def md_escape(value: Any) -> str:
     """
     if value is None:
         return ""
-    text = visible(re.sub(r"\s+", " ", str(value)))
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    text = str(value)
+    if _MD_NOT_PLAIN.search(text) is None:
+        return text
+    return "\\".join(_MD_BEFORE_SPECIAL.split(visible(_MD_WHITESPACE.sub(" ", text))))
+
+
+# The Markdown report's parts of one trajectory (its index row and its details section), written while the run
+# streams past. Plain Python rather than template macros: they run once per trajectory, and a macro call with
+# the environment's finalize on every output costs several times as much. Every value from the data passes
+# through md_escape, as the environment's finalize does; numbers and our own words are written as they are.
+
+
+def _md_turn(issue: IssueView) -> str:
+    return "T?" if issue.turn is None else f"T{issue.turn}"
+
+
+def md_index_row(v: TrajectoryView) -> str:
+    """The trajectory's row of the Markdown index table."""
+    e = md_escape
+    review = v.review
+    score = e(v.score_key)
+    if review and review.machine.score != v.score:
+        score += f" (judges: {'none' if review.machine.score is None else review.machine.score})"
+    release = "released" if v.release else "held"
+    if review:
+        release += f" (human; judges: {'released' if review.machine.release else 'held'})"
+    issues = "; ".join(f"{_md_turn(i)} {e(i.category)}/{e(i.severity)}" + (e(f" ({i.decision})") if i.decision else "")
+                       for i in [*v.pinned_issues, *v.unpinned, *v.added])
+    route = e(v.repair.route) if v.repair else "–"
+    return f"| {e(v.id)} | {score} | {release} | {issues or 'none'} | {route} |\n"
+
+
+def md_details(v: TrajectoryView) -> str:
+    """The trajectory's section of the Markdown report's details: empty for a scored trajectory without a
+    majority or minority issue or a human review."""
+    pinned = v.pinned_issues + v.unpinned
+    if not (pinned or v.minority or v.score is None or v.review):
+        return ""
+    e = md_escape
+    parts = [f"\n### {e(v.id)}: score {e(v.score_key)}\n\n{e(v.reason)}\n"]
+    review = v.review
+    if review:
+        machine = review.machine
+        judged = "none" if machine.score is None else machine.score
+        parts.append(f"\nHuman review: the judges gave score {judged} and {'released' if machine.release else 'held'} "
+                     f"it ({e(machine.reason)}).")  # no line break after it: the next part starts with one
+        decision = review.release
+        if decision:
+            parts.append(f" {e(decision.reviewer)} {'released' if decision.release else 'held'} it")
+            if decision.over_failed_checks:
+                parts.append(f" **over failed checks {e(', '.join(decision.over_failed_checks))}**")
+            if decision.over_score:
+                parts.append(" **although the rubric does not release its score**")
+            if decision.reason:
+                parts.append(f": {e(decision.reason)}")
+            parts.append(".")
+        for d in review.decisions:
+            if d.stale:
+                parts.append(f"\n- stale, not applied: {e(d.kind)} {e(d.target)} by {e(d.reviewer)}: {e(d.stale)}\n")
+        for i in v.added:
+            parts.append(f"\n- **{_md_turn(i)} {e(i.category)}/{e(i.severity)}** ({e(i.human)}): {e(i.description)}\n")
+    for i in pinned:
+        tag = f" ({e(i.tag)})" if i.tag else ""
+        human = f" (human: {e(i.human)})" if i.human else ""
+        parts.append(f"\n- **{_md_turn(i)} {e(i.category)}/{e(i.severity)}**{tag}, {i.votes}/{i.panel_size} votes"
+                     f"{human}: {e(i.description)}\n")
+        parts.extend(f"  - {e(w.pass_key)}: {e(w.description)}\n" for w in i.wordings)
+    if v.minority:
+        minority = "; ".join(f"{_md_turn(i)} {e(i.category)}: {e(i.description)}" for i in v.minority)
+        parts.append(f"\nMinority issues (not counted): {minority}")  # no line break, as after the review
+    return "".join(parts)
 
 
 def _md_finalize(value: Any) -> Any:

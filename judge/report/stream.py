@@ -14,6 +14,7 @@ skipped and listed in ``bad_rows`` with its file and line (the report shows them
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict, defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from judge import rundir
-from judge.model import Trajectory
+from judge.model import Trajectory, Usage
 from judge.rundir import BadRow, RunDir
 from judge.schema import Cluster, RepairRow, ScoreRow, Verdict
 
@@ -44,6 +45,20 @@ class Entry:
     # has those) when the caller has it: the report's viewer data embeds it as is. None: the report serialises
     # ``trajectory`` itself.
     line: str | bytes | None = None
+
+    # What the summary and the viewer both derive from the trajectory's messages, derived once.
+
+    @functools.cached_property
+    def generation_usage(self) -> Usage:
+        """The trajectory's :meth:`~judge.model.Trajectory.generation_usage`."""
+        assert self.trajectory is not None, "an entry without a trajectory has no generation usage"
+        return self.trajectory.generation_usage()
+
+    @functools.cached_property
+    def assistant_turns(self) -> list[int | None]:
+        """The turn of each assistant message, in source order (as many as the trajectory's turn_count)."""
+        assert self.trajectory is not None, "an entry without a trajectory has no turns"
+        return [m.turn for m in self.trajectory.messages if m.role == "assistant"]
 
     @property
     def score(self) -> ScoreRow | None:

@@ -95,7 +95,7 @@ class SummaryTally:
         if trajectory is not None:
             self.trajectories += 1
             row = row or missing_score_row(entry.id)
-            self.generation.add(trajectory.generation_usage())
+            self.generation.add(entry.generation_usage)
         else:
             self.scores_without_trajectory.extend(r.trajectory_id for r in entry.scores)
         outcome = recorded_outcome(trajectory) if trajectory is not None else None
@@ -116,7 +116,8 @@ class SummaryTally:
                 self.teacher.add_mapping(usage)
         if row is None:
             return None
-        return trajectory_row(row, trajectory, entry.clusters, entry.verdicts, entry.repair, outcome)
+        turns = len(entry.assistant_turns) if trajectory is not None else None
+        return trajectory_row(row, turns, entry.clusters, entry.verdicts, entry.repair, outcome)
 
     def summary(self, *, run_dir: Path, present: dict[str, bool], bad_rows: list[BadRow], rejects: RejectTally,
                 attempts: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -260,7 +261,10 @@ class OutcomeTally:
     def add(self, trajectory_id: str, row: ScoreRow, outcome: TaskOutcome | None) -> None:
         """``outcome`` is None for a score row whose trajectory is not in trajectories.jsonl (counted as unknown)."""
         status = outcome.status if outcome else "unknown"
-        self.by_score.setdefault(score_key(row.score), {s: 0 for s in OUTCOME_STATUSES})[status] += 1
+        counts = self.by_score.get(score_key(row.score))
+        if counts is None:  # a rubric with other scores still shows them
+            counts = self.by_score[score_key(row.score)] = {s: 0 for s in OUTCOME_STATUSES}
+        counts[status] += 1
         if outcome is not None and (outcome.source or outcome.status != "unknown"):
             self.sources[f"{outcome.source or 'unnamed'}: {status}"] += 1
         self.unreadable += int(bool(outcome and outcome.unreadable))
@@ -934,9 +938,10 @@ def judge_cost_of(verdicts: Iterable[Verdict]) -> float | None:
     return None if total is None else round(total, 6)
 
 
-def trajectory_row(row: ScoreRow, trajectory: Trajectory | None, clusters: Sequence[Cluster], verdicts: Sequence[Verdict],
+def trajectory_row(row: ScoreRow, turns: int | None, clusters: Sequence[Cluster], verdicts: Sequence[Verdict],
                    repair: RepairRow | None, outcome: TaskOutcome | None) -> dict[str, Any]:
-    """One machine-readable row per trajectory (the report's index)."""
+    """One machine-readable row per trajectory (the report's index); ``turns``: the trajectory's turn_count
+    (None: a score row without a trajectory)."""
     majority = [c for c in clusters if c.majority]
     return {
         "id": row.trajectory_id,
@@ -946,7 +951,7 @@ def trajectory_row(row: ScoreRow, trajectory: Trajectory | None, clusters: Seque
         "failed_checks": row.failed_checks,
         "valid_passes": row.valid_passes,
         "panel_size": row.panel_size,
-        "turns": trajectory.turn_count if trajectory is not None else None,
+        "turns": turns,
         "majority_issues": len(majority),
         "minority_issues": len(clusters) - len(majority),
         "severe": sum(1 for c in majority if c.severity == "severe"),

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.model import Trajectory
+from judge.model import Trajectory, Usage
 from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
 FOLD_CHARS = 700  # receipts, system prompts and tool arguments longer than this fold into <details> (report.js)
@@ -118,10 +118,12 @@ class TrajectoryView:
     @property
     def pinned_issues(self) -> list[IssueView]:
         """The issues pinned to turns, in the order the transcript shows them."""
+        if not self.pinned:  # most trajectories: no need to walk the turns
+            return []
         return [issue for turn in self.assistant_turns if turn is not None for issue in self.pinned.get(turn, [])]
 
 
-def _metadata_rows(trajectory: Trajectory) -> list[tuple[str, str]]:
+def _metadata_rows(trajectory: Trajectory, usage: Usage) -> list[tuple[str, str]]:
     meta = trajectory.metadata
     rows: list[tuple[str, str]] = [("query id", trajectory.query_id), ("format", meta.source_format)]
     if meta.source_file:
@@ -134,7 +136,6 @@ def _metadata_rows(trajectory: Trajectory) -> list[tuple[str, str]]:
     recorded = meta.task_outcome
     if recorded is not None and (recorded.status != "unknown" or recorded.source):
         rows.append(("recorded result", f"{recorded.status} ({recorded.note or recorded.source})"))
-    usage = trajectory.generation_usage()
     if usage.total is not None:
         rows.append(("generation tokens", f"{usage.input_tokens or 0:,} in / {usage.output_tokens or 0:,} out"))
     return rows
@@ -154,11 +155,16 @@ def build_view(
     verdicts: list[Verdict],
     repair: RepairRow | None,
     gate_ran: bool = True,
+    usage: Usage | None = None,
+    assistant_turns: list[int | None] | None = None,
 ) -> TrajectoryView:
-    """The viewer's model of one trajectory (pure). ``gate_ran``: the score row is the scorer's (its checks ran)."""
+    """The viewer's model of one trajectory (pure). ``gate_ran``: the score row is the scorer's (its checks ran);
+    ``usage`` and ``assistant_turns``: the trajectory's :meth:`~judge.model.Trajectory.generation_usage` and the
+    turn of each assistant message, when the caller has them (:class:`judge.report.stream.Entry`)."""
     issues = [IssueView.from_cluster(c) for c in clusters]
     added = _human_decisions(score.review, issues, score.issues + score.environment, score.panel_size)
-    assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
+    if assistant_turns is None:
+        assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
     turns = set(assistant_turns)
     environment = [i for i in issues if i.majority and i.category == "environment"]
     pinned: dict[int, list[IssueView]] = defaultdict(list)
@@ -185,7 +191,7 @@ def build_view(
         efficiency_votes=list(score.efficiency_votes),
         failed_checks=list(score.failed_checks),
         gate_ran=gate_ran,
-        metadata=_metadata_rows(trajectory),
+        metadata=_metadata_rows(trajectory, trajectory.generation_usage() if usage is None else usage),
         assistant_turns=assistant_turns,
         pinned=dict(pinned),
         unpinned=unpinned,
@@ -276,6 +282,10 @@ def view_data(view: TrajectoryView) -> dict[str, Any]:
     }
 
 
+# json.dumps with options builds an encoder on every call; once per trajectory that shows.
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def view_json(view: TrajectoryView) -> str:
     """:func:`view_data` as compact JSON text."""
-    return json.dumps(view_data(view), ensure_ascii=False, separators=(",", ":"), default=str)
+    return _COMPACT_JSON.encode(view_data(view))
