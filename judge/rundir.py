@@ -86,26 +86,28 @@ class JsonlWriter:
         self.path = Path(path)
         self.count = 0
         self._tmp = self.path.with_name(self.path.name + ".tmp")
-        self._handle: IO[str] | None = None
+        self._handle: IO[bytes] | None = None
 
     def __enter__(self) -> JsonlWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = self._tmp.open("w", encoding="utf-8")
+        # Binary: pydantic writes a row's JSON as UTF-8 bytes, written as they are (a text file would decode them
+        # to str and encode them back; a ticket line is tens of kB).
+        self._handle = self._tmp.open("wb")
         return self
 
     def write(self, row: BaseModel | dict[str, Any]) -> None:
         assert self._handle is not None, "use JsonlWriter as a context manager"
-        # Two writes, not one of ``line + "\n"``: a ticket line is tens of kB, and the concatenation would copy it.
-        self._handle.write(_json_line(row))
-        self._handle.write("\n")
+        # Two writes, not one of ``line + b"\n"``: the concatenation would copy a long line.
+        self._handle.write(_json_bytes(row))
+        self._handle.write(b"\n")
         self.count += 1
 
     def write_text(self, text: str | bytes) -> None:
         """Append JSONL text written elsewhere (whole lines, each ending with a newline), e.g. a shard's file."""
         assert self._handle is not None, "use JsonlWriter as a context manager"
         if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        self._handle.write(text)
+            text = text.decode("utf-8")  # strict: bytes that are not UTF-8 are refused
+        self._handle.write(text.encode("utf-8"))
         self.count += text.count("\n")
 
     def append_lines(self, path: Path) -> None:
@@ -113,7 +115,7 @@ class JsonlWriter:
         assert self._handle is not None, "use JsonlWriter as a context manager"
         with Path(path).open(encoding="utf-8") as source:
             for line in source:
-                self._handle.write(line)
+                self._handle.write(line.encode("utf-8"))
                 self.count += 1
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
@@ -127,6 +129,15 @@ class JsonlWriter:
 
 def _json_line(row: BaseModel | dict[str, Any]) -> str:
     return row.model_dump_json() if isinstance(row, BaseModel) else json.dumps(row, ensure_ascii=False, default=str)
+
+
+def _json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
+    """:func:`_json_line` as UTF-8 bytes: what pydantic-core writes, without a round trip through ``str`` (a row
+    model whose line is made its own way gives it by ``to_json_bytes()``, as Trajectory and Ticket do)."""
+    if isinstance(row, BaseModel):
+        own = getattr(row, "to_json_bytes", None)
+        return own() if own is not None else row.__pydantic_serializer__.to_json(row)
+    return json.dumps(row, ensure_ascii=False, default=str).encode("utf-8")
 
 
 @dataclass(frozen=True)
