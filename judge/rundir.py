@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,9 +135,16 @@ def _json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
     """:func:`_json_line` as UTF-8 bytes: what pydantic-core writes, without a round trip through ``str`` (a row
     model whose line is made its own way gives it by ``to_json_bytes()``, as Trajectory and Ticket do)."""
     if isinstance(row, BaseModel):
-        own = getattr(row, "to_json_bytes", None)
-        return own() if own is not None else row.__pydantic_serializer__.to_json(row)
+        model = type(row)
+        if model not in _OWN_JSON_BYTES:
+            # Looked up once per model: a missing attribute costs pydantic's __getattr__ and an exception per row.
+            _OWN_JSON_BYTES[model] = getattr(model, "to_json_bytes", None)
+        own = _OWN_JSON_BYTES[model]
+        return own(row) if own is not None else row.__pydantic_serializer__.to_json(row)
     return json.dumps(row, ensure_ascii=False, default=str).encode("utf-8")
+
+
+_OWN_JSON_BYTES: dict[type[BaseModel], Callable[[Any], bytes] | None] = {}
 
 
 @dataclass(frozen=True)
