@@ -128,7 +128,11 @@ class JsonlWriter:
 
 
 def _json_line(row: BaseModel | dict[str, Any]) -> str:
-    return row.model_dump_json() if isinstance(row, BaseModel) else json.dumps(row, ensure_ascii=False, default=str)
+    return row.model_dump_json() if isinstance(row, BaseModel) else _DICT_ROW.encode(row)
+
+
+# A dict row's JSON: json.dumps(row, ensure_ascii=False, default=str), without building an encoder per row.
+_DICT_ROW = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def _json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
@@ -141,7 +145,7 @@ def _json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
             _OWN_JSON_BYTES[model] = getattr(model, "to_json_bytes", None)
         own = _OWN_JSON_BYTES[model]
         return own(row) if own is not None else row.__pydantic_serializer__.to_json(row)
-    return json.dumps(row, ensure_ascii=False, default=str).encode("utf-8")
+    return _DICT_ROW.encode(row).encode("utf-8")
 
 
 _OWN_JSON_BYTES: dict[type[BaseModel], Callable[[Any], bytes] | None] = {}
