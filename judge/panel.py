@@ -60,7 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from judge import rundir
 from judge.batch import BatchJudge, BatchRunner, batchable
 from judge.config import OptionFile, build_checked, read_option_file
-from judge.judges import Judge, check_judge, make_judge
+from judge.judges import Judge, check_judge, is_local, make_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
 from judge.providers import key_variables, redact
@@ -280,13 +280,10 @@ def build_judges(config: PanelConfig, runtime: CallRuntime | None = None) -> dic
     return {spec: make_judge(spec, options) for spec in dict.fromkeys(specs)}
 
 
-LOCAL_KINDS = frozenset({"rules", "replay"})  # built-in judge kinds that call no provider
-
-
 def calls_providers(config: PanelConfig) -> bool:
-    """Whether a judge of the panel may call a provider: any spec whose kind is not a built-in local one (a
-    plugin's kind counts, it may call anything)."""
-    return any(spec.split(":", 1)[0] not in LOCAL_KINDS for spec in config.judges or ["rules"])
+    """Whether a judge of the panel may call a provider: any spec whose kind is not registered as local
+    (:func:`judge.judges.is_local`; a plugin's kind is local only when it says so)."""
+    return not all(is_local(spec) for spec in config.judges or ["rules"])
 
 
 def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) -> list[PassPlan]:

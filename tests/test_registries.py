@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from judge.importers import FORMATS, FormatSpec, detect_format, register_format
-from judge.judges import BaseJudge, Judge, check_judge, make_judge, register_judge, unregister_judge
+from judge.judges import BaseJudge, Judge, check_judge, is_local, make_judge, register_judge, unregister_judge
 from judge.judges.llm import LLMJudge
 from judge.model import Usage
 from judge.panel import PanelConfig, run_panel
@@ -130,6 +130,24 @@ def test_a_judge_kind_registered_outside_the_package_runs_in_a_panel(tmp_path: P
         unregister_judge("counting")
     with pytest.raises(ValueError, match=r"unknown judge 'counting:x'; known judge kinds: replay, rules; LLM providers"):
         make_judge("counting:x")
+
+
+def test_a_plugin_kind_is_local_only_when_registered_so() -> None:
+    from judge.panel import calls_providers
+
+    register_judge("counting")(make_counting)
+    try:
+        assert not is_local("counting:x") and calls_providers(PanelConfig(judges=["rules", "counting:x"]))
+    finally:
+        unregister_judge("counting")
+    register_judge("counting", local=True)(make_counting)
+    try:
+        assert is_local("counting:x") and not calls_providers(PanelConfig(judges=["rules", "counting:x"]))
+    finally:
+        unregister_judge("counting")
+    assert not is_local("counting:x"), "unregistering forgets the flag"
+    with pytest.raises(ValueError, match="needs a kind of its own"):
+        register_judge(for_providers=True, local=True)
 
 
 def test_a_judge_missing_protocol_members_is_refused_when_built() -> None:

@@ -126,22 +126,30 @@ JudgeFn = Judge  # the former name of the protocol
 
 _REGISTRY: dict[str, JudgeFactory] = {}
 _PROVIDER_JUDGE: list[JudgeFactory] = []  # the factory for specs whose kind is an LLM provider
+_LOCAL_KINDS: set[str] = set()  # kinds registered with local=True
 
 
-def register_judge(kind: str | None = None, *, for_providers: bool = False) -> Callable[[JudgeFactory], JudgeFactory]:
+def register_judge(kind: str | None = None, *, for_providers: bool = False,
+                   local: bool = False) -> Callable[[JudgeFactory], JudgeFactory]:
     """Register ``factory(spec, options) -> Judge`` for specs of kind ``kind`` (``kind`` or ``kind:...``).
 
     ``for_providers=True`` makes it the judge of every spec whose kind is a registered LLM provider (there is
-    one such factory: the LLM judge, which needs no kind of its own). A kind taken by another factory is an
-    error.
+    one such factory: the LLM judge, which needs no kind of its own). ``local=True`` declares that its judges
+    call no provider and no network (the ``rules`` and ``replay`` judges): a panel of such judges only judges
+    as fast as it reads, so ``judge score`` judges while it imports (:func:`is_local`). A kind taken by another
+    factory is an error.
     """
     if kind is None and not for_providers:
         raise ValueError("register_judge needs a kind, or for_providers=True")
+    if local and (kind is None or for_providers):
+        raise ValueError("register_judge(local=True) needs a kind of its own (provider judges make calls)")
 
     def decorate(factory: JudgeFactory) -> JudgeFactory:
         _load_builtin_judges()  # first, so that no other registration can take a built-in kind
         if kind is not None:
             claim_name(_REGISTRY, kind, factory, "judge kind")
+            if local:
+                _LOCAL_KINDS.add(kind)
         if for_providers:
             _PROVIDER_JUDGE[:] = [factory]
         return factory
@@ -152,6 +160,14 @@ def register_judge(kind: str | None = None, *, for_providers: bool = False) -> C
 def unregister_judge(kind: str) -> None:
     """Remove a judge kind (tests that register one for their own duration)."""
     _REGISTRY.pop(kind, None)
+    _LOCAL_KINDS.discard(kind)
+
+
+def is_local(spec: str) -> bool:
+    """Whether ``spec``'s kind was registered with ``local=True``: its judge calls no provider. An unknown kind
+    or a provider spec is not local."""
+    _load_judges()
+    return spec.split(":", 1)[0] in _LOCAL_KINDS
 
 
 def judge_kinds() -> list[str]:
@@ -209,5 +225,5 @@ def _load_builtin_judges() -> None:
         importlib.import_module(module)
 
 
-__all__ = ["DEFAULT_PASSES", "BaseJudge", "Judge", "JudgeFactory", "JudgeFn", "JudgeIdentity", "check_judge", "judge_kinds",
-           "make_judge", "register_judge", "resolve", "unregister_judge"]
+__all__ = ["DEFAULT_PASSES", "BaseJudge", "Judge", "JudgeFactory", "JudgeFn", "JudgeIdentity", "check_judge", "is_local",
+           "judge_kinds", "make_judge", "register_judge", "resolve", "unregister_judge"]

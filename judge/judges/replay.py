@@ -75,6 +75,6 @@ def _content_hashes(run: RunDir) -> dict[str, str]:
         return {}  # an unreadable previous run: fall back to ids only
 
 
-@register_judge("replay")
+@register_judge("replay", local=True)
 def _factory(spec: str, options: dict[str, Any]) -> ReplayJudge:
     return ReplayJudge(spec, options)

@@ -73,7 +73,7 @@ class RulesJudge(BaseJudge):
         )
 
 
-@register_judge("rules")
+@register_judge("rules", local=True)
 def make_rules_judge(spec: str, options: dict[str, Any]) -> RulesJudge:
     """Factory for the ``rules`` spec (``rules`` or ``rules:PATH`` to a rules YAML file)."""
     config = options.get("rules_config")
