@@ -21,6 +21,7 @@ Two families, each check a named, pure function of the trajectory:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from judge.model import Trajectory
 from judge.outcome import TaskOutcome, from_fields
@@ -37,6 +38,45 @@ from judge.rules import DetectorNames, fired_detectors
 AUTHENTICITY_DETECTORS = DetectorNames("authenticity")
 
 
+@dataclass(frozen=True, slots=True)
+class MessageWalk:
+    """What the format checks read message by message, found in one walk over the messages (each message's
+    fields are loaded once, not once per check: on a long trajectory the walks cost more than the tests)."""
+
+    role_order: bool  # see check_roles_order
+    tool_arguments: bool  # see check_tool_arguments
+    nonempty_assistant: bool  # see check_nonempty_assistant
+
+
+def walk_messages(trajectory: Trajectory) -> MessageWalk:
+    """The message-by-message format facts of ``trajectory`` (see :class:`MessageWalk`)."""
+    seen_user = _has_text(trajectory.query)
+    previous_role = None  # of the message before (None before the first)
+    role_order = tool_arguments = nonempty_assistant = True
+    for message in trajectory.messages:
+        role = message.role
+        calls = message.tool_calls
+        for call in calls:
+            if not call.name or call.arguments_error is not None:
+                tool_arguments = False
+        if role == "user":
+            seen_user = True
+        elif role == "assistant":
+            if not seen_user:
+                role_order = False
+            if not calls and not (_has_text(message.content) or _has_text(message.reasoning)):
+                nonempty_assistant = False
+        elif role == "tool" and previous_role not in ("assistant", "tool"):
+            role_order = False
+        previous_role = role
+    return MessageWalk(role_order, tool_arguments, nonempty_assistant)
+
+
+def _has_text(text: str | None) -> bool:
+    """Whether ``text`` holds more than whitespace (``bool(text.strip())``, without copying the text)."""
+    return text is not None and text != "" and not text.isspace()
+
+
 def check_roles_order(trajectory: Trajectory) -> bool:
     """The conversation opens with the task and tool results answer the agent.
 
@@ -45,15 +85,7 @@ def check_roles_order(trajectory: Trajectory) -> bool:
     run actions written in text pair results by position, so a call id is not required here; pairing by id is
     the authenticity check ``unpaired-call-id``).
     """
-    seen_user = bool(trajectory.query and trajectory.query.strip())
-    previous = None
-    for message in trajectory.messages:
-        if message.role == "user":
-            seen_user = True
-        elif message.role == "assistant" and not seen_user or message.role == "tool" and (previous is None or previous.role not in ("assistant", "tool")):
-            return False
-        previous = message
-    return True
+    return walk_messages(trajectory).role_order
 
 
 def check_has_assistant_turn(trajectory: Trajectory) -> bool:
@@ -73,25 +105,17 @@ def check_final_message(trajectory: Trajectory) -> bool:
 
 def check_tool_arguments(trajectory: Trajectory) -> bool:
     """Every tool call has a name and arguments that parsed as JSON."""
-    return all(
-        call.name and call.arguments_error is None
-        for message in trajectory.messages
-        for call in message.tool_calls
-    )
+    return walk_messages(trajectory).tool_arguments
 
 
 def check_nonempty_assistant(trajectory: Trajectory) -> bool:
     """Every assistant message says, reasons or calls something (an empty one is no training target)."""
-    return all(
-        (m.content and m.content.strip()) or m.tool_calls or (m.reasoning or "").strip()
-        for m in trajectory.messages
-        if m.role == "assistant"
-    )
+    return walk_messages(trajectory).nonempty_assistant
 
 
 def check_query(trajectory: Trajectory) -> bool:
     """The original query is not empty (training rows are keyed and grouped by it)."""
-    return bool(trajectory.query and trajectory.query.strip())
+    return _has_text(trajectory.query)
 
 
 FORMAT_CHECKS: dict[str, Callable[[Trajectory], bool]] = {
@@ -131,9 +155,23 @@ def outcome_checks(trajectory: Trajectory) -> list[str]:
     return [name for name, check in OUTCOME_CHECKS.items() if not check(trajectory)]
 
 
+# The checks of FORMAT_CHECKS that read a fact of walk_messages: format_checks walks the messages once for them.
+_WALKED: dict[Callable[[Trajectory], bool], Callable[[MessageWalk], bool]] = {
+    check_roles_order: lambda walk: walk.role_order,
+    check_tool_arguments: lambda walk: walk.tool_arguments,
+    check_nonempty_assistant: lambda walk: walk.nonempty_assistant,
+}
+
+
 def format_checks(trajectory: Trajectory) -> list[str]:
     """Names of the failed format checks, in :data:`FORMAT_CHECKS` order."""
-    return [name for name, check in FORMAT_CHECKS.items() if not check(trajectory)]
+    walk = walk_messages(trajectory)
+    failed = []
+    for name, check in FORMAT_CHECKS.items():
+        fact = _WALKED.get(check)
+        if not (fact(walk) if fact is not None else check(trajectory)):
+            failed.append(name)
+    return failed
 
 
 def authenticity_checks(trajectory: Trajectory) -> list[str]:
@@ -141,7 +179,7 @@ def authenticity_checks(trajectory: Trajectory) -> list[str]:
 
     The detectors run with the rules judge's bundled config.
     """
-    names = list(AUTHENTICITY_DETECTORS)
+    names = AUTHENTICITY_DETECTORS[:]  # one read of the registry (list() reads it for the length, then again)
     fired = fired_detectors(trajectory, names)
     return [f"authenticity:{name}" for name in names if name in fired]
 

@@ -325,8 +325,13 @@ def number_turns(messages: list[Message]) -> list[Message]:
     return messages
 
 
+# One encoder for every call: json.dumps with options builds a new one per call (most of the cost for the small
+# arguments of a tool call). The same text as json.dumps(value, **those options).
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def _canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _CANONICAL_ENCODER.encode(value)
 
 
 def _sha256(text: str) -> str:

@@ -97,10 +97,15 @@ class FinishStream:
         return self
 
     def _start(self) -> ExitStack:
-        from judge.cluster import ClusterConfig
+        from judge.cluster import ClusterConfig, cluster_verdicts
         from judge.embed import make_embedder
+        from judge.gate import release_checks
         from judge.repair.run import RepairOutputs, Router
+        from judge.review import score_reviewed
         from judge.scoring import load_rubric
+
+        # The functions add() calls for every trajectory, imported once (an import statement per call costs more).
+        self._stages = (cluster_verdicts, release_checks, score_reviewed)
 
         self.manifest = self.run.manifest()
         self.rubric = load_rubric(self.rubric_path)
@@ -127,12 +132,9 @@ class FinishStream:
 
     def add(self, trajectory: Trajectory, verdicts: list[Verdict]) -> ScoreRow:
         """Cluster, score and (``route``) route one judged trajectory; returns its score row."""
-        from judge.cluster import cluster_verdicts
-        from judge.gate import release_checks
-        from judge.review import score_reviewed
-
         if self._files is None:
             self._start()
+        cluster_verdicts, release_checks, score_reviewed = self._stages
         panel_size = self.manifest.panel_size(len({v.pass_key for v in verdicts}))
         clusters = cluster_verdicts(trajectory.id, verdicts, panel_size=panel_size, config=self.config,
                                     embedder=self.embedder)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,26 +86,28 @@ class JsonlWriter:
         self.path = Path(path)
         self.count = 0
         self._tmp = self.path.with_name(self.path.name + ".tmp")
-        self._handle: IO[str] | None = None
+        self._handle: IO[bytes] | None = None
 
     def __enter__(self) -> JsonlWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = self._tmp.open("w", encoding="utf-8")
+        # Binary: pydantic writes a row's JSON as UTF-8 bytes, written as they are (a text file would decode them
+        # to str and encode them back; a ticket line is tens of kB).
+        self._handle = self._tmp.open("wb")
         return self
 
     def write(self, row: BaseModel | dict[str, Any]) -> None:
         assert self._handle is not None, "use JsonlWriter as a context manager"
-        # Two writes, not one of ``line + "\n"``: a ticket line is tens of kB, and the concatenation would copy it.
-        self._handle.write(_json_line(row))
-        self._handle.write("\n")
+        # Two writes, not one of ``line + b"\n"``: the concatenation would copy a long line.
+        self._handle.write(_json_bytes(row))
+        self._handle.write(b"\n")
         self.count += 1
 
     def write_text(self, text: str | bytes) -> None:
         """Append JSONL text written elsewhere (whole lines, each ending with a newline), e.g. a shard's file."""
         assert self._handle is not None, "use JsonlWriter as a context manager"
         if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        self._handle.write(text)
+            text = text.decode("utf-8")  # strict: bytes that are not UTF-8 are refused
+        self._handle.write(text.encode("utf-8"))
         self.count += text.count("\n")
 
     def append_lines(self, path: Path) -> None:
@@ -113,7 +115,7 @@ class JsonlWriter:
         assert self._handle is not None, "use JsonlWriter as a context manager"
         with Path(path).open(encoding="utf-8") as source:
             for line in source:
-                self._handle.write(line)
+                self._handle.write(line.encode("utf-8"))
                 self.count += 1
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
@@ -126,7 +128,27 @@ class JsonlWriter:
 
 
 def _json_line(row: BaseModel | dict[str, Any]) -> str:
-    return row.model_dump_json() if isinstance(row, BaseModel) else json.dumps(row, ensure_ascii=False, default=str)
+    return row.model_dump_json() if isinstance(row, BaseModel) else _DICT_ROW.encode(row)
+
+
+# A dict row's JSON: json.dumps(row, ensure_ascii=False, default=str), without building an encoder per row.
+_DICT_ROW = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def _json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
+    """:func:`_json_line` as UTF-8 bytes: what pydantic-core writes, without a round trip through ``str`` (a row
+    model whose line is made its own way gives it by ``to_json_bytes()``, as Trajectory and Ticket do)."""
+    if isinstance(row, BaseModel):
+        model = type(row)
+        if model not in _OWN_JSON_BYTES:
+            # Looked up once per model: a missing attribute costs pydantic's __getattr__ and an exception per row.
+            _OWN_JSON_BYTES[model] = getattr(model, "to_json_bytes", None)
+        own = _OWN_JSON_BYTES[model]
+        return own(row) if own is not None else row.__pydantic_serializer__.to_json(row)
+    return _DICT_ROW.encode(row).encode("utf-8")
+
+
+_OWN_JSON_BYTES: dict[type[BaseModel], Callable[[Any], bytes] | None] = {}
 
 
 @dataclass(frozen=True)

@@ -123,31 +123,39 @@ class Ticket(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict, description="Copy into the continuation's record metadata.")
 
     def model_dump_json(self, **options: Any) -> str:
-        """The ticket as JSON; with no options (a tickets.jsonl line) the prefix's JSON is shared with the ticket
-        written just before when both hold the same message objects (the guided and unguided arms of one
-        trajectory): the same text, the prefix serialised once."""
+        """The ticket as JSON; with no options, a tickets.jsonl line (:meth:`to_json_bytes`)."""
         if options:
             return super().model_dump_json(**options)
-        rest = super().model_dump_json(exclude={"prefix"})
+        return self.to_json_bytes().decode("utf-8")
+
+    def to_json_bytes(self) -> bytes:
+        """The tickets.jsonl line (``model_dump_json()`` in UTF-8). The JSON of the prefix and the reusable receipts,
+        most of a line, is shared with the ticket written just before when both hold the same objects (the guided
+        and unguided arms of one trajectory): the same text, those serialised once."""
+        rest = self.__pydantic_serializer__.to_json(self, exclude={"prefix", "reusable_receipts"})
         # Every field before ``prefix`` is a string or a number, and no JSON string holds an unescaped quote: the
-        # first ``,"reusable_receipts":`` is the key that follows ``prefix``.
-        at = rest.index(_AFTER_PREFIX)
-        return f"{rest[:at]},\"prefix\":{_prefix_json(self.prefix)}{rest[at:]}"
+        # first ``,"unknown_writes":`` is the key that follows ``prefix`` and ``reusable_receipts``.
+        at = rest.index(_AFTER_SHARED)
+        view = memoryview(rest)
+        return b"".join((view[:at], b',"prefix":', _shared_json(self.prefix, self.reusable_receipts), view[at:]))
 
 
-_AFTER_PREFIX = ',"reusable_receipts":'
+_AFTER_SHARED = b',"unknown_writes":'
 _MESSAGES = TypeAdapter(list[Message])
-# The message objects of the last prefix serialised, and its JSON (strong references to that one prefix only).
-_last_prefix: tuple[tuple[Message, ...], str] = ((), "[]")
+_RECEIPTS = TypeAdapter(list[ReusableReceipt])
+# The objects of the last prefix and reusable receipts serialised, and their JSON (strong references to those only).
+_last_shared: tuple[tuple[Message | ReusableReceipt, ...], int, bytes] = ((), 0, b"")
 
 
-def _prefix_json(prefix: list[Message]) -> str:
-    """``prefix`` as Ticket's JSON writes it; reused when the last call had the very same message objects."""
-    global _last_prefix
-    messages, text = _last_prefix
-    if len(messages) != len(prefix) or any(a is not b for a, b in zip(messages, prefix)):
-        text = _MESSAGES.dump_json(prefix).decode()
-        _last_prefix = (tuple(prefix), text)
+def _shared_json(prefix: list[Message], receipts: list[ReusableReceipt]) -> bytes:
+    """``prefix`` and ``reusable_receipts`` as Ticket's JSON writes them (``PREFIX,"reusable_receipts":RECEIPTS``);
+    reused when the last call had the very same objects."""
+    global _last_shared
+    objects, split, text = _last_shared
+    if (split != len(prefix) or len(objects) != len(prefix) + len(receipts)
+            or any(a is not b for a, b in zip(objects, [*prefix, *receipts]))):
+        text = b"".join((_MESSAGES.dump_json(prefix), b',"reusable_receipts":', _RECEIPTS.dump_json(receipts)))
+        _last_shared = ((*prefix, *receipts), len(prefix), text)
     return text
 
 

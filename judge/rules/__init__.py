@@ -36,7 +36,7 @@ as cheap as the analysis it needs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -147,11 +147,15 @@ def fired_detectors(trajectory: Trajectory, names: Iterable[str] | None = None,
 
 def _selected(analysis: Analysis, names: Iterable[str] | None) -> list[str]:
     """The enabled detectors of ``names`` (default: all registered); ``ValueError`` for an unknown name."""
-    selected = list(detector_names() if names is None else names)
-    unknown = [n for n in selected if n not in DETECTOR_NAMES]
-    if unknown:
-        raise ValueError(f"unknown detector(s) {unknown}; known: {list(DETECTOR_NAMES)}")
-    return [name for name in selected if analysis.config.enabled(name)]
+    registered = detector_names()
+    selected: Sequence[str] = registered
+    if names is not None:
+        selected = list(names)
+        unknown = [n for n in selected if n not in registered]
+        if unknown:
+            raise ValueError(f"unknown detector(s) {unknown}; known: {list(registered)}")
+    enabled = analysis.config.enabled
+    return [name for name in selected if enabled(name)]
 
 
 def _found(analysis: Analysis, selected: list[str]) -> list[tuple[list[Issue], bool]]:

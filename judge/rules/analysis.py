@@ -344,10 +344,11 @@ def _classify(receipt: Receipt, config: RulesConfig, patterns: CompiledPatterns,
     Memoised per config: identical receipts are common ("Todos have been modified successfully.", the shared
     prefix of a continuation and its source trajectory), and the answer depends on nothing else.
     """
-    key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, mode)
+    key = (receipt.content, receipt.is_error, receipt.exit_code, mode)
     cached: Reading | None = patterns.memo_receipts.get(key)
     if cached is None:
-        cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns, mode))
+        cached = patterns.remember(patterns.memo_receipts, key, _classify_uncached(receipt, config, patterns, mode),
+                                   len(receipt.content))
     return cached
 
 
@@ -365,12 +366,12 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
         assert receipt is not None
         # What a read-only call shows is file content, not a message of the tool: only its flags count.
         mode = _mode(action)
-        key = (_digest(receipt.content), receipt.is_error, receipt.exit_code, mode)
+        key = (receipt.content, receipt.is_error, receipt.exit_code, mode)
         cached = memo.get(key)
         if cached is None:
             window = _receipt_window(receipt, config, mode != CONTENT)
             if window is None:
-                cached = patterns.remember(memo, key, _OK)
+                cached = patterns.remember(memo, key, _OK, len(receipt.content))
             else:
                 unknown.append((action, receipt, key, window))
                 continue
@@ -386,7 +387,8 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
                 group: PhraseGroup = group) -> re.Match[str] | None:
             return group.search_one(name, window, low, found)
 
-        cached = patterns.remember(memo, key, _classify_hits(receipt, window, hit, patterns, key[3]))
+        cached = patterns.remember(memo, key, _classify_hits(receipt, window, hit, patterns, key[3]),
+                                   len(receipt.content))
         _set_outcome(action, cached, config)
 
 
@@ -506,7 +508,10 @@ def command_of(call: ToolCall, config: RulesConfig) -> str | None:
     """The shell command of a Bash-like call (first string argument under a command key)."""
     args = call.arguments
     if isinstance(args, dict):
-        for key in config.tools.command_keys:
+        keys = config.tools.command_keys
+        if args.keys().isdisjoint(keys):  # most calls have none of them: one test in C
+            return None
+        for key in keys:
             value = args.get(key)
             if isinstance(value, str):
                 return value
@@ -646,7 +651,10 @@ def _positional_action(
 def _path_argument(call: ToolCall, config: RulesConfig) -> str | None:
     args = call.arguments
     if isinstance(args, dict):
-        for key in config.tools.path_keys:
+        keys = config.tools.path_keys
+        if args.keys().isdisjoint(keys):  # most calls have none of them: one test in C
+            return None
+        for key in keys:
             value = args.get(key)
             if isinstance(value, str) and value:
                 return value
@@ -689,19 +697,18 @@ def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, 
     together, with one literal scan of them all."""
     memo = patterns.memo_speeches
     readings: list[Any] = []
-    unknown: list[tuple[int, Any, str]] = []  # (position in readings, memo key, region)
+    unknown: list[tuple[int, str, str]] = []  # (position in readings, text, region)
     for index in indexes:
         text = messages[index].content or ""
-        key = _digest(text)
-        cached = memo.get(key)
+        cached = memo.get(text)
         if cached is None:
-            unknown.append((len(readings), key, clip(text, config.message.head_chars, config.message.tail_chars)))
+            unknown.append((len(readings), text, clip(text, config.message.head_chars, config.message.tail_chars)))
         readings.append(cached)
     if unknown:
         lows = [region.lower() for _, _, region in unknown]
         founds = patterns.speech_lists.gate.find_many(lows)
-        for (position, key, region), low, found in zip(unknown, lows, founds):
-            readings[position] = patterns.remember(memo, key, _read_region(region, low, found, patterns))
+        for (position, text, region), low, found in zip(unknown, lows, founds):
+            readings[position] = patterns.remember(memo, text, _read_region(region, low, found, patterns), len(text))
     speeches = []
     for index, (region, sentences, speaks_of_failure, phantom) in zip(indexes, readings):
         message = messages[index]
@@ -709,14 +716,6 @@ def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, 
                                bool(message.tool_calls), bool(sentences) and speaks_of_failure, speaks_of_failure,
                                phantom))
     return speeches
-
-
-def _digest(text: str) -> str | bytes:
-    """Memo key of a text: short texts are their own key (str hashes are cached); long ones a digest, so the
-    memo holds no copy of long receipts."""
-    if len(text) <= 512:
-        return text
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _read_speech(

@@ -210,6 +210,16 @@ class RulesConfig(BaseModel):
         return CompiledPatterns(self)
 
 
+class Memo(dict[K, V]):
+    """A memo of :class:`CompiledPatterns`: a dict that counts the characters of the texts its keys hold."""
+
+    chars = 0
+
+    def clear(self) -> None:
+        super().clear()
+        self.chars = 0
+
+
 class CompiledPatterns:
     """One matcher per phrase list and tool list; tool-name answers are memoised (names repeat a lot)."""
 
@@ -259,18 +269,23 @@ class CompiledPatterns:
         self.actions_always = any(claim.always for _, claim, _ in self.action_claims)
         self._names: dict[tuple[str, str], bool] = {}
         # Per-text answers of the analysis (receipt outcome, claim sentences), bounded; see analysis._classify.
-        self.memo_receipts: dict[Any, Any] = {}
-        self.memo_speeches: dict[Any, Any] = {}
-        self.memo_commands: dict[Any, Any] = {}
-        self.memo_names: dict[str, tuple[bool, ...]] = {}  # tool name -> its kinds (analysis._name_kinds)
+        # Keyed by the texts themselves (a dict hashes a text faster than any digest, and a text's hash is kept on
+        # it): a memo holds at most MEMO_CHARS characters of texts, besides MEMO_LIMIT entries.
+        self.memo_receipts: Memo[Any, Any] = Memo()
+        self.memo_speeches: Memo[Any, Any] = Memo()
+        self.memo_commands: Memo[Any, Any] = Memo()
+        self.memo_names: Memo[str, tuple[bool, ...]] = Memo()  # tool name -> its kinds (analysis._name_kinds)
 
     MEMO_LIMIT = 20000
+    MEMO_CHARS = MEMO_LIMIT * 512  # what MEMO_LIMIT texts of 512 characters hold (before: longer texts were digested)
 
-    def remember(self, memo: dict[K, V], key: K, value: V) -> V:
-        """Store ``value`` under ``key`` in one of the memos above (emptied when full); returns ``value``."""
-        if len(memo) >= self.MEMO_LIMIT:
+    def remember(self, memo: Memo[K, V], key: K, value: V, chars: int = 0) -> V:
+        """Store ``value`` under ``key`` in one of the memos above, ``chars`` the length of the text the key holds
+        (emptied when full); returns ``value``."""
+        if len(memo) >= self.MEMO_LIMIT or memo.chars + chars > self.MEMO_CHARS:
             memo.clear()  # simple and bounded; a batch's repeats are close together
         memo[key] = value
+        memo.chars += chars
         return value
 
     def name_is(self, kind: str, name: str) -> bool:
