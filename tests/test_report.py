@@ -419,6 +419,7 @@ def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):
     (style,) = dom.find_all("style")
     assert policy["script-src"] == digest(script.all_text())
     assert policy["style-src-elem"] == digest(style.all_text())
+    assert policy["style-src-attr"] == "'none'"
     for node in dom.walk():
         for name in ("src", "href", "xlink:href", "action", "data"):
             value = node.attrs.get(name)
@@ -439,9 +440,22 @@ def test_charts_are_inert_svg_with_page_unique_ids(chart, prefix):
     svg = chart()
     assert svg.startswith('<svg class="plot" role="img" aria-label="')
     assert "<style" not in svg and "<script" not in svg and "<?xml" not in svg
+    assert " style=" not in svg, "colours are presentation attributes: the page's CSP refuses style attributes"
     ids = re.findall(r'\bid="([^"]+)"', svg)
     assert ids and all(i.startswith(prefix + "-") for i in ids)
     assert all(ref.startswith(prefix + "-") for ref in re.findall(r"url\(#([^)]+)\)", svg))
+    assert svg == chart(), "the same numbers give the same bytes"
+
+
+def test_chart_axes_count_in_whole_steps_up_to_the_largest_bar():
+    svg = plots.score_chart({"2": 500, "3": 1300, "4": 8200, "5": 0})
+    ticks = [int(t) for t in re.findall(r'text-anchor="end" font-size="10" fill="[^"]+">(\d+)</text>', svg)]
+    assert ticks == [0, 2000, 4000, 6000, 8000]
+    bars = re.findall(r'<rect [^>]*height="([\d.]+)" fill="([^"]+)"', svg)
+    assert [colour for _, colour in bars] == [plots.SCORE_COLOURS[k] for k in ("2", "3", "4")], "no bar for a zero"
+    heights = [float(h) for h, _ in bars]
+    assert heights[2] / heights[0] == pytest.approx(8200 / 500, rel=0.02)
+    assert re.findall(r">(\d+)</text>", svg.split('id="plot-scores-axes"')[0]) == ["500", "1300", "8200"]
 
 
 def test_no_path_from_the_data_escapes_the_run_directory(tmp_path: Path):

@@ -535,9 +535,9 @@ TRUSTED_TYPES_POLICY = "trajudge"  # the one policy reports/report.js creates (p
 def content_security_policy(css: str, js: str, layout: str = "single") -> str:
     """No load from anywhere; only our own inline stylesheet and script (by hash) may apply or run.
 
-    ``style-src-attr 'unsafe-inline'`` is there because matplotlib's SVG sets colours in ``style`` attributes;
-    no data ever reaches an attribute unescaped, and with every fetch forbidden a style cannot send anything
-    out. The ``style-src 'unsafe-inline'`` fallback only matters to browsers too old for ``style-src-elem``.
+    No ``style`` attribute may apply (``style-src-attr 'none'``: the charts colour with presentation attributes,
+    the script sets sizes through the CSSOM, which the policy does not govern). The ``style-src
+    'unsafe-inline'`` fallback only matters to browsers too old for ``style-src-elem``.
 
     Trusted Types are required: no string reaches an HTML or script-URL sink. The single file's script uses
     none, so no policy may exist (``trusted-types 'none'``). The paged layout's script loads ``report_data/``
@@ -552,7 +552,7 @@ def content_security_policy(css: str, js: str, layout: str = "single") -> str:
         "default-src 'none'",
         scripts,
         f"style-src-elem {csp_hash(css)}",
-        "style-src-attr 'unsafe-inline'",
+        "style-src-attr 'none'",
         "style-src 'unsafe-inline'",
         "img-src data:",
         "base-uri 'none'",
