@@ -57,6 +57,7 @@ from markupsafe import Markup
 from judge import rundir
 from judge.cluster import majority_floor
 from judge.collect import fewer_collections
+from judge.report import plots
 from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
 from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
@@ -637,8 +638,6 @@ def viewer_macros() -> Any:
 def render_page(summary: dict[str, Any], layout: str, run_name: str, manifest: RunManifest, all_tags: list[str],
                 repairs: list[dict[str, Any]], limit: int) -> str:
     """The report page; a single-file page holds the marks where the index rows and sections go."""
-    from judge.report import plots  # matplotlib takes ~0.35 s to import: only when a page draws its charts
-
     env = html_environment()
     base = resource_dir("reports")
     css = (base / CSS_FILE).read_text(encoding="utf-8")
