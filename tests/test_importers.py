@@ -534,3 +534,33 @@ def test_example_batch_matches_expected_md():
 def test_public_api_names():
     for name in ("iter_records", "load_trajectories", "FORMATS", "detect_format"):
         assert hasattr(importers, name)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"a": "x\\u00e9y", "b": [1, 2.5e3, -0, true, null]}',
+    '{"c": {"d": "\u00e9\u20ac\U0001f600"}}'.encode("utf-8"),
+    b'{"s": "\\ud800 lone"}',  # a surrogate spelled as an escape
+    b'{"t": NaN, "u": Infinity, "v": -Infinity}',
+    b'{"n": 123456789012345678901234567890, "f": 1e400}',
+    b'{"a": 1, "a": 2}',  # the last duplicate wins
+    b'\xef\xbb\xbf{"bom": 1}',  # a byte order mark
+    b'{"a": "\xff"}',  # invalid UTF-8 inside a string
+    b'{"a": 1}\xff',  # ... and outside one
+    b'{"a": "\xed\xa0\x80"}',  # a surrogate encoded as UTF-8 bytes
+    b'{"a": "\xc0\xaf"}',  # an overlong encoding
+    b'{"a": [1, 2}',
+    b'[' * 5000 + b']' * 5000,  # deeper than any parser's limit
+])
+def test_a_line_reads_as_its_decoded_text_does(raw):
+    """The reader parses a line's bytes directly (jiter) and falls back to decoding them: the value, or the reject's
+    reason, is what decoding the line and reading the text gives."""
+    from judge.importers._common import load_json
+    from judge.importers.reader import _value_of_line
+
+    got = _value_of_line(raw, "f.jsonl", 3, None)
+    try:
+        expected: object = load_json(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        assert isinstance(got, Reject) and got.source_file == "f.jsonl" and got.line == 3
+        return
+    assert repr(got) == repr(expected)
