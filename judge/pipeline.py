@@ -118,7 +118,9 @@ class FinishStream:
             self.router = files.enter_context(Router(self.run, RepairOutputs())) if self.route else None
             if self.with_report:
                 from judge.report import ReportStream
+                from judge.report.stream import Entry
 
+                self._entry = Entry
                 # The batch's size is not known yet when the import streams: auto's layout is settled on the way.
                 self.report = ReportStream(self.run.path, trajectories=None, input_bytes=None)
             self._files = files.pop_all()
@@ -144,11 +146,10 @@ class FinishStream:
                                failed_checks=release_checks(trajectory), overrides=self.overrides.get(trajectory.id, ()))
         self.scores_out.write(score)
         repair = self.router.add_offline(trajectory, score, clusters) if self.router is not None else None
+        # Taken even without a report: the import keeps each trajectory's line until it is taken.
         line = self.line_of(trajectory.id) if self.line_of is not None else None
         if self.report is not None:
-            from judge.report.stream import Entry
-
-            self.report.add(Entry(trajectory.id, trajectory, scores=[score], clusters=clusters, verdicts=verdicts,
+            self.report.add(self._entry(trajectory.id, trajectory, scores=[score], clusters=clusters, verdicts=verdicts,
                                   repairs=[repair] if repair is not None else [], line=line))
         return score
 

@@ -131,7 +131,8 @@ class LocalEngine:
         from judge.pipeline import FinishStream
         from judge.rundir import RunDir
 
-        imports = self._imports.pop(Path(run_dir).resolve(), None)
+        key = Path(run_dir).resolve()  # the run's key in this engine's pending work
+        imports = self._imports.pop(key, None)
         trajectories = imports if imports is not None else RunDir(run_dir).trajectories()
         try:
             line_of = imports.line_of if imports is not None else None
@@ -142,9 +143,9 @@ class LocalEngine:
         finally:
             if imports is not None:
                 imports.close()  # a failed pass leaves no half-written import
-        self._finished[Path(run_dir).resolve()] = stream.scores
+        self._finished[key] = stream.scores
         if stream.report is not None:
-            self._reports[Path(run_dir).resolve()] = stream.report
+            self._reports[key] = stream.report
         return result
 
     async def finish(self, run_dir: Path, options: StageOptions) -> RowsView[ScoreRow]:
