@@ -164,22 +164,21 @@ def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
     text = raw.strip()
     if not text:
         return {}, raw, None
-    too_deep = _ARGUMENTS_TOO_DEEP
     try:
         value = load_json(text)
     except json.JSONDecodeError as error:
         json_error = f"invalid JSON arguments: {error.msg} at char {error.pos}"
     except RecursionError:
-        return None, raw, too_deep
+        return None, raw, _ARGUMENTS_TOO_DEEP
     else:
-        return (None, raw, too_deep) if _may_nest_deeper(text, MAX_DEPTH) and nests_deeper(value, MAX_DEPTH) else (value, raw, None)
+        return (None, raw, _ARGUMENTS_TOO_DEEP) if _may_nest_deeper(text, MAX_DEPTH) and nests_deeper(value, MAX_DEPTH) else (value, raw, None)
     # Some logs (AgentRx exports) store arguments as a Python repr; literal_eval only accepts literals.
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None, raw, json_error
     if isinstance(value, (dict, list)):
-        return (None, raw, too_deep) if nests_deeper(value, MAX_DEPTH) else (value, raw, None)
+        return (None, raw, _ARGUMENTS_TOO_DEEP) if nests_deeper(value, MAX_DEPTH) else (value, raw, None)
     return None, raw, json_error
 
 

@@ -49,7 +49,6 @@ from judge.importers._common import (
     RecordError,
     Source,
     check_depth,
-    load_json,
     one_line,
     replace_lone_surrogates,
 )
@@ -409,13 +408,13 @@ def _value_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Any:
         # checks every string; everything else must be ASCII), and then gives the value the decoded text gives.
         return from_json(raw)
     except (ValueError, TypeError):
-        pass  # below: the decode names invalid UTF-8, and load_json reads what jiter refuses or names the fault
+        pass  # below: the decode names invalid UTF-8, and json.loads reads what jiter refuses or names the fault
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         return Reject(source_file=file, line=number, format=fmt, reason=f"invalid UTF-8 at byte {error.start} of the line")
     try:
-        return load_json(text)
+        return json.loads(text)  # not load_json: jiter has refused these bytes, so it refuses their text too
     except json.JSONDecodeError as error:
         return Reject(source_file=file, line=number, format=fmt, reason=f"broken JSON: {error.msg} (column {error.colno})")
     except RecursionError:

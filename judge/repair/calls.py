@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge.derived import TrajectoryMemo
-from judge.model import Message, Receipt, ToolCall, Trajectory
-from judge.rules.analysis import canonical_json
+from judge.model import Message, Receipt, ToolCall, Trajectory, canonical_json
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
 _READ_TOOL_NAMES = {

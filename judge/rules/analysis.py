@@ -12,16 +12,14 @@ Outcomes: ``ok``; ``error`` (the call failed: error flag, non-zero exit code, or
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import hashlib
-import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
-from judge.model import Message, Receipt, ToolCall, Trajectory
+from judge.model import Message, Receipt, ToolCall, Trajectory, canonical_json
 from judge.rules.config import CompiledPatterns, RulesConfig
 from judge.rules.matching import PhraseGroup
 
@@ -49,20 +47,6 @@ _LINK = re.compile(r"\]\([^)\s]*\)|https?://\S+|\b(?:www\.)\S+")
 _DOC_SUFFIXES = (".md", ".txt", ".rst")
 _JSON_REASON = re.compile(r'"(msg|message|error|detail|reason)"\s*:', re.IGNORECASE)  # a JSON error body's reason
 _EXIT_LINE = re.compile(r"^\s*(error:\s*)?exit ?code:?\s*-?\d+\s*(\(execution failed\))?\s*$", re.IGNORECASE)
-
-
-# One encoder for every call (json.dumps with options builds a new encoder per call).
-_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
-# Its C core, made once: JSONEncoder.encode builds a new one per call, most of the cost for small arguments.
-# No circular check (arguments are parsed JSON, never circular); otherwise the same text, separators and options.
-# CPython's accelerator is not public API (absent elsewhere, and untyped): without it, the encoder above is used.
-_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
-_ENCODE_STRING: Any = getattr(json.encoder, "c_encode_basestring", None)
-_C_ENCODER: Any = (
-    _MAKE_ENCODER(None, str, _ENCODE_STRING, None, ": ", ", ", True, False, True)
-    if _MAKE_ENCODER is not None and _ENCODE_STRING is not None
-    else None
-)
 
 
 @dataclass(slots=True)
@@ -296,7 +280,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
 # use: many would be promoted to the collector's oldest generation and make its full collections frequent.
 ANALYSIS_MEMO_LIMIT = 256
 _ANALYSED: TrajectoryMemo[tuple[RulesConfig, dict[str, Any]]] = TrajectoryMemo(ANALYSIS_MEMO_LIMIT)
-_FIELDS = tuple(f.name for f in dataclasses.fields(Analysis) if f.name != "trajectory")
+_FIELDS = tuple(f.name for f in fields(Analysis) if f.name != "trajectory")
 
 
 def analysis_of(trajectory: Trajectory, config: RulesConfig) -> Analysis:
@@ -487,14 +471,6 @@ def arguments_text(call: ToolCall) -> str:
     return canonical_json(call.arguments)
 
 
-def canonical_json(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)``, the same text, without building an
-    encoder per call (for parsed JSON: no circular check)."""
-    if _C_ENCODER is not None and isinstance(value, (dict, list)):
-        return "".join(_C_ENCODER(value, 0))
-    return _CANONICAL_JSON.encode(value)
-
-
 def argument_values(action: Action) -> list[str]:
     """The string values of a call's arguments that can name what it changed (ids, paths): 4 characters or more,
     no spaces (free text such as a message body names nothing)."""
@@ -555,7 +531,7 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
         writes = tuple(w for w in writes if w not in ("/dev/null", "&1", "&2") and not w.startswith("&"))
         cached = patterns.remember(patterns.memo_commands, command, (
             _command_head(command), hits["read_only"] is not None, hits["check"] is not None, hits["content"] is not None,
-            hits["link_check"] is not None, writes))
+            hits["link_check"] is not None, writes), len(command))
     return cached
 
 
