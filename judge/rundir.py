@@ -106,9 +106,12 @@ class JsonlWriter:
         """Append JSONL text written elsewhere (whole lines, each ending with a newline), e.g. a shard's file."""
         assert self._handle is not None, "use JsonlWriter as a context manager"
         if isinstance(text, bytes):
-            text = text.decode("utf-8")  # strict: bytes that are not UTF-8 are refused
-        self._handle.write(text.encode("utf-8"))
-        self.count += text.count("\n")
+            text.decode("utf-8")  # strict: bytes that are not UTF-8 are refused (and then written as they are)
+            data = text
+        else:
+            data = text.encode("utf-8")
+        self._handle.write(data)
+        self.count += data.count(b"\n")
 
     def append_lines(self, path: Path) -> None:
         """Append every line of another JSONL file (rows written apart, in the order they must follow)."""
@@ -125,10 +128,6 @@ class JsonlWriter:
             os.replace(self._tmp, self.path)
         else:
             self._tmp.unlink(missing_ok=True)
-
-
-def _json_line(row: BaseModel | dict[str, Any]) -> str:
-    return row.model_dump_json() if isinstance(row, BaseModel) else _DICT_ROW.encode(row)
 
 
 # A dict row's JSON: json.dumps(row, ensure_ascii=False, default=str), without building an encoder per row.
@@ -582,9 +581,9 @@ class RunDir:
         flushed to disk, so a reader sees whole rows and a crash loses at most the row being written."""
         path = self.file(name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as handle:
+        with path.open("ab") as handle:
             for row in rows:
-                handle.write(_json_line(row) + "\n")
+                handle.write(_json_bytes(row) + b"\n")
                 handle.flush()
                 os.fsync(handle.fileno())
         return path

@@ -226,7 +226,7 @@ class RayEngine:
                 for line, original in zip(lines, item.ids):
                     new_id = ids.claim(original)
                     if new_id != original:
-                        line = with_new_id(Trajectory.model_validate_json(line), new_id).to_json_line().encode("utf-8")
+                        line = with_new_id(Trajectory.model_validate_json(line), new_id).to_json_bytes()
                     out.write_text(line + b"\n")
         stats.renamed = ids.renamed
         return stats
