@@ -111,3 +111,15 @@ def test_the_report_written_in_the_pass_is_the_one_judge_report_writes(tmp_path:
     in_pass = _report_files(out)
     build_report(out)  # from the run's files, as `judge report` does
     assert _report_files(out) == in_pass
+
+
+def test_an_import_stream_no_pass_took_is_closed_with_the_engine(tmp_path: Path) -> None:
+    from judge.engine import LocalEngine
+
+    out = tmp_path / "run"
+    with LocalEngine() as engine:
+        imports = engine.import_stream([EXAMPLES], out, None, PanelConfig())
+        assert imports is not None and imports.peek()  # started: its file is being written
+        assert (out / (rundir.TRAJECTORIES + ".tmp")).exists()
+    assert not (out / (rundir.TRAJECTORIES + ".tmp")).exists(), "an unfinished import leaves no file behind"
+    assert not (out / rundir.TRAJECTORIES).exists()

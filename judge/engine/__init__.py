@@ -102,7 +102,11 @@ class LocalEngine:
     def __exit__(self, *exc: object) -> None:
         for report in self._reports.values():  # a run that stopped before its report: its earlier report stays
             report.discard()
+        for imports in self._imports.values():  # an import no judge() took (nothing imported, or a failure first)
+            imports.close()
         self._reports.clear()
+        self._imports.clear()
+        self._finished.clear()
 
     def check(self, settings: PanelConfig) -> None:
         return None
