@@ -12,10 +12,11 @@ import pytest
 from judge import rundir
 from judge.api import NothingImported, score
 from judge.model import Trajectory
-from judge.panel import PanelConfig, calls_providers, run_panel
+from judge.panel import HELD, PanelConfig, calls_providers, run_panel
 from judge.pipeline import import_to_run, score_run
 from judge.repair import route_run
 from judge.rundir import RunDir
+from judge.testing.synthetic import synthetic_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "batch"
@@ -43,23 +44,29 @@ def test_one_pass_leaves_the_files_of_the_stages_run_one_by_one(tmp_path: Path) 
     assert (one / rundir.SCORES).stat().st_size > 0 and (one / rundir.TICKETS).stat().st_size > 0
 
 
-def test_a_failure_in_the_pass_leaves_no_half_written_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("count", [14, HELD + 40])
+def test_a_failure_in_the_pass_leaves_no_half_written_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           count: int) -> None:
+    """Whether the import has ended when the failure comes (a small batch is read ahead whole) or not."""
+    source = tmp_path / "batch.jsonl"
+    trajectories, _ = synthetic_batch(count)
+    source.write_text("".join(t.to_json_line() + "\n" for t in trajectories), encoding="utf-8")
     out = tmp_path / "run"
-    score([EXAMPLES], out, embedder="lexical")
+    score([source], out, embedder="lexical")
     before = {name: (out / name).read_bytes() for name in STAGE_FILES}
     report_before = _report_files(out)
-    seen: list[str] = []
+    importing: list[bool] = []  # whether the import was still being written when each trajectory was checked
 
     def failing_checks(trajectory: Trajectory) -> list[str]:
-        seen.append(trajectory.id)
-        if len(seen) == 3:
+        importing.append((out / (rundir.TRAJECTORIES + ".tmp")).exists())
+        if len(importing) == 3:
             raise OSError("disk full")
         return []
 
     monkeypatch.setattr("judge.gate.release_checks", failing_checks)
     with pytest.raises(OSError, match="disk full"):
-        score([EXAMPLES], out, embedder="lexical")
-    assert len(seen) == 3  # the import had not finished: the third trajectory was scored as it was imported
+        score([source], out, embedder="lexical")
+    assert importing[-1] is (count > HELD), "past the read-ahead, the failure comes while the import is written"
     assert {name: (out / name).read_bytes() for name in STAGE_FILES} == before
     assert _report_files(out) == report_before  # the report fed in the pass was discarded
     assert not list(out.glob("*.tmp")) and not list(out.glob(".report-build-*"))

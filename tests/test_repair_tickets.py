@@ -74,8 +74,8 @@ def test_a_ticket_line_is_pydantics_own_json_with_the_prefix_serialised_once_for
     from pydantic import BaseModel
 
     traj = planned_build()
-    # A query that spells the key after the prefix (escaped in JSON, so never taken for it).
-    traj = traj.model_copy(update={"query": 'Create it ,"reusable_receipts": [] \\",\"reusable_receipts\":'})
+    # A query that spells the key the prefix is spliced before (escaped in JSON, so never taken for it).
+    traj = traj.model_copy(update={"query": 'Create it ,"unknown_writes": [] \\",\"unknown_writes\":'})
     guided, unguided = tickets_for(traj, cases.issue(4, **SEMANTIC, evidence="The Products table is created."))
     for ticket in (guided, unguided, guided, Ticket.model_validate_json(unguided.model_dump_json())):
         line = ticket.model_dump_json()
