@@ -44,7 +44,7 @@ from judge.repair.run import _run_without_io as run_now  # the rules judge never
 from judge.repair.tickets import Ticket
 from judge.review import score_reviewed
 from judge.rules import default_config
-from judge.rundir import RunDir
+from judge.rundir import RunDir, row_json_bytes
 from judge.schema import Cluster, ScoreRow, Verdict
 from judge.scoring import load_rubric
 
@@ -156,15 +156,15 @@ def main() -> None:
             if plan is not None:
                 plans.append((plan, run_now(_finish_online(plan, None, None, True))))
 
-    def rows() -> None:
+    def rows() -> None:  # each row's line as the run's writer makes it (judge.rundir.JsonlWriter)
         for plan, tickets in plans:
-            plan.row.model_dump_json()
+            row_json_bytes(plan.row)
             for edit in plan.edits:
-                json.dumps(edit.log_row(), ensure_ascii=False, default=str)
+                row_json_bytes(edit.log_row())
             if plan.edited is not None and plan.row.route == "offline-edit":
-                plan.edited.model_dump_json()
+                row_json_bytes(plan.edited)
             for ticket in tickets:
-                ticket.model_dump_json()
+                row_json_bytes(ticket)
 
     asyncio.set_event_loop(None)  # nothing here needs a loop
     figures = {

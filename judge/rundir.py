@@ -98,7 +98,7 @@ class JsonlWriter:
     def write(self, row: BaseModel | dict[str, Any]) -> None:
         assert self._handle is not None, "use JsonlWriter as a context manager"
         # Two writes, not one of ``line + b"\n"``: the concatenation would copy a long line.
-        self._handle.write(_json_bytes(row))
+        self._handle.write(row_json_bytes(row))
         self._handle.write(b"\n")
         self.count += 1
 
@@ -134,9 +134,11 @@ class JsonlWriter:
 _DICT_ROW = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
-def _json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
-    """:func:`_json_line` as UTF-8 bytes: what pydantic-core writes, without a round trip through ``str`` (a row
-    model whose line is made its own way gives it by ``to_json_bytes()``, as Trajectory and Ticket do)."""
+def row_json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
+    """A row's JSONL line (no newline) as UTF-8 bytes: a model's ``model_dump_json()`` as pydantic-core writes it,
+    without a round trip through ``str`` (a row model whose line is made its own way gives it by
+    ``to_json_bytes()``, as Trajectory and Ticket do); a dict's ``json.dumps(row, ensure_ascii=False,
+    default=str)``."""
     if isinstance(row, BaseModel):
         model = type(row)
         if model not in _OWN_JSON_BYTES:
@@ -583,7 +585,7 @@ class RunDir:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("ab") as handle:
             for row in rows:
-                handle.write(_json_bytes(row) + b"\n")
+                handle.write(row_json_bytes(row) + b"\n")
                 handle.flush()
                 os.fsync(handle.fileno())
         return path
