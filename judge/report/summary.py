@@ -419,13 +419,6 @@ class IssueTally:
         return [kind.describe() for kind in kinds[:limit]]
 
 
-def issues_section(clusters: Iterable[Cluster]) -> dict[str, Any]:
-    """Issue clusters by category, severity and tag; majority (attributed) and minority counted apart."""
-    tally = IssueTally()
-    tally.add(list(clusters))
-    return tally.section()
-
-
 def _example_wordings(cluster: Cluster) -> list[dict[str, Any]]:
     return [
         {"pass_key": m.pass_key, "turn": m.issue.turn, "description": m.issue.description, "evidence": m.issue.evidence}

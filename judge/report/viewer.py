@@ -76,7 +76,6 @@ class IssueView:
 @dataclass
 class PassView:
     pass_key: str
-    judge: str
     status: str
     reason: str | None
     detail: str | None
@@ -91,7 +90,6 @@ class PassView:
 class TrajectoryView:
     id: str
     anchor: str
-    query: str
     score: int | None
     score_key: str
     release: bool
@@ -106,7 +104,6 @@ class TrajectoryView:
     pinned: dict[int, list[IssueView]]  # majority issues by the assistant turn they are pinned to
     unpinned: list[IssueView]  # majority issues whose turn is missing or not in the trajectory
     minority: list[IssueView]
-    environment: list[IssueView]
     passes: list[PassView]
     repair: RepairRow | None
     categories: list[str]
@@ -166,7 +163,6 @@ def build_view(
     if assistant_turns is None:
         assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
     turns = set(assistant_turns)
-    environment = [i for i in issues if i.majority and i.category == "environment"]
     pinned: dict[int, list[IssueView]] = defaultdict(list)
     unpinned: list[IssueView] = []
     for issue in issues:
@@ -181,7 +177,6 @@ def build_view(
     return TrajectoryView(
         id=trajectory.id,
         anchor=anchor_id(trajectory.id),
-        query=trajectory.query,
         score=score.score,
         score_key="unscored" if score.score is None else str(score.score),
         release=score.release,
@@ -196,9 +191,8 @@ def build_view(
         pinned=dict(pinned),
         unpinned=unpinned,
         minority=sorted((i for i in issues if not i.majority), key=lambda i: (i.turn is None, i.turn or 0, i.cluster)),
-        environment=environment,
         passes=[
-            PassView(v.pass_key, v.judge, v.status, v.reason, v.detail, v.raw, v.efficiency, len(v.issues), v.model, v.cached)
+            PassView(v.pass_key, v.status, v.reason, v.detail, v.raw, v.efficiency, len(v.issues), v.model, v.cached)
             for v in sorted(verdicts, key=lambda v: (v.judge, v.pass_index, v.pass_key))
         ],
         repair=repair,
