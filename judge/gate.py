@@ -40,19 +40,33 @@ AUTHENTICITY_DETECTORS = DetectorNames("authenticity")
 
 @dataclass(frozen=True, slots=True)
 class MessageWalk:
-    """What the format checks read message by message, found in one walk over the messages (each message's
-    fields are loaded once, not once per check: on a long trajectory the walks cost more than the tests)."""
+    """The format facts of a trajectory, found in one walk over its messages (each message's fields are loaded
+    once, not once per check: on a long trajectory the walks cost more than the tests). Each field is one check
+    of :data:`FORMAT_CHECKS`: True when it passes."""
 
-    role_order: bool  # see check_roles_order
-    tool_arguments: bool  # see check_tool_arguments
-    nonempty_assistant: bool  # see check_nonempty_assistant
+    query: bool  # the original query is not empty (training rows are keyed and grouped by it)
+    has_assistant_turn: bool  # at least one assistant turn: an empty rollout has nothing to train on
+    # The conversation opens with the task and tool results answer the agent. Before T1 there is a user message
+    # or a query (the export inserts the query as the user message when the source has none); every tool message
+    # follows an assistant message or another tool message (formats that run actions written in text pair results
+    # by position, so a call id is not required here; pairing by id is the authenticity check unpaired-call-id).
+    role_order: bool
+    tool_arguments: bool  # every tool call has a name and arguments that parsed as JSON
+    nonempty_assistant: bool  # every assistant message says, reasons or calls something (else no training target)
+    # The agent's part ends with an assistant answer, not with a call whose result it never read. Trailing user or
+    # system messages are allowed: a simulated user's closing line (tau-bench's ###STOP###) is not the agent's to
+    # answer, and the export trains only assistant turns.
+    final_message: bool
 
 
 def walk_messages(trajectory: Trajectory) -> MessageWalk:
-    """The message-by-message format facts of ``trajectory`` (see :class:`MessageWalk`)."""
-    seen_user = _has_text(trajectory.query)
+    """The format facts of ``trajectory`` (see :class:`MessageWalk`)."""
+    query = _has_text(trajectory.query)
+    seen_user = query
     previous_role = None  # of the message before (None before the first)
+    last_agent = None  # the last assistant or tool message
     role_order = tool_arguments = nonempty_assistant = True
+    has_assistant = False
     for message in trajectory.messages:
         role = message.role
         calls = message.tool_calls
@@ -62,14 +76,19 @@ def walk_messages(trajectory: Trajectory) -> MessageWalk:
         if role == "user":
             seen_user = True
         elif role == "assistant":
+            has_assistant = True
+            last_agent = message
             if not seen_user:
                 role_order = False
             if not calls and not (_has_text(message.content) or _has_text(message.reasoning)):
                 nonempty_assistant = False
-        elif role == "tool" and previous_role not in ("assistant", "tool"):
-            role_order = False
+        elif role == "tool":
+            last_agent = message
+            if previous_role not in ("assistant", "tool"):
+                role_order = False
         previous_role = role
-    return MessageWalk(role_order, tool_arguments, nonempty_assistant)
+    final = last_agent is not None and last_agent.role == "assistant" and not last_agent.tool_calls
+    return MessageWalk(query, has_assistant, role_order, tool_arguments, nonempty_assistant, final)
 
 
 def _has_text(text: str | None) -> bool:
@@ -77,54 +96,14 @@ def _has_text(text: str | None) -> bool:
     return text is not None and text != "" and not text.isspace()
 
 
-def check_roles_order(trajectory: Trajectory) -> bool:
-    """The conversation opens with the task and tool results answer the agent.
-
-    Before T1 there is a user message or a query (the export inserts the query as the user message when the
-    source has none); every tool message follows an assistant message or another tool message (formats that
-    run actions written in text pair results by position, so a call id is not required here; pairing by id is
-    the authenticity check ``unpaired-call-id``).
-    """
-    return walk_messages(trajectory).role_order
-
-
-def check_has_assistant_turn(trajectory: Trajectory) -> bool:
-    """At least one assistant turn: an empty rollout has nothing to train on."""
-    return any(m.role == "assistant" for m in trajectory.messages)  # turn_count > 0, without counting them all
-
-
-def check_final_message(trajectory: Trajectory) -> bool:
-    """The agent's part ends with an assistant answer, not with a call whose result it never read.
-
-    Trailing user or system messages are allowed: a simulated user's closing line (tau-bench's
-    ``###STOP###``) is not the agent's to answer, and the export trains only assistant turns.
-    """
-    last = next((m for m in reversed(trajectory.messages) if m.role in ("assistant", "tool")), None)
-    return last is not None and last.role == "assistant" and not last.tool_calls
-
-
-def check_tool_arguments(trajectory: Trajectory) -> bool:
-    """Every tool call has a name and arguments that parsed as JSON."""
-    return walk_messages(trajectory).tool_arguments
-
-
-def check_nonempty_assistant(trajectory: Trajectory) -> bool:
-    """Every assistant message says, reasons or calls something (an empty one is no training target)."""
-    return walk_messages(trajectory).nonempty_assistant
-
-
-def check_query(trajectory: Trajectory) -> bool:
-    """The original query is not empty (training rows are keyed and grouped by it)."""
-    return _has_text(trajectory.query)
-
-
-FORMAT_CHECKS: dict[str, Callable[[Trajectory], bool]] = {
-    "format:query": check_query,
-    "format:has-assistant-turn": check_has_assistant_turn,
-    "format:role-order": check_roles_order,
-    "format:tool-arguments": check_tool_arguments,
-    "format:empty-assistant-message": check_nonempty_assistant,
-    "format:final-message": check_final_message,
+# Check name -> the MessageWalk field that says it passes, in the order failures are listed.
+FORMAT_CHECKS: dict[str, str] = {
+    "format:query": "query",
+    "format:has-assistant-turn": "has_assistant_turn",
+    "format:role-order": "role_order",
+    "format:tool-arguments": "tool_arguments",
+    "format:empty-assistant-message": "nonempty_assistant",
+    "format:final-message": "final_message",
 }
 
 
@@ -155,23 +134,10 @@ def outcome_checks(trajectory: Trajectory) -> list[str]:
     return [name for name, check in OUTCOME_CHECKS.items() if not check(trajectory)]
 
 
-# The checks of FORMAT_CHECKS that read a fact of walk_messages: format_checks walks the messages once for them.
-_WALKED: dict[Callable[[Trajectory], bool], Callable[[MessageWalk], bool]] = {
-    check_roles_order: lambda walk: walk.role_order,
-    check_tool_arguments: lambda walk: walk.tool_arguments,
-    check_nonempty_assistant: lambda walk: walk.nonempty_assistant,
-}
-
-
 def format_checks(trajectory: Trajectory) -> list[str]:
     """Names of the failed format checks, in :data:`FORMAT_CHECKS` order."""
     walk = walk_messages(trajectory)
-    failed = []
-    for name, check in FORMAT_CHECKS.items():
-        fact = _WALKED.get(check)
-        if not (fact(walk) if fact is not None else check(trajectory)):
-            failed.append(name)
-    return failed
+    return [name for name, passes in FORMAT_CHECKS.items() if not getattr(walk, passes)]
 
 
 def authenticity_checks(trajectory: Trajectory) -> list[str]:
