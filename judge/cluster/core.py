@@ -253,6 +253,10 @@ def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: E
     """Cluster issue items; returns member index lists and the link-score matrix (for medoids)."""
     if not items:
         return [], np.zeros((0, 0))
+    if len({item.pass_label for item in items}) < 2:
+        # One pass (a panel of one, or the only pass that found anything): every pair shares it, so every link is
+        # -inf and nothing merges. What the agglomeration would return, without building its matrices.
+        return [[i] for i in range(len(items))], np.full((len(items), len(items)), -np.inf)
     scores = link_scores(items, feature_tensor(items, config, embedder), config)
     return agglomerate(scores, [item.pass_label for item in items], config.threshold), scores
 
