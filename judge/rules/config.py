@@ -201,7 +201,8 @@ class RulesConfig(BaseModel):
         return self.detectors.get(detector) or DetectorSettings()
 
     def enabled(self, detector: str) -> bool:
-        return self.settings(detector).enabled
+        settings = self.detectors.get(detector)
+        return settings is None or settings.enabled  # not mentioned: the defaults, enabled (no settings object built)
 
     # --- compiled patterns (cached on the frozen object) -------------------------------------------
 
