@@ -627,7 +627,7 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
     record of what it used; its key appended to ``hits``), or unscored ``no_assistant_turn`` for a trajectory
     with no assistant turn. ``None``: the pass must run. The content hash is computed only when some judge is
     cached (``need_hash``)."""
-    if trajectory.turn_count == 0:
+    if not any(message.role == "assistant" for message in trajectory.messages):  # turn_count 0, without counting
         return [(plan, "", Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
                                    pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
                                    detail="the trajectory has no assistant turn: there is no decision to judge",
