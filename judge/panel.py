@@ -53,7 +53,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO, cast
+from typing import IO, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -68,7 +68,7 @@ from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError
 from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
 from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
-from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
+from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir, row_json_bytes
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.sharedcache import SHARED, SharedCache, open_shared_cache, shared_key
@@ -376,7 +376,7 @@ async def _run_panel(
     started = time.monotonic()
     own_store = calls is None
     store = RunStore.for_run(run_dir) if calls is None else calls.store
-    verdicts_file: TextIO | None = None
+    verdicts_file: IO[bytes] | None = None
     own_judges = judges is None
     built: dict[str, Judge] = {}
     try:
@@ -390,8 +390,11 @@ async def _run_panel(
         plans = plan_passes(config, built)
         _write_panel_manifest(run_dir, config, plans, built, cap)
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
-        # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run, rows flushed.
-        verdicts_file = verdicts_path.open("w", encoding="utf-8")
+        # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run. Resume reads
+        # the store, never this file: rows are flushed one by one only while calls are paid, so that the file shows
+        # the progress of a long run (a panel that makes no call recomputes everything after a kill).
+        verdicts_file = verdicts_path.open("wb")
+        flush_rows = any(judge.provider is not None for judge in built.values())
         if own_store:
             shared = open_shared_cache(shares_answers(config, built), config.cache_dir, warn=_warn)
         if cap is not None:
@@ -530,6 +533,8 @@ async def _run_panel(
                 if on_trajectory is not None:
                     passes.append(verdict)
                 _append(verdicts_file, verdict)
+                if flush_rows:
+                    verdicts_file.flush()
                 result.count(verdict)
                 unscored_now += verdict.status == "unscored"
                 tracker.advance(stats=_progress_stats(runtime, result.cached, unscored_now, calls.cost_usd,
@@ -697,10 +702,10 @@ def _warn(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _append(handle: TextIO, verdict: Verdict) -> None:
-    """One verdicts.jsonl row, flushed so that it survives a kill (the file stays open for the whole run)."""
-    handle.write(verdict.model_dump_json() + "\n")
-    handle.flush()
+def _append(handle: IO[bytes], verdict: Verdict) -> None:
+    """One verdicts.jsonl row (the file stays open for the whole run)."""
+    handle.write(row_json_bytes(verdict))
+    handle.write(b"\n")
 
 
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],
