@@ -470,9 +470,14 @@ async def _run_panel(
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
                                   detail=f"the judge failed: {type(error).__name__}: {error}", attempts=0)
-            verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
-                                                 "judge": redact(plan.judge),
-                                                 "deterministic": plan.deterministic, "cached": False})
+            judge_name = redact(plan.judge)
+            if (verdict.pass_key != plan.pass_key or verdict.pass_index != plan.pass_index or verdict.judge != judge_name
+                    or verdict.deterministic != plan.deterministic or verdict.cached):
+                # The pass's own identity, unless the judge's verdict already states it (a rules verdict does: a copy
+                # of every verdict cost more than this test).
+                verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
+                                                     "judge": judge_name, "deterministic": plan.deterministic,
+                                                     "cached": False})
             if judge.cacheable and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
                 if verdict.status == "ok" and shared_now[0] is not None and not _share(
