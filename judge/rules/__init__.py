@@ -154,8 +154,7 @@ def _selected(analysis: Analysis, names: Iterable[str] | None) -> list[str]:
         unknown = [n for n in selected if n not in registered]
         if unknown:
             raise ValueError(f"unknown detector(s) {unknown}; known: {list(registered)}")
-    enabled = analysis.config.enabled
-    return [name for name in selected if enabled(name)]
+    return analysis.config.enabled_among(selected)
 
 
 def _found(analysis: Analysis, selected: list[str]) -> list[tuple[list[Issue], bool]]:
