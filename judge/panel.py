@@ -445,13 +445,14 @@ async def _run_panel(
             batched = [(t, plan, key) for t, slots in ahead for plan, key, decided in slots
                        if decided is None and batchable(built[plan.judge])]
         batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_interval) if batched else None
-        # Passes in input order, each a future; the committer writes them in that order as they complete. At most
+        # Passes in input order, each a verdict or the future of one; the committer writes them in that order as they
+        # complete (a pass decided without a call, or by a local judge, is queued as its verdict). At most
         # WINDOW are taken ahead of the oldest unwritten one (with --batch: all of them), and only the trajectories
         # of the passes waiting for a worker are held, so memory stays flat however long the batch.
         window = asyncio.Semaphore(WINDOW if ahead is None else max(WINDOW, len(ahead) * len(plans)))
         # With ``on_trajectory``, each trajectory follows its passes in the queue and the committer hands it over
         # once they are written: at most HELD are held that way (with --batch: all, as the batch holds them anyway).
-        order: asyncio.Queue[asyncio.Future[Verdict] | Trajectory | None] = asyncio.Queue()
+        order: asyncio.Queue[Verdict | asyncio.Future[Verdict] | Trajectory | None] = asyncio.Queue()
         held = asyncio.Semaphore(HELD if ahead is None else max(HELD, len(ahead)))
         work: asyncio.Queue[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None, asyncio.Future[Verdict]] | None]
         work = asyncio.Queue(maxsize=config.concurrency)
@@ -497,15 +498,17 @@ async def _run_panel(
                 await check({plan.judge for plan, _, verdict in slots if verdict is None})
                 for plan, key, verdict in slots:
                     await window.acquire()
+                    batched_now = collecting is not None and batchable(built[plan.judge])
+                    if verdict is None and not batched_now and built[plan.judge].provider is None:
+                        # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
+                        verdict = await run_one(trajectory, plan, key, None)
+                    if verdict is not None:
+                        order.put_nowait(verdict)
+                        continue
                     future: asyncio.Future[Verdict] = loop.create_future()
                     order.put_nowait(future)
-                    if verdict is not None:
-                        future.set_result(verdict)
-                    elif collecting is not None and batchable(built[plan.judge]):
+                    if batched_now:
                         waiting.append((trajectory, plan, key, future))
-                    elif built[plan.judge].provider is None:
-                        # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
-                        future.set_result(await run_one(trajectory, plan, key, None))
                     else:
                         await work.put((trajectory, plan, key, None, future))
                 if on_trajectory is not None:
@@ -534,7 +537,7 @@ async def _run_panel(
                     passes = []
                     held.release()
                     continue
-                verdict = await item
+                verdict = item if isinstance(item, Verdict) else await item
                 if on_trajectory is not None:
                     passes.append(verdict)
                 _append(verdicts_file, verdict)
