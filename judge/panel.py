@@ -53,7 +53,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO, cast
+from typing import IO, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -68,7 +68,7 @@ from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError
 from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
 from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
-from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
+from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir, row_json_bytes
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.sharedcache import SHARED, SharedCache, open_shared_cache, shared_key
@@ -376,7 +376,7 @@ async def _run_panel(
     started = time.monotonic()
     own_store = calls is None
     store = RunStore.for_run(run_dir) if calls is None else calls.store
-    verdicts_file: TextIO | None = None
+    verdicts_file: IO[bytes] | None = None
     own_judges = judges is None
     built: dict[str, Judge] = {}
     try:
@@ -390,8 +390,11 @@ async def _run_panel(
         plans = plan_passes(config, built)
         _write_panel_manifest(run_dir, config, plans, built, cap)
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
-        # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run, rows flushed.
-        verdicts_file = verdicts_path.open("w", encoding="utf-8")
+        # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run. Resume reads
+        # the store, never this file: rows are flushed one by one only while calls are paid, so that the file shows
+        # the progress of a long run (a panel that makes no call recomputes everything after a kill).
+        verdicts_file = verdicts_path.open("wb")
+        flush_rows = any(judge.provider is not None for judge in built.values())
         if own_store:
             shared = open_shared_cache(shares_answers(config, built), config.cache_dir, warn=_warn)
         if cap is not None:
@@ -442,13 +445,14 @@ async def _run_panel(
             batched = [(t, plan, key) for t, slots in ahead for plan, key, decided in slots
                        if decided is None and batchable(built[plan.judge])]
         batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_interval) if batched else None
-        # Passes in input order, each a future; the committer writes them in that order as they complete. At most
+        # Passes in input order, each a verdict or the future of one; the committer writes them in that order as they
+        # complete (a pass decided without a call, or by a local judge, is queued as its verdict). At most
         # WINDOW are taken ahead of the oldest unwritten one (with --batch: all of them), and only the trajectories
         # of the passes waiting for a worker are held, so memory stays flat however long the batch.
         window = asyncio.Semaphore(WINDOW if ahead is None else max(WINDOW, len(ahead) * len(plans)))
         # With ``on_trajectory``, each trajectory follows its passes in the queue and the committer hands it over
         # once they are written: at most HELD are held that way (with --batch: all, as the batch holds them anyway).
-        order: asyncio.Queue[asyncio.Future[Verdict] | Trajectory | None] = asyncio.Queue()
+        order: asyncio.Queue[Verdict | asyncio.Future[Verdict] | Trajectory | None] = asyncio.Queue()
         held = asyncio.Semaphore(HELD if ahead is None else max(HELD, len(ahead)))
         work: asyncio.Queue[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None, asyncio.Future[Verdict]] | None]
         work = asyncio.Queue(maxsize=config.concurrency)
@@ -467,9 +471,14 @@ async def _run_panel(
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
                                   detail=f"the judge failed: {type(error).__name__}: {error}", attempts=0)
-            verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
-                                                 "judge": redact(plan.judge),
-                                                 "deterministic": plan.deterministic, "cached": False})
+            judge_name = redact(plan.judge)
+            if (verdict.pass_key != plan.pass_key or verdict.pass_index != plan.pass_index or verdict.judge != judge_name
+                    or verdict.deterministic != plan.deterministic or verdict.cached):
+                # The pass's own identity, unless the judge's verdict already states it (a rules verdict does: a copy
+                # of every verdict cost more than this test).
+                verdict = verdict.model_copy(update={"pass_key": plan.pass_key, "pass_index": plan.pass_index,
+                                                     "judge": judge_name, "deterministic": plan.deterministic,
+                                                     "cached": False})
             if judge.cacheable and verdict.reason not in NOT_CACHED_REASONS:
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, verdict.model_dump(mode="json"))
                 if verdict.status == "ok" and shared_now[0] is not None and not _share(
@@ -489,15 +498,17 @@ async def _run_panel(
                 await check({plan.judge for plan, _, verdict in slots if verdict is None})
                 for plan, key, verdict in slots:
                     await window.acquire()
+                    batched_now = collecting is not None and batchable(built[plan.judge])
+                    if verdict is None and not batched_now and built[plan.judge].provider is None:
+                        # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
+                        verdict = await run_one(trajectory, plan, key, None)
+                    if verdict is not None:
+                        order.put_nowait(verdict)
+                        continue
                     future: asyncio.Future[Verdict] = loop.create_future()
                     order.put_nowait(future)
-                    if verdict is not None:
-                        future.set_result(verdict)
-                    elif collecting is not None and batchable(built[plan.judge]):
+                    if batched_now:
                         waiting.append((trajectory, plan, key, future))
-                    elif built[plan.judge].provider is None:
-                        # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
-                        future.set_result(await run_one(trajectory, plan, key, None))
                     else:
                         await work.put((trajectory, plan, key, None, future))
                 if on_trajectory is not None:
@@ -526,10 +537,12 @@ async def _run_panel(
                     passes = []
                     held.release()
                     continue
-                verdict = await item
+                verdict = item if isinstance(item, Verdict) else await item
                 if on_trajectory is not None:
                     passes.append(verdict)
                 _append(verdicts_file, verdict)
+                if flush_rows:
+                    verdicts_file.flush()
                 result.count(verdict)
                 unscored_now += verdict.status == "unscored"
                 tracker.advance(stats=_progress_stats(runtime, result.cached, unscored_now, calls.cost_usd,
@@ -627,7 +640,7 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
     record of what it used; its key appended to ``hits``), or unscored ``no_assistant_turn`` for a trajectory
     with no assistant turn. ``None``: the pass must run. The content hash is computed only when some judge is
     cached (``need_hash``)."""
-    if trajectory.turn_count == 0:
+    if not any(message.role == "assistant" for message in trajectory.messages):  # turn_count 0, without counting
         return [(plan, "", Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
                                    pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
                                    detail="the trajectory has no assistant turn: there is no decision to judge",
@@ -697,10 +710,10 @@ def _warn(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _append(handle: TextIO, verdict: Verdict) -> None:
-    """One verdicts.jsonl row, flushed so that it survives a kill (the file stays open for the whole run)."""
-    handle.write(verdict.model_dump_json() + "\n")
-    handle.flush()
+def _append(handle: IO[bytes], verdict: Verdict) -> None:
+    """One verdicts.jsonl row (the file stays open for the whole run)."""
+    handle.write(row_json_bytes(verdict))
+    handle.write(b"\n")
 
 
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],

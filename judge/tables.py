@@ -180,10 +180,8 @@ def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.
 
 def _batches(source: Path, schema: pa.Schema, model: type[BaseModel]) -> Iterator[pa.RecordBatch]:
     """Record batches of a JSONL file typed by ``schema``; a row with a field the schema lacks is an error."""
-    longest = 0
     with source.open("rb") as handle:
-        for line in handle:
-            longest = max(longest, len(line))
+        longest = max(map(len, handle), default=0)
     if longest <= 1:  # empty, or blank lines only: Arrow's reader refuses an empty input
         return
     options = pyarrow.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)

@@ -253,6 +253,10 @@ def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: E
     """Cluster issue items; returns member index lists and the link-score matrix (for medoids)."""
     if not items:
         return [], np.zeros((0, 0))
+    if len({item.pass_label for item in items}) < 2:
+        # One pass (a panel of one, or the only pass that found anything): every pair shares it, so every link is
+        # -inf and nothing merges. What the agglomeration would return, without building its matrices.
+        return [[i] for i in range(len(items))], np.full((len(items), len(items)), -np.inf)
     scores = link_scores(items, feature_tensor(items, config, embedder), config)
     return agglomerate(scores, [item.pass_label for item in items], config.threshold), scores
 
@@ -271,12 +275,16 @@ def group_labels(groups: Sequence[Sequence[int]], size: int) -> list[str]:
 
 def cluster_severity(severities: Sequence[Severity]) -> Severity:
     """The most common severity; a tie goes to ``severe``."""
+    if len(severities) == 1:  # one member (every cluster of a panel of one): its own, without counting
+        return severities[0]
     counts = Counter(severities)
     return "severe" if counts["severe"] >= counts["minor"] else "minor"
 
 
 def cluster_category(members: Sequence[tuple[Category, Severity]]) -> Category:
     """The most common category; ties: more severe members, then :data:`CATEGORY_PRIORITY`."""
+    if len(members) == 1:
+        return members[0][0]
     counts = Counter(category for category, _ in members)
     severe = Counter(category for category, severity in members if severity == "severe")
     return min(counts, key=lambda c: (-counts[c], -severe[c], CATEGORY_PRIORITY.index(c)))
@@ -284,6 +292,8 @@ def cluster_category(members: Sequence[tuple[Category, Severity]]) -> Category:
 
 def cluster_turn(turns: Sequence[int | None]) -> int | None:
     """The most common named turn; a tie goes to the earliest; None when no member names a turn."""
+    if len(turns) == 1:
+        return turns[0]
     counts = Counter(t for t in turns if t is not None)
     if not counts:
         return None
@@ -292,6 +302,8 @@ def cluster_turn(turns: Sequence[int | None]) -> int | None:
 
 def cluster_tag(tags: Sequence[str | None]) -> str | None:
     """The most common tag; a tie goes to the first one seen."""
+    if len(tags) == 1:
+        return tags[0] or None  # an empty tag names none
     named = [t for t in tags if t]
     if not named:
         return None

@@ -42,7 +42,7 @@ from functools import lru_cache
 
 from judge.model import Trajectory
 from judge.rules import detectors as _detectors  # noqa: F401  (registers the built-in detectors)
-from judge.rules.analysis import Analysis, analyse, analysis_of
+from judge.rules.analysis import Action, Analysis, analyse, analysis_of
 from judge.rules.config import RulesConfig
 from judge.rules.registry import (
     ROLES,
@@ -154,8 +154,7 @@ def _selected(analysis: Analysis, names: Iterable[str] | None) -> list[str]:
         unknown = [n for n in selected if n not in registered]
         if unknown:
             raise ValueError(f"unknown detector(s) {unknown}; known: {list(registered)}")
-    enabled = analysis.config.enabled
-    return [name for name in selected if enabled(name)]
+    return analysis.config.enabled_among(selected)
 
 
 def _found(analysis: Analysis, selected: list[str]) -> list[tuple[list[Issue], bool]]:
@@ -202,9 +201,10 @@ def waste_counts(analysis: Analysis) -> WasteCounts:
     """
     failed = repeated = redundant = 0
     last_failure: dict[tuple[str, str], int] = {}  # signature -> order of the last identical failure
-    last_ok_read: dict[str, int] = {}  # key -> order of the last successful identical read-only call
-    last_mutation = -1  # order of the last call that may change state
-    last_ok_mutation = -1  # ... of those, the last that succeeded
+    # The successful read-only calls since the last call that may change state, by tool: a read is redundant when
+    # one of them is identical. Keys (canonical arguments) are only made for tools read more than once.
+    reads: dict[str, list[Action]] = {}
+    last_ok_mutation = -1  # order of the last call that may change state and succeeded
     for action in analysis.actions:
         if action.outcome == "error":
             signature = (action.key, action.error_line.strip().lower())
@@ -216,12 +216,12 @@ def waste_counts(analysis: Analysis) -> WasteCounts:
                 failed += 1
             last_failure[signature] = action.order
         elif action.outcome == "ok" and action.read_only:
-            previous = last_ok_read.get(action.key)
-            if previous is not None and previous > last_mutation:
+            same_tool = reads.setdefault(action.name, [])
+            if same_tool and any(earlier.key == action.key for earlier in same_tool):
                 redundant += 1
-            last_ok_read[action.key] = action.order
+            same_tool.append(action)
         if not action.read_only and not action.is_plan:
-            last_mutation = action.order
+            reads.clear()
             if action.outcome == "ok":
                 last_ok_mutation = action.order
     return WasteCounts(total=len(analysis.actions), failed=failed, repeated=repeated, redundant=redundant)

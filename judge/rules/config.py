@@ -10,6 +10,7 @@ read at both ends only (``receipt`` and ``message`` settings of the YAML file).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
@@ -201,7 +202,13 @@ class RulesConfig(BaseModel):
         return self.detectors.get(detector) or DetectorSettings()
 
     def enabled(self, detector: str) -> bool:
-        return self.settings(detector).enabled
+        return bool(self.enabled_among((detector,)))
+
+    def enabled_among(self, detectors: Iterable[str]) -> list[str]:
+        """The enabled ones of ``detectors``, in their order. A detector the config does not mention has the default
+        settings: enabled (no settings object is built to say so; asked twice per trajectory)."""
+        settings = self.detectors
+        return [name for name in detectors if (found := settings.get(name)) is None or found.enabled]
 
     # --- compiled patterns (cached on the frozen object) -------------------------------------------
 

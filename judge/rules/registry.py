@@ -59,6 +59,8 @@ class DetectorSpec:
 
 
 _REGISTRY: dict[str, DetectorSpec] = {}
+# detector_names() by role, as of the registry now: read for every trajectory, emptied when the registry changes.
+_NAMES: dict[Role | None, tuple[str, ...]] = {}
 
 
 def detector(name: str, category: Category, *, roles: Iterable[Role] = (), mast: str | None = None) -> Callable[[F], F]:
@@ -80,6 +82,7 @@ def detector(name: str, category: Category, *, roles: Iterable[Role] = (), mast:
         if name in _REGISTRY:
             raise ValueError(f"detector {name!r} is already registered (by {_REGISTRY[name].find.__qualname__})")
         _REGISTRY[name] = DetectorSpec(name, category, find, declared, mast)
+        _NAMES.clear()
         return find
 
     return register
@@ -87,7 +90,9 @@ def detector(name: str, category: Category, *, roles: Iterable[Role] = (), mast:
 
 def unregister(name: str) -> DetectorSpec:
     """Remove a registered detector and return its spec (a test that registers one removes it after)."""
-    return _REGISTRY.pop(name)
+    spec = _REGISTRY.pop(name)
+    _NAMES.clear()
+    return spec
 
 
 def detector_spec(name: str) -> DetectorSpec:
@@ -96,8 +101,11 @@ def detector_spec(name: str) -> DetectorSpec:
 
 
 def detector_names(role: Role | None = None) -> tuple[str, ...]:
-    """Names of the registered detectors (those with ``role`` when given), in registration order; a copy."""
-    return tuple(name for name, spec in _REGISTRY.items() if role is None or role in spec.roles)
+    """Names of the registered detectors (those with ``role`` when given), in registration order."""
+    names = _NAMES.get(role)
+    if names is None:
+        names = _NAMES[role] = tuple(name for name, spec in _REGISTRY.items() if role is None or role in spec.roles)
+    return names
 
 
 class DetectorNames(Sequence[str]):
