@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, hostile, make_hostile_run, make_run
 from judge.report import build_report, build_summary, plots
-from judge.report.render import inert_json, inert_json_bytes, json_has_control, md_details, md_escape, md_index_row
+from judge.report.render import BIDI_LEADS_FOUND, inert_json, inert_json_bytes, json_has_control, md_details, md_escape, md_index_row
 from judge.report.stream import entries, trajectory_ids
 from judge.report.summary import (
     agreement_section,
@@ -401,7 +401,9 @@ def test_control_search_in_utf8_json_finds_what_control_finds():
         if 0xD800 <= code < 0xE000:
             continue  # surrogates cannot be encoded
         char = chr(code)
-        for data in (char.encode("utf-8"), ("\u00e9" + char + "\u2019").encode("utf-8")):  # ASCII or not around it
+        # ASCII or not around it; past the E2 lead bytes the search checks one by one (BIDI_LEADS_FOUND)
+        for data in (char.encode("utf-8"), ("\u00e9" + char + "\u2019").encode("utf-8"),
+                     ("\u2019" * (BIDI_LEADS_FOUND + 1) + char).encode("utf-8")):
             assert json_has_control(data) == (CONTROL.search(char) is not None), hex(code)
             assert inert_json_bytes(data) == inert_json(data.decode("utf-8")).encode("utf-8"), hex(code)
 

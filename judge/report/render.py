@@ -581,6 +581,7 @@ def inert_json(text: str) -> str:
 # self-synchronising: a match of a lead byte's sequence is always the start of that character.
 _C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")  # U+0080-U+009F
 _BIDI_UTF8 = re.compile(rb"\xe2(?:\x80[\xaa-\xae]|\x81[\xa6-\xa9])")  # U+202A-U+202E, U+2066-U+2069
+BIDI_LEADS_FOUND = 8  # E2 bytes json_has_control finds one by one before it searches the rest with _BIDI_UTF8
 
 
 def json_has_control(data: bytes) -> bool:
@@ -592,7 +593,16 @@ def json_has_control(data: bytes) -> bool:
         return False
     if b"\xc2" in data and _C1_UTF8.search(data) is not None:
         return True
-    return _BIDI_UTF8.search(data) is not None
+    # The regular expression tests every byte; find() jumps to the next E2 (memchr), which leads few characters
+    # of most texts (punctuation such as U+2019). Past a few, the expression takes the rest (box drawing...).
+    start = data.find(b"\xe2")
+    for _ in range(BIDI_LEADS_FOUND):
+        if start == -1:
+            return False
+        if _BIDI_UTF8.match(data, start) is not None:
+            return True
+        start = data.find(b"\xe2", start + 1)
+    return start != -1 and _BIDI_UTF8.search(data, start) is not None
 
 
 def inert_json_bytes(text: str | bytes) -> bytes:
