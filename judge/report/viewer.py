@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,17 +164,20 @@ def build_view(
     if assistant_turns is None:
         assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
     turns = set(assistant_turns)
-    pinned: dict[int, list[IssueView]] = defaultdict(list)
+    pinned: dict[int, list[IssueView]] = {}
     unpinned: list[IssueView] = []
+    minority: list[IssueView] = []
     for issue in issues:
         if not issue.majority:
-            continue
-        if issue.turn is not None and issue.turn in turns:
-            pinned[issue.turn].append(issue)
+            minority.append(issue)
+        elif issue.turn is not None and issue.turn in turns:
+            pinned.setdefault(issue.turn, []).append(issue)
         else:
             unpinned.append(issue)
     for group in pinned.values():
         group.sort(key=lambda i: (i.severity != "severe", -i.votes, i.cluster))
+    minority.sort(key=lambda i: (i.turn is None, i.turn or 0, i.cluster))
+    majority = [i for i in issues if i.majority] if issues else []
     return TrajectoryView(
         id=trajectory.id,
         anchor=anchor_id(trajectory.id),
@@ -190,16 +192,16 @@ def build_view(
         gate_ran=gate_ran,
         metadata=_metadata_rows(trajectory, trajectory.generation_usage() if usage is None else usage),
         assistant_turns=assistant_turns,
-        pinned=dict(pinned),
+        pinned=pinned,
         unpinned=unpinned,
-        minority=sorted((i for i in issues if not i.majority), key=lambda i: (i.turn is None, i.turn or 0, i.cluster)),
+        minority=minority,
         passes=[
             PassView(v.pass_key, v.status, v.reason, v.detail, v.raw, v.efficiency, len(v.issues), v.model, v.cached)
-            for v in sorted(verdicts, key=lambda v: (v.judge, v.pass_index, v.pass_key))
+            for v in (sorted(verdicts, key=lambda v: (v.judge, v.pass_index, v.pass_key)) if len(verdicts) > 1 else verdicts)
         ],
         repair=repair,
-        categories=sorted({i.category for i in issues if i.majority}),
-        tags=sorted({i.tag for i in issues if i.majority and i.tag}),
+        categories=sorted({i.category for i in majority}),
+        tags=sorted({i.tag for i in majority if i.tag}),
         turns=len(turns),
         review=score.review,
         added=added,
