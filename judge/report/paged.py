@@ -75,7 +75,8 @@ class PagedWriter:
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        (self.folder / SHARD_DIR).mkdir(parents=True)
+        self.shards = self.folder / SHARD_DIR
+        self.shards.mkdir(parents=True)
         self.index: IO[str] = (self.folder / INDEX_FILE).open("w", encoding="utf-8")
         self.index.write('trajudgeData("index", [\n')
         self.rows = 0
@@ -110,7 +111,7 @@ class PagedWriter:
             return
         number = len(self.starts) - 1
         head = f'trajudgeData("shard", {number}, {self.starts[-1]}, [\n'.encode()
-        write_pieces(self.folder / SHARD_DIR / f"{number}.js", [head, *self.pieces, b"\n]);\n"])
+        write_pieces(self.shards / f"{number}.js", [head, *self.pieces, b"\n]);\n"])
         self.pieces = []
         self.views = self.size = 0
 

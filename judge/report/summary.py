@@ -208,7 +208,8 @@ class ScoreTally:
         else:
             if row.score in self.releasable:
                 self.held_by_score[key] += 1
-            self.failed_checks.update(set(row.failed_checks))
+            for check in set(row.failed_checks):  # Counter.update() would first ask whether it is a Mapping
+                self.failed_checks[check] += 1
 
     def distribution(self) -> dict[str, Any]:
         """Counts per score (2/3/4/5/unscored, every key present) and the mean of the scored ones."""
