@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, hostile, make_hostile_run, make_run
 from judge.report import build_report, build_summary, plots
+from judge.report.jsonenc import encoder_once
 from judge.report.render import BIDI_LEADS_FOUND, inert_json, inert_json_bytes, json_has_control, md_details, md_escape, md_index_row
 from judge.report.stream import entries, trajectory_ids
 from judge.report.summary import (
@@ -426,6 +427,22 @@ def test_view_json_is_the_json_modules_text(tmp_path: Path):
     for each in [*views, view]:
         assert view_json(each) == compact.encode(view_data(each)).encode("utf-8")
     assert b"1e-07" in view_json(view)
+
+
+@pytest.mark.parametrize("options", [{"ensure_ascii": False}, {"ensure_ascii": False, "separators": (",", ":"), "default": str},
+                                     {}, {"sort_keys": True}])
+def test_encoder_built_once_writes_what_encode_writes(options: dict):
+    encoder = json.JSONEncoder(**options)
+    encode = encoder_once(encoder)
+    values = ["\u202e\x00\"</script>", 1e-07, float("inf"), -0.0, 2**70, None, True, [], {},
+              {"b": [1, 2.5, {"x": None}], "a": "\u00e9\U0001f600", "n": False}]
+    for value in [*values, values]:
+        assert encode(value) == encoder.encode(value)
+    if "default" in options:
+        assert encode({"path": Path("/tmp")}) == encoder.encode({"path": Path("/tmp")})
+    else:
+        with pytest.raises(TypeError):
+            encode({"path": Path("/tmp")})
 
 
 def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from judge.report.jsonenc import encoder_once
+
 DATA_DIR = "report_data"
 INDEX_FILE = "index.js"
 SHARD_DIR = "v"
@@ -40,12 +42,9 @@ def index_review(marker: dict[str, Any] | None) -> dict[str, Any] | None:
             "stale": marker["stale"]}
 
 
-_JS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one encoder, not one per row (json.dumps)
-
-
-def _js(value: Any) -> str:
-    """A JavaScript literal of a JSON value (JSON is a subset of JavaScript since ES2019)."""
-    return _JS.encode(value)
+# One encoder, built once (json.dumps would build one per row): a JavaScript literal of a JSON value (JSON is a
+# subset of JavaScript since ES2019).
+_js = encoder_once(json.JSONEncoder(ensure_ascii=False, separators=(",", ":")))
 
 
 # At most this many pieces go to one os.writev (its IOV_MAX: 1024 on Linux; POSIX promises 16, -1 is no limit).

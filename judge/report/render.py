@@ -58,6 +58,7 @@ from judge import rundir
 from judge.cluster import majority_floor
 from judge.collect import fewer_collections
 from judge.report import plots
+from judge.report.jsonenc import encoder_once
 from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
 from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
@@ -261,7 +262,8 @@ def _manifest(run: RunDir) -> tuple[RunManifest, list[BadRow]]:
         return RunManifest(), [BadRow(rundir.MANIFEST, 1, message)]
 
 
-_ROW_JSON = json.JSONEncoder(ensure_ascii=False)  # a row of summary.json (json.dumps would build one per row)
+# A row of summary.json, as json.dumps(row, ensure_ascii=False) writes it (json.dumps would build an encoder per row).
+_row_json = encoder_once(json.JSONEncoder(ensure_ascii=False))
 
 
 class _Writer:
@@ -300,7 +302,7 @@ class _Writer:
     def add(self, entry: Entry) -> None:
         row = self.tally.add(entry)
         if row is not None:
-            self.rows.write(_ROW_JSON.encode(row) + "\n")
+            self.rows.write(_row_json(row) + "\n")
             if self.kept_rows is not None:
                 self.kept_rows.append(row)
         if self.summary_only:

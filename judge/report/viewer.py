@@ -17,6 +17,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from judge.model import Trajectory, Usage
+from judge.report.jsonenc import encoder_once
 from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
 FOLD_CHARS = 700  # receipts, system prompts and tool arguments longer than this fold into <details> (report.js)
@@ -297,6 +298,7 @@ def _view_fixed(view: TrajectoryView) -> dict[str, Any]:
 
 # json.dumps with options builds an encoder on every call; once per trajectory that shows.
 _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_compact_json = encoder_once(_COMPACT_JSON)
 
 
 def view_json(view: TrajectoryView) -> bytes:
@@ -310,7 +312,7 @@ def view_json(view: TrajectoryView) -> bytes:
     """
     repair = b"null"
     if view.repair is not None:
-        issues = _COMPACT_JSON.encode(_routed_issues(view.repair)).encode("utf-8")
+        issues = _compact_json(_routed_issues(view.repair)).encode("utf-8")
         repair = to_json(_repair_fixed(view.repair), fallback=str)[:-1] + b',"issues":' + issues + b"}"
-    review = b"null" if view.review is None else _COMPACT_JSON.encode(_review_data(view.review)).encode("utf-8")
+    review = b"null" if view.review is None else _compact_json(_review_data(view.review)).encode("utf-8")
     return to_json(_view_fixed(view), fallback=str)[:-1] + b',"repair":' + repair + b',"review":' + review + b"}"
