@@ -296,7 +296,7 @@ def _view_fixed(view: TrajectoryView) -> dict[str, Any]:
     }
 
 
-# json.dumps with options builds an encoder on every call; once per trajectory that shows.
+# The view's encoder (the text view_json writes); built once: json.dumps with options builds one on every call.
 _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 _compact_json = encoder_once(_COMPACT_JSON)
 
@@ -305,7 +305,7 @@ def view_json(view: TrajectoryView) -> bytes:
     """:func:`view_data` as the UTF-8 bytes of ``_COMPACT_JSON``'s text.
 
     The fixed-shape part (strings, ints, booleans, null, lists and dicts of them) is written by pydantic-core,
-    which writes those exactly as the json module does, in a third of its time (``tests/test_report.py`` checks
+    which writes those exactly as the json module does, in under half its time (``tests/test_report.py`` checks
     both agree); the free-form parts, the review and the issues a repair row lists in its ``extra``, are written
     by the json module and spliced in: they may hold floats, which pydantic-core writes differently (``1e-7`` for
     ``1e-07``). Both free-form parts are the last values of their objects, so each splice replaces a closing ``}``.
