@@ -245,6 +245,16 @@ class AgreementTally:
     def add(self, verdicts: Sequence[Verdict], clusters: Sequence[Cluster]) -> None:
         """One trajectory's passes (valid or not) and its clusters."""
         valid = [v for v in verdicts if v.status == "ok"]
+        if len(valid) > 1:  # fewer valid passes code no unit twice: no agreement, no correlation (a panel of one)
+            self._add_codes(valid, clusters)
+        for cluster in clusters:
+            self._votes[cluster.votes] += 1
+            self._largest = max(self._largest, cluster.panel_size, cluster.votes)
+            self._panel_of_clusters = max(self._panel_of_clusters, cluster.panel_size)
+        self._panel_of_passes = max(self._panel_of_passes, len({v.pass_key for v in verdicts}))
+
+    def _add_codes(self, valid: list[Verdict], clusters: Sequence[Cluster]) -> None:
+        """The codes of one trajectory's valid passes: issue units, efficiency votes, cluster units."""
         flagged = {p.pass_key: {(i.turn, i.category) for i in p.issues} for p in valid}
         for key in set().union(*flagged.values()):
             unit = [int(key in flagged[p.pass_key]) for p in valid]
@@ -262,10 +272,6 @@ class AgreementTally:
         for cluster in clusters:
             members = {m.pass_key for m in cluster.members}
             self._clusters.add([int(key in members) for key in valid_keys])
-            self._votes[cluster.votes] += 1
-            self._largest = max(self._largest, cluster.panel_size, cluster.votes)
-            self._panel_of_clusters = max(self._panel_of_clusters, cluster.panel_size)
-        self._panel_of_passes = max(self._panel_of_passes, len({v.pass_key for v in verdicts}))
 
     @classmethod
     def of(cls, verdicts: Sequence[Verdict], clusters: Sequence[Cluster]) -> AgreementTally:

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, hostile, make_hostile_run, make_run
 from judge.report import build_report, build_summary, plots
-from judge.report.render import inert_json, inert_json_bytes, json_has_control, md_details, md_escape, md_index_row
+from judge.report.jsonenc import encoder_once
+from judge.report.render import BIDI_LEADS_FOUND, inert_json, inert_json_bytes, json_has_control, md_details, md_escape, md_index_row
 from judge.report.stream import entries, trajectory_ids
 from judge.report.summary import (
     agreement_section,
@@ -29,7 +30,7 @@ from judge.report.summary import (
     score_distribution,
     share,
 )
-from judge.report.viewer import anchor_id, build_view
+from judge.report.viewer import anchor_id, build_view, view_data, view_json
 from judge.rundir import RunDir, RunManifest
 from judge.schema import Cluster, ClusterMember, Issue, ScoreRow
 from judge.visible import CONTROL, visible
@@ -401,9 +402,47 @@ def test_control_search_in_utf8_json_finds_what_control_finds():
         if 0xD800 <= code < 0xE000:
             continue  # surrogates cannot be encoded
         char = chr(code)
-        for data in (char.encode("utf-8"), ("\u00e9" + char + "\u2019").encode("utf-8")):  # ASCII or not around it
+        # ASCII or not around it; past the E2 lead bytes the search checks one by one (BIDI_LEADS_FOUND)
+        for data in (char.encode("utf-8"), ("\u00e9" + char + "\u2019").encode("utf-8"),
+                     ("\u2019" * (BIDI_LEADS_FOUND + 1) + char).encode("utf-8")):
             assert json_has_control(data) == (CONTROL.search(char) is not None), hex(code)
             assert inert_json_bytes(data) == inert_json(data.decode("utf-8")).encode("utf-8"), hex(code)
+
+
+def test_view_json_is_the_json_modules_text(tmp_path: Path):
+    """view_json writes the fixed part of the view with pydantic-core: the same bytes as the json module writes
+    for view_data, for every character, ints of any size, and the free-form parts (a review, the issues a repair
+    row lists in ``extra``, which may hold floats pydantic-core would write otherwise)."""
+    run = RunDir(make_hostile_run(tmp_path / "hostile"))
+    views = [build_view(e.trajectory, e.score, e.clusters, e.verdicts, e.repair)
+             for e in entries(run, trajectory_ids(run), []) if e.trajectory is not None and e.score is not None]
+    assert views and views[0].review is not None and views[0].repair is not None
+    every = "".join(chr(code) for code in range(0x10000) if not 0xD800 <= code < 0xE000) + "\U0001f600\U0010ffff"
+    view = views[0]
+    view.reason, view.metadata, view.failed_checks, view.valid_passes = every, [(every, every)], [every], 2**70
+    assert view.repair is not None
+    view.repair = view.repair.model_copy(update={
+        "guidance": every, "extra": {"issues": [{"cost": 1e-07, "big": 1e16, "text": every, "n": 2**70}]}})
+    compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+    for each in [*views, view]:
+        assert view_json(each) == compact.encode(view_data(each)).encode("utf-8")
+    assert b"1e-07" in view_json(view)
+
+
+@pytest.mark.parametrize("options", [{"ensure_ascii": False}, {"ensure_ascii": False, "separators": (",", ":"), "default": str},
+                                     {}, {"sort_keys": True}])
+def test_encoder_built_once_writes_what_encode_writes(options: dict):
+    encoder = json.JSONEncoder(**options)
+    encode = encoder_once(encoder)
+    values = ["\u202e\x00\"</script>", 1e-07, float("inf"), -0.0, 2**70, None, True, [], {},
+              {"b": [1, 2.5, {"x": None}], "a": "\u00e9\U0001f600", "n": False}]
+    for value in [*values, values]:
+        assert encode(value) == encoder.encode(value)
+    if "default" in options:
+        assert encode({"path": Path("/tmp")}) == encoder.encode({"path": Path("/tmp")})
+    else:
+        with pytest.raises(TypeError):
+            encode({"path": Path("/tmp")})
 
 
 def test_csp_allows_only_our_inline_code_and_no_load(html: str, dom: Node):

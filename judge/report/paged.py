@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from judge.report.jsonenc import encoder_once
+
 DATA_DIR = "report_data"
 INDEX_FILE = "index.js"
 SHARD_DIR = "v"
@@ -40,12 +42,9 @@ def index_review(marker: dict[str, Any] | None) -> dict[str, Any] | None:
             "stale": marker["stale"]}
 
 
-_JS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one encoder, not one per row (json.dumps)
-
-
-def _js(value: Any) -> str:
-    """A JavaScript literal of a JSON value (JSON is a subset of JavaScript since ES2019)."""
-    return _JS.encode(value)
+# One encoder, built once (json.dumps would build one per row): a JavaScript literal of a JSON value (JSON is a
+# subset of JavaScript since ES2019).
+_js = encoder_once(json.JSONEncoder(ensure_ascii=False, separators=(",", ":")))
 
 
 # At most this many pieces go to one os.writev (its IOV_MAX: 1024 on Linux; POSIX promises 16, -1 is no limit).
@@ -75,7 +74,8 @@ class PagedWriter:
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        (self.folder / SHARD_DIR).mkdir(parents=True)
+        self.shards = self.folder / SHARD_DIR
+        self.shards.mkdir(parents=True)
         self.index: IO[str] = (self.folder / INDEX_FILE).open("w", encoding="utf-8")
         self.index.write('trajudgeData("index", [\n')
         self.rows = 0
@@ -110,7 +110,7 @@ class PagedWriter:
             return
         number = len(self.starts) - 1
         head = f'trajudgeData("shard", {number}, {self.starts[-1]}, [\n'.encode()
-        write_pieces(self.folder / SHARD_DIR / f"{number}.js", [head, *self.pieces, b"\n]);\n"])
+        write_pieces(self.shards / f"{number}.js", [head, *self.pieces, b"\n]);\n"])
         self.pieces = []
         self.views = self.size = 0
 

@@ -58,6 +58,7 @@ from judge import rundir
 from judge.cluster import majority_floor
 from judge.collect import fewer_collections
 from judge.report import plots
+from judge.report.jsonenc import encoder_once
 from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
 from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
@@ -261,7 +262,8 @@ def _manifest(run: RunDir) -> tuple[RunManifest, list[BadRow]]:
         return RunManifest(), [BadRow(rundir.MANIFEST, 1, message)]
 
 
-_ROW_JSON = json.JSONEncoder(ensure_ascii=False)  # a row of summary.json (json.dumps would build one per row)
+# A row of summary.json, as json.dumps(row, ensure_ascii=False) writes it (json.dumps would build an encoder per row).
+_row_json = encoder_once(json.JSONEncoder(ensure_ascii=False))
 
 
 class _Writer:
@@ -300,7 +302,7 @@ class _Writer:
     def add(self, entry: Entry) -> None:
         row = self.tally.add(entry)
         if row is not None:
-            self.rows.write(_ROW_JSON.encode(row) + "\n")
+            self.rows.write(_row_json(row) + "\n")
             if self.kept_rows is not None:
                 self.kept_rows.append(row)
         if self.summary_only:
@@ -581,6 +583,7 @@ def inert_json(text: str) -> str:
 # self-synchronising: a match of a lead byte's sequence is always the start of that character.
 _C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")  # U+0080-U+009F
 _BIDI_UTF8 = re.compile(rb"\xe2(?:\x80[\xaa-\xae]|\x81[\xa6-\xa9])")  # U+202A-U+202E, U+2066-U+2069
+BIDI_LEADS_FOUND = 8  # E2 bytes json_has_control finds one by one before it searches the rest with _BIDI_UTF8
 
 
 def json_has_control(data: bytes) -> bool:
@@ -592,7 +595,16 @@ def json_has_control(data: bytes) -> bool:
         return False
     if b"\xc2" in data and _C1_UTF8.search(data) is not None:
         return True
-    return _BIDI_UTF8.search(data) is not None
+    # The regular expression tests every byte; find() jumps to the next E2 (memchr), which leads few characters
+    # of most texts (punctuation such as U+2019). Past a few, the expression takes the rest (box drawing...).
+    start = data.find(b"\xe2")
+    for _ in range(BIDI_LEADS_FOUND):
+        if start == -1:
+            return False
+        if _BIDI_UTF8.match(data, start) is not None:
+            return True
+        start = data.find(b"\xe2", start + 1)
+    return start != -1 and _BIDI_UTF8.search(data, start) is not None
 
 
 def inert_json_bytes(text: str | bytes) -> bytes:
@@ -691,6 +703,13 @@ def md_escape(value: Any) -> str:
     text = str(value)
     if _MD_NOT_PLAIN.search(text) is None:
         return text
+    return _md_escape_special(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _md_escape_special(text: str) -> str:
+    """:func:`md_escape` of text that needs escaping. Remembered: a batch repeats such texts (reasons, issue
+    descriptions, and each description again as its pass's wording), and the escape costs ~50 times a lookup."""
     return "\\".join(_MD_BEFORE_SPECIAL.split(visible(_MD_WHITESPACE.sub(" ", text))))
 
 

@@ -14,7 +14,6 @@ skipped and listed in ``bad_rows`` with its file and line (the report shows them
 
 from __future__ import annotations
 
-import functools
 from collections import OrderedDict, defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,19 +45,26 @@ class Entry:
     # ``trajectory`` itself.
     line: str | bytes | None = None
 
-    # What the summary and the viewer both derive from the trajectory's messages, derived once.
+    # What the summary and the viewer both derive from the trajectory's messages, derived once when first asked
+    # (plain attributes: in Python 3.11 a cached_property takes a lock at its first read, each trajectory).
+    _generation_usage: Usage | None = field(default=None, init=False, repr=False, compare=False)
+    _assistant_turns: list[int | None] | None = field(default=None, init=False, repr=False, compare=False)
 
-    @functools.cached_property
+    @property
     def generation_usage(self) -> Usage:
         """The trajectory's :meth:`~judge.model.Trajectory.generation_usage`."""
-        assert self.trajectory is not None, "an entry without a trajectory has no generation usage"
-        return self.trajectory.generation_usage()
+        if self._generation_usage is None:
+            assert self.trajectory is not None, "an entry without a trajectory has no generation usage"
+            self._generation_usage = self.trajectory.generation_usage()
+        return self._generation_usage
 
-    @functools.cached_property
+    @property
     def assistant_turns(self) -> list[int | None]:
         """The turn of each assistant message, in source order (as many as the trajectory's turn_count)."""
-        assert self.trajectory is not None, "an entry without a trajectory has no turns"
-        return [m.turn for m in self.trajectory.messages if m.role == "assistant"]
+        if self._assistant_turns is None:
+            assert self.trajectory is not None, "an entry without a trajectory has no turns"
+            self._assistant_turns = [m.turn for m in self.trajectory.messages if m.role == "assistant"]
+        return self._assistant_turns
 
     @property
     def score(self) -> ScoreRow | None:
