@@ -6,8 +6,8 @@ unique ids (copy k renumbers ``trial`` to ``trial + 4k``, so ids stay ``tau-airl
 the copies of a task share its query group). Without that file (or with ``--synthetic``) the base is 200
 trajectories of ``judge.testing.synthetic`` in the canonical format (copy k: id ``<id>-k<k>``). Inputs and
 runs go to a temporary folder (``--tmp``), never the repository; the inputs are kept between invocations
-(``--keep`` keeps the runs too). Each size's three runs are new folders, deleted only once all are measured
-(about 17 GB at 100k).
+(``--keep`` keeps the runs too). The runs are new folders, deleted only once every size is measured (about
+20 GB for the default sizes).
 
 For each size it prints, each row measured in a fresh subprocess (wall time; CPU time, user + system; peak
 RSS, the child's ``ru_maxrss`` from ``os.wait4``; CPU time of Python's cyclic garbage collector, from
@@ -198,18 +198,20 @@ def child(stages: list[str], run_dir: Path, input_path: Path) -> list[str]:
     return [sys.executable, __file__, "--stages", *stages, "--run", str(run_dir), "--input", str(input_path)]
 
 
-def bench_size(source: Path | None, size: int, folder: Path, with_report: bool, keep: bool) -> None:
+def bench_size(source: Path | None, size: int, folder: Path, with_report: bool, made: list[Path]) -> None:
+    """Measure one size; the run folders it makes are appended to ``made`` (the caller deletes them)."""
     input_path = build_input(source, size, folder)
     floor_cpu, floor_wall = parse_floor(input_path)
     floor = {"cpu": floor_cpu, "wall": floor_wall}
     print(f"\n{size:,} trajectories: {input_path} ({input_path.stat().st_size / 1e6:,.0f} MB)")
     print(HEADER)
     print(row("json floor", floor, size, floor))
-    # New folders, and nothing deleted until the end: on ext4 without a journal (this project's VMs) creating a file
-    # skips every inode of its block group deleted in the last minutes, which made each of the report's ~1000
-    # shard files of a 10k run cost 0.3-0.8 ms when the run before had just been deleted.
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_dir = folder / f"run-{size}-{stamp}"
+    # New folders, and nothing deleted until every size is measured: on ext4 without a journal (this project's VMs)
+    # creating a file skips every inode of its block group deleted in the last minutes, which made each of the
+    # report's ~1000 shard files of a 10k run cost 0.3-0.8 ms when the run before had just been deleted.
+    run_dir, one_dir, score_dir = (Path(tempfile.mkdtemp(prefix=f"run-{size}-{kind}-", dir=folder)) / "run"
+                                   for kind in ("stages", "pipeline", "score"))
+    made += [run_dir.parent, one_dir.parent, score_dir.parent]
     rows: dict[str, dict[str, float]] = {}
     total = {"wall": 0.0, "cpu": 0.0, "rss_mb": 0.0, "gc_s": 0.0}
     for stage in STAGES:
@@ -224,18 +226,13 @@ def bench_size(source: Path | None, size: int, folder: Path, with_report: bool, 
         total["rss_mb"] = max(total["rss_mb"], figures["rss_mb"])
     if with_report:
         print(row("all stages", total, size, floor))
-    one_dir = folder / f"run-{size}-{stamp}-pipeline"
     rows["pipeline"] = measure(child(["pipeline"], one_dir, input_path))
     print(row("pipeline", rows["pipeline"], size, floor), flush=True)
-    score_dir = folder / f"run-{size}-{stamp}-score"
     if with_report:
         rows["judge score"] = measure([sys.executable, "-c", JUDGE_CLI, "score", str(input_path), "--out", str(score_dir)])
         print(row("judge score", rows["judge score"], size, floor), flush=True)
     for line in targets(size, rows, floor):
         print(line)
-    if not keep:
-        for folder_made in (run_dir, one_dir, score_dir):
-            shutil.rmtree(folder_made, ignore_errors=True)
 
 
 def main() -> None:
@@ -261,8 +258,16 @@ def main() -> None:
               file=sys.stderr)
         source = None
     args.tmp.mkdir(parents=True, exist_ok=True)
-    for size in args.sizes:
-        bench_size(source, size, args.tmp, not args.no_report, args.keep)
+    made: list[Path] = []
+    try:
+        for size in args.sizes:
+            bench_size(source, size, args.tmp, not args.no_report, made)
+    finally:
+        if args.keep:
+            print("runs kept: " + " ".join(map(str, made)))
+        else:
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -259,7 +259,7 @@ class AgreementTally:
         for key in set().union(*flagged.values()):
             unit = [int(key in flagged[p.pass_key]) for p in valid]
             self._issues.add(unit)
-            self._alpha_units += len(unit) >= 2
+            self._alpha_units += 1  # every unit here has two codes or more (one valid pass adds none)
             for a, b in combinations(sorted(flagged), 2):
                 self._pairs[(a, b)].add(int(key in flagged[a]), int(key in flagged[b]))
         counts: dict[str, int] = {}  # a plain dict: a Counter costs ~1 us to build, once per trajectory

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from judge.jsonenc import encoder_once
 from judge.outcome import TaskOutcome, from_fields
 
 SCHEMA_VERSION = "trajudge.trajectory/1"
@@ -327,22 +328,11 @@ def number_turns(messages: list[Message]) -> list[Message]:
 
 
 def _sorted_json(item_separator: str, key_separator: str) -> Callable[[Any], str]:
-    """``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str, separators=...)`` as one function
-    made once: json.dumps with options builds a new encoder per call, and JSONEncoder.encode a new C core per
-    call, most of the cost for the small arguments of a tool call. The C core is built here once, without the
-    circular check (the values are parsed JSON or model dumps, never circular); CPython's accelerator is not
-    public API (absent elsewhere, and untyped): without it, the Python encoder is used. The same text either way."""
-    python = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str, separators=(item_separator, key_separator))
-    make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
-    encode_string: Any = getattr(json.encoder, "c_encode_basestring", None)
-    if make_encoder is None or encode_string is None:
-        return python.encode
-    core = make_encoder(None, str, encode_string, None, key_separator, item_separator, True, False, True)
-
-    def encode(value: Any) -> str:
-        return "".join(core(value, 0)) if isinstance(value, (dict, list)) else python.encode(value)
-
-    return encode
+    """``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str, separators=...)`` as one function made
+    once: json.dumps with options builds a new encoder per call, and JSONEncoder.encode a new C core per call, most
+    of the cost for the small arguments of a tool call."""
+    return encoder_once(json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str,
+                                         separators=(item_separator, key_separator)))
 
 
 canonical_json = _sorted_json(", ", ": ")  # json.dumps's separators: the argument text the rules judge reads

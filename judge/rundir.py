@@ -29,6 +29,7 @@ from typing import IO, Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from judge.jsonenc import encoder_once
 from judge.model import Trajectory
 from judge.schema import Cluster, OverrideRow, Reject, RepairRow, ScoreRow, Verdict
 
@@ -131,7 +132,7 @@ class JsonlWriter:
 
 
 # A dict row's JSON: json.dumps(row, ensure_ascii=False, default=str), without building an encoder per row.
-_DICT_ROW = json.JSONEncoder(ensure_ascii=False, default=str)
+_dict_row_json = encoder_once(json.JSONEncoder(ensure_ascii=False, default=str))
 
 
 def row_json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
@@ -146,7 +147,7 @@ def row_json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
             _OWN_JSON_BYTES[model] = getattr(model, "to_json_bytes", None)
         own = _OWN_JSON_BYTES[model]
         return own(row) if own is not None else row.__pydantic_serializer__.to_json(row)
-    return _DICT_ROW.encode(row).encode("utf-8")
+    return _dict_row_json(row).encode("utf-8")
 
 
 _OWN_JSON_BYTES: dict[type[BaseModel], Callable[[Any], bytes] | None] = {}

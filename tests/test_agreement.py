@@ -147,3 +147,24 @@ def test_vote_histogram_and_empty_summary() -> None:
     empty = agreement_summary([], [])
     assert empty["krippendorff_alpha_issues"] is None and empty["fleiss_kappa_efficiency"] is None
     assert empty["vote_histogram"] == {}
+
+
+def test_a_trajectory_with_one_valid_pass_adds_only_its_clusters_votes() -> None:
+    """One valid pass codes no unit twice: no issue unit, no efficiency subject, no pair; its clusters still vote."""
+    verdicts = [
+        _verdict("t1", 0, [(2, "code"), (5, "semantic")]),
+        _verdict("t1", 1, [(2, "code")], "medium"),
+    ]
+    clusters = [_cluster(2)]
+    lone_pass = [
+        _verdict("t3", 0, [(1, "code"), (4, "environment")], "low"),
+        _verdict("t3", 1, [], status="unscored"),
+        _verdict("t3", 2, [], status="unscored"),
+    ]
+    before = agreement_summary(verdicts, clusters)
+    after = agreement_summary(verdicts + lone_pass, [*clusters, _cluster(1)])
+    for key in ("krippendorff_alpha_issues", "alpha_units", "krippendorff_alpha_clusters", "fleiss_kappa_efficiency",
+                "efficiency_subjects", "mean_pairwise_correlation"):
+        assert after[key] == before[key], key
+    assert before["alpha_units"] == 2 and before["efficiency_subjects"] == 1
+    assert after["vote_histogram"] == {"1": 1, "2": 1, "3": 0}

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from fixtures.report.report_runs import EXPECTED, HOSTILE_ID, SCRIPT, hostile, make_hostile_run, make_run
+from judge.jsonenc import encoder_once
 from judge.report import build_report, build_summary, plots
-from judge.report.jsonenc import encoder_once
 from judge.report.render import BIDI_LEADS_FOUND, inert_json, inert_json_bytes, json_has_control, md_details, md_escape, md_index_row
 from judge.report.stream import entries, trajectory_ids
 from judge.report.summary import (

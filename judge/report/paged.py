@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from judge.report.jsonenc import encoder_once
+from judge.jsonenc import encoder_once
 
 DATA_DIR = "report_data"
 INDEX_FILE = "index.js"

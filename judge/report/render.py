@@ -57,8 +57,8 @@ from markupsafe import Markup
 from judge import rundir
 from judge.cluster import majority_floor
 from judge.collect import fewer_collections
+from judge.jsonenc import encoder_once
 from judge.report import plots
-from judge.report.jsonenc import encoder_once
 from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
 from judge.report.summary import NO_SCORE_ROW, RejectTally, SummaryTally, missing_score_row
@@ -703,14 +703,21 @@ def md_escape(value: Any) -> str:
     text = str(value)
     if _MD_NOT_PLAIN.search(text) is None:
         return text
+    if len(text) <= _MD_REMEMBERED_CHARS:
+        return _md_escape_remembered(text)
     return _md_escape_special(text)
 
 
-@functools.lru_cache(maxsize=4096)
 def _md_escape_special(text: str) -> str:
-    """:func:`md_escape` of text that needs escaping. Remembered: a batch repeats such texts (reasons, issue
-    descriptions, and each description again as its pass's wording), and the escape costs ~50 times a lookup."""
+    """:func:`md_escape` of text that needs escaping."""
     return "\\".join(_MD_BEFORE_SPECIAL.split(visible(_MD_WHITESPACE.sub(" ", text))))
+
+
+# Short texts that need escaping are remembered: a batch repeats them (reasons, issue descriptions, and each
+# description again as its pass's wording), and the escape costs ~50 times a lookup. Long ones are escaped each
+# time, so a memo of 4096 texts stays small and unique long texts do not push the repeated ones out.
+_MD_REMEMBERED_CHARS = 256
+_md_escape_remembered = functools.lru_cache(maxsize=4096)(_md_escape_special)
 
 
 # The Markdown report's parts of one trajectory (its index row and its details section), written while the run

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from judge.jsonenc import encoder_once
 from judge.model import Trajectory, Usage
-from judge.report.jsonenc import encoder_once
 from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
 FOLD_CHARS = 700  # receipts, system prompts and tool arguments longer than this fold into <details> (report.js)
@@ -178,7 +178,7 @@ def build_view(
     for group in pinned.values():
         group.sort(key=lambda i: (i.severity != "severe", -i.votes, i.cluster))
     minority.sort(key=lambda i: (i.turn is None, i.turn or 0, i.cluster))
-    majority = [i for i in issues if i.majority] if issues else []
+    majority = [i for i in issues if i.majority]
     return TrajectoryView(
         id=trajectory.id,
         anchor=anchor_id(trajectory.id),
@@ -198,7 +198,7 @@ def build_view(
         minority=minority,
         passes=[
             PassView(v.pass_key, v.status, v.reason, v.detail, v.raw, v.efficiency, len(v.issues), v.model, v.cached)
-            for v in (sorted(verdicts, key=lambda v: (v.judge, v.pass_index, v.pass_key)) if len(verdicts) > 1 else verdicts)
+            for v in sorted(verdicts, key=lambda v: (v.judge, v.pass_index, v.pass_key))
         ],
         repair=repair,
         categories=sorted({i.category for i in majority}),
@@ -266,7 +266,8 @@ def _routed_issues(repair: RepairRow) -> list[Any] | None:
 
 def view_data(view: TrajectoryView) -> dict[str, Any]:
     """What the page's script needs beside the trajectory's own JSON to render its viewer section: everything
-    of the view but the transcript (``reports/report.js`` reads these keys)."""
+    of the view but the transcript (``reports/report.js`` reads these keys). :func:`view_json` writes the same
+    text without building this dict; the tests compare the two."""
     return {
         **_view_fixed(view),
         "repair": None if view.repair is None else _repair_data(view.repair),
@@ -304,15 +305,15 @@ _compact_json = encoder_once(_COMPACT_JSON)
 def view_json(view: TrajectoryView) -> bytes:
     """:func:`view_data` as the UTF-8 bytes of ``_COMPACT_JSON``'s text.
 
-    The fixed-shape part (strings, ints, booleans, null, lists and dicts of them) is written by pydantic-core,
-    which writes those exactly as the json module does, in under half its time (``tests/test_report.py`` checks
-    both agree); the free-form parts, the review and the issues a repair row lists in its ``extra``, are written
-    by the json module and spliced in: they may hold floats, which pydantic-core writes differently (``1e-7`` for
-    ``1e-07``). Both free-form parts are the last values of their objects, so each splice replaces a closing ``}``.
+    Everything but one part holds only strings, ints, booleans, null, lists and dicts of them, and is written by
+    pydantic-core, which writes those exactly as the json module does, in under half its time
+    (``tests/test_report.py`` checks both agree). The free-form part, the issues a repair row lists in its
+    ``extra``, is written by the json module and spliced in: it may hold floats, which pydantic-core writes
+    differently (``1e-7`` for ``1e-07``). It is the last value of its object, so the splice replaces a ``}``.
     """
     repair = b"null"
     if view.repair is not None:
         issues = _compact_json(_routed_issues(view.repair)).encode("utf-8")
         repair = to_json(_repair_fixed(view.repair), fallback=str)[:-1] + b',"issues":' + issues + b"}"
-    review = b"null" if view.review is None else _compact_json(_review_data(view.review)).encode("utf-8")
+    review = b"null" if view.review is None else to_json(_review_data(view.review))
     return to_json(_view_fixed(view), fallback=str)[:-1] + b',"repair":' + repair + b',"review":' + review + b"}"

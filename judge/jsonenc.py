@@ -1,4 +1,5 @@
-"""JSON encoders built once for the report's rows: it encodes several small values per trajectory."""
+"""JSON encoders built once: the run encodes several small values per trajectory (argument texts and hashes,
+rows of the report and of the run directory)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from typing import Any
 def encoder_once(encoder: json.JSONEncoder) -> Callable[[Any], str]:
     """``encoder.encode`` with its C encoder built once: ``JSONEncoder.encode`` builds one at every call (~1 us,
     a fifth of a summary row's cost). The same C function writes the same text. Circular references are not
-    looked for (the report encodes trees of values read from JSON). The json module's own ``encode`` where it has
-    no C encoder, or for an indenting encoder (the C encoder does not indent)."""
-    if c_make_encoder is None or encoder.indent is not None:
+    looked for (the values are trees read from JSON or dumped from models). The json module's own ``encode``
+    where it has no C encoder (CPython's accelerator is not public API: absent elsewhere, and untyped)."""
+    if c_make_encoder is None:
         return encoder.encode
+    if encoder.indent is not None:
+        raise ValueError("encoder_once: the C encoder does not indent")
     escape = encode_basestring_ascii if encoder.ensure_ascii else encode_basestring
     made = c_make_encoder(None, encoder.default, escape, None, encoder.key_separator, encoder.item_separator,
                           encoder.sort_keys, encoder.skipkeys, encoder.allow_nan)
