@@ -7,13 +7,17 @@ import pytest
 
 from judge.cluster import (
     ClusterConfig,
+    IssueItem,
     agglomerate,
     cluster_category,
+    cluster_items,
     cluster_severity,
     cluster_tag,
     cluster_turn,
     cluster_verdicts,
     description_text,
+    feature_tensor,
+    link_scores,
     majority_floor,
 )
 from judge.embed import make_embedder
@@ -59,7 +63,7 @@ def test_majority_floor_is_floor_half_plus_one(panel_size: int, needed: int) -> 
 @pytest.mark.parametrize(
     ("severities", "expected"),
     [(["severe"], "severe"), (["minor"], "minor"), (["minor", "minor", "severe"], "minor"),
-     (["severe", "severe", "minor"], "severe"), (["severe", "minor"], "severe")],
+     (["severe", "severe", "minor"], "severe"), (["severe", "minor"], "severe"), (["minor", "severe"], "severe")],
 )
 def test_cluster_severity_majority_ties_to_severe(severities, expected) -> None:
     assert cluster_severity(severities) == expected
@@ -73,6 +77,7 @@ def test_cluster_severity_majority_ties_to_severe(severities, expected) -> None:
         ([("code", "severe"), ("semantic", "severe")], "semantic"),  # full tie: priority order
         ([("environment", "minor"), ("capability", "minor")], "capability"),  # an agent category before environment
         ([("environment", "severe"), ("capability", "minor")], "environment"),  # severity beats priority
+        ([("environment", "minor")], "environment"),  # one member: its own
     ],
 )
 def test_cluster_category_rule(members, expected) -> None:
@@ -81,7 +86,7 @@ def test_cluster_category_rule(members, expected) -> None:
 
 @pytest.mark.parametrize(
     ("turns", "expected"),
-    [([3, 3, 4], 3), ([5, 4], 4), ([None, 6], 6), ([None, None], None), ([2, 9, 9, 2, 7], 2), ([8], 8)],
+    [([3, 3, 4], 3), ([5, 4], 4), ([None, 6], 6), ([None, None], None), ([2, 9, 9, 2, 7], 2), ([8], 8), ([None], None)],
 )
 def test_cluster_turn_most_common_then_earliest(turns, expected) -> None:
     assert cluster_turn(turns) == expected
@@ -89,10 +94,27 @@ def test_cluster_turn_most_common_then_earliest(turns, expected) -> None:
 
 @pytest.mark.parametrize(
     ("tags", "expected"),
-    [([None, None], None), (["b", "a"], "b"), (["a", "b", "b"], "b"), ([None, "x"], "x")],
+    [([None, None], None), (["b", "a"], "b"), (["a", "b", "b"], "b"), ([None, "x"], "x"), (["x"], "x"), ([""], None),
+     ([None], None)],
 )
 def test_cluster_tag_rule(tags, expected) -> None:
     assert cluster_tag(tags) == expected
+
+
+@pytest.mark.parametrize("labels", [["p1"], ["p1", "p1", "p1"], ["p1", "p2", "p1"], ["p1", "p2", "p3", "p2"]])
+def test_cluster_items_gives_what_the_agglomeration_gives(labels: list[str]) -> None:
+    """One pass takes a shortcut (nothing can merge); its groups and score matrix are the agglomeration's."""
+    descriptions = ["Wrong path argument to read_file", "read_file got the wrong path", "Claimed tests passed",
+                    "Says tests pass without running them"]
+    items = [IssueItem(label, index, issue(3, descriptions[index])) for index, label in enumerate(labels)]
+    config = ClusterConfig(embedder="lexical")
+    embedder = make_embedder("lexical")
+    groups, scores = cluster_items(items, config, embedder)
+    expected_scores = link_scores(items, feature_tensor(items, config, embedder), config)
+    assert groups == agglomerate(expected_scores, labels, config.threshold)
+    assert np.array_equal(scores, expected_scores)
+    if len(set(labels)) == 1:
+        assert groups == [[i] for i in range(len(labels))] and np.all(np.isneginf(scores))
 
 
 def test_agglomerate_never_merges_two_issues_of_one_pass() -> None:

@@ -452,6 +452,19 @@ def test_replay_rescoring_without_calls(server: FakeLLMServer, tmp_path: Path) -
             assert row.reason == "provider_error" and "no recorded verdict" in row.detail
 
 
+def test_a_replayed_verdict_is_not_marked_cached(server: FakeLLMServer, tmp_path: Path) -> None:
+    """A replay judge answers with the recorded verdict, which says cached when the recording run read it from its
+    cache; the replaying run computed it afresh (its pass, judge and flags are the replay's own)."""
+    trajectory = one_trajectory()
+    first_dir = tmp_path / "first"
+    run([trajectory], config_for(server, passes=2), first_dir)
+    run([trajectory], config_for(server, passes=2), first_dir)  # again: every pass from the cache
+    assert [v.cached for v in verdict_rows(first_dir)] == [True, True]
+    run([trajectory], PanelConfig(judges=[f"replay:{first_dir}"]), tmp_path / "second")
+    rows = verdict_rows(tmp_path / "second")
+    assert [(v.cached, v.judge, v.status) for v in rows] == [(False, f"replay:{first_dir}", "ok")] * 2
+
+
 # --- resume after SIGKILL ------------------------------------------------------------------------
 
 CHILD = """

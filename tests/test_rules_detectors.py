@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from judge.judges import make_judge
 from judge.model import (
@@ -26,6 +27,7 @@ from judge.rules import (
     efficiency_vote,
     run_detectors,
     vote_from_waste,
+    waste_counts,
 )
 from judge.rules.analysis import analyse, classify_receipt
 
@@ -357,6 +359,29 @@ def test_bad_config_names_the_file(tmp_path: Path, text: str, message: str) -> N
     assert "bad.yaml" in str(error.value)
 
 
+@pytest.mark.parametrize(("where", "pattern", "message"), [
+    (("phrases", "error", "en"), "[Z-a]", "phrases.error.en: bad regular expression '[Z-a]' (lowered: '[z-a]')"),
+    (("phrases", "error", "en"), "(unclosed", "phrases.error.en: bad regular expression '(unclosed'"),
+    (("tools", "check_patterns"), "pytest(", "tools.check_patterns: bad regular expression 'pytest('"),
+    (("tools", "read_only_names"), "[Z-a]", "tools.read_only_names: bad regular expression '[Z-a]' (lowered"),
+])
+def test_a_bad_pattern_is_refused_when_the_config_is_read(tmp_path: Path, where: tuple[str, ...], pattern: str,
+                                                          message: str) -> None:
+    """Patterns are compiled when a text first needs them: a config the matchers could not use fails to load,
+    naming the file and the list, rather than on whichever trajectory needs the pattern."""
+    data = yaml.safe_load(Path(default_config().source or "").read_text(encoding="utf-8"))
+    *parents, last = where
+    target = data
+    for key in parents:
+        target = target.setdefault(key, {})
+    target[last] = [*target.get(last, []), pattern]
+    path = tmp_path / "bad-pattern.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        RulesConfig.load(path)
+    assert "bad-pattern.yaml" in str(error.value) and message in str(error.value)
+
+
 @pytest.mark.parametrize(("counts", "vote"), [
     (WasteCounts(total=0, failed=0, repeated=0, redundant=0), "high"),
     (WasteCounts(total=10, failed=1, repeated=0, redundant=0), "high"),
@@ -375,6 +400,23 @@ def test_efficiency_counts_repeats_and_redundant_reads() -> None:
     lean = build(U("go"), A("", tool("Read", {"file_path": "a"}, "x")), A("", tool("Edit", {"file_path": "a"}, "ok")),
                  A("", tool("Read", {"file_path": "a"}, "y")))
     assert efficiency_vote(lean) == "high"  # re-reading after an edit is not redundant
+
+
+def _read(name: str, path: str) -> dict:
+    return tool(name, {"file_path": path}, "x")
+
+
+@pytest.mark.parametrize(("calls", "redundant"), [
+    ([_read("Read", "a"), _read("Read", "b"), _read("Read", "a"), _read("Read", "b"), _read("Read", "a")], 3),
+    ([_read("Read", "a"), _read("Grep", "a"), _read("Glob", "a")], 0),  # other tools, the same arguments
+    ([_read("Read", "a"), tool("Edit", {"file_path": "a"}, "ok"), _read("Read", "a"), _read("Read", "a")], 1),
+    ([_read("Read", "a"), tool("Edit", {"file_path": "a"}, "no such file", error=True), _read("Read", "a")], 0),
+    ([_read("Read", "a"), _read("Read", "b"), _read("Grep", "a"), tool("Write", {"file_path": "c"}, "ok"),
+      _read("Grep", "a"), _read("Read", "b"), _read("Read", "b")], 1),
+])
+def test_a_read_is_redundant_after_an_identical_read_since_the_last_change(calls: list, redundant: int) -> None:
+    counts = waste_counts(analyse(build(U("go"), *[A("", call) for call in calls]), default_config()))
+    assert counts.redundant == redundant and counts.total == len(calls)
 
 
 # --- the judge -----------------------------------------------------------------------------------------------

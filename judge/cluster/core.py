@@ -185,11 +185,16 @@ def pair_features(a: Issue, b: Issue, cosine: float, turn_window: int, grams: tu
     )
 
 
+def _one_pass(items: Sequence[IssueItem]) -> bool:
+    """Whether every item comes from one pass (then no two may merge)."""
+    return len({item.pass_label for item in items}) < 2
+
+
 def feature_tensor(items: Sequence[IssueItem], config: ClusterConfig, embedder: Embedder | None) -> np.ndarray:
     """(n, n, len(FEATURES)) pairwise features of ``items``; embeds only when some pair can merge."""
     n = len(items)
     tensor = np.zeros((n, n, len(FEATURES)), dtype=np.float64)
-    if n < 2 or len({item.pass_label for item in items}) < 2:
+    if n < 2 or _one_pass(items):
         return tensor  # one pass: nothing can merge, so nothing is embedded (no model load)
     texts = [description_text(item.issue) for item in items]
     if embedder is not None and config.weights.get("text", 0.0) != 0.0:
@@ -253,7 +258,7 @@ def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: E
     """Cluster issue items; returns member index lists and the link-score matrix (for medoids)."""
     if not items:
         return [], np.zeros((0, 0))
-    if len({item.pass_label for item in items}) < 2:
+    if _one_pass(items):
         # One pass (a panel of one, or the only pass that found anything): every pair shares it, so every link is
         # -inf and nothing merges. What the agglomeration would return, without building its matrices.
         return [[i] for i in range(len(items))], np.full((len(items), len(items)), -np.inf)

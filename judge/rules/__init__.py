@@ -201,9 +201,11 @@ def waste_counts(analysis: Analysis) -> WasteCounts:
     """
     failed = repeated = redundant = 0
     last_failure: dict[tuple[str, str], int] = {}  # signature -> order of the last identical failure
-    # The successful read-only calls since the last call that may change state, by tool: a read is redundant when
-    # one of them is identical. Keys (canonical arguments) are only made for tools read more than once.
-    reads: dict[str, list[Action]] = {}
+    # Since the last call that may change state: the first successful read-only call of each tool, and the keys of
+    # the reads of tools read more than once (a read is redundant when its key is there). Keys (canonical
+    # arguments) are only made for a tool's second read and after: most reads are the only one of their tool.
+    first_reads: dict[str, Action] = {}
+    read_keys: set[str] = set()
     last_ok_mutation = -1  # order of the last call that may change state and succeeded
     for action in analysis.actions:
         if action.outcome == "error":
@@ -216,12 +218,16 @@ def waste_counts(analysis: Analysis) -> WasteCounts:
                 failed += 1
             last_failure[signature] = action.order
         elif action.outcome == "ok" and action.read_only:
-            same_tool = reads.setdefault(action.name, [])
-            if same_tool and any(earlier.key == action.key for earlier in same_tool):
-                redundant += 1
-            same_tool.append(action)
+            first = first_reads.setdefault(action.name, action)
+            if first is not action:
+                read_keys.add(first.key)  # a key begins with its tool's name: tools never share one
+                if action.key in read_keys:
+                    redundant += 1
+                else:
+                    read_keys.add(action.key)
         if not action.read_only and not action.is_plan:
-            reads.clear()
+            first_reads.clear()
+            read_keys.clear()
             if action.outcome == "ok":
                 last_ok_mutation = action.order
     return WasteCounts(total=len(analysis.actions), failed=failed, repeated=repeated, redundant=redundant)

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from judge.rules.matching import PhraseGroup, PhraseMatcher
+from judge.rules.matching import PhraseGroup, PhraseMatcher, lower_pattern
 from judge.rules.registry import detector_names
 from judge.schema import Severity
 
@@ -66,6 +66,26 @@ class MessageSettings(BaseModel):
     tail_chars: int = Field(default=2000, ge=0)
 
 
+def check_pattern(place: str, pattern: str) -> None:
+    """Raise ``ValueError`` naming ``place`` unless ``pattern`` compiles as the matchers use it: as written
+    (searched case-insensitively) and lowered (searched on lowered text). The matchers compile a pattern when a
+    text first needs it, so a bad one must be refused when the config is read, not on some trajectory."""
+    for form in (pattern, lower_pattern(pattern)):
+        try:
+            re.compile(form)
+        except re.error as error:
+            lowered = "" if form == pattern else f" (lowered: {form!r})"
+            raise ValueError(f"{place}: bad regular expression {pattern!r}{lowered}: {error}") from None
+
+
+# The tool settings that are lists of regular expressions (the others are argument keys and exit codes).
+TOOL_PATTERN_LISTS = (
+    "plan_names", "check_patterns", "check_names", "check_receipt_patterns", "check_item_patterns", "read_only_names",
+    "read_only_commands", "write_names", "final_names", "content_names", "content_commands", "link_check_patterns",
+    "not_file_names",
+)
+
+
 class ToolSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -90,6 +110,13 @@ class ToolSettings(BaseModel):
     environment_exit_codes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
+
+    @field_validator(*TOOL_PATTERN_LISTS)
+    @classmethod
+    def _patterns_compile(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        for pattern in value:
+            check_pattern(f"tools.{info.field_name}", pattern)
+        return value
 
 
 class ActionClaim(BaseModel):
@@ -151,10 +178,7 @@ class RulesConfig(BaseModel):
         for name, languages in value.items():
             for language, patterns in languages.items():
                 for pattern in patterns:
-                    try:
-                        re.compile(pattern)
-                    except re.error as error:
-                        raise ValueError(f"phrases.{name}.{language}: bad regular expression {pattern!r}: {error}") from None
+                    check_pattern(f"phrases.{name}.{language}", pattern)
         return value
 
     @field_validator("actions")
@@ -163,10 +187,7 @@ class RulesConfig(BaseModel):
         for name, action in value.items():
             where = [(f"actions.{name}.claim.{lang}", p) for lang, ps in action.claim.items() for p in ps]
             for place, pattern in where + [(f"actions.{name}.calls", p) for p in action.calls]:
-                try:
-                    re.compile(pattern)
-                except re.error as error:
-                    raise ValueError(f"{place}: bad regular expression {pattern!r}: {error}") from None
+                check_pattern(place, pattern)
         return value
 
     def languages(self) -> list[str]:
