@@ -157,9 +157,7 @@ def parse_arguments(raw: Any) -> tuple[Any, str | None, str | None]:
     kept whenever the source wrote a string, and ``arguments_error`` says why it did not parse (the call is
     still imported: a malformed argument string is a defect to judge, not a reason to drop the record).
     """
-    if raw is None or isinstance(raw, (dict, list, int, float, bool)):
-        return raw, None, None
-    if not isinstance(raw, str):
+    if not isinstance(raw, str):  # None, a dict, a list, a number...: kept as given
         return raw, None, None
     text = raw.strip()
     if not text:
