@@ -316,14 +316,18 @@ def number_turns(messages: list[Message]) -> list[Message]:
     for message in messages:
         if message.role == "assistant":
             current += 1
-            message.turn = current
+            turn = current
             for call in message.tool_calls:
                 call_turn[call.id] = current
         elif message.role == "tool":
             call_id = message.receipt.call_id if message.receipt else None
-            message.turn = call_turn.get(call_id, current) if call_id else current
+            turn = call_turn.get(call_id, current) if call_id else current
         else:
-            message.turn = current
+            turn = current
+        # ``message.turn = turn`` as pydantic assigns a plain field (Message has no validate_assignment): the value,
+        # and the name among the fields set. Its __setattr__ adds two Python frames per message of every import.
+        message.__dict__["turn"] = turn
+        message.__pydantic_fields_set__.add("turn")
     return messages
 
 

@@ -174,6 +174,12 @@ def _rank(outcome: TaskOutcome) -> tuple[int, int]:
     return _RANK[key], 0 if outcome.source else 1  # among unknowns, one with a source says more
 
 
+def decides(outcome: TaskOutcome) -> bool:
+    """Whether :func:`combine`, given ``outcome`` first, keeps it whatever follows: a failure read from a named
+    source (nothing ranks above it), so the readings it would be combined with need not be made."""
+    return _rank(outcome) == (0, 0)
+
+
 def combine(*outcomes: TaskOutcome | None) -> TaskOutcome:
     """The conservative reading of several signals about one task (ties: the first given)."""
     present = [o for o in outcomes if o is not None]

@@ -16,10 +16,12 @@ import pytest
 
 from judge.gate import outcome_checks, release_checks
 from judge.importers import iter_records
+from judge.importers._common import Source, build_metadata
 from judge.model import Message, Trajectory, TrajectoryMetadata, number_turns
 from judge.outcome import (
     TaskOutcome,
     combine,
+    decides,
     from_exit_status,
     from_fields,
     from_inspect_scores,
@@ -98,6 +100,27 @@ def test_combine_is_conservative() -> None:
     assert combine(unknown, success) is success
     assert combine(TaskOutcome(), unknown) is unknown  # among unknowns, the one with a source
     assert combine().status == "unknown" and combine(None).status == "unknown"
+
+
+def test_only_a_failure_with_its_source_decides_alone() -> None:
+    readings = [from_reward(0), from_reward(1), from_reward(0.5), from_reward(float("nan")), from_word("failed"),
+                from_word("submitted"), TaskOutcome(status="failure"), TaskOutcome()]
+    for reading in readings:
+        kept = all(combine(reading, other) is reading for other in readings)
+        assert decides(reading) == (reading.status == "failure" and reading.source is not None and not reading.unreadable)
+        assert kept or not decides(reading)  # what decides is kept whatever follows
+
+
+@pytest.mark.parametrize("own", [from_reward(0), from_reward(1), from_reward("abc"), from_word("failed", "status"),
+                                 TaskOutcome(status="failure"), TaskOutcome()])
+@pytest.mark.parametrize("layer", [{}, {"reward": 0}, {"reward": 1}, {"reward": float("nan")}, {"outcome": "failed"},
+                                   {"outcome": "partial"}, {"extra": {"reward": "n/a"}}])
+def test_build_metadata_combines_the_format_reading_with_the_generic_one(own: TaskOutcome, layer: dict[str, Any]) -> None:
+    """``outcome=`` gives what combining after the fact gives, whether the reading decides alone or not."""
+    src = Source("run.jsonl", line=3)
+    expected = build_metadata("tau", src, layer)
+    expected.task_outcome = combine(own, expected.task_outcome)
+    assert build_metadata("tau", src, layer, outcome=own) == expected
 
 
 @pytest.mark.parametrize(

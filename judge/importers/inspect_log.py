@@ -115,13 +115,12 @@ def parse(record: Any, src: Source) -> Trajectory:
     if sample.get("error"):
         extra["error"] = sample["error"]
         outcome = outcome or "error"
-    metadata = build_metadata(NAME, src, {"model": header.get("model"), "outcome": outcome, "reward": reward, "usage": usage,
-                                          "tools": _offered_tools(sample, attachments)}, extra)
     recorded = from_inspect_scores(results)
     if sample.get("error"):  # the sample did not finish: whatever the scores say, the task was not done
         recorded = combine(TaskOutcome(status="failure", source="sample.error", raw=str(sample["error"])[:200],
                                        note="the sample ended with an error"), recorded)
-    metadata.task_outcome = combine(recorded, metadata.task_outcome)
+    metadata = build_metadata(NAME, src, {"model": header.get("model"), "outcome": outcome, "reward": reward, "usage": usage,
+                                          "tools": _offered_tools(sample, attachments)}, extra, outcome=recorded)
     query_id = f"inspect-{task}-{sample_id}" if sample_id is not None else None
     trajectory_id = f"{query_id}-e{epoch}" if query_id else None
     return build_trajectory(NAME, src, messages, trajectory_id=trajectory_id, query=query or None, query_id=query_id, metadata=metadata)

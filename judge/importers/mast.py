@@ -307,8 +307,7 @@ def parse(record: Any, src: Source) -> Trajectory:
         query = query or text[:WHOLE_QUERY_CHARS]
     extra["split"] = split
     mas, benchmark = record.get("mas_name"), record.get("benchmark_name")
-    metadata = build_metadata(NAME, src, extra)
-    metadata.task_outcome = combine(recorded_outcome(record, document), metadata.task_outcome)
+    metadata = build_metadata(NAME, src, extra, outcome=recorded_outcome(record, document))
     return build_trajectory(
         NAME,
         src,

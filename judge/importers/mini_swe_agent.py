@@ -25,7 +25,7 @@ from judge.importers._common import (
     usage_from,
 )
 from judge.model import Message, Trajectory
-from judge.outcome import combine, from_exit_status
+from judge.outcome import from_exit_status
 
 NAME = "mini-swe-agent"
 
@@ -88,7 +88,7 @@ def parse(record: Any, src: Source) -> Trajectory:
         src,
         {"model": model_config.get("model_name"), "outcome": info.get("exit_status"), "usage": usage_from(stats)},
         extra,
+        # "Submitted" is ungraded (unknown); any other exit (LimitsExceeded, FormatError, a crash) submitted nothing.
+        outcome=from_exit_status(info.get("exit_status"), "info.exit_status"),
     )
-    # "Submitted" is ungraded (unknown); any other exit (LimitsExceeded, FormatError, a crash) submitted nothing.
-    metadata.task_outcome = combine(from_exit_status(info.get("exit_status"), "info.exit_status"), metadata.task_outcome)
     return build_trajectory(NAME, src, messages, trajectory_id=src.stem, metadata=metadata)

@@ -95,6 +95,7 @@ def parse(record: Any, src: Source) -> Trajectory:
             raise RecordError(f"event {index} is not an object")
         converter.add(index, event, first=index == 0)
     messages = converter.messages
+    recorded = recorded_outcome(record if resolver else {}, events)
     if resolver:
         issue = loose_value(record.get("issue"))
         issue = issue if isinstance(issue, dict) else {}
@@ -105,13 +106,12 @@ def parse(record: Any, src: Source) -> Trajectory:
         extra = {k: loose_value(v) for k, v in record.items() if k not in ("history", "success", "instruction")}
         extra["skipped_events"] = converter.skipped
         outcome = None if success is None else ("success" if success is True else "failure")
-        metadata = build_metadata(NAME, src, {"model": converter.model, "outcome": outcome}, extra)
+        metadata = build_metadata(NAME, src, {"model": converter.model, "outcome": outcome}, extra, outcome=recorded)
         query = record.get("instruction")
     else:
         trajectory_id = src.stem
-        metadata = build_metadata(NAME, src, {"model": converter.model}, {"skipped_events": converter.skipped})
+        metadata = build_metadata(NAME, src, {"model": converter.model}, {"skipped_events": converter.skipped}, outcome=recorded)
         query = None
-    metadata.task_outcome = combine(recorded_outcome(record if resolver else {}, events), metadata.task_outcome)
     return build_trajectory(NAME, src, messages, trajectory_id=trajectory_id or None, query=query, metadata=metadata)
 
 

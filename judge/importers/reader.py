@@ -377,7 +377,7 @@ def _split_lines(handle: io.BufferedIOBase) -> Iterator[tuple[int, bytes | None]
     Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (raw CR and LF never occur inside a JSON value).
     """
     number = 0
-    pending: list[bytes] = []
+    pending: list[bytes] = []  # the start of a line that runs on past the block in hand
     size = 0
     overflow = False
     after_cr = False  # the previous block ended with \r: a \n opening this block belongs to that line end
@@ -385,20 +385,42 @@ def _split_lines(handle: io.BufferedIOBase) -> Iterator[tuple[int, bytes | None]
         if after_cr and block.startswith(b"\n"):
             block = block[1:]
         after_cr = block.endswith(b"\r")
-        for part in block.splitlines(keepends=True):
-            ended = part.endswith((b"\n", b"\r"))
-            body = part.rstrip(b"\r\n") if ended else part
-            if not overflow:
-                pending.append(body)
-                size += len(body)
-                if size > MAX_LINE_BYTES:
-                    overflow, pending = True, []
-            if ended:
-                number += 1
-                yield number, None if overflow else b"".join(pending)
+        lines, rest = _block_lines(block) if block else ([], b"")
+        for body in lines:
+            if pending or overflow:  # the end of a line begun in an earlier block
+                if not overflow:
+                    size += len(body)
+                    overflow = size > MAX_LINE_BYTES
+                line = None if overflow else b"".join((*pending, body))
                 pending, size, overflow = [], 0, False
+            else:
+                line = None if len(body) > MAX_LINE_BYTES else body
+            number += 1
+            yield number, line
+        if rest and not overflow:
+            pending.append(rest)
+            size += len(rest)
+            if size > MAX_LINE_BYTES:
+                overflow, pending = True, []
     if pending or overflow:
         yield number + 1, None if overflow else b"".join(pending)
+
+
+def _block_lines(block: bytes) -> tuple[list[bytes], bytes]:
+    """The lines a block ends (without their line ends), and the start of the line it leaves open (``b""``: none).
+
+    Most files end lines with \\n alone: those are found with ``bytes.find`` (memchr), about ten times faster
+    than ``splitlines``, which tests every byte for each kind of line end; a block holding a \\r is split by it.
+    """
+    if b"\r" in block:
+        lines = block.splitlines()
+        return (lines, b"") if block.endswith((b"\n", b"\r")) else (lines, lines.pop())
+    lines = []
+    start = 0
+    while (end := block.find(b"\n", start)) >= 0:
+        lines.append(block[start:end])
+        start = end + 1
+    return lines, block[start:]
 
 
 def _value_of_line(raw: bytes, file: str, number: int, fmt: str | None) -> Any:

@@ -106,6 +106,6 @@ def parse(record: Any, src: Source) -> Trajectory:
     extra = {k: v for k, v in record.items() if k not in ("history", "trajectory", "info")}
     extra.update({k: v for k, v in info.items() if k not in ("exit_status",)})
     extra["trajectory_steps"] = len(record.get("trajectory") or [])
-    metadata = build_metadata(NAME, src, {"outcome": info.get("exit_status"), "usage": usage_from(stats)}, extra)
-    metadata.task_outcome = combine(recorded_outcome(info), metadata.task_outcome)
+    metadata = build_metadata(NAME, src, {"outcome": info.get("exit_status"), "usage": usage_from(stats)}, extra,
+                              outcome=recorded_outcome(info))
     return build_trajectory(NAME, src, messages, trajectory_id=src.stem, query=query, metadata=metadata)

@@ -28,7 +28,7 @@ from judge.importers._common import (
 )
 from judge.importers.openai_chat import convert_messages
 from judge.model import Trajectory
-from judge.outcome import combine, from_reward
+from judge.outcome import from_reward
 
 NAME = "tau"
 
@@ -72,8 +72,7 @@ def parse(record: Any, src: Source) -> Trajectory:
     if domain:
         extra["domain"] = domain
     meta = as_dict(record.get("metadata"))
-    metadata = build_metadata(NAME, src, {"reward": reward, "outcome": outcome}, extra, meta)
-    metadata.task_outcome = combine(recorded, metadata.task_outcome)
+    metadata = build_metadata(NAME, src, {"reward": reward, "outcome": outcome}, extra, meta, outcome=recorded)
     return build_trajectory(
         NAME, src, messages, trajectory_id=trajectory_id, query_id=meta.get("query_id") or query_id, metadata=metadata
     )

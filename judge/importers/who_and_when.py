@@ -99,8 +99,7 @@ def parse(record: Any, src: Source) -> Trajectory:
         extra["mistake_step"] = int(step)
     correct = loose_value(record.get("is_correct", record.get("is_corrected")))
     outcome = "failure" if correct is False else ("success" if correct is True else None)
-    metadata = build_metadata(NAME, src, {"outcome": outcome}, extra)
-    metadata.task_outcome = combine(recorded_outcome(record), metadata.task_outcome)
+    metadata = build_metadata(NAME, src, {"outcome": outcome}, extra, outcome=recorded_outcome(record))
     return build_trajectory(
         NAME,
         src,

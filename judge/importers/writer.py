@@ -143,8 +143,6 @@ class ImportSink:
 
     def add(self, item: Trajectory | Reject) -> bool:
         """Write one item; True when it was a trajectory and its line was written (False: a reject's line)."""
-        from judge.importers.reader import Skipped
-
         stats = self.stats
         if isinstance(item, Trajectory):
             try:
@@ -161,6 +159,8 @@ class ImportSink:
                 if self.lines is not None:
                     self.lines[item.id] = line
                 return True
+        from judge.importers.reader import Skipped  # here, not per trajectory: a function-level import costs ~0.5 us a call
+
         if isinstance(item, Skipped):
             stats.skipped += 1
         else:
