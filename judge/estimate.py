@@ -95,7 +95,7 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
                 for spec, judge in judges.items()}
         for trajectory in trajectories:
             estimate.trajectories += 1
-            if trajectory.turn_count == 0:
+            if not trajectory.has_assistant_turn:
                 estimate.without_turns += 1  # decided without a call (no_assistant_turn)
                 continue
             content_hash = trajectory.content_hash()

@@ -272,6 +272,11 @@ class Trajectory(BaseModel):
     def turn_count(self) -> int:
         return sum(1 for m in self.messages if m.role == "assistant")
 
+    @property
+    def has_assistant_turn(self) -> bool:
+        """``turn_count > 0``, without counting every message."""
+        return any(m.role == "assistant" for m in self.messages)
+
     def content_hash(self) -> str:
         """Hash of what a judge sees: the judge-call cache key.
 

@@ -68,7 +68,7 @@ from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError
 from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
 from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
-from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir, row_json_bytes
+from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
 from judge.schema import Verdict
 from judge.sharedcache import SHARED, SharedCache, open_shared_cache, shared_key
@@ -540,9 +540,7 @@ async def _run_panel(
                 verdict = item if isinstance(item, Verdict) else await item
                 if on_trajectory is not None:
                     passes.append(verdict)
-                _append(verdicts_file, verdict)
-                if flush_rows:
-                    verdicts_file.flush()
+                _append(verdicts_file, verdict, flush_rows)
                 result.count(verdict)
                 unscored_now += verdict.status == "unscored"
                 tracker.advance(stats=_progress_stats(runtime, result.cached, unscored_now, calls.cost_usd,
@@ -640,7 +638,7 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
     record of what it used; its key appended to ``hits``), or unscored ``no_assistant_turn`` for a trajectory
     with no assistant turn. ``None``: the pass must run. The content hash is computed only when some judge is
     cached (``need_hash``)."""
-    if not any(message.role == "assistant" for message in trajectory.messages):  # turn_count 0, without counting
+    if not trajectory.has_assistant_turn:
         return [(plan, "", Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
                                    pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
                                    detail="the trajectory has no assistant turn: there is no decision to judge",
@@ -710,10 +708,11 @@ def _warn(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _append(handle: IO[bytes], verdict: Verdict) -> None:
-    """One verdicts.jsonl row (the file stays open for the whole run)."""
-    handle.write(row_json_bytes(verdict))
-    handle.write(b"\n")
+def _append(handle: IO[bytes], verdict: Verdict, flush: bool) -> None:
+    """One verdicts.jsonl row (the file stays open for the whole run), flushed when ``flush``."""
+    rundir.write_row(handle, verdict)
+    if flush:
+        handle.flush()
 
 
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],

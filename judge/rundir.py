@@ -98,9 +98,7 @@ class JsonlWriter:
 
     def write(self, row: BaseModel | dict[str, Any]) -> None:
         assert self._handle is not None, "use JsonlWriter as a context manager"
-        # Two writes, not one of ``line + b"\n"``: the concatenation would copy a long line.
-        self._handle.write(row_json_bytes(row))
-        self._handle.write(b"\n")
+        write_row(self._handle, row)
         self.count += 1
 
     def write_text(self, text: str | bytes) -> None:
@@ -133,6 +131,13 @@ class JsonlWriter:
 
 # A dict row's JSON: json.dumps(row, ensure_ascii=False, default=str), without building an encoder per row.
 _dict_row_json = encoder_once(json.JSONEncoder(ensure_ascii=False, default=str))
+
+
+def write_row(handle: IO[bytes], row: BaseModel | dict[str, Any]) -> None:
+    """Write ``row``'s JSONL line and its newline to the binary ``handle``."""
+    # Two writes, not one of ``line + b"\n"``: the concatenation would copy a long line.
+    handle.write(row_json_bytes(row))
+    handle.write(b"\n")
 
 
 def row_json_bytes(row: BaseModel | dict[str, Any]) -> bytes:

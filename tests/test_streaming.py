@@ -111,8 +111,8 @@ def test_verdicts_are_written_in_input_order_and_the_input_is_streamed(tmp_path:
             pulled[0] += 1
             yield trajectory
 
-    def append(handle, verdict) -> None:
-        real_append(handle, verdict)
+    def append(handle, verdict, flush) -> None:
+        real_append(handle, verdict, flush)
         ahead.append(pulled[0] - len(ahead) // passes)  # trajectories read beyond those fully written
 
     monkeypatch.setattr(panel, "WINDOW", window)

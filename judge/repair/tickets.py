@@ -285,11 +285,11 @@ def build_tickets(
     agent_query: str | None = None,
     rewrite_check: dict[str, Any] | None = None,
     control_arm: bool = True,
-    evidence: list[str] | None = None,
+    evidence: list[str],
 ) -> list[Ticket]:
     """The tickets of one repair row: guided + unguided arms for the online routes, one rerun for the
     environment, one restart for a capability rewrite (``needs-rewrite`` until a checked rewrite exists).
-    ``evidence``: the issue's :func:`evidence_for`, when the caller has it already."""
+    ``evidence``: the issue's :func:`evidence_for` (the caller has found it for the guidance)."""
     if row.route not in ONLINE_ROUTES:
         return []
     checkpoint = row.checkpoint_turn or 0
@@ -299,8 +299,6 @@ def build_tickets(
         prefix = prefix_before(trajectory, checkpoint + 1)
     reusable, unknown, plan = environment_state(trajectory, prefix)
     target = target_of(issue)
-    if evidence is None:
-        evidence = evidence_for(trajectory, issue, cluster)
     common: dict[str, Any] = {
         "trajectory_id": trajectory.id, "query_id": trajectory.query_id, "query": trajectory.query, "route": row.route,
         "checkpoint_turn": checkpoint, "branch_turn": checkpoint, "prefix": prefix, "reusable_receipts": reusable,

@@ -223,7 +223,8 @@ class RulesConfig(BaseModel):
         return self.detectors.get(detector) or DetectorSettings()
 
     def enabled(self, detector: str) -> bool:
-        return bool(self.enabled_among((detector,)))
+        """Whether ``detector`` runs (see :meth:`enabled_among`)."""
+        return (found := self.detectors.get(detector)) is None or found.enabled
 
     def enabled_among(self, detectors: Iterable[str]) -> list[str]:
         """The enabled ones of ``detectors``, in their order. A detector the config does not mention has the default

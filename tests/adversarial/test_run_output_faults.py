@@ -55,11 +55,11 @@ def test_disk_full_is_one_line_and_the_run_resumes(tmp_path: Path, monkeypatch: 
 
     real_append, written = panel._append, []
 
-    def append_until_full(handle, verdict) -> None:
+    def append_until_full(handle, verdict, flush) -> None:
         if len(written) >= 2:
             raise OSError(errno.ENOSPC, "No space left on device", str(run_dir / "verdicts.jsonl"))
         written.append(verdict)
-        real_append(handle, verdict)
+        real_append(handle, verdict, flush)
 
     with FakeLLMServer("openai", responder=lambda request: Scripted.ok(GOOD)) as fake:
         args = [str(batch), "--out", str(run_dir), "--judge", f"openai-compatible:m@{fake.base_url}", "--passes", "1",
