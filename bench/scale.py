@@ -6,8 +6,8 @@ unique ids (copy k renumbers ``trial`` to ``trial + 4k``, so ids stay ``tau-airl
 the copies of a task share its query group). Without that file (or with ``--synthetic``) the base is 200
 trajectories of ``judge.testing.synthetic`` in the canonical format (copy k: id ``<id>-k<k>``). Inputs and
 runs go to a temporary folder (``--tmp``), never the repository; the inputs are kept between invocations
-(``--keep`` keeps the runs too). The runs are new folders, deleted only once every size is measured (about
-20 GB for the default sizes).
+(``--keep`` keeps the runs too). Each measured row writes a new folder, deleted once the row is measured; the
+next row then waits a minute (see :class:`Runs`).
 
 For each size it prints, each row measured in a fresh subprocess (wall time; CPU time, user + system; peak
 RSS, the child's ``ru_maxrss`` from ``os.wait4``; CPU time of Python's cyclic garbage collector, from
@@ -204,20 +204,57 @@ def child(stages: list[str], run_dir: Path, input_path: Path) -> list[str]:
     return [sys.executable, __file__, "--stages", *stages, "--run", str(run_dir), "--input", str(input_path)]
 
 
-def bench_size(source: Path | None, size: int, folder: Path, with_report: bool, made: list[Path]) -> None:
-    """Measure one size; the run folders it makes are appended to ``made`` (the caller deletes them)."""
-    input_path = build_input(source, size, folder)
+# Seconds a deleted inode stays "recent" for ext4 without a journal once its table is on disk (RECENTCY_MIN).
+QUIET_S = 61
+
+
+class Runs:
+    """The run folders of the benchmark: each measured row writes a new one. Without ``--keep`` a folder is
+    deleted once its row is measured (a 100k run is ~6 GB: three of them crowd the page cache out of a 24 GB
+    machine and the next row pays for reclaiming it), then the disk is synced and the next row waits ``QUIET_S``:
+    on ext4 without a journal (this project's VMs) creating a file skips every inode of its block group deleted in
+    the last minute or more, which made each of the report's ~1000 shard files of a 10k run cost 0.3-0.8 ms right
+    after the run before was deleted."""
+
+    def __init__(self, folder: Path, keep: bool) -> None:
+        self.folder, self.keep = folder, keep
+        self.made: list[Path] = []
+        self.deleted_at: float | None = None
+
+    def new(self, name: str) -> Path:
+        """A new run directory (not yet created), after the quiet time that follows a deletion."""
+        if self.deleted_at is not None:
+            time.sleep(max(0.0, self.deleted_at + QUIET_S - time.monotonic()))
+            self.deleted_at = None
+        folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.folder))
+        self.made.append(folder)
+        return folder / "run"
+
+    def done(self, run_dir: Path) -> None:
+        """The row that wrote ``run_dir`` is measured."""
+        if not self.keep:
+            shutil.rmtree(run_dir.parent, ignore_errors=True)
+            self.made.remove(run_dir.parent)
+            os.sync()
+            self.deleted_at = time.monotonic()
+
+    def close(self) -> None:
+        """Delete what is left (after a failure), or say where the kept runs are."""
+        if self.keep:
+            print("runs kept: " + " ".join(map(str, self.made)))
+        else:
+            for folder in self.made:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def bench_size(source: Path | None, size: int, runs: Runs, with_report: bool) -> None:
+    input_path = build_input(source, size, runs.folder)
     floor_cpu, floor_wall = parse_floor(input_path)
     floor = {"cpu": floor_cpu, "wall": floor_wall}
     print(f"\n{size:,} trajectories: {input_path} ({input_path.stat().st_size / 1e6:,.0f} MB)")
     print(HEADER)
     print(row("json floor", floor, size, floor))
-    # New folders, and nothing deleted until every size is measured: on ext4 without a journal (this project's VMs)
-    # creating a file skips every inode of its block group deleted in the last minutes, which made each of the
-    # report's ~1000 shard files of a 10k run cost 0.3-0.8 ms when the run before had just been deleted.
-    run_dir, one_dir, score_dir = (Path(tempfile.mkdtemp(prefix=f"run-{size}-{kind}-", dir=folder)) / "run"
-                                   for kind in ("stages", "pipeline", "score"))
-    made += [run_dir.parent, one_dir.parent, score_dir.parent]
+    run_dir = runs.new(f"run-{size}-stages")
     rows: dict[str, dict[str, float]] = {}
     total = {"wall": 0.0, "cpu": 0.0, "rss_mb": 0.0, "gc_s": 0.0}
     for stage in STAGES:
@@ -232,11 +269,16 @@ def bench_size(source: Path | None, size: int, folder: Path, with_report: bool, 
         total["rss_mb"] = max(total["rss_mb"], figures["rss_mb"])
     if with_report:
         print(row("all stages", total, size, floor))
+    runs.done(run_dir)
+    one_dir = runs.new(f"run-{size}-pipeline")
     rows["pipeline"] = measure(child(["pipeline"], one_dir, input_path))
     print(row("pipeline", rows["pipeline"], size, floor), flush=True)
+    runs.done(one_dir)
     if with_report:
+        score_dir = runs.new(f"run-{size}-score")
         rows["judge score"] = measure([sys.executable, "-c", JUDGE_CLI, "score", str(input_path), "--out", str(score_dir)])
         print(row("judge score", rows["judge score"], size, floor), flush=True)
+        runs.done(score_dir)
     for line in targets(size, rows, floor):
         print(line)
 
@@ -264,16 +306,12 @@ def main() -> None:
               file=sys.stderr)
         source = None
     args.tmp.mkdir(parents=True, exist_ok=True)
-    made: list[Path] = []
+    runs = Runs(args.tmp, args.keep)
     try:
         for size in args.sizes:
-            bench_size(source, size, args.tmp, not args.no_report, made)
+            bench_size(source, size, runs, not args.no_report)
     finally:
-        if args.keep:
-            print("runs kept: " + " ".join(map(str, made)))
-        else:
-            for folder in made:
-                shutil.rmtree(folder, ignore_errors=True)
+        runs.close()
 
 
 if __name__ == "__main__":
