@@ -68,7 +68,7 @@ class ToolCall(BaseModel):
 
     def argument_hash(self) -> str:
         """Stable hash of (name, arguments): the key for reusing a receipt on resume."""
-        payload = self.raw_arguments if self.arguments_error else _canonical_json(self.arguments)
+        payload = self.raw_arguments if self.arguments_error else _hash_json(self.arguments)
         return _sha256(f"{self.name}\x00{payload}")[:16]
 
 
@@ -200,7 +200,7 @@ class TrajectoryMetadata(BaseModel):
                 continue
             if isinstance(value, list) and all(isinstance(v, str) for v in value):
                 return "\n".join(value)
-            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+            return value if isinstance(value, str) else canonical_json(value)
         return None
 
     def judge_context(self) -> dict[str, Any]:
@@ -288,7 +288,7 @@ class Trajectory(BaseModel):
         context = self.metadata.judge_context()
         if context:  # left out when empty, so the hash of a trajectory without any stays what it was
             content["context"] = context
-        return _sha256(_canonical_json(content))
+        return _sha256(_hash_json(content))
 
     def generation_usage(self) -> Usage:
         """Generation tokens recorded in the trajectory (per-turn usage, else the metadata total)."""
@@ -345,7 +345,7 @@ def _sorted_json(item_separator: str, key_separator: str) -> Callable[[Any], str
 
 
 canonical_json = _sorted_json(", ", ": ")  # json.dumps's separators: the argument text the rules judge reads
-_canonical_json = _sorted_json(",", ":")  # compact: what content and argument hashes are taken of
+_hash_json = _sorted_json(",", ":")  # compact: what content and argument hashes are taken of
 
 
 def _sha256(text: str) -> str:

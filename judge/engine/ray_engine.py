@@ -213,7 +213,7 @@ class RayEngine:
 
         self.import_parts = 0
         with run.writer(rundir.TRAJECTORIES) as out, run.writer(rundir.REJECTS) as rejects:
-            sink = ImportSink(io.StringIO(), _Lines(rejects), stats)  # the walk's own rejects and skipped paths
+            sink = ImportSink(io.BytesIO(), _Lines(rejects), stats)  # the walk's own rejects and skipped paths
             parts = _import_parts(walked, self.part_bytes, fmt)
             for item in _in_order((submit(part) for part in parts), self._window()):
                 if isinstance(item, Reject):
@@ -332,7 +332,7 @@ def import_part(sources: list[Source], fmt: str | None) -> ImportPart:
     from judge.importers.reader import read_file, read_span
     from judge.model import Trajectory
 
-    out, rejects, stats = io.StringIO(), io.StringIO(), ImportStats()
+    out, rejects, stats = io.BytesIO(), io.StringIO(), ImportStats()
     sink = ImportSink(out, rejects, stats)
     ids: list[str] = []
     for source in sources:
@@ -342,7 +342,7 @@ def import_part(sources: list[Source], fmt: str | None) -> ImportPart:
             sink.add(item)
             if isinstance(item, Trajectory) and stats.imported > written:
                 ids.append(item.id)
-    return ImportPart(out.getvalue().encode("utf-8"), ids, rejects.getvalue().encode("utf-8"), stats)
+    return ImportPart(out.getvalue(), ids, rejects.getvalue().encode("utf-8"), stats)
 
 
 def run_shard(index: int, lines: bytes, settings: PanelConfig, manifest: dict[str, Any], overrides: bytes | None,

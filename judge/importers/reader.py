@@ -385,7 +385,7 @@ def _split_lines(handle: io.BufferedIOBase) -> Iterator[tuple[int, bytes | None]
         if after_cr and block.startswith(b"\n"):
             block = block[1:]
         after_cr = block.endswith(b"\r")
-        lines, rest = _block_lines(block) if block else ([], b"")
+        lines, rest = _block_lines(block)
         for body in lines:
             if pending or overflow:  # the end of a line begun in an earlier block
                 if not overflow:

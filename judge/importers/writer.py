@@ -5,12 +5,11 @@ Shared by ``judge import`` and :func:`judge.pipeline.import_to_run`, so both wri
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, TextIO, cast
+from typing import BinaryIO, TextIO
 
 from judge.importers._common import one_line
 from judge.model import Trajectory
@@ -128,18 +127,12 @@ class ImportSink:
     """Writes imported items as lines and counts them: a trajectory to ``out``, a reject (or a skipped path) to
     ``rejects``. :func:`write_import` and the Ray engine's import parts (judge.engine.ray_engine) share it."""
 
-    def __init__(self, out: TextIO | BinaryIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None,
+    def __init__(self, out: BinaryIO, rejects: TextIO, stats: ImportStats, keep_rejects: list[Reject] | None = None,
                  lines: dict[str, bytes] | None = None):
         self.out, self.rejects, self.stats, self.keep_rejects = out, rejects, stats, keep_rejects
         self.lines = lines  # trajectory id -> its line, for ImportStream(keep_lines=True)
-        # Trajectory lines are UTF-8 bytes from pydantic-core: a binary ``out`` (ImportStream's file) takes them as
-        # they are, a text one (the Ray engine's buffers) as text.
-        self._write_line: Callable[[bytes], object]
-        if isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
-            self._write_line = cast(BinaryIO, out).write
-        else:
-            text = cast(TextIO, out)
-            self._write_line = lambda line: text.write(line.decode("utf-8"))
+        # Trajectory lines are the UTF-8 bytes pydantic-core writes, taken by a binary ``out`` as they are.
+        self._write_line: Callable[[bytes], object] = out.write
 
     def add(self, item: Trajectory | Reject) -> bool:
         """Write one item; True when it was a trajectory and its line was written (False: a reject's line)."""
