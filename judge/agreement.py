@@ -256,11 +256,12 @@ class AgreementTally:
     def _add_codes(self, valid: list[Verdict], clusters: Sequence[Cluster]) -> None:
         """The codes of one trajectory's valid passes: issue units, efficiency votes, cluster units."""
         flagged = {p.pass_key: {(i.turn, i.category) for i in p.issues} for p in valid}
+        pairs = list(combinations(sorted(flagged), 2))
         for key in set().union(*flagged.values()):
             unit = [int(key in flagged[p.pass_key]) for p in valid]
             self._issues.add(unit)
             self._alpha_units += 1  # every unit here has two codes or more (one valid pass adds none)
-            for a, b in combinations(sorted(flagged), 2):
+            for a, b in pairs:
                 self._pairs[(a, b)].add(int(key in flagged[a]), int(key in flagged[b]))
         counts: dict[str, int] = {}  # a plain dict: a Counter costs ~1 us to build, once per trajectory
         for verdict in valid:

@@ -26,3 +26,10 @@ def encoder_once(encoder: json.JSONEncoder) -> Callable[[Any], str]:
         return "".join(made(value, 0))
 
     return encode
+
+
+# The two plain encoders of the run's rows (no sorted keys: the key order is the row's own).
+row_json = encoder_once(json.JSONEncoder(ensure_ascii=False, default=str))
+"""``json.dumps(value, ensure_ascii=False, default=str)``: a JSONL row of a dict (summary rows, dict rows)."""
+compact_json = encoder_once(json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str))
+"""The same without spaces: the report's page data (index rows, the free-form parts of a view)."""

@@ -29,7 +29,7 @@ from typing import IO, Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judge.jsonenc import encoder_once
+from judge.jsonenc import row_json
 from judge.model import Trajectory
 from judge.schema import Cluster, OverrideRow, Reject, RepairRow, ScoreRow, Verdict
 
@@ -129,8 +129,6 @@ class JsonlWriter:
             self._tmp.unlink(missing_ok=True)
 
 
-# A dict row's JSON: json.dumps(row, ensure_ascii=False, default=str), without building an encoder per row.
-_dict_row_json = encoder_once(json.JSONEncoder(ensure_ascii=False, default=str))
 
 
 def write_row(handle: IO[bytes], row: BaseModel | dict[str, Any]) -> None:
@@ -152,7 +150,7 @@ def row_json_bytes(row: BaseModel | dict[str, Any]) -> bytes:
             _OWN_JSON_BYTES[model] = getattr(model, "to_json_bytes", None)
         own = _OWN_JSON_BYTES[model]
         return own(row) if own is not None else row.__pydantic_serializer__.to_json(row)
-    return _dict_row_json(row).encode("utf-8")
+    return row_json(row).encode("utf-8")
 
 
 _OWN_JSON_BYTES: dict[type[BaseModel], Callable[[Any], bytes] | None] = {}

@@ -414,7 +414,8 @@ def test_view_json_is_the_json_modules_text(tmp_path: Path):
     for view_data, for every character, ints of any size, and the free-form parts (a review, the issues a repair
     row lists in ``extra``, which may hold floats pydantic-core would write otherwise)."""
     run = RunDir(make_hostile_run(tmp_path / "hostile"))
-    views = [build_view(e.trajectory, e.score, e.clusters, e.verdicts, e.repair)
+    views = [build_view(e.trajectory, e.score, e.clusters, e.verdicts, e.repair,
+                        usage=e.generation_usage, assistant_turns=e.assistant_turns)
              for e in entries(run, trajectory_ids(run), []) if e.trajectory is not None and e.score is not None]
     assert views and views[0].review is not None and views[0].repair is not None
     every = "".join(chr(code) for code in range(0x10000) if not 0xD800 <= code < 0xE000) + "\U0001f600\U0010ffff"
@@ -551,7 +552,8 @@ def test_markdown_parts_of_a_reviewed_trajectory(tmp_path: Path):
     with two wordings and a minority issue: every value escaped, the layout exact."""
     run = RunDir(make_hostile_run(tmp_path / "run"))
     (entry,) = entries(run, trajectory_ids(run), [])
-    view = build_view(entry.trajectory, entry.score, entry.clusters, entry.verdicts, entry.repair)
+    view = build_view(entry.trajectory, entry.score, entry.clusters, entry.verdicts, entry.repair,
+                      usage=entry.generation_usage, assistant_turns=entry.assistant_turns)
 
     def x(field: str) -> str:
         return md_escape(hostile(field))

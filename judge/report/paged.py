@@ -13,13 +13,12 @@ is a subset of JavaScript (since ES2019), so the JSON texts are written as they 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from judge.jsonenc import encoder_once
+from judge.jsonenc import compact_json
 
 DATA_DIR = "report_data"
 INDEX_FILE = "index.js"
@@ -40,11 +39,6 @@ def index_review(marker: dict[str, Any] | None) -> dict[str, Any] | None:
             "release": int(bool(marker["machine_release"])),
             "over": int(bool(marker["release_decision"] and (marker["over_failed_checks"] or marker["over_score"]))),
             "stale": marker["stale"]}
-
-
-# One encoder, built once (json.dumps would build one per row): a JavaScript literal of a JSON value (JSON is a
-# subset of JavaScript since ES2019).
-_js = encoder_once(json.JSONEncoder(ensure_ascii=False, separators=(",", ":")))
 
 
 # At most this many pieces go to one os.writev (its IOV_MAX: 1024 on Linux; POSIX promises 16, -1 is no limit).
@@ -92,7 +86,8 @@ class PagedWriter:
         values = [label, score, int(bool(row["release"])), row["turns"], row["majority_issues"], row["severe"],
                   row["minority_issues"], row["judge_cost_usd"], row["outcome"], row["route"], row["categories"],
                   row["tags"], text, int(view is not None), index_review(row["review"])]
-        self.index.write(("" if self.rows == 0 else ",\n") + _js(values))
+        # A JSON value is a JavaScript literal (JSON is a subset of JavaScript since ES2019).
+        self.index.write(("" if self.rows == 0 else ",\n") + compact_json(values))
         if self.views:
             self.pieces.append(b",\n")
         else:
@@ -118,7 +113,7 @@ class PagedWriter:
         """Close the last shard and the index (its trailer names the columns and the shards' first rows)."""
         self._flush()
         meta = {"version": 1, "columns": list(INDEX_COLUMNS), "rows": self.rows, "shards": self.starts}
-        self.index.write("\n], " + _js(meta) + ");\n")
+        self.index.write("\n], " + compact_json(meta) + ");\n")
         self.index.close()
 
     def close(self) -> None:

@@ -57,7 +57,7 @@ from markupsafe import Markup
 from judge import rundir
 from judge.cluster import majority_floor
 from judge.collect import fewer_collections
-from judge.jsonenc import encoder_once
+from judge.jsonenc import row_json
 from judge.report import plots
 from judge.report.paged import DATA_DIR, PagedWriter, index_review
 from judge.report.stream import SIDE_FILES, Entry, OutOfOrder, entries, trajectory_ids
@@ -262,8 +262,6 @@ def _manifest(run: RunDir) -> tuple[RunManifest, list[BadRow]]:
         return RunManifest(), [BadRow(rundir.MANIFEST, 1, message)]
 
 
-# A row of summary.json, as json.dumps(row, ensure_ascii=False) writes it (json.dumps would build an encoder per row).
-_row_json = encoder_once(json.JSONEncoder(ensure_ascii=False))
 
 
 class _Writer:
@@ -302,7 +300,7 @@ class _Writer:
     def add(self, entry: Entry) -> None:
         row = self.tally.add(entry)
         if row is not None:
-            self.rows.write(_row_json(row) + "\n")
+            self.rows.write(row_json(row) + "\n")
             if self.kept_rows is not None:
                 self.kept_rows.append(row)
         if self.summary_only:

@@ -10,13 +10,12 @@ from a hash of the trajectory id, never from the id itself.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_core import to_json
 
-from judge.jsonenc import encoder_once
+from judge.jsonenc import compact_json
 from judge.model import Trajectory, Usage
 from judge.schema import Cluster, HumanReview, RepairRow, ScoredIssue, ScoreRow, Verdict
 
@@ -153,17 +152,16 @@ def build_view(
     clusters: list[Cluster],
     verdicts: list[Verdict],
     repair: RepairRow | None,
+    *,
+    usage: Usage,
+    assistant_turns: list[int | None],
     gate_ran: bool = True,
-    usage: Usage | None = None,
-    assistant_turns: list[int | None] | None = None,
 ) -> TrajectoryView:
-    """The viewer's model of one trajectory (pure). ``gate_ran``: the score row is the scorer's (its checks ran);
-    ``usage`` and ``assistant_turns``: the trajectory's :meth:`~judge.model.Trajectory.generation_usage` and the
-    turn of each assistant message, when the caller has them (:class:`judge.report.stream.Entry`)."""
+    """The viewer's model of one trajectory (pure). ``usage`` and ``assistant_turns``: the trajectory's
+    :meth:`~judge.model.Trajectory.generation_usage` and the turn of each assistant message, as
+    :class:`judge.report.stream.Entry` holds them; ``gate_ran``: the score row is the scorer's (its checks ran)."""
     issues = [IssueView.from_cluster(c) for c in clusters]
     added = _human_decisions(score.review, issues, score.issues + score.environment, score.panel_size)
-    if assistant_turns is None:
-        assistant_turns = [m.turn for m in trajectory.messages if m.role == "assistant"]
     turns = set(assistant_turns)
     pinned: dict[int, list[IssueView]] = {}
     unpinned: list[IssueView] = []
@@ -191,7 +189,7 @@ def build_view(
         efficiency_votes=list(score.efficiency_votes),
         failed_checks=list(score.failed_checks),
         gate_ran=gate_ran,
-        metadata=_metadata_rows(trajectory, trajectory.generation_usage() if usage is None else usage),
+        metadata=_metadata_rows(trajectory, usage),
         assistant_turns=assistant_turns,
         pinned=pinned,
         unpinned=unpinned,
@@ -297,13 +295,8 @@ def _view_fixed(view: TrajectoryView) -> dict[str, Any]:
     }
 
 
-# The view's encoder (the text view_json writes); built once: json.dumps with options builds one on every call.
-_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
-_compact_json = encoder_once(_COMPACT_JSON)
-
-
 def view_json(view: TrajectoryView) -> bytes:
-    """:func:`view_data` as the UTF-8 bytes of ``_COMPACT_JSON``'s text.
+    """:func:`view_data` as the UTF-8 bytes of ``judge.jsonenc.compact_json``'s text.
 
     Everything but one part holds only strings, ints, booleans, null, lists and dicts of them, and is written by
     pydantic-core, which writes those exactly as the json module does, in under half its time
@@ -313,7 +306,7 @@ def view_json(view: TrajectoryView) -> bytes:
     """
     repair = b"null"
     if view.repair is not None:
-        issues = _compact_json(_routed_issues(view.repair)).encode("utf-8")
+        issues = compact_json(_routed_issues(view.repair)).encode("utf-8")
         repair = to_json(_repair_fixed(view.repair), fallback=str)[:-1] + b',"issues":' + issues + b"}"
     review = b"null" if view.review is None else to_json(_review_data(view.review))
     return to_json(_view_fixed(view), fallback=str)[:-1] + b',"repair":' + repair + b',"review":' + review + b"}"
