@@ -1,13 +1,13 @@
 """The release gate: checks a trajectory must pass before a score of 4 or 5 is released for training.
 
-Two families, each check a named, pure function of the trajectory:
+Three families of named checks, each a pure reading of the trajectory:
 
 - **authenticity** (``authenticity:<detector>``): observations match receipts, every completion claim traces
   to a successful action, no failed receipt presented as success, call ids paired. These reuse the rules
   judge's detectors (``judge.rules.fired_detectors``) so each idea lives in one place; a detector that finds
   anything fails its check. On a trajectory object the rules judge has just read, its findings are reused.
 - **format** (``format:<name>``): roles and order valid, tool arguments parse, nothing the training export
-  would reject (implemented here).
+  would reject; all of them facts of one walk of the messages (``MessageWalk``, ``FORMAT_CHECKS``).
 - **outcome** (``outcome:failed``, ``outcome:unreadable``): the log itself records that the task failed, or
   records a result that cannot be read (a NaN reward). Both read ``metadata.task_outcome`` (``judge.outcome``),
   which each importer fills from what its format records: a reward, inspect_ai scores, a Who&When or MAST

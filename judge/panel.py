@@ -394,7 +394,9 @@ async def _run_panel(
         # the store, never this file: rows are flushed one by one only while calls are paid, so that the file shows
         # the progress of a long run (a panel that makes no call recomputes everything after a kill).
         verdicts_file = verdicts_path.open("wb")
-        flush_rows = any(judge.provider is not None for judge in built.values())
+        batch_specs = {spec for spec, judge in built.items() if batchable(judge)}  # a provider batch can carry them
+        local_specs = {spec for spec, judge in built.items() if judge.provider is None}  # they make no call
+        flush_rows = len(local_specs) < len(built)
         if own_store:
             shared = open_shared_cache(shares_answers(config, built), config.cache_dir, warn=_warn)
         if cap is not None:
@@ -439,11 +441,11 @@ async def _run_panel(
         # their verdicts until the batch ends) in memory.
         ahead: list[tuple[Trajectory, list[Slot]]] | None = None
         batched: list[tuple[Trajectory, PassPlan, str]] = []
-        if config.batch and any(batchable(judge) for judge in built.values()):
+        if config.batch and batch_specs:
             ahead = [(t, _decide(t, plans, built, store, need_hash, shared, hits)) for t in trajectories]
             await check({plan.judge for _, slots in ahead for plan, _, decided in slots if decided is None})
             batched = [(t, plan, key) for t, slots in ahead for plan, key, decided in slots
-                       if decided is None and batchable(built[plan.judge])]
+                       if decided is None and plan.judge in batch_specs]
         batches = BatchRunner(store, calls, built, poll_s=config.batch_poll_interval) if batched else None
         # Passes in input order, each a verdict or the future of one; the committer writes them in that order as they
         # complete (a pass decided without a call, or by a local judge, is queued as its verdict). At most
@@ -498,8 +500,8 @@ async def _run_panel(
                 await check({plan.judge for plan, _, verdict in slots if verdict is None})
                 for plan, key, verdict in slots:
                     await window.acquire()
-                    batched_now = collecting is not None and batchable(built[plan.judge])
-                    if verdict is None and not batched_now and built[plan.judge].provider is None:
+                    batched_now = collecting is not None and plan.judge in batch_specs
+                    if verdict is None and not batched_now and plan.judge in local_specs:
                         # A local judge runs on the event loop wherever it is awaited: here it skips the queue.
                         verdict = await run_one(trajectory, plan, key, None)
                     if verdict is not None:

@@ -194,7 +194,7 @@ def feature_tensor(items: Sequence[IssueItem], config: ClusterConfig, embedder: 
     """(n, n, len(FEATURES)) pairwise features of ``items``; embeds only when some pair can merge."""
     n = len(items)
     tensor = np.zeros((n, n, len(FEATURES)), dtype=np.float64)
-    if n < 2 or _one_pass(items):
+    if _one_pass(items):
         return tensor  # one pass: nothing can merge, so nothing is embedded (no model load)
     texts = [description_text(item.issue) for item in items]
     if embedder is not None and config.weights.get("text", 0.0) != 0.0:
@@ -256,11 +256,9 @@ def agglomerate(scores: np.ndarray, passes: Sequence[str], threshold: float) -> 
 
 def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: Embedder | None) -> tuple[list[list[int]], np.ndarray]:
     """Cluster issue items; returns member index lists and the link-score matrix (for medoids)."""
-    if not items:
-        return [], np.zeros((0, 0))
     if _one_pass(items):
-        # One pass (a panel of one, or the only pass that found anything): every pair shares it, so every link is
-        # -inf and nothing merges. What the agglomeration would return, without building its matrices.
+        # One pass (a panel of one, or the only pass that found anything; or no item): every pair shares it, so every
+        # link is -inf and nothing merges. What the agglomeration would return, without building its matrices.
         return [[i] for i in range(len(items))], np.full((len(items), len(items)), -np.inf)
     scores = link_scores(items, feature_tensor(items, config, embedder), config)
     return agglomerate(scores, [item.pass_label for item in items], config.threshold), scores
@@ -280,16 +278,12 @@ def group_labels(groups: Sequence[Sequence[int]], size: int) -> list[str]:
 
 def cluster_severity(severities: Sequence[Severity]) -> Severity:
     """The most common severity; a tie goes to ``severe``."""
-    if len(severities) == 1:  # one member (every cluster of a panel of one): its own, without counting
-        return severities[0]
     counts = Counter(severities)
     return "severe" if counts["severe"] >= counts["minor"] else "minor"
 
 
 def cluster_category(members: Sequence[tuple[Category, Severity]]) -> Category:
     """The most common category; ties: more severe members, then :data:`CATEGORY_PRIORITY`."""
-    if len(members) == 1:
-        return members[0][0]
     counts = Counter(category for category, _ in members)
     severe = Counter(category for category, severity in members if severity == "severe")
     return min(counts, key=lambda c: (-counts[c], -severe[c], CATEGORY_PRIORITY.index(c)))
@@ -297,8 +291,6 @@ def cluster_category(members: Sequence[tuple[Category, Severity]]) -> Category:
 
 def cluster_turn(turns: Sequence[int | None]) -> int | None:
     """The most common named turn; a tie goes to the earliest; None when no member names a turn."""
-    if len(turns) == 1:
-        return turns[0]
     counts = Counter(t for t in turns if t is not None)
     if not counts:
         return None
@@ -307,8 +299,6 @@ def cluster_turn(turns: Sequence[int | None]) -> int | None:
 
 def cluster_tag(tags: Sequence[str | None]) -> str | None:
     """The most common tag; a tie goes to the first one seen."""
-    if len(tags) == 1:
-        return tags[0] or None  # an empty tag names none
     named = [t for t in tags if t]
     if not named:
         return None
@@ -341,8 +331,18 @@ def build_clusters(
     rows: list[Cluster] = []
     for group in groups:
         issues = [items[i].issue for i in group]
-        description = items[medoid(group, scores)].issue.description
         votes = len({items[i].pass_label for i in group})
+        if len(issues) == 1:  # one member (every cluster of a panel of one): its own values, nothing to weigh
+            (one,) = issues
+            turn, category, severity, tag, recovered = one.turn, one.category, one.severity, one.tag or None, one.recovered
+            description = one.description
+        else:
+            turn = cluster_turn([x.turn for x in issues])
+            category = cluster_category([(x.category, x.severity) for x in issues])
+            severity = cluster_severity([x.severity for x in issues])
+            tag = cluster_tag([x.tag for x in issues])
+            recovered = cluster_recovered([x.recovered for x in issues])
+            description = items[medoid(group, scores)].issue.description
         rows.append(
             Cluster(
                 trajectory_id=trajectory_id,
@@ -351,11 +351,11 @@ def build_clusters(
                 votes=votes,
                 panel_size=panel_size,
                 majority=votes >= floor,
-                turn=cluster_turn([x.turn for x in issues]),
-                category=cluster_category([(x.category, x.severity) for x in issues]),
-                severity=cluster_severity([x.severity for x in issues]),
-                tag=cluster_tag([x.tag for x in issues]),
-                recovered=cluster_recovered([x.recovered for x in issues]),
+                turn=turn,
+                category=category,
+                severity=severity,
+                tag=tag,
+                recovered=recovered,
                 description=description,
             )
         )

@@ -9,11 +9,9 @@ text). Everything else is treated as a write whose outcome must be known from a 
 from __future__ import annotations
 
 import functools
-import json
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
 
 from judge.derived import TrajectoryMemo
 from judge.model import Message, Receipt, ToolCall, Trajectory, canonical_json
@@ -235,6 +233,3 @@ def message_text(message: Message) -> str:
     """Content and reasoning of a message, the text later references could sit in."""
     return "\n".join(t for t in (message.reasoning, message.content) if t)
 
-
-def plain(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -224,7 +224,7 @@ class RulesConfig(BaseModel):
 
     def enabled(self, detector: str) -> bool:
         """Whether ``detector`` runs (see :meth:`enabled_among`)."""
-        return (found := self.detectors.get(detector)) is None or found.enabled
+        return bool(self.enabled_among((detector,)))
 
     def enabled_among(self, detectors: Iterable[str]) -> list[str]:
         """The enabled ones of ``detectors``, in their order. A detector the config does not mention has the default
