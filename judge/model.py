@@ -71,6 +71,16 @@ class ToolCall(BaseModel):
         payload = self.raw_arguments if self.arguments_error else _hash_json(self.arguments)
         return _sha256(f"{self.name}\x00{payload}")[:16]
 
+    def argument_text(self) -> str:
+        """The arguments as one string, what the rules judge and the repair checks search for tokens: the text the
+        source wrote when it did not parse (empty when it wrote none), a string argument as it is, else the
+        arguments as ``canonical_json``."""
+        if self.arguments_error:
+            return self.raw_arguments or ""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return canonical_json(self.arguments)
+
 
 class Receipt(BaseModel):
     """The real result of a tool call, as the tool returned it."""

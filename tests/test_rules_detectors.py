@@ -525,10 +525,23 @@ class _Opaque:
     7,
     None,
 ])
-def test_arguments_text_is_canonical_json(arguments: Any) -> None:
+def test_argument_text_is_canonical_json(arguments: Any) -> None:
     import json
 
-    from judge.rules.analysis import arguments_text
-
     call = ToolCall(id="c1", name="t", arguments=arguments)
-    assert arguments_text(call) == json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
+    assert call.argument_text() == json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize(("call", "text"), [
+    (ToolCall(id="c", name="t", arguments={"path": "a.py"}), '{"path": "a.py"}'),
+    (ToolCall(id="c", name="t", arguments="ls -la"), "ls -la"),
+    # unparsed: the text the source wrote, never the parsed placeholder
+    (ToolCall(id="c", name="t", arguments=None, raw_arguments='{"path": "a.py"', arguments_error="bad"), '{"path": "a.py"'),
+    # unparsed with no text (a hand-written canonical record): nothing to search, not "null"
+    (ToolCall(id="c", name="t", arguments=None, arguments_error="bad"), ""),
+    # parsed: the raw text is not what is searched
+    (ToolCall(id="c", name="t", arguments={"b": 1, "a": 2}, raw_arguments='{"b":1,"a":2}'), '{"a": 2, "b": 1}'),
+])
+def test_argument_text_table(call: ToolCall, text: str) -> None:
+    """One argument text for the rules judge and the repair checks (they once differed on the last-but-one row)."""
+    assert call.argument_text() == text

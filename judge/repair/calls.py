@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 
 from judge.derived import TrajectoryMemo
-from judge.model import Message, Receipt, ToolCall, Trajectory, canonical_json
+from judge.model import Message, Receipt, ToolCall, Trajectory
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
 _READ_TOOL_NAMES = {
@@ -109,15 +109,6 @@ def _find_call_sites(trajectory: Trajectory) -> list[CallSite]:
             receipt = trajectory.messages[r_index].receipt if r_index is not None else None
             sites.append(CallSite(call, message.turn or 0, index, receipt, r_index))
     return sites
-
-
-def argument_text(call: ToolCall) -> str:
-    """The call's arguments as one string (for token search)."""
-    if call.arguments_error and call.raw_arguments is not None:
-        return call.raw_arguments
-    if isinstance(call.arguments, str):
-        return call.arguments
-    return canonical_json(call.arguments)
 
 
 def shell_command(call: ToolCall) -> str | None:

@@ -21,7 +21,6 @@ from pydantic import BaseModel
 from judge.model import Trajectory
 from judge.repair.calls import (
     CallSite,
-    argument_text,
     call_sites,
     is_read_only,
     message_text,
@@ -93,7 +92,7 @@ def value_tokens(text: str) -> set[str]:
 
 def _later_text(trajectory: Trajectory, index: int) -> str:
     message = trajectory.messages[index]
-    return message_text(message) + "\n" + "\n".join(argument_text(c) for c in message.tool_calls)
+    return message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls)
 
 
 def resource_state(site: CallSite) -> Dependency:
@@ -110,9 +109,9 @@ def returned_values(trajectory: Trajectory, site: CallSite) -> list[Dependency]:
     """Values that only the deleted receipt contained and that later messages use."""
     if site.receipt is None or site.receipt_index is None:
         return []
-    known_before = trajectory.query + "\n" + argument_text(site.call)
+    known_before = trajectory.query + "\n" + site.call.argument_text()
     for message in trajectory.messages[: site.receipt_index]:
-        known_before += "\n" + message_text(message) + "\n" + "\n".join(argument_text(c) for c in message.tool_calls)
+        known_before += "\n" + message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls)
         if message.receipt:
             known_before += "\n" + message.receipt.content
     candidates = {t for t in value_tokens(site.receipt.content) if t not in known_before}
@@ -139,7 +138,7 @@ def returned_values(trajectory: Trajectory, site: CallSite) -> list[Dependency]:
 
 
 def _tokens_of_call(site: CallSite) -> set[str]:
-    return distinctive_tokens(argument_text(site.call)) | {site.call.name.lower()}
+    return distinctive_tokens(site.call.argument_text()) | {site.call.name.lower()}
 
 
 def is_retry(failed: CallSite, later: CallSite) -> bool:
@@ -154,7 +153,7 @@ def is_retry(failed: CallSite, later: CallSite) -> bool:
     if (isinstance(failed.call.arguments, dict) and isinstance(later.call.arguments, dict)
             and failed.call.arguments.keys() == later.call.arguments.keys()):
         return True
-    a, b = distinctive_tokens(argument_text(failed.call)), distinctive_tokens(argument_text(later.call))
+    a, b = distinctive_tokens(failed.call.argument_text()), distinctive_tokens(later.call.argument_text())
     if not a and not b:
         return True
     return len(a & b) / max(1, len(a | b)) >= RETRY_SIMILARITY

@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 from judge.model import Message, Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
-    argument_text,
     call_sites,
     receipt_failed,
 )
@@ -335,7 +334,7 @@ def render(trajectory: Trajectory, *, labels: bool = True, width: int | None = N
         if message.content or not message.tool_calls:
             lines.append(f"{label}{message.role}: {cut(message.content)}")
         for call in message.tool_calls:
-            lines.append(f"{label}  call {call.id} {call.name}({cut(argument_text(call))})")
+            lines.append(f"{label}  call {call.id} {call.name}({cut(call.argument_text())})")
     return lines
 
 

@@ -16,7 +16,6 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from judge.model import Message, ToolSpec, Trajectory, Usage
 from judge.repair.calls import (
-    argument_text,
     call_sites,
     is_plan_call,
     is_read_only,
@@ -176,7 +175,7 @@ def evidence_for(trajectory: Trajectory, issue: ScoredIssue, cluster: Cluster | 
     if issue.turn is not None:
         for site in call_sites(trajectory):
             if site.turn == issue.turn and site.failed and site.receipt is not None:
-                quotes.append(f"T{site.turn} {site.call.name}({argument_text(site.call)[:200]}) -> {site.receipt.content[:400]}")
+                quotes.append(f"T{site.turn} {site.call.name}({site.call.argument_text()[:200]}) -> {site.receipt.content[:400]}")
     return quotes
 
 

@@ -20,7 +20,6 @@ from pydantic import BaseModel
 from judge.model import Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
-    argument_text,
     call_sites,
     message_text,
     receipt_failed,
@@ -81,7 +80,7 @@ def no_reference_to_deleted_failure(
     for call_id in deleted:
         site = orig_sites.get(call_id)
         if site:
-            deleted_tokens |= distinctive_tokens(argument_text(site.call)) | distinctive_tokens(site.receipt.content if site.receipt else "")
+            deleted_tokens |= distinctive_tokens(site.call.argument_text()) | distinctive_tokens(site.receipt.content if site.receipt else "")
     orig_failed = failed_receipt_indices(original)
     edited_failed = failed_receipt_indices(edited)
     all_sites = call_sites(original)
@@ -189,11 +188,11 @@ def find_premature_claims(trajectory: Trajectory, detectors: Detectors) -> list[
     for (index, sentence), (is_claim, _score) in zip(items, claims):
         if not is_claim:
             continue
-        done = [_overlap(sentence.text, s.call.name + " " + argument_text(s.call)) for s in sites
+        done = [_overlap(sentence.text, s.call.name + " " + s.call.argument_text()) for s in sites
                 if s.receipt_index is not None and s.receipt_index < index and not receipt_failed(s.receipt)]
         best_done = max(done, default=0)
         for site in (s for s in sites if s.message_index >= index):
-            score = _overlap(sentence.text, site.call.name + " " + argument_text(site.call))
+            score = _overlap(sentence.text, site.call.name + " " + site.call.argument_text())
             if score and score > best_done:
                 found.append(PrematureClaim(index, sentence.start, sentence.end, sentence.text, site))
                 break
@@ -276,7 +275,7 @@ def information_order(original: Trajectory, edited: Trajectory, message_map: Seq
             continue
         if message.role != "assistant":
             continue
-        used = value_tokens(message_text(message) + "\n" + "\n".join(argument_text(c) for c in message.tool_calls))
+        used = value_tokens(message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls))
         # Only values that came from a receipt in the original are checked (the model may invent names).
         source_original = _values_from_receipts_before(original, message_map[index]) - value_tokens(orig_seen)
         for token in sorted((used & source_original) - shown):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
-from judge.model import Message, Receipt, ToolCall, Trajectory, canonical_json
+from judge.model import Message, Receipt, ToolCall, Trajectory
 from judge.rules.config import CompiledPatterns, RulesConfig
 from judge.rules.matching import PhraseGroup
 
@@ -80,7 +80,7 @@ class Action:
     def text(self) -> str:
         """The call's arguments as text (canonical JSON), for matching names of files and objects."""
         if self.arguments is None:
-            self.arguments = arguments_text(self.call) if self.call is not None else ""
+            self.arguments = self.call.argument_text() if self.call is not None else ""
         return self.arguments
 
     @property
@@ -461,14 +461,6 @@ def _line_at(text: str, position: int) -> str:
     start = text.rfind("\n", 0, position) + 1
     end = text.find("\n", position)
     return text[start : end if end >= 0 else len(text)].strip()
-
-
-def arguments_text(call: ToolCall) -> str:
-    if call.arguments_error:
-        return call.raw_arguments or ""
-    if isinstance(call.arguments, str):
-        return call.arguments
-    return canonical_json(call.arguments)
 
 
 def argument_values(action: Action) -> list[str]:
