@@ -348,8 +348,11 @@ def test_unscored_pass_keeps_its_raw_output(views: dict):
     assert unscored["parse_error"][4] == "not json " + SCRIPT
 
 
-def test_index_rows_carry_filter_data(dom: Node):
+def test_index_rows_carry_filter_data(dom: Node, summary: dict):
     rows = {r.attrs["data-trajectory"]: r for r in dom.find_all("tr") if "data-trajectory" in r.attrs}
+    # the turn count the paged index shows too (summary.json's rows): one count for both layouts
+    assert {r.attrs["data-id"]: int(r.attrs["data-turns"]) for r in rows.values()} == {
+        t["id"]: t["turns"] for t in summary["trajectories"] if t["turns"] is not None}
     bad = rows[anchor_id("t-bad")]
     assert bad.attrs["data-score"] == "2"
     assert json.loads(bad.attrs["data-categories"]) == ["code", "semantic"]

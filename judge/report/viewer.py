@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pydantic_core import to_json
@@ -109,13 +110,13 @@ class TrajectoryView:
     repair: RepairRow | None
     categories: list[str]
     tags: list[str]
-    turns: int
     review: HumanReview | None = None  # human decisions applied to the score row (docs/review.md)
     added: list[IssueView] = field(default_factory=list)  # issues reviewers added (they count; no panel vote)
 
-    @property
+    @cached_property
     def pinned_issues(self) -> list[IssueView]:
-        """The issues pinned to turns, in the order the transcript shows them."""
+        """The issues pinned to turns, in the order the transcript shows them (the index row, the details and the
+        view data each read it)."""
         if not self.pinned:  # most trajectories: no need to walk the turns
             return []
         return [issue for turn in self.assistant_turns if turn is not None for issue in self.pinned.get(turn, [])]
@@ -201,7 +202,6 @@ def build_view(
         repair=repair,
         categories=sorted({i.category for i in majority}),
         tags=sorted({i.tag for i in majority if i.tag}),
-        turns=len(turns),
         review=score.review,
         added=added,
     )
