@@ -21,7 +21,8 @@ RSS, the child's ``ru_maxrss`` from ``os.wait4``; CPU time of Python's cyclic ga
 - ``pipeline``: what ``judge score`` runs before its report, in one process (``judge.score(..., report=False)``):
   the import, then one pass in which each trajectory is judged, scored and routed as its passes are committed;
 - ``judge score``: the command end to end, report included (``--no-report`` skips the report stage and this
-  row);
+  row); with ``--repeat N`` it runs N times with a read of the floor beside each, and the targets compare the
+  best run with the best read (the host's speed drifts: one day the same floor read took 0.64-0.85 s);
 
 then the targets of issue #14 with the measured figure beside each and whether it is met: peak RSS under
 500 MB at 100k (every row's peak is checked, the largest named); the end-to-end rules-judge run (``judge
@@ -29,6 +30,7 @@ score``) within 15x of stdlib json parsing of the input, in CPU time and in wall
 wall time also measures the neighbours: CPU time is the figure to compare between versions.
 
     python bench/scale.py [--sizes 10000 100000] [--tmp /tmp/trajudge-scale] [--keep] [--no-report] [--synthetic]
+                          [--repeat N]
 """
 
 from __future__ import annotations
@@ -247,7 +249,7 @@ class Runs:
                 shutil.rmtree(folder, ignore_errors=True)
 
 
-def bench_size(source: Path | None, size: int, runs: Runs, with_report: bool) -> None:
+def bench_size(source: Path | None, size: int, runs: Runs, with_report: bool, repeat: int = 1) -> None:
     input_path = build_input(source, size, runs.folder)
     floor_cpu, floor_wall = parse_floor(input_path)
     floor = {"cpu": floor_cpu, "wall": floor_wall}
@@ -275,10 +277,21 @@ def bench_size(source: Path | None, size: int, runs: Runs, with_report: bool) ->
     print(row("pipeline", rows["pipeline"], size, floor), flush=True)
     runs.done(one_dir)
     if with_report:
-        score_dir = runs.new(f"run-{size}-score")
-        rows["judge score"] = measure([sys.executable, "-c", JUDGE_CLI, "score", str(input_path), "--out", str(score_dir)])
-        print(row("judge score", rows["judge score"], size, floor), flush=True)
-        runs.done(score_dir)
+        attempts = []
+        for attempt in range(1, repeat + 1):
+            score_dir = runs.new(f"run-{size}-score")
+            figures = measure([sys.executable, "-c", JUDGE_CLI, "score", str(input_path), "--out", str(score_dir)])
+            attempts.append(figures)
+            name = "judge score" if repeat == 1 else f"judge score {attempt}"
+            print(row(name, figures, size, floor), flush=True)
+            runs.done(score_dir)
+            if repeat > 1:  # a read beside each attempt: the host's speed drifts between rows
+                floor_cpu, floor_wall = parse_floor(input_path, repeats=1)
+                floor = {"cpu": min(floor["cpu"], floor_cpu), "wall": min(floor["wall"], floor_wall)}
+        rows["judge score"] = min(attempts, key=lambda figures: figures["cpu"])
+        if repeat > 1:
+            print(row("json floor", floor, size, floor) + f"  (best of {3 + repeat} reads)")
+            print(row("judge score", rows["judge score"], size, floor) + f"  (best of {repeat})")
     for line in targets(size, rows, floor):
         print(line)
 
@@ -291,6 +304,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the run directories")
     parser.add_argument("--no-report", action="store_true", help="skip the report stage and the `judge score` row")
     parser.add_argument("--synthetic", action="store_true", help="replicate synthetic trajectories, not the airline file")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run `judge score` N times, with a read of the floor beside each, and compare the best of "
+                             "each (on a host whose speed drifts)")
     parser.add_argument("--stages", nargs="+", choices=[*STAGES, "pipeline"], help=argparse.SUPPRESS)  # the child side
     parser.add_argument("--run", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--input", type=Path, help=argparse.SUPPRESS)
@@ -309,7 +325,7 @@ def main() -> None:
     runs = Runs(args.tmp, args.keep)
     try:
         for size in args.sizes:
-            bench_size(source, size, runs, not args.no_report)
+            bench_size(source, size, runs, not args.no_report, args.repeat)
     finally:
         runs.close()
 
