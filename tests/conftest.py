@@ -4,8 +4,10 @@
   the test. Loopback (127.0.0.0/8, ::1, ``localhost``) is allowed: the fake LLM servers of
   judge.testing.servers and the browser tests' beacon server listen there. A blocked attempt raises
   :class:`BlockedConnection` at once (before any DNS query or packet), and is also recorded, so a test whose
-  code swallows the exception (a provider error path, a fallback) still fails at teardown. Subprocesses that
-  tests start are not covered.
+  code swallows the exception (a provider error path, a fallback) still fails at teardown. The Python processes
+  that tests start are guarded too, through tests/netguard/sitecustomize.py (see
+  tests/netguard/trajudge_socket_guard.py; a test that sets ``PYTHONPATH`` for a child keeps the inherited one);
+  processes that are not Python (Chromium, Ray's raylet and GCS) are not.
 - **fake_providers**: registers the provider ``fake`` (:class:`judge.testing.fake_provider.FakeProviders`):
   queued :class:`judge.testing.fake_provider.FakeProvider` objects, one per spec, so a panel, a judge or a
   repair run built from specs (``fake:gpt-4o``) talks to scripted answers instead of an SDK.
@@ -22,109 +24,37 @@ fixture modules under tests/fixtures import as ``fixtures.<folder>.<module>`` (p
 
 from __future__ import annotations
 
-import ipaddress
-import socket
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from judge.testing.fake_provider import FakeProviders
 from judge.testing.synthetic import synthetic_batch
 
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+_GUARD_DIR = Path(__file__).resolve().parent / "netguard"
+if _GUARD_DIR.is_dir() and str(_GUARD_DIR) not in sys.path:  # a copy of this file elsewhere has it on PYTHONPATH
+    sys.path.insert(0, str(_GUARD_DIR))
 
-
-class BlockedConnection(RuntimeError):
-    """A test tried to reach a host other than this machine. Not an OSError: it must not pass for a network
-    failure that the code under test is built to survive."""
-
-
-def is_loopback(host: Any) -> bool:
-    """Whether ``host`` (an address literal or a name) is this machine, decided without any lookup."""
-    if isinstance(host, bytes):
-        host = host.decode("ascii", "replace")
-    if not isinstance(host, str):
-        return False
-    name = host.strip("[]").split("%", 1)[0].rstrip(".").lower()  # [::1], fe80::1%eth0, "localhost."
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False  # a host name: allowing it would need a DNS query
-    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
-    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
-
-
-def is_address_literal(host: Any) -> bool:
-    try:
-        ipaddress.ip_address(str(host).strip("[]").split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
-
-
-class SocketGuard:
-    """Wraps socket connect/connect_ex/sendto and getaddrinfo; ``blocked`` lists what was refused."""
-
-    Blocked = BlockedConnection  # for tests that expect a refusal (conftest is not imported by test modules)
-    is_loopback = staticmethod(is_loopback)
-
-    def __init__(self) -> None:
-        self.blocked: list[str] = []
-
-    def refuse(self, what: str) -> BlockedConnection:
-        self.blocked.append(what)
-        return BlockedConnection(f"socket guard: {what} refused - tests may only reach loopback (127.0.0.1, ::1, localhost)")
-
-    def check_address(self, sock: socket.socket, address: Any, action: str) -> None:
-        if sock.family not in (socket.AF_INET, socket.AF_INET6):
-            return  # Unix sockets, socketpairs and netlink stay on this machine
-        host = address[0] if isinstance(address, tuple) and address else address
-        if not is_loopback(host):
-            raise self.refuse(f"{action} to {address!r}")
-
-    def take(self) -> list[str]:
-        """The refusals since the last call (a test that expects refusals consumes them)."""
-        taken, self.blocked = self.blocked, []
-        return taken
-
-    def install(self, patch: pytest.MonkeyPatch) -> None:
-        guard = self
-        real_connect, real_connect_ex, real_sendto = socket.socket.connect, socket.socket.connect_ex, socket.socket.sendto
-        real_getaddrinfo = socket.getaddrinfo
-
-        def connect(sock: socket.socket, address: Any) -> None:
-            guard.check_address(sock, address, "connect")
-            return real_connect(sock, address)
-
-        def connect_ex(sock: socket.socket, address: Any) -> int:
-            guard.check_address(sock, address, "connect")
-            return real_connect_ex(sock, address)
-
-        def sendto(sock: socket.socket, data: Any, *args: Any) -> int:
-            guard.check_address(sock, args[-1], "sendto")  # sendto(data, address) or sendto(data, flags, address)
-            return real_sendto(sock, data, *args)  # type: ignore[arg-type]
-
-        def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-            if host is not None and not is_loopback(host) and not is_address_literal(host):
-                raise guard.refuse(f"name lookup of {host!r}")
-            return real_getaddrinfo(host, *args, **kwargs)
-
-        patch.setattr(socket.socket, "connect", connect)
-        patch.setattr(socket.socket, "connect_ex", connect_ex)
-        patch.setattr(socket.socket, "sendto", sendto)
-        patch.setattr(socket, "getaddrinfo", getaddrinfo)
+import trajudge_socket_guard  # noqa: E402  (tests/netguard: also what every child process imports at start-up)
+from trajudge_socket_guard import SocketGuard  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
-def socket_guard() -> Iterator[SocketGuard]:
-    """The session's guard (installed before any other fixture); request it to inspect refusals."""
+def socket_guard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SocketGuard]:
+    """The session's guard (installed before any other fixture); request it to inspect refusals. Python processes
+    that tests start get it too: its folder goes first on ``PYTHONPATH`` (its ``sitecustomize`` installs it) and
+    their refusals go to a log that each test's teardown reads."""
     guard = SocketGuard()
+    log = str(tmp_path_factory.mktemp("socket-guard") / "refused.log")
+    guard.watch_children(log)
+    folder = str(Path(trajudge_socket_guard.__file__).resolve().parent)
     with pytest.MonkeyPatch.context() as patch:
-        guard.install(patch)
+        guard.install(patch.setattr)
+        patch.setenv(trajudge_socket_guard.LOG_ENV, log)
+        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [folder, os.environ.get("PYTHONPATH")])))
         yield guard
 
 

@@ -18,6 +18,7 @@ from judge import api, frames, rundir
 from judge.cli import app
 from judge.testing.builders import say, trajectory, verdict
 from judge.testing.synthetic import synthetic_batch
+from trajudge_socket_guard import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +51,7 @@ def test_import_judge_loads_no_api_until_a_name_is_used() -> None:
         "print('judge.api' in sys.modules, 'pandas' in sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+                            env={**os.environ, "PYTHONPATH": child_pythonpath(ROOT)}, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["[]", "True False"]  # the frames load pandas only when asked for
 

@@ -27,6 +27,7 @@ from judge.store import RunStore
 from judge.testing.batch_servers import FakeBatchServer
 from judge.testing.servers import Scripted
 from judge.testing.synthetic import synthetic_batch
+from trajudge_socket_guard import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -221,7 +222,7 @@ def test_a_kill_during_polling_resumes_the_recorded_batch(trajectories: list, tm
     args = ["score", str(batch_file), "--out", str(tmp_path / "run"), "--judge", JUDGES["openai"], "--batch",
             "--config", str(config), "--no-preflight", "--embedder", "lexical"]
     try:
-        process = subprocess.Popen([sys.executable, "-c", KILLED, *args], env={**os.environ, "PYTHONPATH": str(ROOT)},
+        process = subprocess.Popen([sys.executable, "-c", KILLED, *args], env={**os.environ, "PYTHONPATH": child_pythonpath(ROOT)},
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while server.polls < 3 and process.poll() is None and time.monotonic() < deadline:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from trajudge_socket_guard import child_pythonpath
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "judge"
 # Only these may import judge.pipeline: it orchestrates the stages, and no stage depends on it.
@@ -156,5 +158,5 @@ def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
         "sys.exit(1 if failed else 0)\n"
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": child_pythonpath(ROOT)})
     assert result.returncode == 0, result.stdout + result.stderr

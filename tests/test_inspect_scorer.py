@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from judge.cli import app
 from judge.importers import load_trajectories
 from judge.rundir import RunDir
+from trajudge_socket_guard import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_inspect = pytest.mark.skipif(find_spec("inspect_ai") is None,
@@ -203,7 +204,7 @@ def test_inspect_score_finds_the_scorer_through_the_entry_point(eval_log: tuple[
     rescored = tmp_path / "rescored.json"
     command = [sys.executable, "-m", "inspect_ai", "score", str(path), "--scorer", "judge/trajudge", "-S", "embedder=lexical",
                "--action", "overwrite", "--output-file", str(rescored), "--display", "none"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path / "site")]), "INSPECT_LOG_DIR": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(ROOT, tmp_path / "site"), "INSPECT_LOG_DIR": str(tmp_path)}
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     samples = {s["id"]: s["scores"]["trajudge"] for s in json.loads(rescored.read_text())["samples"]}

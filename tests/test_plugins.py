@@ -24,6 +24,7 @@ from judge.cli import app
 from judge.judges import make_judge
 from judge.model import Trajectory
 from judge.schema import Verdict
+from trajudge_socket_guard import child_pythonpath
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "tests" / "plugins" / "trajudge_example_plugin"
@@ -49,7 +50,7 @@ def install_example(site: Path) -> None:
 
 def judge_cli(*args: str, site: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``judge ARGS`` in a fresh process that sees the plugin (entry points are read once per process)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(EXAMPLE), str(REPO)])}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(site, EXAMPLE, REPO)}
     env.pop(plugins.ONLY_ENV, None)
     return subprocess.run([sys.executable, "-c", "from judge.cli import main; main()", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)

@@ -3,7 +3,8 @@ directory as the local engine on the same input (rules judge, and an LLM panel t
 cache is the run's (a rerun makes no call), and ``--max-cost`` holds across workers.
 
 One Ray instance serves the module (start-up takes seconds): two CPUs, no dashboard, listening on 127.0.0.1 only,
-so the socket guard of conftest.py has nothing to refuse. It is shut down after the last test.
+so the socket guard of conftest.py has nothing to refuse, in this process or in Ray's workers (Ray's dashboard head
+is left unguarded: tests/netguard/sitecustomize.py says why). It is shut down after the last test.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from judge import rundir
 from judge.cli import app
 from judge.testing.simjudge import SimConfig, SimulatedJudge, simulated_server
 from judge.testing.synthetic import synthetic_batch
+from trajudge_socket_guard import child_pythonpath
 
 if importlib.util.find_spec("ray") is None:
     pytest.skip("Ray is not installed (pip install 'trajudge[ray]'): the Ray engine cannot be tested",
@@ -42,6 +44,7 @@ from judge.engine.ray_engine import RayEngine  # noqa: E402 - after the skip: it
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "batch"
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: a Ray instance started here listens on 127.0.0.1 only
+USER_SET_USAGE = "RAY_USAGE_STATS_ENABLED" in os.environ  # the engine leaves a user's own setting as it is
 # Fields that differ between any two runs (durations, clock times, where the run is) or name the engine.
 VOLATILE = frozenset({"latency_s", "judge_latency_s", "elapsed_s", "wall_s", "started_at", "finished_at",
                       "generated_at", "engine", "dir"})
@@ -103,6 +106,27 @@ def _difference(local: Any, ray: Any, where: str = "") -> str:
             if a != b:
                 return _difference(a, b, f"{where}[{index}]")
     return f"{where or 'the value'}: local {local!r:.300} / ray {ray!r:.300}"
+
+
+def test_the_run_instance_sends_no_usage_statistics_and_its_workers_are_guarded(ray_instance: RayEngine,
+                                                                               socket_guard: Any) -> None:
+    """An instance started for the run gives its processes Ray's telemetry switch off (and this process gets its
+    environment back); the workers, where trajudge's tasks run, have the tests' socket guard."""
+    import ray
+
+    @ray.remote
+    def probe() -> tuple[str | None, str]:
+        try:
+            socket.create_connection(("10.255.255.1", 9), timeout=5)
+        except Exception as error:  # the guard's refusal is not an OSError
+            return os.environ.get("RAY_USAGE_STATS_ENABLED"), type(error).__name__
+        return os.environ.get("RAY_USAGE_STATS_ENABLED"), "connected"
+
+    assert ray.get(probe.remote()) == ("0", "BlockedConnection")
+    if not USER_SET_USAGE:
+        assert "RAY_USAGE_STATS_ENABLED" not in os.environ, "the switch is for Ray's processes, not kept in this one"
+    (refused,) = socket_guard.take()  # consumed: this test expected it
+    assert refused.startswith("in a child process") and "10.255.255.1" in refused
 
 
 def test_rules_run_is_the_same_on_both_engines(ray_instance: RayEngine, tmp_path: Path) -> None:
@@ -281,7 +305,7 @@ def test_the_cli_on_an_existing_cluster(ray_instance: RayEngine, ray_cluster: st
 
 def checkout_path() -> str:
     """PYTHONPATH for a subprocess that must import this checkout."""
-    return os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return child_pythonpath(REPO)
 
 
 def _panel(options: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from judge.sharedcache import SharedCache, cache_path, default_cache_dir
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
 from judge.testing.synthetic import make_trajectory
+from trajudge_socket_guard import child_pythonpath
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,7 +224,7 @@ print(seen)
 
 
 def test_several_processes_share_one_cache(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(ROOT)}
     workers = [subprocess.Popen([sys.executable, "-c", WORKER, f"w{n}", str(tmp_path)], env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(3)]
     outputs = [worker.communicate(timeout=120) for worker in workers]

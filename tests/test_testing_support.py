@@ -20,6 +20,7 @@ from judge.providers import Completion, RateLimited
 from judge.testing.builders import call, cluster, issue, say, tool, trajectory, verdict
 from judge.testing.fake_provider import FakeProvider, QueueEmpty
 from judge.testing.servers import EMPTY_VERDICT
+from trajudge_socket_guard import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,11 +86,39 @@ def test_a_swallowed_refusal_still_fails_the_test(tmp_path: Path) -> None:
         "    except Exception:\n"
         "        pass\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "test_swallow_in_a_child.py").write_text(
+        "import subprocess, sys\n"
+        "def test_a_child_swallows():\n"
+        f"    subprocess.run([sys.executable, '-c', {SWALLOWING_CHILD!r}], check=True)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(ROOT)}
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
                              str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "tried to reach the network" in result.stdout and "1 passed, 1 error" in result.stdout
+    assert "2 passed, 2 errors" in result.stdout, result.stdout
+    assert "tried to reach the network: connect to ('10.255.255.1', 9)" in result.stdout
+    assert "tried to reach the network: in a child process, pid" in result.stdout
+
+
+# A child that swallows the refusal and reports what it caught.
+SWALLOWING_CHILD = (
+    "import socket\n"
+    "try:\n"
+    "    socket.create_connection(('10.255.255.1', 9), timeout=5)\n"
+    "except Exception as error:\n"
+    "    print(type(error).__name__)\n"
+)
+
+
+def test_a_python_child_process_is_guarded(socket_guard) -> None:
+    """A Python process a test starts gets the guard from the inherited PYTHONPATH: refused there before any packet,
+    and the refusal reaches this process even though the child swallowed it."""
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", SWALLOWING_CHILD], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "BlockedConnection", result.stdout + result.stderr
+    assert time.monotonic() - started < 30  # not the 5 s connect timeout of a sent SYN, several times over
+    (refused,) = socket_guard.take()  # consumed: this test expected it
+    assert refused.startswith("in a child process, pid ") and "connect to ('10.255.255.1', 9)" in refused
 
 
 # --- FakeProvider ---------------------------------------------------------------------------------
