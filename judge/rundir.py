@@ -30,7 +30,7 @@ from typing import IO, Any, Generic, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.jsonenc import row_json
-from judge.model import Trajectory
+from judge.model import SCHEMA_VERSION, Trajectory
 from judge.schema import Cluster, OverrideRow, Reject, RepairRow, ScoreRow, Verdict
 
 TRAJECTORIES = "trajectories.jsonl"  # the canonical input the run judged (so later stages need no re-import)
@@ -202,19 +202,36 @@ def write_json(path: Path, value: Any) -> None:
 
 
 _ROW_PREFIX = b'{"trajectory_id":"'  # how model_dump_json starts every Verdict, Cluster and ScoreRow line
+# ... and every trajectories.jsonl line the import writes
+_TRAJECTORY_PREFIX = b'{"schema_version":"' + SCHEMA_VERSION.encode() + b'","id":"'
+
+
+def leading_string(line: bytes, prefix: bytes, key: str, errors: str = "strict") -> str:
+    """The string ``key`` holds in one JSONL row: read from the line's start when the row is written the usual way
+    (``prefix``: the JSON up to that string's opening quote), else parsed. ``errors``: how bytes that are not
+    UTF-8 decode (``strict`` raises ``UnicodeDecodeError``). ``ValueError`` when the row is not a JSON object with
+    that string."""
+    if line.startswith(prefix):
+        end = line.find(b'"', len(prefix))
+        value = line[len(prefix):end]
+        if end > 0 and b"\\" not in value:  # an escape inside the string: let the JSON parser read it
+            return value.decode("utf-8", errors)
+    row = json.loads(line.decode("utf-8", errors))
+    found = row.get(key) if isinstance(row, dict) else None
+    if not isinstance(found, str):
+        raise ValueError(f"no {key}")
+    return found
 
 
 def _row_trajectory_id(line: bytes) -> str:
-    """The ``trajectory_id`` of one JSONL row, read from the line's start when it is written the usual way."""
-    if line.startswith(_ROW_PREFIX):
-        end = line.find(b'"', len(_ROW_PREFIX))
-        value = line[len(_ROW_PREFIX):end]
-        if end > 0 and b"\\" not in value:  # an escape inside the id: let the JSON parser read it
-            return value.decode("utf-8")
-    found = json.loads(line).get("trajectory_id")
-    if not isinstance(found, str):
-        raise ValueError("no trajectory_id")
-    return found
+    """The ``trajectory_id`` of one JSONL row (a verdict, cluster or score row)."""
+    return leading_string(line, _ROW_PREFIX, "trajectory_id")
+
+
+def trajectory_line_id(line: bytes) -> str:
+    """The ``id`` of one trajectories.jsonl line, decoded as the run's tolerant readers decode it (bytes that are
+    not UTF-8 replaced); ``ValueError`` when the line is not an object with a string id."""
+    return leading_string(line, _TRAJECTORY_PREFIX, "id", errors="replace")
 
 
 class TrajectoryHead(BaseModel):

@@ -173,10 +173,12 @@ def test_a_side_file_out_of_order_gives_the_same_report(tmp_path: Path, name: st
     assert (name in capsys.readouterr().err) == shuffle
 
 
-def test_rows_without_a_trajectory_are_counted_not_lost(tmp_path: Path) -> None:
+@pytest.mark.parametrize("broken", ["not a trajectory", "cut short"])
+def test_rows_without_a_trajectory_are_counted_not_lost(tmp_path: Path, broken: str) -> None:
     path = random_run(tmp_path / "run", 20)
     lines = (path / rundir.TRAJECTORIES).read_text(encoding="utf-8").splitlines()
-    lines[5] = lines[5].replace('"messages":', '"messages_broken":')  # t0005: a bad row with a readable id
+    # t0005: a bad row with a readable id (valid JSON, or a line cut after its id: no JSON at all)
+    lines[5] = lines[5].replace('"messages":', '"messages_broken":') if broken == "not a trajectory" else lines[5][:120]
     del lines[7]  # t0007: gone from trajectories.jsonl, its rows stay
     (path / rundir.TRAJECTORIES).write_text("\n".join(lines) + "\n", encoding="utf-8")
     summary = build_summary(path)

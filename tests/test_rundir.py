@@ -140,3 +140,45 @@ def test_no_name_writes_outside_the_run(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="outside the run directory"):
         RunDir(tmp_path / "run").write_rows("../escaped.jsonl", [])
     assert not (tmp_path / "escaped.jsonl").exists()
+
+
+CANONICAL = trajectory("t-1", [say("Done.")]).to_json_bytes()
+
+
+@pytest.mark.parametrize(("line", "found"), [
+    (CANONICAL, "t-1"),  # written by the import: read from the line's start
+    (CANONICAL + b"\n", "t-1"),
+    (trajectory('t "quoted" \\ id', [say("Done.")]).to_json_bytes(), 't "quoted" \\ id'),  # escapes: parsed
+    (trajectory("t-ü", [say("Done.")]).to_json_bytes(), "t-ü"),
+    (b'{"id": "t-2", "schema_version": "trajudge.trajectory/1"}', "t-2"),  # another key order: parsed
+    (b'{"schema_version":"trajudge.trajectory/9","id":"t-3"}', "t-3"),  # another schema: parsed
+    (CANONICAL[: CANONICAL.index(b'"messages"')], "t-1"),  # cut after the id: listed (the stream skips it)
+    (b'{"schema_version":"trajudge.trajectory/1","id":"t-\xff"}', "t-\ufffd"),  # as the tolerant reader decodes it
+    (b'{"schema_version":"trajudge.trajectory/9","id":"t-\xfe"}', "t-\ufffd"),
+    (b"[1, 2]", None),  # not an object
+    (b'{"id": 7}', None),
+    (b'{"query": "no id"}', None),
+    (b"{not json", None),
+])
+def test_a_trajectory_line_id(line: bytes, found: str | None) -> None:
+    """trajectory_ids reads each id from the line's start; it must give what parsing the line gives."""
+    if found is None:
+        with pytest.raises(ValueError):
+            rundir.trajectory_line_id(line)
+    else:
+        assert rundir.trajectory_line_id(line) == found
+        if line.rstrip().endswith(b"}"):  # a whole line: what the JSON parser reads
+            assert json.loads(line.decode("utf-8", "replace"))["id"] == found
+
+
+def test_a_side_row_that_is_not_an_object_is_a_bad_row(tmp_path: Path) -> None:
+    """The grouping reader reads trajectory ids from line starts too: a JSON array is a bad row, not a crash."""
+    run = RunDir(tmp_path)
+    good = verdict(1, trajectory_id="t1").model_dump_json()
+    (tmp_path / rundir.VERDICTS).write_text(f"{good}\n[1, 2]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"verdicts\.jsonl:2: not a valid Verdict row: no trajectory_id"):
+        run.verdicts_by_trajectory()
+    bad: list[BadRow] = []
+    with run.verdicts_by_trajectory(bad_rows=bad) as grouped:
+        assert list(grouped) == ["t1"]
+    assert [(b.file, b.line) for b in bad] == [(rundir.VERDICTS, 2)]

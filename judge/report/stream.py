@@ -14,12 +14,11 @@ skipped and listed in ``bad_rows`` with its file and line (the report shows them
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict, defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from judge import rundir
 from judge.model import Trajectory, Usage
@@ -79,13 +78,6 @@ class Entry:
         lists: dict[str, list[Any]] = {rundir.SCORES: self.scores, rundir.CLUSTERS: self.clusters,
                                        rundir.VERDICTS: self.verdicts, rundir.REPAIRS: self.repairs}
         return lists[name]
-
-
-class _IdOnly(BaseModel):
-    """The id of a trajectories.jsonl row, read without building the trajectory."""
-
-    model_config = ConfigDict(extra="ignore")
-    id: str
 
 
 class OutOfOrder(Exception):
@@ -168,8 +160,18 @@ def _reader(run: RunDir, name: str, bad_rows: list[BadRow]) -> Iterator[Any]:
 
 
 def trajectory_ids(run: RunDir) -> list[str]:
-    """The ids of trajectories.jsonl in file order (rows without an id left out), without building trajectories."""
-    return [row.id for row in run.rows(rundir.TRAJECTORIES, _IdOnly, missing_ok=True, bad_rows=[])]
+    """The ids of trajectories.jsonl in file order (rows without an id left out), without building trajectories:
+    each read from its line's start (parsing a 26 KB line for its id cost an eighth of a report). A line that names
+    an id but is not a valid trajectory is listed: the stream counts it among the unreadable rows it skips."""
+    if not run.has(rundir.TRAJECTORIES):
+        return []
+    ids = []
+    with run.file(rundir.TRAJECTORIES).open("rb") as lines:
+        for line in lines:
+            if line.strip():
+                with contextlib.suppress(ValueError):
+                    ids.append(rundir.trajectory_line_id(line))
+    return ids
 
 
 def entries(run: RunDir, ids: list[str], bad_rows: list[BadRow], grouped: frozenset[str] = frozenset()) -> Iterator[Entry]:
