@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import from_json
 
 from judge.jsonenc import row_json
 from judge.model import SCHEMA_VERSION, Trajectory
@@ -216,7 +217,7 @@ def leading_string(line: bytes, prefix: bytes, key: str, errors: str = "strict")
         value = line[len(prefix):end]
         if end > 0 and b"\\" not in value:  # an escape inside the string: let the JSON parser read it
             return value.decode("utf-8", errors)
-    row = json.loads(line.decode("utf-8", errors))
+    row = from_json(line.decode("utf-8", errors))  # the readers' parser: too deep a nesting is a ValueError too
     found = row.get(key) if isinstance(row, dict) else None
     if not isinstance(found, str):
         raise ValueError(f"no {key}")

@@ -6,8 +6,10 @@
   :class:`BlockedConnection` at once (before any DNS query or packet), and is also recorded, so a test whose
   code swallows the exception (a provider error path, a fallback) still fails at teardown. The Python processes
   that tests start are guarded too, through tests/netguard/sitecustomize.py (see
-  tests/netguard/trajudge_socket_guard.py; a test that sets ``PYTHONPATH`` for a child keeps the inherited one);
-  processes that are not Python (Chromium, Ray's raylet and GCS) are not.
+  tests/netguard/trajudge_socket_guard.py; a test that sets ``PYTHONPATH`` for a child keeps the inherited one
+  with ``child_pythonpath``). Not guarded: processes that are not Python (Chromium, Ray's raylet and GCS), Ray's
+  dashboard head (its start-up asks the cloud metadata endpoints), and a child started with ``-I``, ``-S`` or
+  ``-E`` or without the inherited ``PYTHONPATH``.
 - **fake_providers**: registers the provider ``fake`` (:class:`judge.testing.fake_provider.FakeProviders`):
   queued :class:`judge.testing.fake_provider.FakeProvider` objects, one per spec, so a panel, a judge or a
   repair run built from specs (``fake:gpt-4o``) talks to scripted answers instead of an SDK.

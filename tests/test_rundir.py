@@ -159,6 +159,7 @@ CANONICAL = trajectory("t-1", [say("Done.")]).to_json_bytes()
     (b'{"id": 7}', None),
     (b'{"query": "no id"}', None),
     (b"{not json", None),
+    (b'{"id":' + b"[" * 5000 + b"]" * 5000 + b"}", None),  # nested too deep: a bad row, not a RecursionError
 ])
 def test_a_trajectory_line_id(line: bytes, found: str | None) -> None:
     """trajectory_ids reads each id from the line's start; it must give what parsing the line gives."""

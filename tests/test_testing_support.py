@@ -113,10 +113,8 @@ SWALLOWING_CHILD = (
 def test_a_python_child_process_is_guarded(socket_guard) -> None:
     """A Python process a test starts gets the guard from the inherited PYTHONPATH: refused there before any packet,
     and the refusal reaches this process even though the child swallowed it."""
-    started = time.monotonic()
     result = subprocess.run([sys.executable, "-c", SWALLOWING_CHILD], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == "BlockedConnection", result.stdout + result.stderr
-    assert time.monotonic() - started < 30  # not the 5 s connect timeout of a sent SYN, several times over
     (refused,) = socket_guard.take()  # consumed: this test expected it
     assert refused.startswith("in a child process, pid ") and "connect to ('10.255.255.1', 9)" in refused
 

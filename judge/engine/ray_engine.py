@@ -50,7 +50,6 @@ from judge.sharedcache import SharedCache, default_cache_dir
 RUNTIME_ENV_VARIABLE = "TRAJUDGE_RAY_RUNTIME_ENV"  # JSON: the runtime_env of a cluster's workers (docs/ray.md)
 # Ray's switch (read when it is imported) between the machine's address and 127.0.0.1 for a local instance.
 _LOOPBACK_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-_USAGE_STATS_VARIABLE = "RAY_USAGE_STATS_ENABLED"  # Ray's telemetry switch, read by the processes it starts
 PART_BYTES = 8 << 20  # input bytes per import task (consecutive files; one large file is one part)
 PART_FILES = 256
 MIN_SHARD, MAX_SHARD = 16, 2000  # trajectories per shard
@@ -119,14 +118,10 @@ class RayEngine:
     def __enter__(self) -> RayEngine:
         # A local instance started for the run listens on 127.0.0.1 only, and a cluster named by a loopback address
         # is reached there (else Ray swaps 127.0.0.1 for the machine's address): Ray reads this when it is first
-        # imported. The processes Ray starts inherit these switches; they are taken back from this process after.
-        switches: dict[str, str] = {}
-        if _on_loopback(self.address) and "ray" not in sys.modules:
-            switches[_LOOPBACK_VARIABLE] = "0"
-        if self.address is None:  # an instance started for the run sends Ray no usage statistics
-            switches[_USAGE_STATS_VARIABLE] = "0"
-        switches = {name: value for name, value in switches.items() if name not in os.environ}  # the user's stand
-        os.environ.update(switches)
+        # imported, and the processes it starts inherit it.
+        loopback = (_on_loopback(self.address) and "ray" not in sys.modules and _LOOPBACK_VARIABLE not in os.environ)
+        if loopback:
+            os.environ[_LOOPBACK_VARIABLE] = "0"
         try:
             ray = _import_ray()
             if not ray.is_initialized():
@@ -137,8 +132,8 @@ class RayEngine:
                                             f"{type(error).__name__}: {error}") from error
                 self._started = True
         finally:
-            for name in switches:
-                del os.environ[name]
+            if loopback:
+                del os.environ[_LOOPBACK_VARIABLE]
         self._home = ray.get_runtime_context().get_node_id()
         return self
 

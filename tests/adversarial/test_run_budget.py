@@ -18,6 +18,7 @@ from judge.cli import app
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
 from judge.testing.synthetic import synthetic_batch
+from trajudge_socket_guard import child_pythonpath
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def test_calls_in_flight_at_a_kill_are_counted_and_reported(tmp_path: Path, monk
     hang.set()
     with FakeLLMServer("openai", responder=responder) as fake:
         env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = child_pythonpath(REPO)
         child = subprocess.Popen([sys.executable, "-c", SCORE, str(batch), "--out", str(run_dir), "--config", str(config),
                                   "--judge", f"openai-compatible:m@{fake.base_url}", "--concurrency", "4",
                                   "--max-cost", "1", "--no-preflight"], env=env,

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from judge.cli import app
 from judge.testing.servers import FakeLLMServer, Scripted
 from judge.testing.synthetic import synthetic_batch
+from trajudge_socket_guard import child_pythonpath
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def batch_file(tmp_path: Path, count: int = 3) -> Path:
 
 def child_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = child_pythonpath(REPO)
     return env
 
 

@@ -20,6 +20,7 @@ from judge.panel import PanelConfig, run_panel
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
 from judge.testing.synthetic import make_trajectory, synthetic_batch
+from trajudge_socket_guard import child_pythonpath
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +92,7 @@ def test_bidi_and_control_characters_in_ids_are_made_visible(tmp_path: Path) -> 
         text = (tmp_path / "run" / name).read_text(encoding="utf-8")
         assert RLO not in text and "\x1b" not in text, name
         assert "invoice-\\u202efdp.exe" in text or "invoice-\\\\u202efdp.exe" in text, name
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(REPO)}
     env.pop("FORCE_COLOR", None)
     outputs = {}
     for extra in ([], ["--list"]):
@@ -107,7 +108,7 @@ def test_bidi_and_control_characters_in_ids_are_made_visible(tmp_path: Path) -> 
 def test_no_color_is_honoured_on_a_terminal(tmp_path: Path) -> None:
     pty = pytest.importorskip("pty")
     batch = write_batch(tmp_path / "batch.jsonl", synthetic_batch(1)[0])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), "NO_COLOR": "1",
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(REPO), "NO_COLOR": "1",
            "TERM": "xterm-256color"}
     env.pop("FORCE_COLOR", None)
     leader, follower = pty.openpty()

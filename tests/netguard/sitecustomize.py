@@ -19,9 +19,9 @@ if os.environ.get("TRAJUDGE_SOCKET_GUARD_LOG") and not (sys.argv and sys.argv[0]
 
     SocketGuard(log=os.environ[LOG_ENV]).install()
 
-_here = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.machinery.PathFinder.find_spec(
-    "sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != _here])
+_here = os.path.dirname(os.path.realpath(__file__))
+_spec = importlib.machinery.PathFinder.find_spec(  # this folder under any spelling (a symlink) is left out
+    "sitecustomize", [p for p in sys.path if os.path.realpath(p or ".") != _here])
 if _spec is not None and _spec.loader is not None:
     _shadowed = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_shadowed)

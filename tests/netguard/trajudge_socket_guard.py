@@ -9,8 +9,9 @@ reads at its teardown. So code that swallows the exception (a provider's error p
 test, in a child process too.
 
 Loopback (127.0.0.0/8, ::1, ``localhost``) is allowed: the fake LLM servers of judge.testing.servers and the
-browser tests' beacon server listen there. Unix sockets, socketpairs and netlink are not checked. Processes that
-are not Python (Chromium, Ray's raylet and GCS) are not covered.
+browser tests' beacon server listen there. Unix sockets, socketpairs and netlink are not checked. Not covered:
+processes that are not Python (Chromium, Ray's raylet and GCS), Ray's dashboard head (sitecustomize.py says why),
+and a child started with ``-I``, ``-S`` or ``-E`` or without the inherited ``PYTHONPATH``.
 """
 
 from __future__ import annotations
