@@ -207,7 +207,7 @@ _ROW_PREFIX = b'{"trajectory_id":"'  # how model_dump_json starts every Verdict,
 _TRAJECTORY_PREFIX = b'{"schema_version":"' + SCHEMA_VERSION.encode() + b'","id":"'
 
 
-def leading_string(line: bytes, prefix: bytes, key: str, errors: str = "strict") -> str:
+def _leading_string(line: bytes, prefix: bytes, key: str, errors: str = "strict") -> str:
     """The string ``key`` holds in one JSONL row: read from the line's start when the row is written the usual way
     (``prefix``: the JSON up to that string's opening quote), else parsed. ``errors``: how bytes that are not
     UTF-8 decode (``strict`` raises ``UnicodeDecodeError``). ``ValueError`` when the row is not a JSON object with
@@ -226,13 +226,13 @@ def leading_string(line: bytes, prefix: bytes, key: str, errors: str = "strict")
 
 def _row_trajectory_id(line: bytes) -> str:
     """The ``trajectory_id`` of one JSONL row (a verdict, cluster or score row)."""
-    return leading_string(line, _ROW_PREFIX, "trajectory_id")
+    return _leading_string(line, _ROW_PREFIX, "trajectory_id")
 
 
 def trajectory_line_id(line: bytes) -> str:
     """The ``id`` of one trajectories.jsonl line, decoded as the run's tolerant readers decode it (bytes that are
     not UTF-8 replaced); ``ValueError`` when the line is not an object with a string id."""
-    return leading_string(line, _TRAJECTORY_PREFIX, "id", errors="replace")
+    return _leading_string(line, _TRAJECTORY_PREFIX, "id", errors="replace")
 
 
 class TrajectoryHead(BaseModel):

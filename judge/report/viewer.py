@@ -115,8 +115,8 @@ class TrajectoryView:
 
     @cached_property
     def pinned_issues(self) -> list[IssueView]:
-        """The issues pinned to turns, in the order the transcript shows them (the index row, the details and the
-        view data each read it)."""
+        """The issues pinned to turns, in the order the transcript shows them (the Markdown index row and details
+        and the HTML index row each read it)."""
         if not self.pinned:  # most trajectories: no need to walk the turns
             return []
         return [issue for turn in self.assistant_turns if turn is not None for issue in self.pinned.get(turn, [])]
