@@ -299,8 +299,6 @@ def test_the_cli_on_an_existing_cluster(ray_instance: RayEngine, ray_cluster: st
     assert recorded["address"] == ray_cluster and recorded["cpus"] == 1
 
 
-
-
 def _panel(options: dict[str, Any]) -> dict[str, Any]:
     """judge.score's keywords for the panel options (the retry delay is a config setting, not a flag)."""
     from judge.panel import PanelConfig
