@@ -74,7 +74,7 @@ def category_chart(grid: dict[str, dict[str, int]]) -> str:
             bars.append(_text(x_of(total) + 3, y + height / 2 + FONT * 0.35, str(total), anchor="start", size=9))
         parts.append(_text(left - 5, y + height / 2 + FONT * 0.35, category, anchor="end"))
     parts.append(f'<g id="{prefix}-bars">{"".join(bars)}</g>')
-    axis = [_line(left, top, left, top + plot_h), _line(left, top + plot_h, left + plot_w, top + plot_h)]
+    axis = _frame(left, top, plot_w, plot_h)
     for tick in ticks:
         x = x_of(tick)
         axis.append(_line(x, top + plot_h, x, top + plot_h + 4))
@@ -93,7 +93,7 @@ def _column_chart(prefix: str, title: str, labels: Sequence[str], values: Sequen
     y_of = _scale(limit, TOP + plot_h, -plot_h)
     slot = plot_w / max(slots or len(values), 1)
     bars: list[str] = []
-    axis: list[str] = [_line(left, TOP, left, TOP + plot_h), _line(left, TOP + plot_h, left + plot_w, TOP + plot_h)]
+    axis = _frame(left, TOP, plot_w, plot_h)
     for index, (label, value, colour) in enumerate(zip(labels, values, colours)):
         centre = left + slot * (index + 0.5)
         if value:
@@ -111,6 +111,11 @@ def _column_chart(prefix: str, title: str, labels: Sequence[str], values: Sequen
     axis.append(f'<text x="12" y="{_n(middle)}" transform="rotate(-90 12 {_n(middle)})" text-anchor="middle" '
                 f'font-size="{FONT}" fill="{INK}">{escape(y_label)}</text>')
     return _svg(prefix, title, [f'<g id="{prefix}-bars">{"".join(bars)}</g>', f'<g id="{prefix}-axes">{"".join(axis)}</g>'])
+
+
+def _frame(left: float, top: float, width: float, height: float) -> list[str]:
+    """The plot area's left and bottom axis lines."""
+    return [_line(left, top, left, top + height), _line(left, top + height, left + width, top + height)]
 
 
 def _ticks(top: float) -> tuple[list[int], float]:
