@@ -33,3 +33,10 @@ row_json = encoder_once(json.JSONEncoder(ensure_ascii=False, default=str))
 """``json.dumps(value, ensure_ascii=False, default=str)``: a JSONL row of a dict (summary rows, dict rows)."""
 compact_json = encoder_once(json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str))
 """The same without spaces: the report's page data (index rows, the free-form parts of a view)."""
+
+# The two sorted-key encoders (the text of a value whatever order its keys came in).
+canonical_json = encoder_once(json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str))
+"""``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)``: the argument text the rules judge reads."""
+sorted_compact_json = encoder_once(json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str,
+                                                    separators=(",", ":")))
+"""The same without spaces: what content and argument hashes are taken of."""

@@ -9,15 +9,13 @@ messages, so there is one source of truth and the canonical JSON round-trips to 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import operator
-from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judge.jsonenc import encoder_once
+from judge.jsonenc import canonical_json, sorted_compact_json
 from judge.outcome import TaskOutcome, from_fields
 
 SCHEMA_VERSION = "trajudge.trajectory/1"
@@ -68,7 +66,7 @@ class ToolCall(BaseModel):
 
     def argument_hash(self) -> str:
         """Stable hash of (name, arguments): the key for reusing a receipt on resume."""
-        payload = self.raw_arguments if self.arguments_error else _hash_json(self.arguments)
+        payload = self.raw_arguments if self.arguments_error else sorted_compact_json(self.arguments)
         return _sha256(f"{self.name}\x00{payload}")[:16]
 
     def argument_text(self) -> str:
@@ -298,7 +296,7 @@ class Trajectory(BaseModel):
         context = self.metadata.judge_context()
         if context:  # left out when empty, so the hash of a trajectory without any stays what it was
             content["context"] = context
-        return _sha256(_hash_json(content))
+        return _sha256(sorted_compact_json(content))
 
     def generation_usage(self) -> Usage:
         """Generation tokens recorded in the trajectory (per-turn usage, else the metadata total)."""
@@ -344,18 +342,6 @@ def number_turns(messages: list[Message]) -> list[Message]:
         message.__dict__["turn"] = turn
         message.__pydantic_fields_set__.add("turn")
     return messages
-
-
-def _sorted_json(item_separator: str, key_separator: str) -> Callable[[Any], str]:
-    """``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str, separators=...)`` as one function made
-    once: json.dumps with options builds a new encoder per call, and JSONEncoder.encode a new C core per call, most
-    of the cost for the small arguments of a tool call."""
-    return encoder_once(json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str,
-                                         separators=(item_separator, key_separator)))
-
-
-canonical_json = _sorted_json(", ", ": ")  # json.dumps's separators: the argument text the rules judge reads
-_hash_json = _sorted_json(",", ":")  # compact: what content and argument hashes are taken of
 
 
 def _sha256(text: str) -> str:

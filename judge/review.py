@@ -25,12 +25,12 @@ it (``ScoreRow.review``). Precedence, per trajectory:
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from judge import rundir
+from judge.jsonenc import compact_json
 from judge.model import Trajectory
 from judge.rundir import RunDir
 from judge.schema import (
@@ -67,7 +67,7 @@ def clusters_fingerprint(clusters: Sequence[Cluster]) -> str:
                 for m in c.members)]
         for c in sorted(clusters, key=lambda c: c.cluster)
     ]
-    text = json.dumps(shown, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = compact_json(shown)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -130,8 +130,6 @@ class JsonlWriter:
             self._tmp.unlink(missing_ok=True)
 
 
-
-
 def write_row(handle: IO[bytes], row: BaseModel | dict[str, Any]) -> None:
     """Write ``row``'s JSONL line and its newline to the binary ``handle``."""
     # Two writes, not one of ``line + b"\n"``: the concatenation would copy a long line.

@@ -222,12 +222,15 @@ class RayEngine:
                 self.import_parts += 1
                 _add_stats(stats, item.stats)
                 rejects.write_text(item.rejects)
+                # The part's lines go out as one block (they end with a newline), with any repeated id renamed.
                 lines = item.trajectories.split(b"\n")
-                for line, original in zip(lines, item.ids):
+                renamed = False
+                for index, original in enumerate(item.ids):
                     new_id = ids.claim(original)
                     if new_id != original:
-                        line = with_new_id(Trajectory.model_validate_json(line), new_id).to_json_bytes()
-                    out.write_text(line + b"\n")
+                        lines[index] = with_new_id(Trajectory.model_validate_json(lines[index]), new_id).to_json_bytes()
+                        renamed = True
+                out.write_text(b"\n".join(lines) if renamed else item.trajectories)
         stats.renamed = ids.renamed
         return stats
 

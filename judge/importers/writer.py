@@ -6,7 +6,7 @@ Shared by ``judge import`` and :func:`judge.pipeline.import_to_run`, so both wri
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -131,8 +131,6 @@ class ImportSink:
                  lines: dict[str, bytes] | None = None):
         self.out, self.rejects, self.stats, self.keep_rejects = out, rejects, stats, keep_rejects
         self.lines = lines  # trajectory id -> its line, for ImportStream(keep_lines=True)
-        # Trajectory lines are the UTF-8 bytes pydantic-core writes, taken by a binary ``out`` as they are.
-        self._write_line: Callable[[bytes], object] = out.write
 
     def add(self, item: Trajectory | Reject) -> bool:
         """Write one item; True when it was a trajectory and its line was written (False: a reject's line)."""
@@ -148,7 +146,9 @@ class ImportSink:
                 stats.imported += 1
                 fmt_name = item.metadata.source_format
                 stats.by_format[fmt_name] = stats.by_format.get(fmt_name, 0) + 1
-                self._write_line(line + b"\n")
+                # The UTF-8 bytes pydantic-core wrote, then the newline: two writes copy no long line (rundir.write_row).
+                self.out.write(line)
+                self.out.write(b"\n")
                 if self.lines is not None:
                     self.lines[item.id] = line
                 return True

@@ -107,7 +107,7 @@ async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCalle
             agent_query = outcome.rewrite
     row.guidance, row.extra["guidance_source"] = guidance, source
     row.extra["teacher_usage"] = usage.model_dump()
-    return build_tickets(trajectory, row, driver.issue, driver.cluster, guidance=guidance, guidance_source=source,
+    return build_tickets(trajectory, row, driver.issue, guidance=guidance, guidance_source=source,
                          usage=usage, cost_usd=cost, agent_query=agent_query, rewrite_check=check, control_arm=control_arm,
                          evidence=evidence)
 

@@ -275,7 +275,6 @@ def build_tickets(
     trajectory: Trajectory,
     row: RepairRow,
     issue: ScoredIssue,
-    cluster: Cluster | None,
     *,
     guidance: str | None,
     guidance_source: str | None,

@@ -262,8 +262,6 @@ def _manifest(run: RunDir) -> tuple[RunManifest, list[BadRow]]:
         return RunManifest(), [BadRow(rundir.MANIFEST, 1, message)]
 
 
-
-
 class _Writer:
     """Everything one streaming pass writes: per-trajectory parts go to files under a build folder of the run
     (moved into place by :meth:`finish`, removed by :meth:`discard`)."""

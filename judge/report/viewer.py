@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from pydantic_core import to_json
@@ -113,7 +112,7 @@ class TrajectoryView:
     review: HumanReview | None = None  # human decisions applied to the score row (docs/review.md)
     added: list[IssueView] = field(default_factory=list)  # issues reviewers added (they count; no panel vote)
 
-    @cached_property
+    @property
     def pinned_issues(self) -> list[IssueView]:
         """The issues pinned to turns, in the order the transcript shows them (the Markdown index row and details
         and the HTML index row each read it)."""
