@@ -25,8 +25,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from judge import rundir
-
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -68,6 +66,8 @@ def run_lock(run_dir: Path | str, command: str = "judge", *, notify: bool = True
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    from judge import rundir  # here, not at import: `judge --help` imports this module (and not pydantic)
+
     path = rundir.safe_child(run_dir, rundir.LOCK)
     with _guard:
         entry = _held.get(path)

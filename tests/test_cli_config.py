@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from judge.cli import app
 from judge.cli.cluster_cmds import CLUSTER_KEYS
-from judge.cli.score_cmds import SCORE_FILE_KEYS, ScoreFileOptions, load_config
+from judge.cli.score_config import SCORE_FILE_KEYS, ScoreFileOptions, load_config
 from judge.cluster import ClusterConfig
 from judge.config import ConfigError, flag_key, read_option_file
 from judge.panel import PANEL_KEYS, PANEL_RENAMED, PanelConfig

@@ -160,3 +160,32 @@ def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
                             env={**os.environ, "PYTHONPATH": child_pythonpath(ROOT)})
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# What `judge --help` and `judge <command> --help` must not load: the canonical model, the run directory, the
+# panel, the event loop, the numeric stack, rich's Markdown and tracebacks. They are imported when a command runs
+# (issue 27: help under 150 ms; bench/cli_startup.py prints the times). typer itself builds a command's options
+# with pydantic, so only the top-level help can do without it.
+HELP_MUST_NOT_LOAD = ("judge.model", "judge.rundir", "judge.panel", "asyncio", "numpy", "yaml", "rich.markdown",
+                      "rich.traceback")
+
+
+@pytest.mark.parametrize("command", [[], ["score"], ["show"], ["review"], ["repair", "run"], ["continue"]],
+                         ids=lambda c: " ".join(["judge", *c, "--help"]))
+def test_help_loads_only_what_it_needs(command: list[str]) -> None:
+    script = (
+        "import sys\n"
+        f"sys.argv = ['judge', *{command!r}, '--help']\n"
+        "from judge.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"unwanted = {HELP_MUST_NOT_LOAD + (() if command else ('pydantic',))!r}\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in unwanted or m in unwanted)\n"
+        "print(' '.join(loaded), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": child_pythonpath(ROOT)})
+    assert "Usage: judge" in result.stdout, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines()[-1:] in ([], [""]), f"--help loaded: {result.stderr.strip()}"

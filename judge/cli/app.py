@@ -112,4 +112,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    # click's plain help: it wraps sentences at the terminal's width and shows each option's type, and it does
+    # not import rich's Markdown, syntax and traceback modules (a third of `judge --help`'s time; issue 27)
+    rich_markup_mode=None,
 )

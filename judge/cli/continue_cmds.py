@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,8 @@ def continue_cmd(
     unchanged turns without paying). Exit 3 when --max-cost stopped an arm, else 1 when no arm finished.
     Not a security boundary: run it inside a container for agents you do not trust (README).
     """
+    import asyncio
+
     from judge.continuation import (
         Budget,
         CommandMapping,
@@ -127,6 +128,8 @@ def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, 
                     rpm: float | None, tpm: float | None, timeout: float | None) -> tuple[list[Any], dict[str, Any]]:
     """Run the tickets with a model agent on the run's call path (lock, store, budget); what it made and paid
     (``line``: the sentence to print)."""
+    import asyncio
+
     from judge.continuation import run_tickets
     from judge.runcalls import CallSettings, open_calls, write_budget
     from judge.runlock import run_lock

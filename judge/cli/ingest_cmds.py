@@ -6,20 +6,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from judge import terminal
 from judge.cli.app import ExitCode, app, examples
 from judge.cli.output import Output, json_option
-from judge.model import Message, Trajectory
 from judge.terminal import clip as _clip
 from judge.terminal import shown as _shown
 from judge.visible import visible
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from judge.importers.writer import ImportStats
+    from judge.model import Message, Trajectory
     from judge.schema import Reject
 
 _FORMAT_HELP = (
@@ -194,6 +194,8 @@ def _list_table(rows: list[dict[str, object]], width: int) -> Table | None:
     fit whole. Only the query is shortened (the full text is one ``judge show --id`` away), and left out when
     no room is left for it; rich would otherwise squeeze the id column to nothing."""
     from rich.cells import cell_len
+    from rich.markup import escape
+    from rich.table import Table
 
     names = ("id", "format", "turns", "calls", "errors")
     cells = [[visible(str(row[name]), identifier=True) for name in names] for row in rows]

@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from judge import rundir, terminal
+from judge import terminal
 from judge.cli.app import ExitCode, app, examples
 from judge.cli.output import Output, json_option
 
@@ -67,6 +67,7 @@ def review_command(
     applied. `judge rescore RUN` applies the rest: the report shows them as human decisions beside the judges'
     result, with judge-vs-human agreement figures. See docs/review.md.
     """
+    from judge import rundir
     from judge.review import review_items
     from judge.review_flow import ONLY_CHOICES
     from judge.rundir import RunDir
@@ -247,6 +248,7 @@ def _print_decisions(output: Output, items: dict[str, Any], ids: list[str], run:
 
 def _interactive(run: Any, items: dict[str, Any], ids: list[str], only: str, again: bool, reviewer: str,
                  max_chars: int, output: Output) -> None:
+    from judge import rundir
     from judge.review_flow import ReviewSession, select
 
     chosen = [items[tid] for tid in ids] if ids else list(select(items.values(), only, again=again))

@@ -7,41 +7,19 @@ outcome to an exit code.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import BaseModel, ConfigDict
 
-from judge import rundir
 from judge.cli.app import ExitCode, app, examples, outcome_code
 from judge.cli.output import Output, json_option
 
 if TYPE_CHECKING:
     from judge.importers.writer import ImportStats
     from judge.panel import PanelConfig, PanelResult
-
-# The options of `judge score` that a config file may hold besides the panel's (judge.panel.PANEL_KEYS), under
-# the flags' names; tests/test_cli_config.py checks that together they are every option but --out and --config.
-SCORE_FILE_KEYS = {"format": "format", "rubric": "rubric", "embedder": "embedder", "strict": "strict",
-                   "no-preflight": "no_preflight", "engine": "engine", "address": "address"}
-
-
-class ScoreFileOptions(BaseModel):
-    """The non-panel options a ``judge score`` config file set (None / False: not set)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    format: str | None = None
-    rubric: Path | None = None
-    embedder: str | None = None
-    strict: bool = False
-    no_preflight: bool = False
-    engine: str | None = None
-    address: str | None = None
 
 
 @app.command(
@@ -97,8 +75,12 @@ def score_command(
     Exit codes: 0 every pass scored; 1 usage, input or machine error; 2 some passes unscored;
     3 no pass scored, a judge failed its preflight check, or the budget cap stopped the run.
     """
+    import asyncio
+
+    from judge import rundir
     from judge.api import NothingImported, SetupError, score_async
     from judge.cli.ingest_cmds import import_notes
+    from judge.cli.score_config import ScoreFileOptions, load_config
     from judge.engine import EngineUnavailable
     from judge.panel import PanelConfig, PreflightFailed, describe_result, summary_lines
 
@@ -186,8 +168,10 @@ def print_dry_run(output: Output, inputs: list[Path], out: Path, settings: Panel
                   **flags: Any) -> None:
     """``--dry-run``: import into a temporary folder (deleted after), then print what judging into ``out`` would
     call and cost (:func:`judge.estimate.estimate_run`); ``out`` is read, never written."""
+    import asyncio
     import tempfile
 
+    from judge import rundir
     from judge.api import SetupError, panel_settings
     from judge.estimate import describe, estimate_run
     from judge.importers.writer import write_import
@@ -213,19 +197,6 @@ def print_dry_run(output: Output, inputs: list[Path], out: Path, settings: Panel
     for line in describe(estimate, out, token_count_method()):
         output.line(line)
     output.document({"dry_run": True, "run": out, "import": stats, "calls": estimate.calls, "estimate": estimate})
-
-
-def load_config(path: Path) -> tuple[PanelConfig, ScoreFileOptions]:
-    """The panel settings and the other options of a ``judge score`` config file; notes about old key names go
-    to stderr. Raises :class:`judge.config.ConfigError` (a ValueError) naming the file, line and key."""
-    from judge.config import build_checked
-    from judge.panel import PanelConfig, read_panel_file
-
-    file = read_panel_file(path, SCORE_FILE_KEYS)
-    for note in file.notes:
-        typer.echo(f"note: {note}", err=True)
-    options = build_checked(ScoreFileOptions.model_validate, file.subset(SCORE_FILE_KEYS.values()))
-    return PanelConfig.from_file(file), options
 
 
 def score_counts(scores: Iterable[Any]) -> dict[str, Any]:
