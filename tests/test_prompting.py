@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
 
+from judge import prompting
 from judge.prompting import (
     HEADER_CLOSE,
     HEADER_OPEN,
@@ -152,3 +154,13 @@ def test_shorten_middle(length: int, cap: int, cut: int) -> None:
 
 def test_estimate_tokens_is_about_four_chars_per_token() -> None:
     assert estimate_tokens("a" * 400) in range(50, 101)
+
+
+@pytest.mark.parametrize(("text", "ascii_chars"), [
+    ("", 0), ("abcd", 4), ("完了", 0), ("ab完了cd", 4), ("Проверка ok", 3), ("\x00\x7f\x80", 2), ("😀 emoji", 6),
+    ("\ud800 lone", 5),  # a lone surrogate (a trajectory may hold one) is one other char, not an error
+])
+def test_the_estimate_counts_ascii_chars_by_four_and_every_other_char_as_one(text: str, ascii_chars: int) -> None:
+    if prompting._encoder() is not None:
+        pytest.skip("tiktoken's encoding is cached here: estimate_tokens counts with it")
+    assert estimate_tokens(text) == math.ceil(ascii_chars / 4 + (len(text) - ascii_chars))

@@ -40,5 +40,16 @@ def test_an_uncached_tiktoken_encoding_is_not_downloaded_and_the_estimate_is_use
     assert prompting._encoder() is None
     assert fake_tiktoken == []  # the download was refused before it started
     assert prompting.estimate_tokens("abcd" * 10) == 10
+    # installed but not cached is not "not installed" (issue 26: the export said so)
     assert prompting.token_count_method().startswith("estimate")
+    assert "tiktoken is installed, but its o200k_base file is not in its cache" in prompting.token_count_method()
     assert sys.modules["tiktoken.load"].read_file.__name__ == "read_file"  # the loader is put back
+
+
+def test_without_tiktoken_the_method_says_it_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # import tiktoken raises ImportError
+    prompting._encoder.cache_clear()
+    try:
+        assert prompting.token_count_method().endswith("(tiktoken is not installed)")
+    finally:
+        prompting._encoder.cache_clear()
