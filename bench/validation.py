@@ -5,7 +5,8 @@
 Runs exactly the commands docs/validation.md lists (``judge score ... --judge rules`` then ``judge validate ...
 --markdown``), each as a subprocess of this Python, and prints the Markdown blocks. With ``--write FILE`` it
 replaces, in that file, only the blocks between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``
-markers (the header with date and commit, the runs table, one table per labelled set); the prose around them is
+markers (the header with date and commit, the runs table, one table per labelled set, and the exact-step
+comparison with the trivial baselines and the published dependency-guided LLM method); the prose around them is
 kept, and must be re-read by hand when the figures move. The commit is ``git rev-parse HEAD`` of this checkout,
 marked ``+ uncommitted changes`` when the tree is not clean, so a figure always names the code that made it.
 """
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "import sys; from judge.cli import main; sys.argv[0] = 'judge'; sys.exit(main())"]
@@ -33,6 +35,13 @@ RUNS: dict[str, tuple[str, tuple[str, str] | None]] = {
     "mast": ("mast_mad_human", ("mast_mad_human/MAD_human_labelled_dataset.json", "mast")),
     "tau-airline": ("tau_bench_trajectories", None),
 }
+
+
+# Exact-step accuracy of the published dependency-guided LLM failure-attribution method on Who&When, as issue 24
+# states it (46% on Algorithm-Generated, 29% on Hand-Crafted); it counts history steps, ours counts turns.
+DEPENDENCY_GUIDED = {"ww-ag": 0.46, "ww-hc": 0.29}
+STEP_SETS = {"ww-hc": "Who&When Hand-Crafted", "ww-ag": "Who&When Algorithm-Generated", "agentrx-tau": "AgentRx tau retail"}
+TRIVIAL = {"always-first": "always T1", "always-last": "always last", "first-failed-call": "first failed call"}
 
 
 def judge(*args: str) -> str:
@@ -68,6 +77,35 @@ def runs_table(work: Path) -> str:
     return "\n".join(lines)
 
 
+def _rate_cell(rate: dict[str, Any]) -> str:
+    return f"{100 * rate['value']:.1f}% ({rate['hits']:g}/{rate['n']})" if rate["n"] else "n/a"
+
+
+def step_comparison(reports: dict[str, dict[str, Any]]) -> str:
+    """Exact step of the judge beside always-T1, always-last, first-failed-call and the published dependency-guided
+    method, one row per labelled set, and a sentence saying where the judge stands (``reports``: validate's JSON)."""
+    lines = ["| set | judge (ours) | always T1 | always last | first failed call | best trivial | published dependency-guided LLM |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    verdicts = []
+    for name, label in STEP_SETS.items():
+        if name not in reports:
+            continue
+        predictors = reports[name]["predictors"]
+        cell = {key: _rate_cell(predictors[key]["step_exact"]) for key in ("judge", *TRIVIAL)}
+        ours = predictors["judge"]["step_exact"]["value"]
+        best_name, best = max(((TRIVIAL[k], predictors[k]["step_exact"]["value"]) for k in TRIVIAL), key=lambda kv: kv[1])
+        published = DEPENDENCY_GUIDED.get(name)
+        lines.append(f"| {label} | {cell['judge']} | {cell['always-first']} | {cell['always-last']} | {cell['first-failed-call']} "
+                     f"| {100 * best:.1f}% ({best_name}) | {f'{100 * published:.0f}%' if published is not None else 'n/a'} |")
+        where = "above" if ours > best else ("level with" if ours == best else "below")
+        sentence = f"- {label}: the offline judge is {where} the best trivial baseline ({100 * ours:.1f}% vs {100 * best:.1f}%, {best_name})"
+        if published is not None:
+            sentence += f" and {100 * (published - ours):.1f} points below the published dependency-guided LLM method ({100 * published:.0f}%)"
+        verdicts.append(sentence + ".")
+    return "\n".join([*lines, "", *verdicts,
+                      "- exact step = the decisive turn named exactly; the published figures count history steps, ours turns."])
+
+
 def replace_blocks(text: str, blocks: dict[str, str]) -> str:
     """``text`` with each ``<!-- generated:NAME -->...<!-- /generated:NAME -->`` body replaced; a missing marker is an error."""
     for name, body in blocks.items():
@@ -88,15 +126,20 @@ def main() -> None:
         raise SystemExit(f"datasets not found: {args.datasets}")
     work = args.work or Path(tempfile.mkdtemp(prefix="trajudge-validation-"))
     blocks: dict[str, str] = {}
+    reports: dict[str, dict[str, Any]] = {}
     for name, (source, labels) in RUNS.items():
         out = work / name
         judge("score", str(args.datasets / source), "--judge", "rules", "--out", str(out))
         if labels is not None:
             path, kind = labels
-            title, tables = judge("validate", str(out), "--labels", str(args.datasets / path), "--kind", kind,
-                                  "--markdown").split("\n", 1)
+            report = work / f"{name}.json"
+            printed = judge("validate", str(out), "--labels", str(args.datasets / path), "--kind", kind, "--markdown",
+                            "--json-out", str(report)).replace(f"wrote {report}\n", "")
+            title, tables = printed.split("\n", 1)
             blocks[name] = f"{title}\n{tables}"
+            reports[name] = json.loads(report.read_text(encoding="utf-8"))
     blocks["runs"] = runs_table(work)
+    blocks["step-comparison"] = step_comparison(reports)
     blocks["header"] = (f"Generated {dt.date.today().isoformat()} from trajudge commit {commit()} by "
                         "`bench/validation.py`; data: the copies in `../shared/datasets/` (see each folder's SOURCE.md).")
     if args.write:

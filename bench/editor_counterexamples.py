@@ -1,0 +1,145 @@
+"""The offline editor and its validators on the issue-24 editor COUNTEREXAMPLE suite: right or wrong per case.
+
+    python bench/editor_counterexamples.py [--cases FILE] [--verbose]
+
+The suite (tests/fixtures/editor_counterexamples/cases.jsonl, written by us, expectations committed before the
+first run) holds an original trajectory and a proposed edit per case, with the decision a correct editor takes:
+``refuse`` with a reason kind of /work/prompts/tags.md (effects, dependency, order, unsupported-final, reference,
+flip, future-claim, side-effects), or ``accept``. Each case goes through the editor's public API:
+
+- ``delete``: :func:`judge.repair.editor.offline_edit` with a ``failed-call`` issue at the turn of the proposed
+  calls; accepted when it returns ``status == "edited"`` (then the sentences the case lists under ``cut`` must be
+  gone from the edited trajectory);
+- ``rewrite`` (a full rewriter output): :func:`judge.repair.validators.validate_edit` on the edited trajectory,
+  its message map and deleted calls; accepted when every validator passes.
+
+The editor's own words (dependency kinds, validator names) are mapped to tags.md's reason kinds by
+:data:`REASON_KINDS`. A case is **right** when the decision matches and, for a refusal, the expected reason kind is
+among those the editor gave; the decision-only count is printed beside it. When the editor's API changes (the fact
+ledger), only :func:`run_case` and :data:`REASON_KINDS` change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judge.importers import Source
+from judge.importers.reader import parse_record
+from judge.model import Trajectory
+from judge.repair.editor import offline_edit
+from judge.repair.textref import get_detectors
+from judge.repair.validators import validate_edit
+from judge.schema import Issue
+
+CASES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "editor_counterexamples" / "cases.jsonl"
+
+# The editor's dependency kinds and validator names -> the reason kinds of tags.md they stand for.
+REASON_KINDS: dict[str, set[str]] = {
+    "resource-state": {"effects", "side-effects"},
+    "returned-values": {"dependency"},
+    "control": {"dependency"},
+    "textual": {"reference"},
+    "no-reference-to-deleted-failure": {"reference"},
+    "no-premature-claim": {"future-claim"},
+    "no-failed-receipt-made-success": {"flip"},
+    "information-order": {"order"},
+    "final-answer-kept": {"unsupported-final"},
+    "rules-judge": {"reference", "future-claim"},
+}
+
+
+@dataclass
+class Outcome:
+    """What the editor decided on one case, in tags.md's words, and the editor's own words for it."""
+
+    decision: str  # accept | refuse
+    reasons: set[str] = field(default_factory=set)
+    detail: str = ""
+
+
+def load(record: dict[str, Any], where: str) -> Trajectory:
+    item = parse_record(record, Source(where))
+    if not isinstance(item, Trajectory):
+        raise ValueError(f"{where}: the record does not import: {item.reason}")
+    return item
+
+
+def run_case(case: dict[str, Any]) -> Outcome:
+    """Run one case through the editor (``delete``) or the validators (``rewrite``)."""
+    original = load(case["original"], f"{case['id']} (original)")
+    edit = case["edit"]
+    detectors = get_detectors()
+    if case["kind"] == "delete":
+        issue = Issue(turn=edit["turn"], category="code", severity="severe", tag="failed-call",
+                      description="a failed call proposed for deletion")
+        result = offline_edit(original, issue, detectors=detectors)
+        if result.status == "edited":
+            assert result.edited is not None
+            text = "\n".join(m.content or "" for m in result.edited.messages if m.role == "assistant")
+            left = [c["text"] for c in edit["cut"] if c["text"] in text]
+            extra = sorted(set(result.removed_calls) ^ set(edit["delete_calls"]))
+            detail = result.reason + (f"; sentences left that must be cut: {left}" if left else "") + (
+                f"; removed calls differ from the proposal: {extra}" if extra else "")
+            return Outcome("accept", {"cut-missing"} if left else set(), detail)
+        reasons = {kind for d in result.dependencies if d.status in ("blocking", "unknown") for kind in REASON_KINDS.get(d.kind, {d.kind})}
+        reasons |= {kind for v in result.validators if not v.passed for kind in REASON_KINDS.get(v.name, {v.name})}
+        return Outcome("refuse", reasons, f"{result.status}: {result.reason}")
+    edited = load(edit["edited"], f"{case['id']} (edited)")
+    results = validate_edit(original, edited, edit["message_map"], edit["deleted_calls"], detectors)
+    failed = [v for v in results if not v.passed]
+    if not failed:
+        return Outcome("accept", set(), "validators passed")
+    reasons = {kind for v in failed for kind in REASON_KINDS.get(v.name, {v.name})}
+    return Outcome("refuse", reasons, "; ".join(f"{v.name}: {'; '.join(v.findings) or v.detail}" for v in failed))
+
+
+def is_right(case: dict[str, Any], outcome: Outcome) -> tuple[bool, bool]:
+    """(decision right, decision and reason right) for one case (pure)."""
+    expected = case["expected"]
+    decision = outcome.decision == expected["decision"]
+    if not decision:
+        return False, False
+    if expected["decision"] == "accept":
+        return True, "cut-missing" not in outcome.reasons
+    return True, expected["reason"] in outcome.reasons
+
+
+def read_cases(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=Path, default=CASES)
+    parser.add_argument("--verbose", action="store_true", help="print the editor's words for every case")
+    args = parser.parse_args()
+    cases = read_cases(args.cases)
+    decision_right = both_right = 0
+    groups: dict[tuple[str, str], list[int]] = {}
+    print(f"{'case':36} {'kind':7} {'expected':26} {'editor':40} result")
+    for case in cases:
+        outcome = run_case(case)
+        decided, right = is_right(case, outcome)
+        decision_right += decided
+        both_right += right
+        key = (case["kind"], case["expected"]["decision"])
+        groups.setdefault(key, [0, 0])
+        groups[key][0] += right
+        groups[key][1] += 1
+        want = case["expected"]["decision"] + (f" ({case['expected']['reason']})" if case["expected"]["reason"] else "")
+        got = outcome.decision + (f" ({', '.join(sorted(outcome.reasons))})" if outcome.reasons else "")
+        verdict = "right" if right else ("decision right, reason wrong" if decided else "WRONG")
+        print(f"{case['id']:36} {case['kind']:7} {want:26} {got[:40]:40} {verdict}")
+        if args.verbose or not right:
+            print(f"    {outcome.detail[:400]}")
+    print(f"\nright (decision and reason): {both_right} / {len(cases)}; decision right: {decision_right} / {len(cases)}")
+    for (kind, decision), (right, total) in sorted(groups.items()):
+        print(f"  {kind:7} expected {decision:6}: {right:2d} / {total:2d} right")
+
+
+if __name__ == "__main__":
+    main()
