@@ -443,6 +443,20 @@ def test_normalise_quote() -> None:
     assert normalise_quote("  “a”\n\t‘b’  &lt;/x> ⟦T1⟧ ") == "\"a\" 'b' </x> [T1]"
 
 
+@pytest.mark.parametrize("text", [
+    "", " ", "plain ascii  text\n", "a\x0b\x0c\x1c\x1d\x1e\x1fb", "a\x85\xa0\u2028\u2029\u3000b", "zero\u200bwidth",
+    "ｆｕｌｌ ① ﬁ", "e\u0301", " &lt;tag&gt; ", "「引用」 «q» ⟦T3⟧",
+])
+def test_normalise_quote_is_nfkc_quote_marks_and_collapsed_whitespace(text: str) -> None:
+    """The ASCII fast path and str.split() give what the documented steps give: NFKC, the quote-mark table,
+    &lt;, then every run of whitespace (as the regex \\s sees it) as one space, stripped."""
+    import unicodedata
+
+    from judge.evidence import _QUOTES
+    expected = re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).translate(_QUOTES).replace("&lt;", "<")).strip()
+    assert normalise_quote(text) == expected
+
+
 def test_unverified_evidence_weighs_nothing_in_clustering() -> None:
     quote = "FAILED tests/test_date.py::test_parse - ValueError"
     a = Issue(turn=2, category="code", severity="severe", description="x", evidence=quote, evidence_verified=True)
