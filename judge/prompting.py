@@ -29,6 +29,7 @@ fit the budget, with absolute turn numbers; each window's prompt keeps the query
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -290,7 +291,7 @@ def render_trajectory(trajectory: Trajectory, max_tokens: int, *, turns: tuple[i
     ``mild=True`` only shortens successful receipts, to no less than :data:`MILD_CAP` chars (used to decide
     whether a trajectory fits whole or goes to windows).
     """
-    blocks = _blocks(trajectory)
+    blocks = _blocks_of(trajectory)
     if turns is not None:
         first, last = turns
         blocks = [b for b in blocks if first <= b.turn <= last or (b.turn == 0 and first <= 1)]
@@ -338,6 +339,22 @@ def _fit(blocks: list[_Block], max_tokens: int, turn_count: int, *, mild: bool, 
 
 def _join(blocks: list[_Block]) -> str:
     return "\n\n".join(block.text() for block in blocks)
+
+
+# The blocks of the trajectory rendered last, kept while it is rendered again: planning a pass renders it whole,
+# sizes its turns and renders each window, and every one of those neutralised every message again (a third of the
+# panel's CPU on long trajectories judged in windows; issue 27). Keyed by identity; held strongly so that the id
+# cannot be reused by another object while the entry is alive.
+_last_blocks: tuple[Trajectory, list[_Block]] | None = None
+
+
+def _blocks_of(trajectory: Trajectory) -> list[_Block]:
+    """:func:`_blocks`, computed once for consecutive renders of one trajectory object; fresh copies each time
+    (:func:`_fit` shortens the bodies of the blocks it is given)."""
+    global _last_blocks
+    if _last_blocks is None or _last_blocks[0] is not trajectory:
+        _last_blocks = (trajectory, _blocks(trajectory))
+    return [dataclasses.replace(block) for block in _last_blocks[1]]
 
 
 def _blocks(trajectory: Trajectory) -> list[_Block]:
@@ -487,7 +504,7 @@ def turn_sizes(trajectory: Trajectory) -> dict[int, int]:
     """Estimated tokens of each turn's blocks (turn 0: the messages before T1), as :func:`render_trajectory`
     shows them un-elided."""
     sizes: dict[int, int] = {}
-    for block in _blocks(trajectory):
+    for block in _blocks_of(trajectory):
         sizes[block.turn] = sizes.get(block.turn, 0) + estimate_tokens(block.text()) + 1
     return sizes
 

@@ -164,3 +164,25 @@ def test_the_estimate_counts_ascii_chars_by_four_and_every_other_char_as_one(tex
     if prompting._encoder() is not None:
         pytest.skip("tiktoken's encoding is cached here: estimate_tokens counts with it")
     assert estimate_tokens(text) == math.ceil(ascii_chars / 4 + (len(text) - ascii_chars))
+
+
+def test_rendering_a_trajectory_again_reuses_its_blocks_and_gives_the_same_text() -> None:
+    """Planning renders one trajectory several times (whole, its turn sizes, each window): the blocks are built
+    once for it, and each render still gets its own copies (eliding one render does not shorten the next)."""
+    trajectory = make_trajectory("long", "Read the logs.", [
+        {"text": f"Reading log {i}.", "calls": [("Bash", {"command": f"cat log{i}"}, "x" * 4000, False, 0)]} for i in range(6)])
+    full = render_trajectory(trajectory, 10**9).text
+    tight = render_trajectory(trajectory, 300)
+    assert tight.elided and len(tight.text) < len(full)
+    assert render_trajectory(trajectory, 10**9).text == full  # not shortened by the tight render before it
+    calls: list[object] = []
+    original = prompting._blocks
+    try:
+        prompting._blocks = lambda t: calls.append(t) or original(t)  # type: ignore[assignment]
+        other = make_trajectory("short", "List files.", [{"text": "Listing.", "calls": [("Bash", {"command": "ls"}, "a b", False, 0)]}])
+        render_trajectory(other, 10**9)
+        prompting.turn_sizes(other)
+        render_trajectory(other, 10**9, turns=(1, 1))
+    finally:
+        prompting._blocks = original  # type: ignore[assignment]
+    assert calls == [other]

@@ -595,8 +595,13 @@ class LLMJudge(BaseJudge):
 
     def _evidence(self, trajectory: Trajectory, plan: PromptPlan) -> EvidenceIndex:
         if plan._evidence is None:
-            # Against the whole trajectory, un-elided (a window's quote may come from any turn it showed).
-            plan._evidence = EvidenceIndex(trajectory, render_trajectory(trajectory, max_tokens=2**62).text)
+            # Against the whole trajectory, un-elided (a window's quote may come from any turn it showed): the one
+            # call's rendering is that text when the trajectory was shown whole and nothing was shortened.
+            call = plan.calls[0]
+            whole = (len(plan.calls) == 1 and not call.rendered.elided and call.rendered.first_turn == 1
+                     and call.rendered.last_turn == trajectory.turn_count)
+            plan._evidence = EvidenceIndex(trajectory, call.rendered.text if whole else
+                                           render_trajectory(trajectory, max_tokens=2**62).text)
         return plan._evidence
 
     def _plan(self, trajectory: Trajectory) -> PromptPlan:
