@@ -20,7 +20,8 @@ clustering, rubric and release gate. The Score:
   by which trajudge's inspect importer knows this score is a trajudge judgment and not the task's result.
 
 Registered with inspect as ``judge/trajudge`` through the ``inspect_ai`` entry point, so ``inspect score
-LOG --scorer judge/trajudge -S judges=rules`` finds it; its metrics are the mean score and its stderr.
+LOG --scorer judge/trajudge -S judges=rules --action overwrite`` finds it; its metrics are the mean score and
+its stderr.
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ from typing import Any
 try:
     from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
     from inspect_ai.solver import TaskState
+    from inspect_ai.util import registry_info
 except ImportError as error:  # the optional extra is not installed
     raise ImportError("judge.inspect needs inspect_ai: pip install 'trajudge[inspect]'") from error
 
 import judge
 from judge.api import NothingImported, Run, panel_settings, score_async
+from judge.model import Trajectory
 
 # inspect's ScoreReason for a trajectory with no score: the panel failed (a grader failure), or the sample
 # had nothing to judge (the model never answered).
@@ -49,19 +52,7 @@ _NO_RESPONSE_REASONS = frozenset({"no_assistant_turn"})
 MARKER = "trajudge_version"  # the metadata key that marks a trajudge Score (read by judge.importers.inspect_log)
 
 
-def _registered_name() -> str:
-    """``trajudge`` under the package's namespace: ``judge/trajudge`` for inspect's registry, whether this
-    module is installed from a wheel (inspect then prefixes ``judge/`` itself) or from a checkout."""
-    try:
-        from inspect_ai._util.registry import registry_name
-
-        return "trajudge" if registry_name(_registered_name, "trajudge").startswith("judge/") else "judge/trajudge"
-    except Exception:  # a future inspect without this helper: the plain name, as its decorator makes it
-        return "trajudge"
-
-
-@scorer(metrics=[mean(), stderr()], name=_registered_name())
-def trajudge(
+def _trajudge(
     judges: Sequence[str] | str | None = None,
     passes: int | None = None,
     config: str | None = None,
@@ -73,14 +64,17 @@ def trajudge(
     max_cost: float | None = None,
     temperature: float | str | None = None,
     run_dir: str | None = None,
+    task: str | None = None,
 ) -> Scorer:
     """A scorer that judges the sample's message history with a trajudge panel.
 
     The arguments are ``judge score``'s flags (``judges`` is ``--judge``, repeatable; default: the offline
     rules judge). ``run_dir``: keep each sample's run under ``run_dir/<trajectory id>`` (verdicts, clusters,
     scores, the call store - so scoring the same sample again pays nothing); by default each sample is judged
-    in a temporary directory that is removed. ``max_cost`` is the cap of one sample's run. Bad settings
-    raise here, before the eval starts.
+    in a temporary directory that is removed. ``max_cost`` is the cap of one sample's run. ``task``: the task
+    name written in each trajectory's id and run folder (``inspect-TASK-SAMPLE-eEPOCH``; default ``task``):
+    inspect's public API does not tell a scorer which task it scores, so name it when two tasks share a
+    ``run_dir``. Bad settings raise here, before the eval starts.
     """
     specs = [judges] if isinstance(judges, str) else list(judges or [])
     score_sample = functools.partial(
@@ -90,7 +84,7 @@ def trajudge(
               max_cost_usd=max_cost, temperature=temperature)  # raises SetupError now rather than per sample
 
     async def score(state: TaskState, target: Target) -> Score:
-        record = sample_record(state, target)
+        record = sample_record(state, target, task=task or "task")
         with tempfile.TemporaryDirectory(prefix="trajudge-") as scratch:
             source = Path(scratch) / "sample.json"
             source.write_text(json.dumps(record, ensure_ascii=False, default=str), encoding="utf-8")
@@ -107,14 +101,13 @@ def trajudge(
     return score
 
 
-def sample_record(state: TaskState, target: Target) -> dict[str, Any]:
+def sample_record(state: TaskState, target: Target, task: str = "task") -> dict[str, Any]:
     """The sample as inspect writes it in an eval log (``{eval: {...}, samples: [...]}``), for the importer.
 
-    The tools offered are put where the log has them, in a model event; the task name comes from the running
-    sample (``inspect score`` on a log has none: then ``task``).
+    The tools offered are put where the log has them, in a model event.
     """
     return {
-        "eval": {"task": _task_name(), "model": str(state.model)},
+        "eval": {"task": task, "model": str(state.model)},
         "samples": [{
             "id": state.sample_id,
             "epoch": state.epoch,
@@ -150,20 +143,27 @@ def to_score(run: Run, kept: Path | None = None) -> Score:
         "cost_usd": panel.cost_this_run_usd,
         "run_dir": str(kept) if kept is not None else None,
     }
+    answer = final_answer(next(iter(run.trajectories(missing_ok=True)), None))
     if row.score is None:
         reason = "no_response" if unscored and set(unscored) <= _NO_RESPONSE_REASONS else "grader_failed"
-        return Score.unscored(reason=reason, explanation=row.reason, metadata=metadata)
-    return Score(value=row.score, explanation=row.reason, metadata=metadata)
+        return Score.unscored(reason=reason, explanation=row.reason, metadata=metadata, answer=answer)
+    return Score(value=row.score, answer=answer, explanation=row.reason, metadata=metadata)
 
 
-def _task_name() -> str:
-    try:
-        from inspect_ai.log._samples import sample_active  # not public: the name is only used for the id
+def final_answer(trajectory: Trajectory | None) -> str | None:
+    """The text of the trajectory's last assistant message that has text (what the judged agent answered), or
+    None when it never wrote any."""
+    if trajectory is None:
+        return None
+    return next((m.content for m in reversed(trajectory.messages) if m.role == "assistant" and m.content.strip()), None)
 
-        active = sample_active()
-        return str(active.task) if active is not None and active.task else "task"
-    except Exception:
-        return "task"
+
+# Registered as ``judge/trajudge``: inspect prefixes a name with its package's when the module is installed
+# (site-packages or an editable install it recognises) and not when it is imported from a checkout. Registering
+# under the plain name and reading back what inspect made of it tells which, with its public API only.
+trajudge = scorer(metrics=[mean(), stderr()], name="trajudge")(_trajudge)
+if not registry_info(trajudge).name.startswith("judge/"):
+    trajudge = scorer(metrics=[mean(), stderr()], name="judge/trajudge")(_trajudge)
 
 
 def _tool_infos(state: TaskState) -> list[dict[str, Any]]:
@@ -186,4 +186,4 @@ def _dir_name(record: dict[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", f"{record['eval']['task']}-{sample['id']}-e{sample['epoch']}")[:120]
 
 
-__all__ = ["MARKER", "sample_record", "to_score", "trajudge"]
+__all__ = ["MARKER", "final_answer", "sample_record", "to_score", "trajudge"]

@@ -80,7 +80,7 @@ def eval_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
         return output
 
     dataset = [Sample(input=prompt, target="pass", id=f"s{i}") for i, prompt in enumerate(SCRIPTS, start=1)]
-    task = Task(name="tiny", dataset=dataset, solver=agent(), scorer=[trajudge(embedder="lexical"), includes()])
+    task = Task(name="tiny", dataset=dataset, solver=agent(), scorer=[trajudge(embedder="lexical", task="tiny"), includes()])
     log_dir = tmp_path_factory.mktemp("inspect-logs")
     logs = eval(task, model=get_model("mockllm/model", custom_outputs=respond), log_dir=str(log_dir),
                 log_format="json", display="none")
@@ -104,7 +104,9 @@ def test_the_scorer_gives_the_2_to_5_score_and_no_zero_for_an_unscored_sample(ev
     # the failed call of s2 is a majority issue of the one-pass panel; s1 has none
     assert scores["s1"].metadata["issues"] == [] and scores["s1"].value == 4 and scores["s1"].metadata["release"]
     assert any(issue["turn"] == 1 and issue["category"] == "code" for issue in scores["s2"].metadata["issues"])
+    assert scores["s1"].answer == scores["s2"].answer == "All 3 tests pass."  # the judged agent's final text
     silent = scores["s3"]
+    assert silent.answer is None  # it never wrote any
     assert isinstance(silent.value, float) and math.isnan(silent.value)  # inspect's "no score": metrics skip it
     assert silent.reason == "no_response" and silent.metadata["unscored_passes"] == {"no_assistant_turn": 1}
     mean = next(m for m in log.results.scores if m.name == "trajudge").metrics["mean"].value
@@ -248,3 +250,14 @@ def test_the_importer_keeps_trajudge_judgments_out_of_the_task_outcome(scores: d
     assert trajectory.metadata.reward is None or "match" in scores
     kept = trajectory.metadata.extra["trajudge"]["trajudge"]
     assert kept["score"] == judged and kept["release"] is scores["trajudge"]["metadata"]["release"]
+
+
+def test_the_scorer_module_uses_only_inspects_public_api() -> None:
+    """No ``inspect_ai._private`` module: those may change in any release (issue 26)."""
+    import ast
+
+    tree = ast.parse((ROOT / "judge" / "inspect.py").read_text(encoding="utf-8"))
+    imported = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    private = [name for name in imported if name.startswith("inspect_ai") and any(part.startswith("_") for part in name.split("."))]
+    assert private == []
