@@ -6,7 +6,8 @@ every submodule import this package first)::
     import judge
     run = judge.score(["examples/batch"], out="runs/example")   # what `judge score` runs
     run = judge.load_run("runs/example")
-    run.scores_df(), run.issues_df(), run.verdicts_df(), run.clusters_df()
+    run.scores_df(), run.issues_df(), run.verdicts_df(), run.clusters_df(), run.messages_df()
+    judge.load_runs(["runs/a", "runs/b"]).scores_df()            # several runs, with a ``run`` column
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ _API = {
     "score_async": "judge.api",
     "rescore": "judge.api",
     "load_run": "judge.api",
+    "load_runs": "judge.api",
+    "Runs": "judge.api",
     "read_trajectories": "judge.api",
     "import_": "judge.api",
     "Run": "judge.api",
@@ -32,8 +35,8 @@ _API = {
 }
 
 __all__ = [  # a literal list, so that linters and type checkers see the names (tests check it matches _API)
-    "Invocation", "NothingImported", "PanelConfig", "Run", "SetupError", "Trajectory", "__version__", "import_",
-    "load_run", "read_trajectories", "rescore", "score", "score_async",
+    "Invocation", "NothingImported", "PanelConfig", "Run", "Runs", "SetupError", "Trajectory", "__version__",
+    "import_", "load_run", "load_runs", "read_trajectories", "rescore", "score", "score_async",
 ]
 
 if TYPE_CHECKING:
@@ -41,9 +44,11 @@ if TYPE_CHECKING:
         Invocation,
         NothingImported,
         Run,
+        Runs,
         SetupError,
         import_,
         load_run,
+        load_runs,
         read_trajectories,
         rescore,
         score,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -108,6 +108,78 @@ class Run(RunDir):
         from judge.frames import clusters_frame
 
         return clusters_frame(self.clusters())
+
+    def messages_df(self) -> pd.DataFrame:
+        """One row per message of every trajectory (role, turn, tool, exit code, error flag), with the issue flags
+        of its turn: the majority issues that count and the environment ledger (``scores.jsonl``)."""
+        from judge.frames import messages_frame
+
+        return messages_frame(self.trajectories(), self.scores(missing_ok=True))
+
+
+class Runs:
+    """Several run directories read as one: each ``*_df()`` is the frames of every run concatenated, with a
+    ``run`` column first (the run's path as given), as inspect_ai's ``samples_df(logs)`` reads many logs.
+    ``runs[i]`` and iteration give the :class:`Run` objects."""
+
+    def __init__(self, runs: Sequence[Run]):
+        self.runs = list(runs)
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __getitem__(self, index: int) -> Run:
+        return self.runs[index]
+
+    def __repr__(self) -> str:
+        return f"Runs({[str(run.path) for run in self.runs]!r})"
+
+    def _frames(self, method: str) -> pd.DataFrame:
+        from judge.frames import FRAMES, concat_runs
+
+        labels = _run_labels(self.runs)
+        return concat_runs([(label, getattr(run, method)()) for label, run in zip(labels, self.runs)], FRAMES[method])
+
+    def scores_df(self) -> pd.DataFrame:
+        """:meth:`Run.scores_df` of every run, with ``run``."""
+        return self._frames("scores_df")
+
+    def issues_df(self) -> pd.DataFrame:
+        """:meth:`Run.issues_df` of every run, with ``run``."""
+        return self._frames("issues_df")
+
+    def verdicts_df(self) -> pd.DataFrame:
+        """:meth:`Run.verdicts_df` of every run, with ``run``."""
+        return self._frames("verdicts_df")
+
+    def clusters_df(self) -> pd.DataFrame:
+        """:meth:`Run.clusters_df` of every run, with ``run``."""
+        return self._frames("clusters_df")
+
+    def messages_df(self) -> pd.DataFrame:
+        """:meth:`Run.messages_df` of every run, with ``run``."""
+        return self._frames("messages_df")
+
+
+def _run_labels(runs: Sequence[Run]) -> list[str]:
+    """Each run's label in the ``run`` column: its path as given, unique (a run named twice is refused)."""
+    labels = [str(run.path) for run in runs]
+    resolved = [run.path.resolve() for run in runs]
+    if len(set(resolved)) != len(resolved):
+        repeated = sorted({str(p) for p in resolved if resolved.count(p) > 1})
+        raise ValueError(f"a run is named more than once: {', '.join(repeated)}")
+    return labels
+
+
+def load_runs(paths: Iterable[PathLike]) -> Runs:
+    """Open several run directories (:func:`load_run` each; the same errors); their frames concatenate with a
+    ``run`` column. A path given twice raises ValueError."""
+    runs = Runs([load_run(path) for path in paths])
+    _run_labels(runs.runs)
+    return runs
 
 
 def load_run(path: PathLike) -> Run:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from judge.model import Trajectory
 from judge.outcome import OUTCOME_STATUSES
-from judge.schema import CATEGORIES, SEVERITIES, Cluster, ScoreRow, UnscoredReason, Verdict
+from judge.schema import CATEGORIES, SEVERITIES, Cluster, ScoredIssue, ScoreRow, UnscoredReason, Verdict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,12 +157,38 @@ CLUSTER_COLUMNS: tuple[Column, ...] = (
     Column("pass_keys", "object", "List of the passes that voted for it, in panel order."),
 )
 
+ROLES = ("system", "user", "assistant", "tool")
+
+MESSAGE_COLUMNS: tuple[Column, ...] = (
+    _TRAJECTORY_ID,
+    Column("message_index", "Int64", "The message's position in the trajectory (0-based), in source order."),
+    _category("role", "system, user, assistant or tool.", ROLES),
+    Column("turn", "Int64", "The turn it belongs to: an assistant message's number (T1 = 1), a tool result's calling "
+           "turn, 0 before T1."),
+    Column("tool", "string", "A tool result: the tool it comes from; an assistant message: the tools it called, "
+           "comma-separated; `<NA>`: none."),
+    Column("call_count", "Int64", "An assistant message: the tool calls it made; `<NA>` for other roles."),
+    Column("call_id", "string", "A tool result: the id of the call it answers; `<NA>`: none recorded."),
+    Column("exit_code", "Int64", "A tool result: the exit code its receipt records; `<NA>`: none recorded."),
+    Column("is_error", "boolean", "A tool result: the receipt is marked as an error; `<NA>` for other roles."),
+    Column("content_chars", "Int64", "Characters of its text content."),
+    Column("issue_count", "Int64", "An assistant message: the majority issues that blame its turn and count toward "
+           "the score (scores_df's issue_count, per turn); `<NA>` for other roles."),
+    Column("severe_issue", "boolean", "An assistant message: one of those issues is severe; `<NA>` for other roles."),
+    Column("environment_issue", "boolean", "An assistant message: a majority environment issue (the ledger) blames "
+           "its turn; `<NA>` for other roles."),
+    Column("issue_tags", "object", "An assistant message: list of the tags of the majority issues and environment "
+           "issues that blame its turn."),
+)
+
 FRAMES: Mapping[str, tuple[Column, ...]] = {
     "scores_df": SCORE_COLUMNS,
     "issues_df": ISSUE_COLUMNS,
     "verdicts_df": VERDICT_COLUMNS,
     "clusters_df": CLUSTER_COLUMNS,
+    "messages_df": MESSAGE_COLUMNS,
 }
+RUN_COLUMN = Column("run", "string", "The run directory the row comes from (frames of several runs: judge.load_runs).")
 
 
 # --- rows -> frames ----------------------------------------------------------------------------------
@@ -255,6 +281,62 @@ def clusters_frame(clusters: Iterable[Cluster]) -> pd.DataFrame:
             "pass_keys": list(dict.fromkeys(m.pass_key for m in cluster.members)),
         })
     return frame(rows, CLUSTER_COLUMNS)
+
+
+def messages_frame(trajectories: Iterable[Trajectory], scores: Iterable[ScoreRow] = ()) -> pd.DataFrame:
+    """One row per message of every trajectory, with the issue flags of its turn from ``scores.jsonl`` (the issues
+    that count, human decisions applied, and the environment ledger)."""
+    issues: dict[str, dict[int, list[ScoredIssue]]] = {}
+    ledger: dict[str, dict[int, list[ScoredIssue]]] = {}
+    for row in scores:
+        for target, found in ((issues, row.issues), (ledger, row.environment)):
+            by_turn = target.setdefault(row.trajectory_id, {})
+            for issue in found:
+                if issue.turn is not None:
+                    by_turn.setdefault(issue.turn, []).append(issue)
+    rows = []
+    for trajectory in trajectories:
+        counted, environment = issues.get(trajectory.id, {}), ledger.get(trajectory.id, {})
+        for index, message in enumerate(trajectory.messages):
+            receipt = message.receipt if message.role == "tool" else None
+            assistant = message.role == "assistant"
+            at_turn = counted.get(message.turn or 0, []) if assistant else []
+            faults = environment.get(message.turn or 0, []) if assistant else []
+            tools = ", ".join(call.name for call in message.tool_calls) if assistant else (
+                (receipt.name if receipt else None) or message.name)
+            rows.append({
+                "trajectory_id": trajectory.id,
+                "message_index": index,
+                "role": message.role,
+                "turn": message.turn,
+                "tool": tools or None,
+                "call_count": len(message.tool_calls) if assistant else None,
+                "call_id": receipt.call_id if receipt else None,
+                "exit_code": receipt.exit_code if receipt else None,
+                "is_error": receipt.is_error if receipt else None,
+                "content_chars": len(message.content),
+                "issue_count": len(at_turn) if assistant else None,
+                "severe_issue": any(i.severity == "severe" for i in at_turn) if assistant else None,
+                "environment_issue": bool(faults) if assistant else None,
+                "issue_tags": [i.tag for i in (*at_turn, *faults) if i.tag] if assistant else [],
+            })
+    return frame(rows, MESSAGE_COLUMNS)
+
+
+def concat_runs(frames_by_run: Sequence[tuple[str, pd.DataFrame]], columns: Sequence[Column]) -> pd.DataFrame:
+    """Frames of several runs as one, with a ``run`` column first; the dtypes are the single-run frame's (an open
+    vocabulary takes every value any run met)."""
+    import pandas as pd
+
+    parts = [data.assign(run=name) for name, data in frames_by_run]
+    names = [RUN_COLUMN.name, *(c.name for c in columns)]
+    if not parts:
+        return frame([], (RUN_COLUMN, *columns))
+    data = pd.concat([part.astype({c.name: object for c in columns if c.categories is not None}) for part in parts],
+                     ignore_index=True)[names]
+    for column in (RUN_COLUMN, *columns):
+        data[column.name] = data[column.name].astype(_dtype(column, data[column.name]))
+    return data
 
 
 def frame(rows: list[dict[str, Any]], columns: Sequence[Column]) -> pd.DataFrame:

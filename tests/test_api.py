@@ -237,3 +237,54 @@ def test_read_trajectories_strict_and_not(tmp_path: Path) -> None:
     assert (stats.imported, stats.rejected) == (1, 1)
     assert json.loads((tmp_path / "out.jsonl").read_text())["id"] == "t1"
     assert "broken JSON" in (tmp_path / "out.rejects.jsonl").read_text()
+
+
+# --- messages and several runs ----------------------------------------------------------------------------
+
+
+def test_messages_df_has_a_row_per_message_with_its_turn_and_issue_flags(run: api.Run) -> None:
+    messages = run.messages_df()
+    _check_dtypes(messages, frames.MESSAGE_COLUMNS)
+    trajectories = list(run.trajectories())
+    assert len(messages) == sum(len(t.messages) for t in trajectories)
+    for judged in trajectories:
+        rows = messages[messages.trajectory_id == judged.id]
+        assert list(rows.message_index) == list(range(len(judged.messages)))
+        assert list(rows.role.astype(str)) == [m.role for m in judged.messages]
+        for message, (_, row) in zip(judged.messages, rows.iterrows()):
+            assert row.turn == message.turn  # a tool result carries the turn that called it
+            if message.role == "tool":
+                assert message.receipt is not None and bool(row.is_error) == message.receipt.is_error
+                assert pd.isna(row.issue_count) and pd.isna(row.call_count)
+            elif message.role == "assistant":
+                assert row.call_count == len(message.tool_calls) and not pd.isna(row.issue_count)
+    # the per-turn issue counts add up to scores_df's issue_count, and severe turns hold severe issues
+    per_trajectory = messages.groupby("trajectory_id")["issue_count"].sum()
+    scores = run.scores_df().set_index("trajectory_id")
+    assert (per_trajectory.reindex(scores.index).fillna(0) <= scores["issue_count"]).all()
+    for row in run.scores():
+        localised = [i for i in row.issues if i.turn is not None]
+        flagged = messages[(messages.trajectory_id == row.trajectory_id) & messages.severe_issue.fillna(False)]
+        assert set(flagged.turn) == {i.turn for i in localised if i.severity == "severe"}
+        assert per_trajectory.get(row.trajectory_id, 0) == len(localised)
+    assert messages.severe_issue.fillna(False).any()  # the fixture run has a severe majority issue
+
+
+def test_load_runs_concatenates_every_frame_with_a_run_column(run: api.Run, tmp_path: Path) -> None:
+    import shutil
+
+    second = tmp_path / "second"
+    shutil.copytree(run.path, second)
+    runs = judge.load_runs([run.path, second])
+    assert len(runs) == 2 and [r.path for r in runs] == [run.path, second]
+    for name, columns in frames.FRAMES.items():
+        both, one = getattr(runs, name)(), getattr(run, name)()
+        assert list(both.columns) == ["run", *(c.name for c in columns)], name
+        assert len(both) == 2 * len(one), name
+        _check_dtypes(both.drop(columns="run"), columns)
+        assert list(both["run"].unique()) == [str(run.path), str(second)], name
+        assert str(both["run"].dtype) == "string"
+    with pytest.raises(ValueError, match="more than once"):
+        judge.load_runs([run.path, run.path])
+    with pytest.raises(FileNotFoundError):
+        judge.load_runs([run.path, tmp_path / "missing"])
