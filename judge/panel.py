@@ -566,7 +566,9 @@ async def _run_panel(
         count_hits()
         result.verdicts = RunDir(run_dir).view(rundir.VERDICTS, Verdict, sum(result.outcomes.values()))
         result.calls, result.retries = runtime.calls, runtime.retries
-        result.cost_this_run_usd, result.wall_s = calls.cost_usd, time.monotonic() - started
+        # nothing sent is $0, not unknown: None is kept for attempts that no price covers (one cost vocabulary)
+        result.cost_this_run_usd = calls.cost_usd if calls.cost_usd is not None or runtime.calls else 0.0
+        result.wall_s = time.monotonic() - started
         result.budget_exceeded = runtime.budget.exceeded
         if batches is not None:
             result.calls += batches.requests  # requests sent in batches are calls too (their attempts are recorded)

@@ -645,3 +645,36 @@ def test_cli_names_a_missing_run(tmp_path: Path):
     result = CliRunner().invoke(app, ["report", str(tmp_path / "nope")])
     assert result.exit_code != 0
     assert "nope" in result.output
+
+
+# --- one cost vocabulary (issue 26) -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cost", "unpriced", "known", "shown"), [
+    (None, 0, 0.0, "$0"),  # nothing paid: no attempt, or a judge that makes no call
+    (0.0, 0, 0.0, "$0"),
+    (0.1234, 0, 0.1234, "$0.1234"),
+    (12.5, 0, 12.5, "$12.50"),
+    (None, 3, None, "unknown (3 unpriced)"),  # attempts were made and no price covers them
+    (0.5, 2, 0.5, "$0.5000 + 2 unpriced"),  # what is known, a lower bound
+])
+def test_one_cost_vocabulary(cost: float | None, unpriced: int, known: float | None, shown: str) -> None:
+    from judge.report.render import fmt_cost
+    from judge.report.summary import known_cost
+
+    assert known_cost(cost, unpriced) == known
+    assert fmt_cost({"cost_usd": known, "unpriced_attempts": unpriced}) == shown
+
+
+def test_a_judge_that_makes_no_call_costs_0_everywhere(tmp_path: Path) -> None:
+    """The summary, report.md, report.html, the frames and the panel's figure agree: $0, not "unknown"."""
+    from judge.api import score
+
+    run = score([Path(__file__).resolve().parents[1] / "examples" / "batch"], out=tmp_path / "run")
+    summary = json.loads((run.path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["cost"]["judge"]["total"]["cost_usd"] == 0.0
+    assert "| judge cost | $0 over 0 attempts (0 failed) |" in (run.path / "report.md").read_text(encoding="utf-8")
+    assert re.search(r'Judge cost</div><div class="value">\$0<', (run.path / "report.html").read_text(encoding="utf-8"))
+    assert (run.verdicts_df()["cost_usd"] == 0.0).all()
+    assert run.invocation is not None and run.invocation.panel is not None
+    assert run.invocation.panel.cost_this_run_usd == 0.0  # the inspect scorer's cost_usd

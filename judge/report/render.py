@@ -45,6 +45,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -463,6 +464,17 @@ def fmt_usd(value: Any) -> str:
     return f"${value:,.4f}" if 0 < value < 1 else f"${value:,.2f}"
 
 
+def fmt_cost(row: Mapping[str, Any]) -> str:
+    """A cost row of the summary (``cost_usd``, ``unpriced_attempts``) in words: ``$0`` when nothing was paid,
+    ``unknown`` when no attempt had a price, ``$X + N unpriced`` when some had none (see
+    :func:`judge.report.summary.known_cost`)."""
+    cost, unpriced = row.get("cost_usd"), int(row.get("unpriced_attempts") or 0)
+    if cost is None:
+        return "unknown" + (f" ({unpriced} unpriced)" if unpriced else "")
+    text = "$0" if float(cost) == 0 else fmt_usd(cost)
+    return f"{text} + {unpriced} unpriced" if unpriced else text
+
+
 def fmt_seconds(value: Any) -> str:
     if value is None:
         return "unknown"
@@ -508,7 +520,7 @@ def trajectory_link(context: Context, trajectory_id: str) -> str:
     return "#" + anchor_id(trajectory_id)
 
 
-FILTERS = {"int": fmt_int, "pct": fmt_pct, "usd": fmt_usd, "seconds": fmt_seconds, "number": fmt_number,
+FILTERS = {"int": fmt_int, "pct": fmt_pct, "usd": fmt_usd, "cost": fmt_cost, "seconds": fmt_seconds, "number": fmt_number,
            "plural": plural, "json_text": json_text, "plain": plain, "anchor": anchor_id, "tlink": trajectory_link,
            "index_review": index_review}
 

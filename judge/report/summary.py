@@ -806,7 +806,19 @@ def judge_cost(attempts: list[dict[str, Any]] | None, verdicts: VerdictTally) ->
             total[name] = _add(total[name], row[name])
     if total["cost_usd"] is not None:
         total["cost_usd"] = round(total["cost_usd"], 6)
+    for row in (*by_judge, total):
+        row["cost_usd"] = known_cost(row["cost_usd"], row["unpriced_attempts"])
     return {"source": source, "by_judge": by_judge, "total": total, "complete": total["unpriced_attempts"] == 0}
+
+
+def known_cost(cost_usd: float | None, unpriced_attempts: int) -> float | None:
+    """The one cost vocabulary of the reports, the summary, the frames and the scorer (pure): what the priced
+    attempts cost, 0.0 when nothing was paid (no attempt, or a judge that makes no call), None ("unknown") only
+    when attempts were made that no price covers and none that one does. With ``unpriced_attempts`` beside a
+    number, the number is what is known, a lower bound."""
+    if cost_usd is None and not unpriced_attempts:
+        return 0.0
+    return cost_usd
 
 
 class UsageTally:
