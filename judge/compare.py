@@ -1,6 +1,6 @@
 """``judge compare``: continuation arms (e.g. guided vs unguided) judged on the same scale, pair by pair.
 
-A continuation trajectory carries DESIGN.md's metadata keys: ``arm``, ``source_id`` and ``branch_turn``
+A continuation trajectory carries docs/contracts.md's metadata keys: ``arm``, ``source_id`` and ``branch_turn``
 (the trajectory it branched from and the turn it branched after), optionally ``target_issue`` (the issue the
 guidance addressed, as text), ``budget_exhausted`` and ``usage``. Pairs are formed by
 (``source_id``, ``branch_turn``) across arms; a continuation without a partner is listed, never dropped.

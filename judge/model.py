@@ -2,7 +2,7 @@
 
 A trajectory is kept as its ordered message list (nothing reordered, nothing merged), with turn numbers
 attached: T1 is the first assistant message, and a tool result carries the turn of the call it answers
-(DESIGN.md, "turn"). Everything else (the turn view, receipts paired to calls, hashes) is derived from the
+(docs/contracts.md, "turn"). Everything else (the turn view, receipts paired to calls, hashes) is derived from the
 messages, so there is one source of truth and the canonical JSON round-trips to the identical model.
 """
 
@@ -319,7 +319,7 @@ class Trajectory(BaseModel):
 
 
 def number_turns(messages: list[Message]) -> list[Message]:
-    """Assign turn numbers in place per DESIGN.md and return the list.
+    """Assign turn numbers in place per docs/contracts.md and return the list.
 
     Assistant messages are T1, T2, ...; a tool message takes the turn of the assistant message whose call it
     answers (by call id, else the latest assistant turn); other messages take the latest turn (0 before T1).

@@ -4,7 +4,7 @@ The judge scores the process; the outcome is what the log itself says about the 
 inspect_ai score, a Who&When or MAST failure annotation, a SWE-agent exit status, an OpenHands resolver
 ``success``. Each importer reads its format's fields with the helpers here and stores one
 :class:`TaskOutcome` in ``metadata.task_outcome``; a record whose importer reads nothing of its own gets the
-generic reading of the DESIGN.md metadata keys ``reward`` and ``outcome`` (:func:`from_fields`). The release
+generic reading of the docs/contracts.md metadata keys ``reward`` and ``outcome`` (:func:`from_fields`). The release
 gate (``outcome:failed``, ``outcome:unreadable``) and the report's score-by-outcome table read only that field.
 
 Rules, as pure functions:
@@ -189,7 +189,7 @@ def combine(*outcomes: TaskOutcome | None) -> TaskOutcome:
 
 
 def from_fields(reward: Any, outcome: Any, *, reward_source: str = "reward", outcome_source: str = "outcome") -> TaskOutcome:
-    """The generic reading of the DESIGN.md metadata keys ``reward`` and ``outcome``."""
+    """The generic reading of the docs/contracts.md metadata keys ``reward`` and ``outcome``."""
     readings = []
     if reward is not None:
         readings.append(from_reward(reward, reward_source))

@@ -317,7 +317,7 @@ def shares_answers(config: PanelConfig, judges: Mapping[str, Judge]) -> bool:
 
 
 def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int) -> str:
-    """The judge-call cache key of one pass (DESIGN.md: content hash, prompt, provider, model, params, pass)."""
+    """The judge-call cache key of one pass (content hash, prompt, provider, model, params, pass: the pass index keeps passes independent)."""
     identity = judge.cache_identity()
     # Redacted: a rotated token is the same judge, and no hash of a secret is stored.
     return cache_key(trajectory=trajectory_hash, prompt=identity["prompt"], provider=identity["provider"],

@@ -1,4 +1,4 @@
-"""The run directory (DESIGN.md, "Run directory"): :class:`RunDir` is the one reader and writer of a run.
+"""The run directory (docs/contracts.md, "Run directory"): :class:`RunDir` is the one reader and writer of a run.
 
 File names live here only, and every stage reads a run through :class:`RunDir`: ``trajectories()``,
 ``verdicts()``, ``clusters()``, ``scores()``, ``repairs()``, ``rejects()``, ``overrides()`` (human review decisions,

@@ -1,4 +1,4 @@
-"""Typed rows of the run directory (DESIGN.md, "Run directory") and the judge's issue model.
+"""Typed rows of the run directory (docs/contracts.md, "Run directory") and the judge's issue model.
 
 Each stage reads and writes these models only, so a stage can be rerun from the files of the previous one
 (``judge rescore``, ``judge report``, ``judge repair``) without any judge call.

@@ -2,7 +2,7 @@
 
 :func:`score_trajectory` is a pure function of the verdicts, clusters, rubric and the failed gate checks;
 ``judge rescore`` reruns it from stored verdicts without any judge call. The default rubric
-(``rubrics/default-v2.yaml``) follows DESIGN.md:
+(``rubrics/default-v2.yaml``) follows docs/contracts.md:
 
 - fewer valid passes than floor(n/2)+1 of the n planned passes: no score, reason ``no_quorum``;
 - any severe majority issue: 2; only minor ones: 3; none: 4; none and enough ``high`` efficiency votes: 5
@@ -45,7 +45,7 @@ class RubricEfficient(BaseModel):
 
     ``votes`` is relative to the panel (``majority`` = floor(n/2)+1) or a count; ``min_votes`` is a floor on it
     whatever the panel size, so that a panel of one (the rules judge) cannot reach the top score on its single
-    vote unless a rubric says so with ``min_votes: 1``. DESIGN.md's rule, ">= 2 passes vote high" (2 of 3), is
+    vote unless a rubric says so with ``min_votes: 1``. docs/contracts.md's rule, ">= 2 passes vote high" (2 of 3), is
     ``votes: majority`` with ``min_votes: 2``.
     """
 

@@ -46,7 +46,7 @@ REFERENCE_POINTS: dict[str, str] = {
     "mast_kappa": "kappa 0.77, MAST LLM annotator vs experts (Cemri et al. 2025)",
 }
 
-# AgentRx failure categories -> our categories (DESIGN.md "category"), keyed by the normalised name
+# AgentRx failure categories -> our categories (docs/contracts.md "category"), keyed by the normalised name
 # (:func:`category_key`: lower case, punctuation as spaces), so "Intent-Plan Misalignment" and "Intent Plan
 # Misalignment" are one key. The taxonomy is AgentRx's (microsoft/AgentRx, judge.py TAXONOMY_DATA, 9 categories plus
 # "Inconclusive"); the tau ground truth uses 7 of them, with the shorter spellings listed too.

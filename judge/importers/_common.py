@@ -2,7 +2,7 @@
 exit codes, record metadata, and the final assembly into a numbered :class:`~judge.model.Trajectory`.
 
 Every format module turns one source record into a ``Trajectory`` through :func:`build_trajectory`, so
-turn numbering, call/receipt pairing checks, query ids and the DESIGN.md record-metadata keys are handled
+turn numbering, call/receipt pairing checks, query ids and the docs/contracts.md record-metadata keys are handled
 in one place.
 """
 
@@ -312,7 +312,7 @@ def tool_specs(value: Any) -> list[ToolSpec] | None:
     return specs
 
 
-# The DESIGN.md record-metadata keys with a typed field in TrajectoryMetadata.
+# The docs/contracts.md record-metadata keys with a typed field in TrajectoryMetadata.
 _TYPED_KEYS = ("model", "arm", "source_id", "branch_turn", "target_issue", "budget_exhausted", "reward", "outcome")
 
 
@@ -450,7 +450,7 @@ def build_trajectory(
 def trajectory_from_envelope(
     fmt: str, src: Source, record: dict[str, Any], messages: list[Message], known_keys: set[str]
 ) -> Trajectory:
-    """Wrap converted messages of a chat record with the DESIGN.md envelope (``id``, ``query``, ``model``,
+    """Wrap converted messages of a chat record with the docs/contracts.md envelope (``id``, ``query``, ``model``,
     ``metadata``); keys outside ``known_keys`` are kept in ``metadata.extra``."""
     meta = as_dict(record.get("metadata"))
     unknown = {k: v for k, v in record.items() if k not in known_keys}

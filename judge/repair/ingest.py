@@ -1,7 +1,7 @@
 """``judge repair ingest``: continuations come back as trajectories linked to their source and branch turn.
 
 A harness returns each continuation in any importable format (``judge.importers``). The link to the ticket
-comes from the record's metadata (``source_id``, ``branch_turn``, ``arm``, ``target_issue``, DESIGN.md) or,
+comes from the record's metadata (``source_id``, ``branch_turn``, ``arm``, ``target_issue``, docs/contracts.md) or,
 when the harness only kept ``ticket_id``, from the tickets file. A record that cannot be linked is rejected
 with its file and line, never guessed; the rest of the batch goes on.
 """

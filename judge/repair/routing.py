@@ -1,4 +1,4 @@
-"""Routing: each majority issue gets a repair route (DESIGN.md, "Repair routes"); one issue drives the repair.
+"""Routing: each majority issue gets a repair route (docs/contracts.md, "Repair routes"); one issue drives the repair.
 
 Per issue:
 - ``environment`` -> ``environment`` (own ledger, rerun in a fresh environment);

@@ -1,7 +1,7 @@
 """Small builders of the canonical models for tests: messages, trajectories, issues, verdicts, clusters.
 
 Every builder fills the fields a test does not care about with plain defaults, so a test states only what it
-checks. Turn numbers are assigned by :func:`judge.model.number_turns`, as an importer would (DESIGN.md).
+checks. Turn numbers are assigned by :func:`judge.model.number_turns`, as an importer would (docs/contracts.md).
 
     traj = trajectory("t1", [say("Running.", call("c1", "bash", cmd="pytest")), tool("c1", "1 failed", error=True),
                              say("All tests pass.")])

@@ -27,7 +27,7 @@ def make_trajectory(
 ) -> Trajectory:
     """Build a trajectory from turn specs: ``{"text": ..., "calls": [(name, args, result, is_error, exit_code)]}``.
 
-    Each call's result becomes a tool message paired by call id; turn numbers follow DESIGN.md.
+    Each call's result becomes a tool message paired by call id; turn numbers follow docs/contracts.md.
     """
     messages: list[Message] = []
     if system:
