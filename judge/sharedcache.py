@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from judge.providers.credentials import redact
+from judge.providers.credentials import redact, scrub
 from judge.store import cache_key
 
 CACHE_FILE = "cache.sqlite"
@@ -225,7 +225,7 @@ class SharedCache:
         if verdict.get("status") != "ok":
             raise ValueError("only successful verdicts are shared across runs")
         verdict = {**verdict, "judge": redact(verdict.get("judge")), "raw": None}
-        text = json.dumps(verdict, ensure_ascii=False)
+        text = scrub(json.dumps(verdict, ensure_ascii=False))
         usage = verdict.get("usage") or {}
         now = time.time()
         cursor = self._db.execute(

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from judge import rundir
-from judge.providers.credentials import redact
+from judge.providers.credentials import redact, scrub
 
 STORE_FILE = rundir.STORE  # file names live in judge.rundir
 
@@ -195,7 +195,7 @@ class RunStore:
         verdict = {**verdict, "judge": redact(verdict.get("judge"))} if "judge" in verdict else verdict
         self._db.execute(
             "INSERT OR REPLACE INTO judge_calls (key, trajectory_id, judge, pass_index, verdict, created) VALUES (?,?,?,?,?,?)",
-            (key, trajectory_id, redact(judge), pass_index, json.dumps(verdict, ensure_ascii=False), time.time()),
+            (key, trajectory_id, redact(judge), pass_index, scrub(json.dumps(verdict, ensure_ascii=False)), time.time()),
         )
 
     def count_verdicts(self) -> int:
@@ -211,7 +211,7 @@ class RunStore:
     def put_answer(self, key: str, purpose: str, trajectory_id: str, model: str, answer: dict[str, Any]) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO model_answers (key, purpose, trajectory_id, model, answer, created) VALUES (?,?,?,?,?,?)",
-            (key, purpose, trajectory_id, redact(model), json.dumps(answer, ensure_ascii=False), time.time()),
+            (key, purpose, trajectory_id, redact(model), scrub(json.dumps(answer, ensure_ascii=False)), time.time()),
         )
 
     def record_attempt(
@@ -336,7 +336,7 @@ class RunStore:
         try:
             for done in outcomes:
                 self._db.execute("UPDATE batch_items SET state = ?, result = ? WHERE custom_id = ?",
-                                 (done["state"], json.dumps(done["result"], ensure_ascii=False), done["custom_id"]))
+                                 (done["state"], scrub(json.dumps(done["result"], ensure_ascii=False)), done["custom_id"]))
                 self._db.execute(
                     "UPDATE call_attempts SET outcome = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?,"
                     " cost_usd = ?, note = ? WHERE id = (SELECT attempt_id FROM batch_items WHERE custom_id = ?)",
