@@ -8,7 +8,8 @@ must be able to try them again, and a parse error of one run says nothing about 
 The key (:func:`shared_key`) is content-addressed: the run store's key of the pass (trajectory content hash,
 prompt version, provider, model, parameters such as endpoint, temperature, seed, output schema, windows, and the
 pass index; secrets redacted) plus a hash of the prompt template's text, so an edited template that kept its
-version number is a different question. No spec, URL or parameter is stored unredacted.
+version number is a different question. No spec, URL or parameter is stored unredacted, and a stored answer is
+scrubbed of registered secret values (:mod:`judge.providers.credentials`).
 
 Location: ``--cache-dir`` (``cache-dir:`` in a config file), else ``$TRAJUDGE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/trajudge``, else ``~/.cache/trajudge``; ``--no-shared-cache`` (``no-shared-cache: true``) turns

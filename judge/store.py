@@ -8,7 +8,8 @@ too: each provider attempt is written *before* its request is sent (outcome ``se
 start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The run's settings that must
 outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``.
 
-Judge specs are recorded through :func:`judge.providers.redact`: no URL credential reaches the file.
+Judge specs are recorded through :func:`judge.providers.redact` (no URL user info or query reaches the file), and
+every stored answer and result is scrubbed of registered secret values (:mod:`judge.providers.credentials`).
 """
 
 from __future__ import annotations
