@@ -103,6 +103,7 @@ def scrub_completion(completion: Completion) -> Completion:
     completion.text = scrub(completion.text)
     completion.parsed = scrub_value(completion.parsed)
     completion.refusal = scrub(completion.refusal) if completion.refusal is not None else None
+    completion.model = scrub(completion.model)
     completion.raw = scrub_value(completion.raw)
     completion.tool_calls = [call.model_copy(update=scrub_value(call.model_dump())) for call in completion.tool_calls]
     return completion
@@ -164,9 +165,10 @@ class ProviderFactory(Protocol):
 class ProviderKind:
     """A registered provider: the spec prefix and what the rest of trajudge needs to know about it.
 
-    ``env_key``: the environment variable holding its API key (None: it needs none); every registered one is
-    scrubbed from error texts. ``base_url_env``: the SDK's own base-URL variable; with it set (or a URL given)
-    a missing key is replaced by a placeholder. ``supports_seed``: whether a per-pass seed reaches the model
+    ``env_key``: the environment variable holding its API key (None: it needs none); its value is a registered
+    secret, scrubbed from answers, errors and output. ``base_url_env``: the SDK's own base-URL variable (read by
+    trajudge, so that its user info becomes a header); with it set (or a URL given) a missing key is replaced by a
+    placeholder. ``supports_seed``: whether a per-pass seed reaches the model
     (recorded as part of how passes are kept independent). ``pricing_key``: the provider part of its keys in
     rubrics/prices.yaml (default: its name). ``self_hosted``: a server at a URL (``NAME:MODEL@URL``, or the
     ``base_url`` option, or ``base_url_env``), which needs no key. ``with_url``: the registered provider that
@@ -244,7 +246,7 @@ def provider_names() -> list[str]:
 
 
 def key_variables() -> tuple[str, ...]:
-    """The environment variables that hold API keys of registered providers (scrubbed from error texts)."""
+    """The environment variables that hold API keys of registered providers (their values are registered secrets)."""
     _load_providers()
     return tuple(dict.fromkeys(kind.env_key for kind in _PROVIDERS.values() if kind.env_key))
 

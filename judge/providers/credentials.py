@@ -53,7 +53,10 @@ def register_secret(value: object) -> None:
     """Register one secret value: from now on :func:`scrub` replaces it (if at least :data:`MIN_SCRUB_LENGTH`
     characters long) wherever it appears."""
     global _forms
-    if not isinstance(value, str) or len(value.strip()) < MIN_SCRUB_LENGTH or value in _secrets:
+    if not isinstance(value, str):
+        return
+    value = value.strip()  # " KEY" is sent as written, but the key itself is what a server echoes
+    if len(value) < MIN_SCRUB_LENGTH or value in _secrets:
         return
     _secrets.add(value)
     forms = set(_forms) | _written_forms(value)
