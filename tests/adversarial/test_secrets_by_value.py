@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -154,15 +156,23 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.mark.parametrize("case", ["unknown provider", "unreachable server", "server echoes the key in a 401"])
+@pytest.mark.parametrize("case", ["unknown provider", "unknown provider, console entry point", "unreachable server",
+                                  "server echoes the key in a 401"])
 def test_secrets_never_reach_stderr(case: str, tmp_path: Path, batch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     password, code, key = SECRETS["judge URL user info"], SECRETS["judge URL ?code="], SECRETS["OPENAI_API_KEY"]
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     args = ["score", str(batch), "--out", str(tmp_path / "run"), "--embedder", "lexical"]
+    bogus = f"bogus:m@http://u:{password}@h/v1?code={code}"
     if case == "unknown provider":
-        result = runner.invoke(app, [*args, "--judge", f"bogus:m@http://u:{password}@h/v1?code={code}"])
+        result = runner.invoke(app, [*args, "--judge", bogus])
         assert result.exit_code == 1 and "unknown judge" in result.output
+    elif case == "unknown provider, console entry point":  # judge.cli.main, as the `judge` command runs it
+        process = subprocess.run([sys.executable, "-c", "from judge.cli import main; main()", *args, "--judge", bogus],
+                                 capture_output=True, text=True, timeout=120)
+        assert process.returncode == 1 and "unknown judge" in process.stderr
+        assert not leaks("stdout", process.stdout.encode()) + leaks("stderr", process.stderr.encode())
+        return
     elif case == "unreachable server":
         spec = f"openai-compatible:m@http://u:{password}@127.0.0.1:{closed_port()}/v1?code={code}"
         result = runner.invoke(app, [*args, "--judge", spec])
