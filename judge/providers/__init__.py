@@ -418,7 +418,9 @@ def client_connection(parsed: ProviderSpec, options: dict[str, Any]) -> tuple[st
     in the URL, and its HTTP client would refuse it beside the key's ``Authorization`` header).
     """
     kind = _PROVIDERS.get(parsed.kind)
-    url = parsed.base_url or (os.environ.get(kind.base_url_env) or None if kind and kind.base_url_env else None)
+    url = parsed.base_url
+    if not url and kind is not None and kind.base_url_env:
+        url = os.environ.get(kind.base_url_env) or None
     url, headers, query = split_credentials(url)
     extra = options.get("headers") or {}
     if not isinstance(extra, dict):
