@@ -9,6 +9,7 @@ no line of stdout or stderr holds any of them.
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import subprocess
@@ -68,7 +69,7 @@ def leaks(where: str, data: bytes) -> list[str]:
 
 
 def parquet_text(path: Path) -> bytes:
-    """A Parquet file's values as text (its bytes are compressed: grepping them alone would prove nothing)."""
+    """A Parquet file's values as text (its bytes may be compressed: grepping them alone could miss a value)."""
     import pyarrow.parquet as pq
 
     return json.dumps(pq.read_table(path).to_pylist(), default=str, ensure_ascii=False).encode()
@@ -103,6 +104,9 @@ def test_a_secret_planted_in_each_place_is_in_no_file_no_cache_and_no_output(
         sent = json.dumps([*openai.request_headers, *anthropic.request_headers])
         assert SECRETS["header X-Authentication"] in sent and SECRETS["header Api-Keys"] in sent
         assert SECRETS["ANTHROPIC_API_KEY"] in json.dumps(anthropic.request_headers)
+        basic = {f"Basic {base64.b64encode(pair.encode()).decode()}" for pair in (
+            f"judge:{SECRETS['judge URL user info']}", f"gateway:{SECRETS['OPENAI_BASE_URL user info']}")}
+        assert basic <= {headers.get("authorization") for headers in openai.request_headers}
         assert openai.request_count == 2 * 2 + 2 and anthropic.request_count == 2 + 1  # passes + preflights
     for command in (["rescore", str(run_dir)], ["report", str(run_dir)], ["cache", "stats"]):
         more = runner.invoke(app, command)
