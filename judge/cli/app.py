@@ -27,7 +27,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from judge.providers.credentials import scrub, scrub_output
+from judge.providers.credentials import scrub, scrub_error, scrub_output
 from judge.runlock import RunLocked
 
 # typer ships its own copy of click: its UsageError (the base of every parse or parameter error) and ClickException
@@ -109,6 +109,14 @@ class JudgeGroup(TyperGroup):
                 raise  # a closed pipe (`judge show ... | head`): typer handles it quietly
             typer.echo(describe_os_error(error), err=True)
             raise typer.Exit(ExitCode.ERROR) from None
+        except Exception as error:  # a crash: its traceback is drawn in a box whose line breaks could split a secret
+            seen: set[int] = set()
+            current: BaseException | None = error
+            while current is not None and id(current) not in seen:
+                seen.add(id(current))
+                scrub_error(current)
+                current = current.__cause__ or current.__context__
+            raise
 
 
 def _scrub_message(error: Exception) -> None:

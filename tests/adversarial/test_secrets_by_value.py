@@ -189,6 +189,24 @@ def test_secrets_never_reach_stderr(case: str, tmp_path: Path, batch: Path, monk
     assert not leaks("stdout", result.stdout.encode()) + leaks("stderr", result.stderr.encode())
 
 
+def test_a_crash_shows_no_secret_in_its_message(batch: Path, tmp_path: Path) -> None:
+    """An unexpected exception is printed as a traceback in a box whose line breaks could split a secret: its
+    message is scrubbed before it is drawn."""
+    from judge.judges import register_judge, unregister_judge
+
+    def crashing(spec: str, options: dict[str, Any]) -> Any:
+        raise RuntimeError(f"cannot build {spec}")
+
+    register_judge("crashy")(crashing)
+    try:
+        password = SECRETS["judge URL user info"]
+        result = runner.invoke(app, ["score", str(batch), "--out", str(tmp_path / "run"), "--judge",
+                                     f"crashy:m@http://u:{password}@h/v1"])
+    finally:
+        unregister_judge("crashy")
+    assert isinstance(result.exception, RuntimeError) and "cannot build crashy:m@http://u:***@h/v1" in str(result.exception)
+
+
 @pytest.mark.parametrize(("value", "expected"), [
     ("openai-compatible:m@http://u:pw@h:8000/v1?code=abc", "openai-compatible:m@http://h:8000/v1"),
     ("http://h/v1?api-version=2024-06-01&code=k", "http://h/v1"),
