@@ -7,12 +7,14 @@ parameter value (``?code=``, ``?access_code=``, ``?api_key=``), any entry of a c
 (``client_secret``) - and :func:`register_secret` takes the value of each provider's key variable when the provider
 is registered and when it reads it (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, any plugin's ``env_key``).
 
-Two rules then keep them out of files, the shared cache and the terminal, here and nowhere else:
+Two rules, decided here and nowhere else, then keep them out of files, the shared cache and the terminal:
 
 - :func:`redact` (specs, URLs, configs: what is *recorded*) drops a URL's user info and its whole query - a judge's
   name is its URL without them - and writes ``***`` for every header value and secret-named entry;
-- :func:`scrub` (any text: answers, error messages, stdout and stderr through :func:`scrub_output`) replaces every
-  registered value, also as JSON, HTML or URL encoding writes it, by ``***``.
+- :func:`scrub` (any text) replaces every registered value, also as JSON, HTML or URL encoding writes it, by
+  ``***``. It is applied where text from outside enters or leaves: each answer and error of the one call path
+  (:mod:`judge.providers.retry`, batch results in :mod:`judge.batch`), each row the run store and the shared cache
+  write, and everything the CLI prints (:func:`scrub_output`, and click's error messages).
 
 By-value scrubbing needs a minimum length (:data:`MIN_SCRUB_LENGTH`): a 3-character password searched for in free
 text would turn every such word of every answer into ``***``. A shorter value is still never recorded where it
@@ -115,8 +117,8 @@ def scrub_error(error: ErrorT) -> ErrorT:
 
 
 def scrub_value(value: Any) -> Any:
-    """A copy of ``value`` (a parsed answer, a response body: strings, mappings, lists) with every string scrubbed;
-    ``value`` itself when no secret is registered or nothing changed."""
+    """A copy of ``value`` (a parsed answer, a response body: strings, mappings, lists) with every string scrubbed
+    (``value`` itself when no secret is registered)."""
     if not _forms:
         return value
     if isinstance(value, str):
