@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeGuard, cast
 from judge.judges import AttemptHook, Judge
 from judge.model import Trajectory, Usage
 from judge.pricing import checked_usage, price
-from judge.providers import Completion, redact
+from judge.providers import Completion, redact, scrub, scrub_completion
 from judge.providers.batch import BatchAnswer, BatchAPI, BatchItem, BatchRequest, BatchState, batch_api
 from judge.providers.errors import ProviderError, unscored_reason
 from judge.providers.retry import Attempt
@@ -247,6 +247,7 @@ class BatchRunner:
             cost: float | None = 0.0  # a request that got no answer is not billed
             record: dict[str, Any] = {"custom_id": custom_id}
             if item.completion is not None:
+                scrub_completion(item.completion)  # as a direct answer is (judge.providers.retry)
                 usage, note = checked_usage(item.completion.usage)
                 item.completion.usage = usage
                 cost = price(price_key, usage, self.calls.table, batch=True) if price_key else None
@@ -255,7 +256,7 @@ class BatchRunner:
                               cached_tokens=usage.cached_tokens, cost_usd=cost, note=note or "batch request")
             elif item.error is not None:
                 cost = None if billed_unknown else 0.0
-                record.update(state=FAILED, result={"reason": unscored_reason(item.error), "detail": str(item.error)},
+                record.update(state=FAILED, result={"reason": unscored_reason(item.error), "detail": scrub(str(item.error))},
                               outcome=item.error.kind, cost_usd=cost, note="batch request")
             else:
                 reason = f"batch_{item.fate or 'failed'}"

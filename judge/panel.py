@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from judge import rundir
 from judge.batch import BatchJudge, BatchRunner, batchable
@@ -63,7 +63,7 @@ from judge.config import OptionFile, build_checked, read_option_file
 from judge.judges import Judge, check_judge, is_local, make_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
-from judge.providers import key_variables, redact
+from judge.providers import key_variables, redact, register_secrets_in, scrub
 from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError
 from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
@@ -151,6 +151,13 @@ class PanelConfig(BaseModel):
                                  "header goes in params.headers")
         return value
 
+    @model_validator(mode="after")
+    def _register_secrets(self) -> PanelConfig:
+        # Before anything is built or printed: the judges' URL credentials and query values, the headers and the
+        # secret-named params are scrubbed by value from every answer, message and file of the run.
+        register_secrets_in({"judges": self.judges, "base_url": self.base_url, "params": self.params})
+        return self
+
     @field_validator("temperature", mode="before")
     @classmethod
     def _temperature(cls, value: Any) -> Any:
@@ -210,8 +217,8 @@ class PanelConfig(BaseModel):
         }
 
     def described(self) -> dict[str, Any]:
-        """Parameters for the manifest, redacted (:func:`judge.providers.redact`): URL credentials, headers and
-        secret-named params never reach a file."""
+        """Parameters for the manifest, redacted (:func:`judge.providers.redact`): URL credentials and queries,
+        header values and secret-named params never reach a file."""
         described: dict[str, Any] = redact(self.model_dump(exclude={"judges"}))  # a mapping stays a mapping
         return described
 
@@ -291,7 +298,7 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) 
     judges = judges if judges is not None else build_judges(config)
     specs = config.judges or ["rules"]
     plans: list[PassPlan] = []
-    seen: Counter[str] = Counter()
+    seen: Counter[str] = Counter()  # by name: two URLs that differ only in their query are passes of one judge
     single = len(specs) == 1
     for spec in specs:
         judge = judges[spec]
@@ -304,9 +311,10 @@ def plan_passes(config: PanelConfig, judges: Mapping[str, Judge] | None = None) 
             count = judge.default_passes
         else:
             count = 1
+        name = redact(spec)
         for _ in range(count):
-            seen[spec] += 1
-            plans.append(PassPlan(f"{redact(spec)}#{seen[spec]}", spec, seen[spec], deterministic))
+            seen[name] += 1
+            plans.append(PassPlan(f"{name}#{seen[name]}", spec, seen[name], deterministic))
     return plans
 
 
@@ -472,7 +480,7 @@ async def _run_panel(
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
-                                  detail=f"the judge failed: {type(error).__name__}: {error}", attempts=0)
+                                  detail=scrub(f"the judge failed: {type(error).__name__}: {error}"), attempts=0)
             judge_name = redact(plan.judge)
             if (verdict.pass_key != plan.pass_key or verdict.pass_index != plan.pass_index or verdict.judge != judge_name
                     or verdict.deterministic != plan.deterministic or verdict.cached):

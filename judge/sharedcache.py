@@ -8,7 +8,8 @@ must be able to try them again, and a parse error of one run says nothing about 
 The key (:func:`shared_key`) is content-addressed: the run store's key of the pass (trajectory content hash,
 prompt version, provider, model, parameters such as endpoint, temperature, seed, output schema, windows, and the
 pass index; secrets redacted) plus a hash of the prompt template's text, so an edited template that kept its
-version number is a different question. No spec, URL or parameter is stored unredacted.
+version number is a different question. No spec, URL or parameter is stored unredacted, and a stored answer is
+scrubbed of registered secret values (:mod:`judge.providers.credentials`).
 
 Location: ``--cache-dir`` (``cache-dir:`` in a config file), else ``$TRAJUDGE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/trajudge``, else ``~/.cache/trajudge``; ``--no-shared-cache`` (``no-shared-cache: true``) turns
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from judge.providers.credentials import redact
+from judge.providers.credentials import redact, scrub
 from judge.store import cache_key
 
 CACHE_FILE = "cache.sqlite"
@@ -225,7 +226,7 @@ class SharedCache:
         if verdict.get("status") != "ok":
             raise ValueError("only successful verdicts are shared across runs")
         verdict = {**verdict, "judge": redact(verdict.get("judge")), "raw": None}
-        text = json.dumps(verdict, ensure_ascii=False)
+        text = scrub(json.dumps(verdict, ensure_ascii=False))
         usage = verdict.get("usage") or {}
         now = time.time()
         cursor = self._db.execute(

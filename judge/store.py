@@ -8,7 +8,8 @@ too: each provider attempt is written *before* its request is sent (outcome ``se
 start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The run's settings that must
 outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``.
 
-Judge specs are recorded through :func:`judge.providers.redact`: no URL credential reaches the file.
+Judge specs are recorded through :func:`judge.providers.redact` (no URL user info or query reaches the file), and
+every stored answer and result is scrubbed of registered secret values (:mod:`judge.providers.credentials`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from judge import rundir
-from judge.providers.credentials import redact
+from judge.providers.credentials import redact, scrub
 
 STORE_FILE = rundir.STORE  # file names live in judge.rundir
 
@@ -195,7 +196,7 @@ class RunStore:
         verdict = {**verdict, "judge": redact(verdict.get("judge"))} if "judge" in verdict else verdict
         self._db.execute(
             "INSERT OR REPLACE INTO judge_calls (key, trajectory_id, judge, pass_index, verdict, created) VALUES (?,?,?,?,?,?)",
-            (key, trajectory_id, redact(judge), pass_index, json.dumps(verdict, ensure_ascii=False), time.time()),
+            (key, trajectory_id, redact(judge), pass_index, scrub(json.dumps(verdict, ensure_ascii=False)), time.time()),
         )
 
     def count_verdicts(self) -> int:
@@ -211,7 +212,7 @@ class RunStore:
     def put_answer(self, key: str, purpose: str, trajectory_id: str, model: str, answer: dict[str, Any]) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO model_answers (key, purpose, trajectory_id, model, answer, created) VALUES (?,?,?,?,?,?)",
-            (key, purpose, trajectory_id, redact(model), json.dumps(answer, ensure_ascii=False), time.time()),
+            (key, purpose, trajectory_id, redact(model), scrub(json.dumps(answer, ensure_ascii=False)), time.time()),
         )
 
     def record_attempt(
@@ -336,7 +337,7 @@ class RunStore:
         try:
             for done in outcomes:
                 self._db.execute("UPDATE batch_items SET state = ?, result = ? WHERE custom_id = ?",
-                                 (done["state"], json.dumps(done["result"], ensure_ascii=False), done["custom_id"]))
+                                 (done["state"], scrub(json.dumps(done["result"], ensure_ascii=False)), done["custom_id"]))
                 self._db.execute(
                     "UPDATE call_attempts SET outcome = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?,"
                     " cost_usd = ?, note = ? WHERE id = (SELECT attempt_id FROM batch_items WHERE custom_id = ?)",

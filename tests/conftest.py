@@ -20,6 +20,9 @@
 - **Shared cache** (autouse): each test gets its own empty cache folder (``TRAJUDGE_CACHE_DIR``), so no test
   reads or writes the user's cache, and no test's answers save another test its calls.
 
+- **Secrets** (autouse): the secrets a test registered (judge.providers.credentials) are forgotten after it, so
+  that one test's key is not scrubbed from another's output.
+
 Builders of trajectories, messages, issues, verdicts and clusters are in :mod:`judge.testing.builders`; the
 fixture modules under tests/fixtures import as ``fixtures.<folder>.<module>`` (pytest ``pythonpath``).
 """
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+from judge.providers.credentials import forget_secrets
 from judge.testing.fake_provider import FakeProviders
 from judge.testing.synthetic import synthetic_batch
 
@@ -80,6 +84,12 @@ def _session_shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def _own_shared_cache(_session_shared_cache: None, tmp_path_factory: pytest.TempPathFactory,
                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAJUDGE_CACHE_DIR", str(tmp_path_factory.mktemp("shared-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets() -> Iterator[None]:
+    yield
+    forget_secrets()
 
 
 @pytest.fixture

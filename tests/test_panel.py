@@ -575,3 +575,10 @@ def test_a_failing_judge_does_not_stop_the_batch(tmp_path: Path) -> None:
 def test_url_credentials_never_reach_pass_keys(spec: str, shown: str) -> None:
     (plan,) = plan_passes(PanelConfig(judges=[spec], passes=1), {spec: _Stub(spec)})
     assert plan.pass_key == f"{shown}#1" and plan.judge == spec
+
+
+def test_urls_that_differ_only_in_their_query_are_passes_of_one_judge() -> None:
+    specs = ["openai-compatible:m@http://h/api?code=KEY-ONE-1234", "openai-compatible:m@http://h/api?code=KEY-TWO-5678"]
+    plans = plan_passes(PanelConfig(judges=specs, passes=1), {spec: _Stub(spec) for spec in specs})
+    assert [(plan.pass_key, plan.judge, plan.pass_index) for plan in plans] == [
+        ("openai-compatible:m@http://h/api#1", specs[0], 1), ("openai-compatible:m@http://h/api#2", specs[1], 2)]

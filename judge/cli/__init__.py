@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from judge.cli.app import app
+from judge.providers.credentials import scrub_output
 
 # Importing a command module attaches its commands to ``app``; ``--help`` lists them in this order,
 # which follows the pipeline: score, then the stages that can be rerun on their own, then analyses.
@@ -23,7 +24,9 @@ from judge.cli import (  # noqa: F401
 
 
 def main() -> None:
-    """Console-script entry point (``judge``)."""
+    """Console-script entry point (``judge``). Registered secrets are scrubbed from stdout and stderr for the whole
+    process, the traceback of a crash included (printed after the command has returned)."""
+    scrub_output()
     app()
 
 

@@ -27,11 +27,13 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from judge.providers.credentials import scrub, scrub_error, scrub_output
 from judge.runlock import RunLocked
 
-# typer ships its own copy of click: its UsageError (the base of every parse or parameter error) is found
-# through typer's public BadParameter rather than imported from the click package.
+# typer ships its own copy of click: its UsageError (the base of every parse or parameter error) and ClickException
+# are found through typer's public BadParameter rather than imported from the click package.
 UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 class ExitCode(IntEnum):
@@ -70,14 +72,23 @@ def describe_os_error(error: OSError | sqlite3.Error) -> str:
 
 
 class JudgeGroup(TyperGroup):
-    """The ``judge`` command group: one exit-code table, and one clear line instead of a traceback when the
-    machine fails (a full disk, an unwritable path)."""
+    """The ``judge`` command group: one exit-code table, one clear line instead of a traceback when the machine
+    fails (a full disk, an unwritable path), and no registered secret on stdout or stderr
+    (:mod:`judge.providers.credentials`)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        restore = scrub_output()  # a no-op under judge.cli.main, which scrubs the streams for the whole process
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            restore()
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except UsageError as error:
             error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
+            _scrub_message(error)
             raise
 
     def invoke(self, ctx: Any) -> Any:
@@ -85,6 +96,10 @@ class JudgeGroup(TyperGroup):
             return super().invoke(ctx)
         except UsageError as error:
             error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
+            _scrub_message(error)
+            raise
+        except ClickException as error:
+            _scrub_message(error)
             raise
         except RunLocked as error:
             typer.echo(f"error: {error}", err=True)
@@ -94,6 +109,22 @@ class JudgeGroup(TyperGroup):
                 raise  # a closed pipe (`judge show ... | head`): typer handles it quietly
             typer.echo(describe_os_error(error), err=True)
             raise typer.Exit(ExitCode.ERROR) from None
+        except Exception as error:  # a crash: its traceback is drawn in a box whose line breaks could split a secret
+            seen: set[int] = set()
+            current: BaseException | None = error
+            while current is not None and id(current) not in seen:
+                seen.add(id(current))
+                scrub_error(current)
+                current = current.__cause__ or current.__context__
+            raise
+
+
+def _scrub_message(error: Exception) -> None:
+    """Scrub a click error's message: typer draws it in a box whose line breaks could split a secret before the
+    scrubbed stream sees it."""
+    message = getattr(error, "message", None)
+    if isinstance(message, str):
+        error.message = scrub(message)  # type: ignore[attr-defined]  # ClickException is found at run time (above)
 
 
 def examples(*items: str | tuple[str, str]) -> str:

@@ -184,4 +184,4 @@ def make_agent(spec: str, *, base_url: str | None = None, timeout_s: float | Non
     if provider_kind(kind) is not None:
         return provider_agent(spec, base_url=base_url, timeout_s=timeout_s, max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
                               use_cache=use_cache)
-    raise ValueError(f"unknown agent {spec!r}: write scripted:FILE or PROVIDER:MODEL (providers: {', '.join(provider_names())})")
+    raise ValueError(f"unknown agent {redact(spec)!r}: write scripted:FILE or PROVIDER:MODEL (providers: {', '.join(provider_names())})")

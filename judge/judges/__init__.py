@@ -184,11 +184,11 @@ def resolve(spec: str) -> JudgeFactory:
     if factory is not None:
         return factory
     from judge.providers import PLUGIN_GROUP as PROVIDER_PLUGINS
-    from judge.providers import provider_kind, provider_names
+    from judge.providers import provider_kind, provider_names, redact
 
     if _PROVIDER_JUDGE and provider_kind(kind) is not None:
         return _PROVIDER_JUDGE[0]
-    raise ValueError(f"unknown judge {spec!r}; known judge kinds: {', '.join(sorted(_REGISTRY)) or 'none'}; "
+    raise ValueError(f"unknown judge {redact(spec)!r}; known judge kinds: {', '.join(sorted(_REGISTRY)) or 'none'}; "
                      f"LLM providers (as PROVIDER:MODEL): {', '.join(provider_names()) or 'none'}"
                      + problems_note(PLUGIN_GROUP) + problems_note(PROVIDER_PLUGINS))
 
@@ -203,7 +203,9 @@ def check_judge(spec: str, judge: Any) -> Judge:
     plugin's judge fails here, when it is built, not in the middle of a batch)."""
     missing = [name for name in _MEMBERS if not hasattr(judge, name)]
     if missing:
-        raise TypeError(f"judge {spec!r} ({type(judge).__qualname__}) lacks {', '.join(missing)}: a judge implements "
+        from judge.providers import redact
+
+        raise TypeError(f"judge {redact(spec)!r} ({type(judge).__qualname__}) lacks {', '.join(missing)}: a judge implements "
                         "judge.judges.Judge (subclass judge.judges.BaseJudge for the defaults)")
     return cast(Judge, judge)  # it has every member (the protocol's signatures are not checkable at run time)
 

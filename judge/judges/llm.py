@@ -57,7 +57,7 @@ from judge.prompting import (
     render_trajectory,
     turn_sizes,
 )
-from judge.providers import Completion, Provider, base_url_for, make_provider, price_key, supports_seed
+from judge.providers import Completion, Provider, base_url_for, make_provider, price_key, redact, supports_seed
 from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError, unscored_reason
 from judge.providers.retry import (
@@ -469,8 +469,9 @@ class LLMJudge(BaseJudge):
 
     async def _judge(self, trajectory: Trajectory, pass_index: int, on_attempt: AttemptHook | None,
                      on_send: AttemptHook | None, answers: list[BatchAnswer] | None) -> Verdict:
+        name = redact(self.spec)  # a verdict names its judge without URL credentials or query
         base = Verdict(
-            trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key=f"{self.spec}#{pass_index}",
+            trajectory_id=trajectory.id, judge=name, pass_index=pass_index, pass_key=f"{name}#{pass_index}",
             status="unscored", model=self.provider.model, prompt_version=self.prompt_version, attempts=0,
         )
         plan = self.plan_for(trajectory)

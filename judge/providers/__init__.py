@@ -15,8 +15,9 @@ returns a :class:`Completion`. Specs:
 Keys come only from the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``); a server reached through a
 base URL without a key gets a placeholder key. Keys are never logged, cached, or written anywhere: nothing
 in :class:`Completion` or in a :class:`ProviderError` carries request headers. Credentials written into a
-base URL (``http://user:pass@host/v1``, ``?api_key=``) and extra ``headers`` are sent but never recorded:
-see :mod:`judge.providers.credentials`.
+base URL (``http://user:pass@host/v1``, ``?code=``) and extra ``headers`` are sent but never recorded: each is
+registered as a secret when a provider is made, as is the key it reads, and scrubbed by value from answers,
+errors and output (:mod:`judge.providers.credentials`).
 
 Providers are registered by name (:func:`register_provider`): the decorator on a provider class says which
 environment variable holds its key, whether it passes a seed, and how it is priced, and that is all the rest of
@@ -40,7 +41,16 @@ from typing import Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from judge.model import ToolCall, ToolSpec, Usage
 from judge.plugins import claim_name, load_plugins, problems_note
-from judge.providers.credentials import redact, split_credentials, strip_credentials
+from judge.providers.credentials import (
+    any_secret,
+    redact,
+    register_secret,
+    register_secrets_in,
+    scrub,
+    scrub_value,
+    split_credentials,
+    strip_credentials,
+)
 from judge.providers.errors import (
     AuthError,
     BadOutput,
@@ -83,6 +93,20 @@ class Completion:
     latency_s: float
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def scrub_completion(completion: Completion) -> Completion:
+    """``completion`` with every registered secret scrubbed from its text, parsed answer, refusal, raw body and tool
+    calls (changed in place; returned): a server that echoes a key or a header in an answer gets it stored as ``***``."""
+    if not any_secret():
+        return completion
+    completion.text = scrub(completion.text)
+    completion.parsed = scrub_value(completion.parsed)
+    completion.refusal = scrub(completion.refusal) if completion.refusal is not None else None
+    completion.model = scrub(completion.model)
+    completion.raw = scrub_value(completion.raw)
+    completion.tool_calls = [call.model_copy(update=scrub_value(call.model_dump())) for call in completion.tool_calls]
+    return completion
 
 
 @runtime_checkable
@@ -141,9 +165,10 @@ class ProviderFactory(Protocol):
 class ProviderKind:
     """A registered provider: the spec prefix and what the rest of trajudge needs to know about it.
 
-    ``env_key``: the environment variable holding its API key (None: it needs none); every registered one is
-    scrubbed from error texts. ``base_url_env``: the SDK's own base-URL variable; with it set (or a URL given)
-    a missing key is replaced by a placeholder. ``supports_seed``: whether a per-pass seed reaches the model
+    ``env_key``: the environment variable holding its API key (None: it needs none); its value is a registered
+    secret, scrubbed from answers, errors and output. ``base_url_env``: the SDK's own base-URL variable (read by
+    trajudge, so that its user info becomes a header); with it set (or a URL given) a missing key is replaced by a
+    placeholder. ``supports_seed``: whether a per-pass seed reaches the model
     (recorded as part of how passes are kept independent). ``pricing_key``: the provider part of its keys in
     rubrics/prices.yaml (default: its name). ``self_hosted``: a server at a URL (``NAME:MODEL@URL``, or the
     ``base_url`` option, or ``base_url_env``), which needs no key. ``with_url``: the registered provider that
@@ -196,6 +221,8 @@ def register_provider(
                             supports_seed=supports_seed, pricing_key=pricing_key, self_hosted=self_hosted,
                             with_url=with_url, takes_base_url=takes_base_url)
         claim_name(_PROVIDERS, name, kind, "provider", owner=lambda registered: registered.factory)
+        if env_key:
+            register_secret(os.environ.get(env_key))  # scrubbed from the start, even before a provider reads it
         return factory
 
     return decorate
@@ -219,7 +246,7 @@ def provider_names() -> list[str]:
 
 
 def key_variables() -> tuple[str, ...]:
-    """The environment variables that hold API keys of registered providers (scrubbed from error texts)."""
+    """The environment variables that hold API keys of registered providers (their values are registered secrets)."""
     _load_providers()
     return tuple(dict.fromkeys(kind.env_key for kind in _PROVIDERS.values() if kind.env_key))
 
@@ -305,6 +332,7 @@ def make_provider(spec: str, options: dict[str, Any] | None = None) -> Provider:
     options it knows and ignores the rest.
     """
     options = dict(options or {})
+    register_secrets_in({"spec": spec, **options})  # URL credentials, query values, headers: scrubbed from now on
     parsed = parse_spec(spec, options.get("base_url"))
     kind = _PROVIDERS[parsed.kind]
     timeout_s = float(options.get("timeout_s") or DEFAULT_TIMEOUT_S)
@@ -319,6 +347,7 @@ def _key(kind: ProviderKind, parsed: ProviderSpec, optional: bool = False) -> st
         return None
     key = os.environ.get(kind.env_key)
     if key:
+        register_secret(key)
         return key
     if optional or kind.self_hosted or parsed.base_url or (kind.base_url_env and os.environ.get(kind.base_url_env)):
         return PLACEHOLDER_KEY
@@ -368,6 +397,11 @@ __all__ = [
     "provider_names",
     "redact",
     "register_provider",
+    "register_secret",
+    "register_secrets_in",
+    "scrub",
+    "scrub_completion",
+    "scrub_value",
     "split_credentials",
     "strip_credentials",
     "supports_seed",
@@ -377,8 +411,17 @@ __all__ = [
 
 def client_connection(parsed: ProviderSpec, options: dict[str, Any]) -> tuple[str | None, dict[str, str], dict[str, str]]:
     """Base URL, default headers and default query for an SDK client: URL credentials and the ``headers``
-    option, held by the client in memory only."""
-    url, headers, query = split_credentials(parsed.base_url)
+    option, held by the client in memory only.
+
+    Without a URL in the spec or the options, the provider's base-URL variable (``OPENAI_BASE_URL``) is read here
+    rather than by the SDK, so that its user info becomes a header as a given URL's does (the SDK would leave it
+    in the URL, and its HTTP client would refuse it beside the key's ``Authorization`` header).
+    """
+    kind = _PROVIDERS.get(parsed.kind)
+    url = parsed.base_url
+    if not url and kind is not None and kind.base_url_env:
+        url = os.environ.get(kind.base_url_env) or None
+    url, headers, query = split_credentials(url)
     extra = options.get("headers") or {}
     if not isinstance(extra, dict):
         raise ValueError("params.headers must be a mapping of header names to values")

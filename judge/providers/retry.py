@@ -21,8 +21,9 @@ from typing import Any
 
 from judge.model import Usage
 from judge.pricing import checked_usage
-from judge.providers import Completion, Provider
+from judge.providers import Completion, Provider, scrub_completion
 from judge.providers import price_key as pricing_key
+from judge.providers.credentials import scrub_error
 from judge.providers.errors import ProviderError, ProviderTimeout
 
 
@@ -261,6 +262,7 @@ async def complete_with_retries(
                 completion = await provider.complete(messages, **kwargs)
         except (ProviderError, TimeoutError) as raw_error:
             error = raw_error if isinstance(raw_error, ProviderError) else ProviderTimeout(f"no answer within {runtime.timeout_s:g}s")
+            scrub_error(error)  # a server may echo a key or a header in its error text (any provider, plugins too)
             # An error response is not billed, nor is a request that never connected; a timed-out request may
             # have been (the server can finish after we gave up): its cost is unknown, and the budget charges
             # its worst case.
@@ -283,6 +285,7 @@ async def complete_with_retries(
         except BaseException:  # cancelled or a bug: release the reservation so other calls are not blocked
             await runtime.budget.settle(reserved, None)
             raise
+        scrub_completion(completion)  # before anything parses, stores or prints the answer
         usage, note = checked_usage(completion.usage)
         completion.usage = usage
         cost = runtime.cost(price_key, usage)

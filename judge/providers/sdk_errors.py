@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import ssl
 from types import ModuleType
 
 import httpx
 
+from judge.providers.credentials import scrub_error
 from judge.providers.errors import (
     BadOutput,
     ConnectionFailed,
@@ -30,25 +30,10 @@ from judge.providers.errors import (
 def classify_sdk_error(sdk: ModuleType, error: BaseException) -> ProviderError:
     """Return the typed error for an exception raised by ``sdk`` (the imported openai or anthropic module).
 
-    The message is scrubbed of the API keys in the environment: some servers echo the key they rejected.
+    The message is scrubbed of every registered secret (:func:`judge.providers.credentials.scrub`): some servers
+    echo the key they rejected, and a transport's message may hold the URL with its query.
     """
-    typed = _classify(sdk, error)
-    scrubbed = scrub_secrets(str(typed.args[0]) if typed.args else "")
-    if typed.args and scrubbed != typed.args[0]:
-        typed.args = (scrubbed,)
-    return typed
-
-
-def scrub_secrets(text: str) -> str:
-    """Replace any API key from the environment (the ``env_key`` of every registered provider) that appears in
-    ``text`` with ``***``."""
-    from judge.providers import key_variables
-
-    for name in key_variables():
-        key = os.environ.get(name)
-        if key and len(key) >= 8 and key in text:
-            text = text.replace(key, "***")
-    return text
+    return scrub_error(_classify(sdk, error))
 
 
 # Failures while opening the connection, before any byte of the request is sent, by exception class name:

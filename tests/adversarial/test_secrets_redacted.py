@@ -62,11 +62,11 @@ def test_planted_secrets_are_in_no_file_of_the_run(tmp_path: Path, monkeypatch: 
 
 @pytest.mark.parametrize(("value", "expected"), [
     ("openai-compatible:m@http://u:pw@h:8000/v1", "openai-compatible:m@http://h:8000/v1"),
-    ("http://h/v1?api_key=abc&model=x", "http://h/v1?api_key=***&model=x"),
-    ("http://h/v1?sig=abc", "http://h/v1?sig=***"),
+    ("http://h/v1?api_key=abc&model=x", "http://h/v1"),  # a recorded URL has no query (issue 28)
+    ("http://h/v1?sig=abc", "http://h/v1"),
     ("openai:gpt-4o", "openai:gpt-4o"),
     ({"max_tokens": 100, "max_input_tokens": 5, "token": "t"}, {"max_tokens": 100, "max_input_tokens": 5, "token": "***"}),
-    ({"headers": {"X-Api-Key": "k", "Accept": "json"}}, {"headers": {"X-Api-Key": "***", "Accept": "json"}}),
+    ({"headers": {"X-Api-Key": "k", "Accept": "json"}}, {"headers": {"X-Api-Key": "***", "Accept": "***"}}),
     ({"apiKey": "k", "accessToken": "t", "password": "p", "cookie": "c"},
      {"apiKey": "***", "accessToken": "***", "password": "***", "cookie": "***"}),
     ({"note": "Bearer abc.def"}, {"note": "***"}),
