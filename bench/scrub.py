@@ -1,4 +1,4 @@
-"""What scrubbing secrets by value costs (judge.providers.credentials, issue 28 item 4).
+"""What scrubbing secrets by value costs (judge.secrets, issue 28 item 4).
 
 Prints, for 0 to 30 registered secrets: the time to scrub one judge answer (a 5 kB text that holds no secret, the
 common case, and one that echoes every secret), to redact a judge name (done once per pass), and to print a
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from judge.providers.credentials import forget_secrets, redact, register_secret, scrub, scrub_output  # noqa: E402
+from judge.secrets import forget_secrets, redact, register_secret, scrub, scrub_output  # noqa: E402
 
 
 def per_call_us(action: Callable[[], object], repeat: int) -> float:

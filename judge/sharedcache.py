@@ -9,7 +9,7 @@ The key (:func:`shared_key`) is content-addressed: the run store's key of the pa
 prompt version, provider, model, parameters such as endpoint, temperature, seed, output schema, windows, and the
 pass index; secrets redacted) plus a hash of the prompt template's text, so an edited template that kept its
 version number is a different question. No spec, URL or parameter is stored unredacted, and a stored answer is
-scrubbed of registered secret values (:mod:`judge.providers.credentials`).
+scrubbed of registered secret values (:mod:`judge.secrets`).
 
 Location: ``--cache-dir`` (``cache-dir:`` in a config file), else ``$TRAJUDGE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/trajudge``, else ``~/.cache/trajudge``; ``--no-shared-cache`` (``no-shared-cache: true``) turns
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from judge.providers.credentials import redact, scrub
+from judge.secrets import redact, scrub
 from judge.store import cache_key
 
 CACHE_FILE = "cache.sqlite"

@@ -9,7 +9,7 @@ start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The ru
 outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``.
 
 Judge specs are recorded through :func:`judge.providers.redact` (no URL user info or query reaches the file), and
-every stored answer and result is scrubbed of registered secret values (:mod:`judge.providers.credentials`).
+every stored answer and result is scrubbed of registered secret values (:mod:`judge.secrets`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from judge import rundir
-from judge.providers.credentials import redact, scrub
+from judge.secrets import redact, scrub
 
 STORE_FILE = rundir.STORE  # file names live in judge.rundir
 

@@ -20,7 +20,7 @@
 - **Shared cache** (autouse): each test gets its own empty cache folder (``TRAJUDGE_CACHE_DIR``), so no test
   reads or writes the user's cache, and no test's answers save another test its calls.
 
-- **Secrets** (autouse): the secrets a test registered (judge.providers.credentials) are forgotten after it, so
+- **Secrets** (autouse): the secrets a test registered (judge.secrets) are forgotten after it, so
   that one test's key is not scrubbed from another's output.
 
 Builders of trajectories, messages, issues, verdicts and clusters are in :mod:`judge.testing.builders`; the
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.providers.credentials import forget_secrets
+from judge.secrets import forget_secrets
 from judge.testing.fake_provider import FakeProviders
 from judge.testing.synthetic import synthetic_batch
 

@@ -1,4 +1,4 @@
-"""The secret registry (judge.providers.credentials): what is registered, the forms it is scrubbed in, the streams."""
+"""The secret registry (judge.secrets): what is registered, the forms it is scrubbed in, the streams."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from judge.model import ToolCall, Usage
 from judge.providers import Completion, make_provider, scrub_completion
-from judge.providers.credentials import register_secret, register_secrets_in, scrub, scrub_output
+from judge.secrets import register_secret, register_secrets_in, scrub, scrub_output
 
 
 @pytest.mark.parametrize(("configured", "scrubbed", "kept"), [

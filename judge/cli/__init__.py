@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from judge.cli.app import app
-from judge.providers.credentials import scrub_output
+from judge.secrets import scrub_output
 
 # Importing a command module attaches its commands to ``app``; ``--help`` lists them in this order,
 # which follows the pipeline: score, then the stages that can be rerun on their own, then analyses.

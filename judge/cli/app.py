@@ -27,8 +27,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from judge.providers.credentials import scrub, scrub_error, scrub_output
 from judge.runlock import RunLocked
+from judge.secrets import scrub, scrub_error, scrub_output
 
 # typer ships its own copy of click: its UsageError (the base of every parse or parameter error) and ClickException
 # are found through typer's public BadParameter rather than imported from the click package.
@@ -74,7 +74,7 @@ def describe_os_error(error: OSError | sqlite3.Error) -> str:
 class JudgeGroup(TyperGroup):
     """The ``judge`` command group: one exit-code table, one clear line instead of a traceback when the machine
     fails (a full disk, an unwritable path), and no registered secret on stdout or stderr
-    (:mod:`judge.providers.credentials`)."""
+    (:mod:`judge.secrets`)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         restore = scrub_output()  # a no-op under judge.cli.main, which scrubs the streams for the whole process

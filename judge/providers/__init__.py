@@ -17,7 +17,7 @@ base URL without a key gets a placeholder key. Keys are never logged, cached, or
 in :class:`Completion` or in a :class:`ProviderError` carries request headers. Credentials written into a
 base URL (``http://user:pass@host/v1``, ``?code=``) and extra ``headers`` are sent but never recorded: each is
 registered as a secret when a provider is made, as is the key it reads, and scrubbed by value from answers,
-errors and output (:mod:`judge.providers.credentials`).
+errors and output (:mod:`judge.secrets`).
 
 Providers are registered by name (:func:`register_provider`): the decorator on a provider class says which
 environment variable holds its key, whether it passes a seed, and how it is priced, and that is all the rest of
@@ -41,16 +41,6 @@ from typing import Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from judge.model import ToolCall, ToolSpec, Usage
 from judge.plugins import claim_name, load_plugins, problems_note
-from judge.providers.credentials import (
-    any_secret,
-    redact,
-    register_secret,
-    register_secrets_in,
-    scrub,
-    scrub_value,
-    split_credentials,
-    strip_credentials,
-)
 from judge.providers.errors import (
     AuthError,
     BadOutput,
@@ -62,6 +52,16 @@ from judge.providers.errors import (
     RateLimited,
     Refused,
     ServerError,
+)
+from judge.secrets import (
+    any_secret,
+    redact,
+    register_secret,
+    register_secrets_in,
+    scrub,
+    scrub_value,
+    split_credentials,
+    strip_credentials,
 )
 
 FinishReason = Literal["stop", "length", "refusal", "tool_use", "content_filter"]

@@ -23,8 +23,8 @@ from judge.model import Usage
 from judge.pricing import checked_usage
 from judge.providers import Completion, Provider, scrub_completion
 from judge.providers import price_key as pricing_key
-from judge.providers.credentials import scrub_error
 from judge.providers.errors import ProviderError, ProviderTimeout
+from judge.secrets import scrub_error
 
 
 class BudgetExceeded(Exception):

@@ -15,7 +15,6 @@ from types import ModuleType
 
 import httpx
 
-from judge.providers.credentials import scrub_error
 from judge.providers.errors import (
     BadOutput,
     ConnectionFailed,
@@ -25,12 +24,13 @@ from judge.providers.errors import (
     classify_status,
     parse_retry_after,
 )
+from judge.secrets import scrub_error
 
 
 def classify_sdk_error(sdk: ModuleType, error: BaseException) -> ProviderError:
     """Return the typed error for an exception raised by ``sdk`` (the imported openai or anthropic module).
 
-    The message is scrubbed of every registered secret (:func:`judge.providers.credentials.scrub`): some servers
+    The message is scrubbed of every registered secret (:func:`judge.secrets.scrub`): some servers
     echo the key they rejected, and a transport's message may hold the URL with its query.
     """
     return scrub_error(_classify(sdk, error))

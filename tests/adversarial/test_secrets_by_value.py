@@ -221,7 +221,7 @@ def test_redact_records_urls_without_user_info_or_query_and_no_header_value(valu
 
 def test_scrubbing_by_value_has_a_minimum_length(monkeypatch: pytest.MonkeyPatch) -> None:
     """A short password is kept out of names and records by the URL rules, but not searched for in free text."""
-    from judge.providers.credentials import MIN_SCRUB_LENGTH, scrub  # imported here: absent before issue 28
+    from judge.secrets import MIN_SCRUB_LENGTH, scrub  # imported here: absent before issue 28
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     short, long = "pw1", "a-long-enough-password"

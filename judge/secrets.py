@@ -1,5 +1,7 @@
 """Secrets: registered by value, used at runtime, scrubbed from everything written or printed.
 
+A leaf module (it imports nothing of judge): the CLI imports it before any command runs, `judge --help` included.
+
 A secret is a value, whatever it is called. :func:`register_secrets_in` takes them from what configures a
 connection - every header value of ``params.headers`` (or the ``headers`` option), the user info of a URL
 (``http://user:PASSWORD@host/v1``; the user name too when it has no password: ``https://TOKEN@host``), every query
