@@ -17,7 +17,7 @@ import typer
 from pydantic import BaseModel, ConfigDict
 
 from judge import rundir
-from judge.cli.app import ExitCode, app, examples, outcome_code
+from judge.cli.app import ExitCode, Interrupted, app, examples, outcome_code
 from judge.cli.output import Output, json_option
 
 if TYPE_CHECKING:
@@ -147,6 +147,8 @@ def score_command(
     except EngineUnavailable as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=ExitCode.ERROR) from None
+    except KeyboardInterrupt:
+        raise Interrupted(out / rundir.STORE) from None
     except PreflightFailed as error:
         for problem in error.problems:
             typer.echo(f"preflight: {problem}", err=True)
