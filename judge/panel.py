@@ -43,6 +43,7 @@ unscored ``no_assistant_turn`` without a call, so it gets no score (never the "n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import sqlite3
@@ -587,15 +588,19 @@ async def _run_panel(
         write_budget(run_dir, result.budget)
         return result
     finally:
-        if own_store:  # a caller's store and shared cache are its own to close
-            store.close()
-            if shared is not None:
-                shared.close()
-        if verdicts_file is not None:
-            verdicts_file.close()
-        if own_judges:
-            for judge in built.values():
-                await judge.aclose()
+        # Every step runs even when one fails: on a full disk the store's close or the flush of verdicts.jsonl can
+        # raise, and the judges' HTTP clients must still be closed ("Unclosed client session" otherwise). The stack
+        # runs the callbacks last pushed first: the store, the shared cache, verdicts.jsonl, then the judges.
+        async with contextlib.AsyncExitStack() as cleanup:
+            if own_judges:
+                for judge in built.values():
+                    cleanup.push_async_callback(judge.aclose)
+            if verdicts_file is not None:
+                cleanup.callback(verdicts_file.close)
+            if own_store:  # a caller's store and shared cache are its own to close
+                if shared is not None:
+                    cleanup.callback(shared.close)
+                cleanup.callback(store.close)
 
 
 class PreflightFailed(RuntimeError):
