@@ -12,8 +12,10 @@ from typing import Any, Literal
 ErrorKind = Literal["rate_limited", "server_error", "timeout", "connection_error", "bad_output", "context_overflow",
                     "refusal", "auth", "bad_request"]
 
-# Words of a 429 whose quota (not rate) is exhausted: OpenAI's insufficient_quota, "check your plan and billing".
-_QUOTA_MARKERS = ("quota", "billing", "credit balance")
+# Words of a 429 whose quota (not rate) is exhausted: OpenAI's insufficient_quota ("You exceeded your current
+# quota, please check your plan and billing details"), a used-up credit balance. Narrow on purpose: Azure's
+# transient 429 links to "aka.ms/oai/quotaincrease", and Gemini's per-minute limits say "Quota exceeded".
+_QUOTA_MARKERS = ("insufficient_quota", "exceeded your current quota", "plan and billing", "credit balance")
 # Kinds worth another attempt after a pause; the others fail the same way every time.
 RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limited", "server_error", "timeout", "connection_error", "bad_output"})
 

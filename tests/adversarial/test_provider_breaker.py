@@ -193,3 +193,19 @@ def test_a_breaker_of_zero_never_trips() -> None:
 )
 def test_unanswered_cause(errors: list, cause: str) -> None:
     assert retry.unanswered_cause(errors, 1.0) == cause
+
+
+@pytest.mark.parametrize(
+    ("message", "quota"),
+    [
+        (QUOTA, True),
+        ("Your credit balance is too low to access the API.", True),
+        ("Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000. Please try again in 1.2s.", False),
+        ("Please retry after 2 seconds. Please go here: https://aka.ms/oai/quotaincrease to increase it", False),
+        ("Quota exceeded for quota metric 'Generate Content API requests per minute'", False),
+    ],
+)
+def test_a_used_up_quota_is_told_from_a_rate_limit(message: str, quota: bool) -> None:
+    error = classify_status(429, message, 1.0)
+    assert getattr(error, "quota_exhausted", None) is quota
+    assert error.retryable is not quota  # waiting refills a rate limit, not a quota
