@@ -228,8 +228,8 @@ class Breaker:
         self.ends[target] = ended
         if not self.limit or len(streak) < self.limit or target in self.tripped:
             return False
-        self.tripped[target] = (f"{unanswered_cause(streak, timeout_s)}: {len(streak)} consecutive calls got no "
-                                f"answer; the last: {streak[-1]}")
+        self.tripped[target] = (f"{unanswered_cause(streak, timeout_s)}: no answer {len(streak)} times in a row; "
+                                f"the last: {streak[-1]}")
         return True
 
 

@@ -149,7 +149,7 @@ def test_the_limit_is_configurable(batch: Path, tmp_path: Path, config: Path, mo
     with server:
         result = score(batch, tmp_path / "run", server, config, "--concurrency", "1", "--no-preflight")
         assert server.request_count == 2
-    assert result.exit_code == 3 and "2 consecutive calls got no answer" in result.output, result.output
+    assert result.exit_code == 3 and "no answer 2 times in a row" in result.output, result.output
 
 
 # --- the breaker's arithmetic ------------------------------------------------------------------------------
