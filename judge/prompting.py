@@ -195,11 +195,14 @@ def neutralise(text: Any, *, inline: bool = False) -> str:
         text = text.replace(char, plain)
     if inline:
         text = _NOT_INLINE.sub(" ", text)
-    text = _TAG.sub(lambda m: "&lt;" + _visible(m.group(1)), text)
+    # Most text has no invisible character: then the matches need no cleaning (plain templates are faster).
+    hidden = _HIDDEN.search(text) is not None
+    text = _TAG.sub((lambda m: "&lt;" + _visible(m.group(1))) if hidden else r"&lt;\1", text)
     text = _CHAT_TOKEN.sub("&lt;|", text)
     text = _INST.sub(lambda m: _visible(m.group(0)).replace("[", "(").replace("]", ")").replace("<<", "(("), text)
     # "(quoted) Human:" no longer starts with a role word, so a second pass leaves it alone.
-    return _ROLE_LINE.sub(lambda m: f"{m.group(1)}{m.group(2) or ''}(quoted) {_visible(m.group(3))}:", text)
+    role = (lambda m: f"{m.group(1)}{m.group(2) or ''}(quoted) {_visible(m.group(3))}:") if hidden else r"\1\2(quoted) \3:"
+    return _ROLE_LINE.sub(role, text)
 
 
 def neutralise_json(value: Any) -> str:
