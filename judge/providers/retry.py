@@ -221,12 +221,14 @@ class Breaker:
                 self.streaks.pop(target, None)
                 self.ends.pop(target, None)
             return False
+        if not self.limit:
+            return False  # never stops: nothing to count
         if started < self.ends.get(target, float("-inf")):
             return False  # in flight together with the last counted failure
         streak = self.streaks.setdefault(target, [])
         streak.append(error)
         self.ends[target] = ended
-        if not self.limit or len(streak) < self.limit or target in self.tripped:
+        if len(streak) < self.limit or target in self.tripped:
             return False
         self.tripped[target] = (f"{unanswered_cause(streak, timeout_s)}: no answer {len(streak)} times in a row; "
                                 f"the last: {streak[-1]}")
