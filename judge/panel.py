@@ -43,6 +43,7 @@ unscored ``no_assistant_turn`` without a call, so it gets no score (never the "n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import sqlite3
@@ -66,7 +67,7 @@ from judge.pricing import add_costs
 from judge.providers import key_variables, redact, register_secrets_in, scrub
 from judge.providers.batch import BatchAnswer
 from judge.providers.errors import ProviderError
-from judge.providers.retry import BudgetExceeded, CallRuntime, complete_with_retries
+from judge.providers.retry import BREAKER_KINDS, DEFAULT_STOP_AFTER, BudgetExceeded, CallRuntime, complete_with_retries, unanswered_cause
 from judge.runcalls import NOT_CACHED_REASONS, CallSettings, RunBudget, RunCalls, open_calls, write_budget
 from judge.rundir import BudgetSection, PanelMember, PanelSection, RunDir
 from judge.runlock import run_lock
@@ -82,7 +83,11 @@ HITS_CHUNK = 1000  # shared-cache hits counted in the cache at once
 PREFLIGHT_KEY = "preflight"  # the call_attempts key of preflight requests
 PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 PREFLIGHT_MAX_TOKENS = 16
-PREFLIGHT_RETRIES = 2
+# The preflight retries a 429 or 5xx (a server busy at the start is not a misconfigured judge), at most
+# PREFLIGHT_RETRIES times and PREFLIGHT_WAIT_S seconds in all (Retry-After honoured within that); a timeout is not
+# retried: a server that cannot answer a 16-token request within --timeout is hung.
+PREFLIGHT_RETRIES = 4
+PREFLIGHT_WAIT_S = 60.0
 # An API key belongs in the environment: a params entry of that name would be silently unused. Other secrets
 # (a gateway's headers, tokens) are allowed: they are sent, and redacted wherever the config is recorded.
 _API_KEY_NAME = re.compile(r"^([a-z0-9]+[_-])?api[_-]?key$", re.IGNORECASE)  # api_key, openai_api_key, ...
@@ -96,7 +101,7 @@ PANEL_KEYS: dict[str, str] = {
     "max-retries": "max_retries", "retry-base-delay": "retry_base_delay_s", "max-input-tokens": "max_input_tokens",
     "max-tokens": "max_tokens", "prompt": "prompt", "prices": "prices", "params": "params",
     "batch": "batch", "batch-poll-interval": "batch_poll_interval", "no-shared-cache": "no_shared_cache",
-    "cache-dir": "cache_dir",
+    "cache-dir": "cache_dir", "stop-after-failures": "stop_after_failures",
 }
 # Keys of earlier releases (the field names, which run.json's panel.params still records): read, with a note.
 PANEL_RENAMED: dict[str, str] = {
@@ -140,6 +145,8 @@ class PanelConfig(BaseModel):
     batch: bool = Field(default=False, description="Send LLM passes through the providers' batch APIs (half price, "
                                                    "results within 24 h; a killed run resumes its batches).")
     batch_poll_interval: float = Field(default=30.0, gt=0, description="Seconds between two status checks of a batch.")
+    stop_after_failures: int = Field(default=DEFAULT_STOP_AFTER, ge=0, description=(
+        "Stop calling a server after this many consecutive calls got only 429/5xx or no answer (0: never)."))
 
     @field_validator("params")
     @classmethod
@@ -206,7 +213,8 @@ class PanelConfig(BaseModel):
     def call_settings(self) -> CallSettings:
         """How this panel calls providers (:func:`judge.runcalls.open_calls`): retries, timeout, limits, cap, prices."""
         return CallSettings(max_cost_usd=self.max_cost_usd, timeout_s=self.timeout_s, rpm=self.rpm, tpm=self.tpm,
-                            max_retries=self.max_retries, retry_base_delay_s=self.retry_base_delay_s, prices=self.prices)
+                            max_retries=self.max_retries, retry_base_delay_s=self.retry_base_delay_s, prices=self.prices,
+                            stop_after_failures=self.stop_after_failures)
 
     def judge_options(self, runtime: CallRuntime | None = None) -> dict[str, Any]:
         """Options handed to every judge factory (factories ignore what they do not use)."""
@@ -257,6 +265,9 @@ class PanelResult:
     preflight_calls: int = 0  # requests of the preflight check (not in ``calls``; their cost is in the spend)
     shared_hits: int = 0  # of ``cached``: answers taken from the cache shared across runs (paid by another run)
     batch_lines: list[str] = field(default_factory=list)  # what --batch did (judge.batch.BatchRunner.lines)
+    # Servers no longer called because they answered only 429/5xx or nothing (judge.providers.retry.Breaker): one
+    # line each, naming the server and the cause; their remaining passes are unscored provider_error, not cached.
+    stopped_by: list[str] = field(default_factory=list)
 
     @property
     def panel_size(self) -> int:
@@ -583,25 +594,35 @@ async def _run_panel(
             result.batch_lines = batches.lines()
         result.budget = calls.budget()
         result.preflight_calls = preflight_calls
+        result.stopped_by = [f"{redact(target)}: {cause}" for target, cause in runtime.breaker.tripped.items()]
         write_budget(run_dir, result.budget)
         return result
     finally:
-        if own_store:  # a caller's store and shared cache are its own to close
-            store.close()
-            if shared is not None:
-                shared.close()
-        if verdicts_file is not None:
-            verdicts_file.close()
-        if own_judges:
-            for judge in built.values():
-                await judge.aclose()
+        # Every step runs even when one fails: on a full disk the store's close or the flush of verdicts.jsonl can
+        # raise, and the judges' HTTP clients must still be closed ("Unclosed client session" otherwise). The stack
+        # runs the callbacks last pushed first: the store, the shared cache, verdicts.jsonl, then the judges.
+        async with contextlib.AsyncExitStack() as cleanup:
+            if own_judges:
+                for judge in built.values():
+                    cleanup.push_async_callback(judge.aclose)
+            if verdicts_file is not None:
+                cleanup.callback(verdicts_file.close)
+            if own_store:  # a caller's store and shared cache are its own to close
+                if shared is not None:
+                    cleanup.callback(shared.close)
+                cleanup.callback(store.close)
 
 
 class PreflightFailed(RuntimeError):
-    """A judge could not answer one tiny request before the batch: ``problems`` has one line per judge."""
+    """A judge could not answer one tiny request before the batch: ``problems`` has one line per judge.
 
-    def __init__(self, problems: list[str]):
+    ``overloaded`` is True when every failing server only did not answer (429, 5xx, a timeout): the judge's
+    settings look right and the same command can simply be run again later; False when a judge is misconfigured
+    (no connection, a refused key, an unknown model, a bad request)."""
+
+    def __init__(self, problems: list[str], overloaded: bool = False):
         self.problems = problems
+        self.overloaded = overloaded
         self.calls_before = 0  # calls of other judges already made when the check failed (a judge first needed late)
         super().__init__("; ".join(problems))
 
@@ -611,8 +632,10 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCal
     judges that cannot be used. Each request is a recorded, paid attempt. Returns how many requests were made."""
     runtime = calls.runtime
     check = dataclasses.replace(runtime, policy=dataclasses.replace(
-        runtime.policy, max_retries=min(runtime.policy.max_retries, PREFLIGHT_RETRIES)))
+        runtime.policy, max_retries=PREFLIGHT_RETRIES, max_wait_s=PREFLIGHT_WAIT_S,
+        retry_kinds=runtime.policy.retry_kinds - {"timeout"}))
     problems: list[str] = []
+    misconfigured = False
     requests = 0
     for spec in sorted(specs):
         provider = judges[spec].provider
@@ -629,14 +652,19 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCal
         except ProviderError as error:
             if error.kind not in ("context_overflow", "refusal"):  # the server answered: it works
                 endpoint = redact(getattr(provider, "endpoint", None)) or "the server"
-                if error.kind == "connection_error":
+                tries = len(error.attempts) or 1
+                misconfigured = misconfigured or error.kind not in BREAKER_KINDS
+                if error.kind in BREAKER_KINDS:
+                    problems.append(f"{redact(spec)}: {endpoint} is overloaded or out of quota, not misconfigured: "
+                                    f"{unanswered_cause([error], check.timeout_s)} ({tries} attempt(s); the last: {error})")
+                elif error.kind == "connection_error":
                     detail = error.args[0] if error.args else ""
                     problems.append(f"{redact(spec)}: cannot connect to {endpoint}: {detail}")
                 else:
                     problems.append(f"{redact(spec)}: {endpoint} answered a minimal request with an error: {error}")
         requests += check.calls - before
     if problems:
-        raise PreflightFailed(problems)
+        raise PreflightFailed(problems, overloaded=not misconfigured)
     return requests
 
 
@@ -769,7 +797,7 @@ def describe_result(result: PanelResult) -> dict[str, Any]:
         "calls": result.calls, "retries": result.retries, "batch": result.batch_lines,
         "preflight_requests": result.preflight_calls, "unscored": dict(sorted(result.unscored.items())),
         "cost_usd": result.cost_usd, "cost_this_invocation_usd": result.cost_this_run_usd,
-        "budget_exceeded": result.budget_exceeded,
+        "budget_exceeded": result.budget_exceeded, "stopped_calling": result.stopped_by,
         "budget": None if budget is None else {"max_cost_usd": budget.max_cost_usd, "cap_source": budget.cap_source,
                                                "spent_usd": budget.spent_usd,
                                                "interrupted_calls_found": budget.interrupted_now},
@@ -792,6 +820,7 @@ def summary_lines(result: PanelResult) -> list[str]:
         + (" - budget cap reached, remaining passes unscored budget_exceeded" if result.budget_exceeded else ""),
     ]
     lines += result.batch_lines
+    lines += [f"stopped calling {line}" for line in result.stopped_by]
     budget = result.budget
     if budget is not None and budget.interrupted_now:
         lines.append(f"note: {budget.interrupted_now} call(s) were in flight when an earlier invocation stopped (killed, "

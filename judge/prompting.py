@@ -139,23 +139,51 @@ DELIMITER_TAGS = (
 )
 HEADER_OPEN, HEADER_CLOSE = "\u27e6", "\u27e7"  # ⟦ ⟧: block headers of the rendered trajectory only
 _HEADER_LOOKALIKES = {HEADER_OPEN: "[", HEADER_CLOSE: "]", "\u301a": "[", "\u301b": "]"}  # ⟦ ⟧ 〚 〛
-_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"  # zero-width characters that could hide inside a tag
-_TAG_NAMES = "|".join(sorted(DELIMITER_TAGS, key=len, reverse=True))
+# Characters a reader does not see: every format character (Unicode category Cf: zero-width spaces and
+# joiners, bidi marks and isolates, invisible operators, tags E0000-E007F) and the other default-ignorable
+# code points (variation selectors FE00-FE0F and E0100-E01EF, Hangul fillers, Mongolian selectors ...).
+# tests/adversarial/test_prompt_invisibles.py checks every Cf code point of the running Python is here.
+_INVISIBLE = ("\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5"
+              "\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
+              "\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+              "\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
+_HIDDEN = re.compile(f"[{_INVISIBLE}]+")
+_GAP = f"[\\s{_INVISIBLE}]*"  # spaces or invisibles a model reads through
+
+
+def _word(word: str) -> str:
+    """``word`` as a pattern that also matches it with invisible characters between its letters."""
+    return f"[{_INVISIBLE}]*".join(re.escape(letter) for letter in word)
+
+
+_TAG_NAMES = "|".join(_word(name) for name in sorted(DELIMITER_TAGS, key=len, reverse=True))
 # "<", full-width "＜" or small "﹤", then an optional "/", then a delimiter name (spaces or invisibles between).
-_TAG = re.compile(rf"[<\uff1c\ufe64]((?:[\s{_INVISIBLE}]*/)?[\s{_INVISIBLE}]*(?:{_TAG_NAMES})(?![\w-]))", re.IGNORECASE)
-_CHAT_TOKEN = re.compile(r"<\|")  # <|im_start|>, <|system|>, <|endoftext|> ...
-_INST = re.compile(r"\[(/?)(INST|SYS)\]|<<(/?)SYS>>", re.IGNORECASE)
-_ROLE_LINE = re.compile(r"^(\s*)(#{1,6}\s*)?(Human|Assistant|System|User)\s*:", re.IGNORECASE | re.MULTILINE)
+_TAG = re.compile(rf"[<\uff1c\ufe64]((?:{_GAP}/)?{_GAP}(?:{_TAG_NAMES})(?![\w-]))", re.IGNORECASE)
+_CHAT_TOKEN = re.compile(f"<[{_INVISIBLE}]*\\|")  # <|im_start|>, <|system|>, <|endoftext|> ...
+_INST = re.compile(f"\\[[{_INVISIBLE}]*(/?)[{_INVISIBLE}]*({_word('INST')}|{_word('SYS')})[{_INVISIBLE}]*\\]"
+                   f"|<[{_INVISIBLE}]*<[{_INVISIBLE}]*(/?)[{_INVISIBLE}]*{_word('SYS')}[{_INVISIBLE}]*>[{_INVISIBLE}]*>",
+                   re.IGNORECASE)
+_ROLE_WORDS = "|".join(_word(word) for word in ("Human", "Assistant", "System", "User"))
+_ROLE_LINE = re.compile(rf"^({_GAP})(#{{1,6}}{_GAP})?({_ROLE_WORDS}){_GAP}:", re.IGNORECASE | re.MULTILINE)
 # Line breaks, other control characters and bidi overrides: not allowed inside a one-line field (a header).
 _NOT_INLINE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+
+
+def _visible(text: str) -> str:
+    """``text`` without its invisible characters (used on delimiter-like sequences only)."""
+    return _HIDDEN.sub("", text)
 
 
 def neutralise(text: Any, *, inline: bool = False) -> str:
     """Make one untrusted field safe to place inside a prompt's data block. Idempotent.
 
     - ``<trajectory>``, ``</query>``, ``<system>``, ``</tools>`` ... (also written with a full-width ``＜`` or
-      with zero-width characters inside) become ``&lt;trajectory>`` ...: they cannot close or open a
+      with invisible characters inside) become ``&lt;trajectory>`` ...: they cannot close or open a
       delimiter of any prompt, while staying readable;
+    - invisible characters (every format character, category Cf, variation selectors, tags, and the other
+      default-ignorable code points) are removed from inside every delimiter-like sequence (tags, chat
+      tokens, ``[INST]``, role words at a line start); elsewhere they are kept, so an emoji's joiner or a
+      Persian zero-width non-joiner in ordinary text is unchanged;
     - the block-header brackets ⟦ ⟧ (and look-alikes 〚 〛) become [ ], so no text can forge a turn header;
     - chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>``) are defanged;
     - lines starting ``Human:`` / ``Assistant:`` / ``System:`` are marked as quoted text;
@@ -169,11 +197,14 @@ def neutralise(text: Any, *, inline: bool = False) -> str:
         text = text.replace(char, plain)
     if inline:
         text = _NOT_INLINE.sub(" ", text)
-    text = _TAG.sub(r"&lt;\1", text)
+    # Most text has no invisible character: then the matches need no cleaning (plain templates are faster).
+    hidden = _HIDDEN.search(text) is not None
+    text = _TAG.sub((lambda m: "&lt;" + _visible(m.group(1))) if hidden else r"&lt;\1", text)
     text = _CHAT_TOKEN.sub("&lt;|", text)
-    text = _INST.sub(lambda m: m.group(0).replace("[", "(").replace("]", ")").replace("<<", "(("), text)
+    text = _INST.sub(lambda m: _visible(m.group(0)).replace("[", "(").replace("]", ")").replace("<<", "(("), text)
     # "(quoted) Human:" no longer starts with a role word, so a second pass leaves it alone.
-    return _ROLE_LINE.sub(lambda m: f"{m.group(1)}{m.group(2) or ''}(quoted) {m.group(3)}:", text)
+    role = (lambda m: f"{m.group(1)}{m.group(2) or ''}(quoted) {_visible(m.group(3))}:") if hidden else r"\1\2(quoted) \3:"
+    return _ROLE_LINE.sub(role, text)
 
 
 def neutralise_json(value: Any) -> str:

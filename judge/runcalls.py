@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge.pricing import PriceTable, add_costs, load_price_table, price
-from judge.providers.retry import Attempt, Budget, CallRuntime, RetryPolicy
+from judge.providers.retry import DEFAULT_STOP_AFTER, Attempt, Breaker, Budget, CallRuntime, RetryPolicy
 from judge.rundir import BudgetSection, RunDir
 from judge.store import RunStore
 
@@ -34,7 +34,8 @@ NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_ex
 class CallSettings:
     """How an invocation calls providers: retries (after the first attempt; backoff doubles from
     ``retry_base_delay_s``, with full jitter), the per-call timeout, requests and tokens per minute per model, the
-    run's spending cap (None: keep the recorded one) and the price table (None: rubrics/prices.yaml)."""
+    run's spending cap (None: keep the recorded one), the price table (None: rubrics/prices.yaml) and after how
+    many consecutive calls answered only 429/5xx or nothing a server is no longer called (0: never)."""
 
     max_cost_usd: float | None = None
     timeout_s: float = 120.0
@@ -43,6 +44,7 @@ class CallSettings:
     max_retries: int = 4
     retry_base_delay_s: float = 1.0
     prices: str | Path | None = None
+    stop_after_failures: int = DEFAULT_STOP_AFTER
 
 
 @dataclass
@@ -118,7 +120,7 @@ def open_calls(store: RunStore, settings: CallSettings | None = None) -> RunCall
     runtime = CallRuntime(
         policy=RetryPolicy(max_retries=settings.max_retries, base_delay_s=settings.retry_base_delay_s),
         timeout_s=settings.timeout_s, budget=Budget(cap, spent_usd=spent_before), rpm=settings.rpm, tpm=settings.tpm,
-        price_fn=lambda key, usage: price(key, usage, table))
+        price_fn=lambda key, usage: price(key, usage, table), breaker=Breaker(settings.stop_after_failures))
     return RunCalls(store=store, runtime=runtime, table=table, cap=cap, cap_source=cap_source, spent_before=spent_before,
                     interrupted=interrupted, interrupted_usd=interrupted_usd)
 

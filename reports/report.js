@@ -389,7 +389,7 @@
 
   // A row of the index, in both layouts (the column order of report_data/index.js).
   var ID = 0, SCORE = 1, RELEASE = 2, TURNS = 3, MAJORITY = 4, SEVERE = 5, MINORITY = 6, COST = 7, OUTCOME = 8,
-    ROUTE = 9, CATEGORIES = 10, TAGS = 11, TEXT = 12, VIEWABLE = 13, REVIEW = 14;
+    ROUTE = 9, CATEGORIES = 10, TAGS = 11, TEXT = 12, VIEWABLE = 13, REVIEW = 14, ADDRESS = 15;
   var PRESETS = ["q", "score", "category", "tag", "release", "outcome", "review", "route", "sort"];
   // The review filter: a row's REVIEW is null (no human decision) or {by, score, release, over, stale}.
   var REVIEWED = {
@@ -488,16 +488,19 @@
     route();
   }
 
-  // #/t/<id> and #/t/<id>/T<turn>
+  // #/t/<id> and #/t/<id>/T<turn>. A trajectory is found by its address, the id percent-encoded (ADDRESS, written
+  // by judge/report/viewer.py address): one per id, where the id as shown (ID) writes a control character as an
+  // escape, so that two ids can look alike. A link written another way (raw characters, lower-case hex) is
+  // decoded and encoded again to the one address.
   function route() {
     var match = /^#\/t\/([^/]*)(?:\/T(\d+))?$/.exec(window.location.hash);
     if (!match) { return; }
     var id;
     try { id = decodeURIComponent(match[1]); } catch (error) { return; }
-    view.open(id, match[2] || null);
+    view.open(encodeURIComponent(id), id, match[2] || null);
   }
 
-  function link(id) { return "#/t/" + encodeURIComponent(id); }
+  function link(row) { return "#/t/" + row[ADDRESS]; }
 
   // --- the single file: the index table is the data --------------------------------------------
 
@@ -510,7 +513,7 @@
       var d = tr.dataset;
       return [d.id, d.score, d.release === "yes" ? 1 : 0, number(d.turns), Number(d.issues || 0), Number(d.severe || 0),
         Number(d.minority || 0), number(d.cost), d.outcome || "unknown", d.route || null, parse(d.categories),
-        parse(d.tags), d.text || "", 1, d.review ? parse(d.review) : null];
+        parse(d.tags), d.text || "", 1, d.review ? parse(d.review) : null, d.address];
     });
     var lastOrder = inputOrder;
     return {
@@ -528,8 +531,8 @@
           lastOrder = order;
         }
       },
-      open: function (id, turn) {
-        var tr = trs.filter(function (candidate) { return candidate.dataset.id === id; })[0];
+      open: function (address, id, turn) {
+        var tr = trs.filter(function (candidate) { return candidate.dataset.address === address; })[0];
         if (!tr) { return; }
         var target = (turn && document.getElementById(tr.dataset.trajectory + "-T" + turn)) ||
           document.getElementById(tr.dataset.trajectory);
@@ -594,7 +597,7 @@
 
     function fill(a, position) {
       var r = rows[position], cells = a.children;
-      a.href = link(r[ID]);
+      a.href = link(r);
       a.classList.toggle("current", position === current);
       cells[0].textContent = r[ID];
       cells[0].title = r[TEXT];
@@ -664,9 +667,9 @@
         if (target !== null) { a.href = target; } else { a.className = "muted"; }
         nav.appendChild(a);
       };
-      add("← previous", at > 0 ? link(rows[shown[at - 1]][ID]) : null);
+      add("← previous", at > 0 ? link(rows[shown[at - 1]]) : null);
       add(at >= 0 ? (at + 1) + " of " + shown.length + " shown" : "not among the rows shown", null);
-      add("next →", at >= 0 && at + 1 < shown.length ? link(rows[shown[at + 1]][ID]) : null);
+      add("next →", at >= 0 && at + 1 < shown.length ? link(rows[shown[at + 1]]) : null);
       add("↑ index", "#trajectories");
       return nav;
     }
@@ -700,17 +703,17 @@
         say(text);
       },
       draw: draw,
-      open: function (id, turn) {
+      open: function (address, id, turn) {
         if (positionOf === null) {
           positionOf = new Map();
-          rows.forEach(function (r, position) { if (!positionOf.has(r[ID])) { positionOf.set(r[ID], position); } });
+          rows.forEach(function (r, position) { if (!positionOf.has(r[ADDRESS])) { positionOf.set(r[ADDRESS], position); } });
         }
-        var position = positionOf.get(id);
-        if (position === undefined) { say("This run has no trajectory with the id " + id + "."); return; }
+        var position = positionOf.get(address);
+        if (position === undefined) { say("This run has no trajectory with the id " + text(id) + "."); return; }
         current = position;
         draw(false);
         if (!rows[position][VIEWABLE]) {
-          say(id + " has a score row but no trajectory in trajectories.jsonl: there is nothing to show.");
+          say(rows[position][ID] + " has a score row but no trajectory in trajectories.jsonl: there is nothing to show.");
           return;
         }
         waiting = { position: position, turn: turn };

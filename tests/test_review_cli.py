@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from judge import rundir
 from judge.cli import app
+from judge.report.paged import INDEX_COLUMNS
 from judge.rundir import RunDir
 from judge.testing.builders import call, say, tool, trajectory
 
@@ -109,8 +110,9 @@ def test_the_paged_report_carries_each_rows_review_into_its_index(run: Path):
     index = (run / "report_data" / "index.js").read_text(encoding="utf-8")
     rows = {json.loads(line.rstrip(",\n"))[0]: json.loads(line.rstrip(",\n"))
             for line in index.splitlines() if line.startswith("[")}
-    assert rows[FAILS][-1] == {"by": "alice", "score": 2, "release": 0, "over": 1, "stale": 0}
-    assert rows[CLEAN][-1] is None
+    review = INDEX_COLUMNS.index("review")
+    assert rows[FAILS][review] == {"by": "alice", "score": 2, "release": 0, "over": 1, "stale": 0}
+    assert rows[CLEAN][review] is None
     assert "Human review" in (run / rundir.REPORT_HTML).read_text(encoding="utf-8")
 
 

@@ -9,8 +9,9 @@ Exit codes are the same for every command (README, "Failure modes"):
       process, a full disk. Fix the cause and run the same command again (a run resumes from its store).
 2     the run finished, but some passes are unscored (their reasons are listed); a rerun retries the ones
       that can succeed (provider and connection errors, budget stops) and pays for nothing else
-3     no pass could be scored (every pass unscored, or a judge failed its preflight check), or ``--max-cost``
-      stopped the run
+3     no pass could be scored (every pass unscored, or a judge failed its preflight check), ``--max-cost``
+      stopped the run, or a judge's server stopped answering (429/5xx or no answer: the cause is named)
+130   interrupted (Ctrl-C): one line says what was kept and that the same command resumes
 ====  ===================================================================================================
 
 click reports usage errors with 2; :class:`JudgeGroup` maps them to 1 so that 2 keeps one meaning.
@@ -22,6 +23,7 @@ import errno
 import sqlite3
 from collections.abc import Iterable
 from enum import IntEnum
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -43,6 +45,23 @@ class ExitCode(IntEnum):
     ERROR = 1
     SOME_UNSCORED = 2
     NONE_SCORED = 3
+    INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+
+
+class Interrupted(Exception):
+    """Ctrl-C in a command whose answered calls are kept in a run store: ``store`` names it for the one line
+    :class:`JudgeGroup` prints (a KeyboardInterrupt from any other command gets the line without it)."""
+
+    def __init__(self, store: Path | None = None):
+        super().__init__("interrupted")
+        self.store = store
+
+
+def interrupted_line(store: Path | None) -> str:
+    """The line printed on Ctrl-C: what was kept, and how to resume."""
+    kept = (f"every call answered before the interrupt is kept in {store}" if store is not None
+            else "what was finished is kept")
+    return f"interrupted: {kept}; run the same command again to resume (answered calls are not paid again)"
 
 
 def outcome_code(statuses: Iterable[tuple[str, str | None]]) -> ExitCode:
@@ -73,8 +92,8 @@ def describe_os_error(error: OSError | sqlite3.Error) -> str:
 
 class JudgeGroup(TyperGroup):
     """The ``judge`` command group: one exit-code table, one clear line instead of a traceback when the machine
-    fails (a full disk, an unwritable path), and no registered secret on stdout or stderr
-    (:mod:`judge.secrets`)."""
+    fails (a full disk, an unwritable path) or the user interrupts (Ctrl-C), and no registered secret on stdout or
+    stderr (:mod:`judge.secrets`)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         restore = scrub_output()  # a no-op under judge.cli.main, which scrubs the streams for the whole process
@@ -104,6 +123,9 @@ class JudgeGroup(TyperGroup):
         except RunLocked as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(ExitCode.ERROR) from None
+        except (KeyboardInterrupt, Interrupted) as error:
+            typer.echo(interrupted_line(getattr(error, "store", None)), err=True)
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
         except (OSError, sqlite3.OperationalError, sqlite3.DatabaseError) as error:
             if isinstance(error, OSError) and error.errno == errno.EPIPE:
                 raise  # a closed pipe (`judge show ... | head`): typer handles it quietly

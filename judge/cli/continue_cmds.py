@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from judge.cli.app import ExitCode, app, examples
+from judge.cli.app import ExitCode, Interrupted, app, examples
 from judge.cli.output import Output, json_option
 
 
@@ -130,6 +130,7 @@ def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, 
     (``line``: the sentence to print)."""
     import asyncio
 
+    from judge import rundir
     from judge.continuation import run_tickets
     from judge.runcalls import CallSettings, open_calls, write_budget
     from judge.runlock import run_lock
@@ -138,7 +139,10 @@ def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, 
     settings = CallSettings(max_cost_usd=max_cost, rpm=rpm, tpm=tpm, timeout_s=timeout or CallSettings.timeout_s)
     with run_lock(run, "judge continue"), RunStore.for_run(run) as store:
         calls = open_calls(store, settings)
-        results = asyncio.run(run_tickets(tickets, agent.bind(calls), options))
+        try:
+            results = asyncio.run(run_tickets(tickets, agent.bind(calls), options))
+        except KeyboardInterrupt:  # every agent turn answered so far is in the run's store
+            raise Interrupted(run / rundir.STORE) from None
         budget = calls.budget()
         write_budget(run, budget)
     runtime = calls.runtime

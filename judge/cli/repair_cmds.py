@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from judge.cli.app import ExitCode, app, examples
+from judge.cli.app import ExitCode, Interrupted, app, examples
 from judge.cli.output import Output, json_option
 
 
@@ -85,6 +85,8 @@ def repair_run_command(
     except (ValueError, ProviderError) as error:  # a bad row names its file and line; a bad --teacher says why
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(ExitCode.ERROR) from error
+    except KeyboardInterrupt:  # the teacher's answers are kept in the run's store
+        raise Interrupted(run / rundir.STORE if teacher else None) from None
     counts = outputs.counts()
     output = Output(as_json)
     output.line(f"{len(outputs.rows)} trajectories with majority issues")

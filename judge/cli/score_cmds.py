@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from judge.cli.app import ExitCode, app, examples, outcome_code
+from judge.cli.app import ExitCode, Interrupted, app, examples, outcome_code
 from judge.cli.output import Output, json_option
 
 if TYPE_CHECKING:
@@ -129,14 +129,20 @@ def score_command(
     except EngineUnavailable as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=ExitCode.ERROR) from None
+    except KeyboardInterrupt:
+        raise Interrupted(out / rundir.STORE) from None
     except PreflightFailed as error:
         for problem in error.problems:
             typer.echo(f"preflight: {problem}", err=True)
         done = ("the batch was not started: nothing was judged" if not error.calls_before else
                 f"the batch stopped when this judge was first needed ({error.calls_before} calls of other judges "
                 "were made and are kept)")
-        typer.echo(f"{done}. Fix the judge (or skip this check with --no-preflight), then run the same command "
-                   "again.", err=True)
+        if error.overloaded:
+            typer.echo(f"{done}. The judge's settings look right: its server is overloaded, rate limited or out of "
+                       "quota. Run the same command again later (or with a larger --timeout).", err=True)
+        else:
+            typer.echo(f"{done}. Fix the judge (or skip this check with --no-preflight), then run the same command "
+                       "again.", err=True)
         raise typer.Exit(code=ExitCode.NONE_SCORED) from None
     assert run.invocation is not None and run.invocation.imported is not None and run.invocation.panel is not None
     stats, result, written = run.invocation.imported, run.invocation.panel, run.invocation.written
@@ -151,6 +157,10 @@ def score_command(
     if strict and stats.rejected:
         typer.echo("--strict: some input records were rejected", err=True)
         code = ExitCode.ERROR
+    elif result.stopped_by:
+        code = ExitCode.NONE_SCORED
+        typer.echo(f"a judge's server stopped the run (exit 3): {'; '.join(result.stopped_by)}. What was answered is "
+                   f"kept in {out / rundir.STORE}: run the same command again later to judge the rest.", err=True)
     elif code == ExitCode.NONE_SCORED:
         stopped = result.unscored.get("budget_exceeded")
         typer.echo("the budget cap stopped the run (exit 3)" if stopped else "no pass could be scored (exit 3)", err=True)

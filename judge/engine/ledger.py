@@ -31,7 +31,7 @@ from typing import Any, cast
 
 from judge.model import Usage
 from judge.pricing import PriceTable, price
-from judge.providers.retry import Budget, BudgetExceeded, CallRuntime, RateLimiter, RetryPolicy
+from judge.providers.retry import Breaker, Budget, BudgetExceeded, CallRuntime, RateLimiter, RetryPolicy
 from judge.runcalls import CallSettings, RunBudget, RunCalls, open_calls
 from judge.sharedcache import SharedCache, open_shared_cache
 from judge.store import RunStore
@@ -237,7 +237,8 @@ def ledger_calls(ledger: Any, info: LedgerInfo | None = None) -> RunCalls:
     runtime = LedgerRuntime(
         policy=RetryPolicy(max_retries=settings.max_retries, base_delay_s=settings.retry_base_delay_s),
         timeout_s=settings.timeout_s, budget=LedgerBudget(ledger, info.cap), rpm=settings.rpm, tpm=settings.tpm,
-        price_fn=lambda key, usage: price(key, usage, table), ledger=ledger)
+        price_fn=lambda key, usage: price(key, usage, table), ledger=ledger,
+        breaker=Breaker(settings.stop_after_failures))
     store = cast(RunStore, LedgerStore(ledger))
     return RunCalls(store=store, runtime=runtime, table=table, cap=info.cap, cap_source=info.cap_source,
                     spent_before=info.spent_before, interrupted=0, interrupted_usd=0.0)

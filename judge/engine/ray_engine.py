@@ -89,6 +89,7 @@ class ShardResult:
     cost_usd: float | None = None  # paid by this shard's attempts (failed ones included)
     shared_hits: int = 0  # answers taken from the cache shared across runs
     manifest: dict[str, Any] = field(default_factory=dict)  # the shard's run.json: scoring's sections
+    stopped_by: list[str] = field(default_factory=list)  # servers its calls stopped calling (PanelResult.stopped_by)
 
 
 class RayEngine:
@@ -300,6 +301,7 @@ class RayEngine:
                     result.count(Verdict.model_validate_json(line))  # in file order, as a local run counts
                 calls_made, retries = calls_made + shard.calls, retries + shard.retries
                 result.shared_hits += shard.shared_hits
+                result.stopped_by += [line for line in shard.stopped_by if line not in result.stopped_by]
                 cost = add_costs(cost, shard.cost_usd)
                 if not self._sections:
                     self._sections = {k: v for k, v in shard.manifest.items() if k in ("rubric", "cluster", "embedder")}
@@ -369,7 +371,8 @@ def run_shard(index: int, lines: bytes, settings: PanelConfig, manifest: dict[st
         names = (rundir.VERDICTS, *SCORED_FILES, *ROUTED_FILES)
         files = {name: shard.file(name).read_bytes() for name in names if shard.has(name)}
         return ShardResult(files, calls=result.calls, retries=result.retries, cost_usd=result.cost_this_run_usd,
-                           shared_hits=result.shared_hits, manifest=shard.manifest().to_json())
+                           shared_hits=result.shared_hits, manifest=shard.manifest().to_json(),
+                           stopped_by=result.stopped_by)
 
 
 # --- helpers ------------------------------------------------------------------------------------------

@@ -12,6 +12,10 @@ from typing import Any, Literal
 ErrorKind = Literal["rate_limited", "server_error", "timeout", "connection_error", "bad_output", "context_overflow",
                     "refusal", "auth", "bad_request"]
 
+# Words of a 429 whose quota (not rate) is exhausted: OpenAI's insufficient_quota ("You exceeded your current
+# quota, please check your plan and billing details"), a used-up credit balance. Narrow on purpose: Azure's
+# transient 429 links to "aka.ms/oai/quotaincrease", and Gemini's per-minute limits say "Quota exceeded".
+_QUOTA_MARKERS = ("insufficient_quota", "exceeded your current quota", "plan and billing", "credit balance")
 # Kinds worth another attempt after a pause; the others fail the same way every time.
 RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limited", "server_error", "timeout", "connection_error", "bad_output"})
 
@@ -35,7 +39,12 @@ class ProviderError(Exception):
 
     @property
     def retryable(self) -> bool:
-        return self.kind in RETRYABLE_KINDS
+        return self.kind in RETRYABLE_KINDS and not self.quota_exhausted
+
+    @property
+    def quota_exhausted(self) -> bool:
+        """A 429 that says the account's quota or credit is used up: unlike a rate limit, waiting does not help."""
+        return self.kind == "rate_limited" and any(word in str(self).lower() for word in _QUOTA_MARKERS)
 
     def __str__(self) -> str:
         base = super().__str__()

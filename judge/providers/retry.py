@@ -8,6 +8,10 @@ request goes out, so that a kill while it is on the wire still leaves a record o
 What an attempt is charged: its priced usage when it answered; nothing when it failed with an error
 response or could not connect (no request reached the server); its worst case (the reservation) when it
 timed out or its usage is unreadable, since it may have been billed.
+
+A server that answers only 429/5xx or nothing at all stops being called (:class:`Breaker`): after N consecutive
+failed attempts (``stop_after_failures`` in a config file, default 5) every further call to it fails at once with
+the cause, instead of each call paying its own retries.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from judge.model import Usage
 from judge.pricing import checked_usage
 from judge.providers import Completion, Provider, scrub_completion
 from judge.providers import price_key as pricing_key
-from judge.providers.errors import ProviderError, ProviderTimeout
+from judge.providers.errors import RETRYABLE_KINDS, ProviderError, ProviderTimeout
 from judge.secrets import scrub_error
 
 
@@ -42,6 +46,8 @@ class RetryPolicy:
     max_retries: int = 4
     base_delay_s: float = 1.0
     max_delay_s: float = 60.0
+    retry_kinds: frozenset[str] = RETRYABLE_KINDS  # the error kinds retried (the preflight leaves timeouts out)
+    max_wait_s: float | None = None  # the most one call waits between its attempts in all (None: no bound)
 
 
 def backoff_delay(retry_number: int, policy: RetryPolicy, retry_after: float | None, rng: random.Random) -> float:
@@ -189,6 +195,66 @@ class Attempt:
     record_id: int | None = None  # for the recorder: the store row written at send time
 
 
+BREAKER_KINDS = frozenset({"rate_limited", "server_error", "timeout"})  # a server that did not answer the request
+DEFAULT_STOP_AFTER = 5
+
+
+@dataclass
+class Breaker:
+    """Stops calling a server that answers only 429/5xx or nothing (timeouts).
+
+    Per target (provider, model, endpoint): a failed attempt of a kind in :data:`BREAKER_KINDS` adds one to a
+    streak, any answer (even an error answer such as a 400) ends it, a connection error leaves it as it is (a
+    refused connection has its own stop). Attempts that were in flight together count once: a burst of 429s to
+    ``--concurrency`` calls at the same moment is one piece of evidence, not ``--concurrency`` of them. When the
+    streak reaches ``limit`` (0: never), the target is tripped with a one-line cause.
+    """
+
+    limit: int = DEFAULT_STOP_AFTER
+    streaks: dict[str, list[ProviderError]] = field(default_factory=dict)
+    ends: dict[str, float] = field(default_factory=dict)  # when the streak's last counted attempt ended
+    tripped: dict[str, str] = field(default_factory=dict)  # target -> cause
+
+    def record(self, target: str, error: ProviderError | None, started: float, ended: float, timeout_s: float) -> bool:
+        """Count one finished attempt (``error`` None: it was answered); True when it trips ``target``."""
+        if error is None or error.kind not in BREAKER_KINDS:
+            if error is None or error.kind != "connection_error":
+                self.streaks.pop(target, None)
+                self.ends.pop(target, None)
+            return False
+        if not self.limit:
+            return False  # never stops: nothing to count
+        if started < self.ends.get(target, float("-inf")):
+            return False  # in flight together with the last counted failure
+        streak = self.streaks.setdefault(target, [])
+        streak.append(error)
+        self.ends[target] = ended
+        if len(streak) < self.limit or target in self.tripped:
+            return False
+        self.tripped[target] = (f"{unanswered_cause(streak, timeout_s)}: no answer {len(streak)} times in a row; "
+                                f"the last: {streak[-1]}")
+        return True
+
+
+def unanswered_cause(errors: list[ProviderError], timeout_s: float) -> str:
+    """What a server's failures to answer say about it: quota exhausted, rate limited (with the Retry-After it
+    asked for), server errors (their HTTP statuses) or a hung server (no answer within the timeout). Pure."""
+    kinds = {error.kind for error in errors}
+    if any(error.quota_exhausted for error in errors):
+        headline = "quota exhausted"
+    elif kinds == {"rate_limited"}:
+        waits = sorted({error.retry_after for error in errors if error.retry_after is not None})
+        headline = "rate limited" + (f" (Retry-After {waits[-1]:g}s)" if waits else "")
+    elif kinds == {"server_error"}:
+        statuses = sorted({str(error.status) for error in errors if error.status})
+        headline = "server errors" + (f" (HTTP {', '.join(statuses)})" if statuses else "")
+    elif kinds == {"timeout"}:
+        headline = f"hung server: no answer within --timeout {timeout_s:g}s"
+    else:
+        headline = "rate limited, server errors or no answer"
+    return headline
+
+
 @dataclass
 class CallRuntime:
     """What calls to providers share within a run: limits, retry policy, timeout, budget, price lookup."""
@@ -207,6 +273,29 @@ class CallRuntime:
     # Per endpoint: an auth failure, or a server still unreachable after all retries, stops every further call
     # to it - each one would fail the same way (a rerun retries them: such passes are not cached).
     stopped: dict[str, ProviderError] = field(default_factory=dict)
+    breaker: Breaker = field(default_factory=Breaker)
+    _pauses: dict[str, list[asyncio.Future[None]]] = field(default_factory=dict, repr=False)
+
+    def stop(self, target: str, error: ProviderError) -> None:
+        """No further call to ``target``: calls waiting to retry it wake up now and give up."""
+        self.stopped[target] = error
+        for waiter in self._pauses.get(target, []):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def pause(self, seconds: float, target: str) -> None:
+        """Wait ``seconds`` before a retry to ``target``, or less when calls to it are stopped meanwhile."""
+        if target in self.stopped:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._pauses.setdefault(target, [])
+        waiters.append(waiter)
+        sleeping = asyncio.ensure_future(self.sleep(seconds))
+        try:
+            await asyncio.wait({sleeping, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeping.cancel()
+            waiters.remove(waiter)
 
     def limiter_for(self, key: str) -> RateLimiter:
         if key not in self.limiters:
@@ -243,6 +332,7 @@ async def complete_with_retries(
     max_tokens = int(kwargs.get("max_tokens") or 1024)
     estimate_usage = Usage(input_tokens=estimated_input_tokens, output_tokens=max_tokens)
     attempts: list[Attempt] = []
+    waited = 0.0
     for number in range(1, runtime.policy.max_retries + 2):
         earlier = runtime.stopped.get(target)
         if earlier is not None:
@@ -273,18 +363,28 @@ async def complete_with_retries(
             attempts.append(attempt)
             if on_attempt:
                 on_attempt(attempt)
-            final = not error.retryable or number > runtime.policy.max_retries
-            if error.kind == "auth" or (error.kind == "connection_error" and final):
-                runtime.stopped[target] = error
+            tripped = runtime.breaker.record(target, error, started, time.monotonic(), runtime.timeout_s)
+            final = (tripped or not error.retryable or error.kind not in runtime.policy.retry_kinds
+                     or number > runtime.policy.max_retries)
+            delay = 0.0 if final else backoff_delay(number, runtime.policy, error.retry_after, runtime.rng)
+            if runtime.policy.max_wait_s is not None and waited + delay > runtime.policy.max_wait_s:
+                final = True  # the server asks for a longer pause than this call may wait
+            if tripped:
+                runtime.stop(target, type(error)(f"stopped calling this server: {runtime.breaker.tripped[target]}",
+                                                 status=error.status))
+            elif error.kind == "auth" or (error.kind == "connection_error" and final):
+                runtime.stop(target, error)
             if final:
                 error.attempts = attempts
                 raise error from (None if error is raw_error else raw_error)
             runtime.retries += 1
-            await runtime.sleep(backoff_delay(number, runtime.policy, error.retry_after, runtime.rng))
+            waited += delay
+            await runtime.pause(delay, target)
             continue
         except BaseException:  # cancelled or a bug: release the reservation so other calls are not blocked
             await runtime.budget.settle(reserved, None)
             raise
+        runtime.breaker.record(target, None, started, time.monotonic(), runtime.timeout_s)
         scrub_completion(completion)  # before anything parses, stores or prints the answer
         usage, note = checked_usage(completion.usage)
         completion.usage = usage

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from judge.jsonenc import compact_json
+from judge.report.viewer import address
 
 DATA_DIR = "report_data"
 INDEX_FILE = "index.js"
@@ -26,7 +27,7 @@ SHARD_DIR = "v"
 SHARD_BYTES = 256 * 1024  # a shard closes once its viewer data reach this size
 SHARD_ROWS = 64  # ... or this many trajectories
 INDEX_COLUMNS = ("id", "score", "release", "turns", "majority", "severe", "minority", "cost", "outcome", "route",
-                 "categories", "tags", "text", "viewable", "review")
+                 "categories", "tags", "text", "viewable", "review", "address")
 
 
 def index_review(marker: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -85,7 +86,7 @@ class PagedWriter:
         score = "unscored" if row["score"] is None else str(row["score"])
         values = [label, score, int(bool(row["release"])), row["turns"], row["majority_issues"], row["severe"],
                   row["minority_issues"], row["judge_cost_usd"], row["outcome"], row["route"], row["categories"],
-                  row["tags"], text, int(view is not None), index_review(row["review"])]
+                  row["tags"], text, int(view is not None), index_review(row["review"]), address(row["id"])]
         # A JSON value is a JavaScript literal (JSON is a subset of JavaScript since ES2019).
         self.index.write(("" if self.rows == 0 else ",\n") + compact_json(values))
         if self.views:

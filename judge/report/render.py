@@ -49,7 +49,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
@@ -68,6 +67,7 @@ from judge.report.viewer import (
     FOLD_LINES,
     IssueView,
     TrajectoryView,
+    address,
     anchor_id,
     build_view,
     gate_check_names,
@@ -516,7 +516,7 @@ def json_text(value: Any) -> str:
 def trajectory_link(context: Context, trajectory_id: str) -> str:
     """The link to one trajectory's viewer: its section's anchor in the single file, ``#/t/ID`` when paged."""
     if context.get("layout") == "paged":
-        return "#/t/" + quote(visible(trajectory_id), safe="")
+        return "#/t/" + address(trajectory_id)
     return "#" + anchor_id(trajectory_id)
 
 

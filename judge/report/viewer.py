@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from pydantic_core import to_json
 
@@ -26,6 +27,14 @@ FOLD_LINES = 12  # ... and those of this many lines
 def anchor_id(trajectory_id: str) -> str:
     """An HTML id for a trajectory: stable, unique in practice, and free of any character from the data."""
     return "t-" + hashlib.sha256(trajectory_id.encode("utf-8")).hexdigest()[:12]
+
+
+def address(trajectory_id: str) -> str:
+    """The trajectory's key in a ``#/t/`` link and in the page's index: its id percent-encoded as UTF-8, exactly as
+    JavaScript's ``encodeURIComponent`` writes it. Unlike the id as shown (control characters as escapes, so
+    ``v\u202ex`` and the literal ``v\\u202ex`` look alike), it is one-to-one: two ids that differ by any
+    character, a control character included, have different addresses; and it is plain ASCII."""
+    return quote(trajectory_id, safe="!*'()", errors="surrogatepass")
 
 
 def query_preview(query: str, limit: int = 160) -> str:
@@ -111,6 +120,11 @@ class TrajectoryView:
     tags: list[str]
     review: HumanReview | None = None  # human decisions applied to the score row (docs/review.md)
     added: list[IssueView] = field(default_factory=list)  # issues reviewers added (they count; no panel vote)
+
+    @property
+    def address(self) -> str:
+        """The key of its ``#/t/`` link (:func:`address`)."""
+        return address(self.id)
 
     @property
     def pinned_issues(self) -> list[IssueView]:
