@@ -115,6 +115,25 @@ MIGRATIONS: list[str] = [
     CREATE INDEX batch_items_key ON batch_items(key);
     CREATE INDEX batch_items_batch ON batch_items(batch_id);
     """,
+    # 6: the write-ahead ledger of continuation arms' tool calls (judge.continuation.ledger): each call is recorded
+    # 'started' before it runs and 'done' with its receipt after, so a resumed arm serves what finished and stops
+    # on what is in doubt
+    """
+    CREATE TABLE arm_calls (
+        arm TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        turn INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        argument_hash TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        result TEXT,
+        started REAL NOT NULL,
+        finished REAL,
+        PRIMARY KEY (arm, seq)
+    );
+    """,
 ]
 SENT = "sent"  # an attempt whose request may be on the wire: no outcome recorded yet
 INTERRUPTED = "interrupted"  # a 'sent' attempt found by a later process: its process died; it may have been billed
@@ -381,6 +400,35 @@ class RunStore:
                 found.setdefault(item["key"], {})[item["part"]] = item  # later rows replace earlier ones
         return found
 
+    # --- continuation call ledger (judge.continuation.ledger) ----------------------------------
+
+    def arm_calls(self, arm: str) -> list[dict[str, Any]]:
+        """The ledger rows of one arm attempt, in call order (``result`` decoded)."""
+        cursor = self._db.execute("SELECT * FROM arm_calls WHERE arm = ? ORDER BY seq", (arm,))
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, row)) for row in cursor.fetchall()]
+        for row in rows:
+            row["result"] = json.loads(row["result"]) if row["result"] else None
+        return rows
+
+    def start_arm_call(self, arm: str, seq: int, turn: int, call_id: str, tool: str, argument_hash: str,
+                       version: int) -> None:
+        """Record a call as started, before it runs (committed at once: a kill from now on leaves it in doubt)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO arm_calls (arm, seq, turn, call_id, tool, argument_hash, version, state, started)"
+            " VALUES (?,?,?,?,?,?,?,?,?)", (arm, seq, turn, call_id, tool, argument_hash, version, "started", time.time()))
+
+    def finish_arm_call(self, arm: str, seq: int, state: str, result: dict[str, Any]) -> None:
+        """Record how a started call ended (``done``, or ``unknown`` when its outcome cannot be known)."""
+        self._db.execute("UPDATE arm_calls SET state = ?, result = ?, finished = ? WHERE arm = ? AND seq = ?",
+                         (state, json.dumps(result, ensure_ascii=False), time.time(), arm, seq))
+
+    def arm_attempts(self, prefix: str) -> list[str]:
+        """Ledger arm keys starting with ``prefix`` (the attempts of one arm), oldest first."""
+        cursor = self._db.execute("SELECT arm, MIN(started) FROM arm_calls WHERE arm LIKE ? ESCAPE '\\' GROUP BY arm"
+                                  " ORDER BY MIN(started)", (_like_prefix(prefix),))
+        return [row[0] for row in cursor.fetchall()]
+
     # --- run settings --------------------------------------------------------------------------
 
     def setting(self, name: str) -> Any:
@@ -414,6 +462,11 @@ class RunStore:
                 (model, _text_hash(text), int(array.shape[0]), array.tobytes()),
             )
         self._db.execute("COMMIT")
+
+
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching strings that start with ``prefix`` (its wildcards escaped with a backslash)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _text_hash(text: str) -> str:
