@@ -252,3 +252,26 @@ def test_arms_stopped_by_the_cap_or_the_provider_run_again_and_resume_their_call
         kept, [second] = asyncio.run(continue_tickets([ticket], Failing(ScriptedAgent.of({"*": script}).scripts), opts, out))
         assert kept == [] and second.stop.reason == "completed"
         assert [(e.turn, e.resumed) for e in second.events] == [(3, True)]  # resumed in its copy: not run again
+
+
+def test_judge_continue_reports_the_overshoot_and_keeps_a_tickets_files_ledger_beside_the_output(tmp_path):
+    from typer.testing import CliRunner
+
+    from judge.cli import app
+
+    tickets = tmp_path / "tickets.jsonl"
+    rundir.write_jsonl(tickets, [make_ticket(READ_THEN_WRITE, checkpoint=2)])
+    script = tmp_path / "script.yaml"
+    script.write_text(json.dumps({"scripts": {"*": [bash_turn("echo working")] * 3 + [{"content": "done", "usage": USAGE}]}}),
+                      encoding="utf-8")
+    source = workdir(tmp_path, {"config.ini": "port = 8080\n"}).workdir
+    out = tmp_path / "continuations.jsonl"
+    command = ["continue", str(tickets), "--agent", f"scripted:{script}", "--workdir", str(source), "--out", str(out),
+               "--budget-tokens", "1000"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    assert "budget overshoot (the last call crossed the limit): t1:c1:guided tokens 1200 of 1000" in result.output
+    assert (tmp_path / "continuations.ledger.sqlite").exists() and not (tmp_path / "continuations.work").exists()
+    again = CliRunner().invoke(app, [*command, "--json"])
+    doc = json.loads(again.stdout)
+    assert (doc["kept"], doc["budgets"]["t1:c1:guided"]["tokens"]) == (1, {"limit": 1000, "spent": 1200, "overshoot": 200})

@@ -136,9 +136,10 @@ def continue_cmd(
 
 def _run_scripted(run: Path, agent: Any, tickets: list[Any], options: Any, out: Path,
                   retry_unknown: bool) -> tuple[list[Any], list[Any]]:
-    """Run the tickets with a scripted agent; the call ledger is in the run's store (a tickets file: beside ``out``)."""
+    """Run the tickets with a scripted agent; the call ledger is in the run's store (a tickets file: ``X.ledger.sqlite``
+    beside ``X.jsonl``)."""
     from judge.continuation import continue_tickets
-    from judge.continuation.ledger import open_ledgers, work_dir
+    from judge.continuation.ledger import open_ledgers
     from judge.runlock import run_lock
     from judge.store import RunStore
 
@@ -147,7 +148,7 @@ def _run_scripted(run: Path, agent: Any, tickets: list[Any], options: Any, out: 
             stack.enter_context(run_lock(run, "judge continue"))
             store = stack.enter_context(RunStore.for_run(run))
         else:
-            store = stack.enter_context(RunStore(work_dir(out) / "ledger.sqlite"))
+            store = stack.enter_context(RunStore(out.with_name(out.name.removesuffix(".jsonl") + ".ledger.sqlite")))
         options.ledgers = open_ledgers(store, out, retry_unknown=retry_unknown)
         return asyncio.run(continue_tickets(tickets, agent, options, out))
 
