@@ -109,6 +109,14 @@ def test_judge_continue_killed_at_random_moments_pays_no_turn_and_runs_no_finish
             assert {f"{arm}-{k}" for k in range(1, TURNS)} <= set(lines)
     assert not (tmp_path / "continuations.work").exists()  # no arm's directory is left behind once every arm has ended
 
+    # --retry-unknown runs an arm stopped on a write in doubt again, in a fresh copy: its calls run there again, but
+    # every turn paid before is replayed from the store (same receipts, stable paths), so only new turns are paid.
+    with ScriptedAgentServer(probe_script(probe)) as server:
+        code, printed = finish(judge_continue(run, source, server.base_url, out, "--retry-unknown"))
+        assert code == 0 and printed.splitlines()[0] == "2 tickets: completed 2", printed
+        assert not set(server.served) & set(turns)  # nothing paid twice
+        assert len(server.served) == len(set(server.served))
+
 
 def test_a_plain_second_run_into_a_new_file_replays_every_paid_turn_from_the_store(tmp_path):
     """The receipts show the copy as /workspace and HOME as /sandbox/home, so the same calls make the same requests
