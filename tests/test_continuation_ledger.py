@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -183,6 +184,10 @@ def test_a_call_started_and_never_finished_stops_the_resumed_arm_until_retried_i
         assert [(e.turn, e.resumed) for e in resumed.events] == [(3, True)]  # T3 served from the ledger, not run
         copy = Path(resumed.environment["kept_at"])
         assert (copy / "notes.txt").read_text(encoding="utf-8") == "one\ntwo\n"  # nothing ran again in the copy
+        # Its copy gone, the arm still stops at the write in doubt: nothing runs anew unless asked.
+        shutil.rmtree(copy.parent)
+        [gone] = asyncio.run(run_tickets_([ticket], script, opts))
+        assert gone.stop.reason == "unknown-write" and "is gone" in gone.stop.detail and gone.events == []
         # A plain rerun keeps the arm as it ended; --retry-unknown runs it again in a fresh copy (attempt 2).
         kept, again = asyncio.run(continue_tickets([ticket], ScriptedAgent.of({"*": script}), opts, out))
         assert [r["stop_reason"] for r in kept] == ["unknown-write"] and again == []

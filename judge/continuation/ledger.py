@@ -74,8 +74,8 @@ class Ledgers:
     retry_unknown: bool = False  # an attempt with a write in doubt starts over in a fresh copy (else it stops again)
 
     def attempt(self, output_id: str) -> CallLedger:
-        """The ledger of the arm's current attempt: the last one, resumed when its copy is intact (and, with
-        ``retry_unknown``, nothing of it in doubt); else a new attempt in a fresh copy."""
+        """The ledger of the arm's current attempt: the last one when a write of it is in doubt (unless
+        ``retry_unknown``) or when its copy is intact; else a new attempt in a fresh copy."""
         prefix = f"{self.scope}/{output_id}/"
         attempts = self.store.arm_attempts(prefix)
         number = 1
@@ -83,7 +83,9 @@ class Ledgers:
             last = attempts[-1]
             number = int(last.rsplit("/", 1)[1])
             ledger = CallLedger(self.store, last, self.directory / f"{_slug(output_id)}-{number}")
-            if ledger.resumable() and not (self.retry_unknown and ledger.in_doubt):
+            if ledger.in_doubt and not self.retry_unknown:
+                return ledger  # to stop at the write in doubt again, never to run its calls anew
+            if ledger.resumable() and not ledger.in_doubt:
                 return ledger
             shutil.rmtree(ledger.arm_dir, ignore_errors=True)  # the copy of an attempt given up
             number += 1

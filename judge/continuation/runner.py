@@ -197,6 +197,11 @@ async def _run_ticket(result: ArmResult, agent: Agent, options: ContinueOptions)
         result.stop = stop
         return result
     ledger = options.ledgers.attempt(result.output_id) if options.ledgers is not None else None
+    if ledger is not None and ledger.in_doubt and not ledger.resumable():
+        result.stop = Stop("unknown-write", f"a write of attempt {ledger.key.rsplit('/', 1)[1]} is in doubt and its copy "
+                                            f"({ledger.arm_dir}) is gone; judge continue --retry-unknown retries the arm "
+                                            "in a fresh copy")
+        return result
     restored = ledger.restored if ledger is not None and not ledger.fresh else None
     try:
         if restored is not None and ledger is not None:
