@@ -288,3 +288,19 @@ def test_judge_continue_reports_the_overshoot_and_keeps_a_tickets_files_ledger_b
     again = CliRunner().invoke(app, [*command, "--json"])
     doc = json.loads(again.stdout)
     assert (doc["kept"], doc["budgets"]["t1:c1:guided"]["tokens"]) == (1, {"limit": 1000, "spent": 1200, "overshoot": 200})
+
+
+def test_a_resumed_agent_that_answers_otherwise_stops_the_arm_rather_than_run_on_a_copy_it_did_not_make(tmp_path):
+    from judge.continuation import continue_tickets
+    from judge.continuation.ledger import open_ledgers
+
+    out, ticket = tmp_path / "continuations.jsonl", make_ticket(READ_THEN_WRITE, checkpoint=2)
+    with RunStore(tmp_path / "store.sqlite") as store:
+        opts = options(workdir(tmp_path, {"config.ini": "port = 8080\n"}), ledgers=open_ledgers(store, out))
+        # The script ends after T3: the provider "fails" at T4 (agent-error), the copy is kept to resume in.
+        _, [first] = asyncio.run(continue_tickets([ticket], ScriptedAgent.of({"*": [bash_turn("echo one >> a.txt")]}), opts, out))
+        assert first.stop.reason == "agent-error"
+        other = [bash_turn("echo other >> a.txt"), {"content": "done", "usage": USAGE}]
+        _, [second] = asyncio.run(continue_tickets([ticket], ScriptedAgent.of({"*": other}), opts, out))
+    assert second.stop.reason == "unknown-write" and "answered otherwise on resume" in second.stop.detail
+    assert second.events == []  # the other call did not run in a copy that holds the first one's write

@@ -281,9 +281,10 @@ async def _call(dispatcher: ToolDispatcher, ledger: CallLedger | None, seq: int,
         where = f"T{turn} {call.name} ({call.id})"
         if not ledger.same_call(row, call):
             ledger.finish(seq, UNKNOWN, {"reason": "the resumed conversation made another call here"})
-            return Stop("replay-diverged", f"{where}: the ledger holds {row['tool']} ({row['call_id']}) at this place: "
-                                           "the agent answered otherwise on resume; --retry-unknown retries the arm in a "
-                                           "fresh copy")
+            # The copy holds the effects of calls this conversation did not make: its state is unknown to it.
+            return Stop("unknown-write", f"{where}: the ledger holds {row['tool']} ({row['call_id']}) at this place (the "
+                                         "agent answered otherwise on resume), so the copy's state is unknown; judge "
+                                         "continue --retry-unknown retries the arm in a fresh copy")
         if row["state"] == DONE or (row["state"] == UNKNOWN and (row["result"] or {}).get("event")):
             # Finished before the kill, or found of unknown outcome (the arm stops at it again, its receipt shown).
             done = _served(dispatcher.sandbox, row)
