@@ -20,8 +20,11 @@ Aggregates per (treatment arm, baseline arm):
 - wins/ties/losses of the score; mean score difference with a paired bootstrap 95% interval (percentile,
   seeded, so the same input gives the same interval); an exact two-sided sign test on wins vs losses, ties
   excluded (the usual convention: a tie says nothing about direction);
-- target-error recurrence rate per arm, over every pair with a target whose recurrence could be decided
-  (budget-exhausted pairs included; undetermined ones counted beside it);
+- target-error recurrence rate per arm, over every pair with a target whose recurrence could be decided;
+  undetermined ones are counted beside it, by why: template descriptions, an arm cut by a budget before the error
+  showed (``budget_cut``), an arm hit by an environment fault (``environment_hit``), or stopped otherwise;
+- the arms `judge continue` stopped before their end (``stopped``: listed, kept in every denominator, never
+  released);
 - suffix-token difference with its bootstrap interval; budget-exhausted counts; released counts;
 - the full cost per arm (sums and means; a part whose dollars are unknown makes the total unknown, never a
   smaller number) and per pair.

@@ -9,6 +9,10 @@ call is a new shell, but the working directory carries over as in one session (C
 same): a call starts where the previous one ended, as long as that is inside the copy (else at its top, with a
 note in the receipt). Variables and functions do not carry over.
 
+The agent never sees the copy's real, per-run path (:meth:`Sandbox.shown`): receipts name the copy ``/workspace``
+(or the original run's directory) and the arm directory ``/sandbox``, and commands naming them are pointed back at
+the real ones (:meth:`Sandbox.real`), so the same calls give the same receipts in any copy.
+
 This is NOT a security boundary. Bash can read and write anything the user running trajudge can (``cd /``,
 absolute paths, the harness's own environment through /proc, the network); a process that calls ``setsid`` escapes the group kill. It isolates honest
 agents from each other and from the caller's files by convention only. For untrusted agents run the whole
