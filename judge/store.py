@@ -6,7 +6,9 @@ index), the answers of the repair stage's teacher and rewrite calls, embeddings 
 hash), and the requests sent through provider batch APIs with their batch ids (:mod:`judge.batch`). Every write commits at once, so a SIGKILL loses at most the calls in flight - and those are on record
 too: each provider attempt is written *before* its request is sent (outcome ``sent``) and completed after, so an attempt a kill interrupted is found on the next
 start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The run's settings that must
-outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``.
+outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``. The continuation harness's call ledger
+(``arm_calls``: each tool call of an arm recorded before it runs and its receipt after) is here too
+(:mod:`judge.continuation.ledger`).
 
 Judge specs are recorded through :func:`judge.providers.redact`: no URL credential reaches the file.
 """
