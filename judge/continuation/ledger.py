@@ -43,9 +43,9 @@ STARTED, DONE, UNKNOWN = "started", "done", "unknown"
 RESTORED_SEQ = -1  # the ledger row that says the checkpoint was restored in the copy (the prefix's writes replayed)
 VERSION_FILE = "copy-version"  # in the arm directory, beside the copy: the agent's files never see it
 # Stops a rerun runs again (the others are final: a rerun keeps their records). A cap raised, a provider back, a
-# machine fixed can each change how these end. ``unknown-write`` is run again only when asked (``retry_unknown``):
+# machine fixed, a ticket made ready can each change how these end. ``unknown-write`` is run again only when asked (``retry_unknown``):
 # in a fresh copy, where the calls that finished in the abandoned one run again.
-RETRIED = frozenset({"max-cost", "agent-error", "harness-error", "environment-unavailable"})
+RETRIED = frozenset({"max-cost", "agent-error", "harness-error", "environment-unavailable", "not-ready"})
 # Stops after which the arm's copy is kept for the rerun to resume in (its calls need not run again).
 RESUMABLE = frozenset({"max-cost", "agent-error"})
 
