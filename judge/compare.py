@@ -20,8 +20,11 @@ Aggregates per (treatment arm, baseline arm):
 - wins/ties/losses of the score; mean score difference with a paired bootstrap 95% interval (percentile,
   seeded, so the same input gives the same interval); an exact two-sided sign test on wins vs losses, ties
   excluded (the usual convention: a tie says nothing about direction);
-- target-error recurrence rate per arm, over every pair with a target whose recurrence could be decided
-  (budget-exhausted pairs included; undetermined ones counted beside it);
+- target-error recurrence rate per arm, over every pair with a target whose recurrence could be decided;
+  undetermined ones are counted beside it, by why: template descriptions, an arm cut by a budget before the error
+  showed (``budget_cut``), an arm hit by an environment fault (``environment_hit``), or stopped otherwise;
+- the arms `judge continue` stopped before their end (``stopped``: listed, kept in every denominator, never
+  released);
 - suffix-token difference with its bootstrap interval; budget-exhausted counts; released counts;
 - the full cost per arm (sums and means; a part whose dollars are unknown makes the total unknown, never a
   smaller number) and per pair.
@@ -62,6 +65,11 @@ if TYPE_CHECKING:  # imported where used: comparing runs without link scores nee
 BOOTSTRAP_RESAMPLES = 10_000
 SIGNIFICANCE = 0.05
 UNDETERMINED = "undetermined"  # a recurrence the panel's descriptions cannot decide (never reported as false)
+# Stops of `judge continue` (metadata.extra.stop_reason) where the environment, not the agent, ended the arm: the
+# harness could not run it to its own end (judge.continuation.restore.StopReason).
+ENVIRONMENT_STOPS = frozenset({"unknown-write", "environment-unavailable", "replay-diverged", "unsupported-tool",
+                               "agent-error", "harness-error"})
+BUDGET_STOPS = frozenset({"budget-exhausted", "max-cost"})
 PairBy = Literal["branch", "query"]
 PAIR_BY: tuple[PairBy, ...] = ("branch", "query")
 
@@ -373,10 +381,19 @@ class ArmOutcome:
     released: bool | None = None
     cost: dict[str, Any] = field(default_factory=dict)
     recurrence_note: str | None = None
+    stop_reason: str | None = None  # how `judge continue` ended the arm (None: not a continuation it wrote)
+    budget_cut: bool = False  # a budget (its own, or the run's --max-cost) stopped it
+    environment_hit: bool = False  # an environment fault: a majority environment issue after the branch, or a harness stop
+    undetermined_reason: str | None = None  # budget-cut, environment-hit, stopped, template-descriptions
+
+    @property
+    def stopped(self) -> bool:
+        """The arm did not end on its own answer (a budget, the harness or the environment stopped it)."""
+        return self.stop_reason is not None and self.stop_reason != "completed"
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object of this arm in a ``compare.json`` pair."""
-        return dict(self.__dict__)
+        return {**self.__dict__, "stopped": self.stopped}
 
 
 def arm_outcome(record: ArmRecord, branch_turn: int, target: Target | str | None, scorer: LinkScorer | None) -> ArmOutcome:
@@ -394,12 +411,26 @@ def arm_outcome(record: ArmRecord, branch_turn: int, target: Target | str | None
     recurred: bool | str | None = None
     matched: list[str] = []
     note = None
+    meta = record.trajectory.metadata
+    stop = meta.extra.get("stop_reason") if isinstance(meta.extra.get("stop_reason"), str) else None
+    budget_cut = bool(meta.budget_exhausted) or stop in BUDGET_STOPS
+    environment_hit = stop in ENVIRONMENT_STOPS or any(
+        c.category == "environment" and (c.turn is None or c.turn > branch_turn) for c in record.majority())
+    why = None
     if target and scorer is not None:
         recurred, matched = recurs(target, suffix, scorer)
         if not recurred and suffix and target.plain and record.template_descriptions:
-            recurred = UNDETERMINED
+            recurred, why = UNDETERMINED, "template-descriptions"
             note = ("the target is plain text and the panel's descriptions are templates (deterministic judges): give "
                     "target_category/target_tag/target_evidence, or judge with an LLM panel")
+        # Not seen is not "did not recur" when the arm was cut short: the error may have been still to come.
+        if recurred is not True and (budget_cut or environment_hit or (stop is not None and stop != "completed")):
+            recurred = UNDETERMINED
+            why = "budget-cut" if budget_cut else "environment-hit" if environment_hit else "stopped"
+            note = {"budget-cut": "a budget stopped the arm before the targeted error could show",
+                    "environment-hit": "an environment fault hit the arm (a majority environment issue, or the harness "
+                                       f"stopped it: {stop})",
+                    "stopped": f"the arm was stopped before its end ({stop})"}[why]
     tokens, source = suffix_tokens(record.trajectory, branch_turn)
     score = record.score
     return ArmOutcome(
@@ -416,9 +447,14 @@ def arm_outcome(record: ArmRecord, branch_turn: int, target: Target | str | None
         budget_exhausted=bool(record.trajectory.metadata.budget_exhausted),
         valid_passes=score.valid_passes if score else 0,
         panel_size=record.panel_size,
-        released=score.release if score else None,
+        # An arm the harness stopped before its end is not a usable trajectory, whatever the gate saw in its turns.
+        released=(score.release if score else None) if stop is None or stop in ("completed", "budget-exhausted") else False,
         cost=arm_cost(record, branch_turn),
         recurrence_note=note,
+        stop_reason=stop,
+        budget_cut=budget_cut,
+        environment_hit=environment_hit,
+        undetermined_reason=why,
     )
 
 
@@ -567,10 +603,17 @@ def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 
     token_ci = paired_bootstrap_ci(token_diffs, seed=seed, resamples=resamples)
 
     def recurrence(side: int) -> dict[str, Any]:
-        found = [pair[side].target_recurred for pair in outcomes if pair[side].target_recurred is not None]
-        flags = [value is True for value in found if value != UNDETERMINED]
+        found = [pair[side] for pair in outcomes if pair[side].target_recurred is not None]
+        flags = [arm.target_recurred is True for arm in found if arm.target_recurred != UNDETERMINED]
+        undetermined = [arm.undetermined_reason for arm in found if arm.target_recurred == UNDETERMINED]
         return {"recurred": sum(flags), "pairs": len(flags), "rate": (sum(flags) / len(flags)) if flags else None,
-                "undetermined": sum(value == UNDETERMINED for value in found)}
+                "undetermined": len(undetermined), "budget_cut": undetermined.count("budget-cut"),
+                "environment_hit": undetermined.count("environment-hit"), "stopped": undetermined.count("stopped"),
+                "template_descriptions": undetermined.count("template-descriptions")}
+
+    def stopped(side: int) -> list[dict[str, Any]]:
+        return [{"trajectory_id": pair[side].trajectory_id, "stop_reason": pair[side].stop_reason}
+                for pair in outcomes if pair[side].stopped]
 
     def released(side: int) -> dict[str, Any]:
         known = [bool(pair[side].released) for pair in outcomes if pair[side].released is not None]
@@ -599,6 +642,11 @@ def compare_arms(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]], seed: int = 
         "suffix_issue_difference": mean_or_none(issue_diffs),
         "budget_exhausted": {"treatment": sum(t.budget_exhausted for t, _ in outcomes),
                              "baseline": sum(b.budget_exhausted for _, b in outcomes)},
+        # Every arm counts in every denominator; these say which were cut short, and why.
+        "budget_cut": {"treatment": sum(t.budget_cut for t, _ in outcomes), "baseline": sum(b.budget_cut for _, b in outcomes)},
+        "environment_hit": {"treatment": sum(t.environment_hit for t, _ in outcomes),
+                            "baseline": sum(b.environment_hit for _, b in outcomes)},
+        "stopped": {"treatment": stopped(0), "baseline": stopped(1)},
         "released": {"treatment": released(0), "baseline": released(1)},
         "cost": {"treatment": side_cost([t for t, _ in outcomes]), "baseline": side_cost([b for _, b in outcomes]),
                  "pairs": pair_costs(outcomes), "notes": cost_notes([arm for pair in outcomes for arm in pair])},
@@ -701,7 +749,19 @@ def facts_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list[s
         lines.append(f"The target error recurred in {recurrence['treatment']['recurred']}/{recurrence['treatment']['pairs']} "
                      f"{treatment} and {recurrence['baseline']['recurred']}/{recurrence['baseline']['pairs']} {baseline} "
                      "arms (where it could be decided).")
-    undecided = {arm: recurrence[side]["undetermined"] for arm, side in ((treatment, "treatment"), (baseline, "baseline"))}
+    undecided = {arm: recurrence[side]["template_descriptions"] for arm, side in ((treatment, "treatment"), (baseline, "baseline"))}
+    for column, words in (("budget_cut", "cut by a budget before the error could show"),
+                          ("environment_hit", "hit by an environment fault"), ("stopped", "stopped before their end")):
+        cut = {arm: recurrence[side][column] for arm, side in ((treatment, "treatment"), (baseline, "baseline"))}
+        if any(cut.values()):
+            lines.append("Target recurrence undetermined for " + " and ".join(f"{n} {arm}" for arm, n in cut.items() if n)
+                         + f" arm(s) {words}: counted apart, not as 'did not recur'.")
+    stopped = summary["stopped"]
+    if stopped["treatment"] or stopped["baseline"]:
+        listed = "; ".join(f"{s['trajectory_id']} ({s['stop_reason']})" for side in ("treatment", "baseline")
+                           for s in stopped[side])
+        lines.append(f"Stopped before their end, kept in every denominator: {len(stopped['treatment'])} {treatment} and "
+                     f"{len(stopped['baseline'])} {baseline} arm(s): {listed}.")
     if any(undecided.values()):
         lines.append("Target recurrence undetermined for " + " and ".join(f"{n} {arm}" for arm, n in undecided.items() if n)
                      + " arm(s): the target is plain text and the panel's template descriptions (a deterministic judge) "

@@ -6,7 +6,9 @@ index), the answers of the repair stage's teacher and rewrite calls, embeddings 
 hash), and the requests sent through provider batch APIs with their batch ids (:mod:`judge.batch`). Every write commits at once, so a SIGKILL loses at most the calls in flight - and those are on record
 too: each provider attempt is written *before* its request is sent (outcome ``sent``) and completed after, so an attempt a kill interrupted is found on the next
 start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The run's settings that must
-outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``.
+outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``. The continuation harness's call ledger
+(``arm_calls``: each tool call of an arm recorded before it runs and its receipt after) is here too
+(:mod:`judge.continuation.ledger`).
 
 Judge specs are recorded through :func:`judge.providers.redact` (no URL user info or query reaches the file), and
 every stored answer and result is scrubbed of registered secret values (:mod:`judge.secrets`).
@@ -115,6 +117,25 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX batch_items_key ON batch_items(key);
     CREATE INDEX batch_items_batch ON batch_items(batch_id);
+    """,
+    # 6: the write-ahead ledger of continuation arms' tool calls (judge.continuation.ledger): each call is recorded
+    # 'started' before it runs and 'done' with its receipt after, so a resumed arm serves what finished and stops
+    # on what is in doubt
+    """
+    CREATE TABLE arm_calls (
+        arm TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        turn INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        argument_hash TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        result TEXT,
+        started REAL NOT NULL,
+        finished REAL,
+        PRIMARY KEY (arm, seq)
+    );
     """,
 ]
 SENT = "sent"  # an attempt whose request may be on the wire: no outcome recorded yet
@@ -382,6 +403,35 @@ class RunStore:
                 found.setdefault(item["key"], {})[item["part"]] = item  # later rows replace earlier ones
         return found
 
+    # --- continuation call ledger (judge.continuation.ledger) ----------------------------------
+
+    def arm_calls(self, arm: str) -> list[dict[str, Any]]:
+        """The ledger rows of one arm attempt, in call order (``result`` decoded)."""
+        cursor = self._db.execute("SELECT * FROM arm_calls WHERE arm = ? ORDER BY seq", (arm,))
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, row)) for row in cursor.fetchall()]
+        for row in rows:
+            row["result"] = json.loads(row["result"]) if row["result"] else None
+        return rows
+
+    def start_arm_call(self, arm: str, seq: int, turn: int, call_id: str, tool: str, argument_hash: str,
+                       version: int) -> None:
+        """Record a call as started, before it runs (committed at once: a kill from now on leaves it in doubt)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO arm_calls (arm, seq, turn, call_id, tool, argument_hash, version, state, started)"
+            " VALUES (?,?,?,?,?,?,?,?,?)", (arm, seq, turn, call_id, tool, argument_hash, version, "started", time.time()))
+
+    def finish_arm_call(self, arm: str, seq: int, state: str, result: dict[str, Any]) -> None:
+        """Record how a started call ended (``done``, or ``unknown`` when its outcome cannot be known)."""
+        self._db.execute("UPDATE arm_calls SET state = ?, result = ?, finished = ? WHERE arm = ? AND seq = ?",
+                         (state, json.dumps(result, ensure_ascii=False), time.time(), arm, seq))
+
+    def arm_attempts(self, prefix: str) -> list[str]:
+        """Ledger arm keys starting with ``prefix`` (the attempts of one arm), oldest first."""
+        cursor = self._db.execute("SELECT arm, MIN(started) FROM arm_calls WHERE arm LIKE ? ESCAPE '\\' GROUP BY arm"
+                                  " ORDER BY MIN(started)", (_like_prefix(prefix),))
+        return [row[0] for row in cursor.fetchall()]
+
     # --- run settings --------------------------------------------------------------------------
 
     def setting(self, name: str) -> Any:
@@ -415,6 +465,11 @@ class RunStore:
                 (model, _text_hash(text), int(array.shape[0]), array.tobytes()),
             )
         self._db.execute("COMMIT")
+
+
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching strings that start with ``prefix`` (its wildcards escaped with a backslash)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _text_hash(text: str) -> str:

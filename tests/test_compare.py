@@ -128,7 +128,9 @@ def test_arm_outcome_splits_prefix_and_suffix_and_keeps_budget(scorer):
         cluster("g1", "c3", 5, "network down", category="environment"),
     ]
     outcome = arm_outcome(record(trajectory, 2, clusters), 2, trajectory.metadata.target_issue, scorer)
-    assert outcome.target_recurred is False
+    # Cut by its budget (and hit by the network) before the error showed: undetermined, never "did not recur".
+    assert (outcome.target_recurred, outcome.undetermined_reason) == ("undetermined", "budget-cut")
+    assert outcome.budget_cut and outcome.environment_hit and "budget" in (outcome.recurrence_note or "")
     assert [i["cluster"] for i in outcome.new_issues] == ["c1"]
     assert (outcome.prefix_issue_count, outcome.suffix_issue_count) == (1, 1)
     assert (outcome.suffix_tokens, outcome.budget_exhausted) == (15, True)
@@ -192,8 +194,13 @@ def test_small_consistent_looking_gain_is_reported_as_not_evidence(scorer):
     assert summary["sign_test_p"] == pytest.approx(74 / 256)  # 2 * (C(8,0) + C(8,1) + C(8,2)) / 2**8
     assert summary["evidence_of_difference"] is False
     assert any("NOT evidence that guided is better than unguided" in line for line in summary["verdict"])
-    assert summary["target_recurrence"] == {"treatment": {"recurred": 0, "pairs": 10, "rate": 0.0, "undetermined": 0},
-                                            "baseline": {"recurred": 10, "pairs": 10, "rate": 1.0, "undetermined": 0}}
+    # The guided arm its budget cut (i == 0) did not show the error: undetermined, in its own column, not a "no".
+    none = {"environment_hit": 0, "stopped": 0, "template_descriptions": 0}
+    assert summary["target_recurrence"] == {
+        "treatment": {"recurred": 0, "pairs": 9, "rate": 0.0, "undetermined": 1, "budget_cut": 1, **none},
+        "baseline": {"recurred": 10, "pairs": 10, "rate": 1.0, "undetermined": 0, "budget_cut": 0, **none}}
+    assert summary["budget_cut"] == {"treatment": 1, "baseline": 0}
+    assert any(line.startswith("Target recurrence undetermined for 1 guided arm(s) cut by a budget") for line in summary["verdict"])
     assert summary["suffix_tokens"]["mean_difference"] == -30.0
     assert summary["suffix_tokens"]["difference_ci95"] == [-30.0, -30.0]
     assert summary["budget_exhausted"] == {"treatment": 1, "baseline": 0}
@@ -344,7 +351,10 @@ def test_bundled_examples_compare_end_to_end(example_run: Path, tmp_path: Path):
     assert recurrence["treatment"]["recurred"] < recurrence["baseline"]["recurred"]
     for pair in result.pairs:
         for outcome in pair["arms"].values():
-            assert outcome["target_recurred"] == bool(outcome["recurred_clusters"])
+            # An arm its budget cut that did not show the error is undetermined, not "did not recur".
+            expected = bool(outcome["recurred_clusters"]) or (
+                "undetermined" if outcome["budget_cut"] or outcome["environment_hit"] else False)
+            assert outcome["target_recurred"] == expected
     paths = write_outputs(result, tmp_path / "out")
     assert "orphan-guided" in paths["html"].read_text()
 
@@ -514,3 +524,48 @@ def test_query_level_arms_pair_by_query_with_no_branch(scorer, tmp_path: Path):
     paths = write_outputs(result, tmp_path)
     assert "paired by query" in paths["md"].read_text() and "| q1 | – |" in paths["md"].read_text()
     assert "paired by query" in paths["html"].read_text()
+
+
+# --- arms `judge continue` stopped: in every denominator, listed, their recurrence undetermined ------------------
+
+
+def test_stopped_arms_stay_in_the_denominators_are_listed_and_budget_cut_or_environment_hit_is_undetermined(scorer, tmp_path):
+    from judge.compare import write_outputs
+
+    target = "T3 code/severe [failed-call]: edit_file on a missing path"
+
+    def arm(tid: str, name: str, source: str, stop: str, budget: bool = False) -> ArmRecord:
+        trajectory = continuation(tid, name, source, 2, target=target, budget=budget)
+        trajectory.metadata.extra.update({"stop_reason": stop, "cost_usd": 0.01, "teacher_usage": {}})
+        row = ScoreRow(trajectory_id=tid, score=4, reason="r", release=True, panel_size=3, valid_passes=3)
+        return ArmRecord(trajectory=trajectory, score=row, clusters=[], panel_size=3)
+
+    records = [arm("a-guided", "guided", "a", "max-cost", budget=True), arm("a-unguided", "unguided", "a", "completed"),
+               arm("b-guided", "guided", "b", "unknown-write"), arm("b-unguided", "unguided", "b", "budget-exhausted", True),
+               arm("c-guided", "guided", "c", "completed"), arm("c-unguided", "unguided", "c", "completed")]
+    result = compare_records(records, scorer, resamples=200)
+    (summary,) = result.comparisons
+    assert summary["pairs"] == 3 and summary["scored_pairs"] == 3  # nobody dropped out
+    assert summary["stopped"] == {
+        "treatment": [{"trajectory_id": "a-guided", "stop_reason": "max-cost"},
+                      {"trajectory_id": "b-guided", "stop_reason": "unknown-write"}],
+        "baseline": [{"trajectory_id": "b-unguided", "stop_reason": "budget-exhausted"}]}
+    assert (summary["budget_cut"], summary["environment_hit"]) == ({"treatment": 1, "baseline": 1},
+                                                                   {"treatment": 1, "baseline": 0})
+    recurrence = summary["target_recurrence"]
+    assert (recurrence["treatment"]["pairs"], recurrence["treatment"]["budget_cut"], recurrence["treatment"]["environment_hit"]) == (1, 1, 1)
+    assert (recurrence["baseline"]["pairs"], recurrence["baseline"]["budget_cut"]) == (2, 1)
+    arms = {a["trajectory_id"]: a for p in result.pairs for a in p["arms"].values()}
+    assert arms["b-guided"]["undetermined_reason"] == "environment-hit" and arms["c-guided"]["target_recurred"] is False
+    # An arm the harness stopped before its end is not usable, whatever its score; a budget-exhausted one keeps its gate.
+    assert (arms["a-guided"]["released"], arms["b-guided"]["released"], arms["b-unguided"]["released"]) == (False, False, True)
+    assert summary["released"]["treatment"] == {"released": 1, "arms": 3, "rate": pytest.approx(1 / 3)}
+    assert any(line.startswith("Stopped before their end, kept in every denominator: 2 guided and 1 unguided arm(s): "
+                               "a-guided (max-cost); b-guided (unknown-write); b-unguided (budget-exhausted).")
+               for line in summary["verdict"])
+    paths = write_outputs(result, tmp_path)
+    markdown, html = paths["md"].read_text(encoding="utf-8"), paths["html"].read_text(encoding="utf-8")
+    assert "| budget-cut (recurrence undetermined unless seen) | 1 | 1 | |" in markdown
+    assert "| environment-hit (recurrence undetermined unless seen) | 1 | 0 | |" in markdown
+    assert "unknown-write (environment-hit)" in markdown
+    assert ">Budget-cut<" in html and ">Environment-hit<" in html and "b-guided (unknown-write)" in html

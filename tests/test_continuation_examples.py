@@ -122,8 +122,15 @@ def test_judge_continue_runs_the_tickets_of_a_run_from_the_command_line(repaired
     assert lines[0] == "4 tickets: budget-exhausted 1, completed 1, unsupported-tool 2"
     assert any(line.startswith("  zh-false-completion:c1:guided: unsupported-tool: replaying T1 Bash") for line in lines)
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert sorted((r["id"], r["metadata"]["budget_exhausted"]) for r in rows) == [
-        (f"{SOURCE}-guided", True), (f"{SOURCE}-unguided", False)]
+    # Every arm is in the output, whatever stopped it, with its stop reason.
+    assert sorted((r["id"], r["metadata"]["budget_exhausted"], r["metadata"]["extra"]["stop_reason"]) for r in rows) == [
+        (f"{SOURCE}-guided", True, "budget-exhausted"), (f"{SOURCE}-unguided", False, "completed"),
+        ("zh-false-completion-guided", False, "unsupported-tool"), ("zh-false-completion-unguided", False, "unsupported-tool")]
+    # The same command again keeps the arms that ended for good and runs none of them again.
+    rerun = runner.invoke(app, ["continue", str(repaired_run), "--agent", f"scripted:{script}", "--workdir", str(workdir),
+                                "--out", str(out), "--ticket", SOURCE, "--ticket", "zh-false-completion", "--budget-turns", "2"])
+    assert rerun.exit_code == 0 and "(4 kept from an earlier run into it, 2 stopped before their end;" in rerun.output
+    assert [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] == rows
 
     again = runner.invoke(app, ["continue", str(repaired_run), "--agent", f"scripted:{script}", "--workdir", str(workdir),
                                 "--out", str(tmp_path / "again.jsonl"), "--ticket", SOURCE, "--budget-turns", "2", "--json"])

@@ -249,7 +249,7 @@ def test_a_rewrite_arm_gets_the_rewritten_query_then_the_guidance():
     assert record.query == ticket.query and record.metadata.extra["agent_query"] == "Open config.ini and report the port."
 
 
-def test_finished_arms_are_written_for_ingest_and_stopped_arms_only_to_the_log(tmp_path):
+def test_every_arm_is_written_for_ingest_with_its_stop_and_stopped_ones_keep_their_turns_in_the_log(tmp_path):
     source = workdir(tmp_path, {"config.ini": "port = 8080\n"})
     guided = make_ticket(READ_THEN_WRITE, checkpoint=2)
     unguided = make_ticket(READ_THEN_WRITE, checkpoint=2, arm="unguided")
@@ -259,15 +259,17 @@ def test_finished_arms_are_written_for_ingest_and_stopped_arms_only_to_the_log(t
     results = asyncio.run(run_tickets([guided, unguided], agent, options(source, concurrency=2)))
     out = tmp_path / "continuations.jsonl"
     written, log = write_results(results, out)
-    assert written == 1 and log == tmp_path / "continuations.arms.jsonl"
+    assert written == 2 and log == tmp_path / "continuations.arms.jsonl"
 
     rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    assert [(r["ticket_id"], r["stop_reason"], r["output_id"]) for r in rows] == [
-        ("t1:c1:guided", "completed", "t1-guided"), ("t1:c1:unguided", "unsupported-tool", None)]
+    assert [(r["ticket_id"], r["stop_reason"], r["output_id"], r["finished"]) for r in rows] == [
+        ("t1:c1:guided", "completed", "t1-guided", True), ("t1:c1:unguided", "unsupported-tool", "t1-unguided", False)]
     assert rows[1]["suffix"][0]["tool_calls"][0]["name"] == "deploy"
 
     linked = list(ingest_continuations([out]))
-    assert len(linked) == 1
+    assert len(linked) == 2
+    stopped = linked[1].metadata
+    assert (stopped.arm, stopped.extra["stop_reason"], stopped.usage) == ("unguided", "unsupported-tool", Usage(**USAGE))
     meta = linked[0].metadata
     assert (meta.source_id, meta.branch_turn, meta.arm, meta.budget_exhausted) == ("t1", 2, "guided", False)
     assert meta.target_issue == "T3 code/severe [failed-call]: A call failed." and meta.usage == Usage(**USAGE)

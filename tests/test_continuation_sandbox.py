@@ -97,7 +97,9 @@ def test_bash_gets_a_short_environment_without_the_callers_keys(sandbox, monkeyp
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-agent")
     out = dispatch(sandbox, "Bash", {"command": "echo ${OPENAI_API_KEY:-unset}; echo $HOME; pwd"}).receipt.content.split()
     assert out[0] == "unset"
-    assert Path(out[1]).parent == sandbox.arm_dir and Path(out[2]) == sandbox.root
+    # The agent sees stable names, not the per-run directories (so a rerun's requests match the store's): the copy
+    # under the original run's directory (path_alias; else /workspace), the arm directory as /sandbox.
+    assert (out[1], out[2]) == ("/sandbox/home", "/testbed")
 
 
 def test_the_working_directory_carries_over_between_bash_calls_inside_the_copy_only(sandbox):
@@ -107,16 +109,18 @@ def test_the_working_directory_carries_over_between_bash_calls_inside_the_copy_o
         return asyncio.run(box.dispatch(ToolCall(id="c", name="Bash", arguments={"command": command}), 1)).receipt.content
 
     assert bash("cd pkg && X=1") == ""
-    assert bash("echo ${X:-unset}; pwd; cat a.txt | head -1").split() == ["unset", str(sandbox.root / "pkg"), "alpha"]
+    assert bash("echo ${X:-unset}; pwd; cat a.txt | head -1").split() == ["unset", "/testbed/pkg", "alpha"]
     assert bash("cd ..; exit 4").startswith("Exit code 4")  # the trap records the directory after `exit` too
-    assert bash("pwd").strip() == str(sandbox.root)
+    assert bash("pwd").strip() == "/testbed"
     assert bash("cd pkg; if then").startswith("Exit code 2")  # a syntax error runs nothing: the directory stays
-    assert bash("pwd").strip() == str(sandbox.root)
+    assert bash("pwd").strip() == "/testbed"
     left = bash("cd /; pwd")
     assert left.startswith("/\n") and "outside the working directory: the next call starts in" in left
-    assert bash("pwd").strip() == str(sandbox.root)
+    assert bash("pwd").strip() == "/testbed"
     assert bash("mkdir gone && cd gone && rmdir ../gone") == ""
-    assert bash("pwd").strip() == str(sandbox.root)  # the directory the last call ended in was removed
+    assert bash("pwd").strip() == "/testbed"  # the directory the last call ended in was removed
+    assert bash("cd /testbed/pkg && pwd -P").strip() == "/testbed/pkg"  # the shown path works in commands
+    assert bash("cat /sandbox/home/../work/pkg/a.txt | head -1").strip() == "alpha"
     # bash's messages keep the agent's own line numbers (the harness adds nothing to the command).
     missing = asyncio.run(sandbox.bash("true\nmissing-program-xyz")).content
     assert missing.endswith("bash: line 2: missing-program-xyz: command not found\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ def continue_cmd(
     rpm: float | None = typer.Option(None, "--rpm", help="Agent requests per minute."),
     tpm: float | None = typer.Option(None, "--tpm", help="Agent tokens per minute."),
     timeout: float | None = typer.Option(None, "--timeout", help="Per model call timeout in seconds (default 120)."),
+    retry_unknown: bool = typer.Option(False, "--retry-unknown", help="Run again, each in a fresh copy, the arms an "
+                                       "earlier run into --out stopped on a write of unknown outcome (unknown-write)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask the model again even for a turn whose request the run's store answered before."),
     as_json: bool = json_option(),
 ) -> None:
@@ -56,7 +59,6 @@ def continue_cmd(
     unchanged turns without paying). Exit 3 when --max-cost stopped an arm, else 1 when no arm finished.
     Not a security boundary: run it inside a container for agents you do not trust (README).
     """
-    import asyncio
 
     from judge.continuation import (
         Budget,
@@ -65,9 +67,8 @@ def continue_cmd(
         Environments,
         EnvironmentSource,
         Limits,
+        arm_log_path,
         load_tickets,
-        run_tickets,
-        write_results,
     )
     from judge.continuation.model_agent import ProviderAgent, make_agent
     from judge.providers import ProviderError
@@ -96,42 +97,75 @@ def continue_cmd(
         if budget_turns is None and budget_tokens is None:
             typer.echo("note: no --budget-turns or --budget-tokens: each arm runs until the model answers without a "
                        "call (or the run's --max-cost stops it)", err=True)
-        results, money = _run_with_model(run, agent, chosen, options, max_cost=max_cost, rpm=rpm, tpm=tpm, timeout=timeout)
+        kept, results, money = _run_with_model(run, agent, chosen, options, out, retry_unknown=retry_unknown,
+                                               max_cost=max_cost, rpm=rpm, tpm=tpm,
+                                               timeout=timeout)
     else:
         if any(v is not None for v in (max_cost, rpm, tpm, timeout, base_url, max_tokens)) or no_cache:
             raise typer.BadParameter("--base-url, --max-tokens, --max-cost, --rpm, --tpm, --timeout and --no-cache apply "
                                      "to a model agent, not to a scripted one")
-        results, money = asyncio.run(run_tickets(chosen, agent, options)), None
-    written, log = write_results(results, out)
-    counts = Counter(r.stop.reason for r in results)
+        kept, results, money = (*_run_scripted(run, agent, chosen, options, out, retry_unknown), None)
+    rows = kept + [r.log_row() for r in results]
+    counts = Counter(row["stop_reason"] for row in rows)
     output = Output(as_json)
-    output.line(f"{len(results)} tickets: " + ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())))
-    for result in results:
-        if not result.finished:
-            output.line(f"  {result.ticket.ticket_id}: {result.stop.reason}: {result.stop.detail[:200]}")
+    output.line(f"{len(rows)} tickets: " + ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items())))
+    stopped = [row for row in rows if not row.get("finished", row.get("output_id") is not None)]
+    for row in stopped:
+        output.line(f"  {row['ticket_id']}: {row['stop_reason']}: {str(row['stop_detail'])[:200]}")
+    over = [f"{row['ticket_id']} {name} {b['spent']} of {b['limit']}" for row in rows
+            for name, b in (row.get("budget") or {}).items() if b.get("overshoot")]
+    if over:
+        output.line("budget overshoot (the last call crossed the limit): " + "; ".join(over))
     if money is not None:
         output.line(money["line"])
-    output.line(f"wrote {written} continuations to {out} (next: judge repair ingest {out} --tickets ...); arm log: {log}")
-    output.document({"tickets": len(results), "stops": dict(sorted(counts.items())), "continuations": written,
-                     "out": out, "arm_log": log, "agent": agent.spec, "calls": money,
-                     "unfinished": [{"ticket_id": r.ticket.ticket_id, "reason": r.stop.reason, "detail": r.stop.detail}
-                                    for r in results if not r.finished]})
+    log = arm_log_path(out)
+    output.line(f"wrote {len(rows)} continuations to {out} ({len(kept)} kept from an earlier run into it, "
+                f"{len(stopped)} stopped before their end; next: judge repair ingest {out} --tickets ...); arm log: {log}")
+    output.document({"tickets": len(rows), "stops": dict(sorted(counts.items())), "continuations": len(rows),
+                     "kept": len(kept), "out": out, "arm_log": log, "agent": agent.spec, "calls": money,
+                     "unfinished": [{"ticket_id": row["ticket_id"], "reason": row["stop_reason"], "detail": row["stop_detail"]}
+                                    for row in stopped],
+                     "budgets": {row["ticket_id"]: row.get("budget") or {} for row in rows}})
     if counts.get("max-cost"):
         output.line("the budget cap stopped agent calls: raise it with --max-cost N and run the same command again "
                     "(turns already paid for are replayed from the store)", err=True)
         raise typer.Exit(ExitCode.NONE_SCORED)
-    if written == 0:
+    if len(stopped) == len(rows):
         raise typer.Exit(ExitCode.ERROR)
 
 
-def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, max_cost: float | None,
-                    rpm: float | None, tpm: float | None, timeout: float | None) -> tuple[list[Any], dict[str, Any]]:
+def _run_scripted(run: Path, agent: Any, tickets: list[Any], options: Any, out: Path,
+                  retry_unknown: bool) -> tuple[list[Any], list[Any]]:
+    """Run the tickets with a scripted agent; the call ledger is in the run's store (a tickets file: ``X.ledger.sqlite``
+    beside ``X.jsonl``)."""
+    import asyncio
+
+    from judge.continuation import continue_tickets
+    from judge.continuation.ledger import open_ledgers
+    from judge.runlock import run_lock
+    from judge.store import RunStore
+
+    with contextlib.ExitStack() as stack:
+        if run.is_dir():
+            stack.enter_context(run_lock(run, "judge continue"))
+            store = stack.enter_context(RunStore.for_run(run))
+        else:
+            store = stack.enter_context(RunStore(out.with_name(out.name.removesuffix(".jsonl") + ".ledger.sqlite")))
+        options.ledgers = open_ledgers(store, out, retry_unknown=retry_unknown)
+        return asyncio.run(continue_tickets(tickets, agent, options, out))
+
+
+def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, out: Path, *, retry_unknown: bool,
+                    max_cost: float | None,
+                    rpm: float | None, tpm: float | None,
+                    timeout: float | None) -> tuple[list[Any], list[Any], dict[str, Any]]:
     """Run the tickets with a model agent on the run's call path (lock, store, budget); what it made and paid
     (``line``: the sentence to print)."""
     import asyncio
 
     from judge import rundir
-    from judge.continuation import run_tickets
+    from judge.continuation import continue_tickets
+    from judge.continuation.ledger import open_ledgers
     from judge.runcalls import CallSettings, open_calls, write_budget
     from judge.runlock import run_lock
     from judge.store import RunStore
@@ -139,8 +173,9 @@ def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, 
     settings = CallSettings(max_cost_usd=max_cost, rpm=rpm, tpm=tpm, timeout_s=timeout or CallSettings.timeout_s)
     with run_lock(run, "judge continue"), RunStore.for_run(run) as store:
         calls = open_calls(store, settings)
+        options.ledgers = open_ledgers(store, out, retry_unknown=retry_unknown)
         try:
-            results = asyncio.run(run_tickets(tickets, agent.bind(calls), options))
+            kept, results = asyncio.run(continue_tickets(tickets, agent.bind(calls), options, out))
         except KeyboardInterrupt:  # every agent turn answered so far is in the run's store
             raise Interrupted(run / rundir.STORE) from None
         budget = calls.budget()
@@ -151,5 +186,7 @@ def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, *, 
             f"the store; {paid} paid in this invocation")
     if budget.max_cost_usd is not None:
         line += f"; budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its invocations"
-    return results, {"made": runtime.calls, "retries": runtime.retries, "from_store": agent.turns_from_store,
+    if budget.max_cost_usd is not None and budget.spent_usd > budget.max_cost_usd:
+        line += f" (over the cap by ${budget.spent_usd - budget.max_cost_usd:.4f}: the last call's cost was unknown until it ended)"
+    return kept, results, {"made": runtime.calls, "retries": runtime.retries, "from_store": agent.turns_from_store,
                      "paid_usd": calls.cost_usd, "budget": budget.describe().to_json(), "line": line}

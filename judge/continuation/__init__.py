@@ -9,6 +9,7 @@
 - :mod:`~judge.continuation.agent`: the :class:`Agent` interface and :class:`ScriptedAgent`;
 - :mod:`~judge.continuation.model_agent`: :class:`ProviderAgent`, any registered LLM provider as the agent, on the
   judges' call path (retries, limits, the run's budget, recorded attempts, kept answers); :func:`make_agent`;
+- :mod:`~judge.continuation.ledger`: the write-ahead call ledger (a killed run resumes) and the appended output;
 - :mod:`~judge.continuation.runner`: the run loop, budgets, output records.
 """
 
@@ -22,6 +23,7 @@ from judge.continuation.runner import (
     Budget,
     ContinueOptions,
     arm_log_path,
+    continue_tickets,
     load_tickets,
     run_ticket,
     run_tickets,
@@ -33,6 +35,6 @@ from judge.continuation.tools import SandboxCall, normalise
 __all__ = [
     "Agent", "AgentError", "AgentReply", "AgentRequest", "ArmResult", "Budget", "CommandMapping", "ContinueOptions",
     "EnvironmentSource", "Environments", "Limits", "MappingError", "ReceiptCache", "Sandbox", "SandboxCall",
-    "ProviderAgent", "ScriptedAgent", "Stop", "StopReason", "ToolDispatcher", "ToolEvent", "arm_log_path", "make_agent",
+    "ProviderAgent", "ScriptedAgent", "Stop", "StopReason", "ToolDispatcher", "ToolEvent", "arm_log_path", "continue_tickets", "make_agent",
     "load_tickets", "normalise", "run_ticket", "run_tickets", "write_results",
 ]

@@ -3,14 +3,16 @@
 Order: a read-only call whose name + argument hash match a reusable prefix receipt that is still fresh is
 ``served`` from it; a tool the mapping names is ``mapped``; a sandbox tool is ``executed`` in the working copy
 (``refused`` when its path leaves the copy; a shell command may also get a canned receipt from the mapping);
-anything else is ``unsupported`` and stops the arm. Every call leaves a :class:`ToolEvent`.
+anything else is ``unsupported`` and stops the arm. A state-changing Bash call killed before it ended (its
+timeout, a signal) is ``unknown``: what it wrote is not known, so the arm stops. Every call leaves a
+:class:`ToolEvent`. Receipts show the working copy under its stable name (:meth:`Sandbox.shown`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from judge.continuation.mapping import CommandMapping
 from judge.continuation.sandbox import OutsideWorkingCopy, Sandbox
@@ -19,7 +21,7 @@ from judge.model import Receipt, ToolCall
 from judge.repair.calls import CallSite, is_read_only, rejected_before_running
 from judge.repair.tickets import ReusableReceipt, Ticket
 
-Disposition = Literal["executed", "served", "mapped", "refused", "unsupported"]
+Disposition = Literal["executed", "served", "mapped", "refused", "unsupported", "unknown"]
 
 # bash's own words for a program it cannot find ("bash: line 1: lark-cli: command not found").
 _NOT_FOUND = re.compile(r"^(?:bash: )?(?:line \d+: )?([^\s:]+): command not found$", re.MULTILINE)
@@ -36,9 +38,15 @@ class ToolEvent:
     detail: str = ""
     is_error: bool | None = None
     exit_code: int | None = None
+    resumed: bool = False  # served from the arm's call ledger by a resumed run (it ran before the kill)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> ToolEvent:
+        """The event of :meth:`as_dict` (a ledger row's)."""
+        return cls(**{k: v for k, v in row.items() if k in cls.__dataclass_fields__})
 
 
 @dataclass
@@ -47,6 +55,11 @@ class Dispatch:
 
     receipt: Receipt | None
     event: ToolEvent
+
+    @property
+    def unknown(self) -> bool:
+        """The call may have changed state and was killed before it ended: its outcome is unknown."""
+        return self.event.disposition == "unknown"
 
 
 def changes_state(site: CallSite) -> bool:
@@ -96,7 +109,8 @@ class ToolDispatcher:
         """Run (or serve, or map) one call. ``serve=False`` never serves a recorded receipt (replaying writes)."""
         def done(receipt: Receipt | None, disposition: Disposition, detail: str = "") -> Dispatch:
             if receipt is not None:
-                receipt = receipt.model_copy(update={"call_id": call.id, "name": call.name})
+                receipt = receipt.model_copy(update={"call_id": call.id, "name": call.name,
+                                                     "content": self.sandbox.shown(receipt.content)})
                 if disposition != "served" and not is_read_only(call)[0] and self.cache is not None:
                     self.cache.state_changed()
             return Dispatch(receipt, ToolEvent(turn, call.id, call.name, disposition, detail,
@@ -132,6 +146,8 @@ class ToolDispatcher:
         if external:
             return done(None, "unsupported", f"{', '.join(external)} must not run here (external) and no mapping serves this command")
         receipt = await self.sandbox.run(sandbox_call)
+        if self.sandbox.last_killed and not is_read_only(call)[0]:
+            return done(receipt, "unknown", f"{self.sandbox.last_killed}: what it wrote is unknown")
         used = self.mapping.used_programs(self.sandbox)
         missing = sorted(set(_NOT_FOUND.findall(receipt.content)) - set(used))
         if missing:

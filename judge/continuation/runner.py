@@ -8,23 +8,26 @@ on (``unsupported-tool``, ``agent-error``, ``max-cost`` when the run's spending 
 restore stop). Budgets: ``turns`` counts new assistant turns;
 ``tokens`` counts the agent's input + output tokens on this arm, failed attempts included.
 
-Output (:func:`write_results`): the arms that ran to their own end (completed or budget-exhausted) as
-canonical trajectories, ready for ``judge repair ingest`` and ``judge compare`` (the ticket's metadata, the
-suffix usage, ``budget_exhausted``, the stop reason and every tool call's disposition); and an arm log with one
-row per ticket, stopped arms included with their partial turns, so nothing is lost.
+Output (:func:`continue_tickets`, appended as each arm ends; :func:`write_results` at once): every arm, whatever
+stopped it, as a canonical trajectory ready for ``judge repair ingest`` and ``judge compare`` (the ticket's
+metadata, the suffix usage and spend, ``budget_exhausted``, the stop reason, the budgets' overshoot and every tool
+call's disposition); and an arm log with one row per ticket (a stopped arm's partial turns in ``suffix``). With a
+call ledger (:mod:`judge.continuation.ledger`) a killed run resumes: finished calls are not run again.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from judge import rundir
 from judge.continuation.agent import Agent, AgentError, AgentRequest
-from judge.continuation.dispatch import ReceiptCache, ToolDispatcher, ToolEvent
+from judge.continuation.dispatch import Dispatch, ReceiptCache, ToolDispatcher, ToolEvent
+from judge.continuation.ledger import DONE, RESUMABLE, UNKNOWN, ArmOutput, CallLedger, Ledgers
 from judge.continuation.mapping import CommandMapping
 from judge.continuation.restore import (
     Environments,
@@ -37,8 +40,8 @@ from judge.continuation.restore import (
 )
 from judge.continuation.sandbox import Limits, Sandbox
 from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolKind
-from judge.model import Message, ToolSpec, Trajectory, TrajectoryMetadata, Usage
-from judge.repair.calls import is_plan_call
+from judge.model import Message, Receipt, ToolCall, ToolSpec, Trajectory, TrajectoryMetadata, Usage
+from judge.repair.calls import is_plan_call, is_read_only
 from judge.repair.tickets import Ticket
 from judge.rundir import RunDir
 
@@ -69,6 +72,7 @@ class ContinueOptions:
     work_parent: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
     concurrency: int = 1
+    ledgers: Ledgers | None = None  # the write-ahead call ledger: resumable arms (judge.continuation.ledger)
 
 
 @dataclass
@@ -86,6 +90,7 @@ class ArmResult:
     replayed: list[ToolEvent] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     plan: Any = None  # the plan state (last plan-tool arguments) when the arm ended
+    budget_report: dict[str, Any] = field(default_factory=dict)  # per budget: limit, spent, overshoot
 
     @property
     def finished(self) -> bool:
@@ -94,7 +99,8 @@ class ArmResult:
 
     @property
     def budget_exhausted(self) -> bool:
-        return self.stop.reason == "budget-exhausted"
+        """A budget cut the arm: its own (turns, tokens) or the run's ``--max-cost``."""
+        return self.stop.reason in ("budget-exhausted", "max-cost")
 
     @property
     def output_id(self) -> str:
@@ -119,6 +125,7 @@ class ArmResult:
             # compare's full cost: the teacher's tokens and dollars for this arm's guidance (judge.compare.arm_cost).
             "teacher_usage": ticket.usage.model_dump(), "teacher_cost_usd": ticket.cost_usd,
             "replayed": [e.as_dict() for e in self.replayed], "environment": self.environment,
+            "budget": self.budget_report,
         })
         if ticket.agent_query is not None:
             extra["agent_query"] = ticket.agent_query
@@ -133,9 +140,10 @@ class ArmResult:
         """The arm log's row; a stopped arm keeps its partial turns here."""
         return {
             "ticket_id": self.ticket.ticket_id, "trajectory_id": self.ticket.trajectory_id, "arm": self.ticket.arm,
-            "route": self.ticket.route, "output_id": self.output_id if self.finished else None,
+            "route": self.ticket.route, "output_id": self.output_id, "finished": self.finished,
             "stop_reason": self.stop.reason, "stop_detail": self.stop.detail, "budget_exhausted": self.budget_exhausted,
             "new_turns": self.new_turns, "usage": self.usage.model_dump(), "cost_usd": self.cost_usd, "agent": self.model,
+            "budget": self.budget_report,
             "environment": self.environment, "plan": self.plan, "replayed": [e.as_dict() for e in self.replayed],
             "tool_events": [e.as_dict() for e in self.events],
             "suffix": None if self.finished else [m.model_dump(mode="json") for m in self.suffix()],
@@ -170,18 +178,37 @@ def tool_schemas(ticket: Ticket, mapping: CommandMapping) -> list[ToolSpec]:
 
 
 async def run_ticket(ticket: Ticket, agent: Agent, options: ContinueOptions | None = None) -> ArmResult:
-    """Restore and run one ticket's arm in a fresh working copy; never raises for a failure of the arm."""
+    """Restore and run one ticket's arm in a fresh working copy (or, with ``options.ledgers``, resume its last
+    attempt: :mod:`judge.continuation.ledger`); never raises for a failure of the arm."""
     options = options or ContinueOptions()
     result = ArmResult(ticket=ticket, messages=restored_messages(ticket), model=agent.spec)
+    try:
+        return await _run_ticket(result, agent, options)
+    finally:
+        result.budget_report = budget_report(options.budget, result)
+
+
+async def _run_ticket(result: ArmResult, agent: Agent, options: ContinueOptions) -> ArmResult:
+    ticket = result.ticket
     source = options.environments.for_ticket(ticket)
     sites = prefix_sites(ticket)
     stop = check_ticket(ticket, source, sites)
     if stop is not None:
         result.stop = stop
         return result
+    ledger = options.ledgers.attempt(result.output_id) if options.ledgers is not None else None
+    if ledger is not None and ledger.in_doubt and not ledger.resumable():
+        result.stop = Stop("unknown-write", f"a write of attempt {ledger.key.rsplit('/', 1)[1]} is in doubt and its copy "
+                                            f"({ledger.arm_dir}) is gone; judge continue --retry-unknown retries the arm "
+                                            "in a fresh copy")
+        return result
+    restored = ledger.restored if ledger is not None and not ledger.fresh else None
     try:
-        sandbox = Sandbox.create(source.directory, options.limits, parent=options.work_parent, env=options.env,
-                                 path_alias=source.path_alias)
+        if restored is not None and ledger is not None:
+            sandbox = Sandbox(ledger.arm_dir, options.limits, env=options.env, path_alias=source.path_alias)
+        else:
+            sandbox = Sandbox.create(source.directory, options.limits, parent=options.work_parent, env=options.env,
+                                     path_alias=source.path_alias, at=ledger.arm_dir if ledger is not None else None)
     except OSError as error:
         result.stop = Stop("environment-unavailable", f"cannot make the working copy: {error}")
         return result
@@ -189,29 +216,106 @@ async def run_ticket(ticket: Ticket, agent: Agent, options: ContinueOptions | No
                           "snapshot": str(source.snapshot) if source.snapshot else None,
                           "fresh_environment": ticket.fresh_environment,
                           "kept_at": str(sandbox.root) if options.keep_workdirs else None}
+    if ledger is not None:
+        result.environment["attempt"] = ledger.key.rsplit("/", 1)[1]
+    keep = options.keep_workdirs
     try:
         sandbox.plan = ticket.plan
         dispatcher = ToolDispatcher(sandbox, options.mapping)
-        result.replayed, stop = await replay_prefix(ticket, source, dispatcher, sites)
-        if stop is not None:
-            result.stop = stop
-            return result
+        if restored is not None:
+            result.replayed = [ToolEvent.from_dict(e) for e in restored["replayed"]]
+        else:
+            result.replayed, stop = await replay_prefix(ticket, source, dispatcher, sites)
+            if stop is not None:
+                result.stop = stop
+                return result
+            if ledger is not None:
+                ledger.mark_restored({"replayed": [e.as_dict() for e in result.replayed]})
         # Replayed writes are the prefix's own: the cache already accounts for them, so it joins only now.
         dispatcher.cache = ReceiptCache(ticket, sites) if options.reuse_receipts else None
-        result.stop = await _continue(result, agent, dispatcher, tool_schemas(ticket, options.mapping), options.budget)
+        result.stop = await _continue(result, agent, dispatcher, tool_schemas(ticket, options.mapping), options.budget,
+                                      ledger)
+        # A copy the next run can resume in (its calls need not run again) is kept until the arm ends for good.
+        keep = keep or (ledger is not None and result.stop.reason in RESUMABLE)
     except Exception as error:  # noqa: BLE001 - a failure of the harness ends this arm, recorded, not the batch
         result.stop = Stop("harness-error", f"{type(error).__name__}: {error}")
     finally:
         result.plan = sandbox.plan
-        sandbox.close(keep=options.keep_workdirs)
+        sandbox.close(keep=keep)
     return result
 
 
+def budget_report(budget: Budget, result: ArmResult) -> dict[str, Any]:
+    """Each budget the arm had, what it spent of it and by how much it went over (the last call is checked before
+    it is made, so it can cross the limit by at most that call)."""
+    report: dict[str, Any] = {}
+    if budget.tokens is not None:
+        spent = result.usage.total or 0
+        report["tokens"] = {"limit": budget.tokens, "spent": spent, "overshoot": max(0, spent - budget.tokens)}
+    if budget.turns is not None:
+        report["turns"] = {"limit": budget.turns, "spent": result.new_turns,
+                           "overshoot": max(0, result.new_turns - budget.turns)}
+    return report
+
+
+def _served(sandbox: Sandbox, row: dict[str, Any]) -> Dispatch:
+    """A call the ledger holds as done, as it ended: its receipt, its event, the shell's directory and the plan."""
+    done = row["result"]
+    receipt = Receipt.model_validate(done["receipt"]) if done.get("receipt") is not None else None
+    event = ToolEvent.from_dict(done["event"])
+    event.resumed = True
+    cwd = sandbox.root / done.get("cwd", ".")
+    sandbox.cwd = cwd if cwd.is_dir() else sandbox.root
+    if "plan" in done:
+        sandbox.plan = done["plan"]
+    return Dispatch(receipt, event)
+
+
+async def _call(dispatcher: ToolDispatcher, ledger: CallLedger | None, seq: int, call: ToolCall,
+                turn: int) -> Dispatch | Stop:
+    """Run one call through the ledger: served when it finished before, a stop when it is in doubt or differs from
+    what the ledger holds, else recorded before it runs and after."""
+    read_only = is_read_only(call)[0]
+    row = ledger.entry(seq) if ledger is not None else None
+    if ledger is not None and row is not None:
+        where = f"T{turn} {call.name} ({call.id})"
+        if not ledger.same_call(row, call):
+            ledger.finish(seq, UNKNOWN, {"reason": "the resumed conversation made another call here"})
+            # The copy holds the effects of calls this conversation did not make: its state is unknown to it.
+            return Stop("unknown-write", f"{where}: the ledger holds {row['tool']} ({row['call_id']}) at this place (the "
+                                         "agent answered otherwise on resume), so the copy's state is unknown; judge "
+                                         "continue --retry-unknown retries the arm in a fresh copy")
+        if row["state"] == DONE or (row["state"] == UNKNOWN and (row["result"] or {}).get("event")):
+            # Finished before the kill, or found of unknown outcome (the arm stops at it again, its receipt shown).
+            done = _served(dispatcher.sandbox, row)
+            if done.receipt is not None and row["result"].get("changes_state") and dispatcher.cache is not None:
+                dispatcher.cache.state_changed()
+            return done
+        if row["state"] == UNKNOWN or not read_only:
+            if row["state"] != UNKNOWN:
+                ledger.finish(seq, UNKNOWN, {"reason": "started, never finished: the run was killed while it ran"})
+            return Stop("unknown-write", f"{where} was started and never finished (the run was killed while it ran): "
+                                         "what it wrote is unknown; judge continue --retry-unknown retries the arm in a "
+                                         "fresh copy")
+    if ledger is not None:
+        ledger.start(seq, turn, call, read_only)
+    done = await dispatcher.dispatch(call, turn)
+    if ledger is not None:
+        sandbox = dispatcher.sandbox
+        changes = done.receipt is not None and done.event.disposition not in ("served", "refused") and not read_only
+        ledger.finish(seq, UNKNOWN if done.unknown else DONE, {
+            "receipt": done.receipt.model_dump(mode="json") if done.receipt is not None else None,
+            "event": done.event.as_dict(), "changes_state": changes, "plan": sandbox.plan,
+            "cwd": str(sandbox.cwd.relative_to(sandbox.root)) if sandbox.root in (sandbox.cwd, *sandbox.cwd.parents) else "."})
+    return done
+
+
 async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher, tools: list[ToolSpec],
-                    budget: Budget) -> Stop:
+                    budget: Budget, ledger: CallLedger | None = None) -> Stop:
     ticket = result.ticket
     turn = ticket.checkpoint_turn
     costs: list[float | None] = []
+    seq = 0
     while True:
         if budget.turns is not None and result.new_turns >= budget.turns:
             return Stop("budget-exhausted", f"turn budget spent: {result.new_turns} of {budget.turns} turns")
@@ -236,11 +340,17 @@ async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher,
         if not message.tool_calls:
             return Stop("completed", f"answered at T{turn}")
         for call in message.tool_calls:
-            done = await dispatcher.dispatch(call, turn)
+            done = await _call(dispatcher, ledger, seq, call, turn)
+            seq += 1
+            if isinstance(done, Stop):
+                return done
             result.events.append(done.event)
             if done.receipt is None:
                 return Stop("unsupported-tool", f"T{turn} {call.name} ({call.id}): {done.event.detail}")
             result.messages.append(Message(role="tool", content=done.receipt.content, receipt=done.receipt, turn=turn))
+            if done.unknown:
+                return Stop("unknown-write", f"T{turn} {call.name} ({call.id}) {done.event.detail}; the arm stops here "
+                                             "(judge continue --retry-unknown retries it in a fresh copy)")
 
 
 def _add_cost(result: ArmResult, costs: list[float | None], usage: Usage | None, cost_usd: float | None) -> None:
@@ -251,19 +361,43 @@ def _add_cost(result: ArmResult, costs: list[float | None], usage: Usage | None,
     result.cost_usd = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
 
-async def run_tickets(tickets: Iterable[Ticket], agent: Agent, options: ContinueOptions | None = None) -> list[ArmResult]:
-    """Run every ticket (``options.concurrency`` at a time), each arm in its own working copy; results in ticket order."""
+async def run_tickets(tickets: Iterable[Ticket], agent: Agent, options: ContinueOptions | None = None,
+                      on_result: Callable[[ArmResult], None] | None = None) -> list[ArmResult]:
+    """Run every ticket (``options.concurrency`` at a time), each arm in its own working copy; results in ticket order.
+    ``on_result`` is called with each arm as it ends (:func:`continue_tickets` writes it there)."""
     options = options or ContinueOptions()
     gate = asyncio.Semaphore(max(1, options.concurrency))
 
     async def one(ticket: Ticket) -> ArmResult:
         async with gate:
-            return await run_ticket(ticket, agent, options)
+            result = await run_ticket(ticket, agent, options)
+        if on_result is not None:
+            on_result(result)
+        return result
 
     try:
         return list(await asyncio.gather(*(one(t) for t in tickets)))
     finally:
         await agent.aclose()
+
+
+async def continue_tickets(tickets: Iterable[Ticket], agent: Agent, options: ContinueOptions, out: Path,
+                           log: Path | None = None) -> tuple[list[dict[str, Any]], list[ArmResult]]:
+    """Run the tickets into ``out`` and its arm log, resuming an earlier run into the same files.
+
+    Arms that run ended for good are kept (their log rows are returned first) and not run again; the others
+    (:data:`~judge.continuation.ledger.RETRIED`) run, each appended to both files and fsynced as it ends, with
+    ``options.ledgers`` resuming their calls. Returns (kept log rows, new results).
+    """
+    output = ArmOutput(Path(out), Path(log) if log else arm_log_path(Path(out)))
+    kept = output.resume(retry_unknown=options.ledgers is not None and options.ledgers.retry_unknown)
+    ended = {row["ticket_id"] for row in kept}
+    results = await run_tickets([t for t in tickets if t.ticket_id not in ended], agent, options,
+                                on_result=lambda r: output.append(r.to_trajectory(), r.log_row()))
+    if options.ledgers is not None:
+        with contextlib.suppress(OSError):
+            options.ledgers.directory.rmdir()  # empty once every arm ended for good
+    return kept, results
 
 
 def arm_log_path(out: Path) -> Path:
@@ -272,10 +406,11 @@ def arm_log_path(out: Path) -> Path:
 
 
 def write_results(results: Sequence[ArmResult], out: Path, log: Path | None = None) -> tuple[int, Path]:
-    """Write the finished arms to ``out`` (canonical JSONL) and every arm to the log; return (written, log path)."""
+    """Write every arm to ``out`` (canonical JSONL, whatever stopped it: ``extra.stop_reason``) and to the log; return
+    (written, log path)."""
     out = Path(out)
     log = Path(log) if log else arm_log_path(out)
-    written = rundir.write_jsonl(out, (r.to_trajectory() for r in results if r.finished))
+    written = rundir.write_jsonl(out, (r.to_trajectory() for r in results))
     rundir.write_jsonl(log, (r.log_row() for r in results))
     return written, log
 

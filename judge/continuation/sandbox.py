@@ -9,6 +9,10 @@ call is a new shell, but the working directory carries over as in one session (C
 same): a call starts where the previous one ended, as long as that is inside the copy (else at its top, with a
 note in the receipt). Variables and functions do not carry over.
 
+The agent never sees the copy's real, per-run path (:meth:`Sandbox.shown`): receipts name the copy ``/workspace``
+(or the original run's directory) and the arm directory ``/sandbox``, and commands naming them are pointed back at
+the real ones (:meth:`Sandbox.real`), so the same calls give the same receipts in any copy.
+
 This is NOT a security boundary. Bash can read and write anything the user running trajudge can (``cd /``,
 absolute paths, the harness's own environment through /proc, the network); a process that calls ``setsid`` escapes the group kill. It isolates honest
 agents from each other and from the caller's files by convention only. For untrusted agents run the whole
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -40,6 +45,10 @@ class Limits:
     max_timeout_s: float = 600.0
     output_chars: int = 30_000
     read_lines: int = 2000
+
+
+WORKSPACE = "/workspace"  # what the agent is shown instead of the working copy's real, per-run path
+ARM_PLACEHOLDER = "/sandbox"  # ... and instead of the arm directory's (HOME and TMPDIR are under it)
 
 
 class OutsideWorkingCopy(ValueError):
@@ -120,16 +129,30 @@ class Sandbox:
         self.cwd = self.root  # where the next Bash call starts (the last call's final directory)
         self._cwd_file = self.arm_dir / "cwd"  # beside the copy: the agent's files never see it
         self._session_file = self.arm_dir / "session.sh"
+        self.last_killed: str | None = None  # why the last Bash call was killed before it ended (its outcome is unknown)
+        # The copy's path is random per run; the agent sees a stable one, so a rerun's requests match the store's.
+        self.shown_root = self.path_alias or WORKSPACE
+        self._shown = [(str(self.root), self.shown_root), (str(self.arm_dir), ARM_PLACEHOLDER)]
+        self._shown += [(str(Path(os.path.abspath(arm_dir)) / "work"), self.shown_root),
+                        (os.path.abspath(arm_dir), ARM_PLACEHOLDER)]
+        self._real = re.compile(r"(?<![\w.~/-])(" + "|".join(re.escape(p) for p in {self.shown_root, ARM_PLACEHOLDER})
+                                + r")(?=[/\s'\"`;:|&)<>]|$)")
 
     @classmethod
     def create(cls, source: Path | None = None, limits: Limits | None = None, *, parent: Path | None = None,
-               env: dict[str, str] | None = None, path_alias: str | None = None) -> Sandbox:
-        """A fresh temporary arm directory whose working copy is a copy of ``source`` (or empty).
+               env: dict[str, str] | None = None, path_alias: str | None = None, at: Path | None = None) -> Sandbox:
+        """A fresh arm directory whose working copy is a copy of ``source`` (or empty): a new temporary directory,
+        or ``at`` (made anew: a stable place a resumed run finds again, :mod:`judge.continuation.ledger`).
 
         ``path_alias`` is the directory the original run worked in (e.g. ``/testbed``): absolute paths under
         it are read as paths inside the working copy.
         """
-        arm_dir = Path(tempfile.mkdtemp(prefix="trajudge-arm-", dir=parent))
+        if at is not None:
+            shutil.rmtree(at, ignore_errors=True)
+            at.mkdir(parents=True)
+            arm_dir = at
+        else:
+            arm_dir = Path(tempfile.mkdtemp(prefix="trajudge-arm-", dir=parent))
         sandbox = cls(arm_dir, limits or Limits(), env=env, path_alias=path_alias)
         try:
             if source is not None:
@@ -150,11 +173,24 @@ class Sandbox:
 
     # --- paths ---------------------------------------------------------------------------------
 
+    def shown(self, text: str) -> str:
+        """``text`` as the agent sees it: the copy's real path written as :attr:`shown_root` (``/workspace``, or the
+        original run's directory), the arm directory's as ``/sandbox`` (pwd, HOME, tracebacks)."""
+        for real, shown in self._shown:
+            if real != shown:
+                text = text.replace(real, shown)
+        return text
+
+    def real(self, command: str) -> str:
+        """A shell command with the shown paths (:meth:`shown`) back to the real ones, so ``cd /workspace`` works."""
+        mapping = {self.shown_root: str(self.root), ARM_PLACEHOLDER: str(self.arm_dir)}
+        return self._real.sub(lambda m: mapping[m.group(1)], command)
+
     def resolve(self, path: str) -> Path:
         """``path`` inside the working copy (relative to it, or absolute inside it); else OutsideWorkingCopy."""
         raw = path
-        if self.path_alias and (raw == self.path_alias or raw.startswith(self.path_alias + "/")):
-            raw = raw[len(self.path_alias):].lstrip("/") or "."
+        if raw == self.shown_root or raw.startswith(self.shown_root + "/"):
+            raw = raw[len(self.shown_root):].lstrip("/") or "."
         given = Path(raw)
         full = (given if given.is_absolute() else self.root / given).resolve()
         if full != self.root and self.root not in full.parents:
@@ -182,7 +218,7 @@ class Sandbox:
         args = call.args
         try:
             if call.kind == "bash":
-                return await self.bash(args["command"], args.get("timeout_s"))
+                return await self.bash(self.real(args["command"]), args.get("timeout_s"))
             if call.kind == "read":
                 return self.read(args["path"], args.get("offset"), args.get("limit"), args.get("list_dirs", False))
             if call.kind == "write":
@@ -204,6 +240,7 @@ class Sandbox:
         the exit code is in the receipt. With ``session`` (the agent's own calls) it starts in :attr:`cwd` and
         leaves :attr:`cwd` where the command ended; without (a mapped tool's command), at the top of the copy."""
         timeout = min(timeout_s or self.limits.timeout_s, self.limits.max_timeout_s)
+        self.last_killed = None
         if not self.cwd.is_dir():
             self.cwd = self.root  # the directory the last call ended in is gone
         env = self.environment()
@@ -251,9 +288,12 @@ class Sandbox:
         if session and (note := self._follow_cwd()):
             text = f"{text.rstrip(chr(10))}\n{note}" if text else note
         if timed_out:
+            self.last_killed = f"timed out after {timeout:g} s and killed"
             return Receipt(content=f"{text}\n[timed out after {timeout:g} s: the command was killed]".lstrip("\n"),
                            is_error=True)
         code = proc.returncode
+        if code is not None and code < 0:  # bash itself was killed (OOM killer, a signal from outside)
+            self.last_killed = f"killed by signal {-code}"
         if code:
             text = f"Exit code {code}\n{text}"  # Claude Code's form: importers read the code back from it
         return Receipt(content=text, is_error=bool(code), exit_code=code)
