@@ -692,6 +692,33 @@ def pair_costs(outcomes: Sequence[tuple[ArmOutcome, ArmOutcome]]) -> dict[str, A
     return {"with_known_cost": len(totals), "unknown": len(outcomes) - len(totals), "mean_usd": mean_or_none(totals)}
 
 
+def pairs_to_settle(wins: int, losses: int, limit: int = 1000) -> int | None:
+    """How many untied pairs, with the same share of wins, the sign test would need to reach p < SIGNIFICANCE (pure);
+    None when there is no winner or more than ``limit`` would be needed."""
+    untied = wins + losses
+    if untied == 0 or wins == losses:
+        return None
+    share = max(wins, losses) / untied
+    for total in range(untied, limit + 1):
+        more = round(share * total)
+        if sign_test(more, total - more) < SIGNIFICANCE:
+            return total
+    return None
+
+
+def reconcile(wins: int, losses: int, ci: tuple[float, float] | list[float], p: float) -> str:
+    """The sentence a reader needs when the interval and the test disagree (empty when they agree): which one to
+    believe, why, and what would settle it."""
+    if not (ci[0] > 0 or ci[1] < 0) or p < SIGNIFICANCE:
+        return ""
+    settle = pairs_to_settle(wins, losses)
+    more = (f" About {settle} untied pairs with the same share of wins would settle it ({wins + losses} so far)."
+            if settle is not None else "")
+    return (f" The 95% interval excludes 0 but the sign test does not reach p < {SIGNIFICANCE}: the interval leans on "
+            f"the size of a few score differences and is too narrow with this few pairs, while the test counts only "
+            f"wins ({wins}) against losses ({losses}). Read the direction as a lead to check, not a finding." + more)
+
+
 def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list[str]:
     """Plain-language reading of the figures: says plainly when a difference is not evidence of improvement."""
     lines: list[str] = []
@@ -720,7 +747,8 @@ def verdict_text(treatment: str, baseline: str, summary: dict[str, Any]) -> list
             reasons.append(f"the sign test gives p >= {SIGNIFICANCE}")
         ahead, behind = (baseline, treatment) if mean < 0 else (treatment, baseline)
         lines.append(f"This is NOT evidence that {ahead} is better than {behind}: {' and '.join(reasons)}."
-                     + (f" With {n} pairs only a large, consistent difference could show." if n < 20 else ""))
+                     + (f" With {n} pairs only a large, consistent difference could show." if n < 20 else "")
+                     + reconcile(summary["wins"], summary["losses"], ci, p))
     noise = summary.get("noise_floor") or {}
     issue_diff = summary.get("suffix_issue_difference")
     if noise.get("estimated") and issue_diff is not None:

@@ -569,3 +569,22 @@ def test_stopped_arms_stay_in_the_denominators_are_listed_and_budget_cut_or_envi
     assert "| environment-hit (recurrence undetermined unless seen) | 1 | 0 | |" in markdown
     assert "unknown-write (environment-hit)" in markdown
     assert ">Budget-cut<" in html and ">Environment-hit<" in html and "b-guided (unknown-write)" in html
+
+
+def test_an_interval_that_excludes_0_beside_a_test_that_does_not_is_reconciled_in_one_sentence(scorer):
+    """Issue 26: '95% interval excludes 0' beside 'This is NOT evidence' (sign test p = 0.062) needs one sentence a
+    reader can act on: which figure to trust and how many pairs would settle it."""
+    (summary,) = compare_records(ten_pairs([(4, 3)] * 5 + [(3, 3)] * 5), scorer).comparisons
+    ci, p = summary["score_difference_ci95"], summary["sign_test_p"]
+    assert ci[0] > 0 and p >= 0.05  # the two disagree: 5 wins, 0 losses -> p = 0.0625
+    caveat = summary["verdict"][1]
+    assert caveat.startswith("This is NOT evidence that guided is better than unguided")
+    assert "The 95% interval excludes 0 but the sign test does not reach p < 0.05" in caveat
+    assert "About 6 untied pairs with the same share of wins would settle it (5 so far)." in caveat
+
+
+@pytest.mark.parametrize(("wins", "losses", "needed"), [(5, 0, 6), (6, 0, 6), (2, 2, None), (0, 0, None), (7, 3, 25)])
+def test_pairs_to_settle(wins: int, losses: int, needed: int | None) -> None:
+    from judge.compare import pairs_to_settle
+
+    assert pairs_to_settle(wins, losses) == needed
