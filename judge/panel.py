@@ -260,6 +260,8 @@ class PanelResult:
     cost_usd: float | None = None  # all verdicts of the run, as recorded (cached ones at their original cost)
     cost_this_run_usd: float | None = None  # attempts made by this invocation, failed ones included
     wall_s: float = 0.0
+    cpu_s: float = 0.0  # this process's CPU time over the run (the client-ceiling note)
+    ceiling: ClientCeiling | None = None  # set when this process, not the servers, limited the call rate
     budget_exceeded: bool = False
     budget: RunBudget | None = None
     preflight_calls: int = 0  # requests of the preflight check (not in ``calls``; their cost is in the spend)
@@ -392,7 +394,7 @@ async def _run_panel(
     shared: SharedCache | None = None,
     on_trajectory: Callable[[Trajectory, list[Verdict]], object] | None = None,
 ) -> PanelResult:
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     own_store = calls is None
     store = RunStore.for_run(run_dir) if calls is None else calls.store
     verdicts_file: IO[bytes] | None = None
@@ -587,7 +589,9 @@ async def _run_panel(
         result.calls, result.retries = runtime.calls, runtime.retries
         # nothing sent is $0, not unknown: None is kept for attempts that no price covers (one cost vocabulary)
         result.cost_this_run_usd = calls.cost_usd if calls.cost_usd is not None or runtime.calls else 0.0
-        result.wall_s = time.monotonic() - started
+        result.wall_s, result.cpu_s = time.monotonic() - started, time.process_time() - cpu_started
+        result.ceiling = client_ceiling(runtime.calls, result.cpu_s, result.wall_s, config.concurrency,
+                                        calls.latency_s / calls.timed_attempts if calls.timed_attempts else None)
         result.budget_exceeded = runtime.budget.exceeded
         if batches is not None:
             result.calls += batches.requests  # requests sent in batches are calls too (their attempts are recorded)
@@ -782,6 +786,42 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
 
 
+@dataclass(frozen=True)
+class ClientCeiling:
+    """This process was the limit: ``cpu_ms_per_call`` of its CPU per call caps it near ``max_calls_per_s``, below the
+    ``servers_allow_per_s`` that the concurrency at the servers' latency allows (what was reached: ``calls_per_s``)."""
+
+    cpu_ms_per_call: float
+    max_calls_per_s: float
+    calls_per_s: float
+    servers_allow_per_s: float
+
+    def line(self) -> str:
+        return (f"this process limited the calls, not the servers: {self.cpu_ms_per_call:.1f} ms of CPU per call caps "
+                f"it near {self.max_calls_per_s:.0f} calls/s (it reached {self.calls_per_s:.0f}), below the "
+                f"{self.servers_allow_per_s:.0f} calls/s that --concurrency at the servers' latency allows; more "
+                "concurrency will not help: split the batch over processes (--engine ray)")
+
+
+# The share of its own ceiling a run must reach to count as CPU-bound (a run that spent most of its time waiting
+# on the servers reaches much less), and calls below which the rates say nothing.
+CEILING_SHARE, CEILING_MIN_CALLS = 0.7, 50
+
+
+def client_ceiling(calls: int, cpu_s: float, wall_s: float, concurrency: int,
+                   mean_latency_s: float | None) -> ClientCeiling | None:
+    """Whether this process, rather than the servers, limited the call rate (pure): it reached at least
+    :data:`CEILING_SHARE` of the rate its CPU per call allows, and that rate is below what ``concurrency`` calls in
+    flight at the servers' mean latency would give. None when not (or when too few calls were timed to say)."""
+    if calls < CEILING_MIN_CALLS or cpu_s <= 0 or wall_s <= 0 or not mean_latency_s:
+        return None
+    per_call = cpu_s / calls
+    most, reached, allowed = 1 / per_call, calls / wall_s, concurrency / mean_latency_s
+    if reached < CEILING_SHARE * most or most >= allowed:
+        return None
+    return ClientCeiling(round(per_call * 1000, 2), round(most, 1), round(reached, 1), round(allowed, 1))
+
+
 def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float) -> str:
     cost_text = f"${cost or 0.0:.4f}" if cost is not None or runtime.calls == 0 else "unpriced"
     return (f"{runtime.calls / max(1e-6, elapsed_s):.1f} calls/s · cached {cached} · retries {runtime.retries} · "
@@ -798,6 +838,7 @@ def describe_result(result: PanelResult) -> dict[str, Any]:
         "preflight_requests": result.preflight_calls, "unscored": dict(sorted(result.unscored.items())),
         "cost_usd": result.cost_usd, "cost_this_invocation_usd": result.cost_this_run_usd,
         "budget_exceeded": result.budget_exceeded, "stopped_calling": result.stopped_by,
+        "client_ceiling": None if result.ceiling is None else dataclasses.asdict(result.ceiling),
         "budget": None if budget is None else {"max_cost_usd": budget.max_cost_usd, "cap_source": budget.cap_source,
                                                "spent_usd": budget.spent_usd,
                                                "interrupted_calls_found": budget.interrupted_now},
@@ -821,6 +862,8 @@ def summary_lines(result: PanelResult) -> list[str]:
     ]
     lines += result.batch_lines
     lines += [f"stopped calling {line}" for line in result.stopped_by]
+    if result.ceiling is not None:
+        lines.append("note: " + result.ceiling.line())
     budget = result.budget
     if budget is not None and budget.interrupted_now:
         lines.append(f"note: {budget.interrupted_now} call(s) were in flight when an earlier invocation stopped (killed, "

@@ -87,6 +87,8 @@ class RunCalls:
     interrupted: int
     interrupted_usd: float
     cost_usd: float | None = field(default=None)  # paid by this invocation's attempts (failed ones included)
+    latency_s: float = 0.0  # the servers' time over this invocation's timed attempts (the client-ceiling note)
+    timed_attempts: int = 0
 
     def hooks(self, key: str, trajectory_id: str, judge: str, pass_index: int) -> tuple[AttemptHook, AttemptHook]:
         """``(on_send, on_attempt)`` for the attempts of one call: recorded under ``key`` (the call's cache key)
@@ -98,6 +100,9 @@ class RunCalls:
 
         def on_attempt(attempt: Attempt) -> None:
             self.cost_usd = add_costs(self.cost_usd, attempt.cost_usd)
+            if attempt.latency_s is not None:
+                self.latency_s += attempt.latency_s
+                self.timed_attempts += 1
             record_outcome(self.store, attempt, key, trajectory_id, judge, pass_index)
 
         return on_send, on_attempt

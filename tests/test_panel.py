@@ -582,3 +582,22 @@ def test_urls_that_differ_only_in_their_query_are_passes_of_one_judge() -> None:
     plans = plan_passes(PanelConfig(judges=specs, passes=1), {spec: _Stub(spec) for spec in specs})
     assert [(plan.pass_key, plan.judge, plan.pass_index) for plan in plans] == [
         ("openai-compatible:m@http://h/api#1", specs[0], 1), ("openai-compatible:m@http://h/api#2", specs[1], 2)]
+
+
+@pytest.mark.parametrize(("calls", "cpu_s", "wall_s", "concurrency", "latency", "bound"), [
+    (900, 11.7, 12.4, 32, 0.2, True),  # 13 ms per call: ~77 calls/s at most, reached 73, the servers allow 160
+    (900, 3.0, 6.0, 32, 0.2, False),  # 3.3 ms per call: the servers (160 calls/s) were the limit
+    (900, 11.7, 40.0, 32, 0.2, False),  # reached 22 calls/s of a possible 77: waiting, not CPU, was the limit
+    (900, 11.7, 12.4, 4, 0.2, False),  # 4 in flight at 0.2 s allow 20 calls/s: below the process's 77
+    (20, 1.0, 1.0, 32, 0.2, False),  # too few calls to say
+    (900, 11.7, 12.4, 32, None, False),  # no timed attempt: no latency to compare with
+])
+def test_client_ceiling_says_when_this_process_limited_the_calls(calls: int, cpu_s: float, wall_s: float,
+                                                               concurrency: int, latency: float | None, bound: bool) -> None:
+    from judge.panel import client_ceiling
+
+    ceiling = client_ceiling(calls, cpu_s, wall_s, concurrency, latency)
+    assert (ceiling is not None) == bound
+    if ceiling is not None:
+        assert ceiling.cpu_ms_per_call == 13.0 and ceiling.max_calls_per_s == 76.9 and ceiling.servers_allow_per_s == 160.0
+        assert "13.0 ms of CPU per call caps it near 77 calls/s" in ceiling.line()
