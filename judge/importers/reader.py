@@ -49,6 +49,7 @@ from judge.importers._common import (
     RecordError,
     Source,
     check_depth,
+    check_integers,
     one_line,
     replace_lone_surrogates,
 )
@@ -718,6 +719,7 @@ def parse_record(record: Any, src: Source, fmt: str | None = None) -> Item:
     try:
         trajectory = spec.parse(record, src)
         check_depth(trajectory)
+        check_integers(trajectory)
         return trajectory
     except RecordError as error:
         return _reject(src, name, str(error))
@@ -727,7 +729,7 @@ def parse_record(record: Any, src: Source, fmt: str | None = None) -> Item:
         return _reject(src, name, f"invalid value at {where}: {first.get('msg')}")
     except RecursionError:
         return _reject(src, name, _TOO_DEEP)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as error:
         # A record of an unexpected shape must not stop the batch; the reason names what broke.
         return _reject(src, name, f"unexpected record shape: {type(error).__name__}: {error}")
 

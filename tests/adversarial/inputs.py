@@ -208,6 +208,48 @@ def _document_with_bad_record(d: Path) -> None:
     _text(d / "batch.json", _batch_text())
 
 
+# --- integers the run's tables cannot store, turn numbers out of order (issue 28, item 1) -------------------
+
+
+def canonical(rid: str, turns: tuple[int | None, int | None, int | None] = (1, 1, 2), **metadata: Any) -> dict[str, Any]:
+    """A small canonical trajectory (trajudge's own JSONL): T1 calls Bash, its receipt, T2 answers. ``turns``:
+    the turn numbers of the first assistant message, the tool message and the last assistant message."""
+    first, tool, last = turns
+    return {
+        "schema_version": "trajudge.trajectory/1", "id": rid, "query": f"task {rid}", "query_id": f"q-{rid}",
+        "messages": [
+            {"role": "user", "content": f"task {rid}", "turn": 0},
+            {"role": "assistant", "content": "", "turn": first,
+             "tool_calls": [{"id": "c1", "name": "Bash", "arguments": {"command": "ls"}}]},
+            {"role": "tool", "content": "a.txt", "turn": tool, "receipt": {"call_id": "c1", "content": "a.txt"}},
+            {"role": "assistant", "content": "done", "turn": last},
+        ],
+        "metadata": {"source_format": "openai", **metadata},
+    }
+
+
+def _canonical_turns(d: Path) -> None:
+    rows = [canonical("ok"), canonical("negative", (-1, -1, 0)), canonical("zero", (0, 0, 1)),
+            canonical("descending", (2, 2, 1)), canonical("gap", (1, 1, 3)), canonical("tool-ahead", (1, 2, 2)),
+            canonical("beyond-int64", (2**63, 2**63, 2**63 + 1)), canonical("unnumbered", (None, None, None)),
+            canonical("after")]
+    _text(d / "canonical.jsonl", _jsonl(*map(json.dumps, rows)))
+
+
+def _integers_beyond_int64(d: Path) -> None:
+    receipt = canonical("exit-code")
+    receipt["messages"][2]["receipt"]["exit_code"] = -(2**63) - 1
+    index = canonical("source-index")
+    index["messages"][3]["source_index"] = 2**64
+    told = record("exit-code-in-text")  # a number in a tool's text is not a reason to refuse the record
+    told["messages"][2]["content"] = "Exit code: 99999999999999999999999"
+    _text(d / "ints.jsonl", _jsonl(
+        line("usage", metadata={"usage": {"input_tokens": 2**64}}),
+        line("usage-inf", metadata={"usage": {"output_tokens": 7}}).replace("7", "1e400"),  # parsed as inf
+        json.dumps(canonical("branch", branch_turn=2**63)),
+        json.dumps(receipt), json.dumps(index), json.dumps(told), line("fine")))
+
+
 def _fifo(d: Path) -> None:
     _text(d / "ok.jsonl", _jsonl(line("beside-fifo")))
     os.mkfifo(d / "pipe.jsonl")
@@ -243,6 +285,15 @@ CASES: list[Case] = [
          [("batch.json", _line_before(_batch_text(), '"id": "no-messages"'), "unknown format"),
           ("batch.json", _line_before(_batch_text(), '"id": "unpaired"'), "no matching tool call")]),
     Case("fifo", _fifo, ["beside-fifo"], [("pipe.jsonl", None, "not a regular file")]),
+    Case("canonical-turns", _canonical_turns, ["ok", "unnumbered", "after"],
+         [("canonical.jsonl", 2, "message 1 (assistant) has turn -1"), ("canonical.jsonl", 3, "message 1 (assistant) has turn 0"),
+          ("canonical.jsonl", 4, "message 1 (assistant) has turn 2"), ("canonical.jsonl", 5, "message 3 (assistant) has turn 3"),
+          ("canonical.jsonl", 6, "message 2 (tool) has turn 2"), ("canonical.jsonl", 7, f"message 1 (assistant) has turn {2**63}")],
+         note="turn numbers are checked, never renumbered: every output points at turns by number"),
+    Case("integers-beyond-int64", _integers_beyond_int64, ["exit-code-in-text", "fine"],
+         [("ints.jsonl", 1, "input_tokens 18446744073709551616 is outside the 64-bit integer range"),
+          ("ints.jsonl", 2, "output_tokens is inf"), ("ints.jsonl", 3, f"branch_turn {2**63} is outside"),
+          ("ints.jsonl", 4, f"exit_code {-(2**63) - 1} is outside"), ("ints.jsonl", 5, f"source_index {2**64} is outside")]),
 ]
 
 
