@@ -184,7 +184,7 @@ def _empty(d: Path) -> None:
     _text(d / "blank.jsonl", "\n  \n\r\n")
     _text(d / "empty.json", "")
     _text(d / "empty-list.json", "[]")
-    _text(d / "notes.md", "not data: not read, not listed")
+    _text(d / "notes.md", "not data: not read, listed as skipped")
 
 
 def _huge_line(d: Path) -> None:
@@ -250,6 +250,21 @@ def _integers_beyond_int64(d: Path) -> None:
         json.dumps(receipt), json.dumps(index), json.dumps(told), line("fine")))
 
 
+# --- entries a folder walk does not read (issue 28, item 2): each is a reject or a skipped row --------------
+
+
+def _not_data(d: Path) -> None:
+    _text(d / "data.jsonl", _jsonl(line("data")))
+    _text(d / "notes.txt", "not data")
+    _text(d / "README.md", "# not data")
+    _text(d / ".hidden.jsonl", _jsonl(line("hidden")))  # read when named as an input, skipped in a walk
+    _text(d / ".git" / "HEAD", "ref: refs/heads/main")
+    _bytes(d / "batch.zip", b"PK\x03\x04 an archive")
+    _bytes(d / "logs.tar.gz", gzip.compress(b"an archive"))
+    _bytes(d / "e.7z", b"7z an archive")
+    _bytes(d / "plain.zst", b"\x28\xb5\x2f\xfd not really zstd")
+
+
 def _fifo(d: Path) -> None:
     _text(d / "ok.jsonl", _jsonl(line("beside-fifo")))
     os.mkfifo(d / "pipe.jsonl")
@@ -271,7 +286,7 @@ CASES: list[Case] = [
          partial=True, note="the records before the cut are imported: a prefix whose length depends on zlib"),
     Case("symlinks", _symlinks, ["via-file-link", "via-file-link~2"],
          [("broken.jsonl", None, "broken symlink"), ("loop-a.jsonl", None, "symlink loop"), ("loop-b.jsonl", None, "symlink loop")],
-         [("linked-dir", "symlink to a directory"), ("real/self", "symlink to a directory")]),
+         [(".elsewhere", "a hidden folder"), ("linked-dir", "symlink to a directory"), ("real/self", "symlink to a directory")]),
     Case("line-endings", _line_endings, ["crj-1", "crj-2", "cr-1", "cr-2", "cr-3", "crlf-1", "crlf-3", "mix-1", "mix-2", "mix-4"],
          [("crlf.jsonl", 2, "broken JSON"), ("mixed.jsonl", 3, "broken JSON")]),
     Case("run-directory", _run_directory, ["input-1"], skipped=[("old-run", "trajudge run directory")]),
@@ -279,12 +294,17 @@ CASES: list[Case] = [
          [("latin1.jsonl", 2, "invalid UTF-8"), ("utf16.jsonl", 1, "UTF-16")]),
     Case("empty", _empty, [],
          [("blank.jsonl", None, "empty file"), ("empty-list.json", None, "no records"), ("empty.json", None, "empty file"),
-          ("empty.jsonl", None, "empty file")]),
+          ("empty.jsonl", None, "empty file")], [("notes.md", "not a data file (.md)")]),
     Case("huge-line", _huge_line, ["huge", "after-huge"]),
     Case("document-with-bad-records", _document_with_bad_record, ["doc-1", "doc-3"],
          [("batch.json", _line_before(_batch_text(), '"id": "no-messages"'), "unknown format"),
           ("batch.json", _line_before(_batch_text(), '"id": "unpaired"'), "no matching tool call")]),
     Case("fifo", _fifo, ["beside-fifo"], [("pipe.jsonl", None, "not a regular file")]),
+    Case("not-data", _not_data, ["data"],
+         [("batch.zip", None, "an archive (.zip) is not read"), ("e.7z", None, "an archive (.7z) is not read"),
+          ("logs.tar.gz", None, "an archive (.tar.gz) is not read"), ("plain.zst", None, ".zst compression is not supported")],
+         [(".git", "a hidden folder"), (".hidden.jsonl", "a hidden file"), ("README.md", "not a data file (.md)"),
+          ("notes.txt", "not a data file (.txt)")]),
     Case("canonical-turns", _canonical_turns, ["ok", "unnumbered", "after"],
          [("canonical.jsonl", 2, "message 1 (assistant) has turn -1"), ("canonical.jsonl", 3, "message 1 (assistant) has turn 0"),
           ("canonical.jsonl", 4, "message 1 (assistant) has turn 2"), ("canonical.jsonl", 5, "message 3 (assistant) has turn 3"),
