@@ -116,9 +116,19 @@ def is_run_dir(path: Path) -> bool:
 
 
 def missing_inputs(paths: Iterable[str | Path]) -> list[str]:
-    """The inputs that name nothing at all. A broken symlink or a symlink loop names something: the reader
-    rejects it with its reason, so it is not "not found"."""
-    return [str(p) for p in paths if not os.path.lexists(p)]
+    """The inputs that name nothing at all. A broken symlink, a symlink loop or a file in a folder without
+    permission names something: the reader rejects it with its reason, so it is not "not found"."""
+    return [str(p) for p in paths if _names_nothing(p)]
+
+
+def _names_nothing(path: str | Path) -> bool:
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:  # there, but not to be looked at (EACCES): the reader says so
+        return False
+    return False
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -109,6 +109,9 @@ def test_an_unreadable_folder_named_as_an_input_is_a_reject(
     assert [i.id for i in items if isinstance(i, Trajectory)] == ["a"]
     (reject,) = [i for i in items if isinstance(i, Reject)]
     assert reject.source_file == str(target) and "Permission denied" in reject.reason
+    out = tmp_path / "run"  # judge score says the same: the input is there, it cannot be read (not "not found")
+    result = runner.invoke(app, ["score", str(target), str(root / "a.jsonl"), "--out", str(out), "--embedder", "lexical"])
+    assert result.exit_code == 0 and "imported 1, rejected 1" in result.output, result.output
 
 
 def test_a_symlink_loop_named_on_the_command_line_is_a_reject_not_input_not_found(tmp_path: Path) -> None:
