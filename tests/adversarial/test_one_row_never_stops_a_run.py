@@ -93,3 +93,19 @@ def test_rows_the_tables_cannot_convert_are_left_out_reported_and_the_run_finish
     assert (left_out["file"], left_out["line"]) == (rundir.VERDICTS, 1) and "int64" in left_out["error"]
     assert summary["inputs"]["trajectories"] == 2  # the row is still in the JSONL and the report
     assert "left out of the Parquet tables" in (out / rundir.REPORT_MD).read_text()
+
+
+def test_a_cluster_row_claiming_a_huge_panel_does_not_stall_the_report() -> None:
+    """A hand-edited clusters.jsonl row with votes or panel_size 2**63 made the report list every vote count up to
+    it (a minute and gigabytes before; never, at 2**63): above a small panel only the counts seen are listed."""
+    from judge.agreement import AgreementTally, vote_histogram
+    from judge.testing.builders import cluster, issue
+
+    normal = cluster(issue(1, "Reran the failing command."), votes=2, cid="c1")
+    # 10**5, not 2**63: on the code before the fix the test must end (and fail), not stall
+    claimed = normal.model_copy(update={"cluster": "c2", "votes": 10**5, "panel_size": 10**5})
+    assert vote_histogram([normal]) == {1: 0, 2: 1, 3: 0}  # a real panel: every count, zeros included
+    assert vote_histogram([normal, claimed]) == {2: 1, 10**5: 1}
+    tally = AgreementTally()
+    tally.add([], [normal, claimed])
+    assert tally.summary()["vote_histogram"] == {"2": 1, str(10**5): 1}
