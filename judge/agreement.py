@@ -117,11 +117,21 @@ def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
     return tally.kappa()
 
 
+HISTOGRAM_SPAN = 64  # vote counts listed one by one up to this panel size
+
+
 def vote_histogram(clusters: Sequence[Cluster]) -> dict[int, int]:
     """Number of clusters with each vote count from 1 to the largest panel, e.g. {1: 4, 2: 0, 3: 6}."""
     counts = Counter(c.votes for c in clusters)
     largest = max([c.panel_size for c in clusters] + [c.votes for c in clusters], default=0)
-    return {votes: counts.get(votes, 0) for votes in range(1, largest + 1)}
+    return vote_counts(counts, largest)
+
+
+def vote_counts(counts: Counter[int], largest: int) -> dict[int, int]:
+    """``counts`` for every vote count from 1 to ``largest``; above :data:`HISTOGRAM_SPAN`, only the counts seen
+    (a cluster row edited by hand can claim a panel of 2**63: listing its range stalled the report)."""
+    keys = range(1, largest + 1) if largest <= HISTOGRAM_SPAN else sorted(k for k in counts if k >= 1)
+    return {votes: counts.get(votes, 0) for votes in keys}
 
 
 def effective_judges(n: int, mean_correlation: float | None) -> float | None:
@@ -299,7 +309,7 @@ class AgreementTally:
             "krippendorff_alpha_clusters": None if alpha_clusters is None else round(alpha_clusters, 4),
             "fleiss_kappa_efficiency": None if kappa is None else round(kappa, 4),
             "efficiency_subjects": self._efficiency.subjects,
-            "vote_histogram": {str(k): self._votes.get(k, 0) for k in range(1, self._largest + 1)},
+            "vote_histogram": {str(k): n for k, n in vote_counts(self._votes, self._largest).items()},
             "panel_size": panel,
             "mean_pairwise_correlation": None if correlation is None else round(correlation, 4),
             "effective_judges": None if (n := effective_judges(panel, correlation)) is None else round(n, 3),

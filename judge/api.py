@@ -361,10 +361,11 @@ def panel_settings(config: PathLike | PanelConfig | None, **flags: Any) -> Panel
 def _check_before_judging(inputs: list[Path], out: Path, fmt: str | None, rubric: Path | None, embedder: str | None) -> None:
     """Every argument that can be checked without a judge call, so that a mistake costs nothing."""
     from judge.importers import FORMATS
+    from judge.importers.reader import missing_inputs
 
     if not inputs:
         raise SetupError("no input given")
-    missing = [str(p) for p in inputs if not p.exists()]
+    missing = missing_inputs(inputs)
     if missing:
         raise SetupError(f"input not found: {', '.join(missing)}", "inputs")
     if out.exists() and not out.is_dir():
@@ -441,7 +442,7 @@ def read_trajectories(inputs: Iterable[PathLike] | PathLike, format: str | None 
     and line) when any record cannot be read; ``strict=False`` returns ``(trajectories, rejects)`` instead,
     as inspect_ai's ``samples_df(strict=False)`` returns its errors beside the frame.
     """
-    from judge.importers import TrajectoryImportError, iter_records
+    from judge.importers import Skipped, TrajectoryImportError, iter_records
     from judge.model import Trajectory
 
     trajectories: list[Trajectory] = []
@@ -453,7 +454,7 @@ def read_trajectories(inputs: Iterable[PathLike] | PathLike, format: str | None 
             rejects.append(item)
     if not strict:
         return trajectories, rejects
-    if rejects:
+    if any(not isinstance(r, Skipped) for r in rejects):  # a path skipped on purpose (notes.txt) is not bad input
         raise TrajectoryImportError(rejects)
     return trajectories
 

@@ -465,11 +465,25 @@ class EngineSection(_Section):
     cpus: float | None = None
 
 
+class TableSkip(_Section):
+    """A row of a JSONL file left out of its Parquet table (:mod:`judge.tables`): where it is and Arrow's reason."""
+
+    file: str
+    line: int
+    error: str
+
+
+class TablesSection(_Section):
+    """``tables``: what the last writing of the Parquet tables left out (absent when it left out nothing)."""
+
+    skipped_rows: list[TableSkip] = Field(default_factory=list)
+
+
 class RunManifest(_Section):
     """``run.json``: the run's configuration and timing.
 
     Sections are filled by the stage that owns them: ``panel`` and ``budget`` by the panel, ``rubric``,
-    ``cluster`` and ``embedder`` by scoring, the timing by ``judge score``. Keys this version does not know are
+    ``cluster`` and ``embedder`` by scoring, ``tables`` by the Parquet writer, the timing by ``judge score``. Keys this version does not know are
     kept and written back, so a run written by a newer (or older) version still loads and round-trips.
     """
 
@@ -479,6 +493,7 @@ class RunManifest(_Section):
     cluster: ClusterSection | None = None
     embedder: EmbedderSection | None = None
     engine: EngineSection | None = None
+    tables: TablesSection | None = None
     started_at: str | None = Field(default=None, description="When the last `judge score` invocation started (ISO 8601).")
     finished_at: str | None = Field(default=None, description="When its judging and scoring ended (ISO 8601).")
     elapsed_s: float | None = None

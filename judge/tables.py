@@ -12,14 +12,21 @@ million-row run is queried with pandas or DuckDB without reading JSON:
   nested in ``review``), then flat ``reviewed``, ``reviewers``, ``machine_score`` and ``machine_release``, so the
   judges' result is beside the human-adjusted one without unnesting.
 
-Each Arrow schema is derived from the pydantic model that writes the JSONL row, so the two cannot drift: a
-field the schema does not know is an error, not a silently dropped column. The JSONL is converted by Arrow's
-streaming JSON reader and written in row groups of at most :data:`ROW_GROUP_ROWS` rows, so memory stays flat.
+Each Arrow schema is derived from the pydantic model that writes the JSONL row, so the two cannot drift. The
+JSONL is converted by Arrow's streaming JSON reader and written in row groups of at most :data:`ROW_GROUP_ROWS`
+rows, so memory stays flat.
+
+One row never stops the tables (issue 28: a turn beyond int64 failed every run, and every rerun): a row Arrow
+cannot convert (a field the schema does not know, an integer beyond int64) is left out of the table, named on
+stderr with its file and line, and listed in run.json (``tables.skipped_rows``, shown by summary.json); the
+other rows are written. Not a silently dropped column: the whole row is left out, and said so.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +46,7 @@ except ImportError as error:  # a dependency of trajudge: only a broken install 
     raise ImportError("writing the Parquet tables needs pyarrow (a dependency of trajudge: pip install pyarrow)") from error
 
 ROW_GROUP_ROWS = 64_000
+CHECK_BYTES = 32 << 20  # after a failed conversion, lines are checked in chunks of about this size (bounds memory)
 ROW_GROUP_BYTES = 32 << 20  # flush a row group earlier when its rows are large (raw judge outputs): bounds memory
 MIN_BLOCK = 1 << 20  # Arrow's JSON reader needs a block larger than the longest line
 Derive = Callable[[pa.RecordBatch], pa.RecordBatch]  # a table's rows made from its JSONL file's batch
@@ -97,10 +105,12 @@ TABLES: tuple[tuple[str, type[BaseModel], tuple[str, ...]], ...] = (
 def write_tables(run_dir: Path) -> dict[str, Path]:
     """Write the Parquet copies of the run's verdicts, clusters and scores; returns their paths by file name.
 
-    A JSONL file the run does not have yet gives no table (a stale table of an earlier run is removed).
+    A JSONL file the run does not have yet gives no table (a stale table of an earlier run is removed). A row
+    that cannot be converted is left out, with a line on stderr, and listed in run.json's ``tables`` section.
     """
     run = rundir.RunDir(run_dir)
     written: dict[str, Path] = {}
+    skipped: list[rundir.BadRow] = []
     for source, model, targets in TABLES:
         if not run.has(source):
             for name in targets:
@@ -108,9 +118,26 @@ def write_tables(run_dir: Path) -> dict[str, Path]:
             continue
         derived = {rundir.ISSUES_PARQUET: (issues_schema(), _issue_rows), rundir.SCORES_PARQUET: (scores_schema(), _score_rows)}
         outputs = [(run.file(name), *(derived.get(name) or (model_schema(model), None))) for name in targets]
-        _convert(run.file(source), model, outputs)
+        left_out = _convert(run.file(source), model, outputs)
+        for row in left_out:
+            print(f"warning: {source}:{row.line}: row left out of {', '.join(targets)}: {row.error}", file=sys.stderr)
+        skipped += left_out
         written.update({name: run.file(name) for name in targets})
+    _record_skipped(run, skipped)
     return written
+
+
+def _record_skipped(run: rundir.RunDir, skipped: list[rundir.BadRow]) -> None:
+    """run.json's ``tables.skipped_rows``: the rows the last writing left out (the section goes when none was)."""
+    if not skipped and run.manifest().tables is None:
+        return  # nothing to record and nothing to clear: run.json is left as it is (or absent)
+    with run.update_manifest() as manifest:
+        if skipped:
+            manifest.tables = rundir.TablesSection(skipped_rows=[rundir.TableSkip(file=r.file, line=r.line, error=r.error)
+                                                                 for r in skipped])
+        else:
+            manifest.tables = None
+            manifest.model_fields_set.discard("tables")  # left out of run.json, not written as null
 
 
 def _issue_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -136,9 +163,33 @@ def _score_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=scores_schema())
 
 
-def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.Schema, Derive | None]]) -> None:
-    """Stream ``source`` (JSONL) through Arrow's JSON reader into one Parquet file per output, atomically."""
+def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.Schema, Derive | None]]) -> list[rundir.BadRow]:
+    """Stream ``source`` (JSONL) into one Parquet file per output, atomically; returns the rows left out.
+
+    Arrow's reader stops at the first row it cannot convert, naming no line: then the lines are checked in
+    chunks (each chunk parsed whole, a chunk that fails halved until the bad lines are found), the good ones
+    copied to a temporary file beside the source, and that file converted instead.
+    """
     schema = model_schema(model)
+    try:
+        _write(source, schema, outputs)
+        return []
+    except pa.ArrowInvalid:
+        pass
+    kept = source.with_name(source.name + ".convertible.tmp")
+    try:
+        bad = _copy_convertible(source, kept, model, schema)
+        try:
+            _write(kept, schema, outputs)
+        except pa.ArrowInvalid as error:  # every line converts alone but not together: not a row's fault
+            raise ValueError(f"{source}: cannot convert to Parquet: {_first_bad_row(source, model) or error}") from error
+    finally:
+        kept.unlink(missing_ok=True)
+    return bad
+
+
+def _write(source: Path, schema: pa.Schema, outputs: list[tuple[Path, pa.Schema, Derive | None]]) -> None:
+    """Convert ``source`` into the outputs (temporary names renamed when complete); ArrowInvalid on a bad row."""
     writers = []
     temps = [path.with_name(path.name + ".tmp") for path, _, _ in outputs]
     try:
@@ -159,7 +210,7 @@ def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.
             pending.clear()
             rows = size = 0
 
-        for batch in _batches(source, schema, model):
+        for batch in _batches(source, schema):
             pending.append(batch)
             rows += batch.num_rows
             size += batch.nbytes
@@ -178,19 +229,76 @@ def _convert(source: Path, model: type[BaseModel], outputs: list[tuple[Path, pa.
             tmp.unlink(missing_ok=True)
 
 
-def _batches(source: Path, schema: pa.Schema, model: type[BaseModel]) -> Iterator[pa.RecordBatch]:
-    """Record batches of a JSONL file typed by ``schema``; a row with a field the schema lacks is an error."""
+def _parse_options(schema: pa.Schema) -> pyarrow.json.ParseOptions:
+    return pyarrow.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
+
+
+def _batches(source: Path, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Record batches of a JSONL file typed by ``schema``; ArrowInvalid at a row that does not convert (a field
+    the schema lacks, an integer beyond int64)."""
     with source.open("rb") as handle:
         longest = max(map(len, handle), default=0)
     if longest <= 1:  # empty, or blank lines only: Arrow's reader refuses an empty input
         return
-    options = pyarrow.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
+    reader = pyarrow.json.open_json(source, read_options=pyarrow.json.ReadOptions(use_threads=False, block_size=max(MIN_BLOCK, 2 * longest)),
+                                    parse_options=_parse_options(schema))
+    yield from reader
+
+
+def _copy_convertible(source: Path, target: Path, model: type[BaseModel], schema: pa.Schema) -> list[rundir.BadRow]:
+    """Copy the lines of ``source`` that Arrow converts to ``target``; return the others as bad rows (file, line,
+    the reason: the row model's when it refuses the row too, as it names the field, else Arrow's). Reads about
+    :data:`CHECK_BYTES` at a time."""
+    bad: list[rundir.BadRow] = []
+    chunk: list[tuple[int, bytes]] = []
+    size = 0
+    with source.open("rb") as lines, target.open("wb") as out:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            chunk.append((number, line if line.endswith(b"\n") else line + b"\n"))
+            size += len(line)
+            if size >= CHECK_BYTES:
+                _check_chunk(chunk, model, schema, source.name, out, bad)
+                chunk, size = [], 0
+        _check_chunk(chunk, model, schema, source.name, out, bad)
+    return bad
+
+
+def _check_chunk(chunk: list[tuple[int, bytes]], model: type[BaseModel], schema: pa.Schema, name: str, out: Any,
+                 bad: list[rundir.BadRow]) -> None:
+    """Write the lines of ``chunk`` that convert to ``out``, in order; append the others to ``bad``."""
+    if not chunk:
+        return
+    problem = _arrow_problem(b"".join(line for _, line in chunk), schema)
+    if problem is None:
+        out.writelines(line for _, line in chunk)
+    elif len(chunk) == 1:
+        number, line = chunk[0]
+        bad.append(rundir.BadRow(name, number, _model_problem(line, model) or problem))
+    else:
+        half = len(chunk) // 2
+        _check_chunk(chunk[:half], model, schema, name, out, bad)
+        _check_chunk(chunk[half:], model, schema, name, out, bad)
+
+
+def _model_problem(line: bytes, model: type[BaseModel]) -> str | None:
+    """Why the row model refuses a line (the first error, one line), or None when it reads it."""
     try:
-        reader = pyarrow.json.open_json(source, read_options=pyarrow.json.ReadOptions(use_threads=False, block_size=max(MIN_BLOCK, 2 * longest)),
-                                   parse_options=options)
-        yield from reader
+        model.model_validate_json(line)
+    except ValueError as error:
+        return " ".join(" ".join(str(error).splitlines()[:3]).split())
+    return None
+
+
+def _arrow_problem(data: bytes, schema: pa.Schema) -> str | None:
+    """Why Arrow's JSON reader refuses these lines (its message, one line), or None when it converts them."""
+    try:
+        pyarrow.json.read_json(io.BytesIO(data), parse_options=_parse_options(schema),
+                               read_options=pyarrow.json.ReadOptions(use_threads=False, block_size=max(MIN_BLOCK, len(data) + 1)))
     except pa.ArrowInvalid as error:
-        raise ValueError(f"{source}: cannot convert to Parquet: {_first_bad_row(source, model) or error}") from error
+        return " ".join(str(error).split())
+    return None
 
 
 def _first_bad_row(source: Path, model: type[BaseModel]) -> str | None:

@@ -13,6 +13,7 @@ import pytest
 from judge import importers
 from judge.importers import (
     FORMATS,
+    Skipped,
     TrajectoryImportError,
     detect_format,
     iter_records,
@@ -271,7 +272,12 @@ def test_directory_walk_reads_only_data_files_in_sorted_order(tmp_path):
     (tmp_path / "b" / "two.jsonl").write_text(_openai_line("two") + "\n", encoding="utf-8")
     (tmp_path / "a.jsonl").write_text(_openai_line("one") + "\n", encoding="utf-8")
     (tmp_path / ".hidden" / "x.jsonl").write_text(_openai_line("hidden") + "\n", encoding="utf-8")
-    assert [t.id for t in iter_records([tmp_path])] == ["one", "two"]
+    items = list(iter_records([tmp_path]))
+    assert [t.id for t in items if isinstance(t, Trajectory)] == ["one", "two"]
+    # what is not read is listed as skipped, in walk order (issue 28): never left out silently
+    assert [(Path(s.source_file).name, s.reason.split(" (")[0]) for s in items if isinstance(s, Skipped)] == [
+        (".hidden", "skipped: a hidden folder"), ("README.md", "skipped: not a data file"),
+        ("SOURCE.md", "skipped: not a data file"), ("notes.txt", "skipped: not a data file")]
 
 
 def test_repeated_ids_are_made_unique_in_input_order():

@@ -27,7 +27,9 @@ def test_import_writes_canonical_jsonl_and_prints_counts(tmp_path):
     assert "read 14, imported 14, rejected 0" in result.output
     assert "anthropic 5" in result.output and "openai 9" in result.output
     assert load_trajectories(out) == load_trajectories(EXAMPLES)
-    assert (tmp_path / "batch.rejects.jsonl").read_text(encoding="utf-8") == ""
+    skipped = [json.loads(row) for row in (tmp_path / "batch.rejects.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(Path(r["source_file"]).name, r["reason"].split(" (")[0]) for r in skipped] == [  # listed, not rejects
+        ("EXPECTED.md", "skipped: not a data file"), ("expected.yaml", "skipped: not a data file")]
 
 
 @pytest.mark.parametrize(

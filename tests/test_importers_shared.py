@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.importers import iter_records
+from judge.importers import Skipped, iter_records
 from judge.model import Trajectory
 from judge.schema import Reject
 
@@ -31,10 +31,12 @@ def import_all(paths: list[Path]) -> tuple[list[Trajectory], list[Reject]]:
 
 @functools.cache
 def _import_cached(paths: tuple[Path, ...]) -> tuple[list[Trajectory], list[Reject]]:
-    """Each dataset is imported once per session (the tests only read the results)."""
+    """Each dataset is imported once per session (the tests only read the results); skipped paths left out."""
     trajectories: list[Trajectory] = []
     rejects: list[Reject] = []
     for item in iter_records(paths):
+        if isinstance(item, Skipped):  # SOURCE.md, README.md: listed by the walk, not bad input
+            continue
         (rejects if isinstance(item, Reject) else trajectories).append(item)
     return trajectories, rejects
 

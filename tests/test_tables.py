@@ -135,14 +135,42 @@ def test_duckdb_queries_the_tables_and_agrees_with_the_jsonl(tmp_path: Path) -> 
     assert joined == [(r["trajectory_id"], len(r["issues"])) for r in jsonl(tmp_path / rundir.SCORES)]
 
 
-def test_a_field_the_schema_lacks_is_an_error_not_a_dropped_column(tmp_path: Path) -> None:
+def test_a_field_the_schema_lacks_leaves_its_row_out_and_says_so_not_a_dropped_column(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_run(tmp_path)
     rows = jsonl(tmp_path / rundir.SCORES)
     rows[1]["novel"] = 1
     (tmp_path / rundir.SCORES).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"scores\.jsonl: cannot convert to Parquet: .*scores\.jsonl:2: .*novel"):
-        tables.write_tables(tmp_path)
-    assert not (tmp_path / rundir.SCORES_PARQUET).exists() and not list(tmp_path.glob("*.tmp"))
+    tables.write_tables(tmp_path)
+    table = pq.read_table(tmp_path / rundir.SCORES_PARQUET)
+    assert table.column("trajectory_id").to_pylist() == ["t1"] and "novel" not in table.schema.names
+    assert "warning: scores.jsonl:2: row left out of scores.parquet:" in capsys.readouterr().err
+    (skip,) = RunDir(tmp_path).manifest().tables.skipped_rows
+    assert (skip.file, skip.line) == ("scores.jsonl", 2) and "novel" in skip.error
+    assert not list(tmp_path.glob("*.tmp"))
+    rows[1].pop("novel")  # fixed: the next writing holds every row and clears the record
+    (tmp_path / rundir.SCORES).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    tables.write_tables(tmp_path)
+    assert pq.read_table(tmp_path / rundir.SCORES_PARQUET).num_rows == 2
+    assert "tables" not in json.loads((tmp_path / rundir.MANIFEST).read_text())
+
+
+@pytest.mark.parametrize("check_bytes", [1, 1 << 20])
+def test_rows_beyond_int64_are_left_out_and_the_rest_written_in_order(
+        tmp_path: Path, check_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the chunk the lines are checked in, exactly the bad rows are left out (issue 28)."""
+    monkeypatch.setattr(tables, "CHECK_BYTES", check_bytes)
+    write_run(tmp_path)
+    rows = jsonl(tmp_path / rundir.VERDICTS)
+    rows[0]["issues"][0]["turn"] = 2**63
+    rows[2]["usage"] = {"input_tokens": 2**64, "output_tokens": None, "cached_tokens": None}
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    (tmp_path / rundir.VERDICTS).write_text(text.replace("\n", "\n\n", 1), encoding="utf-8")  # a blank line 2
+    tables.write_tables(tmp_path)
+    assert pq.read_table(tmp_path / rundir.VERDICTS_PARQUET).to_pylist() == [rows[1], rows[3]]
+    skipped = RunDir(tmp_path).manifest().tables.skipped_rows
+    assert [(s.file, s.line) for s in skipped] == [("verdicts.jsonl", 1), ("verdicts.jsonl", 4)]
+    assert all("int64" in s.error for s in skipped)
 
 
 def test_an_empty_file_gives_an_empty_typed_table_and_an_absent_one_none(tmp_path: Path) -> None:

@@ -202,6 +202,7 @@ def compare_cmd(
     full cost is reported: generation, teacher and judge tokens and dollars, failed attempts included.
     """
     from judge.compare import PAIR_BY, compare_records, judge_overhead, load_records, make_scorer, write_outputs
+    from judge.importers.reader import missing_inputs
     from judge.rundir import RunDir
 
     if pair_by not in PAIR_BY:
@@ -212,7 +213,7 @@ def compare_cmd(
     if not tokens:
         raise typer.BadParameter("give at least one INPUT (continuation files or scored run directories)")
     paths = [Path(t) for t in tokens]
-    missing = [str(p) for p in paths if not p.exists()]
+    missing = missing_inputs(paths)
     if missing:
         raise typer.BadParameter(f"input not found: {', '.join(missing)}")
     run_dirs = [p for p in paths if RunDir(p).is_scored()]

@@ -49,7 +49,7 @@ def import_command(
 
     Prints how many records were read, imported and rejected (and per format).
 
-    Paths not read (OUT itself, a trajudge run directory inside an input folder, a symlinked directory) are listed in the rejects file as skipped.
+    Paths not read (OUT itself, a trajudge run directory inside an input folder, a symlinked directory, hidden entries, files that are not data such as README.md) are listed in the rejects file as skipped.
 
     A repeated id is renamed ID~2, ID~3...; the original stays in metadata.extra.original_id.
 

@@ -184,6 +184,7 @@ def print_dry_run(output: Output, inputs: list[Path], out: Path, settings: Panel
     from judge import rundir
     from judge.api import SetupError, panel_settings
     from judge.estimate import describe, estimate_run
+    from judge.importers.reader import missing_inputs
     from judge.importers.writer import write_import
     from judge.prompting import token_count_method
     from judge.rundir import RunDir
@@ -192,7 +193,7 @@ def print_dry_run(output: Output, inputs: list[Path], out: Path, settings: Panel
         settings = panel_settings(settings, **flags)
     except SetupError as error:
         raise typer.BadParameter(str(error)) from error
-    missing = [str(p) for p in inputs if not p.exists()]
+    missing = missing_inputs(inputs)
     if missing:
         raise typer.BadParameter(f"input not found: {', '.join(missing)}")
     try:

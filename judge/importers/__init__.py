@@ -127,10 +127,13 @@ def iter_records(
 
 
 def load_trajectories(path_or_paths: Iterable[str | Path] | str | Path, fmt: str | None = None) -> list[Trajectory]:
-    """All trajectories of the inputs; raises :class:`TrajectoryImportError` if any record was rejected."""
+    """All trajectories of the inputs; raises :class:`TrajectoryImportError` if any record was rejected (paths
+    skipped, such as a README.md in a folder, are not rejects)."""
     trajectories: list[Trajectory] = []
     rejects: list[Reject] = []
     for item in iter_records(path_or_paths, fmt=fmt):
+        if isinstance(item, Skipped):
+            continue  # not bad input: a path deliberately not read (notes.txt, a run directory)
         if isinstance(item, Reject):
             rejects.append(item)
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,10 @@ COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz")  # read transparently (gzip, bz2, 
 # (the deepest of the 224 files in ../shared/datasets nests 13); pydantic cannot serialise a model nested
 # deeper than about 250, and a deep value costs every later stage recursion.
 MAX_DEPTH = 100
+
+# Every integer of a trajectory (turns, indices, exit codes, token counts) fits the int64 columns the run's
+# Parquet tables store: a larger one stopped the whole run at the tables (issue 28), so it is refused here.
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class RecordError(ValueError):
@@ -236,7 +241,9 @@ def exit_code_from_text(text: str | None) -> int | None:
         return None
     for pattern, needed in _EXIT_PATTERNS:
         if needed in text and (match := pattern.search(text)):
-            return int(match.group(1))
+            code = int(match.group(1))
+            # a number no process can exit with is text about something else: not a reason to refuse the record
+            return code if INT64_MIN <= code <= INT64_MAX else None
     return None
 
 
@@ -273,6 +280,8 @@ def usage_from(value: Any) -> Usage | None:
     def first(keys: tuple[str, ...]) -> int | None:
         for key in keys:
             number = value.get(key)
+            if isinstance(number, float) and not math.isfinite(number):
+                raise RecordError(f"usage {key} is {number}: a token count must be a finite number")
             if isinstance(number, (int, float)) and not isinstance(number, bool):
                 return int(number)
         return None
@@ -518,6 +527,39 @@ def check_depth(trajectory: Trajectory) -> None:
         for call in message.tool_calls:
             if nests_deeper(call.arguments, MAX_DEPTH):
                 raise RecordError(f"message {position}: the arguments of tool call {call.id[:80]!r} are nested deeper than {MAX_DEPTH} levels")
+
+
+def check_integers(trajectory: Trajectory) -> None:
+    """Raise RecordError naming the first integer of the trajectory outside the int64 range (:data:`INT64_MAX`):
+    a turn, a source index, an exit code, a token count, the source line or the branch turn."""
+    metadata = trajectory.metadata
+    _check_range("metadata", {"source_line": metadata.source_line, "branch_turn": metadata.branch_turn})
+    _check_usage("metadata.usage", metadata.usage)
+    for position, message in enumerate(trajectory.messages):
+        receipt = message.receipt
+        exit_code = receipt.exit_code if receipt is not None else None
+        # names built only for a value out of range: this runs for every message of every import
+        if not _in_range(message.turn) or not _in_range(message.source_index) or not _in_range(exit_code):
+            _check_range(f"message {position}", {"turn": message.turn, "source_index": message.source_index,
+                                                 "receipt.exit_code": exit_code})
+        if message.usage is not None:
+            _check_usage(f"message {position}: usage", message.usage)
+
+
+def _in_range(value: int | None) -> bool:
+    return value is None or INT64_MIN <= value <= INT64_MAX
+
+
+def _check_range(where: str, values: dict[str, int | None]) -> None:
+    for name, value in values.items():
+        if not _in_range(value):
+            raise RecordError(f"{where}: {name} {value} is outside the 64-bit integer range the run's tables store")
+
+
+def _check_usage(where: str, usage: Usage | None) -> None:
+    if usage is not None:
+        _check_range(where, {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                             "cached_tokens": usage.cached_tokens})
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -14,11 +14,13 @@
   values nest deeper than :data:`~judge.importers._common.MAX_DEPTH` (checked in :func:`parse_record`); in a
   JSON document the other records are kept.
 * Directories are walked recursively in sorted order; only data files (``.json``, ``.jsonl``, ``.ndjson``,
-  ``.traj``, optionally compressed) are read (README.md, SOURCE.md, scripts and hidden entries are not data).
-  A broken symlink, a symlink loop or an unreadable file or directory is a reject. A trajudge run directory, a
-  symlink to a directory and an excluded path (the command's own output) are *skipped*: listed as
-  :class:`Skipped` rows (a kind of Reject), never silently. A file named explicitly is always read; a run
-  directory named explicitly is read as its ``trajectories.jsonl``.
+  ``.traj``, ``.eval``, optionally compressed) are read. A broken symlink, a symlink loop, an unreadable file or
+  directory (no permission: the walk goes on past it), an archive (``.zip``, ``.tar.gz``...) or a compression
+  the reader does not open is a reject. Any other entry not read is *skipped*: a hidden file or folder, a file
+  that is not data (README.md, notes.txt, scripts), a trajudge run directory, a symlink to a directory and an
+  excluded path (the command's own output) are listed as :class:`Skipped` rows (a kind of Reject), never left
+  out silently. A file named explicitly is always read; a run directory named explicitly is read as its
+  ``trajectories.jsonl``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from judge.importers._common import (
     RecordError,
     Source,
     check_depth,
+    check_integers,
     one_line,
     replace_lone_surrogates,
 )
@@ -112,35 +115,64 @@ def is_run_dir(path: Path) -> bool:
     return (path / rundir.MANIFEST).is_file() and ((path / rundir.STORE).exists() or (path / rundir.LOCK).exists())
 
 
+def missing_inputs(paths: Iterable[str | Path]) -> list[str]:
+    """The inputs that name nothing at all. A broken symlink, a symlink loop or a file in a folder without
+    permission names something: the reader rejects it with its reason, so it is not "not found"."""
+    return [str(p) for p in paths if _names_nothing(p)]
+
+
+def _names_nothing(path: str | Path) -> bool:
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:  # there, but not to be looked at (EACCES): the reader says so
+        return False
+    return False
+
+
 # ----------------------------------------------------------------------------------------------------
 # Files and directories
 
 
 def iter_data_files(paths: Iterable[str | Path], exclude: Iterable[str | Path] = ()) -> Iterator[Path | Reject]:
     """Expand inputs to data files, in order. A missing or unreadable input yields a Reject; a run directory
-    met in a walk, and any path in ``exclude`` (the command's own output), yield a :class:`Skipped`."""
+    met in a walk, and any path in ``exclude`` (the command's own output), yield a :class:`Skipped`. Nothing
+    raises: an entry the operating system refuses (no permission) is a Reject naming it, and the rest goes on."""
     excluded = {os.path.realpath(p) for p in exclude}
     for raw in paths:
         path = Path(raw)
         if os.path.realpath(path) in excluded:
             yield Skipped(source_file=str(path), reason="skipped: it is the output of this command")
             continue
-        problem = _link_problem(path) if path.is_symlink() else None
-        if problem:
-            yield Reject(source_file=str(path), reason=problem)
-        elif path.is_dir():
-            if not is_run_dir(path):
-                yield from _walk(path, excluded, os.path.realpath(path))
-            elif (path / rundir.TRAJECTORIES).is_file():  # named explicitly: its trajectories, not its other outputs
-                yield path / rundir.TRAJECTORIES
-            else:
-                yield Reject(source_file=str(path), reason=f"a trajudge run directory without {rundir.TRAJECTORIES}")
-        elif path.is_file():
-            yield path
-        elif path.exists():
-            yield Reject(source_file=str(path), reason="not a regular file or directory")
+        try:
+            yield from _input(path, excluded)
+        except OSError as error:  # e.g. a folder whose run files cannot be looked at (no permission)
+            yield Reject(source_file=str(path), reason=_cannot_read(error))
+
+
+def _input(path: Path, excluded: set[str]) -> Iterator[Path | Reject]:
+    """One path named as an input (a file named explicitly is always read, whatever its name)."""
+    problem = _link_problem(path) if path.is_symlink() else None
+    if problem:
+        yield Reject(source_file=str(path), reason=problem)
+    elif path.is_dir():
+        if not is_run_dir(path):
+            yield from _walk(path, excluded, os.path.realpath(path))
+        elif (path / rundir.TRAJECTORIES).is_file():  # named explicitly: its trajectories, not its other outputs
+            yield path / rundir.TRAJECTORIES
         else:
-            yield Reject(source_file=str(path), reason="no such file or directory")
+            yield Reject(source_file=str(path), reason=f"a trajudge run directory without {rundir.TRAJECTORIES}")
+    elif path.is_file():
+        yield path
+    elif path.exists():
+        yield Reject(source_file=str(path), reason="not a regular file or directory")
+    else:
+        yield Reject(source_file=str(path), reason="no such file or directory")
+
+
+def _cannot_read(error: OSError) -> str:
+    return f"cannot read: {error.strerror or error}"
 
 
 def _walk(directory: Path, excluded: set[str], real_dir: str) -> Iterator[Path | Reject]:
@@ -151,29 +183,67 @@ def _walk(directory: Path, excluded: set[str], real_dir: str) -> Iterator[Path |
         yield Reject(source_file=str(directory), reason=f"cannot list the directory: {error.strerror or error}")
         return
     for entry in entries:
-        if entry.name.startswith("."):  # hidden files and folders (.git, caches) are not data
-            continue
         path = Path(entry.path)
-        link = entry.is_symlink()
-        problem = _link_problem(path) if link else None
-        if problem:
-            yield Reject(source_file=str(path), reason=problem)
-            continue
-        real = os.path.realpath(path) if link else os.path.join(real_dir, entry.name)
-        if real in excluded:
-            yield Skipped(source_file=str(path), reason="skipped: it is the output of this command")
-        elif entry.is_dir():
-            if link:
-                yield Skipped(source_file=str(path), reason="skipped: a symlink to a directory is not followed (name it as an input to read it)")
-            elif is_run_dir(path):
-                yield Skipped(source_file=str(path), reason=f"skipped: a trajudge run directory (name it, or its {rundir.TRAJECTORIES}, as an input to read it)")
-            else:
-                yield from _walk(path, excluded, real)
-        elif is_data_file_name(entry.name):
-            if entry.is_file():
-                yield path
-            else:
-                yield Reject(source_file=str(path), reason="not a regular file")
+        try:
+            yield from _entry(entry, path, excluded, real_dir)
+        except OSError as error:  # a folder or file the walk may not look into: a reject, the walk goes on
+            yield Reject(source_file=str(path), reason=_cannot_read(error))
+
+
+def _entry(entry: os.DirEntry[str], path: Path, excluded: set[str], real_dir: str) -> Iterator[Path | Reject]:
+    """One entry of a walked folder: a data file to read, a folder to walk, or a Reject or Skipped row saying why
+    not; nothing is left out without a row."""
+    if entry.name.startswith("."):  # hidden files and folders (.git, caches) are not data
+        what = "folder" if entry.is_dir() else "file"
+        yield Skipped(source_file=str(path), reason=f"skipped: a hidden {what} (name it as an input to read it)")
+        return
+    link = entry.is_symlink()
+    problem = _link_problem(path) if link else None
+    if problem:
+        yield Reject(source_file=str(path), reason=problem)
+        return
+    real = os.path.realpath(path) if link else os.path.join(real_dir, entry.name)
+    if real in excluded:
+        yield Skipped(source_file=str(path), reason="skipped: it is the output of this command")
+    elif entry.is_dir():
+        if link:
+            yield Skipped(source_file=str(path), reason="skipped: a symlink to a directory is not followed (name it as an input to read it)")
+        elif is_run_dir(path):
+            yield Skipped(source_file=str(path), reason=f"skipped: a trajudge run directory (name it, or its {rundir.TRAJECTORIES}, as an input to read it)")
+        else:
+            yield from _walk(path, excluded, real)
+    elif is_data_file_name(entry.name):
+        if entry.is_file():
+            yield path
+        else:
+            yield Reject(source_file=str(path), reason="not a regular file")
+    elif (unread := _unread_kind(entry.name)) is not None:
+        yield Reject(source_file=str(path), reason=unread)
+    else:
+        yield Skipped(source_file=str(path), reason=f"skipped: not a data file ({_suffix(entry.name)}); read are "
+                      f"{', '.join(DATA_SUFFIXES)}, optionally {', '.join(COMPRESSION_SUFFIXES)}")
+
+
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".tbz2", ".txz", ".7z", ".rar")
+
+
+def _unread_kind(name: str) -> str | None:
+    """Why a file that may hold data is not read: an archive or a compression the reader does not open; None
+    for any other name (documents, scripts: not data)."""
+    lower = name.lower()
+    inner = _inner_name(lower)
+    archive = next((s for s in ARCHIVE_SUFFIXES if inner.endswith(s) or lower.endswith(s)), None)
+    if archive is not None:  # named with its compression: an archive .tar.gz
+        return f"an archive ({name[lower.rfind(archive):]}) is not read: unpack it and name the folder as an input"
+    compression = _compression(lower)
+    if compression in UNSUPPORTED_COMPRESSION:
+        return f"{compression} compression is not supported: decompress the file first"
+    return None
+
+
+def _suffix(name: str) -> str:
+    suffix = Path(name).suffix
+    return suffix if suffix else "no suffix"
 
 
 def _link_problem(path: Path) -> str | None:
@@ -718,6 +788,7 @@ def parse_record(record: Any, src: Source, fmt: str | None = None) -> Item:
     try:
         trajectory = spec.parse(record, src)
         check_depth(trajectory)
+        check_integers(trajectory)
         return trajectory
     except RecordError as error:
         return _reject(src, name, str(error))
@@ -727,7 +798,7 @@ def parse_record(record: Any, src: Source, fmt: str | None = None) -> Item:
         return _reject(src, name, f"invalid value at {where}: {first.get('msg')}")
     except RecursionError:
         return _reject(src, name, _TOO_DEEP)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as error:
         # A record of an unexpected shape must not stop the batch; the reason names what broke.
         return _reject(src, name, f"unexpected record shape: {type(error).__name__}: {error}")
 

@@ -139,6 +139,9 @@ class SummaryTally:
                 "rejects": rejects.total,
                 "files": dict(sorted(present.items())),
                 "unreadable_rows": [{"file": b.file, "line": b.line, "error": b.error} for b in bad_rows],
+                # Rows the Parquet tables left out (judge.tables): still in the JSONL and in this report.
+                "rows_left_out_of_tables": [row.to_json() for row in self.manifest.tables.skipped_rows]
+                if self.manifest.tables is not None else [],
             },
             "scores": self.scores.distribution(),
             "release": self.scores.release(),

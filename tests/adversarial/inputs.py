@@ -184,7 +184,7 @@ def _empty(d: Path) -> None:
     _text(d / "blank.jsonl", "\n  \n\r\n")
     _text(d / "empty.json", "")
     _text(d / "empty-list.json", "[]")
-    _text(d / "notes.md", "not data: not read, not listed")
+    _text(d / "notes.md", "not data: not read, listed as skipped")
 
 
 def _huge_line(d: Path) -> None:
@@ -208,6 +208,63 @@ def _document_with_bad_record(d: Path) -> None:
     _text(d / "batch.json", _batch_text())
 
 
+# --- integers the run's tables cannot store, turn numbers out of order (issue 28, item 1) -------------------
+
+
+def canonical(rid: str, turns: tuple[int | None, int | None, int | None] = (1, 1, 2), **metadata: Any) -> dict[str, Any]:
+    """A small canonical trajectory (trajudge's own JSONL): T1 calls Bash, its receipt, T2 answers. ``turns``:
+    the turn numbers of the first assistant message, the tool message and the last assistant message."""
+    first, tool, last = turns
+    return {
+        "schema_version": "trajudge.trajectory/1", "id": rid, "query": f"task {rid}", "query_id": f"q-{rid}",
+        "messages": [
+            {"role": "user", "content": f"task {rid}", "turn": 0},
+            {"role": "assistant", "content": "", "turn": first,
+             "tool_calls": [{"id": "c1", "name": "Bash", "arguments": {"command": "ls"}}]},
+            {"role": "tool", "content": "a.txt", "turn": tool, "receipt": {"call_id": "c1", "content": "a.txt"}},
+            {"role": "assistant", "content": "done", "turn": last},
+        ],
+        "metadata": {"source_format": "openai", **metadata},
+    }
+
+
+def _canonical_turns(d: Path) -> None:
+    rows = [canonical("ok"), canonical("negative", (-1, -1, 0)), canonical("zero", (0, 0, 1)),
+            canonical("descending", (2, 2, 1)), canonical("gap", (1, 1, 3)), canonical("tool-ahead", (1, 2, 2)),
+            canonical("beyond-int64", (2**63, 2**63, 2**63 + 1)), canonical("unnumbered", (None, None, None)),
+            canonical("after")]
+    _text(d / "canonical.jsonl", _jsonl(*map(json.dumps, rows)))
+
+
+def _integers_beyond_int64(d: Path) -> None:
+    receipt = canonical("exit-code")
+    receipt["messages"][2]["receipt"]["exit_code"] = -(2**63) - 1
+    index = canonical("source-index")
+    index["messages"][3]["source_index"] = 2**64
+    told = record("exit-code-in-text")  # a number in a tool's text is not a reason to refuse the record
+    told["messages"][2]["content"] = "Exit code: 99999999999999999999999"
+    _text(d / "ints.jsonl", _jsonl(
+        line("usage", metadata={"usage": {"input_tokens": 2**64}}),
+        line("usage-inf", metadata={"usage": {"output_tokens": 7}}).replace("7", "1e400"),  # parsed as inf
+        json.dumps(canonical("branch", branch_turn=2**63)),
+        json.dumps(receipt), json.dumps(index), json.dumps(told), line("fine")))
+
+
+# --- entries a folder walk does not read (issue 28, item 2): each is a reject or a skipped row --------------
+
+
+def _not_data(d: Path) -> None:
+    _text(d / "data.jsonl", _jsonl(line("data")))
+    _text(d / "notes.txt", "not data")
+    _text(d / "README.md", "# not data")
+    _text(d / ".hidden.jsonl", _jsonl(line("hidden")))  # read when named as an input, skipped in a walk
+    _text(d / ".git" / "HEAD", "ref: refs/heads/main")
+    _bytes(d / "batch.zip", b"PK\x03\x04 an archive")
+    _bytes(d / "logs.tar.gz", gzip.compress(b"an archive"))
+    _bytes(d / "e.7z", b"7z an archive")
+    _bytes(d / "plain.zst", b"\x28\xb5\x2f\xfd not really zstd")
+
+
 def _fifo(d: Path) -> None:
     _text(d / "ok.jsonl", _jsonl(line("beside-fifo")))
     os.mkfifo(d / "pipe.jsonl")
@@ -229,7 +286,7 @@ CASES: list[Case] = [
          partial=True, note="the records before the cut are imported: a prefix whose length depends on zlib"),
     Case("symlinks", _symlinks, ["via-file-link", "via-file-link~2"],
          [("broken.jsonl", None, "broken symlink"), ("loop-a.jsonl", None, "symlink loop"), ("loop-b.jsonl", None, "symlink loop")],
-         [("linked-dir", "symlink to a directory"), ("real/self", "symlink to a directory")]),
+         [(".elsewhere", "a hidden folder"), ("linked-dir", "symlink to a directory"), ("real/self", "symlink to a directory")]),
     Case("line-endings", _line_endings, ["crj-1", "crj-2", "cr-1", "cr-2", "cr-3", "crlf-1", "crlf-3", "mix-1", "mix-2", "mix-4"],
          [("crlf.jsonl", 2, "broken JSON"), ("mixed.jsonl", 3, "broken JSON")]),
     Case("run-directory", _run_directory, ["input-1"], skipped=[("old-run", "trajudge run directory")]),
@@ -237,12 +294,26 @@ CASES: list[Case] = [
          [("latin1.jsonl", 2, "invalid UTF-8"), ("utf16.jsonl", 1, "UTF-16")]),
     Case("empty", _empty, [],
          [("blank.jsonl", None, "empty file"), ("empty-list.json", None, "no records"), ("empty.json", None, "empty file"),
-          ("empty.jsonl", None, "empty file")]),
+          ("empty.jsonl", None, "empty file")], [("notes.md", "not a data file (.md)")]),
     Case("huge-line", _huge_line, ["huge", "after-huge"]),
     Case("document-with-bad-records", _document_with_bad_record, ["doc-1", "doc-3"],
          [("batch.json", _line_before(_batch_text(), '"id": "no-messages"'), "unknown format"),
           ("batch.json", _line_before(_batch_text(), '"id": "unpaired"'), "no matching tool call")]),
     Case("fifo", _fifo, ["beside-fifo"], [("pipe.jsonl", None, "not a regular file")]),
+    Case("not-data", _not_data, ["data"],
+         [("batch.zip", None, "an archive (.zip) is not read"), ("e.7z", None, "an archive (.7z) is not read"),
+          ("logs.tar.gz", None, "an archive (.tar.gz) is not read"), ("plain.zst", None, ".zst compression is not supported")],
+         [(".git", "a hidden folder"), (".hidden.jsonl", "a hidden file"), ("README.md", "not a data file (.md)"),
+          ("notes.txt", "not a data file (.txt)")]),
+    Case("canonical-turns", _canonical_turns, ["ok", "unnumbered", "after"],
+         [("canonical.jsonl", 2, "message 1 (assistant) has turn -1"), ("canonical.jsonl", 3, "message 1 (assistant) has turn 0"),
+          ("canonical.jsonl", 4, "message 1 (assistant) has turn 2"), ("canonical.jsonl", 5, "message 3 (assistant) has turn 3"),
+          ("canonical.jsonl", 6, "message 2 (tool) has turn 2"), ("canonical.jsonl", 7, f"message 1 (assistant) has turn {2**63}")],
+         note="turn numbers are checked, never renumbered: every output points at turns by number"),
+    Case("integers-beyond-int64", _integers_beyond_int64, ["exit-code-in-text", "fine"],
+         [("ints.jsonl", 1, "input_tokens 18446744073709551616 is outside the 64-bit integer range"),
+          ("ints.jsonl", 2, "output_tokens is inf"), ("ints.jsonl", 3, f"branch_turn {2**63} is outside"),
+          ("ints.jsonl", 4, f"exit_code {-(2**63) - 1} is outside"), ("ints.jsonl", 5, f"source_index {2**64} is outside")]),
 ]
 
 
