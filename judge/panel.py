@@ -9,6 +9,9 @@ already hold:
 
 - the cache key is (trajectory content hash, prompt version, provider, model, parameters, pass index), so a
   second run makes zero calls and a run killed with SIGKILL makes only the missing calls when restarted;
+- a pass judged in several calls (windows of a long trajectory) keeps each call's answer in the store as it
+  arrives (``RunCalls.parts``), so a resume asks only the windows that had no answer; they are dropped once the
+  pass's verdict is stored;
 - a pass the run store does not hold is looked up in the cache shared across runs (:mod:`judge.sharedcache`,
   ``no_shared_cache``/``cache_dir``): a hit is recorded in the run store as the run's answer, ``cached_from:
   "shared"``, costing the run nothing (its original cost kept in ``original_cost_usd``); every new ``ok``
@@ -60,7 +63,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from judge import rundir
 from judge.batch import BatchJudge, BatchRunner, batchable
 from judge.config import OptionFile, build_checked, read_option_file
-from judge.judges import Judge, check_judge, is_local, make_judge
+from judge.judges import Judge, check_judge, is_local, keeps_parts, make_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
 from judge.providers import key_variables, redact
@@ -463,7 +466,10 @@ async def _run_panel(
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
-                if answers is None:
+                if answers is None and keeps_parts(judge):  # a pass of several calls: each answer kept as it comes
+                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send,
+                                          parts=calls.parts(key, trajectory.id))
+                elif answers is None:
                     verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
                 else:  # first answers from a batch: parsed as direct ones, a corrective retry sent directly
                     batch_judge = cast(BatchJudge, judge)  # answers come from a batch only for batchable judges

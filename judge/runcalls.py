@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judge.pricing import PriceTable, add_costs, load_price_table, price
 from judge.providers.retry import Attempt, Budget, CallRuntime, RetryPolicy
@@ -100,12 +101,32 @@ class RunCalls:
 
         return on_send, on_attempt
 
+    def parts(self, key: str, trajectory_id: str) -> StoredParts:
+        """The stored answers of the calls (windows) of the pass ``key`` (:class:`judge.judges.PartStore`)."""
+        return StoredParts(self.store, key, trajectory_id)
+
     def budget(self) -> RunBudget:
         """The run's money now (read from the store)."""
         in_doubt, in_doubt_usd = self.store.in_doubt()
         return RunBudget(max_cost_usd=self.cap, cap_source=self.cap_source, spent_usd=self.store.spent_usd(),
                          spent_before_usd=self.spent_before, in_doubt_attempts=in_doubt, in_doubt_usd=in_doubt_usd,
                          interrupted_now=self.interrupted, interrupted_now_usd=self.interrupted_usd)
+
+
+@dataclass(frozen=True)
+class StoredParts:
+    """The answers of one pass's calls in the run store (:class:`judge.judges.PartStore`); dropped when the pass's
+    verdict is stored (:meth:`judge.store.RunStore.put_verdict`)."""
+
+    store: RunStore
+    key: str
+    trajectory_id: str
+
+    def get(self, part: int, fingerprint: str) -> dict[str, Any] | None:
+        return self.store.get_part(self.key, part, fingerprint)
+
+    def put(self, part: int, fingerprint: str, answer: dict[str, Any]) -> None:
+        self.store.put_part(self.key, part, fingerprint, self.trajectory_id, answer)
 
 
 def open_calls(store: RunStore, settings: CallSettings | None = None) -> RunCalls:

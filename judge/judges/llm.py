@@ -13,7 +13,9 @@ longer than the judge's context (the model's context window from rubrics/prices.
 ``max_input_tokens``), judges it in overlapping windows: one call per window, each with the query and a digest
 of the earlier turns, each reviewing its own turns (absolute numbers). Their issues are merged into one pass;
 every window's call is counted in tokens and cost, and a window that fails makes the pass unscored with the
-window named in the detail - never a silently partial verdict. Prompt judge-v2.1 (the default) adds to each
+window named in the detail - never a silently partial verdict. Each window's answer is kept in the run store
+as it arrives (``parts``, :class:`judge.judges.PartStore`): a pass a kill interrupted asks again only the windows
+that had no answer. Prompt judge-v2.1 (the default) adds to each
 issue ``recovered``: whether the agent got past an environment fault within the trajectory (a recovered fault
 is recorded and does not block release; null blocks, as an unrecovered one does).
 
@@ -38,7 +40,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.evidence import EvidenceIndex
-from judge.judges import AttemptHook, BaseJudge, JudgeIdentity, register_judge
+from judge.judges import AttemptHook, BaseJudge, JudgeIdentity, PartStore, register_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs, context_window, load_price_table
 from judge.prompting import (
@@ -67,6 +69,7 @@ from judge.providers.retry import (
     complete_with_retries,
 )
 from judge.schema import Category, Efficiency, Issue, Severity, Verdict
+from judge.store import cache_key
 
 DEFAULT_PROMPT = "judge-v2.1"
 DEFAULT_TEMPERATURE = 0.7
@@ -361,6 +364,7 @@ class LLMJudge(BaseJudge):
     """
 
     cacheable = True  # paid calls: every verdict is kept in the run store
+    keeps_parts = True  # a pass in windows keeps each window's answer (judge.judges.PartJudge)
 
     def __init__(self, spec: str, options: dict[str, Any]):
         self.spec = spec
@@ -442,9 +446,11 @@ class LLMJudge(BaseJudge):
 
     async def __call__(
         self, trajectory: Trajectory, pass_index: int, *, on_attempt: AttemptHook | None = None,
-        on_send: AttemptHook | None = None,
+        on_send: AttemptHook | None = None, parts: PartStore | None = None,
     ) -> Verdict:
-        return await self._judge(trajectory, pass_index, on_attempt, on_send, None)
+        """One pass. With ``parts`` (:class:`judge.judges.PartStore`), a pass judged in windows takes each window's
+        answer from there when an earlier, interrupted invocation got it, and keeps each new one there."""
+        return await self._judge(trajectory, pass_index, on_attempt, on_send, None, parts)
 
     def batch_calls(self, trajectory: Trajectory, pass_index: int) -> list[dict[str, Any]]:
         """The requests of one pass for a provider batch (:mod:`judge.batch`): per call (window), the keyword
@@ -468,7 +474,8 @@ class LLMJudge(BaseJudge):
         return await self._judge(trajectory, pass_index, on_attempt, on_send, answers)
 
     async def _judge(self, trajectory: Trajectory, pass_index: int, on_attempt: AttemptHook | None,
-                     on_send: AttemptHook | None, answers: list[BatchAnswer] | None) -> Verdict:
+                     on_send: AttemptHook | None, answers: list[BatchAnswer] | None,
+                     parts: PartStore | None = None) -> Verdict:
         base = Verdict(
             trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key=f"{self.spec}#{pass_index}",
             status="unscored", model=self.provider.model, prompt_version=self.prompt_version, attempts=0,
@@ -484,9 +491,15 @@ class LLMJudge(BaseJudge):
         if answers is not None and len(answers) != len(plan.calls):
             return base.model_copy(update={"reason": "provider_error", "detail": (
                 f"the batch holds {len(answers)} answer(s) for this pass, which needs {len(plan.calls)} call(s)")})
+        keep = parts if plan.windowed else None  # a pass of one call is kept whole, as its verdict
         for number, call in enumerate(plan.calls, start=1):
-            first = answers[number - 1] if answers is not None else None
-            answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt, on_send, first)
+            fingerprint = cache_key(messages=call.messages) if keep is not None else ""
+            answer = self._kept(keep, number, fingerprint)
+            if answer is None:
+                first = answers[number - 1] if answers is not None else None
+                answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt, on_send, first)
+                if keep is not None and answer.output is not None:
+                    keep.put(number, fingerprint, _part_record(answer))
             attempts += answer.attempts
             if answer.output is None:
                 detail = answer.detail
@@ -564,6 +577,21 @@ class LLMJudge(BaseJudge):
                             {"role": "user", "content": _corrective(problem)}]
         assert problem is not None
         return _Answer(attempts, reason=problem.reason, detail=str(problem), raw=last_text)
+
+    def _kept(self, parts: PartStore | None, number: int, fingerprint: str) -> _Answer | None:
+        """The answer of window ``number`` an earlier invocation got (with its attempts, for the pass's tokens and
+        cost; they are on record already), or None. A record this version cannot read is asked again."""
+        record = parts.get(number, fingerprint) if parts is not None else None
+        if record is None:
+            return None
+        try:
+            output = self.output.model.model_validate(record["output"])
+            attempts = [Attempt(i, str(a["outcome"]), usage=Usage.model_validate(a["usage"]), cost_usd=a["cost_usd"],
+                                latency_s=a["latency_s"], reserved_usd=a["reserved_usd"])
+                        for i, a in enumerate(record["attempts"], start=1)]
+        except (KeyError, TypeError, ValidationError):
+            return None
+        return _Answer(attempts, output=output, model=record.get("model"))
 
     @staticmethod
     def _check(completion: Completion) -> None:
@@ -681,6 +709,14 @@ class _Answer:
     reason: str | None = None
     detail: str | None = None
     raw: str | None = None
+
+
+def _part_record(answer: _Answer) -> dict[str, Any]:
+    """What the run store keeps of one answered window (:meth:`LLMJudge._kept` reads it back)."""
+    assert answer.output is not None
+    return {"output": answer.output.model_dump(mode="json"), "model": answer.model,
+            "attempts": [{"outcome": a.outcome, "usage": a.usage.model_dump(mode="json"), "cost_usd": a.cost_usd,
+                          "latency_s": a.latency_s, "reserved_usd": a.reserved_usd} for a in answer.attempts]}
 
 
 def _corrective(problem: VerdictProblem) -> str:

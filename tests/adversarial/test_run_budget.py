@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from adversarial.kills import kill_score_at
 from judge.cli import app
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
 from judge.testing.synthetic import synthetic_batch
-from trajudge_socket_guard import child_pythonpath
 
 runner = CliRunner()
-REPO = Path(__file__).resolve().parents[2]
-SCORE = "import sys; from judge.cli import main; sys.argv = ['judge', 'score', *sys.argv[1:]]; main()"
 FIXED_USAGE = {"input": 1000, "output": 0, "cached": 0}  # $0.01 a call at $10 per million tokens
 
 
@@ -81,18 +74,8 @@ def test_calls_in_flight_at_a_kill_are_counted_and_reported(tmp_path: Path, monk
 
     hang.set()
     with FakeLLMServer("openai", responder=responder) as fake:
-        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-        env["PYTHONPATH"] = child_pythonpath(REPO)
-        child = subprocess.Popen([sys.executable, "-c", SCORE, str(batch), "--out", str(run_dir), "--config", str(config),
-                                  "--judge", f"openai-compatible:m@{fake.base_url}", "--concurrency", "4",
-                                  "--max-cost", "1", "--no-preflight"], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while fake.request_count < 4 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.2)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+        kill_score_at(fake, 4, str(batch), "--out", str(run_dir), "--config", str(config), "--judge",
+                      f"openai-compatible:m@{fake.base_url}", "--concurrency", "4", "--max-cost", "1", "--no-preflight")
         assert fake.request_count == 4
         hang.clear()
 
