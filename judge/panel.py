@@ -97,7 +97,7 @@ PANEL_KEYS: dict[str, str] = {
     "judge": "judges", "passes": "passes", "base-url": "base_url", "concurrency": "concurrency", "rpm": "rpm",
     "tpm": "tpm", "timeout": "timeout_s", "max-cost": "max_cost_usd", "temperature": "temperature",
     "max-retries": "max_retries", "retry-base-delay": "retry_base_delay_s", "max-input-tokens": "max_input_tokens",
-    "max-tokens": "max_tokens", "prompt": "prompt", "prices": "prices", "params": "params",
+    "max-tokens": "max_tokens", "max-answer-chars": "max_answer_chars", "prompt": "prompt", "prices": "prices", "params": "params",
     "batch": "batch", "batch-poll-interval": "batch_poll_interval", "no-shared-cache": "no_shared_cache",
     "cache-dir": "cache_dir",
 }
@@ -132,6 +132,8 @@ class PanelConfig(BaseModel):
                                   "'none' leaves it out of every request.")
     max_input_tokens: int | None = Field(default=None, gt=0, description="Prompt budget per call (elision beyond).")
     max_tokens: int | None = Field(default=None, gt=0, description="Output budget per call.")
+    max_answer_chars: int | None = Field(default=None, gt=0, description="Longest answer taken, in characters (default "
+                                                                         "262,144); a longer one is unscored.")
     base_url: str | None = Field(default=None, description="OpenAI-compatible server URL for openai:/openai-compatible: judges.")
     prompt: str | None = Field(default=None, description="Judge prompt template name in prompts/ or a path.")
     prices: str | None = Field(default=None, description="Price table (default rubrics/prices.yaml).")
@@ -208,6 +210,7 @@ class PanelConfig(BaseModel):
         """Options handed to every judge factory (factories ignore what they do not use)."""
         return {
             "runtime": runtime, "temperature": self.temperature, "max_tokens": self.max_tokens,
+            "max_answer_chars": self.max_answer_chars,
             "max_input_tokens": self.max_input_tokens, "base_url": self.base_url, "timeout_s": self.timeout_s,
             "prompt": self.prompt, "params": dict(self.params), "concurrency": self.concurrency,
         }

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from judge.evidence import EvidenceIndex
 from judge.judges import AttemptHook, BaseJudge, JudgeIdentity, PartStore, register_judge
 from judge.model import Trajectory, Usage
-from judge.pricing import add_costs, context_window, load_price_table
+from judge.pricing import KEPT_CHARS, add_costs, context_window, load_price_table
 from judge.prompting import (
     PromptTemplate,
     RenderedTrajectory,
@@ -70,10 +70,14 @@ from judge.providers.retry import (
 )
 from judge.schema import Category, Efficiency, Issue, Severity, Verdict
 from judge.store import cache_key
+from judge.terminal import clip
 
 DEFAULT_PROMPT = "judge-v2.1"
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_TOKENS = 4096  # output budget per call
+# An answer longer than this is unscored answer_too_large, not parsed or kept: a verdict of 4096 tokens is about
+# 16k characters, so 256 KiB leaves room for any real one (max_answer_chars in a panel config changes it).
+DEFAULT_MAX_ANSWER_CHARS = 262_144
 DEFAULT_MAX_INPUT_TOKENS = 100_000  # prompt budget per call when the model's context window is not known
 CONTEXT_MARGIN = 0.9  # share of (context window - output budget) used for the prompt: estimates are estimates
 DIGEST_SHARE = 0.15  # share of a window's trajectory budget given to the digest of earlier turns
@@ -359,7 +363,8 @@ class LLMJudge(BaseJudge):
     ``max_input_tokens`` (default: the model's context window from the price table, less the output budget
     and a margin; else 100k), ``prompt`` (template name or path), ``windows`` (``auto``: judge a trajectory
     that does not fit whole in windows, when the prompt supports them; ``off``: elide to fit or give up),
-    ``base_url`` (OpenAI-protocol judges only), ``timeout_s``, ``params`` (extra provider settings recorded in
+    ``max_answer_chars`` (a longer answer is unscored ``answer_too_large``; default
+    :data:`DEFAULT_MAX_ANSWER_CHARS`), ``base_url`` (OpenAI-protocol judges only), ``timeout_s``, ``params`` (extra provider settings recorded in
     the cache key), ``prices`` (a price table path), ``provider`` (a ready :class:`Provider`, for tests).
     """
 
@@ -387,6 +392,7 @@ class LLMJudge(BaseJudge):
             raise ValueError(f"windows must be 'auto' or 'off', not {self.windows!r}")
         self.temperature: float | None = resolve_temperature(options.get("temperature"), self.provider.model)
         self.max_tokens = int(options.get("max_tokens") or DEFAULT_MAX_TOKENS)
+        self.max_answer_chars = int(options.get("max_answer_chars") or DEFAULT_MAX_ANSWER_CHARS)
         self.context_window = context_window(self.price_key, load_price_table(options.get("prices")))
         self.max_input_tokens = int(options.get("max_input_tokens") or self._default_input_budget())
         self.runtime: CallRuntime = options.get("runtime") or CallRuntime(timeout_s=float(options.get("timeout_s") or 120))
@@ -552,6 +558,7 @@ class LLMJudge(BaseJudge):
                         estimated_input_tokens=sum(estimate_tokens(str(m["content"])) for m in messages),
                         on_attempt=on_attempt, on_send=on_send, schema=self.output.schema, schema_name=SCHEMA_NAME,
                         temperature=self.temperature, seed=pass_index, max_tokens=self.max_tokens,
+                        max_answer_chars=self.max_answer_chars,
                     )
                     attempts += made
                 except BudgetExceeded as error:
@@ -561,6 +568,10 @@ class LLMJudge(BaseJudge):
                     return _Answer(attempts, reason=unscored_reason(error), raw=last_text,
                                    detail=f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))")
             last_text = completion.text
+            if completion.over_bounds is not None:  # not parsed, and not kept whole; charged at its worst case
+                reason, why = completion.over_bounds
+                return _Answer(attempts, reason=reason, detail=why, raw=clip(completion.text or completion.refusal,
+                                                                             KEPT_CHARS))
             if completion.finish_reason in ("refusal", "content_filter"):
                 return _Answer(attempts, reason="refusal", detail=completion.refusal or completion.finish_reason,
                                raw=completion.refusal or completion.text)
