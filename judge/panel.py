@@ -394,7 +394,7 @@ async def _run_panel(
         for judge in built.values():
             judge.share_runtime(runtime)  # one set of limits and one budget for the whole panel
         plans = plan_passes(config, built)
-        _write_panel_manifest(run_dir, config, plans, built, cap)
+        _write_panel_manifest(run_dir, config, plans, built, cap, calls.store_id)
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
         # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run. Resume reads
         # the store, never this file: rows are flushed one by one only while calls are paid, so that the file shows
@@ -727,7 +727,7 @@ def _append(handle: IO[bytes], verdict: Verdict, flush: bool) -> None:
 
 
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],
-                          cap: float | None) -> None:
+                          cap: float | None, store_id: str | None = None) -> None:
     members: list[PanelMember | str] = []
     versions: set[str] = set()
     for plan in plans:
@@ -751,6 +751,7 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         if manifest.budget is None:
             manifest.budget = BudgetSection()
         manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
+        manifest.budget.store_id = store_id or manifest.budget.store_id  # and the store that records its spend
 
 
 def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float) -> str:

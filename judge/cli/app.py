@@ -27,6 +27,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from judge.rundir import ForeignStore
 from judge.runlock import RunLocked
 
 # typer ships its own copy of click: its UsageError (the base of every parse or parameter error) is found
@@ -86,7 +87,7 @@ class JudgeGroup(TyperGroup):
         except UsageError as error:
             error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
             raise
-        except RunLocked as error:
+        except (RunLocked, ForeignStore) as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(ExitCode.ERROR) from None
         except (OSError, sqlite3.OperationalError, sqlite3.DatabaseError) as error:

@@ -51,6 +51,7 @@ class LedgerInfo:
     cap_source: str | None
     spent_before: float
     table: PriceTable
+    store_id: str | None = None
 
 
 class RunLedger:
@@ -85,7 +86,7 @@ class RunLedger:
 
     def info(self) -> LedgerInfo:
         calls = self.calls
-        return LedgerInfo(self.settings, calls.cap, calls.cap_source, calls.spent_before, calls.table)
+        return LedgerInfo(self.settings, calls.cap, calls.cap_source, calls.spent_before, calls.table, calls.store_id)
 
     def store_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if name not in STORE_METHODS:
@@ -240,7 +241,7 @@ def ledger_calls(ledger: Any, info: LedgerInfo | None = None) -> RunCalls:
         price_fn=lambda key, usage: price(key, usage, table), ledger=ledger)
     store = cast(RunStore, LedgerStore(ledger))
     return RunCalls(store=store, runtime=runtime, table=table, cap=info.cap, cap_source=info.cap_source,
-                    spent_before=info.spent_before, interrupted=0, interrupted_usd=0.0)
+                    spent_before=info.spent_before, interrupted=0, interrupted_usd=0.0, store_id=info.store_id)
 
 
 def stop_ledger(ledger: Any) -> None:

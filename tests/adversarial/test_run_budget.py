@@ -7,32 +7,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from adversarial.kills import kill_score_at
-from judge.cli import app
+from adversarial.paidrun import FIXED_USAGE, kill_score_at, score, setup_run
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
-from judge.testing.synthetic import synthetic_batch
-
-runner = CliRunner()
-FIXED_USAGE = {"input": 1000, "output": 0, "cached": 0}  # $0.01 a call at $10 per million tokens
-
-
-def setup_run(tmp_path: Path, count: int = 6) -> tuple[Path, Path]:
-    trajectories, _ = synthetic_batch(count)
-    batch = tmp_path / "batch.jsonl"
-    batch.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
-    prices = tmp_path / "prices.yaml"
-    prices.write_text("prices:\n  '*': {input: 10.0, output: 10.0}\n")
-    config = tmp_path / "panel.yaml"
-    config.write_text(f"passes: 1\nmax_tokens: 100\nretry_base_delay_s: 0.001\nprices: {prices}\n")
-    return batch, config
-
-
-def score(batch: Path, config: Path, run_dir: Path, url: str, *extra: str):
-    return runner.invoke(app, ["score", str(batch), "--out", str(run_dir), "--config", str(config), "--judge",
-                               f"openai-compatible:m@{url}", "--embedder", "lexical", "--no-preflight", *extra])
 
 
 def test_the_cap_holds_for_the_run_not_for_each_invocation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from adversarial.kills import kill_score_at
+from adversarial.paidrun import kill_score_at
 from judge import rundir
 from judge.cli import app
 from judge.judges.llm import LLMJudge
