@@ -162,10 +162,9 @@ def check_store(store: RunStore, reset: bool = False) -> str:
     """The id of the run's store, once it is known to be the store run.json's budget was recorded with.
 
     When run.json records money spent, the store must carry the id run.json names and record at least that
-    spend; otherwise it was emptied, replaced by another run's, or by an older copy, and judging on would forget
+    spend; otherwise it was emptied, replaced by another run's, or by an older copy, and calling on would forget
     that money: :class:`~judge.rundir.ForeignStore`, naming both files. ``reset`` takes the store as the run's
-    from now on (its own spend, run.json's cap) and says what was forgotten. A
-    store without an id gets one.
+    from now on (its own spend, run.json's cap) and says what was forgotten. A store without an id gets one.
     """
     manifest_path = store.path.parent / rundir.MANIFEST
     budget = RunManifest.load(manifest_path).budget or BudgetSection()
@@ -181,9 +180,9 @@ def check_store(store: RunStore, reset: bool = False) -> str:
         what = (f"{manifest_path} records ${recorded:.4f} spent{cap}, but {store.path} {problem}: it was emptied, "
                 "replaced or taken from another run")
         if not reset:
-            raise ForeignStore(f"{what}. Judging on would forget that money. Put the run's own {rundir.STORE} back, "
-                               "or run the command again with --reset-store to take this store as the run's (its "
-                               "spend from now on; run.json's cap is kept).")
+            raise ForeignStore(f"{what}. Calling on would forget that money. Put the run's own {rundir.STORE} back, "
+                               "or take this store as the run's with `judge score ... --reset-store` (its spend from "
+                               "then on; run.json's cap is kept).")
         if budget.max_cost_usd is not None:  # the run's cap, not the one another run recorded in that store
             store.set_setting("max_cost_usd", budget.max_cost_usd)
         print(f"warning: --reset-store: {what}; the run's spend is now the store's", file=sys.stderr)
