@@ -38,6 +38,7 @@ class JudgeEstimate:
     passes: int = 0  # planned passes over trajectories with an assistant turn
     in_run_store: int = 0
     in_shared_cache: int = 0
+    identical: int = 0  # passes over the same content as an earlier trajectory of the batch: judged once
     calls: int = 0
     windowed: int = 0  # passes judged in several windows (one call each)
     overflow: int = 0  # passes that do not fit even in windows: unscored context_overflow, no call
@@ -54,7 +55,7 @@ class JudgeEstimate:
 
     @property
     def to_judge(self) -> int:
-        return self.passes - self.in_run_store - self.in_shared_cache
+        return self.passes - self.in_run_store - self.in_shared_cache - self.identical
 
 
 @dataclass
@@ -93,6 +94,7 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
         estimate = RunEstimate(plans=plans, run_store=store is not None, shared_cache=consulted)
         rows = {spec: JudgeEstimate(redact(spec), local=judge.provider is None, note=notes.get(spec))
                 for spec, judge in judges.items()}
+        seen: set[str] = set()  # the run judges identical content once per pass (judge.panel)
         for trajectory in trajectories:
             estimate.trajectories += 1
             if not trajectory.has_assistant_turn:
@@ -105,6 +107,10 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
                 if row.local or not judge.cacheable:
                     continue
                 key = pass_cache_key(judge, content_hash, plan.pass_index)
+                if key in seen:
+                    row.identical += 1
+                    continue
+                seen.add(key)
                 if store is not None and store.get_verdict(key) is not None:
                     row.in_run_store += 1
                 elif shared is not None and shared.get(shared_key(key, judge)) is not None:
@@ -177,7 +183,8 @@ def describe(estimate: RunEstimate, run_dir: Path, token_method: str) -> list[st
             lines.append(f"{row.judge}: {row.passes} pass(es), local: no call, no cost")
             continue
         lines.append(f"{row.judge}: {row.passes} pass(es): {row.in_run_store} in the run store, {row.in_shared_cache} in "
-                     f"the shared cache, {row.to_judge} to judge in {row.calls} call(s)"
+                     f"the shared cache, " + (f"{row.identical} over content judged for another id, " if row.identical
+                                               else "") + f"{row.to_judge} to judge in {row.calls} call(s)"
                      + (f" ({row.windowed} pass(es) in windows)" if row.windowed else "")
                      + (f"; {row.overflow} too long even for windows (unscored context_overflow, no call)"
                         if row.overflow else "")

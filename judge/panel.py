@@ -9,6 +9,9 @@ already hold:
 
 - the cache key is (trajectory content hash, prompt version, provider, model, parameters, pass index), so a
   second run makes zero calls and a run killed with SIGKILL makes only the missing calls when restarted;
+- identical trajectories (the same content under other ids) are judged once per pass: a pass whose cache key is
+  being judged, or was judged since it was planned, waits for that verdict and takes it under its own id, at
+  cost 0 (``original_cost_usd``), as it does when the store holds it;
 - a pass judged in several calls (windows of a long trajectory) keeps each call's answer in the store as it
   arrives (``RunCalls.parts``), so a resume asks only the windows that had no answer; they are dropped once the
   pass's verdict is stored;
@@ -465,7 +468,31 @@ async def _run_panel(
         work: asyncio.Queue[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None, asyncio.Future[Verdict]] | None]
         work = asyncio.Queue(maxsize=config.concurrency)
 
+        # Passes being judged, by cache key: an identical trajectory (same content, another id) waits for the one
+        # call instead of paying its own. An entry lives while its call does, so this stays small.
+        judging: dict[str, asyncio.Future[Verdict]] = {}
+
         async def run_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> Verdict:
+            if not built[plan.judge].cacheable or answers is not None:
+                return await judge_one(trajectory, plan, key, answers)
+            same = judging.get(key)
+            if same is not None:
+                return _reused(await asyncio.shield(same), trajectory, plan)
+            stored = store.get_verdict(key)  # an identical trajectory's pass that ended after this one was planned
+            if stored is not None:
+                return _reused(Verdict.model_validate(stored), trajectory, plan)
+            judging[key] = mine = loop.create_future()
+            try:
+                verdict = await judge_one(trajectory, plan, key, answers)
+                mine.set_result(verdict)
+                return verdict
+            except BaseException:  # cancelled (judge_one turns every error into a verdict): so are those waiting
+                mine.cancel()
+                raise
+            finally:
+                del judging[key]
+
+        async def judge_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> Verdict:
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
@@ -669,10 +696,18 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, stored)
                 if hits is not None:
                     hits.append(shared_key(key, judge))
-        # The same content under another id (a duplicate record) reuses the verdict under its own id.
-        slots.append((plan, key, None if stored is None else Verdict.model_validate(stored).model_copy(update={
-            "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})))
+        slots.append((plan, key, None if stored is None else _reused(Verdict.model_validate(stored), trajectory, plan)))
     return slots
+
+
+def _reused(verdict: Verdict, trajectory: Trajectory, plan: PassPlan) -> Verdict:
+    """A pass answered earlier, as this trajectory's: from the run store (``cached``), or the pass of an identical
+    trajectory (the same content under another id), which paid for it: this one costs nothing
+    (``original_cost_usd`` says what the call cost)."""
+    update: dict[str, Any] = {"trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True}
+    if verdict.trajectory_id != trajectory.id and not verdict.cached_from:
+        update.update(cost_usd=0.0, original_cost_usd=verdict.cost_usd, usage=Usage(), latency_s=None, attempts=0)
+    return verdict.model_copy(update=update)
 
 
 def _record_hits(shared: SharedCache | None, hits: list[str]) -> None:
