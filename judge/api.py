@@ -246,7 +246,10 @@ async def score_async(
 
     with run_lock(out, "judge score"), runner:
         with RunStore.for_run(out) as store:  # before the import: a store that forgot the run's spend stops here
-            check_store(store, reset=bool(reset_store))
+            try:
+                check_store(store, reset=bool(reset_store))
+            except ValueError as error:  # a run.json that cannot be read
+                raise SetupError(str(error)) from error
         # A panel that makes no call is judged while the import streams past (each record parsed once); its
         # import counts are known, and shown, when that pass ends. Otherwise the import comes first.
         imports = runner.import_stream(paths, out, format, settings)

@@ -34,7 +34,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, cast
 
-from judge.judges import AttemptHook, Judge
+from judge.judges import AttemptHook, Judge, PartStore
+from judge.judges.llm import call_fingerprint
 from judge.model import Trajectory, Usage
 from judge.pricing import KEPT_CHARS, checked_usage, over_bounds, price
 from judge.providers import Completion, redact
@@ -59,7 +60,8 @@ class BatchJudge(Judge, Protocol):
     def batch_calls(self, trajectory: Trajectory, pass_index: int) -> list[dict[str, Any]]: ...
 
     async def judge_batched(self, trajectory: Trajectory, pass_index: int, answers: list[BatchAnswer], *,
-                            on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None) -> Verdict: ...
+                            on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None,
+                            parts: PartStore | None = None) -> Verdict: ...
 
 
 def batchable(judge: Judge) -> TypeGuard[BatchJudge]:
@@ -114,6 +116,8 @@ class BatchRunner:
                 row = known.get(key, {}).get(part)
                 if row is not None and row["state"] == ANSWERED:
                     self.reused += 1
+                elif len(wanted[key]) > 1 and self.store.get_part(key, part + 1, call_fingerprint(call["messages"])):
+                    self.reused += 1  # a window a direct call answered before a kill (the judge takes it from the store)
                 elif row is None or row["state"] != PENDING:  # never sent, or it ended without an answer: (re)submit
                     to_submit.setdefault(item[1].judge, []).append((item, part, call))
         for spec, entries in to_submit.items():

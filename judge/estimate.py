@@ -18,6 +18,7 @@ from pathlib import Path
 
 from judge.batch import batchable
 from judge.judges import Judge, make_judge
+from judge.judges.llm import call_fingerprint
 from judge.model import Trajectory, Usage
 from judge.panel import PanelConfig, PassPlan, pass_cache_key, plan_passes
 from judge.pricing import PriceTable, load_price_table, price
@@ -116,7 +117,7 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
                 elif shared is not None and shared.get(shared_key(key, judge)) is not None:
                     row.in_shared_cache += 1
                 else:
-                    _count(row, judge, trajectory)
+                    _count(row, judge, trajectory, store, key)
         for spec, row in rows.items():
             _price(row, judges[spec], config, table, shared)
         estimate.judges = list(rows.values())
@@ -130,7 +131,7 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
             await judge.aclose()
 
 
-def _count(row: JudgeEstimate, judge: Judge, trajectory: Trajectory) -> None:
+def _count(row: JudgeEstimate, judge: Judge, trajectory: Trajectory, store: RunStore | None, key: str) -> None:
     planned = getattr(judge, "batch_calls", None)  # the LLM judge's requests of one pass (windows included)
     if planned is None:  # a plugin's paid judge that does not tell its requests: one call, tokens unknown
         row.calls += 1
@@ -140,8 +141,11 @@ def _count(row: JudgeEstimate, judge: Judge, trajectory: Trajectory) -> None:
     if not calls:
         row.overflow += 1
         return
-    row.calls += len(calls)
     row.windowed += len(calls) > 1
+    if len(calls) > 1 and store is not None:  # windows an interrupted invocation got answers for are not asked again
+        calls = [call for part, call in enumerate(calls, start=1)
+                 if store.get_part(key, part, call_fingerprint(call["messages"])) is None]
+    row.calls += len(calls)
     row.input_tokens += sum(call["estimated_input_tokens"] for call in calls)
 
 

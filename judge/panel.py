@@ -495,16 +495,15 @@ async def _run_panel(
         async def judge_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> Verdict:
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
+            # A pass of several calls keeps each answer as it comes (a judge that says it can: keeps_parts).
+            parts = {"parts": calls.parts(key, trajectory.id)} if keeps_parts(judge) else {}
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
-                if answers is None and keeps_parts(judge):  # a pass of several calls: each answer kept as it comes
-                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send,
-                                          parts=calls.parts(key, trajectory.id))
-                elif answers is None:
-                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
+                if answers is None:
+                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send, **parts)
                 else:  # first answers from a batch: parsed as direct ones, a corrective retry sent directly
                     batch_judge = cast(BatchJudge, judge)  # answers come from a batch only for batchable judges
                     verdict = await batch_judge.judge_batched(
-                        trajectory, plan.pass_index, answers, on_attempt=on_attempt, on_send=on_send)
+                        trajectory, plan.pass_index, answers, on_attempt=on_attempt, on_send=on_send, **parts)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",

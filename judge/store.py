@@ -229,8 +229,11 @@ class RunStore:
     def get_part(self, key: str, part: int, fingerprint: str) -> dict[str, Any] | None:
         """The stored answer of call ``part`` of the pass ``key``, if it was asked with the same messages
         (``fingerprint``); else None."""
-        row = self._db.execute("SELECT answer FROM call_parts WHERE key = ? AND part = ? AND fingerprint = ?",
-                               (key, part, fingerprint)).fetchone()
+        try:
+            row = self._db.execute("SELECT answer FROM call_parts WHERE key = ? AND part = ? AND fingerprint = ?",
+                                   (key, part, fingerprint)).fetchone()
+        except sqlite3.OperationalError:  # an older store opened read-only (a dry run) has no such table
+            return None
         return json.loads(row[0]) if row else None
 
     def put_part(self, key: str, part: int, fingerprint: str, trajectory_id: str, answer: dict[str, Any]) -> None:

@@ -472,12 +472,12 @@ class LLMJudge(BaseJudge):
 
     async def judge_batched(
         self, trajectory: Trajectory, pass_index: int, answers: list[BatchAnswer], *,
-        on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None,
+        on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None, parts: PartStore | None = None,
     ) -> Verdict:
         """One pass whose first answers came from a batch, one per call of :meth:`batch_calls`: each is checked and
         parsed exactly as a direct answer; an answer that needs a corrective retry gets it as a direct call (with
         the hooks); a request the batch did not answer leaves the pass unscored with its reason."""
-        return await self._judge(trajectory, pass_index, on_attempt, on_send, answers)
+        return await self._judge(trajectory, pass_index, on_attempt, on_send, answers, parts)
 
     async def _judge(self, trajectory: Trajectory, pass_index: int, on_attempt: AttemptHook | None,
                      on_send: AttemptHook | None, answers: list[BatchAnswer] | None,
@@ -499,7 +499,7 @@ class LLMJudge(BaseJudge):
                 f"the batch holds {len(answers)} answer(s) for this pass, which needs {len(plan.calls)} call(s)")})
         keep = parts if plan.windowed else None  # a pass of one call is kept whole, as its verdict
         for number, call in enumerate(plan.calls, start=1):
-            fingerprint = cache_key(messages=call.messages) if keep is not None else ""
+            fingerprint = call_fingerprint(call.messages) if keep is not None else ""
             answer = self._kept(keep, number, fingerprint)
             if answer is None:
                 first = answers[number - 1] if answers is not None else None
@@ -720,6 +720,11 @@ class _Answer:
     reason: str | None = None
     detail: str | None = None
     raw: str | None = None
+
+
+def call_fingerprint(messages: list[dict[str, Any]]) -> str:
+    """What one call of a pass sends, as the key of its kept answer (:class:`judge.judges.PartStore`)."""
+    return cache_key(messages=messages)
 
 
 def _part_record(answer: _Answer) -> dict[str, Any]:

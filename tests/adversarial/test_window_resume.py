@@ -21,9 +21,11 @@ from typer.testing import CliRunner
 from adversarial.paidrun import kill_score_at
 from judge import rundir
 from judge.cli import app
+from judge.estimate import estimate_run
 from judge.judges.llm import LLMJudge
 from judge.panel import PanelConfig, run_panel
 from judge.schema import Verdict
+from judge.testing.batch_servers import FakeBatchServer
 from judge.testing.fake_provider import FakeProvider
 from judge.testing.servers import FakeLLMServer, Scripted
 from judge.testing.synthetic import make_trajectory
@@ -85,6 +87,8 @@ def test_a_pass_stopped_after_five_windows_asks_only_the_other_seven(tmp_path: P
         (stopped,) = first.verdicts
         assert stopped.status == "unscored" and stopped.reason == "provider_error" and fake.request_count == 6
         assert parts_kept(tmp_path) == 5
+        estimate = asyncio.run(estimate_run([long_run()], panel(fake.base_url), tmp_path))
+        assert estimate.calls == WINDOWS - 5  # the dry run counts what the resume will ask
 
         fake.responder = window_answer
         before = fake.request_count
@@ -134,3 +138,23 @@ def test_a_kill_after_five_windows_costs_at_most_one_call_twice(tmp_path: Path, 
     (verdict,) = rundir.read_jsonl(run_dir / rundir.VERDICTS, Verdict)
     assert verdict.status == "ok" and verdict.windows == WINDOWS and len(verdict.issues) == WINDOWS
     assert json.loads((run_dir / rundir.MANIFEST).read_text())["budget"]["in_doubt_attempts"] == 1
+
+
+def test_a_batch_resume_submits_only_the_windows_without_an_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows a direct invocation got answers for are not submitted again when the run resumes with --batch."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = FakeBatchServer("openai", responder=lambda request: Scripted.ok()).start()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    try:
+        server.queue(*[Scripted.ok()] * 5, Scripted.server_error(500))  # direct: 5 windows answered, then a failure
+        config = PanelConfig(judges=["openai:gpt-4o"], passes=1, max_retries=0, max_input_tokens=MAX_INPUT_TOKENS,
+                             no_shared_cache=True, concurrency=1, batch_poll_interval=0.01)
+        asyncio.run(run_panel([long_run()], config, tmp_path, progress=False))
+        assert server.request_count == 6
+        result = asyncio.run(run_panel([long_run()], config.merged(batch=True), tmp_path, progress=False))
+        assert server.request_count == 6 + WINDOWS - 5, "the batch asked again windows answered before"
+    finally:
+        server.stop()
+    assert "7 request(s) submitted" in " ".join(result.batch_lines)
+    (verdict,) = result.verdicts
+    assert verdict.status == "ok" and verdict.windows == WINDOWS and verdict.attempts == WINDOWS
