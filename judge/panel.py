@@ -100,7 +100,8 @@ PANEL_KEYS: dict[str, str] = {
     "judge": "judges", "passes": "passes", "base-url": "base_url", "concurrency": "concurrency", "rpm": "rpm",
     "tpm": "tpm", "timeout": "timeout_s", "max-cost": "max_cost_usd", "temperature": "temperature",
     "max-retries": "max_retries", "retry-base-delay": "retry_base_delay_s", "max-input-tokens": "max_input_tokens",
-    "max-tokens": "max_tokens", "max-answer-chars": "max_answer_chars", "prompt": "prompt", "prices": "prices", "params": "params",
+    "max-tokens": "max_tokens", "max-answer-chars": "max_answer_chars", "prompt": "prompt", "prices": "prices",
+    "params": "params",
     "batch": "batch", "batch-poll-interval": "batch_poll_interval", "no-shared-cache": "no_shared_cache",
     "cache-dir": "cache_dir",
 }

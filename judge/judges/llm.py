@@ -15,9 +15,13 @@ of the earlier turns, each reviewing its own turns (absolute numbers). Their iss
 every window's call is counted in tokens and cost, and a window that fails makes the pass unscored with the
 window named in the detail - never a silently partial verdict. Each window's answer is kept in the run store
 as it arrives (``parts``, :class:`judge.judges.PartStore`): a pass a kill interrupted asks again only the windows
-that had no answer. Prompt judge-v2.1 (the default) adds to each
-issue ``recovered``: whether the agent got past an environment fault within the trajectory (a recovered fault
-is recorded and does not block release; null blocks, as an unrecovered one does).
+that had no answer. Prompt judge-v2.1 (the default) adds to each issue ``recovered``: whether the agent got past
+an environment fault within the trajectory (a recovered fault is recorded and does not block release; null
+blocks, as an unrecovered one does).
+
+An answer past its request's bounds (longer than ``max_answer_chars``, or reporting more output tokens than
+``max_tokens`` allows: :func:`judge.pricing.over_bounds`) is unscored ``answer_too_large`` or
+``usage_implausible``, charged at its worst case by the call loop, and only an excerpt of it is kept.
 
 Independence of passes: each pass is its own call with ``temperature`` > 0 (default 0.7) *and* a per-pass
 ``seed`` (the pass index), and no pass sees another's output.
@@ -364,8 +368,9 @@ class LLMJudge(BaseJudge):
     and a margin; else 100k), ``prompt`` (template name or path), ``windows`` (``auto``: judge a trajectory
     that does not fit whole in windows, when the prompt supports them; ``off``: elide to fit or give up),
     ``max_answer_chars`` (a longer answer is unscored ``answer_too_large``; default
-    :data:`DEFAULT_MAX_ANSWER_CHARS`), ``base_url`` (OpenAI-protocol judges only), ``timeout_s``, ``params`` (extra provider settings recorded in
-    the cache key), ``prices`` (a price table path), ``provider`` (a ready :class:`Provider`, for tests).
+    :data:`DEFAULT_MAX_ANSWER_CHARS`), ``base_url`` (OpenAI-protocol judges only), ``timeout_s``, ``params`` (extra
+    provider settings recorded in the cache key), ``prices`` (a price table path), ``provider`` (a ready
+    :class:`Provider`, for tests).
     """
 
     cacheable = True  # paid calls: every verdict is kept in the run store
