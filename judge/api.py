@@ -224,6 +224,7 @@ def score(
     cache_dir: PathLike | None = None,
     engine: str | Engine = "local",
     address: str | None = None,
+    reset_store: bool | None = None,
 ) -> Run:
     """Judge, score and report on a batch of trajectories, writing the run directory ``out``: ``judge score``.
 
@@ -235,7 +236,9 @@ def score(
     the providers' batch APIs (``--batch``); answers are shared across runs through the user's cache unless
     ``no_shared_cache=True`` (``cache_dir``: another folder for it). ``engine="ray"`` runs the stages as Ray tasks
     per shard of trajectories (``--engine ray``; ``address``: ``auto``, ``ray://HOST:10001``, or None for a local
-    Ray instance; docs/ray.md), leaving the same run directory as the default ``"local"``.
+    Ray instance; docs/ray.md), leaving the same run directory as the default ``"local"``. ``reset_store=True``
+    (``--reset-store``) takes a store.sqlite that run.json's spend was not recorded with, which otherwise raises
+    :class:`judge.rundir.ForeignStore`.
 
     Returns the :class:`Run`; ``run.invocation`` says what this call did (import counts, panel totals). A pass
     that failed is unscored in the run with its reason, not an exception. Raises :class:`SetupError` when
@@ -249,7 +252,7 @@ def score(
         inputs, out, judges=judges, passes=passes, config=config, base_url=base_url, concurrency=concurrency,
         rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=format,
         rubric=rubric, embedder=embedder, preflight=preflight, report=report, progress=progress, batch=batch,
-        no_shared_cache=no_shared_cache, cache_dir=cache_dir, engine=engine, address=address))
+        no_shared_cache=no_shared_cache, cache_dir=cache_dir, engine=engine, address=address, reset_store=reset_store))
 
 
 async def score_async(
@@ -277,6 +280,7 @@ async def score_async(
     cache_dir: PathLike | None = None,
     engine: str | Engine = "local",
     address: str | None = None,
+    reset_store: bool | None = None,
     on_imported: Callable[[ImportStats], None] | None = None,
     on_judged: Callable[[PanelResult], None] | None = None,
 ) -> Run:
@@ -287,7 +291,9 @@ async def score_async(
     """
     from judge.engine import EngineUnavailable, StageOptions, make_engine
     from judge.providers.errors import ProviderError
+    from judge.runcalls import check_store
     from judge.runlock import run_lock
+    from judge.store import RunStore
 
     started_at, started = datetime.now(UTC), time.monotonic()
     paths = [Path(inputs)] if isinstance(inputs, (str, Path)) else [Path(p) for p in inputs]
@@ -311,6 +317,11 @@ async def score_async(
             raise NothingImported(stats, out / rundir.REJECTS)
 
     with run_lock(out, "judge score"), runner:
+        with RunStore.for_run(out) as store:  # before the import: a store that forgot the run's spend stops here
+            try:
+                check_store(store, reset=bool(reset_store))
+            except ValueError as error:  # a run.json that cannot be read
+                raise SetupError(str(error)) from error
         # A panel that makes no call is judged while the import streams past (each record parsed once); its
         # import counts are known, and shown, when that pass ends. Otherwise the import comes first.
         imports = runner.import_stream(paths, out, format, settings)

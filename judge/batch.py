@@ -34,16 +34,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, cast
 
-from judge.judges import AttemptHook, Judge
+from judge.judges import AttemptHook, Judge, PartStore
+from judge.judges.llm import call_fingerprint
 from judge.model import Trajectory, Usage
-from judge.pricing import checked_usage, price
+from judge.pricing import KEPT_CHARS, checked_usage, over_bounds, price
 from judge.providers import Completion, redact, scrub, scrub_completion
 from judge.providers.batch import BatchAnswer, BatchAPI, BatchItem, BatchRequest, BatchState, batch_api
 from judge.providers.errors import ProviderError, unscored_reason
-from judge.providers.retry import Attempt
+from judge.providers.retry import Attempt, answer_chars
 from judge.runcalls import RunCalls
 from judge.schema import Verdict
 from judge.store import ANSWERED, FAILED, PENDING, RunStore
+from judge.terminal import clip
 
 MAX_REQUESTS_PER_BATCH = 10_000  # far below both APIs' limits (50,000 and 100,000), so a batch file stays small
 MAX_BYTES_PER_BATCH = 100_000_000  # OpenAI takes 200 MB per file, Anthropic 256 MB per batch
@@ -58,7 +60,8 @@ class BatchJudge(Judge, Protocol):
     def batch_calls(self, trajectory: Trajectory, pass_index: int) -> list[dict[str, Any]]: ...
 
     async def judge_batched(self, trajectory: Trajectory, pass_index: int, answers: list[BatchAnswer], *,
-                            on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None) -> Verdict: ...
+                            on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None,
+                            parts: PartStore | None = None) -> Verdict: ...
 
 
 def batchable(judge: Judge) -> TypeGuard[BatchJudge]:
@@ -113,6 +116,8 @@ class BatchRunner:
                 row = known.get(key, {}).get(part)
                 if row is not None and row["state"] == ANSWERED:
                     self.reused += 1
+                elif len(wanted[key]) > 1 and self.store.get_part(key, part + 1, call_fingerprint(call["messages"])):
+                    self.reused += 1  # a window a direct call answered before a kill (the judge takes it from the store)
                 elif row is None or row["state"] != PENDING:  # never sent, or it ended without an answer: (re)submit
                     to_submit.setdefault(item[1].judge, []).append((item, part, call))
         for spec, entries in to_submit.items():
@@ -249,6 +254,11 @@ class BatchRunner:
             if item.completion is not None:
                 scrub_completion(item.completion)  # as a direct answer is (judge.providers.retry)
                 usage, note = checked_usage(item.completion.usage)
+                item.completion.over_bounds = over_bounds(answer_chars(item.completion), usage,
+                                                          getattr(self.judges[spec], "max_tokens", None),
+                                                          getattr(self.judges[spec], "max_answer_chars", None))
+                if item.completion.over_bounds is not None:  # charged at its worst case (the reservation)
+                    usage, note = Usage(), item.completion.over_bounds[1]
                 item.completion.usage = usage
                 cost = price(price_key, usage, self.calls.table, batch=True) if price_key else None
                 record.update(state=ANSWERED, result=_completion_json(item.completion), outcome="ok",
@@ -311,11 +321,17 @@ def _chunks(entries: list[Any]) -> list[list[Any]]:
 
 
 def _completion_json(completion: Completion) -> dict[str, Any]:
+    if completion.over_bounds is not None:  # an answer past its bounds is not kept whole (it is unscored)
+        return {"text": clip(completion.text, KEPT_CHARS), "parsed": None, "finish_reason": completion.finish_reason,
+                "refusal": clip(completion.refusal, KEPT_CHARS) or None, "usage": completion.usage.model_dump(),
+                "model": completion.model, "over_bounds": list(completion.over_bounds)}
     return {"text": completion.text, "parsed": completion.parsed, "finish_reason": completion.finish_reason,
             "refusal": completion.refusal, "usage": completion.usage.model_dump(), "model": completion.model}
 
 
 def _completion_from(data: dict[str, Any]) -> Completion:
+    bounds = data.get("over_bounds")
     return Completion(text=data.get("text") or "", parsed=data.get("parsed"),
                       finish_reason=data.get("finish_reason") or "stop", refusal=data.get("refusal"),
-                      usage=Usage.model_validate(data.get("usage") or {}), model=data.get("model") or "", latency_s=0.0)
+                      usage=Usage.model_validate(data.get("usage") or {}), model=data.get("model") or "", latency_s=0.0,
+                      over_bounds=(str(bounds[0]), str(bounds[1])) if bounds else None)

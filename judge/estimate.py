@@ -18,6 +18,7 @@ from pathlib import Path
 
 from judge.batch import batchable
 from judge.judges import Judge, make_judge
+from judge.judges.llm import call_fingerprint
 from judge.model import Trajectory, Usage
 from judge.panel import PanelConfig, PassPlan, pass_cache_key, plan_passes
 from judge.pricing import PriceTable, load_price_table, price
@@ -38,6 +39,7 @@ class JudgeEstimate:
     passes: int = 0  # planned passes over trajectories with an assistant turn
     in_run_store: int = 0
     in_shared_cache: int = 0
+    identical: int = 0  # passes over the same content as an earlier trajectory of the batch: judged once
     calls: int = 0
     windowed: int = 0  # passes judged in several windows (one call each)
     overflow: int = 0  # passes that do not fit even in windows: unscored context_overflow, no call
@@ -54,7 +56,7 @@ class JudgeEstimate:
 
     @property
     def to_judge(self) -> int:
-        return self.passes - self.in_run_store - self.in_shared_cache
+        return self.passes - self.in_run_store - self.in_shared_cache - self.identical
 
 
 @dataclass
@@ -93,6 +95,7 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
         estimate = RunEstimate(plans=plans, run_store=store is not None, shared_cache=consulted)
         rows = {spec: JudgeEstimate(redact(spec), local=judge.provider is None, note=notes.get(spec))
                 for spec, judge in judges.items()}
+        seen: set[str] = set()  # the run judges identical content once per pass (judge.panel)
         for trajectory in trajectories:
             estimate.trajectories += 1
             if not trajectory.has_assistant_turn:
@@ -105,12 +108,16 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
                 if row.local or not judge.cacheable:
                     continue
                 key = pass_cache_key(judge, content_hash, plan.pass_index)
+                if key in seen:
+                    row.identical += 1
+                    continue
+                seen.add(key)
                 if store is not None and store.get_verdict(key) is not None:
                     row.in_run_store += 1
                 elif shared is not None and shared.get(shared_key(key, judge)) is not None:
                     row.in_shared_cache += 1
                 else:
-                    _count(row, judge, trajectory)
+                    _count(row, judge, trajectory, store, key)
         for spec, row in rows.items():
             _price(row, judges[spec], config, table, shared)
         estimate.judges = list(rows.values())
@@ -124,7 +131,7 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
             await judge.aclose()
 
 
-def _count(row: JudgeEstimate, judge: Judge, trajectory: Trajectory) -> None:
+def _count(row: JudgeEstimate, judge: Judge, trajectory: Trajectory, store: RunStore | None, key: str) -> None:
     planned = getattr(judge, "batch_calls", None)  # the LLM judge's requests of one pass (windows included)
     if planned is None:  # a plugin's paid judge that does not tell its requests: one call, tokens unknown
         row.calls += 1
@@ -134,8 +141,11 @@ def _count(row: JudgeEstimate, judge: Judge, trajectory: Trajectory) -> None:
     if not calls:
         row.overflow += 1
         return
-    row.calls += len(calls)
     row.windowed += len(calls) > 1
+    if len(calls) > 1 and store is not None:  # windows an interrupted invocation got answers for are not asked again
+        calls = [call for part, call in enumerate(calls, start=1)
+                 if store.get_part(key, part, call_fingerprint(call["messages"])) is None]
+    row.calls += len(calls)
     row.input_tokens += sum(call["estimated_input_tokens"] for call in calls)
 
 
@@ -177,7 +187,8 @@ def describe(estimate: RunEstimate, run_dir: Path, token_method: str) -> list[st
             lines.append(f"{row.judge}: {row.passes} pass(es), local: no call, no cost")
             continue
         lines.append(f"{row.judge}: {row.passes} pass(es): {row.in_run_store} in the run store, {row.in_shared_cache} in "
-                     f"the shared cache, {row.to_judge} to judge in {row.calls} call(s)"
+                     f"the shared cache, " + (f"{row.identical} over content judged for another id, " if row.identical
+                                               else "") + f"{row.to_judge} to judge in {row.calls} call(s)"
                      + (f" ({row.windowed} pass(es) in windows)" if row.windowed else "")
                      + (f"; {row.overflow} too long even for windows (unscored context_overflow, no call)"
                         if row.overflow else "")

@@ -9,6 +9,12 @@ already hold:
 
 - the cache key is (trajectory content hash, prompt version, provider, model, parameters, pass index), so a
   second run makes zero calls and a run killed with SIGKILL makes only the missing calls when restarted;
+- identical trajectories (the same content under other ids) are judged once per pass: a pass whose cache key is
+  being judged, or was judged since it was planned, waits for that verdict and takes it under its own id, at
+  cost 0 (``original_cost_usd``), as it does when the store holds it;
+- a pass judged in several calls (windows of a long trajectory) keeps each call's answer in the store as it
+  arrives (``RunCalls.parts``), so a resume asks only the windows that had no answer; they are dropped once the
+  pass's verdict is stored;
 - a pass the run store does not hold is looked up in the cache shared across runs (:mod:`judge.sharedcache`,
   ``no_shared_cache``/``cache_dir``): a hit is recorded in the run store as the run's answer, ``cached_from:
   "shared"``, costing the run nothing (its original cost kept in ``original_cost_usd``); every new ``ok``
@@ -61,7 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from judge import rundir
 from judge.batch import BatchJudge, BatchRunner, batchable
 from judge.config import OptionFile, build_checked, read_option_file
-from judge.judges import Judge, check_judge, is_local, make_judge
+from judge.judges import Judge, check_judge, is_local, keeps_parts, make_judge
 from judge.model import Trajectory, Usage
 from judge.pricing import add_costs
 from judge.providers import key_variables, redact, register_secrets_in, scrub
@@ -99,7 +105,8 @@ PANEL_KEYS: dict[str, str] = {
     "judge": "judges", "passes": "passes", "base-url": "base_url", "concurrency": "concurrency", "rpm": "rpm",
     "tpm": "tpm", "timeout": "timeout_s", "max-cost": "max_cost_usd", "temperature": "temperature",
     "max-retries": "max_retries", "retry-base-delay": "retry_base_delay_s", "max-input-tokens": "max_input_tokens",
-    "max-tokens": "max_tokens", "prompt": "prompt", "prices": "prices", "params": "params",
+    "max-tokens": "max_tokens", "max-answer-chars": "max_answer_chars", "prompt": "prompt", "prices": "prices",
+    "params": "params",
     "batch": "batch", "batch-poll-interval": "batch_poll_interval", "no-shared-cache": "no_shared_cache",
     "cache-dir": "cache_dir", "stop-after-failures": "stop_after_failures",
 }
@@ -134,6 +141,8 @@ class PanelConfig(BaseModel):
                                   "'none' leaves it out of every request.")
     max_input_tokens: int | None = Field(default=None, gt=0, description="Prompt budget per call (elision beyond).")
     max_tokens: int | None = Field(default=None, gt=0, description="Output budget per call.")
+    max_answer_chars: int | None = Field(default=None, gt=0, description="Longest answer taken, in characters (default "
+                                                                         "262,144); a longer one is unscored.")
     base_url: str | None = Field(default=None, description="OpenAI-compatible server URL for openai:/openai-compatible: judges.")
     prompt: str | None = Field(default=None, description="Judge prompt template name in prompts/ or a path.")
     prices: str | None = Field(default=None, description="Price table (default rubrics/prices.yaml).")
@@ -220,6 +229,7 @@ class PanelConfig(BaseModel):
         """Options handed to every judge factory (factories ignore what they do not use)."""
         return {
             "runtime": runtime, "temperature": self.temperature, "max_tokens": self.max_tokens,
+            "max_answer_chars": self.max_answer_chars,
             "max_input_tokens": self.max_input_tokens, "base_url": self.base_url, "timeout_s": self.timeout_s,
             "prompt": self.prompt, "params": dict(self.params), "concurrency": self.concurrency,
         }
@@ -409,7 +419,7 @@ async def _run_panel(
         for judge in built.values():
             judge.share_runtime(runtime)  # one set of limits and one budget for the whole panel
         plans = plan_passes(config, built)
-        _write_panel_manifest(run_dir, config, plans, built, cap)
+        _write_panel_manifest(run_dir, config, plans, built, cap, calls.store_id)
         verdicts_path = rundir.safe_child(run_dir, rundir.VERDICTS)
         # Rebuilt from the store + new calls (no duplicates), in input order; one handle for the run. Resume reads
         # the store, never this file: rows are flushed one by one only while calls are paid, so that the file shows
@@ -480,16 +490,42 @@ async def _run_panel(
         work: asyncio.Queue[tuple[Trajectory, PassPlan, str, list[BatchAnswer] | None, asyncio.Future[Verdict]] | None]
         work = asyncio.Queue(maxsize=config.concurrency)
 
+        # Passes being judged, by cache key: an identical trajectory (same content, another id) waits for the one
+        # call instead of paying its own. An entry lives while its call does, so this stays small.
+        judging: dict[str, asyncio.Future[Verdict]] = {}
+
         async def run_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> Verdict:
+            if not built[plan.judge].cacheable or answers is not None:
+                return await judge_one(trajectory, plan, key, answers)
+            same = judging.get(key)
+            if same is not None:
+                return _reused(await asyncio.shield(same), trajectory, plan)
+            stored = store.get_verdict(key)  # an identical trajectory's pass that ended after this one was planned
+            if stored is not None:
+                return _reused(Verdict.model_validate(stored), trajectory, plan)
+            judging[key] = mine = loop.create_future()
+            try:
+                verdict = await judge_one(trajectory, plan, key, answers)
+                mine.set_result(verdict)
+                return verdict
+            except BaseException:  # cancelled (judge_one turns every error into a verdict): so are those waiting
+                mine.cancel()
+                raise
+            finally:
+                del judging[key]
+
+        async def judge_one(trajectory: Trajectory, plan: PassPlan, key: str, answers: list[BatchAnswer] | None) -> Verdict:
             judge = built[plan.judge]
             on_send, on_attempt = calls.hooks(key, trajectory.id, plan.judge, plan.pass_index)
+            # A pass of several calls keeps each answer as it comes (a judge that says it can: keeps_parts).
+            parts = {"parts": calls.parts(key, trajectory.id)} if keeps_parts(judge) else {}
             try:  # a local judge (rules, replay) calls no provider: it has no attempt to report
                 if answers is None:
-                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send)
+                    verdict = await judge(trajectory, plan.pass_index, on_attempt=on_attempt, on_send=on_send, **parts)
                 else:  # first answers from a batch: parsed as direct ones, a corrective retry sent directly
                     batch_judge = cast(BatchJudge, judge)  # answers come from a batch only for batchable judges
                     verdict = await batch_judge.judge_batched(
-                        trajectory, plan.pass_index, answers, on_attempt=on_attempt, on_send=on_send)
+                        trajectory, plan.pass_index, answers, on_attempt=on_attempt, on_send=on_send, **parts)
             except Exception as error:  # a judge bug must not stop the batch: this pass is unscored, and not cached
                 verdict = Verdict(trajectory_id=trajectory.id, judge=plan.judge, pass_index=plan.pass_index,
                                   pass_key=plan.pass_key, status="unscored", reason="provider_error",
@@ -702,10 +738,18 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, stored)
                 if hits is not None:
                     hits.append(shared_key(key, judge))
-        # The same content under another id (a duplicate record) reuses the verdict under its own id.
-        slots.append((plan, key, None if stored is None else Verdict.model_validate(stored).model_copy(update={
-            "trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True})))
+        slots.append((plan, key, None if stored is None else _reused(Verdict.model_validate(stored), trajectory, plan)))
     return slots
+
+
+def _reused(verdict: Verdict, trajectory: Trajectory, plan: PassPlan) -> Verdict:
+    """A pass answered earlier, as this trajectory's: from the run store (``cached``), or the pass of an identical
+    trajectory (the same content under another id), which paid for it: this one costs nothing
+    (``original_cost_usd`` says what the call cost)."""
+    update: dict[str, Any] = {"trajectory_id": trajectory.id, "pass_key": plan.pass_key, "cached": True}
+    if verdict.trajectory_id != trajectory.id and not verdict.cached_from:
+        update.update(cost_usd=0.0, original_cost_usd=verdict.cost_usd, usage=Usage(), latency_s=None, attempts=0)
+    return verdict.model_copy(update=update)
 
 
 def _record_hits(shared: SharedCache | None, hits: list[str]) -> None:
@@ -760,7 +804,7 @@ def _append(handle: IO[bytes], verdict: Verdict, flush: bool) -> None:
 
 
 def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPlan], judges: Mapping[str, Judge],
-                          cap: float | None) -> None:
+                          cap: float | None, store_id: str | None = None) -> None:
     members: list[PanelMember | str] = []
     versions: set[str] = set()
     for plan in plans:
@@ -784,6 +828,7 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
         if manifest.budget is None:
             manifest.budget = BudgetSection()
         manifest.budget.max_cost_usd = cap  # before any call: a killed run still records its cap
+        manifest.budget.store_id = store_id or manifest.budget.store_id  # and the store that records its spend
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ token counts give ``None`` - "we do not know" - never a made-up zero. A call sen
 ``batch_discount`` (0.5 in rubrics/prices.yaml: OpenAI Batch and Anthropic Message Batches are half price), or
 an entry's own; a table that gives none prices batch calls in full (an estimate never comes out too low). A server that reports a negative
 token count is not believed (:func:`checked_usage`): its counts become unknown, so no call can lower the
-money spent.
+money spent. Nor is an answer beyond its request's bounds (:func:`over_bounds`): more output tokens than the
+request's ``max_tokens`` allows (:func:`output_token_bound`), or more characters than the caller's limit; it is
+charged at its worst case (the reservation: estimated input and ``max_tokens`` of output).
 """
 
 from __future__ import annotations
@@ -110,6 +112,35 @@ def checked_usage(usage: Usage) -> tuple[Usage, str | None]:
         return usage, None
     listed = ", ".join(f"{name} {value}" for name, value in bad.items())
     return Usage(), f"the server reported negative token usage ({listed}): cost unknown, counted at the worst case"
+
+
+# A server may count a few tokens more than the request's max_tokens (a stop token, its own tokenizer): 10% and
+# 64 tokens over the limit are believed, more is not.
+OUTPUT_MARGIN = 0.10
+OUTPUT_SLACK_TOKENS = 64
+ANSWER_TOO_LARGE, USAGE_IMPLAUSIBLE = "answer_too_large", "usage_implausible"  # unscored reasons (judge passes)
+KEPT_CHARS = 2000  # what is kept of an answer past its bounds (judge.terminal.clip): enough to see what it was
+
+
+def output_token_bound(max_tokens: int) -> int:
+    """The most output tokens a server may report for a request of ``max_tokens`` and be believed (pure)."""
+    return int(max_tokens * (1 + OUTPUT_MARGIN)) + OUTPUT_SLACK_TOKENS
+
+
+def over_bounds(answer_chars: int, usage: Usage, max_tokens: int | None,
+                max_answer_chars: int | None) -> tuple[str, str] | None:
+    """``(reason, why)`` when an answer passed its request's bounds: more than ``max_answer_chars`` characters
+    (:data:`ANSWER_TOO_LARGE`), or more output tokens than ``max_tokens`` allows (:data:`USAGE_IMPLAUSIBLE`);
+    None when it is within them or no bound was set (pure)."""
+    if max_answer_chars is not None and answer_chars > max_answer_chars:
+        return ANSWER_TOO_LARGE, (f"the answer has {answer_chars:,} characters, over the limit of {max_answer_chars:,} "
+                                  "(max-answer-chars): not parsed and not kept whole; charged at its worst case")
+    output = usage.output_tokens
+    if max_tokens is not None and output is not None and output > output_token_bound(max_tokens):
+        return USAGE_IMPLAUSIBLE, (f"the server reported {output:,} output tokens for a request of max_tokens "
+                                   f"{max_tokens:,} (believed up to {output_token_bound(max_tokens):,}): not believed, "
+                                   "charged at its worst case")
+    return None
 
 
 def _context(value: object) -> int | None:

@@ -9,17 +9,26 @@ lock, so nothing else is sending): they count in the spend at their worst case.
 :meth:`RunCalls.hooks` gives the two callbacks of :func:`~judge.providers.retry.complete_with_retries`: each
 attempt is written to the store before its request is sent and completed when it ends, and its cost is added
 to what this invocation paid. :meth:`RunCalls.budget` is the run's money afterwards (run.json ``budget``).
+
+Before anything, :func:`check_store` makes sure the store is the one run.json's spend was recorded with: a
+store that was emptied, replaced by another run's or by an older copy would forget that money (and let the cap
+allow it again), so it stops the command (:class:`~judge.rundir.ForeignStore`); ``judge score --reset-store``
+calls it first with ``reset=True``.
 """
 
 from __future__ import annotations
 
+import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from judge import rundir
 from judge.pricing import PriceTable, add_costs, load_price_table, price
 from judge.providers.retry import DEFAULT_STOP_AFTER, Attempt, Breaker, Budget, CallRuntime, RetryPolicy
-from judge.rundir import BudgetSection, RunDir
+from judge.rundir import BudgetSection, ForeignStore, RunDir, RunManifest
 from judge.store import RunStore
 
 AttemptHook = Callable[[Attempt], None]
@@ -28,6 +37,7 @@ AttemptHook = Callable[[Attempt], None]
 # A batch request that never ran (the batch expired, was cancelled or failed) is submitted again by a rerun.
 NOT_CACHED_REASONS = frozenset({"provider_error", "connection_error", "budget_exceeded", "batch_expired",
                                 "batch_cancelled", "batch_failed"})
+STORE_ID = "store_id"  # the run_settings entry naming a store; run.json's budget records it
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,7 @@ class RunBudget:
     in_doubt_usd: float
     interrupted_now: int  # found by this invocation (left by the one a kill stopped)
     interrupted_now_usd: float
+    store_id: str | None = None
 
     def describe(self) -> BudgetSection:
         """The ``budget`` section of run.json."""
@@ -69,6 +80,7 @@ class RunBudget:
             spent_before_this_invocation_usd=round(self.spent_before_usd, 6),
             in_doubt_attempts=self.in_doubt_attempts,
             in_doubt_usd=round(self.in_doubt_usd, 6),
+            store_id=self.store_id,
             note="spent_usd counts every provider attempt of every invocation of this run; an attempt whose cost "
                  "is unknown (timed out, or in flight when a process was killed) counts at its worst case",
         )
@@ -89,6 +101,7 @@ class RunCalls:
     cost_usd: float | None = field(default=None)  # paid by this invocation's attempts (failed ones included)
     latency_s: float = 0.0  # the servers' time over this invocation's timed attempts (the client-ceiling note)
     timed_attempts: int = 0
+    store_id: str | None = None  # the store's id (check_store), recorded in run.json's budget
 
     def hooks(self, key: str, trajectory_id: str, judge: str, pass_index: int) -> tuple[AttemptHook, AttemptHook]:
         """``(on_send, on_attempt)`` for the attempts of one call: recorded under ``key`` (the call's cache key)
@@ -107,17 +120,39 @@ class RunCalls:
 
         return on_send, on_attempt
 
+    def parts(self, key: str, trajectory_id: str) -> StoredParts:
+        """The stored answers of the calls (windows) of the pass ``key`` (:class:`judge.judges.PartStore`)."""
+        return StoredParts(self.store, key, trajectory_id)
+
     def budget(self) -> RunBudget:
         """The run's money now (read from the store)."""
         in_doubt, in_doubt_usd = self.store.in_doubt()
         return RunBudget(max_cost_usd=self.cap, cap_source=self.cap_source, spent_usd=self.store.spent_usd(),
                          spent_before_usd=self.spent_before, in_doubt_attempts=in_doubt, in_doubt_usd=in_doubt_usd,
-                         interrupted_now=self.interrupted, interrupted_now_usd=self.interrupted_usd)
+                         interrupted_now=self.interrupted, interrupted_now_usd=self.interrupted_usd,
+                         store_id=self.store_id)
+
+
+@dataclass(frozen=True)
+class StoredParts:
+    """The answers of one pass's calls in the run store (:class:`judge.judges.PartStore`); dropped when the pass's
+    verdict is stored (:meth:`judge.store.RunStore.put_verdict`)."""
+
+    store: RunStore
+    key: str
+    trajectory_id: str
+
+    def get(self, part: int, fingerprint: str) -> dict[str, Any] | None:
+        return self.store.get_part(self.key, part, fingerprint)
+
+    def put(self, part: int, fingerprint: str, answer: dict[str, Any]) -> None:
+        self.store.put_part(self.key, part, fingerprint, self.trajectory_id, answer)
 
 
 def open_calls(store: RunStore, settings: CallSettings | None = None) -> RunCalls:
     """The calls of an invocation that holds the run lock; see the module docstring."""
     settings = settings or CallSettings()
+    store_id = check_store(store)
     interrupted, interrupted_usd = store.mark_interrupted()
     cap, cap_source = run_cap(store, settings.max_cost_usd)
     spent_before = store.spent_usd()
@@ -127,7 +162,45 @@ def open_calls(store: RunStore, settings: CallSettings | None = None) -> RunCall
         timeout_s=settings.timeout_s, budget=Budget(cap, spent_usd=spent_before), rpm=settings.rpm, tpm=settings.tpm,
         price_fn=lambda key, usage: price(key, usage, table), breaker=Breaker(settings.stop_after_failures))
     return RunCalls(store=store, runtime=runtime, table=table, cap=cap, cap_source=cap_source, spent_before=spent_before,
-                    interrupted=interrupted, interrupted_usd=interrupted_usd)
+                    interrupted=interrupted, interrupted_usd=interrupted_usd, store_id=store_id)
+
+
+def check_store(store: RunStore, reset: bool = False) -> str:
+    """The id of the run's store, once it is known to be the store run.json's budget was recorded with.
+
+    When run.json records money spent, the store must carry the id run.json names and record at least that
+    spend; otherwise it was emptied, replaced by another run's, or by an older copy, and calling on would forget
+    that money: :class:`~judge.rundir.ForeignStore`, naming both files. ``reset`` takes the store as the run's
+    from now on (its own spend, run.json's cap) and says what was forgotten. A store without an id gets one.
+    """
+    manifest_path = store.path.parent / rundir.MANIFEST
+    budget = RunManifest.load(manifest_path).budget or BudgetSection()
+    recorded, store_id, spent = budget.spent_usd or 0.0, store.setting(STORE_ID), store.spent_usd()
+    problem = None
+    if recorded > 0 and budget.store_id is not None and store_id != budget.store_id:
+        problem = ("is a new store" if store_id is None and spent == 0 else "is another store") + \
+            f" (id {store_id or 'none'}, ${spent:.4f} spent), not the one it names ({budget.store_id})"
+    elif recorded > 0 and spent < recorded - 1e-6:  # run.json rounds to 6 decimals
+        problem = f"records only ${spent:.4f} spent"
+    if problem is not None:
+        cap = "" if budget.max_cost_usd is None else f" of a ${budget.max_cost_usd:.4f} cap"
+        what = (f"{manifest_path} records ${recorded:.4f} spent{cap}, but {store.path} {problem}: it was emptied, "
+                "replaced or taken from another run")
+        if not reset:
+            raise ForeignStore(f"{what}. Calling on would forget that money. Put the run's own {rundir.STORE} back, "
+                               "or take this store as the run's with `judge score ... --reset-store` (its spend from "
+                               "then on; run.json's cap is kept).")
+        if budget.max_cost_usd is not None:  # the run's cap, not the one another run recorded in that store
+            store.set_setting("max_cost_usd", budget.max_cost_usd)
+        print(f"warning: --reset-store: {what}; the run's spend is now the store's", file=sys.stderr)
+    if store_id is None:
+        store_id = uuid.uuid4().hex
+        store.set_setting(STORE_ID, store_id)
+    if problem is not None:  # run.json names this store and its spend from now on
+        with RunDir(store.path.parent).update_manifest() as manifest:
+            manifest.budget = manifest.budget or BudgetSection()
+            manifest.budget.store_id, manifest.budget.spent_usd = str(store_id), round(spent, 6)
+    return str(store_id)
 
 
 def run_cap(store: RunStore, given: float | None) -> tuple[float | None, str | None]:

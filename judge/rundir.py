@@ -417,14 +417,21 @@ class PanelSection(_Section):
 
 
 class BudgetSection(_Section):
-    """``budget``: the run's spending cap and what the run spent over all its invocations."""
+    """``budget``: the run's spending cap and what the run spent over all its invocations; ``store_id`` names the
+    store.sqlite that records it (:func:`judge.runcalls.check_store`)."""
 
     max_cost_usd: float | None = None
     spent_usd: float | None = None
     spent_before_this_invocation_usd: float | None = None
     in_doubt_attempts: int | None = None
     in_doubt_usd: float | None = None
+    store_id: str | None = None
     note: str | None = None
+
+
+class ForeignStore(RuntimeError):
+    """The run's store.sqlite is not the one its run.json recorded spend with (emptied, another run's, or an older
+    copy): judging on would forget money spent. The message names both files and ``--reset-store``."""
 
 
 class RubricSection(_Section):

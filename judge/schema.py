@@ -18,7 +18,8 @@ Efficiency = Literal["high", "medium", "low"]
 PassStatus = Literal["ok", "unscored"]
 UnscoredReason = Literal[
     "parse_error", "refusal", "truncated", "context_overflow", "provider_error", "connection_error", "budget_exceeded",
-    "invalid_turn", "no_assistant_turn", "batch_expired", "batch_cancelled", "batch_failed",
+    "invalid_turn", "no_assistant_turn", "batch_expired", "batch_cancelled", "batch_failed", "answer_too_large",
+    "usage_implausible",
 ]
 Route = Literal["online-guided", "online-regenerate", "rewrite-restart", "environment", "offline-edit", "pending"]
 

@@ -3,7 +3,7 @@
 It holds what later stages cache so that a run can resume after a kill and be re-reported without paying
 again: judge calls (keyed by trajectory content hash, prompt version, provider, model, parameters and pass
 index), the answers of the repair stage's teacher and rewrite calls, embeddings (keyed by model and text
-hash), and the requests sent through provider batch APIs with their batch ids (:mod:`judge.batch`). Every write commits at once, so a SIGKILL loses at most the calls in flight - and those are on record
+hash), the answered windows of a pass not finished yet (a resume asks only the others), and the requests sent through provider batch APIs with their batch ids (:mod:`judge.batch`). Every write commits at once, so a SIGKILL loses at most the calls in flight - and those are on record
 too: each provider attempt is written *before* its request is sent (outcome ``sent``) and completed after, so an attempt a kill interrupted is found on the next
 start (:meth:`RunStore.mark_interrupted`) and counted as possibly billed. The run's settings that must
 outlive an invocation (the ``--max-cost`` cap) live in ``run_settings``. The continuation harness's call ledger
@@ -137,6 +137,19 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (arm, seq)
     );
     """,
+    # 7: the answered calls (windows) of a pass judged in several calls, kept until the pass's verdict is stored,
+    # so that a resumed pass asks only the calls that have no answer yet
+    """
+    CREATE TABLE call_parts (
+        key TEXT NOT NULL,
+        part INTEGER NOT NULL,
+        fingerprint TEXT NOT NULL,
+        trajectory_id TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        created REAL NOT NULL,
+        PRIMARY KEY (key, part)
+    );
+    """,
 ]
 SENT = "sent"  # an attempt whose request may be on the wire: no outcome recorded yet
 INTERRUPTED = "interrupted"  # a 'sent' attempt found by a later process: its process died; it may have been billed
@@ -214,14 +227,47 @@ class RunStore:
         return json.loads(row[0]) if row else None
 
     def put_verdict(self, key: str, trajectory_id: str, judge: str, pass_index: int, verdict: dict[str, Any]) -> None:
+        """Store a pass's final verdict; the answers of its parts (:meth:`put_part`) are dropped with it, in one
+        transaction: the verdict holds what they said, and is stored once."""
         verdict = {**verdict, "judge": redact(verdict.get("judge"))} if "judge" in verdict else verdict
-        self._db.execute(
-            "INSERT OR REPLACE INTO judge_calls (key, trajectory_id, judge, pass_index, verdict, created) VALUES (?,?,?,?,?,?)",
-            (key, trajectory_id, redact(judge), pass_index, scrub(json.dumps(verdict, ensure_ascii=False)), time.time()),
-        )
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO judge_calls (key, trajectory_id, judge, pass_index, verdict, created)"
+                " VALUES (?,?,?,?,?,?)",
+                (key, trajectory_id, redact(judge), pass_index, scrub(json.dumps(verdict, ensure_ascii=False)), time.time()),
+            )
+            self._db.execute("DELETE FROM call_parts WHERE key = ?", (key,))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def count_verdicts(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0])
+
+    # --- parts of a pass (windows) -------------------------------------------------------------
+
+    def get_part(self, key: str, part: int, fingerprint: str) -> dict[str, Any] | None:
+        """The stored answer of call ``part`` of the pass ``key``, if it was asked with the same messages
+        (``fingerprint``); else None."""
+        try:
+            row = self._db.execute("SELECT answer FROM call_parts WHERE key = ? AND part = ? AND fingerprint = ?",
+                                   (key, part, fingerprint)).fetchone()
+        except sqlite3.OperationalError:  # an older store opened read-only (a dry run) has no such table
+            return None
+        return json.loads(row[0]) if row else None
+
+    def put_part(self, key: str, part: int, fingerprint: str, trajectory_id: str, answer: dict[str, Any]) -> None:
+        """Keep the answer of one call of a pass judged in several calls, until the pass's verdict is stored."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO call_parts (key, part, fingerprint, trajectory_id, answer, created) VALUES (?,?,?,?,?,?)",
+            (key, part, fingerprint, trajectory_id, json.dumps(answer, ensure_ascii=False), time.time()),
+        )
+
+    def count_parts(self) -> int:
+        """Answers of parts kept for passes whose verdict is not stored yet."""
+        return int(self._db.execute("SELECT COUNT(*) FROM call_parts").fetchone()[0])
 
     # --- teacher and rewrite answers -----------------------------------------------------------
 

@@ -81,7 +81,7 @@ def test_every_old_key_is_a_field_name_that_run_json_records():
 # (file name, text, fragments the one error message must hold)
 ERROR_CASES = [
     ("typo.yaml", "judge: rules\nmax_cots: 3\n",
-     ["typo.yaml:2", "unknown key 'max_cots'", "did you mean 'max-cost'?", "valid keys", "judge, max-cost"]),
+     ["typo.yaml:2", "unknown key 'max_cots'", "did you mean 'max-cost'?", "valid keys", "max-cost, max-input-tokens"]),
     ("oldtypo.yaml", "max_cost_uds: 3\n", ["oldtypo.yaml:1", "did you mean 'max-cost'?"]),
     ("nothing.yaml", "colour: blue\n", ["unknown key 'colour'", "valid keys"]),
     ("twice.toml", 'max-cost = 2\nmax_cost_usd = 3\n', ["twice.toml:2", "'max_cost_usd' sets 'max-cost' a second time"]),
@@ -119,8 +119,8 @@ def _options(command: str, skip: set[str]) -> set[str]:
 
 def test_a_score_config_file_takes_every_option_of_judge_score():
     """The file's keys are the command's flags: all of them except those naming this invocation's files (and
-    --dry-run, which says what this invocation does, not how runs are made)."""
-    assert _options("score", {"out", "config", "json", "help", "dry-run"}) == set(PANEL_KEYS) & _options("score", set()) | set(SCORE_FILE_KEYS)
+    --dry-run and --reset-store, which say what this invocation does, not how runs are made)."""
+    assert _options("score", {"out", "config", "json", "help", "dry-run", "reset-store"}) == set(PANEL_KEYS) & _options("score", set()) | set(SCORE_FILE_KEYS)
     assert set(SCORE_FILE_KEYS.values()) == set(ScoreFileOptions.model_fields)
 
 

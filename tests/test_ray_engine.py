@@ -46,7 +46,7 @@ EXAMPLES = REPO / "examples" / "batch"
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: a Ray instance started here listens on 127.0.0.1 only
 # Fields that differ between any two runs (durations, clock times, where the run is) or name the engine.
 VOLATILE = frozenset({"latency_s", "judge_latency_s", "elapsed_s", "wall_s", "started_at", "finished_at",
-                      "generated_at", "engine", "dir"})
+                      "generated_at", "engine", "dir", "store_id"})  # store_id: a random id per store
 
 
 @pytest.fixture(scope="module")

@@ -283,7 +283,7 @@ def test_dry_run_counts_calls_tokens_and_cost_and_sends_and_writes_nothing(
 
 def test_dry_run_counts_windows_as_the_run_calls_them(tmp_path: Path, prices: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    long = [make_trajectory(f"long-{n}", "Migrate the settings module.", [
+    long = [make_trajectory(f"long-{n}", f"Migrate settings module {n}.", [  # two contents: identical ones are judged once
         {"text": f"step {t} " + "lorem ipsum " * 60, "calls": [("bash", {"cmd": f"run step {t}"}, "ok " * 20, False, 0)]}
         for t in range(1, 25)]) for n in range(2)]
     path = tmp_path / "long.jsonl"

@@ -29,6 +29,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from judge.rundir import ForeignStore
 from judge.runlock import RunLocked
 from judge.secrets import scrub, scrub_error, scrub_output
 
@@ -120,7 +121,7 @@ class JudgeGroup(TyperGroup):
         except ClickException as error:
             _scrub_message(error)
             raise
-        except RunLocked as error:
+        except (RunLocked, ForeignStore) as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(ExitCode.ERROR) from None
         except (KeyboardInterrupt, Interrupted) as error:

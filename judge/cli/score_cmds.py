@@ -63,6 +63,7 @@ def score_command(
     no_shared_cache: bool = typer.Option(False, "--no-shared-cache", help="Neither take answers from nor add answers to the cache shared across runs."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Shared cache folder (default $TRAJUDGE_CACHE_DIR, $XDG_CACHE_HOME/trajudge or ~/.cache/trajudge)."),
     engine: str | None = typer.Option(None, "--engine", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
+    reset_store: bool = typer.Option(False, "--reset-store", help="Take OUT's store.sqlite although run.json recorded spend with another one (emptied, replaced, another run's): its spend becomes the run's, run.json's cap is kept. Without it such a run stops (exit 1)."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: the cluster, 'auto' (the one this machine belongs to) or ray://HOST:10001 (Ray Client); default: a local Ray instance started for the run."),
     as_json: bool = json_option(),
 ) -> None:
@@ -117,7 +118,7 @@ def score_command(
             inputs, out, judges=judge, passes=passes, config=settings, base_url=base_url, concurrency=concurrency,
             rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=fmt,
             rubric=rubric, embedder=embedder, preflight=not no_preflight, progress=True, engine=engine,
-            address=address, on_imported=imported, on_judged=judged))
+            address=address, reset_store=reset_store, on_imported=imported, on_judged=judged))
     except SetupError as error:
         if error.argument == "out":  # not a usage problem: one plain line (exit 1)
             typer.echo(f"error: --out {error}", err=True)

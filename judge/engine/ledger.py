@@ -38,7 +38,7 @@ from judge.store import RunStore
 
 # RunStore methods a worker may call through the actor (the panel's and the call recorder's).
 STORE_METHODS = frozenset({"get_verdict", "put_verdict", "record_attempt", "finish_attempt", "spent_usd", "in_doubt",
-                           "get_answer", "put_answer", "setting", "count_verdicts"})
+                           "get_answer", "put_answer", "setting", "count_verdicts", "get_part", "put_part"})
 SHARED_METHODS = frozenset({"get", "put", "record_hits"})  # SharedCache methods, the same way
 
 
@@ -51,6 +51,7 @@ class LedgerInfo:
     cap_source: str | None
     spent_before: float
     table: PriceTable
+    store_id: str | None = None
 
 
 class RunLedger:
@@ -85,7 +86,7 @@ class RunLedger:
 
     def info(self) -> LedgerInfo:
         calls = self.calls
-        return LedgerInfo(self.settings, calls.cap, calls.cap_source, calls.spent_before, calls.table)
+        return LedgerInfo(self.settings, calls.cap, calls.cap_source, calls.spent_before, calls.table, calls.store_id)
 
     def store_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if name not in STORE_METHODS:
@@ -241,7 +242,7 @@ def ledger_calls(ledger: Any, info: LedgerInfo | None = None) -> RunCalls:
         breaker=Breaker(settings.stop_after_failures))
     store = cast(RunStore, LedgerStore(ledger))
     return RunCalls(store=store, runtime=runtime, table=table, cap=info.cap, cap_source=info.cap_source,
-                    spent_before=info.spent_before, interrupted=0, interrupted_usd=0.0)
+                    spent_before=info.spent_before, interrupted=0, interrupted_usd=0.0, store_id=info.store_id)
 
 
 def stop_ledger(ledger: Any) -> None:

@@ -264,7 +264,7 @@ class RayEngine:
             for judge in judges.values():
                 judge.share_runtime(calls.runtime)
             plans = plan_passes(settings, judges)
-            _write_panel_manifest(run.path, settings, plans, judges, calls.cap)
+            _write_panel_manifest(run.path, settings, plans, judges, calls.cap, calls.store_id)
             # The shared cache's folder as this process would find it (--cache-dir, else its environment's default),
             # opened by the ledger on the home node.
             shared = shares_answers(settings, judges) and ray.get(self._ledger.open_shared.remote(

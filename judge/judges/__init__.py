@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeGuard, cast, runtime_checkable
 
 from judge.model import Trajectory
 from judge.plugins import claim_name, load_plugins, problems_note
@@ -119,6 +119,30 @@ class BaseJudge:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+class PartStore(Protocol):
+    """The answers of the calls (parts) of one pass that takes several, kept in the run store as each arrives
+    (:meth:`judge.runcalls.RunCalls.parts`). ``fingerprint`` names what the call sent: a stored answer is only
+    taken for the same request."""
+
+    def get(self, part: int, fingerprint: str) -> dict[str, Any] | None: ...
+
+    def put(self, part: int, fingerprint: str, answer: dict[str, Any]) -> None: ...
+
+
+class PartJudge(Judge, Protocol):
+    """A judge whose pass may take several calls (the LLM judge's windows over a long trajectory): given
+    ``parts``, it takes each call's answer from there when it has one and keeps each new answer there, so a pass
+    a kill interrupted asks again only the calls that had no answer."""
+
+    def __call__(self, trajectory: Trajectory, pass_index: int, *, on_attempt: AttemptHook | None = None,
+                 on_send: AttemptHook | None = None, parts: PartStore | None = None) -> Awaitable[Verdict]: ...
+
+
+def keeps_parts(judge: Judge) -> TypeGuard[PartJudge]:
+    """Whether ``judge`` takes ``parts=`` (:class:`PartJudge`): a paid judge that says so (``keeps_parts = True``)."""
+    return bool(judge.cacheable and getattr(judge, "keeps_parts", False) is True)
 
 
 JudgeFactory = Callable[[str, dict[str, Any]], Judge]
@@ -227,5 +251,6 @@ def _load_builtin_judges() -> None:
         importlib.import_module(module)
 
 
-__all__ = ["DEFAULT_PASSES", "BaseJudge", "Judge", "JudgeFactory", "JudgeFn", "JudgeIdentity", "check_judge", "is_local",
-           "judge_kinds", "make_judge", "register_judge", "resolve", "unregister_judge"]
+__all__ = ["DEFAULT_PASSES", "BaseJudge", "Judge", "JudgeFactory", "JudgeFn", "JudgeIdentity", "PartJudge", "PartStore",
+           "check_judge", "is_local", "judge_kinds", "keeps_parts", "make_judge", "register_judge", "resolve",
+           "unregister_judge"]

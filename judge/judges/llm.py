@@ -13,9 +13,15 @@ longer than the judge's context (the model's context window from rubrics/prices.
 ``max_input_tokens``), judges it in overlapping windows: one call per window, each with the query and a digest
 of the earlier turns, each reviewing its own turns (absolute numbers). Their issues are merged into one pass;
 every window's call is counted in tokens and cost, and a window that fails makes the pass unscored with the
-window named in the detail - never a silently partial verdict. Prompt judge-v2.1 (the default) adds to each
-issue ``recovered``: whether the agent got past an environment fault within the trajectory (a recovered fault
-is recorded and does not block release; null blocks, as an unrecovered one does).
+window named in the detail - never a silently partial verdict. Each window's answer is kept in the run store
+as it arrives (``parts``, :class:`judge.judges.PartStore`): a pass a kill interrupted asks again only the windows
+that had no answer. Prompt judge-v2.1 (the default) adds to each issue ``recovered``: whether the agent got past
+an environment fault within the trajectory (a recovered fault is recorded and does not block release; null
+blocks, as an unrecovered one does).
+
+An answer past its request's bounds (longer than ``max_answer_chars``, or reporting more output tokens than
+``max_tokens`` allows: :func:`judge.pricing.over_bounds`) is unscored ``answer_too_large`` or
+``usage_implausible``, charged at its worst case by the call loop, and only an excerpt of it is kept.
 
 Independence of passes: each pass is its own call with ``temperature`` > 0 (default 0.7) *and* a per-pass
 ``seed`` (the pass index), and no pass sees another's output.
@@ -38,9 +44,9 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.evidence import EvidenceIndex
-from judge.judges import AttemptHook, BaseJudge, JudgeIdentity, register_judge
+from judge.judges import AttemptHook, BaseJudge, JudgeIdentity, PartStore, register_judge
 from judge.model import Trajectory, Usage
-from judge.pricing import add_costs, context_window, load_price_table
+from judge.pricing import KEPT_CHARS, add_costs, context_window, load_price_table
 from judge.prompting import (
     PromptTemplate,
     RenderedTrajectory,
@@ -67,10 +73,15 @@ from judge.providers.retry import (
     complete_with_retries,
 )
 from judge.schema import Category, Efficiency, Issue, Severity, Verdict
+from judge.store import cache_key
+from judge.terminal import clip
 
 DEFAULT_PROMPT = "judge-v2.1"
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_TOKENS = 4096  # output budget per call
+# An answer longer than this is unscored answer_too_large, not parsed or kept: a verdict of 4096 tokens is about
+# 16k characters, so 256 KiB leaves room for any real one (max_answer_chars in a panel config changes it).
+DEFAULT_MAX_ANSWER_CHARS = 262_144
 DEFAULT_MAX_INPUT_TOKENS = 100_000  # prompt budget per call when the model's context window is not known
 CONTEXT_MARGIN = 0.9  # share of (context window - output budget) used for the prompt: estimates are estimates
 DIGEST_SHARE = 0.15  # share of a window's trajectory budget given to the digest of earlier turns
@@ -356,11 +367,14 @@ class LLMJudge(BaseJudge):
     ``max_input_tokens`` (default: the model's context window from the price table, less the output budget
     and a margin; else 100k), ``prompt`` (template name or path), ``windows`` (``auto``: judge a trajectory
     that does not fit whole in windows, when the prompt supports them; ``off``: elide to fit or give up),
-    ``base_url`` (OpenAI-protocol judges only), ``timeout_s``, ``params`` (extra provider settings recorded in
-    the cache key), ``prices`` (a price table path), ``provider`` (a ready :class:`Provider`, for tests).
+    ``max_answer_chars`` (a longer answer is unscored ``answer_too_large``; default
+    :data:`DEFAULT_MAX_ANSWER_CHARS`), ``base_url`` (OpenAI-protocol judges only), ``timeout_s``, ``params`` (extra
+    provider settings recorded in the cache key), ``prices`` (a price table path), ``provider`` (a ready
+    :class:`Provider`, for tests).
     """
 
     cacheable = True  # paid calls: every verdict is kept in the run store
+    keeps_parts = True  # a pass in windows keeps each window's answer (judge.judges.PartJudge)
 
     def __init__(self, spec: str, options: dict[str, Any]):
         self.spec = spec
@@ -383,6 +397,7 @@ class LLMJudge(BaseJudge):
             raise ValueError(f"windows must be 'auto' or 'off', not {self.windows!r}")
         self.temperature: float | None = resolve_temperature(options.get("temperature"), self.provider.model)
         self.max_tokens = int(options.get("max_tokens") or DEFAULT_MAX_TOKENS)
+        self.max_answer_chars = int(options.get("max_answer_chars") or DEFAULT_MAX_ANSWER_CHARS)
         self.context_window = context_window(self.price_key, load_price_table(options.get("prices")))
         self.max_input_tokens = int(options.get("max_input_tokens") or self._default_input_budget())
         self.runtime: CallRuntime = options.get("runtime") or CallRuntime(timeout_s=float(options.get("timeout_s") or 120))
@@ -442,9 +457,11 @@ class LLMJudge(BaseJudge):
 
     async def __call__(
         self, trajectory: Trajectory, pass_index: int, *, on_attempt: AttemptHook | None = None,
-        on_send: AttemptHook | None = None,
+        on_send: AttemptHook | None = None, parts: PartStore | None = None,
     ) -> Verdict:
-        return await self._judge(trajectory, pass_index, on_attempt, on_send, None)
+        """One pass. With ``parts`` (:class:`judge.judges.PartStore`), a pass judged in windows takes each window's
+        answer from there when an earlier, interrupted invocation got it, and keeps each new one there."""
+        return await self._judge(trajectory, pass_index, on_attempt, on_send, None, parts)
 
     def batch_calls(self, trajectory: Trajectory, pass_index: int) -> list[dict[str, Any]]:
         """The requests of one pass for a provider batch (:mod:`judge.batch`): per call (window), the keyword
@@ -460,15 +477,16 @@ class LLMJudge(BaseJudge):
 
     async def judge_batched(
         self, trajectory: Trajectory, pass_index: int, answers: list[BatchAnswer], *,
-        on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None,
+        on_attempt: AttemptHook | None = None, on_send: AttemptHook | None = None, parts: PartStore | None = None,
     ) -> Verdict:
         """One pass whose first answers came from a batch, one per call of :meth:`batch_calls`: each is checked and
         parsed exactly as a direct answer; an answer that needs a corrective retry gets it as a direct call (with
         the hooks); a request the batch did not answer leaves the pass unscored with its reason."""
-        return await self._judge(trajectory, pass_index, on_attempt, on_send, answers)
+        return await self._judge(trajectory, pass_index, on_attempt, on_send, answers, parts)
 
     async def _judge(self, trajectory: Trajectory, pass_index: int, on_attempt: AttemptHook | None,
-                     on_send: AttemptHook | None, answers: list[BatchAnswer] | None) -> Verdict:
+                     on_send: AttemptHook | None, answers: list[BatchAnswer] | None,
+                     parts: PartStore | None = None) -> Verdict:
         name = redact(self.spec)  # a verdict names its judge without URL credentials or query
         base = Verdict(
             trajectory_id=trajectory.id, judge=name, pass_index=pass_index, pass_key=f"{name}#{pass_index}",
@@ -485,9 +503,15 @@ class LLMJudge(BaseJudge):
         if answers is not None and len(answers) != len(plan.calls):
             return base.model_copy(update={"reason": "provider_error", "detail": (
                 f"the batch holds {len(answers)} answer(s) for this pass, which needs {len(plan.calls)} call(s)")})
+        keep = parts if plan.windowed else None  # a pass of one call is kept whole, as its verdict
         for number, call in enumerate(plan.calls, start=1):
-            first = answers[number - 1] if answers is not None else None
-            answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt, on_send, first)
+            fingerprint = call_fingerprint(call.messages) if keep is not None else ""
+            answer = self._kept(keep, number, fingerprint)
+            if answer is None:
+                first = answers[number - 1] if answers is not None else None
+                answer = await self._ask(call, trajectory.turn_count, pass_index, on_attempt, on_send, first)
+                if keep is not None and answer.output is not None:
+                    keep.put(number, fingerprint, _part_record(answer))
             attempts += answer.attempts
             if answer.output is None:
                 detail = answer.detail
@@ -540,6 +564,7 @@ class LLMJudge(BaseJudge):
                         estimated_input_tokens=sum(estimate_tokens(str(m["content"])) for m in messages),
                         on_attempt=on_attempt, on_send=on_send, schema=self.output.schema, schema_name=SCHEMA_NAME,
                         temperature=self.temperature, seed=pass_index, max_tokens=self.max_tokens,
+                        max_answer_chars=self.max_answer_chars,
                     )
                     attempts += made
                 except BudgetExceeded as error:
@@ -549,6 +574,10 @@ class LLMJudge(BaseJudge):
                     return _Answer(attempts, reason=unscored_reason(error), raw=last_text,
                                    detail=f"{error} (after {len(getattr(error, 'attempts', []))} attempt(s))")
             last_text = completion.text
+            if completion.over_bounds is not None:  # not parsed, and not kept whole; charged at its worst case
+                reason, why = completion.over_bounds
+                return _Answer(attempts, reason=reason, detail=why, raw=clip(completion.text or completion.refusal,
+                                                                             KEPT_CHARS))
             if completion.finish_reason in ("refusal", "content_filter"):
                 return _Answer(attempts, reason="refusal", detail=completion.refusal or completion.finish_reason,
                                raw=completion.refusal or completion.text)
@@ -565,6 +594,21 @@ class LLMJudge(BaseJudge):
                             {"role": "user", "content": _corrective(problem)}]
         assert problem is not None
         return _Answer(attempts, reason=problem.reason, detail=str(problem), raw=last_text)
+
+    def _kept(self, parts: PartStore | None, number: int, fingerprint: str) -> _Answer | None:
+        """The answer of window ``number`` an earlier invocation got (with its attempts, for the pass's tokens and
+        cost; they are on record already), or None. A record this version cannot read is asked again."""
+        record = parts.get(number, fingerprint) if parts is not None else None
+        if record is None:
+            return None
+        try:
+            output = self.output.model.model_validate(record["output"])
+            attempts = [Attempt(i, str(a["outcome"]), usage=Usage.model_validate(a["usage"]), cost_usd=a["cost_usd"],
+                                latency_s=a["latency_s"], reserved_usd=a["reserved_usd"])
+                        for i, a in enumerate(record["attempts"], start=1)]
+        except (KeyError, TypeError, ValidationError):
+            return None
+        return _Answer(attempts, output=output, model=record.get("model"))
 
     @staticmethod
     def _check(completion: Completion) -> None:
@@ -687,6 +731,19 @@ class _Answer:
     reason: str | None = None
     detail: str | None = None
     raw: str | None = None
+
+
+def call_fingerprint(messages: list[dict[str, Any]]) -> str:
+    """What one call of a pass sends, as the key of its kept answer (:class:`judge.judges.PartStore`)."""
+    return cache_key(messages=messages)
+
+
+def _part_record(answer: _Answer) -> dict[str, Any]:
+    """What the run store keeps of one answered window (:meth:`LLMJudge._kept` reads it back)."""
+    assert answer.output is not None
+    return {"output": answer.output.model_dump(mode="json"), "model": answer.model,
+            "attempts": [{"outcome": a.outcome, "usage": a.usage.model_dump(mode="json"), "cost_usd": a.cost_usd,
+                          "latency_s": a.latency_s, "reserved_usd": a.reserved_usd} for a in answer.attempts]}
 
 
 def _corrective(problem: VerdictProblem) -> str:

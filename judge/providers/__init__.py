@@ -93,6 +93,9 @@ class Completion:
     latency_s: float
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     tool_calls: list[ToolCall] = field(default_factory=list)
+    # (unscored reason, why) when the answer passed its request's bounds (judge.pricing.over_bounds): set by the
+    # call loop, which then charges the call at its worst case
+    over_bounds: tuple[str, str] | None = None
 
 
 def scrub_completion(completion: Completion) -> Completion:

@@ -7,7 +7,9 @@ request goes out, so that a kill while it is on the wire still leaves a record o
 
 What an attempt is charged: its priced usage when it answered; nothing when it failed with an error
 response or could not connect (no request reached the server); its worst case (the reservation) when it
-timed out or its usage is unreadable, since it may have been billed.
+timed out or its usage is unreadable, since it may have been billed - or when the answer passed its bounds
+(more output tokens than ``max_tokens`` allows, or more characters than ``max_answer_chars``): its reported usage
+is not believed (:func:`judge.pricing.over_bounds`; the completion says so in ``over_bounds``).
 
 A server that answers only 429/5xx or nothing at all stops being called (:class:`Breaker`): after N consecutive
 failed attempts (``stop_after_failures`` in a config file, default 5) every further call to it fails at once with
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.model import Usage
-from judge.pricing import checked_usage
+from judge.pricing import checked_usage, over_bounds
 from judge.providers import Completion, Provider, scrub_completion
 from judge.providers import price_key as pricing_key
 from judge.providers.errors import RETRYABLE_KINDS, ProviderError, ProviderTimeout
@@ -318,9 +320,13 @@ async def complete_with_retries(
     estimated_input_tokens: int,
     on_attempt: Callable[[Attempt], None] | None = None,
     on_send: Callable[[Attempt], None] | None = None,
+    max_answer_chars: int | None = None,
     **kwargs: Any,
 ) -> tuple[Completion, list[Attempt]]:
     """Call ``provider.complete(messages, **kwargs)`` until it answers or the error is final.
+
+    An answer longer than ``max_answer_chars`` or reporting more output tokens than ``max_tokens`` allows is
+    returned with ``over_bounds`` set and charged at its worst case (its usage unknown).
 
     Returns the completion and all attempts (the last one is the successful one). Raises the last
     :class:`ProviderError` when retries are exhausted or the error is not retryable, and
@@ -387,6 +393,9 @@ async def complete_with_retries(
         runtime.breaker.record(target, None, started, time.monotonic(), runtime.timeout_s)
         scrub_completion(completion)  # before anything parses, stores or prints the answer
         usage, note = checked_usage(completion.usage)
+        completion.over_bounds = over_bounds(answer_chars(completion), usage, kwargs.get("max_tokens"), max_answer_chars)
+        if completion.over_bounds is not None:
+            usage, note = Usage(), completion.over_bounds[1]
         completion.usage = usage
         cost = runtime.cost(price_key, usage)
         await runtime.budget.settle(reserved, cost)
@@ -398,3 +407,8 @@ async def complete_with_retries(
             on_attempt(attempt)
         return completion, attempts
     raise AssertionError("unreachable")  # the loop either returns or raises
+
+
+def answer_chars(completion: Completion) -> int:
+    """The size of an answer in characters: its text and its refusal (what would be kept of it)."""
+    return len(completion.text or "") + len(completion.refusal or "")

@@ -3,43 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from judge.cli import app
+from adversarial.paidrun import FIXED_USAGE, kill_score_at, score, setup_run
 from judge.store import RunStore
 from judge.testing.servers import FakeLLMServer, Scripted
-from judge.testing.synthetic import synthetic_batch
-from trajudge_socket_guard import child_pythonpath
-
-runner = CliRunner()
-REPO = Path(__file__).resolve().parents[2]
-SCORE = "import sys; from judge.cli import main; sys.argv = ['judge', 'score', *sys.argv[1:]]; main()"
-FIXED_USAGE = {"input": 1000, "output": 0, "cached": 0}  # $0.01 a call at $10 per million tokens
-
-
-def setup_run(tmp_path: Path, count: int = 6) -> tuple[Path, Path]:
-    trajectories, _ = synthetic_batch(count)
-    batch = tmp_path / "batch.jsonl"
-    batch.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
-    prices = tmp_path / "prices.yaml"
-    prices.write_text("prices:\n  '*': {input: 10.0, output: 10.0}\n")
-    config = tmp_path / "panel.yaml"
-    config.write_text(f"passes: 1\nmax_tokens: 100\nretry_base_delay_s: 0.001\nprices: {prices}\n")
-    return batch, config
-
-
-def score(batch: Path, config: Path, run_dir: Path, url: str, *extra: str):
-    return runner.invoke(app, ["score", str(batch), "--out", str(run_dir), "--config", str(config), "--judge",
-                               f"openai-compatible:m@{url}", "--embedder", "lexical", "--no-preflight", *extra])
 
 
 def test_the_cap_holds_for_the_run_not_for_each_invocation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,18 +52,8 @@ def test_calls_in_flight_at_a_kill_are_counted_and_reported(tmp_path: Path, monk
 
     hang.set()
     with FakeLLMServer("openai", responder=responder) as fake:
-        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-        env["PYTHONPATH"] = child_pythonpath(REPO)
-        child = subprocess.Popen([sys.executable, "-c", SCORE, str(batch), "--out", str(run_dir), "--config", str(config),
-                                  "--judge", f"openai-compatible:m@{fake.base_url}", "--concurrency", "4",
-                                  "--max-cost", "1", "--no-preflight"], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while fake.request_count < 4 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.2)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+        kill_score_at(fake, 4, str(batch), "--out", str(run_dir), "--config", str(config), "--judge",
+                      f"openai-compatible:m@{fake.base_url}", "--concurrency", "4", "--max-cost", "1", "--no-preflight")
         assert fake.request_count == 4
         hang.clear()
 
