@@ -238,7 +238,7 @@ def score(
     per shard of trajectories (``--engine ray``; ``address``: ``auto``, ``ray://HOST:10001``, or None for a local
     Ray instance; docs/ray.md), leaving the same run directory as the default ``"local"``. ``reset_store=True``
     (``--reset-store``) takes a store.sqlite that run.json's spend was not recorded with, which otherwise raises
-    :class:`judge.rundir.ForeignStore`.
+    :class:`judge.runlock.ForeignStore`.
 
     Returns the :class:`Run`; ``run.invocation`` says what this call did (import counts, panel totals). A pass
     that failed is unscored in the run with its reason, not an exception. Raises :class:`SetupError` when

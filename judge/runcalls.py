@@ -12,7 +12,7 @@ to what this invocation paid. :meth:`RunCalls.budget` is the run's money afterwa
 
 Before anything, :func:`check_store` makes sure the store is the one run.json's spend was recorded with: a
 store that was emptied, replaced by another run's or by an older copy would forget that money (and let the cap
-allow it again), so it stops the command (:class:`~judge.rundir.ForeignStore`); ``judge score --reset-store``
+allow it again), so it stops the command (:class:`~judge.runlock.ForeignStore`); ``judge score --reset-store``
 calls it first with ``reset=True``.
 """
 
@@ -28,7 +28,8 @@ from typing import Any
 from judge import rundir
 from judge.pricing import PriceTable, add_costs, load_price_table, price
 from judge.providers.retry import DEFAULT_STOP_AFTER, Attempt, Breaker, Budget, CallRuntime, RetryPolicy
-from judge.rundir import BudgetSection, ForeignStore, RunDir, RunManifest
+from judge.rundir import BudgetSection, RunDir, RunManifest
+from judge.runlock import ForeignStore
 from judge.store import RunStore
 
 AttemptHook = Callable[[Attempt], None]
@@ -170,7 +171,7 @@ def check_store(store: RunStore, reset: bool = False) -> str:
 
     When run.json records money spent, the store must carry the id run.json names and record at least that
     spend; otherwise it was emptied, replaced by another run's, or by an older copy, and calling on would forget
-    that money: :class:`~judge.rundir.ForeignStore`, naming both files. ``reset`` takes the store as the run's
+    that money: :class:`~judge.runlock.ForeignStore`, naming both files. ``reset`` takes the store as the run's
     from now on (its own spend, run.json's cap) and says what was forgotten. A store without an id gets one.
     """
     manifest_path = store.path.parent / rundir.MANIFEST

@@ -429,11 +429,6 @@ class BudgetSection(_Section):
     note: str | None = None
 
 
-class ForeignStore(RuntimeError):
-    """The run's store.sqlite is not the one its run.json recorded spend with (emptied, another run's, or an older
-    copy): judging on would forget money spent. The message names both files and ``--reset-store``."""
-
-
 class RubricSection(_Section):
     """``rubric``: which rubric scored the run (:meth:`judge.scoring.Rubric.describe`)."""
 

@@ -31,6 +31,12 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]  # a module or None: _acquire takes the exclusive-create path
 
 
+class ForeignStore(RuntimeError):
+    """The run's store.sqlite is not the one its run.json recorded spend with (emptied, another run's, or an older
+    copy): judging on would forget money spent. The message names both files and ``--reset-store``. Beside
+    :class:`RunLocked` as the other refusal to work on a run directory, in this light module the CLI imports first."""
+
+
 class RunLocked(RuntimeError):
     """Another process holds the run directory's lock; the message names it."""
 

@@ -29,8 +29,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from judge.rundir import ForeignStore
-from judge.runlock import RunLocked
+from judge.runlock import ForeignStore, RunLocked
 from judge.secrets import scrub, scrub_error, scrub_output
 
 # typer ships its own copy of click: its UsageError (the base of every parse or parameter error) and ClickException
