@@ -90,7 +90,7 @@ SINGLE_FILE_MAX_BYTES = 25_000_000  # auto: above this size of trajectories.json
 PAGE_LIST_LIMIT = 200  # paged layout: lists of ids in the summary page (unscored, ledger, repairs) stop here
 INDEX_ROWS_MARK = "<!--trajudge:index-rows-->\n"  # where the streamed parts go; data cannot write "<" unescaped
 SECTIONS_MARK = "<!--trajudge:sections-->\n"  # report.md: the details; report.html (single): the viewer data
-SORT_KEYS = (("", "input order"), ("-score", "score, highest first"), ("score", "score, lowest first"),
+SORT_KEYS = (("worst", "worst first"), ("", "input order"), ("-score", "score, highest first"), ("score", "score, lowest first"),
              ("-issues", "majority issues, most first"), ("issues", "majority issues, fewest first"),
              ("-cost", "judge cost, highest first"), ("cost", "judge cost, lowest first"), ("id", "id"))
 
@@ -666,7 +666,7 @@ def render_page(summary: dict[str, Any], layout: str, run_name: str, manifest: R
         css=Markup(css),  # our own file, hashed into the CSP below
         js=Markup(js),
         csp=content_security_policy(css, js, layout),
-        viewer=script_json(viewer_settings()),
+        viewer=script_json({**viewer_settings(), "releasable": summary["release"]["releasable"]}),
     )
 
 
