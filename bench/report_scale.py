@@ -106,7 +106,7 @@ def last_id(base: Path, size: int) -> str:
     return copy_id(ids[position], copy)
 
 
-def browse(run: Path, target: str, timeout: float) -> dict[str, float | str]:
+def browse(run: Path, target: str, timeout: float, repeat: int = 1) -> dict[str, float | str]:
     """Open the report in headless Chromium and time what a reader does (see the module docstring)."""
     from judge.testing.chromium import Chromium
 
@@ -114,7 +114,9 @@ def browse(run: Path, target: str, timeout: float) -> dict[str, float | str]:
     figures: dict[str, float | str] = {}
     form = "var f = document.getElementById('filters'); "
     with Chromium(timeout=timeout) as browser:
-        figures["load_ms"] = browser.open(page, ready=READY, timeout=timeout)
+        loads = sorted(browser.open(page, ready=READY, timeout=timeout) for _ in range(max(1, repeat)))
+        # the best of N: on a shared, loaded host the least disturbed load is the closest to the page's own cost
+        figures["load_ms"], figures["load_median_ms"] = loads[0], loads[len(loads) // 2]
         figures["shown"] = before = browser.evaluate(COUNT)
         figures["filter_ms"] = browser.timed(
             form + "f.elements.score.value = '2'; f.elements.score.dispatchEvent(new Event('change', {bubbles: true}))",
@@ -162,6 +164,7 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=REPO, help="checkout whose judge/ builds the report")
     parser.add_argument("--layout", default="default", choices=["default", "auto", "single", "paged"])
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, help="loads per size in one browser: the best is printed")
     parser.add_argument("--target-ms", type=float, default=1000.0,
                         help="load time the single-file layout must stay under (the threshold line)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the page")
@@ -185,9 +188,10 @@ def main() -> None:
         print(f"  data    {data / 1e6:,.1f} MB in {files:,} files under report_data/")
         if args.no_browser:
             continue
-        seen = browse(run, last_id(base, size), args.timeout)
+        seen = browse(run, last_id(base, size), args.timeout, args.repeat)
         loads.append((input_mb * 1e6, html, float(seen["load_ms"])))
-        print(f"  load    {seen['load_ms']:,.0f} ms until ready ({seen['shown']}; load average {load_average()})")
+        print(f"  load    {seen['load_ms']:,.0f} ms until ready, best of {args.repeat} (median {seen['load_median_ms']:,.0f} ms;"
+              f" {seen['shown']}; load average {load_average()})")
         print(f"  filter  {seen['filter_ms']:,.0f} ms (score = 2: {seen['filtered']})")
         if "sort_ms" in seen:
             print(f"  sort    {seen['sort_ms']:,.0f} ms (judge cost, highest first)")
