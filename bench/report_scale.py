@@ -15,9 +15,15 @@ For each size it prints:
   ``search`` (a text typed into the search box) and ``sort`` (by cost, highest first).
 
 ``--code DIR`` builds the report with another checkout (e.g. an export of main) to print the figures
-before a change; ``--layout`` forces ``single`` or ``paged`` (default: the report's own choice).
+before a change; ``--layout`` forces ``single`` or ``paged`` (default: the report's own choice); ``--base RUN``
+replicates another scored run (e.g. the bundled examples, smaller trajectories: the same bytes, more of them);
+``--repeat N`` loads each page N times in one browser and prints the best and the median. Every time is printed
+with the host's load average, and at the end a table of size vs load time and the largest
+``trajectories.jsonl`` that loaded under ``--target-ms`` (1,000): how the single file's threshold
+(judge/report/render.py ``SINGLE_FILE_MAX_BYTES``, ``SINGLE_FILE_MAX_TRAJECTORIES``) was chosen, docs/scale.md.
 
     python bench/report_scale.py [--sizes 10000 100000] [--tmp /tmp/trajudge-report-scale] [--code DIR]
+    python bench/report_scale.py --layout single --repeat 5 --sizes 10 25 50 100 200
 
 Measured on the shared 2-core machine (load average 5-6 from other jobs, so wall times are inflated; CPU time
 is the figure to compare), before = the single-file report of main at e59f147 (``--code`` an export of it):
