@@ -11,6 +11,11 @@ server, driven over the DevTools protocol (judge.testing.chromium), which also l
 made and every console message (a CSP or Trusted Types violation is one); and a run of 10,000 trajectories is
 opened, filtered, sorted, searched and viewed, with the times printed (the targets live in
 bench/report_scale.py, not in an assertion).
+
+The first screens (issue 26), at 1400x900 and 390x844 with screenshots: on examples/batch (14 trajectories,
+single file) and on 10,000 (paged, built once for the module), the index within the first two screens and
+nothing wider than the viewport; worst first, the one-pass panel's limits and the held reason on the batch;
+compare.html's cards. The load time of the largest single file (the thresholds) and of 10k is printed.
 """
 
 from __future__ import annotations
@@ -531,7 +536,10 @@ def test_ten_thousand_first_screens(ten_thousand: tuple[Path, dict[str, Path], f
     with Chromium(CHROMIUM, window=window) as browser:
         facts = _first_screens(browser, paths["report_html"].resolve().as_uri(), tmp_path / f"10k-{window[0]}.png")
         rows = browser.evaluate("document.querySelectorAll('#index .vrow:not([hidden])').length")
+        _open(browser, "t-bad~r1999")  # a viewer with issue markers, receipts and checks fits the viewport too
+        opened = json.loads(browser.evaluate(LAYOUT_FACTS))
         assert browser.console == []
+    assert opened["wide"] == [] and opened["scroll"] <= window[0], opened
     assert facts["index"] is not None and facts["index"] < 2 * window[1], f"the index starts at {facts['index']} px"
     assert rows > 0
     print(f"\n10,000 trajectories at {window[0]}x{window[1]}: load {facts['load_ms']:.0f} ms "
