@@ -173,6 +173,19 @@
     });
   }
 
+  // Why a trajectory is held, in words, beside its score (a score-3 trajectory can pass every check).
+  function heldReason(view) {
+    var why = [], releasable = settings.releasable || [];
+    if (view.score === "unscored") {
+      why.push("no score: too few valid passes");
+    } else if (releasable.indexOf(Number(view.score)) < 0) {
+      why.push("score " + view.score + (releasable.length ? " is not released (only " + releasable.join(", ") + ")" : " is not released"));
+    }
+    if (view.failed.length) { why.push(view.failed.length + " failed check" + (view.failed.length === 1 ? "" : "s") + ": " + view.failed.map(text).join(", ")); }
+    if (!why.length && view.review && view.review.release) { why.push("held by " + text(view.review.release.reviewer)); }
+    return why.length ? "held: " + why.join("; ") : "held";
+  }
+
   function checks(list, view) {
     var known = view.gate ? settings.checks : [], failed = view.failed;
     var passed = known.filter(function (name) { return failed.indexOf(name) < 0; });
@@ -198,7 +211,7 @@
     if (given(repair.checkpoint_turn)) { put(cell, " from the checkpoint after T" + repair.checkpoint_turn); }
     put(cell, ": " + text(repair.reason));
     if (repair.guidance) { el("br", "", cell); el("span", "muted", cell, "guidance:"); put(cell, " " + text(repair.guidance)); }
-    if (repair.moot.length) { el("br", "", cell); el("span", "muted", cell, "made moot:"); put(cell, " " + repair.moot.map(text).join(", ")); }
+    if (repair.moot.length) { el("br", "", cell); el("span", "muted term", cell, "made moot:").title = "issues after the checkpoint: those turns are generated again, so they need no repair of their own"; put(cell, " " + repair.moot.map(text).join(", ")); }
     var routed = repair.issues;
     if (Array.isArray(routed) && routed.length > 1) {
       var details = el("details", "", cell);
@@ -330,6 +343,7 @@
     badge(title, view.score);
     el("span", "tid", title, trajectory.id);
     el("span", view.release ? "pill released" : "pill held", title, view.release ? "released" : "not released");
+    if (!view.release) { el("span", "held-why", title, heldReason(view)); }
     if (view.review) { el("span", "pill human", title, "human decision"); reviewNote(header, view.review); }
     var verdict = el("p", "verdict-line", header, text(view.reason) + " ");
     el("span", "muted small", verdict, "· " + view.valid + " valid of " + view.panel + " passes" +
@@ -399,6 +413,11 @@
     stale: function (v) { return v !== null && v.stale > 0; }
   };
   var SORT_KEYS = {
+    // worst first (the default): unscored, then held, then released; each by score, then more severe issues first
+    worst: function (r) {
+      var score = Number(r[SCORE]), band = r[SCORE] === "unscored" || isNaN(score) ? 0 : r[RELEASE] ? 2 : 1;
+      return ((band * 100 + (band ? score : 0)) * 1000 - Math.min(r[SEVERE], 999)) * 1000 - Math.min(r[MAJORITY], 999);
+    },
     score: function (r) { return r[SCORE] === "unscored" ? null : Number(r[SCORE]); },
     issues: function (r) { return r[MAJORITY] * 100000 + r[SEVERE]; },
     cost: function (r) { return r[COST]; },
@@ -607,6 +626,7 @@
       var pill = cells[2].firstChild;
       pill.textContent = r[RELEASE] ? "released" : "held";
       pill.className = "pill " + (r[RELEASE] ? "released" : "held");
+      pill.title = r[RELEASE] ? "" : heldReason({ score: r[SCORE], failed: [], review: null });
       var human = cells[2].lastChild, review = r[REVIEW] || null;
       human.hidden = review === null;
       human.title = review === null ? "" : "human decision" + (review.by ? " by " + review.by : "") + "; judges: score " +

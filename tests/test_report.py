@@ -24,6 +24,7 @@ from judge.report.stream import entries, trajectory_ids
 from judge.report.summary import (
     agreement_section,
     explain_agreement,
+    panel_limits,
     reason_code,
     release_section,
     run_rubric,
@@ -231,6 +232,35 @@ def test_the_releasable_scores_come_from_the_run_rubric(tmp_path: Path):
     assert used({}) == ("default-v2", [4, 5])
     assert release_section(held, [5])["held_by_gate"] == {"5": 1}  # a 4 is not releasable under this rubric
     assert release_section(held)["held_by_gate"] == {"4": 1, "5": 1}
+
+
+@pytest.mark.parametrize(
+    ("size", "rubric", "limits"),
+    [
+        (1, {}, {"top_score": 5, "top_votes": 2, "top_reachable": False, "agreement": False}),  # the rules judge alone
+        (3, {}, {"top_score": 5, "top_votes": 2, "top_reachable": True, "agreement": True}),
+        (2, {}, {"top_score": 5, "top_votes": 2, "top_reachable": True, "agreement": True}),
+        (None, {}, {"top_score": 5, "top_votes": 2, "top_reachable": False, "agreement": False}),  # no panel recorded
+        (1, {"label": "default-v1"}, {"top_score": 5, "top_votes": 1, "top_reachable": True, "agreement": False}),
+    ],
+)
+def test_panel_limits_say_what_a_panel_cannot_give(size, rubric, limits):
+    found = run_rubric(RunManifest.model_validate({"rubric": rubric} if rubric else {}))
+    assert panel_limits(size, found) == limits
+
+
+def test_release_section_names_the_releasable_scores():
+    assert release_section([], [5])["releasable"] == [5]
+    assert release_section([])["releasable"] == [4, 5]
+
+
+def test_summary_comes_first_then_the_index(html: str):
+    """The index right after the summary (issue 26): before every other section, sorted worst first by default."""
+    header, index = html.index("</header>"), html.index('<section id="trajectories"')
+    assert header < index < html.index('<section id="scores"')
+    sort = html[html.index('<select name="sort">'):]
+    assert sort.index('<option value="worst">') < sort.index('<option value="">input order')
+    assert "minority apart" not in html and "elapsed_s</div>" not in html
 
 
 @pytest.mark.parametrize(

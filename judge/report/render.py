@@ -86,12 +86,15 @@ CSS_FILE = "report.css"
 JS_FILE = "report.js"
 
 LAYOUTS = ("auto", "single", "paged")
-SINGLE_FILE_MAX_TRAJECTORIES = 500  # auto: above this, the paged layout
-SINGLE_FILE_MAX_BYTES = 25_000_000  # auto: above this size of trajectories.jsonl, the paged layout
+# auto: the single file only while it loads in about a second in headless Chromium on the loaded 2-core host
+# (best of 5, bench/report_scale.py, docs/scale.md): its load time grows with the bytes and, at equal bytes, with
+# the count (each trajectory's section is drawn at load), so both are capped; above either, the paged layout.
+SINGLE_FILE_MAX_TRAJECTORIES = 100
+SINGLE_FILE_MAX_BYTES = 1_000_000  # of trajectories.jsonl
 PAGE_LIST_LIMIT = 200  # paged layout: lists of ids in the summary page (unscored, ledger, repairs) stop here
 INDEX_ROWS_MARK = "<!--trajudge:index-rows-->\n"  # where the streamed parts go; data cannot write "<" unescaped
 SECTIONS_MARK = "<!--trajudge:sections-->\n"  # report.md: the details; report.html (single): the viewer data
-SORT_KEYS = (("", "input order"), ("-score", "score, highest first"), ("score", "score, lowest first"),
+SORT_KEYS = (("worst", "worst first"), ("", "input order"), ("-score", "score, highest first"), ("score", "score, lowest first"),
              ("-issues", "majority issues, most first"), ("issues", "majority issues, fewest first"),
              ("-cost", "judge cost, highest first"), ("cost", "judge cost, lowest first"), ("id", "id"))
 
@@ -678,7 +681,7 @@ def render_page(summary: dict[str, Any], layout: str, run_name: str, manifest: R
         css=Markup(css),  # our own file, hashed into the CSP below
         js=Markup(js),
         csp=content_security_policy(css, js, layout),
-        viewer=script_json(viewer_settings()),
+        viewer=script_json({**viewer_settings(), "releasable": summary["release"]["releasable"]}),
     )
 
 

@@ -73,7 +73,8 @@ class SummaryTally:
     def __init__(self, manifest: RunManifest, run: RunDir | None = None):
         self.manifest = manifest
         self.review = ReviewTally(run)
-        self.scores = ScoreTally(run_rubric(manifest).release.scores)
+        self.rubric = run_rubric(manifest)
+        self.scores = ScoreTally(self.rubric.release.scores)
         self.outcomes = OutcomeTally()
         self.issues = IssueTally()
         self.agreement = AgreementTally()
@@ -150,7 +151,7 @@ class SummaryTally:
             "top_defects": self.issues.top_defects(),
             "agreement": agreement_block(self.agreement, panel),
             "review": self.review.section(),
-            "panel": panel,
+            "panel": {**panel, "limits": panel_limits(panel["size"], self.rubric)},
             "unscored": self.unscored.section(self.verdicts),
             "environment_ledger": self.ledger,
             "repairs": {"present": present.get(rundir.REPAIRS, False), "total": sum(self.repairs.values()),
@@ -224,6 +225,7 @@ class ScoreTally:
         return {
             "released": self.released,
             "total": self.total,
+            "releasable": self.releasable,  # the scores the rubric releases: the page says why a lower one is held
             "yield": share(self.released, self.total),
             "released_by_score": dict(sorted(self.released_by_score.items())),
             "held_by_gate": dict(sorted(self.held_by_score.items())),
@@ -527,6 +529,18 @@ def panel_section(manifest: RunManifest, verdicts: VerdictTally) -> dict[str, An
         "passes_ok": verdicts.ok,
         "note": planned.note,
     }
+
+
+def panel_limits(panel_size: int | None, rubric: Rubric) -> dict[str, Any]:
+    """What a panel of this size cannot give under ``rubric`` (pure): the report says it once in its header.
+
+    ``top_score`` needs ``top_votes`` efficiency votes (``top_reachable``: the panel has that many passes);
+    ``agreement``: agreement statistics need two passes or more.
+    """
+    size = panel_size or 0
+    needed = rubric.efficient.needed(size)
+    return {"top_score": rubric.scores.none_efficient, "top_votes": needed, "top_reachable": needed <= size,
+            "agreement": size >= 2}
 
 
 # The three headline statistics, and their names in judge.agreement's output.

@@ -142,6 +142,11 @@ class Chromium:
         self._session = attached["sessionId"]
         for domain in ("Page", "Runtime", "Network", "Log"):
             await self._call(f"{domain}.enable")
+        # The page's viewport is the window exactly: headless Chromium keeps a window at least 500 px wide, so a
+        # phone's 390 px needs the override (checked by the report's browser test at 390x844).
+        width, height = self.window
+        await self._call("Emulation.setDeviceMetricsOverride",
+                         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
 
     def close(self) -> None:
         """Close the DevTools connection and end the browser (by its pid)."""
