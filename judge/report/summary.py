@@ -763,17 +763,23 @@ class RejectTally:
     def __init__(self, limit: int = REJECT_ROWS):
         self.limit = limit
         self.total = 0
+        self.skipped = 0  # paths listed as "skipped: ..." (not data, hidden, a run directory): not rejected records
         self.reasons: Counter[str] = Counter()
         self.rows: list[dict[str, Any]] = []
 
     def add(self, reject: Reject) -> None:
-        self.total += 1
-        self.reasons[reason_code(reject.reason)] += 1
+        code = reason_code(reject.reason)
+        if code == "skipped":
+            self.skipped += 1
+        else:
+            self.total += 1
+        self.reasons[code] += 1
         if len(self.rows) < self.limit:
             self.rows.append({"location": reject.location(), "format": reject.format, "reason": reject.reason})
 
     def section(self) -> dict[str, Any]:
-        return {"total": self.total, "by_reason": dict(self.reasons.most_common()), "rows": self.rows}
+        return {"total": self.total, "skipped": self.skipped, "by_reason": dict(self.reasons.most_common()),
+                "rows": self.rows}
 
 
 # --- cost and time -----------------------------------------------------------------------------
