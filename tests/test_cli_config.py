@@ -166,7 +166,7 @@ def test_judge_score_reads_the_file_and_flags_win(tmp_path: Path, text: str, fla
 def test_judge_score_stops_on_a_bad_key_before_reading_input(tmp_path: Path):
     config = write(tmp_path, "panel.yaml", "judge: rules\nmax_cots: 3\n")
     result = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "run"), "--config", str(config)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown key 'max_cots'" in result.output and "max-cost" in result.output
     assert not (tmp_path / "run").exists()
 
@@ -183,7 +183,7 @@ def test_cluster_config_in_yaml_with_a_flag_override(tmp_path: Path):
     assert "36 issue rows -> 36 clusters" in strict.output and json.loads(loose.stdout)["clusters"] < 36
     bad = write(tmp_path, "bad.yaml", "embeder: lexical\n")
     result = runner.invoke(app, ["cluster", str(rows), "--out", str(tmp_path / "c.jsonl"), "--config", str(bad)])
-    assert result.exit_code == 1 and "did you mean 'embedder'?" in result.output
+    assert result.exit_code == 2 and "did you mean 'embedder'?" in result.output
 
 
 def test_read_option_file_maps_keys_to_destinations(tmp_path: Path):

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import typer
 
-from judge.cli.app import ExitCode, JudgeGroup, app, examples
+from judge.cli.app import ExitCode, JudgeGroup, app, examples, takes_value
 from judge.cli.output import Output, json_option
 
 
@@ -39,8 +39,9 @@ def export_cmd(
     """Export released trajectories as training samples, split train/test by query.
 
     Default: one sample per trajectory, each assistant message weighted 1 (trained) or 0 (context); ids go to
-    index.jsonl, not into the sample lines. The OpenAI file is checked with the checks of OpenAI's fine-tuning
-    data-preparation recipe (counts in split.json).
+    index.jsonl, not into the sample lines. An empty tool result is written as "(no output)". The OpenAI file is
+    checked with the checks of OpenAI's fine-tuning data-preparation recipe (counts in split.json): exit 1 when
+    that check finds an error (the files stay, for inspection).
     """
     from judge.export import ExportFormat, ExportOptions, export_run
 
@@ -74,8 +75,15 @@ def export_cmd(
         tokens = check["tokens"]
         output.line(f"{side:5} format check: errors {errors}; {check['warnings']['over_token_limit']} over "
                     f"{tokens['limit_per_example']} tokens (max {tokens['max']}; {tokens['counted_by']})")
-    output.line(f"reasoning: {record['reasoning']}; split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
+    if record["empty_tool_results_marked"]:
+        output.line(f"empty tool results written as \"(no output)\": {record['empty_tool_results_marked']}")
+    output.line(f"reasoning: {record['reasoning']}; split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; "
+                f"wrote {out.resolve()}/")
     output.document({"out": out, **record})
+    if record.get("format_check_passed") is False:
+        typer.echo(f"error: the export fails its own format check (above; split.json: format_check): "
+                   f"do not train on {out.resolve()} as it is", err=True)
+        raise typer.Exit(ExitCode.ERROR)
 
 
 @app.command(
@@ -126,7 +134,7 @@ def validate_cmd(
     output.line(format_markdown(report) if markdown else format_table(report))
     if json_out is not None:
         rundir.write_json(json_out, report.to_json())
-        output.line(f"wrote {json_out}")
+        output.line(f"wrote {json_out.resolve()}")
     output.document(report.to_json())
 
 
@@ -137,14 +145,10 @@ def split_score_args(tokens: list[str], score_command: Any) -> tuple[list[str], 
     """Split ``judge compare``'s leftover tokens into inputs and ``judge score`` options.
 
     The score command's own parameter list decides which tokens are options and whether they take a
-    value, so compare accepts exactly the panel options of ``judge score`` without copying them. (Duck-typed:
-    typer ships its own copy of click, so ``isinstance`` against the ``click`` package would not hold.)
+    value (:func:`judge.cli.app.takes_value`), so compare accepts exactly the panel options of ``judge score``
+    without copying them.
     """
-    takes_value: dict[str, bool] = {}
-    for param in score_command.params:
-        if getattr(param, "param_type_name", None) == "option":
-            for name in [*param.opts, *param.secondary_opts]:
-                takes_value[name] = not (param.is_flag or param.count)
+    arity = takes_value(score_command)
     inputs: list[str] = []
     options: list[str] = []
     index = 0
@@ -152,12 +156,12 @@ def split_score_args(tokens: list[str], score_command: Any) -> tuple[list[str], 
         token = tokens[index]
         if token.startswith("-") and token != "-":
             name = token.split("=", 1)[0]
-            if name not in takes_value:
+            if name not in arity:
                 raise typer.BadParameter(f"no such option: {name} (neither `judge compare` nor `judge score` has it)")
             if name in ("--out", "-o"):
                 raise typer.BadParameter("--out belongs to judge compare; the judged run goes to OUT/run")
             options.append(token)
-            if takes_value[name] and "=" not in token:
+            if arity[name] and "=" not in token:
                 if index + 1 >= len(tokens):
                     raise typer.BadParameter(f"option {name} needs a value")
                 options.append(tokens[index + 1])
@@ -252,7 +256,7 @@ def compare_cmd(
         output.line(f"{len(result.unmatched)} continuation(s) without a partner (listed in the report)")
     for row in result.overhead:
         output.line(f"judge calls of no arm (preflight) in {row['run']}: {row['attempts']} attempt(s), ${row['usd']:.4f}")
-    output.line(f"wrote {', '.join(str(p) for p in paths_written.values())}")
+    output.line(f"wrote {', '.join(str(Path(p).resolve()) for p in paths_written.values())}")
     output.document(result.to_json())
     if status == ExitCode.SOME_UNSCORED:
         raise typer.Exit(code=ExitCode.SOME_UNSCORED)  # compared what was scored; some passes were not

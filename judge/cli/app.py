@@ -4,16 +4,18 @@ Exit codes are the same for every command (README, "Failure modes"):
 
 ====  ===================================================================================================
 0     done; for ``judge score`` and ``judge rescore``: every planned pass scored
-1     nothing (or not everything) done because of the command line, the input or the machine: a bad option
-      or spec, a missing file, nothing importable, ``--strict`` with rejects, the run locked by another
-      process, a full disk. Fix the cause and run the same command again (a run resumes from its store).
-2     the run finished, but some passes are unscored (their reasons are listed); a rerun retries the ones
+1     nothing (or not everything) done because of the input or the machine: nothing importable, ``--strict``
+      with rejects, the run locked by another process, a full disk, an export that fails its own format
+      check. Fix the cause and run the same command again (a run resumes from its store).
+2     usage: the command line cannot run as written (an unknown option, a bad value or judge spec, a missing
+      argument, an input path that does not exist); nothing was done. click's and typer's convention, which CI
+      scripts expect.
+3     stopped: no pass could be scored (every pass unscored, or a judge failed its preflight check), or
+      ``--max-cost`` stopped the run
+4     the run finished, but some passes are unscored (their reasons are listed); a rerun retries the ones
       that can succeed (provider and connection errors, budget stops) and pays for nothing else
-3     no pass could be scored (every pass unscored, or a judge failed its preflight check), or ``--max-cost``
-      stopped the run
 ====  ===================================================================================================
 
-click reports usage errors with 2; :class:`JudgeGroup` maps them to 1 so that 2 keeps one meaning.
 """
 
 from __future__ import annotations
@@ -29,18 +31,15 @@ from typer.core import TyperGroup
 
 from judge.runlock import RunLocked
 
-# typer ships its own copy of click: its UsageError (the base of every parse or parameter error) is found
-# through typer's public BadParameter rather than imported from the click package.
-UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
-
 
 class ExitCode(IntEnum):
     """The exit codes every command shares (see the module docstring)."""
 
     OK = 0
     ERROR = 1
-    SOME_UNSCORED = 2
+    USAGE = 2
     NONE_SCORED = 3
+    SOME_UNSCORED = 4
 
 
 def outcome_code(statuses: Iterable[tuple[str, str | None]]) -> ExitCode:
@@ -70,22 +69,12 @@ def describe_os_error(error: OSError | sqlite3.Error) -> str:
 
 
 class JudgeGroup(TyperGroup):
-    """The ``judge`` command group: one exit-code table, and one clear line instead of a traceback when the
-    machine fails (a full disk, an unwritable path)."""
-
-    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
-        try:
-            return super().make_context(info_name, args, parent=parent, **extra)
-        except UsageError as error:
-            error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
-            raise
+    """The ``judge`` command group: one exit-code table (click's usage errors keep their 2), and one clear line
+    instead of a traceback when the machine fails (a full disk, an unwritable path)."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except UsageError as error:
-            error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
-            raise
         except RunLocked as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(ExitCode.ERROR) from None
@@ -94,6 +83,17 @@ class JudgeGroup(TyperGroup):
                 raise  # a closed pipe (`judge show ... | head`): typer handles it quietly
             typer.echo(describe_os_error(error), err=True)
             raise typer.Exit(ExitCode.ERROR) from None
+
+
+def takes_value(command: Any) -> dict[str, bool]:
+    """Each option name of a click command -> whether it takes a value (a flag or a count does not). Duck-typed:
+    typer ships its own copy of click, so ``isinstance`` against the ``click`` package would not hold."""
+    arity: dict[str, bool] = {}
+    for param in command.params:
+        if getattr(param, "param_type_name", None) == "option":
+            for name in [*param.opts, *param.secondary_opts]:
+                arity[name] = not (param.is_flag or param.count)
+    return arity
 
 
 def examples(*items: str | tuple[str, str]) -> str:
@@ -108,8 +108,12 @@ app = typer.Typer(
     cls=JudgeGroup,
     help="trajudge: judge, score, repair and report on coding-agent trajectories.\n\n"
     "Start here:  judge score examples/batch --out runs/example   (offline rules judge, no API key)\n\n"
-    "Exit codes: 0 ok; 1 usage, input or machine error; 2 some passes unscored; 3 no pass scored or budget stop.",
+    "Exit codes: 0 ok; 1 input or machine error; 2 usage error; 3 no pass scored, or stopped (preflight, budget); "
+    "4 some passes unscored.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    # click's plain help: it wraps sentences at the terminal's width and shows each option's type, and it does
+    # not import rich's Markdown, syntax and traceback modules (a third of `judge --help`'s time; issue 27)
+    rich_markup_mode=None,
 )

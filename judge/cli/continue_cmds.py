@@ -110,7 +110,7 @@ def continue_cmd(
             output.line(f"  {result.ticket.ticket_id}: {result.stop.reason}: {result.stop.detail[:200]}")
     if money is not None:
         output.line(money["line"])
-    output.line(f"wrote {written} continuations to {out} (next: judge repair ingest {out} --tickets ...); arm log: {log}")
+    output.line(f"wrote {written} continuations to {out.resolve()} (next: judge repair ingest {out} --tickets ...); arm log: {log}")
     output.document({"tickets": len(results), "stops": dict(sorted(counts.items())), "continuations": written,
                      "out": out, "arm_log": log, "agent": agent.spec, "calls": money,
                      "unfinished": [{"ticket_id": r.ticket.ticket_id, "reason": r.stop.reason, "detail": r.stop.detail}

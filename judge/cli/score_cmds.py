@@ -94,8 +94,8 @@ def score_command(
     runs (no key, no cost). A killed run resumes from OUT without paying twice; --max-cost holds for the
     whole run (a resumed run keeps the recorded cap). One process at a time per OUT.
 
-    Exit codes: 0 every pass scored; 1 usage, input or machine error; 2 some passes unscored;
-    3 no pass scored, a judge failed its preflight check, or the budget cap stopped the run.
+    Exit codes: 0 every pass scored; 1 input or machine error; 2 usage error; 3 no pass scored, a judge failed
+    its preflight check, or the budget cap stopped the run; 4 some passes unscored.
     """
     from judge.api import NothingImported, SetupError, score_async
     from judge.cli.ingest_cmds import import_notes
@@ -164,7 +164,7 @@ def score_command(
                                      rundir.REJECTS, rundir.MANIFEST, *rundir.PARQUET_TABLES)]
     paths += [Path(p) for p in written.values()]
     files = [p for p in dict.fromkeys(paths) if p.exists()]
-    output.line("wrote: " + ", ".join(str(p) for p in files))
+    output.line("wrote: " + ", ".join(str(p.resolve()) for p in files))  # absolute: one form for every path
     code = outcome_code(result.outcomes)
     if strict and stats.rejected:
         typer.echo("--strict: some input records were rejected", err=True)
@@ -173,7 +173,7 @@ def score_command(
         stopped = result.unscored.get("budget_exceeded")
         typer.echo("the budget cap stopped the run (exit 3)" if stopped else "no pass could be scored (exit 3)", err=True)
     elif code == ExitCode.SOME_UNSCORED:
-        typer.echo("some passes are unscored (exit 2): their reasons are above and in the report", err=True)
+        typer.echo("some passes are unscored (exit 4): their reasons are above and in the report", err=True)
     report = Path(written.get("report_html") or out / rundir.REPORT_HTML).resolve()
     output.line(f"report: {report}")  # always the last line: scripts and people look for it there
     output.document({"run": out, "exit_code": int(code), "import": stats, "panel": describe_result(result),
