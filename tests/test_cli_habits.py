@@ -72,3 +72,19 @@ def test_score_help_shows_no_type_on_plain_flags() -> None:
     result = runner.invoke(app, ["score", "--help"])
     assert result.exit_code == 0
     assert "<bool>" not in result.output and re.search(r"--strict\s+Exit non-zero", result.output), result.output
+
+
+def test_help_lists_the_choices_of_format_and_engine() -> None:
+    help_text = " ".join(runner.invoke(app, ["score", "--help"]).output.split())
+    assert "--engine [local|ray]" in help_text and "--format FORMAT" in help_text
+    assert "Input format instead of detection per file: canonical, otel," in help_text
+    assert "or a plugin's (judge plugins lists them)" in help_text
+    assert "--format [openai|anthropic|hf]" in " ".join(runner.invoke(app, ["export", "--help"]).output.split())
+
+
+def test_the_help_list_of_formats_is_the_registry_of_built_in_formats() -> None:
+    from judge.cli.app import BUILTIN_FORMATS
+    from judge.importers import FORMATS
+
+    built_in = [name for name, spec in FORMATS.items() if spec.parse.__module__.startswith("judge.importers.")]
+    assert list(BUILTIN_FORMATS) == built_in

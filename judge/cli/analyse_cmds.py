@@ -30,7 +30,7 @@ def export_cmd(
     min_score: int | None = typer.Option(None, "--min-score", help="Export only trajectories scored at least this."),
     include_unreleased: bool = typer.Option(False, "--include-unreleased", help="Also export trajectories the release gate held back (turns from their first majority issue on get weight 0)."),
     exclude_category: list[str] = typer.Option([], "--exclude-category", help="Skip trajectories with a majority issue of this category (repeatable)."),
-    fmt: str = typer.Option("openai", "--format", help="openai (chat fine-tuning JSONL, weight 0/1), anthropic (messages + mask) or hf (parquet folder + dataset card)."),
+    fmt: str = typer.Option("openai", "--format", metavar="[openai|anthropic|hf]", help="openai (chat fine-tuning JSONL, weight 0/1), anthropic (messages + mask) or hf (parquet folder + dataset card)."),
     per_turn: bool = typer.Option(False, "--per-turn", help="One sample per trained turn (history up to it, only it trained) instead of one per trajectory."),
     reasoning: str = typer.Option("auto", "--reasoning", help="Native reasoning: openai drop|think-tags (default drop), anthropic keep|drop (default keep, with signatures), hf keep|drop|think-tags (default keep)."),
     max_tokens: int = typer.Option(65_536, "--max-tokens", help="Per-example token limit the OpenAI format check warns about."),

@@ -85,6 +85,13 @@ class JudgeGroup(TyperGroup):
             raise typer.Exit(ExitCode.ERROR) from None
 
 
+# The built-in input formats in detection order, for help texts: listing judge.importers' registry would import
+# every importer and the model at --help time (tests/test_cli_habits.py checks the two agree).
+BUILTIN_FORMATS = ("canonical", "otel", "atif", "inspect", "mast", "tau", "who-and-when", "swe-agent", "openhands",
+                   "mini-swe-agent", "anthropic", "openai")
+FORMAT_HELP = f"Input format instead of detection per file: {', '.join(BUILTIN_FORMATS)}, or a plugin's (judge plugins lists them)."
+
+
 def takes_value(command: Any) -> dict[str, bool]:
     """Each option name of a click command -> whether it takes a value (a flag or a count does not). Duck-typed:
     typer ships its own copy of click, so ``isinstance`` against the ``click`` package would not hold."""

@@ -17,7 +17,7 @@ import typer
 from pydantic import BaseModel, ConfigDict
 
 from judge import rundir
-from judge.cli.app import ExitCode, app, examples, outcome_code
+from judge.cli.app import FORMAT_HELP, ExitCode, app, examples, outcome_code
 from judge.cli.output import Output, json_option
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class ScoreFileOptions(BaseModel):
 def score_command(
     inputs: list[Path] = typer.Argument(..., help="Trajectory files or folders (any supported format)."),
     out: Path = typer.Option(..., "--out", help="Run directory to write (resumes if it exists)."),
-    judge: list[str] | None = typer.Option(None, "--judge", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH, or a plugin's (judge plugins lists them)."),
+    judge: list[str] | None = typer.Option(None, "--judge", metavar="SPEC", help="Judge spec, repeatable: rules, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL, replay:PATH, or a plugin's (judge plugins lists them)."),
     passes: int | None = typer.Option(None, "--passes", min=1, help="Passes per judge (default 3 for one LLM judge; a deterministic judge runs once)."),
     config: Path | None = typer.Option(None, "--config", help="Config file (YAML, TOML or JSON; settings at the top or under 'panel'): the flags' names as keys (max-cost: 5, or max_cost), plus max-retries, retry-base-delay, max-input-tokens, max-tokens, prompt, prices, params. A flag given here wins over the file, the file over the default; --judge replaces the file's judge list."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp) for openai:/openai-compatible: judges; Anthropic reads ANTHROPIC_BASE_URL."),
@@ -75,7 +75,7 @@ def score_command(
     timeout: float | None = typer.Option(None, "--timeout", help="Per-call timeout in seconds (default 120)."),
     max_cost: float | None = typer.Option(None, "--max-cost", help="Stop calling at this many USD; the rest is unscored budget_exceeded."),
     temperature: str | None = typer.Option(None, "--temperature", help="Judge sampling temperature (default 0.7), or 'none' to leave it out of requests (the default for o1/o3/gpt-5 style reasoning models, which reject it; passes then differ by seed and separate calls)."),
-    fmt: str | None = typer.Option(None, "--format", help="Input format (default: detected per file)."),
+    fmt: str | None = typer.Option(None, "--format", metavar="FORMAT", help=FORMAT_HELP),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rubric YAML (default rubrics/default-v2.yaml)."),
     embedder: str | None = typer.Option(None, "--embedder", help="Embedder for clustering issues."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any input record was rejected."),
@@ -84,7 +84,7 @@ def score_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the calls, tokens and estimated cost this command would make, then stop: nothing is called or written."),
     no_shared_cache: bool = typer.Option(False, "--no-shared-cache", help="Neither take answers from nor add answers to the cache shared across runs."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Shared cache folder (default $TRAJUDGE_CACHE_DIR, $XDG_CACHE_HOME/trajudge or ~/.cache/trajudge)."),
-    engine: str | None = typer.Option(None, "--engine", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
+    engine: str | None = typer.Option(None, "--engine", metavar="[local|ray]", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: the cluster, 'auto' (the one this machine belongs to) or ray://HOST:10001 (Ray Client); default: a local Ray instance started for the run."),
     as_json: bool = json_option(),
 ) -> None:
