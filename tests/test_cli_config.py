@@ -119,8 +119,9 @@ def _options(command: str, skip: set[str]) -> set[str]:
 
 def test_a_score_config_file_takes_every_option_of_judge_score():
     """The file's keys are the command's flags: all of them except those naming this invocation's files (and
-    --dry-run, which says what this invocation does, not how runs are made)."""
-    assert _options("score", {"out", "config", "json", "help", "dry-run"}) == set(PANEL_KEYS) & _options("score", set()) | set(SCORE_FILE_KEYS)
+    --dry-run, which says what this invocation does, not how runs are made, and --limit, --sample and --seed,
+    which choose this run's trajectories)."""
+    assert _options("score", {"out", "config", "json", "help", "dry-run", "limit", "sample", "seed"}) == set(PANEL_KEYS) & _options("score", set()) | set(SCORE_FILE_KEYS)
     assert set(SCORE_FILE_KEYS.values()) == set(ScoreFileOptions.model_fields)
 
 

@@ -88,3 +88,117 @@ def test_the_help_list_of_formats_is_the_registry_of_built_in_formats() -> None:
 
     built_in = [name for name, spec in FORMATS.items() if spec.parse.__module__.startswith("judge.importers.")]
     assert list(BUILTIN_FORMATS) == built_in
+
+
+# --- --limit N, --sample N --seed S ------------------------------------------------------------------------------
+
+
+def _items(n: int, rejects_at: tuple[int, ...] = ()) -> list:
+    from judge.schema import Reject
+    from judge.testing.builders import trajectory
+
+    out: list = []
+    for i in range(n):
+        if i in rejects_at:
+            out.append(Reject(source_file="f", line=i, reason="bad"))
+        out.append(trajectory(f"t{i}", []))
+    return out
+
+
+@pytest.mark.parametrize(("limit", "sample", "seed", "expected"), [
+    (3, None, 0, ["t0", "t1", "t2"]),
+    (20, None, 0, [f"t{i}" for i in range(10)]),
+    (None, 20, 0, [f"t{i}" for i in range(10)]),  # a sample larger than the batch: all of it
+    (None, 1, 0, None),
+    (None, 4, 0, None),
+    (None, 4, 7, None),
+])
+def test_a_selection_keeps_the_first_n_or_a_seeded_sample_in_input_order(limit, sample, seed, expected) -> None:
+    from judge.importers.writer import ImportSelection, ImportStats, select_items
+    from judge.model import Trajectory
+
+    selection = ImportSelection(limit=limit, sample=sample, seed=seed)
+    stats = ImportStats()
+    kept = [t.id for t in select_items(_items(10), selection, stats) if isinstance(t, Trajectory)]
+    again = [t.id for t in select_items(_items(10), selection, ImportStats()) if isinstance(t, Trajectory)]
+    assert kept == again  # the same input and seed: the same selection
+    assert kept == sorted(kept, key=lambda tid: int(tid[1:]))  # input order
+    if expected is not None:
+        assert kept == expected
+    else:
+        assert len(kept) == sample and stats.selected_from == 10 and stats.read == 10 - sample
+
+
+def test_a_sample_depends_on_its_seed_and_passes_rejects_through() -> None:
+    from judge.importers.writer import ImportSelection, ImportStats, select_items
+    from judge.model import Trajectory
+    from judge.schema import Reject
+
+    samples = {tuple(t.id for t in select_items(_items(30), ImportSelection(sample=5, seed=seed), ImportStats())
+                     if isinstance(t, Trajectory)) for seed in range(5)}
+    assert len(samples) > 1
+    items = list(select_items(_items(10, rejects_at=(2, 8)), ImportSelection(sample=3), ImportStats()))
+    assert sum(isinstance(i, Reject) for i in items) == 2
+    items = list(select_items(_items(10, rejects_at=(2, 8)), ImportSelection(limit=3), ImportStats()))
+    assert [type(i).__name__ for i in items] == ["Trajectory", "Trajectory", "Reject", "Trajectory"]  # stops at 3
+
+
+@pytest.mark.parametrize(("limit", "sample"), [(0, None), (None, 0), (2, 3)])
+def test_a_selection_refuses_nonsense(limit, sample) -> None:
+    from judge.importers.writer import ImportSelection
+
+    with pytest.raises(ValueError, match="--limit|--sample"):
+        ImportSelection(limit=limit, sample=sample)
+
+
+def _ids(run: Path) -> list[str]:
+    import json
+
+    return [json.loads(line)["id"] for line in (run / "trajectories.jsonl").read_text().splitlines()]
+
+
+def test_score_limit_judges_the_first_n_and_records_the_selection(tmp_path: Path) -> None:
+    import json
+
+    result = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "run"), "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    assert "selected: the first 3 imported trajectories (--limit 3)" in result.output
+    assert len(_ids(tmp_path / "run")) == 3
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["selection"] == {"limit": 3}
+    assert len((tmp_path / "run" / "scores.jsonl").read_text().splitlines()) == 3
+    again = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "run"), "--limit", "3"])
+    assert again.exit_code == 0, again.output  # the same selection resumes
+    for other in (["--limit", "4"], ["--sample", "3"], []):
+        mixed = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "run"), *other])
+        assert mixed.exit_code == 2, mixed.output  # never mixed silently: a usage error naming both selections
+        assert "was judged with --limit 3" in mixed.output and "a run keeps one selection" in mixed.output
+    assert len(_ids(tmp_path / "run")) == 3
+
+
+def test_score_sample_is_seeded_and_a_full_run_cannot_be_resumed_as_a_sample(tmp_path: Path) -> None:
+    import json
+
+    def sample(out: str, *seed: str) -> list[str]:
+        result = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / out), "--sample", "5", *seed, "--json"])
+        assert result.exit_code == 0, result.output
+        document = json.loads(result.stdout)
+        assert document["selection"] == {"sample": 5, "seed": int(seed[1]) if seed else 0}
+        assert document["import"]["selected_from"] == 14 and document["import"]["imported"] == 5
+        return _ids(tmp_path / out)
+
+    first, second = sample("a", "--seed", "3"), sample("b", "--seed", "3")
+    assert first == second and len(first) == 5
+    assert "a random sample of 5 of 14 imported trajectories (--sample 5 --seed 3)" in runner.invoke(
+        app, ["score", str(EXAMPLES), "--out", str(tmp_path / "a"), "--sample", "5", "--seed", "3"]).output
+    assert runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "full")]).exit_code == 0
+    resumed = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "full"), "--sample", "5"])
+    assert resumed.exit_code == 2 and "was judged with every trajectory" in resumed.output
+    seedless = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "c"), "--seed", "1"])
+    assert seedless.exit_code == 2 and "give --sample N with it" in seedless.output
+
+
+def test_the_python_api_takes_limit(tmp_path: Path) -> None:
+    import judge
+
+    run = judge.score([EXAMPLES], out=tmp_path / "run", limit=2)
+    assert len(run.scores_df()) == 2

@@ -86,13 +86,17 @@ def score_command(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Shared cache folder (default $TRAJUDGE_CACHE_DIR, $XDG_CACHE_HOME/trajudge or ~/.cache/trajudge)."),
     engine: str | None = typer.Option(None, "--engine", metavar="[local|ray]", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: the cluster, 'auto' (the one this machine belongs to) or ray://HOST:10001 (Ray Client); default: a local Ray instance started for the run."),
+    limit: int | None = typer.Option(None, "--limit", min=1, metavar="N", help="Judge only the first N imported trajectories (input order; reading stops there)."),
+    sample: int | None = typer.Option(None, "--sample", min=1, metavar="N", help="Judge a random sample of N imported trajectories, drawn with --seed (the same input and seed, the same sample)."),
+    seed: int | None = typer.Option(None, "--seed", metavar="S", help="Seed of --sample (default 0)."),
     as_json: bool = json_option(),
 ) -> None:
     """Judge, score and report on a batch of trajectories; writes the run directory OUT.
 
     API keys are read from OPENAI_API_KEY / ANTHROPIC_API_KEY only. Without --judge the offline rules judge
     runs (no key, no cost). A killed run resumes from OUT without paying twice; --max-cost holds for the
-    whole run (a resumed run keeps the recorded cap). One process at a time per OUT.
+    whole run (a resumed run keeps the recorded cap). One process at a time per OUT. --limit and --sample are
+    recorded in run.json: a run keeps the selection it started with (another one is refused: use another OUT).
 
     Exit codes: 0 every pass scored; 1 input or machine error; 2 usage error; 3 no pass scored, a judge failed
     its preflight check, or the budget cap stopped the run; 4 some passes unscored.
@@ -113,16 +117,21 @@ def score_command(
     # The shared cache and batch flags, over the file's (False: not given).
     settings = settings.merged(batch=batch or None, no_shared_cache=no_shared_cache or None,
                                cache_dir=str(cache_dir) if cache_dir else None)
+    if seed is not None and sample is None:
+        raise typer.BadParameter("--seed draws the --sample: give --sample N with it", param_hint="--seed")
+
     if dry_run:
         print_dry_run(output, inputs, out, settings, fmt, judges=list(judge or []), passes=passes, base_url=base_url,
                       concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
-                      temperature=temperature)
+                      temperature=temperature, limit=limit, sample=sample, seed=seed or 0)
         return
     engine, address = engine or from_file.engine or "local", address or from_file.address
 
     def imported(stats: ImportStats) -> None:
         output.line(f"read {stats.read} records: imported {stats.imported}, rejected {stats.rejected}"
                     + (f" (see {out / rundir.REJECTS})" if stats.rejected or stats.skipped else ""))
+        if limit is not None or sample is not None:
+            output.line(f"selected: {selection_text(limit, sample, seed or 0, stats)}")
         for line in import_notes(stats):
             output.line(line)
 
@@ -135,7 +144,7 @@ def score_command(
             inputs, out, judges=judge, passes=passes, config=settings, base_url=base_url, concurrency=concurrency,
             rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=fmt,
             rubric=rubric, embedder=embedder, preflight=not no_preflight, progress=True, engine=engine,
-            address=address, on_imported=imported, on_judged=judged))
+            address=address, limit=limit, sample=sample, seed=seed or 0, on_imported=imported, on_judged=judged))
     except SetupError as error:
         if error.argument == "out":  # not a usage problem: one plain line (exit 1)
             typer.echo(f"error: --out {error}", err=True)
@@ -176,21 +185,22 @@ def score_command(
         typer.echo("some passes are unscored (exit 4): their reasons are above and in the report", err=True)
     report = Path(written.get("report_html") or out / rundir.REPORT_HTML).resolve()
     output.line(f"report: {report}")  # always the last line: scripts and people look for it there
-    output.document({"run": out, "exit_code": int(code), "import": stats, "panel": describe_result(result),
+    output.document({"run": out, "exit_code": int(code), "import": stats, "selection": rundir.RunDir(out).manifest().selection,
+                     "panel": describe_result(result),
                      "scores": score_counts(scores), "files": files, "report": report})
     if code:
         raise typer.Exit(code=code)
 
 
-def print_dry_run(output: Output, inputs: list[Path], out: Path, settings: PanelConfig, fmt: str | None,
-                  **flags: Any) -> None:
+def print_dry_run(output: Output, inputs: list[Path], out: Path, settings: PanelConfig, fmt: str | None, *,
+                  limit: int | None = None, sample: int | None = None, seed: int = 0, **flags: Any) -> None:
     """``--dry-run``: import into a temporary folder (deleted after), then print what judging into ``out`` would
     call and cost (:func:`judge.estimate.estimate_run`); ``out`` is read, never written."""
     import tempfile
 
     from judge.api import SetupError, panel_settings
     from judge.estimate import describe, estimate_run
-    from judge.importers.writer import write_import
+    from judge.importers.writer import ImportSelection, write_import
     from judge.prompting import token_count_method
     from judge.rundir import RunDir
 
@@ -203,8 +213,9 @@ def print_dry_run(output: Output, inputs: list[Path], out: Path, settings: Panel
         raise typer.BadParameter(f"input not found: {', '.join(missing)}")
     try:
         with tempfile.TemporaryDirectory(prefix="trajudge-dry-run-") as scratch:
+            selection = ImportSelection(limit, sample, seed) if limit is not None or sample is not None else None
             stats = write_import(inputs, Path(scratch) / rundir.TRAJECTORIES, Path(scratch) / rundir.REJECTS, fmt=fmt,
-                                 exclude=[Path(scratch), out])
+                                 exclude=[Path(scratch), out], selection=selection)
             estimate = asyncio.run(estimate_run(RunDir(scratch).trajectories(), settings, out))
     except (ValueError, FileNotFoundError) as error:
         raise typer.BadParameter(str(error)) from error
@@ -226,6 +237,14 @@ def load_config(path: Path) -> tuple[PanelConfig, ScoreFileOptions]:
         typer.echo(f"note: {note}", err=True)
     options = build_checked(ScoreFileOptions.model_validate, file.subset(SCORE_FILE_KEYS.values()))
     return PanelConfig.from_file(file), options
+
+
+def selection_text(limit: int | None, sample: int | None, seed: int, stats: ImportStats) -> str:
+    """What ``--limit`` / ``--sample`` kept, for the output line ``selected: ...``."""
+    if limit is not None:
+        return f"the first {stats.imported} imported trajectories (--limit {limit})"
+    return (f"a random sample of {stats.imported} of {stats.selected_from} imported trajectories "
+            f"(--sample {sample} --seed {seed})")
 
 
 def score_counts(scores: Iterable[Any]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from typing import Any, TypeVar, cast
 from judge import rundir
 from judge.engine import EngineUnavailable, StageOptions, finish_stages
 from judge.importers.reader import LineSpan
-from judge.importers.writer import ImportSink, ImportStats
+from judge.importers.writer import ImportSelection, ImportSink, ImportStats
 from judge.panel import PanelConfig, PanelResult
 from judge.pricing import add_costs
 from judge.rundir import RowsView, RunDir, RunManifest
@@ -190,12 +190,16 @@ class RayEngine:
         return await asyncio.to_thread(build_report, run_dir)
 
     def import_stream(self, inputs: list[Path], run_dir: Path, fmt: str | None,
-                      settings: PanelConfig) -> None:
+                      settings: PanelConfig, selection: ImportSelection | None = None) -> None:
         """Shards import before they judge: no streamed import."""
         return None
 
-    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
-        """Import in parts (consecutive data files), merged in input order; the same files as a local import."""
+    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None,
+                      selection: ImportSelection | None = None) -> ImportStats:
+        """Import in parts (consecutive data files), merged in input order; the same files as a local import.
+        A selection (``--limit``, ``--sample``) needs the whole input in one place: the local engine's."""
+        if selection is not None:
+            raise ValueError("--limit and --sample run with --engine local (the parts of a Ray import are read apart)")
         import ray
 
         from judge.importers.reader import UniqueIds, iter_data_files, with_new_id
