@@ -119,7 +119,6 @@ def score_command(
                                cache_dir=str(cache_dir) if cache_dir else None)
     if seed is not None and sample is None:
         raise typer.BadParameter("--seed draws the --sample: give --sample N with it", param_hint="--seed")
-
     if dry_run:
         print_dry_run(output, inputs, out, settings, fmt, judges=list(judge or []), passes=passes, base_url=base_url,
                       concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost,
