@@ -98,7 +98,7 @@ def test_compare_cli_errors_name_the_problem(tmp_path: Path):
     missing = runner.invoke(app, ["compare", str(tmp_path / "nope"), "--out", str(tmp_path / "c")])
     assert missing.exit_code == 2 and "input not found" in missing.output
     nothing = runner.invoke(app, ["compare", "--out", str(tmp_path / "c")])
-    assert nothing.exit_code == 1 and "at least one INPUT" in nothing.output
+    assert nothing.exit_code == 2 and "at least one INPUT" in nothing.output
 
 
 def test_compare_cli_judges_continuation_files_with_judge_score_options(tmp_path: Path):
