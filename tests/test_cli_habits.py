@@ -76,10 +76,10 @@ def test_score_help_shows_no_type_on_plain_flags() -> None:
 
 def test_help_lists_the_choices_of_format_and_engine() -> None:
     help_text = " ".join(runner.invoke(app, ["score", "--help"]).output.split())
-    assert "--engine [local|ray]" in help_text and "--format FORMAT" in help_text
+    assert "--engine <local|ray>" in help_text and "--format FORMAT" in help_text
     assert "Input format instead of detection per file: canonical, otel," in help_text
     assert "or a plugin's (judge plugins lists them)" in help_text
-    assert "--format [openai|anthropic|hf]" in " ".join(runner.invoke(app, ["export", "--help"]).output.split())
+    assert "--format <openai|anthropic|hf>" in " ".join(runner.invoke(app, ["export", "--help"]).output.split())
 
 
 def test_the_help_list_of_formats_is_the_registry_of_built_in_formats() -> None:
@@ -202,3 +202,37 @@ def test_the_python_api_takes_limit(tmp_path: Path) -> None:
 
     run = judge.score([EXAMPLES], out=tmp_path / "run", limit=2)
     assert len(run.scores_df()) == 2
+
+
+def _choices_in_help(command: list[str], option: str) -> set[str]:
+    text = runner.invoke(app, [*command, "--help"]).output
+    found = re.search(rf"{re.escape(option)} <([a-z|-]+)>", text)  # as typer shows an Enum's choices
+    assert found, f"{' '.join(command)} --help does not list the choices of {option}:\n{text}"
+    return set(found.group(1).split("|"))
+
+
+def _reasoning_modes() -> set[str]:
+    from judge.export import REASONING_MODES
+
+    return {"auto", *(mode for modes in REASONING_MODES.values() for mode in modes)}
+
+
+# Each option with a fixed set of values lists it in --help, and the list is the one the code checks against.
+@pytest.mark.parametrize(("command", "option", "choices"), [
+    (["score"], "--engine", lambda: set(__import__("judge.engine", fromlist=["ENGINES"]).ENGINES)),
+    (["export"], "--format", lambda: set(__import__("judge.export", fromlist=["EXPORT_FORMATS"]).EXPORT_FORMATS)),
+    (["export"], "--reasoning", _reasoning_modes),
+    (["export"], "--exclude-category", lambda: set(__import__("judge.schema", fromlist=["CATEGORIES"]).CATEGORIES)),
+    (["validate"], "--kind", lambda: set(__import__("judge.importers.labels", fromlist=["LABEL_KINDS"]).LABEL_KINDS)),
+    (["compare"], "--pair-by", lambda: set(__import__("judge.compare", fromlist=["PAIR_BY"]).PAIR_BY)),
+    (["review"], "--only", lambda: set(__import__("judge.review_flow", fromlist=["ONLY_CHOICES"]).ONLY_CHOICES)),
+    (["report"], "--layout", lambda: {"auto", "single", "paged"}),
+], ids=lambda value: value if isinstance(value, str) else None)
+def test_help_lists_each_fixed_choice_as_the_code_checks_it(command: list[str], option: str, choices) -> None:
+    assert _choices_in_help(command, option) == choices()
+
+
+def test_no_option_shows_a_python_type_for_a_flag_or_a_repeatable_value() -> None:
+    for command in (["score"], ["review"], ["export"], ["continue"]):
+        options = [line for line in runner.invoke(app, [*command, "--help"]).output.splitlines() if line.startswith("  -")]
+        assert options and not [line for line in options if "<list[" in line or "<bool>" in line], (command, options)

@@ -29,10 +29,10 @@ def export_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the query split (same seed, same split)."),
     min_score: int | None = typer.Option(None, "--min-score", help="Export only trajectories scored at least this."),
     include_unreleased: bool = typer.Option(False, "--include-unreleased", help="Also export trajectories the release gate held back (turns from their first majority issue on get weight 0)."),
-    exclude_category: list[str] = typer.Option([], "--exclude-category", help="Skip trajectories with a majority issue of this category (repeatable)."),
-    fmt: str = typer.Option("openai", "--format", metavar="[openai|anthropic|hf]", help="openai (chat fine-tuning JSONL, weight 0/1), anthropic (messages + mask) or hf (parquet folder + dataset card)."),
+    exclude_category: list[str] = typer.Option([], "--exclude-category", metavar="<code|semantic|capability|environment>", help="Skip trajectories with a majority issue of this category (repeatable)."),
+    fmt: str = typer.Option("openai", "--format", metavar="<openai|anthropic|hf>", help="openai (chat fine-tuning JSONL, weight 0/1), anthropic (messages + mask) or hf (parquet folder + dataset card)."),
     per_turn: bool = typer.Option(False, "--per-turn", help="One sample per trained turn (history up to it, only it trained) instead of one per trajectory."),
-    reasoning: str = typer.Option("auto", "--reasoning", help="Native reasoning: openai drop|think-tags (default drop), anthropic keep|drop (default keep, with signatures), hf keep|drop|think-tags (default keep)."),
+    reasoning: str = typer.Option("auto", "--reasoning", metavar="<auto|keep|drop|think-tags>", help="Native reasoning: openai drop|think-tags (default drop), anthropic keep|drop (default keep, with signatures), hf keep|drop|think-tags (default keep)."),
     max_tokens: int = typer.Option(65_536, "--max-tokens", help="Per-example token limit the OpenAI format check warns about."),
     as_json: bool = json_option(),
 ) -> None:
@@ -100,7 +100,7 @@ def validate_cmd(
     ctx: typer.Context,
     run: Path = typer.Argument(..., help="A scored run directory."),
     labels: Path = typer.Option(..., "--labels", help="Label file or folder (Who&When folder, AgentRx ground truth, MAST json)."),
-    kind: str | None = typer.Option(None, "--kind", help="who-and-when | agentrx | mast (detected from the file when omitted)."),
+    kind: str | None = typer.Option(None, "--kind", metavar="<who-and-when|agentrx|mast>", help="who-and-when | agentrx | mast (detected from the file when omitted)."),
     k: int = typer.Option(1, "--k", min=0, help="Tolerance in turns for the 'within +-k' figures."),
     json_out: Path | None = typer.Option(None, "--json-out", help="Also write the full comparison (per trajectory) as JSON to this file."),
     as_json: bool = json_option(),
@@ -193,10 +193,10 @@ def _score_command() -> Any:
 def compare_cmd(
     ctx: typer.Context,
     out: Path = typer.Option(..., "--out", help="Directory for compare.html, compare.md and compare.json (and run/ when judging)."),
-    baseline: str | None = typer.Option(None, "--baseline", help="Reference arm (default: 'unguided' if present, else the first arm)."),
+    baseline: str | None = typer.Option(None, "--baseline", metavar="ARM", help="Reference arm (default: 'unguided' if present, else the first arm)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap (same seed, same intervals)."),
     resamples: int = typer.Option(10_000, "--resamples", min=100, help="Bootstrap resamples."),
-    pair_by: str = typer.Option("branch", "--pair-by", help="branch: continuations of one source and branch turn; "
+    pair_by: str = typer.Option("branch", "--pair-by", metavar="<branch|query>", help="branch: continuations of one source and branch turn; "
                                 "query: trajectories of one query_id with no branch (e.g. fresh generation vs repaired)."),
     as_json: bool = typer.Option(False, "--json", help="Print compare.json on stdout instead of the text (messages, and the judging's, go to stderr)."),
 ) -> None:

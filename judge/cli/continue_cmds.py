@@ -33,7 +33,7 @@ def continue_cmd(
                                    "openai-compatible:MODEL@URL (any registered provider), or scripted:FILE."),
     out: Path = typer.Option(..., "--out", help="Continuations (canonical JSONL) for judge repair ingest; the arm log is written beside it."),
     tickets: Path | None = typer.Option(None, "--tickets", help="Tickets file (default: RUN/tickets.jsonl)."),
-    only: list[str] = typer.Option([], "--ticket", help="Run only this ticket id or trajectory id (repeatable)."),
+    only: list[str] = typer.Option([], "--ticket", metavar="ID", help="Run only this ticket id or trajectory id (repeatable)."),
     budget_tokens: int | None = typer.Option(None, "--budget-tokens", min=1, help="Input + output tokens an arm may spend (failed attempts included)."),
     budget_turns: int | None = typer.Option(None, "--budget-turns", min=1, help="New assistant turns an arm may take."),
     workdir: Path | None = typer.Option(None, "--workdir", help="The environment before the prefix, copied for each arm (default: empty)."),

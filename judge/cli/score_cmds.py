@@ -84,7 +84,7 @@ def score_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the calls, tokens and estimated cost this command would make, then stop: nothing is called or written."),
     no_shared_cache: bool = typer.Option(False, "--no-shared-cache", help="Neither take answers from nor add answers to the cache shared across runs."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Shared cache folder (default $TRAJUDGE_CACHE_DIR, $XDG_CACHE_HOME/trajudge or ~/.cache/trajudge)."),
-    engine: str | None = typer.Option(None, "--engine", metavar="[local|ray]", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
+    engine: str | None = typer.Option(None, "--engine", metavar="<local|ray>", help="Where the stages run: local (default, this process) or ray (Ray tasks per shard of trajectories, merged into the same run directory; pip install 'trajudge[ray]'; docs/ray.md)."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: the cluster, 'auto' (the one this machine belongs to) or ray://HOST:10001 (Ray Client); default: a local Ray instance started for the run."),
     limit: int | None = typer.Option(None, "--limit", min=1, metavar="N", help="Judge only the first N imported trajectories (input order; reading stops there)."),
     sample: int | None = typer.Option(None, "--sample", min=1, metavar="N", help="Judge a random sample of N imported trajectories, drawn with --seed (the same input and seed, the same sample)."),
