@@ -41,7 +41,7 @@ from judge import rundir
 from judge.engine import EngineUnavailable, StageOptions, finish_stages
 from judge.importers.reader import LineSpan
 from judge.importers.writer import ImportSelection, ImportSink, ImportStats
-from judge.panel import PanelConfig, PanelResult
+from judge.panel import PanelConfig, PanelResult, calls_providers
 from judge.pricing import add_costs
 from judge.rundir import RowsView, RunDir, RunManifest
 from judge.schema import Reject, ScoreRow, Verdict
@@ -307,8 +307,8 @@ class RayEngine:
                 cost = add_costs(cost, shard.cost_usd)
                 if not self._sections:
                     self._sections = {k: v for k, v in shard.manifest.items() if k in ("rubric", "cluster", "embedder")}
-                tracker.advance(sum(result.outcomes.values()) - tracker.done,
-                                stats=f"{self.shards} shard(s) · calls {calls_made} · retries {retries}")
+                paid = f" · calls {calls_made} · retries {retries}" if calls_providers(settings) else ""  # rules: no call
+                tracker.advance(sum(result.outcomes.values()) - tracker.done, stats=f"{self.shards} shard(s){paid}")
         self._scores = writers[rundir.SCORES].count
         budget, exceeded = ray.get(self._ledger.budget.remote())
         result.verdicts = run.view(rundir.VERDICTS, Verdict, writers[rundir.VERDICTS].count)
