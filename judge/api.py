@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judge.engine import Engine
-    from judge.importers.writer import ImportStats
+    from judge.importers.writer import ImportSelection, ImportStats
     from judge.model import Trajectory
     from judge.panel import PanelConfig, PanelResult
     from judge.schema import Reject, ScoreRow
@@ -225,6 +225,9 @@ def score(
     engine: str | Engine = "local",
     address: str | None = None,
     reset_store: bool | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> Run:
     """Judge, score and report on a batch of trajectories, writing the run directory ``out``: ``judge score``.
 
@@ -238,7 +241,9 @@ def score(
     per shard of trajectories (``--engine ray``; ``address``: ``auto``, ``ray://HOST:10001``, or None for a local
     Ray instance; docs/ray.md), leaving the same run directory as the default ``"local"``. ``reset_store=True``
     (``--reset-store``) takes a store.sqlite that run.json's spend was not recorded with, which otherwise raises
-    :class:`judge.runlock.ForeignStore`.
+    :class:`judge.runlock.ForeignStore`. ``limit`` judges only the first N imported trajectories, ``sample`` a random
+    sample of N drawn with ``seed`` (``--limit``, ``--sample``, ``--seed``); run.json records the selection, and a
+    run directory keeps the one it started with.
 
     Returns the :class:`Run`; ``run.invocation`` says what this call did (import counts, panel totals). A pass
     that failed is unscored in the run with its reason, not an exception. Raises :class:`SetupError` when
@@ -252,7 +257,8 @@ def score(
         inputs, out, judges=judges, passes=passes, config=config, base_url=base_url, concurrency=concurrency,
         rpm=rpm, tpm=tpm, timeout=timeout, max_cost=max_cost, temperature=temperature, format=format,
         rubric=rubric, embedder=embedder, preflight=preflight, report=report, progress=progress, batch=batch,
-        no_shared_cache=no_shared_cache, cache_dir=cache_dir, engine=engine, address=address, reset_store=reset_store))
+        no_shared_cache=no_shared_cache, cache_dir=cache_dir, engine=engine, address=address, reset_store=reset_store,
+        limit=limit, sample=sample, seed=seed))
 
 
 async def score_async(
@@ -281,6 +287,9 @@ async def score_async(
     engine: str | Engine = "local",
     address: str | None = None,
     reset_store: bool | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
     on_imported: Callable[[ImportStats], None] | None = None,
     on_judged: Callable[[PanelResult], None] | None = None,
 ) -> Run:
@@ -304,9 +313,12 @@ async def score_async(
                          rpm=rpm, tpm=tpm, timeout_s=timeout, max_cost_usd=max_cost, temperature=temperature,
                          batch=batch, no_shared_cache=no_shared_cache, cache_dir=str(cache_dir) if cache_dir else None)
     _check_before_judging(paths, out, format, rubric_path, embedder)
+    selection = _selection(limit, sample, seed)
     try:
         runner = make_engine(engine, address)
         runner.check(settings)
+        if selection is not None and runner.name != "local":
+            raise ValueError("--limit and --sample run with --engine local (a Ray import reads its parts apart)")
     except (ValueError, EngineUnavailable) as error:
         raise SetupError(str(error)) from error
 
@@ -322,11 +334,12 @@ async def score_async(
                 check_store(store, reset=bool(reset_store))
             except ValueError as error:  # a run.json that cannot be read
                 raise SetupError(str(error)) from error
+        _keep_selection(out, selection)
         # A panel that makes no call is judged while the import streams past (each record parsed once); its
         # import counts are known, and shown, when that pass ends. Otherwise the import comes first.
-        imports = runner.import_stream(paths, out, format, settings)
+        imports = runner.import_stream(paths, out, format, settings, selection)
         if imports is None:
-            stats = runner.import_inputs(paths, out, format)
+            stats = runner.import_inputs(paths, out, format, selection)
             imported(stats)
         elif not imports.peek():
             imported(imports.stats)  # nothing to judge: raises NothingImported
@@ -394,6 +407,38 @@ def _check_before_judging(inputs: list[Path], out: Path, fmt: str | None, rubric
             check_embedder(embedder)
     except (ValueError, ImportError, OSError) as error:
         raise SetupError(str(error)) from error
+
+
+def _selection(limit: int | None, sample: int | None, seed: int) -> ImportSelection | None:
+    """The ``--limit`` / ``--sample`` selection (None: every trajectory); a bad combination is a SetupError."""
+    from judge.importers.writer import ImportSelection
+
+    if limit is None and sample is None:
+        return None
+    try:
+        return ImportSelection(limit=limit, sample=sample, seed=seed)
+    except ValueError as error:
+        raise SetupError(str(error)) from error
+
+
+def _keep_selection(run_dir: Path, selection: ImportSelection | None) -> None:
+    """Record the selection in run.json; refuse one that differs from the selection the run was judged with.
+
+    A run directory holds one selection: resuming it with another (or with none where it had one, or the
+    reverse) would mix verdicts of different trajectory sets in one report, so it is an error naming both."""
+    wanted = selection.describe() if selection is not None else None
+    run = RunDir(run_dir)
+    if run.has(rundir.MANIFEST) or run.has(rundir.TRAJECTORIES):  # started before: its selection stands
+        recorded = run.manifest().selection
+        if recorded != wanted:
+            def shown(value: dict[str, Any] | None) -> str:
+                return " ".join(f"--{key} {n}" for key, n in value.items()) if value else "every trajectory"
+
+            raise SetupError(f"{run_dir} was judged with {shown(recorded)}, this command asks for {shown(wanted)}: "
+                             "a run keeps one selection. Give the same one, or another --out", "selection")
+    if wanted is not None:  # a run of every trajectory writes no key (its run.json is as before)
+        with run.update_manifest() as manifest:
+            manifest.selection = wanted
 
 
 def _record_timing(run_dir: Path, started_at: datetime, elapsed_s: float, engine: dict[str, Any] | None = None) -> None:

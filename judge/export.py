@@ -32,10 +32,16 @@ In ``per_turn`` samples only the trained turn keeps its reasoning (the reference
 learns from reasoning it would not see); in the one-sample form each assistant message keeps its own, since
 each is a target.
 
+**Empty tool output.** A tool result with no text (the tool printed nothing) is written as the marker
+:data:`EMPTY_TOOL_OUTPUT`, ``(no output)``, in every form: OpenAI's format requires non-empty content on a tool
+message, and the marker tells the trained model that the call ran and printed nothing rather than that the result
+was lost. ``split.json`` counts them (``empty_tool_results_marked``).
+
 **Files.** ``train.jsonl`` and ``test.jsonl`` (``hf``: ``train.parquet``, ``test.parquet`` and a ``README.md``
 dataset card that ``datasets.load_dataset`` reads), ``index.jsonl`` mapping each sample (split and 1-based
 line) to its trajectory and query, so the sample lines carry no key outside the target format, and
-``split.json`` with the counts, the filters and the OpenAI format check (:mod:`judge.export_check`).
+``split.json`` with the counts, the filters and the OpenAI format check (:mod:`judge.export_check`): when that
+check finds an error the files stay for inspection, ``format_check_passed`` is false and ``judge export`` exits 1.
 
 **Split.** By ``query_id``: every trajectory of one original query lands on one side, so a repeated trial of a
 task never leaks from training into test. The split is a pure function of the query ids and the seed (a seeded
@@ -75,6 +81,9 @@ SPLIT_FILE = "split.json"
 INDEX_FILE = "index.jsonl"
 CARD_FILE = "README.md"
 SIDES = ("train", "test")
+
+# What an empty tool result becomes in a sample (module docstring, "Empty tool output").
+EMPTY_TOOL_OUTPUT = "(no output)"
 
 # OpenAI's per-example limit for gpt-4o / gpt-4.1 fine-tuning (the cookbook recipe's 4,096 was gpt-3.5's).
 DEFAULT_MAX_TOKENS = 65_536
@@ -218,10 +227,11 @@ def _arguments_text(call: ToolCall) -> str:
     return json.dumps(call.arguments if call.arguments is not None else {}, ensure_ascii=False)
 
 
-def _tool_text(message: Message) -> str:
+def tool_text(message: Message) -> str:
+    """A tool message's text in a sample: its content, else its receipt's, else :data:`EMPTY_TOOL_OUTPUT`."""
     if message.content:
         return message.content
-    return message.receipt.content if message.receipt else ""
+    return (message.receipt.content if message.receipt else "") or EMPTY_TOOL_OUTPUT
 
 
 def history_with_query(trajectory: Trajectory) -> list[Message]:
@@ -276,10 +286,10 @@ def openai_messages(history: Sequence[Message], trained: set[int], *, reasoning:
         elif message.role == "tool":
             call_id = message.receipt.call_id if message.receipt else None
             if call_id and call_id in call_ids:
-                out.append({"role": "tool", "tool_call_id": call_id, "content": _tool_text(message)})
+                out.append({"role": "tool", "tool_call_id": call_id, "content": tool_text(message)})
             else:
                 name = (message.receipt.name if message.receipt else None) or message.name or "tool"
-                out.append({"role": "user", "content": f"[{name} result]\n{_tool_text(message)}"})
+                out.append({"role": "user", "content": f"[{name} result]\n{tool_text(message)}"})
         else:
             row = {"role": message.role, "content": message.content}
             if message.name:
@@ -352,10 +362,10 @@ def anthropic_sample(history: Sequence[Message], trained: set[int] | None = None
         elif message.role == "tool":
             receipt = message.receipt
             if receipt and receipt.call_id:
-                push("user", [{"type": "tool_result", "tool_use_id": receipt.call_id, "content": _tool_text(message),
+                push("user", [{"type": "tool_result", "tool_use_id": receipt.call_id, "content": tool_text(message),
                                "is_error": receipt.is_error}])
             else:
-                push("user", [{"type": "text", "text": f"[tool result]\n{_tool_text(message)}"}])
+                push("user", [{"type": "text", "text": f"[tool result]\n{tool_text(message)}"}])
         else:
             text = message.content if message.role == "user" else f"[system]\n{message.content}"
             push("user", [{"type": "text", "text": text}])
@@ -430,6 +440,7 @@ class _Tally:
     untrained_after_issue: int = 0
     without_trained_turn: int = 0
     unsigned_thinking: int = 0
+    empty_tool_results: int = 0
 
 
 def sample_files(fmt: ExportFormat) -> dict[str, str]:
@@ -485,6 +496,8 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
                 tally.untrained_after_issue += sum(1 for m in targets if has_target(m, keeps) and m.turn not in trained)
                 tally.trajectories[side] += 1
                 tally.queries[side].add(trajectory.query_id)
+                tally.empty_tool_results += sum(1 for m in trajectory.messages
+                                                if m.role == "tool" and tool_text(m) == EMPTY_TOOL_OUTPUT)
                 made = samples(trajectory, trained, options)
                 if not made:
                     tally.without_trained_turn += 1
@@ -536,6 +549,7 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
                   "samples": tally.samples[side], "trained_turns": tally.trained[side]} for side in SIDES},
         "excluded": {"trajectories": len(selection.excluded), "by_reason": dict(Counter(selection.excluded.values()))},
         "skipped_empty_turns": tally.empty_turns,
+        "empty_tool_results_marked": tally.empty_tool_results,
         "untrained_turns_after_issue": tally.untrained_after_issue,
         "trajectories_without_trained_turn": tally.without_trained_turn,
         "query_overlap": overlap,
@@ -549,6 +563,7 @@ def export_run(run_dir: Path, out_dir: Path, options: ExportOptions) -> dict[str
 
         record["format_check"] = {side: check_openai_file(out_dir / files[side], options.max_tokens).as_dict()
                                   for side in SIDES}
+        record["format_check_passed"] = not any(check["errors"] for check in record["format_check"].values())
     if options.format == "hf":
         from judge.export_hf import write_card
 

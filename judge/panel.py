@@ -603,7 +603,7 @@ async def _run_panel(
                 result.count(verdict)
                 unscored_now += verdict.status == "unscored"
                 tracker.advance(stats=_progress_stats(runtime, result.cached, unscored_now, calls.cost_usd,
-                                                      time.monotonic() - tracker.started))
+                                                      time.monotonic() - tracker.started, makes_calls=flush_rows))
                 window.release()
 
         collecting = asyncio.create_task(batches.collect(batched)) if batches is not None else None
@@ -867,7 +867,10 @@ def client_ceiling(calls: int, cpu_s: float, wall_s: float, concurrency: int,
     return ClientCeiling(round(per_call * 1000, 2), round(most, 1), round(reached, 1), round(allowed, 1))
 
 
-def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float) -> str:
+def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float,
+                    makes_calls: bool = True) -> str:
+    if not makes_calls:  # a panel of local judges (rules, replay): a call rate, retries and a cost would all be 0
+        return f"unscored {unscored}"
     cost_text = f"${cost or 0.0:.4f}" if cost is not None or runtime.calls == 0 else "unpriced"
     return (f"{runtime.calls / max(1e-6, elapsed_s):.1f} calls/s · cached {cached} · retries {runtime.retries} · "
             f"unscored {unscored} · cost {cost_text}")

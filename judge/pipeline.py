@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from judge import rundir
-from judge.importers.writer import ImportStats, ImportStream
+from judge.importers.writer import ImportSelection, ImportStats, ImportStream
 from judge.model import Trajectory
 from judge.rundir import ClusterSection, EmbedderSection, RowsView, RubricSection, RunDir
 from judge.schema import ScoreRow, Verdict
@@ -23,22 +23,24 @@ if TYPE_CHECKING:
     from judge.report import ReportStream
 
 
-def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None) -> ImportStats:
+def import_to_run(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None,
+                  selection: ImportSelection | None = None) -> ImportStats:
     """Stream ``inputs`` into ``trajectories.jsonl`` and ``rejects.jsonl`` of ``run_dir``.
 
     Trajectory ids are unique within the import (a repeated id gets ``~2``, ``~3``...; see iter_records).
-    The run directory itself is never read as input, even when it lies inside an input folder.
+    The run directory itself is never read as input, even when it lies inside an input folder. ``selection``
+    keeps only some trajectories (``judge score --limit`` / ``--sample``).
     """
-    return import_stream(inputs, run_dir, fmt).run()
+    return import_stream(inputs, run_dir, fmt, selection=selection).run()
 
 
 def import_stream(inputs: Iterable[Path], run_dir: Path, fmt: str | None = None, *,
-                  keep_lines: bool = False) -> ImportStream:
+                  keep_lines: bool = False, selection: ImportSelection | None = None) -> ImportStream:
     """:func:`import_to_run` as a stream of the trajectories it writes (:class:`judge.importers.writer.ImportStream`)."""
     run = RunDir(run_dir)
     run.path.mkdir(parents=True, exist_ok=True)
     return ImportStream(inputs, run.file(rundir.TRAJECTORIES), run.file(rundir.REJECTS), fmt=fmt, exclude=[run.path],
-                        keep_lines=keep_lines)
+                        keep_lines=keep_lines, selection=selection)
 
 
 def score_run(run_dir: Path, rubric_path: Path | None = None, cluster_options: dict[str, Any] | None = None, *,

@@ -496,6 +496,8 @@ class RunManifest(_Section):
     embedder: EmbedderSection | None = None
     engine: EngineSection | None = None
     tables: TablesSection | None = None
+    selection: dict[str, Any] | None = Field(default=None, description="The trajectories `judge score` judged, when not all: "
+                                             "{'limit': N} (the first N imported) or {'sample': N, 'seed': S}.")
     started_at: str | None = Field(default=None, description="When the last `judge score` invocation started (ISO 8601).")
     finished_at: str | None = Field(default=None, description="When its judging and scoring ended (ISO 8601).")
     elapsed_s: float | None = None

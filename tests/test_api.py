@@ -80,7 +80,7 @@ def test_the_cli_runs_the_api_function_and_writes_the_same_run(batch: Path, run:
     monkeypatch.setattr(api, "score_async", spy)
     result = CliRunner().invoke(app, ["score", str(batch), "--out", str(tmp_path / "cli"), "--embedder", "lexical"])
     assert calls == [tmp_path / "cli"], result.output
-    assert result.exit_code == 2, result.output  # the unanswered trajectory: its pass is unscored no_assistant_turn
+    assert result.exit_code == 4, result.output  # the unanswered trajectory: its pass is unscored no_assistant_turn
     for name in (rundir.SCORES, rundir.CLUSTERS, rundir.TRAJECTORIES):
         assert (tmp_path / "cli" / name).read_text() == (run.path / name).read_text(), name
 

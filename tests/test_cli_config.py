@@ -119,8 +119,9 @@ def _options(command: str, skip: set[str]) -> set[str]:
 
 def test_a_score_config_file_takes_every_option_of_judge_score():
     """The file's keys are the command's flags: all of them except those naming this invocation's files (and
-    --dry-run and --reset-store, which say what this invocation does, not how runs are made)."""
-    assert _options("score", {"out", "config", "json", "help", "dry-run", "reset-store"}) == set(PANEL_KEYS) & _options("score", set()) | set(SCORE_FILE_KEYS)
+    --dry-run and --reset-store, which say what this invocation does, not how runs are made, and --limit, --sample
+    and --seed, which choose this run's trajectories)."""
+    assert _options("score", {"out", "config", "json", "help", "dry-run", "reset-store", "limit", "sample", "seed"}) == set(PANEL_KEYS) & _options("score", set()) | set(SCORE_FILE_KEYS)
     assert set(SCORE_FILE_KEYS.values()) == set(ScoreFileOptions.model_fields)
 
 
@@ -166,7 +167,7 @@ def test_judge_score_reads_the_file_and_flags_win(tmp_path: Path, text: str, fla
 def test_judge_score_stops_on_a_bad_key_before_reading_input(tmp_path: Path):
     config = write(tmp_path, "panel.yaml", "judge: rules\nmax_cots: 3\n")
     result = runner.invoke(app, ["score", str(EXAMPLES), "--out", str(tmp_path / "run"), "--config", str(config)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown key 'max_cots'" in result.output and "max-cost" in result.output
     assert not (tmp_path / "run").exists()
 
@@ -183,7 +184,7 @@ def test_cluster_config_in_yaml_with_a_flag_override(tmp_path: Path):
     assert "36 issue rows -> 36 clusters" in strict.output and json.loads(loose.stdout)["clusters"] < 36
     bad = write(tmp_path, "bad.yaml", "embeder: lexical\n")
     result = runner.invoke(app, ["cluster", str(rows), "--out", str(tmp_path / "c.jsonl"), "--config", str(bad)])
-    assert result.exit_code == 1 and "did you mean 'embedder'?" in result.output
+    assert result.exit_code == 2 and "did you mean 'embedder'?" in result.output
 
 
 def test_read_option_file_maps_keys_to_destinations(tmp_path: Path):

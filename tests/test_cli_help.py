@@ -135,7 +135,7 @@ def test_judge_docs_prints_a_cited_document():
     assert shown.exit_code == 0 and shown.stdout == (ROOT / "docs" / "cluster-rows.md").read_text(encoding="utf-8")
     assert runner.invoke(app, ["docs", "docs/cluster-rows.md", "--path"]).stdout.strip().endswith("cluster-rows.md")
     missing = runner.invoke(app, ["docs", "no-such-doc"])
-    assert missing.exit_code == 1 and "cluster-rows" in missing.output
+    assert missing.exit_code == 2 and "cluster-rows" in missing.output
 
 
 def test_readme_names_every_command():

@@ -94,11 +94,11 @@ def test_compare_cli_errors_name_the_problem(tmp_path: Path):
     write_arm_run(tmp_path / "guided", "guided", [4])
     runner = CliRunner(env={"COLUMNS": "300"})
     one_arm = runner.invoke(app, ["compare", str(tmp_path / "guided"), "--out", str(tmp_path / "c")])
-    assert one_arm.exit_code == 1 and "at least two arms" in one_arm.output
+    assert one_arm.exit_code == 2 and "at least two arms" in one_arm.output
     missing = runner.invoke(app, ["compare", str(tmp_path / "nope"), "--out", str(tmp_path / "c")])
-    assert missing.exit_code == 1 and "input not found" in missing.output
+    assert missing.exit_code == 2 and "input not found" in missing.output
     nothing = runner.invoke(app, ["compare", "--out", str(tmp_path / "c")])
-    assert nothing.exit_code == 1 and "at least one INPUT" in nothing.output
+    assert nothing.exit_code == 2 and "at least one INPUT" in nothing.output
 
 
 def test_compare_cli_judges_continuation_files_with_judge_score_options(tmp_path: Path):
@@ -117,4 +117,4 @@ def test_compare_cli_judges_continuation_files_with_judge_score_options(tmp_path
     assert "guided vs unguided: 10 pairs" in result.output
     bad = CliRunner(env={"COLUMNS": "300"}).invoke(
         app, ["compare", str(out / "run"), "--out", str(tmp_path / "c2"), "--judge", "rules"])
-    assert bad.exit_code == 1 and "every input is an already scored run" in bad.output
+    assert bad.exit_code == 2 and "every input is an already scored run" in bad.output

@@ -201,7 +201,7 @@ def test_judge_continue_exits_3_when_max_cost_stopped_an_arm_and_refuses_model_o
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"scripts": {"*": [{"content": "done"}]}}), encoding="utf-8")
     refused = runner.invoke(app, ["continue", str(run), "--agent", f"scripted:{script}", "--out", str(out), "--max-cost", "1"])
-    assert refused.exit_code == 1 and "apply to a model agent" in refused.output
+    assert refused.exit_code == 2 and "apply to a model agent" in refused.output
     not_a_run = runner.invoke(app, ["continue", str(run / rundir.TICKETS), "--agent", f"{PRICED}@{server.base_url}",
                                     "--out", str(out)])
-    assert not_a_run.exit_code == 1 and "is not a run directory" in not_a_run.output
+    assert not_a_run.exit_code == 2 and "is not a run directory" in not_a_run.output

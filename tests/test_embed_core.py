@@ -121,7 +121,7 @@ def test_score_with_an_unavailable_embedder_stops_before_judging(without_st_extr
     out = tmp_path / "run"
     examples = Path(__file__).resolve().parents[1] / "examples" / "batch"
     result = CliRunner().invoke(app, ["score", str(examples), "--out", str(out), "--embedder", "minilm"])
-    assert result.exit_code == 1 and "trajudge[st]" in result.output
+    assert result.exit_code == 2 and "trajudge[st]" in result.output
     assert not out.exists()  # nothing imported, nothing judged
     result = CliRunner().invoke(app, ["cluster", str(tmp_path / "rows.jsonl"), "--out", str(out), "--embedder", "st:x"])
-    assert result.exit_code == 1 and "trajudge[st]" in result.output
+    assert result.exit_code == 2 and "trajudge[st]" in result.output

@@ -538,10 +538,49 @@ def test_cli_export_prints_counts_the_format_check_and_rejects_missing_run(tmp_p
     row = json.loads((tmp_path / "a" / "train.jsonl").read_text().splitlines()[0])
     assert set(row) == {"system", "messages", "mask"}
     wrong = CliRunner(env={"COLUMNS": "300"}).invoke(app, ["export", str(tmp_path / "run"), "--out", str(tmp_path / "o"), "--reasoning", "keep"])
-    assert wrong.exit_code == 1 and "--reasoning for --format openai must be auto or one of drop, think-tags" in wrong.output
+    assert wrong.exit_code == 2 and "--reasoning for --format openai must be auto or one of drop, think-tags" in wrong.output
     missing = CliRunner(env={"COLUMNS": "300"}).invoke(app, ["export", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
-    assert missing.exit_code == 1  # a usage/input error (README exit-code table)
+    assert missing.exit_code == 2  # a usage error: the run named does not exist (README exit-code table)
     assert "trajectories.jsonl not found: `judge export` needs a scored run directory" in missing.output
+
+
+def silent_tool_trajectory(tid: str = "t1", query_id: str = "q1") -> Trajectory:
+    """A call whose tool printed nothing: an empty tool message and receipt."""
+    messages = number_turns([
+        Message(role="user", content="Book it."),
+        Message(role="assistant", content="", tool_calls=[ToolCall(id="c1", name="book", arguments={}, raw_arguments="{}")]),
+        Message(role="tool", content="", receipt=Receipt(call_id="c1", name="book", content="")),
+        Message(role="assistant", content="Booked."),
+    ])
+    return Trajectory(id=tid, query="Book it.", query_id=query_id, messages=messages,
+                      metadata=TrajectoryMetadata(source_format="openai"))
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_an_empty_tool_result_is_written_as_the_documented_marker_and_passes_the_check(tmp_path: Path, fmt: str):
+    from judge.export import EMPTY_TOOL_OUTPUT
+
+    trajectories = [silent_tool_trajectory(f"t{i}", f"q{i}") for i in range(3)]
+    write_run(tmp_path / "run", trajectories, [score_row(t.id) for t in trajectories])
+    record = export_run(tmp_path / "run", tmp_path / "out", ExportOptions(test_size=0.0, format=fmt))
+    text = (tmp_path / "out" / "train.jsonl").read_text()
+    assert EMPTY_TOOL_OUTPUT == "(no output)" and text.count(json.dumps(EMPTY_TOOL_OUTPUT)) == 3
+    assert record["empty_tool_results_marked"] == 3
+    if fmt == "openai":
+        assert record["format_check"]["train"]["errors"] == {} and record["format_check_passed"] is True
+
+
+def test_cli_export_exits_1_when_its_own_format_check_fails(tmp_path: Path):
+    from judge.cli import app
+
+    broken = silent_tool_trajectory("t1", "q1")
+    broken.messages[0].content = ""  # an empty user message: missing_content, which no marker stands for
+    write_run(tmp_path / "run", [broken], [score_row("t1")])
+    result = CliRunner().invoke(app, ["export", str(tmp_path / "run"), "--out", str(tmp_path / "o"), "--test-size", "0"])
+    assert result.exit_code == 1, result.output
+    assert "train format check: errors missing_content 1 (first at line 1)" in result.output
+    assert "the export fails its own format check" in result.output
+    assert json.loads((tmp_path / "o" / "split.json").read_text())["format_check_passed"] is False
 
 
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
@@ -621,3 +660,30 @@ def test_a_reasoning_only_turn_is_a_target_only_where_reasoning_is_kept(tmp_path
     record = export_run(tmp_path / "run", tmp_path / "out", ExportOptions(test_size=0.0, per_turn=True))  # openai: dropped
     assert record["train"]["samples"] == 1 and record["skipped_empty_turns"] == 1
     assert record["format_check"]["train"]["errors"] == {}
+
+
+@pytest.mark.shared
+def test_tau_airline_export_marks_silent_tools_and_passes_its_own_check(tmp_path: Path):
+    """On tau-bench airline 61 of the 200 samples hold a tool that printed nothing: each becomes "(no output)"
+    and the OpenAI check finds no error, so `judge export` exits 0."""
+    source = DATASETS / "tau_bench_trajectories" / "gpt-4o-airline.json"
+    if not source.exists():
+        pytest.skip(f"shared dataset not available: {source}")
+    from judge.cli import app
+    from judge.export import EMPTY_TOOL_OUTPUT
+    from judge.pipeline import import_to_run
+    from judge.rundir import RunDir
+
+    run = tmp_path / "run"
+    import_to_run([source], run, None)
+    rundir.write_jsonl(run / rundir.SCORES, [score_row(t.id) for t in RunDir(run).trajectories()])
+    result = CliRunner().invoke(app, ["export", str(run), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "out" / "split.json").read_text())
+    assert record["format_check_passed"] is True
+    assert all(check["errors"] == {} for check in record["format_check"].values())
+    lines = [json.loads(line) for side in ("train", "test") for line in (tmp_path / "out" / f"{side}.jsonl").read_text().splitlines()]
+    marked = [x for x in lines if any(m["role"] == "tool" and m["content"] == EMPTY_TOOL_OUTPUT for m in x["messages"])]
+    assert len(lines) == 200 and len(marked) == 61
+    assert record["empty_tool_results_marked"] == sum(
+        1 for x in lines for m in x["messages"] if m["role"] == "tool" and m["content"] == EMPTY_TOOL_OUTPUT)

@@ -181,7 +181,7 @@ def test_a_broken_eval_log_is_a_reject_naming_the_file(tmp_path: Path) -> None:
 def test_judge_score_on_the_log_agrees_with_the_scorer(eval_log: tuple[Any, Path], tmp_path: Path) -> None:
     log, path = eval_log
     result = runner.invoke(app, ["score", str(path), "--out", str(tmp_path / "run"), "--embedder", "lexical"])
-    assert result.exit_code == 2, result.output  # s3's pass is unscored no_assistant_turn
+    assert result.exit_code == 4, result.output  # s3's pass is unscored no_assistant_turn
     by_id = RunDir(tmp_path / "run").scores_by_trajectory()
     for score in _scores(log).values():
         row = by_id[score.metadata["trajectory_id"]]

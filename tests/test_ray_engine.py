@@ -294,6 +294,8 @@ def test_the_cli_on_an_existing_cluster(ray_instance: RayEngine, ray_cluster: st
                           env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "scores (14 trajectories)" in done.stdout
+    progress = [line for line in (done.stdout + done.stderr).splitlines() if "shard(s)" in line]
+    assert progress and not [line for line in progress if "calls" in line], progress  # the rules judge calls nothing
     assert_same_run(tmp_path / "local", tmp_path / "ray")
     recorded = json.loads((tmp_path / "ray" / rundir.MANIFEST).read_text())["engine"]
     assert recorded["address"] == ray_cluster and recorded["cpus"] == 1

@@ -409,7 +409,7 @@ def test_judge_view_builds_a_missing_report_and_serves_it(tmp_path: Path, monkey
     assert re.search(r"serving the report of .* at http://127\.0\.0\.1:\d+/", result.output)
     assert served == [run.resolve()] and (run / DATA_DIR / "index.js").is_file()
     result = CliRunner().invoke(app, ["view", str(tmp_path / "nothing")])
-    assert result.exit_code == 1 and "run directory not found" in result.output
+    assert result.exit_code == 2 and "run directory not found" in result.output
 
 
 def test_judge_view_names_a_busy_port(paged_run: Path) -> None:

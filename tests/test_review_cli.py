@@ -206,7 +206,7 @@ def test_the_flow_quits_on_q_and_only_selects(run: Path):
     none = invoke("review", str(run), "--only", "stale")
     assert none.exit_code == 0 and "nothing to review" in none.output
     bad = invoke("review", str(run), "--only", "some")
-    assert bad.exit_code == 1 and "--only must be one of" in bad.output
+    assert bad.exit_code == 2 and "--only must be one of" in bad.output
 
 
 def test_review_needs_a_scored_run_and_a_reviewer(tmp_path: Path, run: Path, monkeypatch: pytest.MonkeyPatch):
@@ -218,7 +218,7 @@ def test_review_needs_a_scored_run_and_a_reviewer(tmp_path: Path, run: Path, mon
 
     monkeypatch.setattr("getpass.getuser", no_login)
     nameless = runner.invoke(app, ["review", str(run), "--reject", f"{FAILS}:c1"], env={"USER": "", "LOGNAME": "", "USERNAME": ""})
-    assert nameless.exit_code == 1 and "--reviewer NAME" in nameless.output
+    assert nameless.exit_code == 2 and "--reviewer NAME" in nameless.output
     assert not (run / rundir.OVERRIDES).exists()
 
 

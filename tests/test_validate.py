@@ -271,7 +271,7 @@ def test_validate_run_and_cli_on_a_who_and_when_folder(tmp_path: Path):
     assert printed.exit_code == 0 and json.loads(printed.stdout) == json.loads((tmp_path / "v.json").read_text())
     assert "step, exact" in printed.stderr  # the table is a message now
     old_form = CliRunner().invoke(app, ["validate", str(tmp_path / "run"), "--labels", str(labels_dir), "--json", "v.json"])
-    assert old_form.exit_code == 1 and "--json-out FILE" in old_form.output
+    assert old_form.exit_code == 2 and "--json-out FILE" in old_form.output
 
 
 # --- the real labelled sets (skipped when ../shared/datasets is absent) ---------------------------

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import typer
 
-from judge.cli.app import ExitCode, JudgeGroup, app, examples
+from judge.cli.app import ExitCode, JudgeGroup, app, examples, takes_value
 from judge.cli.output import Output, json_option
 
 
@@ -29,18 +29,19 @@ def export_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the query split (same seed, same split)."),
     min_score: int | None = typer.Option(None, "--min-score", help="Export only trajectories scored at least this."),
     include_unreleased: bool = typer.Option(False, "--include-unreleased", help="Also export trajectories the release gate held back (turns from their first majority issue on get weight 0)."),
-    exclude_category: list[str] = typer.Option([], "--exclude-category", help="Skip trajectories with a majority issue of this category (repeatable)."),
-    fmt: str = typer.Option("openai", "--format", help="openai (chat fine-tuning JSONL, weight 0/1), anthropic (messages + mask) or hf (parquet folder + dataset card)."),
+    exclude_category: list[str] = typer.Option([], "--exclude-category", metavar="<code|semantic|capability|environment>", help="Skip trajectories with a majority issue of this category (repeatable)."),
+    fmt: str = typer.Option("openai", "--format", metavar="<openai|anthropic|hf>", help="openai (chat fine-tuning JSONL, weight 0/1), anthropic (messages + mask) or hf (parquet folder + dataset card)."),
     per_turn: bool = typer.Option(False, "--per-turn", help="One sample per trained turn (history up to it, only it trained) instead of one per trajectory."),
-    reasoning: str = typer.Option("auto", "--reasoning", help="Native reasoning: openai drop|think-tags (default drop), anthropic keep|drop (default keep, with signatures), hf keep|drop|think-tags (default keep)."),
+    reasoning: str = typer.Option("auto", "--reasoning", metavar="<auto|keep|drop|think-tags>", help="Native reasoning: openai drop|think-tags (default drop), anthropic keep|drop (default keep, with signatures), hf keep|drop|think-tags (default keep)."),
     max_tokens: int = typer.Option(65_536, "--max-tokens", help="Per-example token limit the OpenAI format check warns about."),
     as_json: bool = json_option(),
 ) -> None:
     """Export released trajectories as training samples, split train/test by query.
 
     Default: one sample per trajectory, each assistant message weighted 1 (trained) or 0 (context); ids go to
-    index.jsonl, not into the sample lines. The OpenAI file is checked with the checks of OpenAI's fine-tuning
-    data-preparation recipe (counts in split.json).
+    index.jsonl, not into the sample lines. An empty tool result is written as "(no output)". The OpenAI file is
+    checked with the checks of OpenAI's fine-tuning data-preparation recipe (counts in split.json): exit 1 when
+    that check finds an error (the files stay, for inspection).
     """
     from judge.export import ExportFormat, ExportOptions, export_run
 
@@ -74,8 +75,15 @@ def export_cmd(
         tokens = check["tokens"]
         output.line(f"{side:5} format check: errors {errors}; {check['warnings']['over_token_limit']} over "
                     f"{tokens['limit_per_example']} tokens (max {tokens['max']}; {tokens['counted_by']})")
-    output.line(f"reasoning: {record['reasoning']}; split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; wrote {out}/")
+    if record["empty_tool_results_marked"]:
+        output.line(f"empty tool results written as \"(no output)\": {record['empty_tool_results_marked']}")
+    output.line(f"reasoning: {record['reasoning']}; split disjoint by query: {'yes' if record['disjoint_by_query'] else 'NO'}; "
+                f"wrote {out.resolve()}/")
     output.document({"out": out, **record})
+    if record.get("format_check_passed") is False:
+        typer.echo(f"error: the export fails its own format check (above; split.json: format_check): "
+                   f"do not train on {out.resolve()} as it is", err=True)
+        raise typer.Exit(ExitCode.ERROR)
 
 
 @app.command(
@@ -92,7 +100,7 @@ def validate_cmd(
     ctx: typer.Context,
     run: Path = typer.Argument(..., help="A scored run directory."),
     labels: Path = typer.Option(..., "--labels", help="Label file or folder (Who&When folder, AgentRx ground truth, MAST json)."),
-    kind: str | None = typer.Option(None, "--kind", help="who-and-when | agentrx | mast (detected from the file when omitted)."),
+    kind: str | None = typer.Option(None, "--kind", metavar="<who-and-when|agentrx|mast>", help="who-and-when | agentrx | mast (detected from the file when omitted)."),
     k: int = typer.Option(1, "--k", min=0, help="Tolerance in turns for the 'within +-k' figures."),
     json_out: Path | None = typer.Option(None, "--json-out", help="Also write the full comparison (per trajectory) as JSON to this file."),
     as_json: bool = json_option(),
@@ -126,7 +134,7 @@ def validate_cmd(
     output.line(format_markdown(report) if markdown else format_table(report))
     if json_out is not None:
         rundir.write_json(json_out, report.to_json())
-        output.line(f"wrote {json_out}")
+        output.line(f"wrote {json_out.resolve()}")
     output.document(report.to_json())
 
 
@@ -137,14 +145,10 @@ def split_score_args(tokens: list[str], score_command: Any) -> tuple[list[str], 
     """Split ``judge compare``'s leftover tokens into inputs and ``judge score`` options.
 
     The score command's own parameter list decides which tokens are options and whether they take a
-    value, so compare accepts exactly the panel options of ``judge score`` without copying them. (Duck-typed:
-    typer ships its own copy of click, so ``isinstance`` against the ``click`` package would not hold.)
+    value (:func:`judge.cli.app.takes_value`), so compare accepts exactly the panel options of ``judge score``
+    without copying them.
     """
-    takes_value: dict[str, bool] = {}
-    for param in score_command.params:
-        if getattr(param, "param_type_name", None) == "option":
-            for name in [*param.opts, *param.secondary_opts]:
-                takes_value[name] = not (param.is_flag or param.count)
+    arity = takes_value(score_command)
     inputs: list[str] = []
     options: list[str] = []
     index = 0
@@ -152,12 +156,12 @@ def split_score_args(tokens: list[str], score_command: Any) -> tuple[list[str], 
         token = tokens[index]
         if token.startswith("-") and token != "-":
             name = token.split("=", 1)[0]
-            if name not in takes_value:
+            if name not in arity:
                 raise typer.BadParameter(f"no such option: {name} (neither `judge compare` nor `judge score` has it)")
             if name in ("--out", "-o"):
                 raise typer.BadParameter("--out belongs to judge compare; the judged run goes to OUT/run")
             options.append(token)
-            if takes_value[name] and "=" not in token:
+            if arity[name] and "=" not in token:
                 if index + 1 >= len(tokens):
                     raise typer.BadParameter(f"option {name} needs a value")
                 options.append(tokens[index + 1])
@@ -189,10 +193,10 @@ def _score_command() -> Any:
 def compare_cmd(
     ctx: typer.Context,
     out: Path = typer.Option(..., "--out", help="Directory for compare.html, compare.md and compare.json (and run/ when judging)."),
-    baseline: str | None = typer.Option(None, "--baseline", help="Reference arm (default: 'unguided' if present, else the first arm)."),
+    baseline: str | None = typer.Option(None, "--baseline", metavar="ARM", help="Reference arm (default: 'unguided' if present, else the first arm)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap (same seed, same intervals)."),
     resamples: int = typer.Option(10_000, "--resamples", min=100, help="Bootstrap resamples."),
-    pair_by: str = typer.Option("branch", "--pair-by", help="branch: continuations of one source and branch turn; "
+    pair_by: str = typer.Option("branch", "--pair-by", metavar="<branch|query>", help="branch: continuations of one source and branch turn; "
                                 "query: trajectories of one query_id with no branch (e.g. fresh generation vs repaired)."),
     as_json: bool = typer.Option(False, "--json", help="Print compare.json on stdout instead of the text (messages, and the judging's, go to stderr)."),
 ) -> None:
@@ -253,7 +257,7 @@ def compare_cmd(
         output.line(f"{len(result.unmatched)} continuation(s) without a partner (listed in the report)")
     for row in result.overhead:
         output.line(f"judge calls of no arm (preflight) in {row['run']}: {row['attempts']} attempt(s), ${row['usd']:.4f}")
-    output.line(f"wrote {', '.join(str(p) for p in paths_written.values())}")
+    output.line(f"wrote {', '.join(str(Path(p).resolve()) for p in paths_written.values())}")
     output.document(result.to_json())
     if status == ExitCode.SOME_UNSCORED:
         raise typer.Exit(code=ExitCode.SOME_UNSCORED)  # compared what was scored; some passes were not

@@ -4,17 +4,19 @@ Exit codes are the same for every command (README, "Failure modes"):
 
 ====  ===================================================================================================
 0     done; for ``judge score`` and ``judge rescore``: every planned pass scored
-1     nothing (or not everything) done because of the command line, the input or the machine: a bad option
-      or spec, a missing file, nothing importable, ``--strict`` with rejects, the run locked by another
-      process, a full disk. Fix the cause and run the same command again (a run resumes from its store).
-2     the run finished, but some passes are unscored (their reasons are listed); a rerun retries the ones
+1     nothing (or not everything) done because of the input or the machine: nothing importable, ``--strict``
+      with rejects, the run locked by another process, a full disk, an export that fails its own format
+      check. Fix the cause and run the same command again (a run resumes from its store).
+2     usage: the command line cannot run as written (an unknown option, a bad value or judge spec, a missing
+      argument, an input path that does not exist); nothing was done. click's and typer's convention, which CI
+      scripts expect.
+3     stopped: no pass could be scored (every pass unscored, or a judge failed its preflight check),
+      ``--max-cost`` stopped the run, or a judge's server stopped answering (429/5xx or no answer: the cause is named)
+4     the run finished, but some passes are unscored (their reasons are listed); a rerun retries the ones
       that can succeed (provider and connection errors, budget stops) and pays for nothing else
-3     no pass could be scored (every pass unscored, or a judge failed its preflight check), ``--max-cost``
-      stopped the run, or a judge's server stopped answering (429/5xx or no answer: the cause is named)
 130   interrupted (Ctrl-C): one line says what was kept and that the same command resumes
 ====  ===================================================================================================
 
-click reports usage errors with 2; :class:`JudgeGroup` maps them to 1 so that 2 keeps one meaning.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ class ExitCode(IntEnum):
 
     OK = 0
     ERROR = 1
-    SOME_UNSCORED = 2
+    USAGE = 2
     NONE_SCORED = 3
+    SOME_UNSCORED = 4
     INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
@@ -91,9 +94,9 @@ def describe_os_error(error: OSError | sqlite3.Error) -> str:
 
 
 class JudgeGroup(TyperGroup):
-    """The ``judge`` command group: one exit-code table, one clear line instead of a traceback when the machine
-    fails (a full disk, an unwritable path) or the user interrupts (Ctrl-C), and no registered secret on stdout or
-    stderr (:mod:`judge.secrets`)."""
+    """The ``judge`` command group: one exit-code table (click's usage errors keep their 2), one clear line instead
+    of a traceback when the machine fails (a full disk, an unwritable path) or the user interrupts (Ctrl-C), and no
+    registered secret on stdout or stderr (:mod:`judge.secrets`)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         restore = scrub_output()  # a no-op under judge.cli.main, which scrubs the streams for the whole process
@@ -106,18 +109,13 @@ class JudgeGroup(TyperGroup):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except UsageError as error:
-            error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
             _scrub_message(error)
             raise
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except UsageError as error:
-            error.exit_code = ExitCode.ERROR  # type: ignore[attr-defined]  # UsageError is found at run time (above)
-            _scrub_message(error)
-            raise
-        except ClickException as error:
+        except (UsageError, ClickException) as error:
             _scrub_message(error)
             raise
         except (RunLocked, ForeignStore) as error:
@@ -149,6 +147,24 @@ def _scrub_message(error: Exception) -> None:
         error.message = scrub(message)  # type: ignore[attr-defined]  # ClickException is found at run time (above)
 
 
+# The built-in input formats in detection order, for help texts: listing judge.importers' registry would import
+# every importer and the model at --help time (tests/test_cli_habits.py checks the two agree).
+BUILTIN_FORMATS = ("canonical", "otel", "atif", "inspect", "mast", "tau", "who-and-when", "swe-agent", "openhands",
+                   "mini-swe-agent", "anthropic", "openai")
+FORMAT_HELP = f"Input format instead of detection per file: {', '.join(BUILTIN_FORMATS)}, or a plugin's (judge plugins lists them)."
+
+
+def takes_value(command: Any) -> dict[str, bool]:
+    """Each option name of a click command -> whether it takes a value (a flag or a count does not). Duck-typed:
+    typer ships its own copy of click, so ``isinstance`` against the ``click`` package would not hold."""
+    arity: dict[str, bool] = {}
+    for param in command.params:
+        if getattr(param, "param_type_name", None) == "option":
+            for name in [*param.opts, *param.secondary_opts]:
+                arity[name] = not (param.is_flag or param.count)
+    return arity
+
+
 def examples(*items: str | tuple[str, str]) -> str:
     """A command's "Examples:" help section (its epilog): one paragraph per example, each a command line and an
     optional note shown after it in parentheses. tests/test_cli_help.py parses every example of every command."""
@@ -161,7 +177,8 @@ app = typer.Typer(
     cls=JudgeGroup,
     help="trajudge: judge, score, repair and report on coding-agent trajectories.\n\n"
     "Start here:  judge score examples/batch --out runs/example   (offline rules judge, no API key)\n\n"
-    "Exit codes: 0 ok; 1 usage, input or machine error; 2 some passes unscored; 3 no pass scored or budget stop.",
+    "Exit codes: 0 ok; 1 input or machine error; 2 usage error; 3 no pass scored, or stopped (preflight, budget); "
+    "4 some passes unscored.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,

@@ -84,7 +84,7 @@ def cluster_command(
     clusters = {(r["trajectory_id"], r["cluster"]) for r in result}
     trajectories = len({r["trajectory_id"] for r in result})
     output = Output(as_json)
-    output.line(f"{len(result)} issue rows -> {len(clusters)} clusters in {trajectories} trajectories; wrote {out}")
+    output.line(f"{len(result)} issue rows -> {len(clusters)} clusters in {trajectories} trajectories; wrote {out.resolve()}")
     output.document({"rows": len(result), "clusters": len(clusters), "trajectories": trajectories,
                      "skipped_rows": skipped, "out": out, "config": settings.describe()})
 
@@ -125,7 +125,7 @@ def calibrate_command(
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(fit.config.describe(), indent=2) + "\n", encoding="utf-8")
-        output.line(f"wrote {out} (use: judge cluster --config {out}, or as run.json 'cluster')")
+        output.line(f"wrote {out.resolve()} (use: judge cluster --config {out}, or as run.json 'cluster')")
     output.document({"rows": len(rows), "skipped_rows": skipped, "pairs": fit.pairs, "positives": fit.positives,
                      "embedder": settings.embedder, "default": fit.before, "fitted": fit.after,
                      "config": fit.config.describe(), "out": out})
@@ -146,12 +146,14 @@ def rescore_command(
 ) -> None:
     """Recompute clusters and scores from the stored verdicts, then repairs, summary and reports; no judge call.
 
-    Exits like `judge score` on the stored verdicts: 2 when some passes are unscored, 3 when none is scored.
+    Exits like `judge score` on the stored verdicts: 4 when some passes are unscored, 3 when none is scored.
     """
     from judge import rundir
     from judge.api import rescore
     from judge.cli.score_cmds import score_counts
 
+    if not run.is_dir():
+        raise typer.BadParameter(f"run directory not found: {run}", param_hint="RUN")  # a usage error: exit 2
     try:
         result = rescore(run, rubric=rubric)
     except (FileNotFoundError, ValueError) as error:
@@ -164,10 +166,10 @@ def rescore_command(
     histogram = {int(score): n for score, n in counts["by_score"].items()}
     output = Output(as_json)
     output.line(f"{len(scores)} trajectories: {scored} scored {histogram}, {counts['no_score']} unscored, "
-                f"{counts['released']} released; wrote {run / rundir.SCORES}")
+                f"{counts['released']} released; wrote {(run / rundir.SCORES).resolve()}")
     tables = {name: run / name for name in rundir.PARQUET_TABLES if (run / name).exists()}
     for name, path in {**written, **tables}.items():
-        output.line(f"  {name}: {path}")
+        output.line(f"  {name}: {Path(path).resolve()}")
     code = outcome_code({(v.status, v.reason) for v in result.verdicts()})  # a set: the file is streamed
     output.document({"run": run, "exit_code": int(code), "scores": counts,
                      "files": {"scores": run / rundir.SCORES, **written, **tables}})

@@ -33,7 +33,7 @@ def continue_cmd(
                                    "openai-compatible:MODEL@URL (any registered provider), or scripted:FILE."),
     out: Path = typer.Option(..., "--out", help="Continuations (canonical JSONL) for judge repair ingest; the arm log is written beside it."),
     tickets: Path | None = typer.Option(None, "--tickets", help="Tickets file (default: RUN/tickets.jsonl)."),
-    only: list[str] = typer.Option([], "--ticket", help="Run only this ticket id or trajectory id (repeatable)."),
+    only: list[str] = typer.Option([], "--ticket", metavar="ID", help="Run only this ticket id or trajectory id (repeatable)."),
     budget_tokens: int | None = typer.Option(None, "--budget-tokens", min=1, help="Input + output tokens an arm may spend (failed attempts included)."),
     budget_turns: int | None = typer.Option(None, "--budget-turns", min=1, help="New assistant turns an arm may take."),
     workdir: Path | None = typer.Option(None, "--workdir", help="The environment before the prefix, copied for each arm (default: empty)."),
@@ -118,8 +118,8 @@ def continue_cmd(
         output.line("budget overshoot (the last call crossed the limit): " + "; ".join(over))
     if money is not None:
         output.line(money["line"])
-    log = arm_log_path(out)
-    output.line(f"wrote {len(rows)} continuations to {out} ({len(kept)} kept from an earlier run into it, "
+    log = arm_log_path(out).resolve()
+    output.line(f"wrote {len(rows)} continuations to {out.resolve()} ({len(kept)} kept from an earlier run into it, "
                 f"{len(stopped)} stopped before their end; next: judge repair ingest {out} --tickets ...); arm log: {log}")
     output.document({"tickets": len(rows), "stops": dict(sorted(counts.items())), "continuations": len(rows),
                      "kept": len(kept), "out": out, "arm_log": log, "agent": agent.spec, "calls": money,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from judge import terminal
-from judge.cli.app import ExitCode, app, examples
+from judge.cli.app import FORMAT_HELP, ExitCode, app, examples
 from judge.cli.output import Output, json_option
 from judge.terminal import clip as _clip
 from judge.terminal import shown as _shown
@@ -22,12 +22,6 @@ if TYPE_CHECKING:
     from judge.model import Message, Trajectory
     from judge.schema import Reject
 
-_FORMAT_HELP = (
-    "Force one format instead of auto-detection: canonical, openai, tau, anthropic, swe-agent, "
-    "mini-swe-agent, openhands, inspect, who-and-when, atif, mast, otel."
-)
-
-
 @app.command(
     "import",
     epilog=examples(
@@ -40,7 +34,7 @@ _FORMAT_HELP = (
 def import_command(
     inputs: list[Path] = typer.Argument(..., help="Files or directories (walked recursively; .json/.jsonl/.ndjson/.traj files, also .gz/.bz2/.xz; inspect_ai .eval logs)."),
     out: Path = typer.Option(..., "--out", "-o", help="Canonical JSONL to write (one trajectory per line)."),
-    fmt: str | None = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    fmt: str | None = typer.Option(None, "--format", "-f", metavar="FORMAT", help=FORMAT_HELP),
     rejects: Path | None = typer.Option(None, "--rejects", help="Where to write rejected records (default: next to OUT, as NAME.rejects.jsonl)."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any record was rejected."),
     as_json: bool = json_option(),
@@ -117,7 +111,7 @@ def show_command(
     file: Path = typer.Argument(..., help="Canonical JSONL or any importable log file/directory."),
     trajectory_id: str | None = typer.Option(None, "--id", help="Show only this trajectory."),
     list_only: bool = typer.Option(False, "--list", help="List the trajectories (id, format, turns, calls, errors, query) instead: a table on a terminal, tab-separated lines with a header elsewhere."),
-    fmt: str | None = typer.Option(None, "--format", "-f", help=_FORMAT_HELP),
+    fmt: str | None = typer.Option(None, "--format", "-f", metavar="FORMAT", help=FORMAT_HELP),
     max_chars: int = typer.Option(600, "--max-chars", help="Truncate long contents and receipts to this many characters (0: no limit)."),
     reasoning: bool = typer.Option(True, "--reasoning/--no-reasoning", help="Show the assistant's reasoning."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout: the canonical trajectories (with --list: their summary rows) and the rejects; messages go to stderr."),

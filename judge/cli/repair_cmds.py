@@ -8,19 +8,34 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from judge.cli.app import ExitCode, Interrupted, app, examples
+from judge.cli.app import ExitCode, Interrupted, app, examples, takes_value
 from judge.cli.output import Output, json_option
 
 
 class _DefaultRunGroup(TyperGroup):
-    """``judge repair RUN ...`` means ``judge repair run RUN ...``; named subcommands still work."""
+    """``judge repair RUN ...`` means ``judge repair run RUN ...``; named subcommands still work. A run folder
+    named like a subcommand (``judge repair run`` in the folder holding ``run/``) is the run when nothing else
+    on the line could be one."""
 
     # ctx: Any, because typer's base class types it as its vendored click's Context (a private class); older
     # typer releases, as click's own.
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+        if args and args[0] not in ("--help", "-h") and (args[0] not in self.commands or self._names_a_run(args)):
             args = ["run", *args]
         return super().parse_args(ctx, args)
+
+    def _names_a_run(self, args: list[str]) -> bool:
+        """``args[0]`` is a subcommand's name, but also a folder, and the rest holds no positional argument."""
+        if not Path(args[0]).is_dir():
+            return False
+        arity = takes_value(self.commands[args[0]])
+        rest = iter(args[1:])
+        for token in rest:
+            if not token.startswith("-"):
+                return False
+            if arity.get(token.split("=", 1)[0]) and "=" not in token:
+                next(rest, None)  # the option's value
+        return True
 
 
 repair_app = typer.Typer(
@@ -103,7 +118,7 @@ def repair_run_command(
         output.line(f"budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its "
                     "invocations")
     for path in outputs.paths.values():
-        output.line(f"wrote {path}")
+        output.line(f"wrote {Path(path).resolve()}")
     output.document({
         "run": run, "exit_code": int(ExitCode.NONE_SCORED if outputs.budget_exceeded else ExitCode.OK),
         "trajectories_with_majority_issues": len(outputs.rows), "routes": counts, "tickets": len(outputs.tickets),
@@ -142,7 +157,7 @@ def repair_ingest_command(
     rejects: list[Reject] = []
     count = rundir.write_jsonl(out, ingest_continuations(files, tickets=tickets, rejects=rejects))
     output = Output(as_json)
-    output.line(f"{count} continuations linked, {len(rejects)} rejected; wrote {out}")
+    output.line(f"{count} continuations linked, {len(rejects)} rejected; wrote {out.resolve()}")
     for reject in rejects:
         typer.echo(f"  rejected {reject.location()}: {reject.reason}", err=True)
     if count == 0:

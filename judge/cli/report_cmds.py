@@ -27,8 +27,7 @@ LAYOUT_HELP = (
 
 def _require_run(run: Path) -> None:
     if not run.is_dir():
-        typer.echo(f"error: run directory not found: {run}", err=True)
-        raise typer.Exit(ExitCode.ERROR)
+        raise typer.BadParameter(f"run directory not found: {run}", param_hint="RUN")  # a usage error: exit 2
 
 
 def _build(run: Path, layout: Layout) -> dict[str, Path]:
@@ -69,8 +68,8 @@ def report(
     output = Output(as_json)
     for name, path in paths.items():
         if name != "report_html":
-            output.line(str(path))
-    output.line(str(paths["report_html"]))
+            output.line(str(Path(path).resolve()))
+    output.line(str(Path(paths["report_html"]).resolve()))
     output.document({"run": run, "files": paths})
 
 

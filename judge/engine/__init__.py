@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from judge.importers.writer import ImportStats, ImportStream
+    from judge.importers.writer import ImportSelection, ImportStats, ImportStream
     from judge.panel import PanelConfig, PanelResult
     from judge.report import ReportStream
     from judge.rundir import RowsView
@@ -57,12 +57,14 @@ class Engine(Protocol):
         """Raise ValueError naming a panel setting this engine cannot run (before anything is imported)."""
         ...
 
-    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
-        """Write trajectories.jsonl and rejects.jsonl of ``run_dir`` from the inputs."""
+    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None,
+                      selection: ImportSelection | None = None) -> ImportStats:
+        """Write trajectories.jsonl and rejects.jsonl of ``run_dir`` from the inputs (only the ``selection``'s
+        trajectories, when given)."""
         ...
 
     def import_stream(self, inputs: list[Path], run_dir: Path, fmt: str | None,
-                      settings: PanelConfig) -> ImportStream | None:
+                      settings: PanelConfig, selection: ImportSelection | None = None) -> ImportStream | None:
         """Instead of :meth:`import_inputs`, when this engine can: the import as a stream that the next
         :meth:`judge` reads (each trajectory judged as it is imported); None: import first."""
         ...
@@ -111,13 +113,14 @@ class LocalEngine:
     def check(self, settings: PanelConfig) -> None:
         return None
 
-    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
+    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None,
+                      selection: ImportSelection | None = None) -> ImportStats:
         from judge.pipeline import import_to_run
 
-        return import_to_run(inputs, run_dir, fmt=fmt)
+        return import_to_run(inputs, run_dir, fmt=fmt, selection=selection)
 
     def import_stream(self, inputs: list[Path], run_dir: Path, fmt: str | None,
-                      settings: PanelConfig) -> ImportStream | None:
+                      settings: PanelConfig, selection: ImportSelection | None = None) -> ImportStream | None:
         """A panel that makes no call judges as fast as it reads: such a run imports, judges, scores and routes
         each trajectory in one pass, so each input record is parsed once (a panel with LLM judges imports
         first: its progress counts against the imported total, and its import counts show before judging)."""
@@ -126,7 +129,8 @@ class LocalEngine:
 
         if calls_providers(settings):
             return None
-        imports = self._imports[Path(run_dir).resolve()] = import_stream(inputs, run_dir, fmt=fmt, keep_lines=True)
+        imports = self._imports[Path(run_dir).resolve()] = import_stream(inputs, run_dir, fmt=fmt, keep_lines=True,
+                                                                       selection=selection)
         return imports
 
     async def judge(self, run_dir: Path, settings: PanelConfig, options: StageOptions) -> PanelResult:

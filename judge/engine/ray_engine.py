@@ -40,8 +40,8 @@ from typing import Any, TypeVar, cast
 from judge import rundir
 from judge.engine import EngineUnavailable, StageOptions, finish_stages
 from judge.importers.reader import LineSpan
-from judge.importers.writer import ImportSink, ImportStats
-from judge.panel import PanelConfig, PanelResult
+from judge.importers.writer import ImportSelection, ImportSink, ImportStats
+from judge.panel import PanelConfig, PanelResult, calls_providers
 from judge.pricing import add_costs
 from judge.rundir import RowsView, RunDir, RunManifest
 from judge.schema import Reject, ScoreRow, Verdict
@@ -191,12 +191,16 @@ class RayEngine:
         return await asyncio.to_thread(build_report, run_dir)
 
     def import_stream(self, inputs: list[Path], run_dir: Path, fmt: str | None,
-                      settings: PanelConfig) -> None:
+                      settings: PanelConfig, selection: ImportSelection | None = None) -> None:
         """Shards import before they judge: no streamed import."""
         return None
 
-    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None) -> ImportStats:
-        """Import in parts (consecutive data files), merged in input order; the same files as a local import."""
+    def import_inputs(self, inputs: list[Path], run_dir: Path, fmt: str | None,
+                      selection: ImportSelection | None = None) -> ImportStats:
+        """Import in parts (consecutive data files), merged in input order; the same files as a local import.
+        A selection (``--limit``, ``--sample``) needs the whole input in one place: the local engine's."""
+        if selection is not None:
+            raise ValueError("--limit and --sample run with --engine local (the parts of a Ray import are read apart)")
         import ray
 
         from judge.importers.reader import UniqueIds, iter_data_files, with_new_id
@@ -305,8 +309,8 @@ class RayEngine:
                 cost = add_costs(cost, shard.cost_usd)
                 if not self._sections:
                     self._sections = {k: v for k, v in shard.manifest.items() if k in ("rubric", "cluster", "embedder")}
-                tracker.advance(sum(result.outcomes.values()) - tracker.done,
-                                stats=f"{self.shards} shard(s) · calls {calls_made} · retries {retries}")
+                paid = f" · calls {calls_made} · retries {retries}" if calls_providers(settings) else ""  # rules: no call
+                tracker.advance(sum(result.outcomes.values()) - tracker.done, stats=f"{self.shards} shard(s){paid}")
         self._scores = writers[rundir.SCORES].count
         budget, exceeded = ray.get(self._ledger.budget.remote())
         result.verdicts = run.view(rundir.VERDICTS, Verdict, writers[rundir.VERDICTS].count)

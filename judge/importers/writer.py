@@ -6,10 +6,11 @@ Shared by ``judge import`` and :func:`judge.pipeline.import_to_run`, so both wri
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from judge.importers._common import one_line
 from judge.model import Trajectory
@@ -29,6 +30,65 @@ class ImportStats:
     by_format: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
     renamed: int = 0
+    selected_from: int | None = None  # with a seeded sample: the trajectories it was drawn from
+
+
+@dataclass(frozen=True)
+class ImportSelection:
+    """Which imported trajectories go on (``judge score --limit N`` / ``--sample N --seed S``): the first ``limit``
+    in input order, or a seeded random sample of ``sample`` (kept in input order). Rejects are never selected away.
+    """
+
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.sample is not None:
+            raise ValueError("give --limit N or --sample N, not both")
+        for name, value in (("--limit", self.limit), ("--sample", self.sample)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+
+    def describe(self) -> dict[str, Any]:
+        """As run.json records it (``selection``)."""
+        if self.limit is not None:
+            return {"limit": self.limit}
+        return {"sample": self.sample, "seed": self.seed}
+
+
+def select_items(items: Iterable[Trajectory | Reject], selection: ImportSelection,
+                 stats: ImportStats) -> Iterator[Trajectory | Reject]:
+    """``items`` with only the selected trajectories. ``limit`` stops reading after the N-th trajectory; ``sample``
+    reads everything and holds N trajectories (reservoir sampling with ``random.Random(seed)``: the same input and
+    seed give the same sample), yielded in input order at the end; ``stats.selected_from`` counts the drawn-from."""
+    if selection.limit is not None:
+        taken = 0
+        for item in items:
+            yield item
+            taken += isinstance(item, Trajectory)
+            if taken >= selection.limit:
+                return
+        return
+    size = selection.sample or 0
+    rng = random.Random(selection.seed)
+    kept: list[tuple[int, Trajectory]] = []
+    seen = 0
+    for item in items:
+        if not isinstance(item, Trajectory):
+            yield item
+            continue
+        if len(kept) < size:
+            kept.append((seen, item))
+        else:
+            slot = rng.randrange(seen + 1)
+            if slot < size:
+                kept[slot] = (seen, item)
+        seen += 1
+    stats.selected_from = seen
+    stats.read += seen - len(kept)  # read, but not written: the sink counts only what it writes
+    for _, trajectory in sorted(kept, key=lambda pair: pair[0]):
+        yield trajectory
 
 
 def write_import(
@@ -38,6 +98,7 @@ def write_import(
     fmt: str | None = None,
     keep_rejects: list[Reject] | None = None,
     exclude: Iterable[str | Path] = (),
+    selection: ImportSelection | None = None,
 ) -> ImportStats:
     """Write every trajectory of ``inputs`` to ``out_path`` and every reject to ``rejects_path``.
 
@@ -45,8 +106,9 @@ def write_import(
     half-written file under the final name. Memory stays flat: one record at a time. When ``keep_rejects``
     is given, rejects (and skipped paths) are also appended to it (for the CLI's summary). The two output
     files and any path in ``exclude`` (a run directory) are never read as inputs: they are listed as skipped.
+    ``selection`` keeps only some trajectories (:class:`ImportSelection`).
     """
-    return ImportStream(inputs, out_path, rejects_path, fmt, keep_rejects, exclude).run()
+    return ImportStream(inputs, out_path, rejects_path, fmt, keep_rejects, exclude, selection=selection).run()
 
 
 class ImportStream:
@@ -62,9 +124,10 @@ class ImportStream:
 
     def __init__(self, inputs: Iterable[str | Path], out_path: Path, rejects_path: Path, fmt: str | None = None,
                  keep_rejects: list[Reject] | None = None, exclude: Iterable[str | Path] = (), *,
-                 keep_lines: bool = False):
+                 keep_lines: bool = False, selection: ImportSelection | None = None):
         self.stats = ImportStats()
         self._lines: dict[str, bytes] | None = {} if keep_lines else None
+        self._selection = selection
         self._items = self._import(list(inputs), Path(out_path), Path(rejects_path), fmt, keep_rejects, list(exclude))
         self._first: Trajectory | None = None
 
@@ -110,7 +173,11 @@ class ImportStream:
             # would be its own write call; buffered, one call carries ~40 lines.
             with out_tmp.open("wb", buffering=OUT_BUFFER_BYTES) as out, rejects_tmp.open("w", encoding="utf-8") as rejects:
                 sink = ImportSink(out, rejects, stats, keep_rejects, lines=self._lines)
-                for item in iter_records(inputs, fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids):
+                items: Iterable[Trajectory | Reject] = iter_records(
+                    inputs, fmt=fmt, exclude=[out_path, rejects_path, *exclude], ids=ids)
+                if self._selection is not None:
+                    items = select_items(items, self._selection, stats)
+                for item in items:
                     if sink.add(item):
                         assert isinstance(item, Trajectory)
                         yield item

@@ -104,7 +104,7 @@ def test_exit_code_2_when_some_passes_are_unscored(batch: Path, tmp_path: Path, 
         fake.queue(Scripted.ok("not json"), Scripted.ok("still not json"))  # the first pass: parse_error after a retry
         result = score(str(batch), "--out", str(tmp_path / "run"), "--judge", f"openai-compatible:m@{fake.base_url}",
                        "--passes", "1", "--concurrency", "1", "--no-preflight")
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output
     assert "parse_error 1" in result.output
 
 
@@ -119,18 +119,21 @@ def test_a_cached_judge_needs_no_server_and_no_preflight(batch: Path, tmp_path: 
     assert again.exit_code == 0 and "calls made: 0" in again.output, again.output
 
 
-@pytest.mark.parametrize("args", [
-    ["score", "no-such-input.jsonl", "--out", "{tmp}/run"],
-    ["score", "--out", "{tmp}/run"],
-    ["score", "{tmp}/batch.jsonl", "--out", "{tmp}/run", "--no-such-option"],
-    ["score", "{tmp}/batch.jsonl", "--out", "{tmp}/run", "--judge", "nonsense:x"],
-    ["report", "{tmp}/no-such-run"],
-    ["rescore", "{tmp}/no-such-run"],
-    ["repair", "{tmp}/no-such-run"],
-    ["show", "{tmp}/batch.jsonl", "--id", "no-such-id"],
-    ["import", "{tmp}/no-such-input.jsonl", "--out", "{tmp}/x.jsonl"],
+@pytest.mark.parametrize(("args", "code"), [
+    (["score", "no-such-input.jsonl", "--out", "{tmp}/run"], 2),
+    (["score", "--out", "{tmp}/run"], 2),
+    (["score", "{tmp}/batch.jsonl", "--out", "{tmp}/run", "--no-such-option"], 2),
+    (["score", "{tmp}/batch.jsonl", "--out", "{tmp}/run", "--judge", "nonsense:x"], 2),
+    (["report", "{tmp}/no-such-run"], 2),
+    (["rescore", "{tmp}/no-such-run"], 2),
+    (["repair", "{tmp}/no-such-run"], 2),
+    (["export", "{tmp}/no-such-run", "--out", "{tmp}/x"], 2),
+    (["show", "{tmp}/batch.jsonl", "--id", "no-such-id"], 1),
+    (["import", "{tmp}/no-such-input.jsonl", "--out", "{tmp}/x.jsonl"], 1),  # a missing input is a reject there
 ])
-def test_usage_and_input_errors_exit_1_in_every_command(args: list[str], batch: Path, tmp_path: Path) -> None:
+def test_usage_errors_exit_2_and_input_errors_1_in_every_command(args: list[str], code: int, batch: Path,
+                                                                tmp_path: Path) -> None:
+    """click's convention: 2 is a usage error; 4, not 2, is "some passes unscored" (README exit-code table)."""
     result = runner.invoke(app, [a.replace("{tmp}", str(tmp_path)) for a in args])
-    assert result.exit_code == 1, (args, result.output)
+    assert result.exit_code == code, (args, result.output)
     assert "Traceback" not in result.output

@@ -162,4 +162,4 @@ def test_a_trajectory_with_no_assistant_turn_gets_no_score(tmp_path: Path) -> No
             (tmp_path / "run" / "scores.jsonl").read_text().splitlines()}
     assert rows["no-turn"]["score"] is None and not rows["no-turn"]["release"]
     assert "no_assistant_turn" in rows["no-turn"]["reason"]
-    assert result.exit_code == 2, result.output  # one trajectory could not be judged
+    assert result.exit_code == 4, result.output  # one trajectory could not be judged
