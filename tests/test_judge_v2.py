@@ -388,7 +388,7 @@ def test_breakout_strings_stay_contained_in_teacher_and_rewrite_prompts() -> Non
                          description=f"desc {BREAK}", votes=2)
     recorder = FakeProvider(default=RuntimeError("recorded"))
     asyncio.run(teacher_guidance(recorder, trajectory, scored, [f"quote {BREAK}"], checkpoint_turn=2))
-    asyncio.run(rewrite_query(recorder, trajectory, scored, [f"quote {BREAK}"]))
+    asyncio.run(rewrite_query(recorder, trajectory, scored, [f"quote {BREAK}"], checker=recorder))
     teacher, rewrite = recorder.requests[0].messages[1]["content"], recorder.requests[1].messages[1]["content"]
     assert_contained(teacher, ("query", "trajectory", "issue", "evidence"))
     assert_contained(rewrite, tuple(dict.fromkeys(re.findall(r"<(\w+)>", load_template("rewrite-v1").sections[1][1]))))
