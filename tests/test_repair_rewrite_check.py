@@ -106,7 +106,7 @@ def test_a_dropped_requirement_the_checker_leaves_out_is_refused_and_recorded(tm
     assert sorted(a["judge"] for a in attempts) == ["checker:fake:gpt-4o-mini", "teacher:fake:gpt-4o"]
     checker_cost = next(a["cost_usd"] for a in attempts if a["judge"].startswith("checker:"))
     assert checker_cost > 0 and spent == pytest.approx(sum(a["cost_usd"] for a in attempts))
-    assert "teacher calls: 2 made" in result.output
+    assert "teacher and checker calls: 2 made" in result.output
     # the checker saw the rewrite and what was found mechanically, not the rewriter's notes
     request = json.dumps(fake_providers["fake:gpt-4o-mini"].requests[0].messages, ensure_ascii=False)
     assert "prohibition: do not delete the existing Orders table" in request and "numbered the steps" not in request
@@ -161,3 +161,18 @@ def test_allow_same_checker_warns_and_records_the_check_as_not_independent(tmp_p
 def test_a_checker_needs_a_rewriter(tmp_path):
     with pytest.raises(ValueError, match="needs a rewriter"):
         repair_run(capability_run(tmp_path), checker_provider=FakeProvider(spec="fake:checker"))
+
+
+def test_rewriter_and_checker_through_the_openai_sdk_against_a_local_server(tmp_path):
+    servers = pytest.importorskip("judge.testing.servers")
+    run = capability_run(tmp_path)
+    with servers.FakeLLMServer("openai") as server:
+        server.queue(servers.Scripted.ok({"rewrite": DROPPED, "notes": ""}),
+                     servers.Scripted.ok({"requirements": without("keep Orders")}))
+        outputs = repair_run(run, teacher="openai-compatible:writer", base_url=server.base_url,
+                             checker=f"openai-compatible:checker@{server.base_url}")
+        models = [request.get("model") for request in server.requests]
+    assert models == ["writer", "checker"]
+    row, = outputs.rows
+    assert row.route == "pending" and "do not delete the existing Orders table" in row.reason
+    assert outputs.calls == 2 and row.extra["rewrite_check"]["checker"] == "openai-compatible:checker"

@@ -80,7 +80,7 @@ def repair_run_command(
     for name in (rundir.TRAJECTORIES, rundir.SCORES):
         if not RunDir(run).has(name):
             raise typer.BadParameter(f"{run / name} does not exist: is {run} a scored run directory?", param_hint="RUN")
-    from judge.providers import ProviderError
+    from judge.providers import ProviderError, redact
     from judge.runcalls import CallSettings
     from judge.runlock import run_lock
 
@@ -109,7 +109,8 @@ def repair_run_command(
         output.line(f"teacher tokens: {outputs.usage.input_tokens or 0} in, {outputs.usage.output_tokens or 0} out")
     if teacher:
         cost = "unpriced" if outputs.cost_usd is None and outputs.calls else f"${outputs.cost_usd or 0.0:.4f}"
-        output.line(f"teacher calls: {outputs.calls} made ({outputs.retries} retries), {cost} paid in this invocation")
+        who = "teacher and checker calls" if checker else "teacher calls"
+        output.line(f"{who}: {outputs.calls} made ({outputs.retries} retries), {cost} paid in this invocation")
     budget = outputs.budget
     if budget is not None and budget.max_cost_usd is not None:
         output.line(f"budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its "
@@ -120,7 +121,8 @@ def repair_run_command(
         "run": run, "exit_code": int(ExitCode.NONE_SCORED if outputs.budget_exceeded else ExitCode.OK),
         "trajectories_with_majority_issues": len(outputs.rows), "routes": counts, "tickets": len(outputs.tickets),
         "edited": len(outputs.edited), "teacher": {"calls": outputs.calls, "retries": outputs.retries,
-                                                   "cost_usd": outputs.cost_usd, "usage": outputs.usage} if teacher else None,
+                                                   "cost_usd": outputs.cost_usd, "usage": outputs.usage,
+                                                   "checker": redact(checker) if checker else None} if teacher else None,
         "budget": None if budget is None else {"max_cost_usd": budget.max_cost_usd, "spent_usd": budget.spent_usd},
         "budget_exceeded": outputs.budget_exceeded, "files": outputs.paths,
     })
