@@ -48,7 +48,7 @@ _NUMBER = re.compile(rf"(?<![{_W}.,\-#])\d+(?:[.,:/\-]\d+)*(?![{_W}\-])")
 _LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|step\s+\d+\s*[:.)])", re.IGNORECASE | re.MULTILINE)
 
 # Markers of a prohibition, then of an obligation; a clause runs from its marker to the next marker or the end of
-# its sentence. Latin-script words need word boundaries; CJK markers are matched as they are.
+# its sentence. "only" and its kin are left out: they often follow what they restrict ("last names only"). Latin-script words need word boundaries; CJK markers are matched as they are.
 _PROHIBITION = (
     r"\b(?:must not|mustn't|should not|shouldn't|shall not|do not|don't|does not|never|may not|cannot|can't"
     r"|darf nicht|dürfen nicht|darfst nicht|nicht|niemals|keine?n?"
@@ -59,13 +59,13 @@ _PROHIBITION = (
     r"|不要|不得|不能|不可|禁止|切勿|勿|别|請勿|请勿|しないで|ないでください|してはいけない|てはいけません|禁止|ないこと"
     r"|하지 마|하지 말|하면 안|금지|않도록")
 _OBLIGATION = (
-    r"\b(?:must|should|shall|required to|is required|are required|need to|needs to|make sure|ensure|always|only"
-    r"|muss|müssen|musst|soll|sollen|sollte|immer|nur"
-    r"|doit|doivent|devez|il faut|toujours|obligatoire|seulement|uniquement"
-    r"|debe|deben|debes|tiene que|tienen que|hay que|siempre|solo|sólo|obligatorio"
-    r"|deve|devem|precisa|precisam|tem que|têm que|sempre|somente|apenas"
-    r"|должен|должна|должны|нужно|необходимо|обязательно|всегда|только)\b"
-    r"|必须|务必|一定要|应该|应当|需要|只能|仅|必ず|なければならない|なければなりません|必要があります|べき|のみ"
+    r"\b(?:must|should|shall|required to|is required|are required|need to|needs to|make sure|ensure|always"
+    r"|muss|müssen|musst|soll|sollen|sollte|immer"
+    r"|doit|doivent|devez|il faut|toujours|obligatoire"
+    r"|debe|deben|debes|tiene que|tienen que|hay que|siempre|obligatorio"
+    r"|deve|devem|precisa|precisam|tem que|têm que|sempre"
+    r"|должен|должна|должны|нужно|необходимо|обязательно|всегда)\b"
+    r"|必须|务必|一定要|应该|应当|需要|必ず|なければならない|なければなりません|必要があります|べき"
     r"|반드시|해야|하여야")
 _MARKER = re.compile(rf"(?P<no>{_PROHIBITION})|(?P<must>{_OBLIGATION})", re.IGNORECASE)
 _PROHIBITION_RE = re.compile(_PROHIBITION, re.IGNORECASE)
