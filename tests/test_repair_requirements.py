@@ -43,6 +43,7 @@ def test_a_value_is_covered_only_by_an_item_keeping_it_in_both_quotes(items, mis
     ([("do not delete the Orders table", "Never delete the Orders table")], []),
     ([("delete the Orders table", "do not delete the Orders table")], []),  # the main part quoted
     ([("do not delete the Orders table", "delete the Orders table")], ["the rewrite does not keep it as a prohibition"]),
+    ([("do not delete the Orders table", None)], ["no rewrite quote keeps it"]),
     ([("Orders", "Orders")], ["the check does not list it"]),  # too small a part of the clause
 ])
 def test_a_clause_is_covered_by_an_overlapping_quote_and_a_prohibition_stays_one(items, missing):

@@ -69,6 +69,7 @@ def replaced(name: str, **fields: str | None) -> list[dict[str, str | None]]:
     # what a faithful copy may change (curly quotes, runs of whitespace) is forgiven, as for evidence quotes
     (FAITHFUL, replaced("table", rewrite_quote="create  a table \u201cProducts\u201d"), True, None),
     (FAITHFUL, replaced("rows", rewrite_quote=None), False, "rows (the rewrite drops or changes it)"),
+    (DROPPED, replaced("keep Orders", rewrite_quote=None), False, "(no rewrite quote keeps it)"),  # listed, not kept
     (FAITHFUL, [], False, "listed no requirement"),
 ])
 def test_the_check_verifies_quotes_and_covers_what_is_found_mechanically(rewrite, items, passed, problem):

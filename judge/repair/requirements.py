@@ -142,7 +142,8 @@ def _clauses(query: str) -> list[tuple[int, int, bool]]:
 
 
 def uncovered(requirements: list[Requirement], items: list[tuple[str, str | None]]) -> list[tuple[Requirement, str]]:
-    """The requirements no checker item covers, each with why. ``items``: (original quote, rewrite quote) pairs.
+    """The requirements no checker item covers, each with why. ``items``: (original quote, rewrite quote) pairs,
+    the rewrite quote None when it was not given or not verified.
 
     A value (number, quoted string, file, URL, id) is covered by an item whose original quote and rewrite quote
     both contain it: the rewrite keeps it literally. A clause is covered by an item whose original quote overlaps
@@ -156,11 +157,13 @@ def uncovered(requirements: list[Requirement], items: list[tuple[str, str | None
             near = [kept for original, kept in quotes if _overlaps(text, original)]
             if not near:
                 missing.append((requirement, "the check does not list it"))
+            elif not any(near):
+                missing.append((requirement, "no rewrite quote keeps it"))
             elif requirement.kind == "prohibition" and not any(_PROHIBITION_RE.search(kept) for kept in near):
                 missing.append((requirement, "the rewrite does not keep it as a prohibition"))
         elif not any(_contains(original, text) for original, _ in quotes):
             missing.append((requirement, "the check does not list it"))
-        elif not any(_contains(original, text) and _contains(kept, text) for original, kept in quotes):
+        elif not any(kept and _contains(original, text) and _contains(kept, text) for original, kept in quotes):
             missing.append((requirement, "no rewrite quote keeps this value"))
     return missing
 

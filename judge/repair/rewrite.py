@@ -116,10 +116,11 @@ def check_requirements(original: str, rewrite: str, items: list[dict[str, Any]]
             problem = "the rewrite quote is not in the rewrite"
         matches.append(RequirementMatch(requirement=requirement, original_quote=quote, rewrite_quote=carried,
                                         matched=problem is None, problem=problem))
-    # Only verified pairs count towards covering what was found mechanically.
-    verified = [(m.original_quote, m.rewrite_quote) for m in matches if m.matched]
+    # An item lists a requirement when its original quote is verified; it keeps it only when its rewrite quote is too.
+    listed = [(m.original_quote, m.rewrite_quote if m.matched else None) for m in matches
+              if m.problem != "the original quote is not in the original query"]
     mechanical = extract_requirements(original)
-    missing = dict(uncovered(mechanical, verified))
+    missing = dict(uncovered(mechanical, listed))
     found = [FoundRequirement(kind=req.kind, text=req.text, covered=req not in missing, problem=missing.get(req))
              for req in mechanical]
     if not items:
