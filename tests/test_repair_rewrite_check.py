@@ -177,3 +177,17 @@ def test_rewriter_and_checker_through_the_openai_sdk_against_a_local_server(tmp_
     row, = outputs.rows
     assert row.route == "pending" and "do not delete the existing Orders table" in row.reason
     assert outputs.calls == 2 and row.extra["rewrite_check"]["checker"] == "openai-compatible:checker"
+
+
+@pytest.mark.parametrize("answer, reason", [
+    (RuntimeError("connection reset"), "the requirement check failed: provider_error"),
+    ({"requirements": ["not an object", 3]}, "the check listed no requirement"),
+    ({"verdict": "looks fine"}, "the requirement check failed: no list"),
+])
+def test_a_checker_that_fails_or_answers_nonsense_refuses_the_rewrite(tmp_path, answer, reason):
+    rewriter = FakeProvider({"rewrite": FAITHFUL, "notes": ""})
+    checker = FakeProvider(answer, spec="fake:checker")
+    outputs = repair_run(capability_run(tmp_path), provider=rewriter, checker_provider=checker)
+    row, = outputs.rows
+    assert row.route == "pending" and reason in row.reason and len(outputs.tickets) == 0
+    assert row.extra["teacher_usage"]["input_tokens"] >= 100  # the rewrite was paid for, and counted
