@@ -99,6 +99,17 @@ class EvidenceIndex:
         return False
 
 
+def occurs_in(quote: str, text: str) -> bool:
+    """Whether ``quote`` occurs verbatim in ``text``, both normalised as above (a wrapping quote mark or backtick
+    of the quote aside): the check of a quote from a text that is not a trajectory (a capability rewrite)."""
+    wanted = normalise_quote(quote or "")
+    if not wanted.strip(_WRAP):
+        return False
+    corpus = normalise_quote(text or "")
+    stripped = _strip(wanted)
+    return wanted in corpus or (len(stripped) >= MIN_PART_CHARS and stripped in corpus)
+
+
 def _strip(text: str) -> str:
     text = _POINTER.sub("", text.strip())
     return text.strip(_WRAP).strip()

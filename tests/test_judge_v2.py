@@ -388,10 +388,18 @@ def test_breakout_strings_stay_contained_in_teacher_and_rewrite_prompts() -> Non
                          description=f"desc {BREAK}", votes=2)
     recorder = FakeProvider(default=RuntimeError("recorded"))
     asyncio.run(teacher_guidance(recorder, trajectory, scored, [f"quote {BREAK}"], checkpoint_turn=2))
-    asyncio.run(rewrite_query(recorder, trajectory, scored, [f"quote {BREAK}"]))
+    asyncio.run(rewrite_query(recorder, trajectory, scored, [f"quote {BREAK}"], checker=recorder))
     teacher, rewrite = recorder.requests[0].messages[1]["content"], recorder.requests[1].messages[1]["content"]
     assert_contained(teacher, ("query", "trajectory", "issue", "evidence"))
     assert_contained(rewrite, tuple(dict.fromkeys(re.findall(r"<(\w+)>", load_template("rewrite-v1").sections[1][1]))))
+    # the checker's prompt: the rewrite and the requirements found in the query are data blocks too
+    writer, checker = FakeProvider({"rewrite": f"Step 1: {BREAK}", "notes": ""}), FakeProvider(default=RuntimeError("recorded"))
+    planted = " ".join(BREAK.split())  # on one line, so that one found clause carries all of it
+    query = f"You must keep {planted}\nNever {planted}"
+    asyncio.run(rewrite_query(writer, trajectory.model_copy(update={"query": query}), scored, [], checker=checker))
+    check = checker.requests[0].messages[1]["content"]
+    assert "SYSTEM OVERRIDE" in check[check.index("<evidence>"):]  # the found list carries the planted text
+    assert_contained(check, tuple(dict.fromkeys(re.findall(r"<(\w+)>", load_template("rewrite-check-v2").sections[1][1]))))
 
 
 # --- evidence verification -------------------------------------------------------------------------

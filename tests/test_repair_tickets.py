@@ -169,28 +169,30 @@ def capability_trajectory() -> Trajectory:
 
 
 def test_a_passing_rewrite_gets_a_restart_ticket_anchored_to_the_original():
-    provider = FakeProvider({"rewrite": REWRITE, "notes": "numbered the steps"}, {"requirements": REQUIREMENTS})
+    provider = FakeProvider({"rewrite": REWRITE, "notes": "numbered the steps"})
+    checker = QueuedProvider({"requirements": REQUIREMENTS}, spec="fake:checker")
     ticket, = tickets_for(capability_trajectory(), cases.issue(None, category="capability", tag="budget-exhausted"),
-                          provider=provider, teacher="fake:teacher")
+                          provider=provider, teacher="fake:teacher", checker=checker)
     assert ticket.arm == "rewrite" and ticket.status == "ready" and ticket.guidance is None
     assert ticket.query == QUERY and ticket.agent_query == REWRITE and ticket.checkpoint_turn == 0
     assert ticket.rewrite_check["passed"] is True and len(ticket.rewrite_check["requirements"]) == 4
+    assert ticket.rewrite_check["checker"] == "fake:checker" and ticket.rewrite_check["independent"] is True
     assert ticket.usage == Usage(input_tokens=200, output_tokens=40)  # both calls counted
     assert [m.role for m in ticket.prefix] == ["system"]
     # the checker saw the two texts only, not the rewriter's notes
-    assert "numbered the steps" not in json.dumps(provider.requests[1].messages)
+    assert len(provider.requests) == 1 and "numbered the steps" not in json.dumps(checker.requests[0].messages)
 
 
 def test_a_rewrite_that_drops_a_requirement_gets_no_ticket(tmp_path):
     dropped = [*REQUIREMENTS[:3], {**REQUIREMENTS[3], "rewrite_quote": None}]
-    provider = FakeProvider({"rewrite": REWRITE.replace(" Step 3: build a dashboard by category.", ""), "notes": ""},
-                            {"requirements": dropped})
+    provider = FakeProvider({"rewrite": REWRITE.replace(" Step 3: build a dashboard by category.", ""), "notes": ""})
+    checker = QueuedProvider({"requirements": dropped}, spec="fake:checker")
     run = cases.run_dir(tmp_path / "run", [(capability_trajectory(), [cases.issue(None, category="capability", tag="budget-exhausted")])])
-    outputs = repair_run(run, provider=provider)
+    outputs = repair_run(run, provider=provider, checker_provider=checker)
     row, = outputs.rows
     assert row.route == "pending" and "requirement check" in row.reason and "dashboard" in row.reason
     assert len(outputs.tickets) == 0 and row.extra["teacher_usage"]["input_tokens"] == 200
-    assert provider.closed
+    assert provider.closed and checker.closed
 
 
 def test_offline_capability_route_is_marked_needs_rewrite():

@@ -152,7 +152,8 @@ def test_summary_other_sections(summary: dict):
     assert summary["release"]["held_by_gate"] == {"4": 1}  # the environment fault holds back a 4
     assert summary["release"]["failed_checks"]["environment-fault-rerun"] == 1
     assert [e["trajectory_id"] for e in summary["environment_ledger"]] == ["t-env"]
-    assert summary["repairs"] == {"present": True, "total": 2, "by_route": {"online-guided": 1, "environment": 1}}
+    assert summary["repairs"] == {"present": True, "total": 2, "by_route": {"online-guided": 1, "environment": 1},
+                                  "rewrite_checks": {"passed": 0, "refused": 0}, "rewrites_refused": []}
     assert summary["rejects"]["total"] == 1 and summary["rejects"]["rows"][0]["location"] == "batch.jsonl:7"
     assert summary["reproducibility"]["prompt_versions"] == ["judge-v1"]
     assert summary["reproducibility"]["embedder"]["name"] == "minilm"

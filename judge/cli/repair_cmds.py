@@ -45,7 +45,9 @@ repair_app = typer.Typer(
     "(`judge docs continuation-tickets`).",
     epilog=examples(
         ("judge repair runs/demo", "offline: template guidance, no model call"),
-        ("judge repair runs/demo --teacher openai:gpt-4o", "teacher guidance and capability rewrites"),
+        ("judge repair runs/demo --teacher openai:gpt-4o", "teacher guidance (capability rewrites need --checker)"),
+        ("judge repair runs/demo --teacher openai:gpt-4o --checker anthropic:claude-sonnet-4-5",
+         "capability rewrites, checked by another model"),
         ("judge repair runs/demo --teacher openai:gpt-4o --max-cost 2", "the run's budget holds for the teacher too"),
         "judge repair ingest continuations.jsonl --tickets runs/demo/tickets.jsonl --out cont.jsonl",
     ),
@@ -68,6 +70,11 @@ def repair_run_command(
     out: Path | None = typer.Option(None, "--out", help="Where to write the four files (default: RUN)."),
     teacher: str | None = typer.Option(None, "--teacher", help="Teacher/rewrite model: openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL for the teacher."),
+    checker: str | None = typer.Option(None, "--checker", help="The model that checks each capability rewrite against the original "
+                                       "query (another model than --teacher; a server goes in the spec: "
+                                       "openai-compatible:MODEL@URL). Without it no rewrite is made."),
+    allow_same_checker: bool = typer.Option(False, "--allow-same-checker", help="Let --checker be the teacher's own model "
+                                            "(with a warning; the checks are recorded as not independent)."),
     no_control: bool = typer.Option(False, "--no-control", help="Do not add an unguided ticket beside each guided one."),
     max_cost: float | None = typer.Option(None, "--max-cost", help="The run's spending cap in USD (judges and teacher together; default: the recorded one)."),
     rpm: float | None = typer.Option(None, "--rpm", help="Teacher requests per minute."),
@@ -88,15 +95,20 @@ def repair_run_command(
     for name in (rundir.TRAJECTORIES, rundir.SCORES):
         if not RunDir(run).has(name):
             raise typer.BadParameter(f"{run / name} does not exist: is {run} a scored run directory?", param_hint="RUN")
-    from judge.providers import ProviderError
+    from judge.providers import ProviderError, redact
     from judge.runcalls import CallSettings
     from judge.runlock import run_lock
 
     settings = CallSettings(max_cost_usd=max_cost, rpm=rpm, tpm=tpm, timeout_s=timeout or CallSettings.timeout_s)
+    from judge.repair.rewrite import same_model
+
+    if checker and teacher and same_model(teacher, checker) and allow_same_checker:
+        typer.echo("warning: --checker is the teacher's model: it checks its own rewrites, which tends to miss what "
+                   "they dropped (recorded as independent: false)", err=True)
     try:
         with run_lock(out or run, "judge repair"):
             outputs = repair_run(run, out, teacher=teacher, base_url=base_url, control_arm=not no_control,
-                                 settings=settings)
+                                 settings=settings, checker=checker, allow_same_checker=allow_same_checker)
     except (ValueError, ProviderError) as error:  # a bad row names its file and line; a bad --teacher says why
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(ExitCode.ERROR) from error
@@ -112,7 +124,8 @@ def repair_run_command(
         output.line(f"teacher tokens: {outputs.usage.input_tokens or 0} in, {outputs.usage.output_tokens or 0} out")
     if teacher:
         cost = "unpriced" if outputs.cost_usd is None and outputs.calls else f"${outputs.cost_usd or 0.0:.4f}"
-        output.line(f"teacher calls: {outputs.calls} made ({outputs.retries} retries), {cost} paid in this invocation")
+        who = "teacher and checker calls" if checker else "teacher calls"
+        output.line(f"{who}: {outputs.calls} made ({outputs.retries} retries), {cost} paid in this invocation")
     budget = outputs.budget
     if budget is not None and budget.max_cost_usd is not None:
         output.line(f"budget: ${budget.spent_usd:.4f} of ${budget.max_cost_usd:.4f} spent by the run over all its "
@@ -123,7 +136,8 @@ def repair_run_command(
         "run": run, "exit_code": int(ExitCode.NONE_SCORED if outputs.budget_exceeded else ExitCode.OK),
         "trajectories_with_majority_issues": len(outputs.rows), "routes": counts, "tickets": len(outputs.tickets),
         "edited": len(outputs.edited), "teacher": {"calls": outputs.calls, "retries": outputs.retries,
-                                                   "cost_usd": outputs.cost_usd, "usage": outputs.usage} if teacher else None,
+                                                   "cost_usd": outputs.cost_usd, "usage": outputs.usage,
+                                                   "checker": redact(checker) if checker else None} if teacher else None,
         "budget": None if budget is None else {"max_cost_usd": budget.max_cost_usd, "spent_usd": budget.spent_usd},
         "budget_exceeded": outputs.budget_exceeded, "files": outputs.paths,
     })

@@ -3,8 +3,8 @@
 Prompt files use the shared format of ``judge.prompting`` (front matter with ``version:``, role sections,
 strict ``{{ var }}`` filling). Trajectory text is neutralised before it is inserted, by the one function every
 prompt uses (``judge.prompting.neutralise``, which knows these prompts' delimiters too: <issue>, <evidence>,
-<original>, <rewrite>, <failure>), so a trajectory cannot close a delimiter and pose as instructions to the
-teacher.
+<original>, <rewrite>, <failure>; the rewrite checker's found requirements go in <evidence>), so a trajectory
+cannot close a delimiter and pose as instructions to the teacher.
 
 Every call goes through :func:`judge.providers.retry.complete_with_retries`, as a judge's does: retries with
 backoff on rate limits, server errors and timeouts, the per-model rate limits, a per-call timeout and the

@@ -27,7 +27,7 @@ from judge import rundir
 from judge.model import Trajectory, Usage
 from judge.providers import redact
 from judge.repair.prompting import ModelCaller, Provider, make_provider_from_spec
-from judge.repair.rewrite import rewrite_query
+from judge.repair.rewrite import rewrite_query, same_model
 from judge.repair.routing import TrajectoryRepair, plan_repair, unfixable
 from judge.repair.tickets import (
     TEACHER_PROMPT,
@@ -73,7 +73,7 @@ class RepairOutputs:
 
 
 async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCaller | None, teacher: str | None,
-                         control_arm: bool) -> list[Ticket]:
+                         control_arm: bool, checker: Provider | ModelCaller | None = None) -> list[Ticket]:
     """Guidance (teacher or template) or a checked rewrite for the driver; the row and tickets are updated."""
     row, driver, trajectory = plan.row, plan.driver, plan.trajectory
     if driver is None or row.route not in ("online-guided", "online-regenerate", "rewrite-restart", "environment"):
@@ -94,14 +94,17 @@ async def _finish_online(plan: TrajectoryRepair, provider: Provider | ModelCalle
     if row.route == "rewrite-restart":
         if provider is None:
             row.extra["rewrite"] = "needs-rewrite: no rewrite model configured"
+        elif checker is None:
+            # A rewrite nobody independent checks is not made (nor paid for).
+            row.extra["rewrite"] = "needs-rewrite: no checker model configured (--checker SPEC)"
         else:
-            outcome = await rewrite_query(provider, trajectory, driver.issue, evidence)
+            outcome = await rewrite_query(provider, trajectory, driver.issue, evidence, checker=checker)
             usage, cost = outcome.usage, outcome.cost_usd
             check = outcome.check_summary()
             row.extra["rewrite_check"] = check
             if not outcome.passed:
                 # Only a rewrite that keeps every explicit requirement earns a restart.
-                row.route, row.reason = "pending", f"capability limit, but no rewrite passed the requirement check: {outcome.reason}"
+                row.route, row.reason = "pending", f"capability limit, rewrite refused by the requirement check: {outcome.reason}"
                 row.extra["teacher_usage"] = usage.model_dump()
                 return []
             agent_query = outcome.rewrite
@@ -122,11 +125,17 @@ def repair_run(
     control_arm: bool = True,
     concurrency: int = 4,
     settings: CallSettings | None = None,
+    checker: str | None = None,
+    checker_provider: Provider | None = None,
+    allow_same_checker: bool = False,
 ) -> RepairOutputs:
     """Route, ticket and edit every trajectory of a scored run; write the four files to ``out_dir`` (default RUN).
 
     ``teacher`` is a provider spec (``openai:MODEL``...) for guidance and rewrites; ``provider`` passes a
-    ready provider object instead (tests). ``control_arm`` adds an unguided ticket beside each guided one.
+    ready provider object instead (tests). ``checker`` (or ``checker_provider``) is the model that checks a
+    capability rewrite: without one no rewrite is made (the ticket stays ``needs-rewrite``); the rewriter's own
+    model is refused (ValueError) unless ``allow_same_checker``. ``control_arm`` adds an unguided ticket beside
+    each guided one.
     ``settings`` bound the teacher's calls (retries, timeout, rate limits, the run's ``--max-cost``); its calls
     are recorded in RUN's store and count in RUN's budget, wherever ``out_dir`` is. Streams the run: trajectories
     are read once, in order, and routed in chunks of :data:`CHUNK` while teacher calls overlap.
@@ -137,6 +146,9 @@ def repair_run(
     if teacher and provider is None:  # fail fast (a missing key) before any work
         provider = make_provider_from_spec(teacher, base_url, timeout_s=settings.timeout_s)
     label = redact(teacher or getattr(provider, "spec", None))  # recorded in tickets: no URL credential
+    check_label = check_checker(label, checker or _spec_of(checker_provider), allow_same_checker)
+    if checker and checker_provider is None:
+        checker_provider = make_provider_from_spec(checker, None, timeout_s=settings.timeout_s)
     outputs = RepairOutputs()
     if provider is None:
         _route_all(run, out, outputs, None, label, control_arm, concurrency)
@@ -144,18 +156,39 @@ def repair_run(
     with run_lock(run.path, "judge repair"), RunStore.for_run(run.path) as store:
         calls = open_calls(store, settings)
         model = ModelCaller(provider, calls=calls, label=f"teacher:{label}")
-        _route_all(run, out, outputs, model, label, control_arm, concurrency)
+        check = None if checker_provider is None else ModelCaller(checker_provider, calls=calls, label=f"checker:{check_label}")
+        _route_all(run, out, outputs, model, label, control_arm, concurrency, check)
         outputs.calls, outputs.retries, outputs.cost_usd = calls.runtime.calls, calls.runtime.retries, calls.cost_usd
         outputs.budget, outputs.budget_exceeded = calls.budget(), calls.runtime.budget.exceeded
         write_budget(run.path, outputs.budget)
     return outputs
 
 
+def _spec_of(provider: Provider | None) -> str | None:
+    if provider is None:
+        return None
+    spec = getattr(provider, "spec", None)
+    return spec if isinstance(spec, str) else f"{provider.provider}:{provider.model}"
+
+
+def check_checker(teacher: str | None, checker: str | None, allow_same: bool) -> str | None:
+    """The checker's label (redacted), after refusing what cannot check a rewrite: a checker without a rewriter,
+    or the rewriter's own model (unless ``allow_same``: its rewrite checks then say ``independent: false``)."""
+    if checker is None:
+        return None
+    if teacher is None:
+        raise ValueError(f"--checker {redact(checker)} needs a rewriter (--teacher SPEC): it checks the teacher's rewrites")
+    if same_model(teacher, checker) and not allow_same:
+        raise ValueError(f"--checker {redact(checker)} is the rewriter's model ({teacher}): a model checking its own "
+                         "rewrite tends to leave out what it dropped; name another model, or pass --allow-same-checker")
+    return str(redact(checker))
+
+
 def _route_all(run: RunDir, out: RunDir, outputs: RepairOutputs, model: ModelCaller | None, label: str | None,
-               control_arm: bool, concurrency: int) -> None:
+               control_arm: bool, concurrency: int, checker: ModelCaller | None = None) -> None:
     """Stream the run: trajectories are read once, in order, routed, and their rows written in input order."""
     with (run.scores_by_trajectory() as scores, run.clusters_by_trajectory() as clusters,
-          Router(out, outputs, model, label, control_arm, concurrency) as router):
+          Router(out, outputs, model, label, control_arm, concurrency, checker) as router):
 
         async def route_all() -> None:
             try:
@@ -167,6 +200,8 @@ def _route_all(run: RunDir, out: RunDir, outputs: RepairOutputs, model: ModelCal
             finally:
                 if model is not None:
                     await model.provider.aclose()
+                if checker is not None:
+                    await checker.provider.aclose()
 
         asyncio.run(route_all())
 
@@ -199,8 +234,9 @@ class Router:
     """
 
     def __init__(self, out: RunDir, outputs: RepairOutputs, model: ModelCaller | None = None, label: str | None = None,
-                 control_arm: bool = True, concurrency: int = 4):
+                 control_arm: bool = True, concurrency: int = 4, checker: ModelCaller | None = None):
         self.out, self.outputs, self.model, self.label, self.control_arm = out, outputs, model, label, control_arm
+        self.checker = checker
         # Bounded chunks: the plans of a chunk (trajectories included) wait for their teacher calls together,
         # then are written and released, so memory stays flat while up to ``concurrency`` calls overlap.
         # Without a teacher nothing overlaps: one trajectory at a time (fewer live objects, cheaper GC passes).
@@ -258,7 +294,7 @@ class Router:
 
     async def _finish(self, plan: TrajectoryRepair) -> list[Ticket]:
         async with self.gate:
-            return await _finish_online(plan, self.model, self.label, self.control_arm)
+            return await _finish_online(plan, self.model, self.label, self.control_arm, self.checker)
 
     def _write(self, chunk: list[TrajectoryRepair | RepairRow], tickets: list[list[Ticket]]) -> None:
         outputs = self.outputs
@@ -295,9 +331,11 @@ def make_tickets(
     provider: Provider | None = None,
     teacher: str | None = None,
     control_arm: bool = True,
+    checker: Provider | None = None,
 ) -> list[Ticket]:
-    """The continuation tickets of one trajectory (empty when its repair is offline or pending)."""
+    """The continuation tickets of one trajectory (empty when its repair is offline or pending); ``checker``
+    checks a capability rewrite (see :func:`repair_run`; here the caller chooses it)."""
     plan = plan_repair(trajectory, score_row, clusters)
     if plan is None:
         return []
-    return asyncio.run(_finish_online(plan, provider, teacher, control_arm))
+    return asyncio.run(_finish_online(plan, provider, teacher, control_arm, checker))

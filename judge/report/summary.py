@@ -40,6 +40,7 @@ NO_SCORE_ROW = "no_score_row"  # the trajectory was imported but the scoring sta
 TOP_DEFECTS = 10
 UNTAGGED = "(no tag)"
 REJECT_ROWS = 200  # rejects listed in full; the others are counted by reason
+REFUSED_LISTED = 200  # capability rewrites refused by the requirement check, listed with their reason
 
 _REASON_CODE = re.compile(r"^([a-z][a-z0-9_\-]*)\s*(?::|$)")
 
@@ -82,6 +83,8 @@ class SummaryTally:
         self.unscored = UnscoredTally()
         self.ledger: list[dict[str, Any]] = []
         self.repairs: Counter[str] = Counter()
+        self.rewrite_checks: Counter[str] = Counter()  # capability rewrites: passed / refused by the requirement check
+        self.rewrites_refused: list[dict[str, Any]] = []
         self.generation = UsageTally()
         self.teacher = UsageTally()
         self.trajectories = 0
@@ -114,6 +117,12 @@ class SummaryTally:
         self.ledger.extend(ledger_rows(entry.scores))
         for repair in entry.repairs:
             self.repairs[repair.route] += 1
+            check = repair.extra.get("rewrite_check")
+            if isinstance(check, dict):
+                refused = check.get("passed") is not True
+                self.rewrite_checks["refused" if refused else "passed"] += 1
+                if refused and len(self.rewrites_refused) < REFUSED_LISTED:
+                    self.rewrites_refused.append({"trajectory_id": repair.trajectory_id, "reason": check.get("reason")})
             usage = repair.extra.get("teacher_usage")
             if isinstance(usage, dict):
                 self.teacher.add_mapping(usage)
@@ -155,7 +164,9 @@ class SummaryTally:
             "unscored": self.unscored.section(self.verdicts),
             "environment_ledger": self.ledger,
             "repairs": {"present": present.get(rundir.REPAIRS, False), "total": sum(self.repairs.values()),
-                        "by_route": dict(self.repairs.most_common())},
+                        "by_route": dict(self.repairs.most_common()),
+                        "rewrite_checks": {"passed": self.rewrite_checks["passed"], "refused": self.rewrite_checks["refused"]},
+                        "rewrites_refused": self.rewrites_refused},
             "rejects": rejects.section(),
             "cost": {
                 "judge": judge_cost(attempts, self.verdicts),
