@@ -55,7 +55,8 @@ def make_run(tmp_path: Path) -> tuple[Path, Path]:
 def judge_continue(run: Path, source: Path, url: str, out: Path, *extra: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     command = [sys.executable, "-c", "from judge.cli import main; main()", "continue", str(run), "--agent", f"openai-compatible:scripted-agent@{url}",
-               "--workdir", str(source), "--out", str(out), "--budget-turns", "10", *extra]
+               "--workdir", str(source), "--out", str(out), "--budget-turns", "10",
+               "--sandbox", "none", *extra]  # unconfined: the probe that counts the calls' side effects is outside the copy
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -113,7 +114,7 @@ def test_judge_continue_killed_at_random_moments_pays_no_turn_and_runs_no_finish
         # --retry-unknown runs an arm stopped on a write in doubt again, in a fresh copy: its calls run there again, but
         # every turn paid before is replayed from the store (same receipts, stable paths), so only new turns are paid.
         code, printed = finish(judge_continue(run, source, server.base_url, out, "--retry-unknown"))
-        assert code == 0 and printed.splitlines()[0] == "2 tickets: completed 2", printed
+        assert code == 0 and "2 tickets: completed 2" in printed.splitlines(), printed  # after --sandbox none's warning
         paid = server.served[len(served):]  # the same server (endpoint), so the same keys in the store
         assert not set(paid) & set(turns) and len(paid) == len(set(paid))  # nothing paid twice
 

@@ -1,10 +1,14 @@
 """The continuation sandbox: confinement of paths, Bash timeouts / output limits / exit codes, the tools'
-aliases, and the user's mapping for tools the sandbox cannot run."""
+aliases, the user's mapping for tools the sandbox cannot run, and the escapes bubblewrap closes (hard links,
+the harness's environment, the network, setsid children) with the tools' own interpreter."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -321,3 +325,211 @@ def test_the_sandbox_leaves_nothing_behind(tmp_path):
     assert (box.root / "f.txt").exists()
     box.close()
     assert not box.arm_dir.exists() and os.listdir(tmp_path) == []
+
+
+# --- escapes: hard links, the harness's environment and interpreter, the network, setsid children --------------
+
+# These import the new API where they use it, so on a checkout without it each fails on its own (the unconfined
+# cases on their assertions: the escape is real there).
+
+
+def require_bwrap() -> None:
+    """Skip, saying why, where bubblewrap is missing or cannot make namespaces (checked by running it)."""
+    from judge.continuation.confine import bwrap_problem
+
+    if (problem := bwrap_problem()) is not None:
+        pytest.skip(f"bubblewrap cannot confine here: {problem}")
+
+
+def confined(tmp_path: Path, isolation: str, **settings) -> Sandbox:
+    source = tmp_path / "source"
+    source.mkdir(exist_ok=True)
+    (source / "a.txt").write_text("alpha\n", encoding="utf-8")
+    if isolation == "none" and not settings:  # the default
+        return Sandbox.create(source, Limits(timeout_s=20), parent=tmp_path)
+    from judge.continuation.confine import Confinement
+
+    if isolation == "bwrap":
+        require_bwrap()
+    return Sandbox.create(source, Limits(timeout_s=20), parent=tmp_path, confinement=Confinement(isolation, **settings))
+
+
+@pytest.mark.parametrize(
+    ("path", "exclude", "expected"),
+    [
+        ("/venv/bin:/usr/bin:/bin", ["/venv/bin"], ["/usr/bin", "/bin"]),
+        ("/venv/bin/:/usr/bin", ["/venv/bin"], ["/usr/bin"]),  # compared resolved
+        ("/usr/bin::/bin:/usr/bin", [], ["/usr/bin", "/bin"]),  # an empty entry (the current directory) and repeats go
+        ("/venv/bin", ["/venv/bin"], [d for d in os.defpath.split(os.pathsep) if d]),  # nothing left: the default
+    ],
+)
+def test_the_tools_path_is_the_callers_without_the_harness_interpreter(path, exclude, expected):
+    from judge.continuation.confine import default_tool_path
+
+    assert default_tool_path(path, exclude) == expected
+
+
+@pytest.mark.parametrize("isolation", ["none", "bwrap"])
+def test_the_agents_python_is_the_systems_or_the_mappings_never_the_harness_venv(tmp_path, monkeypatch, isolation):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python3").write_text("#!/bin/sh\necho venv-python\n", encoding="utf-8")
+    (venv / "bin" / "python3").chmod(0o755)
+    harness_bin = os.path.dirname(sys.executable)
+    monkeypatch.setenv("VIRTUAL_ENV", str(venv))
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{harness_bin}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    box = confined(tmp_path, isolation)
+    try:
+        out = asyncio.run(box.bash("echo $PATH; echo ${VIRTUAL_ENV:-unset}; command -v python3 || echo none")).content.split()
+    finally:
+        box.close()
+    dirs = out[0].split(os.pathsep)
+    assert str(venv / "bin") not in dirs and harness_bin not in dirs and out[1] == "unset"
+    assert out[2] != str(venv / "bin" / "python3") and not out[2].startswith(harness_bin)
+    # The mapping chooses the tools' interpreter: its `path` comes right after the shims.
+    mapping = CommandMapping.from_dict({"path": ["venv/bin", "/usr/bin", "/bin"]}, base_dir=tmp_path)
+    box = confined(tmp_path, isolation, path=mapping.path)
+    try:
+        assert asyncio.run(box.bash("python3")).content == "venv-python\n"
+    finally:
+        box.close()
+
+
+@pytest.mark.parametrize("isolation", ["none", "bwrap"])
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("Edit", {"file_path": "linked.txt", "old_string": "outside", "new_string": "changed"}),
+        ("Write", {"file_path": "linked.txt", "content": "changed"}),
+        ("str_replace_editor", {"command": "insert", "path": "linked.txt", "insert_line": 0, "new_str": "changed"}),
+    ],
+)
+def test_a_hard_link_made_by_bash_never_lets_a_write_reach_the_file_outside(tmp_path, isolation, name, arguments):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside", encoding="utf-8")
+    box = confined(tmp_path, isolation)
+    try:
+        made = dispatch(box, "Bash", {"command": f"ln {secret} linked.txt && echo link-made"}).receipt
+        done = dispatch(box, name, arguments)
+    finally:
+        box.close()
+    assert secret.read_text(encoding="utf-8") == "outside"
+    if isolation == "bwrap":  # the copy is its own mount: a link to a file outside it cannot even be made
+        assert made.is_error and "Invalid cross-device link" in made.content and "link-made" not in made.content
+    else:
+        assert made.content == "link-made\n"
+        assert done.event.disposition == "refused" and done.event.detail == "a hard-linked file"
+        assert done.receipt.is_error and "2 hard links" in done.receipt.content
+
+
+@pytest.mark.parametrize("isolation", ["none", "bwrap"])
+def test_bash_cannot_read_the_harness_environment_through_env_or_proc(tmp_path, isolation):
+    """The harness (`judge continue`, its own process) starts with a fake API key in its environment; a Bash call
+    looks for it in its own environment, in /proc/1 and in its parent's /proc entry."""
+    from test_continuation_run import READ_THEN_WRITE, USAGE, make_ticket, workdir
+
+    from judge import rundir
+
+    if isolation == "bwrap":
+        require_bwrap()
+    tickets, script, out = tmp_path / "tickets.jsonl", tmp_path / "script.json", tmp_path / "continuations.jsonl"
+    rundir.write_jsonl(tickets, [make_ticket(READ_THEN_WRITE, checkpoint=2)])
+    looks = "env; echo; cat /proc/1/environ; echo; cat /proc/$PPID/environ; echo; echo looked"
+    script.write_text(json.dumps({"scripts": {"*": [{"tool_calls": [{"name": "Bash", "arguments": {"command": looks}}],
+                                                     "usage": USAGE}, {"content": "done", "usage": USAGE}]}}), encoding="utf-8")
+    source = workdir(tmp_path, {"config.ini": "port = 8080\n"}).workdir
+    key = "sk-fake-key-of-the-harness-0123456789"
+    command = [sys.executable, "-c", "from judge.cli import main; main()", "continue", str(tickets), "--agent",
+               f"scripted:{script}", "--workdir", str(source), "--out", str(out), "--sandbox", isolation]
+    done = subprocess.run(command, env={**os.environ, "OPENAI_API_KEY": key}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    [record] = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    seen = next(m["content"] for m in record["messages"] if m["role"] == "tool" and "looked" in m["content"])
+    assert record["metadata"]["extra"]["environment"]["sandbox"] == isolation
+    if isolation == "bwrap":
+        assert key not in seen and "HOME=/sandbox/home" in seen
+    else:  # unconfined (the warning says so): the parent is the harness, and its /proc entry shows the key
+        assert key in seen and "--sandbox none: tool calls run unconfined" in done.stderr
+
+
+@pytest.mark.parametrize(("network", "reached"), [(False, False), (True, True)])
+def test_bash_reaches_no_network_unless_the_mapping_allows_it(tmp_path, network, reached):
+    import socket
+
+    require_bwrap()
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.setblocking(False)
+    port = server.getsockname()[1]
+    box = confined(tmp_path, "bwrap", network=network)
+    try:
+        receipt = asyncio.run(box.bash(f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"))
+        try:
+            server.accept()[0].close()
+            accepted = True
+        except BlockingIOError:
+            accepted = False
+    finally:
+        box.close()
+        server.close()
+    assert ("connected" in receipt.content, accepted) == (reached, reached), receipt.content
+
+
+def _processes_running(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in entry.joinpath("cmdline").read_bytes().decode(errors="replace").replace("\0", " ") and _alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_setsid_child_does_not_outlive_the_arm(tmp_path):
+    from test_continuation_run import READ_THEN_WRITE, USAGE, make_ticket, options
+
+    from judge.continuation import ScriptedAgent, run_ticket
+
+    require_bwrap()
+    seconds = str(1000 + os.getpid() % 9000)  # `sleep N`, N this test's own, so another process is never taken for it
+    spawn = {"tool_calls": [{"name": "Bash", "arguments": {"command": f"setsid sleep {seconds} >/dev/null 2>&1 & echo spawned"}}],
+             "usage": USAGE}
+    agent = ScriptedAgent.of({"*": [spawn, {"content": "done", "usage": USAGE}]})
+    result = asyncio.run(run_ticket(make_ticket(READ_THEN_WRITE, checkpoint=2), agent, options(sandbox="bwrap")))
+    try:
+        assert result.stop.reason == "completed" and result.environment["sandbox"] == "bwrap"
+        assert result.messages[-2].content == "spawned\n"
+        deadline = time.monotonic() + 3
+        while _processes_running(f"sleep {seconds}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _processes_running(f"sleep {seconds}") == []
+    finally:
+        for pid in _processes_running(f"sleep {seconds}"):  # a failed run leaves nothing behind either
+            os.kill(pid, 9)
+
+
+def test_sandbox_bwrap_where_it_cannot_run_is_an_error_naming_sandbox_none_and_auto_falls_back_with_a_warning(
+        tmp_path, monkeypatch):
+    from test_continuation_run import READ_THEN_WRITE, USAGE, make_ticket
+    from typer.testing import CliRunner
+
+    from judge import rundir
+    from judge.cli import app
+    from judge.continuation import confine
+
+    monkeypatch.setattr(confine, "bwrap_problem", lambda: "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+    tickets, script, out = tmp_path / "tickets.jsonl", tmp_path / "script.json", tmp_path / "continuations.jsonl"
+    rundir.write_jsonl(tickets, [make_ticket(READ_THEN_WRITE, checkpoint=2)])
+    script.write_text(json.dumps({"scripts": {"*": [{"content": "done", "usage": USAGE}]}}), encoding="utf-8")
+    command = ["continue", str(tickets), "--agent", f"scripted:{script}", "--out", str(out)]
+    refused = CliRunner().invoke(app, [*command, "--sandbox", "bwrap"])
+    assert refused.exit_code == 1 and "bwrap is not installed" in refused.output and "--sandbox none" in refused.output
+    assert not out.exists()
+    fallback = CliRunner().invoke(app, command)
+    assert fallback.exit_code == 0, fallback.output
+    assert "warning: no sandbox: bwrap is not installed" in fallback.output and "--sandbox bwrap" in fallback.output
+    [record] = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert record["metadata"]["extra"]["environment"]["sandbox"] == "none"

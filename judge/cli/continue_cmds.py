@@ -39,6 +39,9 @@ def continue_cmd(
     workdir: Path | None = typer.Option(None, "--workdir", help="The environment before the prefix, copied for each arm (default: empty)."),
     mapping: Path | None = typer.Option(None, "--mapping", help="YAML mapping for tools the sandbox cannot run (docs/continuation-harness.md; `judge docs continuation-harness`)."),
     tool_timeout: float = typer.Option(120.0, "--tool-timeout", min=0.1, help="Default seconds per tool call (a call may ask for up to 600)."),
+    sandbox: str = typer.Option("auto", "--sandbox", help="How tool calls run: bwrap (bubblewrap: only the arm's copy "
+                                "writable, own /proc, no network unless the mapping allows it), none (unconfined, "
+                                "with a warning), or auto (bwrap where it works, else none with a warning)."),
     keep_workdirs: bool = typer.Option(False, "--keep-workdirs", help="Leave each arm's working copy in place (paths in the arm log)."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Arms run at a time."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible server URL for the agent model."),
@@ -57,7 +60,8 @@ def continue_cmd(
     A model agent's calls take the judges' path: retries, rate limits, a timeout, the run's --max-cost budget, every
     attempt recorded in RUN's store before it is sent and every answer kept (running the same tickets again replays
     unchanged turns without paying). Exit 3 when --max-cost stopped an arm, else 1 when no arm finished.
-    Not a security boundary: run it inside a container for agents you do not trust (README).
+    Tool calls run in bubblewrap where it works (--sandbox); even so it is not a security boundary: run it inside a
+    container for agents you do not trust (README).
     """
 
     from judge.continuation import (
@@ -67,11 +71,23 @@ def continue_cmd(
         Environments,
         EnvironmentSource,
         Limits,
+        SandboxUnavailable,
         arm_log_path,
         load_tickets,
     )
+    from judge.continuation.confine import SANDBOX_CHOICES, choose
     from judge.continuation.model_agent import ProviderAgent, make_agent
     from judge.providers import ProviderError
+
+    if sandbox not in SANDBOX_CHOICES:
+        raise typer.BadParameter(f"{sandbox!r}: one of {', '.join(SANDBOX_CHOICES)}", param_hint="--sandbox")
+    try:
+        isolation, warning = choose(sandbox)  # narrowed to the choices just above
+    except SandboxUnavailable as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(ExitCode.ERROR) from None
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
 
     try:
         agent = make_agent(agent_spec, base_url=base_url, timeout_s=timeout, max_tokens=max_tokens, use_cache=not no_cache)
@@ -88,7 +104,7 @@ def continue_cmd(
         raise typer.BadParameter(f"{workdir} is not a directory", param_hint="--workdir")
     options = ContinueOptions(budget=Budget(tokens=budget_tokens, turns=budget_turns), limits=Limits(timeout_s=tool_timeout),
                               mapping=commands, environments=Environments(default=EnvironmentSource(workdir=workdir)),
-                              keep_workdirs=keep_workdirs, concurrency=concurrency)
+                              keep_workdirs=keep_workdirs, concurrency=concurrency, sandbox=isolation)
     if isinstance(agent, ProviderAgent):
         if not run.is_dir():
             raise typer.BadParameter(f"{run} is not a run directory: a model agent records its calls and spends its budget "

@@ -2,6 +2,7 @@
 
 - :mod:`~judge.continuation.sandbox`: one arm's working copy with Bash, Read, Write, Edit (not a security
   boundary: run it in a container for untrusted agents);
+- :mod:`~judge.continuation.confine`: how tool processes run: bubblewrap (``--sandbox bwrap``) or unconfined;
 - :mod:`~judge.continuation.tools`: tool names, aliases used by real logs, schemas;
 - :mod:`~judge.continuation.mapping`: the user's mapping for tools the sandbox cannot run;
 - :mod:`~judge.continuation.dispatch`: where each call goes (reused receipt, mapping, sandbox, or a stop);
@@ -14,6 +15,7 @@
 """
 
 from judge.continuation.agent import Agent, AgentError, AgentReply, AgentRequest, ScriptedAgent
+from judge.continuation.confine import Confinement, SandboxUnavailable
 from judge.continuation.dispatch import ReceiptCache, ToolDispatcher, ToolEvent
 from judge.continuation.mapping import CommandMapping, MappingError
 from judge.continuation.model_agent import ProviderAgent, make_agent
@@ -33,8 +35,8 @@ from judge.continuation.sandbox import Limits, Sandbox
 from judge.continuation.tools import SandboxCall, normalise
 
 __all__ = [
-    "Agent", "AgentError", "AgentReply", "AgentRequest", "ArmResult", "Budget", "CommandMapping", "ContinueOptions",
-    "EnvironmentSource", "Environments", "Limits", "MappingError", "ReceiptCache", "Sandbox", "SandboxCall",
+    "Agent", "AgentError", "AgentReply", "AgentRequest", "ArmResult", "Budget", "CommandMapping", "Confinement", "ContinueOptions",
+    "EnvironmentSource", "Environments", "Limits", "MappingError", "ReceiptCache", "Sandbox", "SandboxCall", "SandboxUnavailable",
     "ProviderAgent", "ScriptedAgent", "Stop", "StopReason", "ToolDispatcher", "ToolEvent", "arm_log_path", "continue_tickets", "make_agent",
     "load_tickets", "normalise", "run_ticket", "run_tickets", "write_results",
 ]

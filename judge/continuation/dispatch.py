@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from judge.continuation.mapping import CommandMapping
-from judge.continuation.sandbox import OutsideWorkingCopy, Sandbox
+from judge.continuation.sandbox import HardLinked, OutsideWorkingCopy, Sandbox
 from judge.continuation.tools import ArgumentError, normalise
 from judge.model import Receipt, ToolCall
 from judge.repair.calls import CallSite, is_read_only, rejected_before_running
@@ -134,9 +134,10 @@ class ToolDispatcher:
             path = sandbox_call.args.get("path")
             if path is not None:
                 try:
-                    self.sandbox.resolve(path)
+                    self.sandbox.resolve(path, write=sandbox_call.kind in ("write", "edit", "insert"))
                 except OutsideWorkingCopy as error:
-                    return done(Receipt(content=str(error), is_error=True), "refused", "path outside the working copy")
+                    why = "a hard-linked file" if isinstance(error, HardLinked) else "path outside the working copy"
+                    return done(Receipt(content=str(error), is_error=True), "refused", why)
             return done(await self.sandbox.run(sandbox_call), "executed")
         command = sandbox_call.args["command"]
         canned = self.mapping.command_rule(command)

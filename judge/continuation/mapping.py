@@ -12,6 +12,9 @@ directory)::
       present_files: {receipt: receipts/present.txt}                   # a canned receipt, or
       get_order_details: {run: python {dir}/tau.py get_order_details}   # a local command (arguments as JSON on stdin)
     external: [aws]                         # programs never run for real, even when installed here
+    network: false                          # true: tool calls may reach the network (bubblewrap shares it)
+    path: [/opt/py312/bin, /usr/bin, /bin]  # the tools' PATH after the shims (default: the harness's PATH
+                                            # without its own interpreter's directories: the system's python3)
 
 A canned receipt file is JSON (``content``, optional ``exit_code`` and ``is_error``) or plain text (a
 successful receipt with that content). Every served receipt is recorded as ``mapped`` with the rule that
@@ -30,6 +33,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from judge.continuation.confine import Confinement, Isolation
 from judge.continuation.sandbox import Sandbox, truncate
 from judge.model import Receipt, ToolCall
 
@@ -68,6 +72,8 @@ class CommandMapping:
     commands: list[CommandRule] = field(default_factory=list)
     tools: dict[str, ToolRule] = field(default_factory=dict)
     external: frozenset[str] = frozenset()
+    network: bool = False
+    path: tuple[str, ...] | None = None
     source: str | None = None
 
     @classmethod
@@ -85,9 +91,10 @@ class CommandMapping:
         """Build a mapping from parsed YAML/JSON; ``base_dir`` anchors relative receipt paths and ``{dir}``."""
         if not isinstance(data, dict):
             raise MappingError(f"{source}: the mapping must be an object with programs/commands/tools/external")
-        unknown = set(data) - {"programs", "commands", "tools", "external"}
+        unknown = set(data) - {"programs", "commands", "tools", "external", "network", "path"}
         if unknown:
-            raise MappingError(f"{source}: unknown key(s) {', '.join(sorted(unknown))} (programs, commands, tools, external)")
+            raise MappingError(f"{source}: unknown key(s) {', '.join(sorted(unknown))} (programs, commands, tools, external, "
+                               "network, path)")
         where_dir = shlex.quote(str(base_dir))
         programs: dict[str, str] = {}
         for name, run in (data.get("programs") or {}).items():
@@ -119,7 +126,19 @@ class CommandMapping:
         external = data.get("external") or []
         if not isinstance(external, list) or not all(isinstance(e, str) and _PROGRAM_NAME.fullmatch(e) for e in external):
             raise MappingError(f"{source}: external must be a list of program names")
-        return cls(programs=programs, commands=commands, tools=tools, external=frozenset(external), source=source)
+        network = data.get("network", False)
+        if not isinstance(network, bool):
+            raise MappingError(f"{source}: network must be true or false")
+        path = data.get("path")
+        if path is not None and (not isinstance(path, list) or not path or not all(isinstance(d, str) and d for d in path)):
+            raise MappingError(f"{source}: path must be a non-empty list of directories")
+        return cls(programs=programs, commands=commands, tools=tools, external=frozenset(external), network=network,
+                   path=tuple(str(base_dir / d.replace("{dir}", str(base_dir))) for d in path) if path else None,
+                   source=source)
+
+    def confinement(self, isolation: Isolation) -> Confinement:
+        """How the tool processes of an arm run under this mapping (its network and PATH) and ``isolation``."""
+        return Confinement(isolation=isolation, network=self.network, path=self.path)
 
     # --- matching ------------------------------------------------------------------------------
 

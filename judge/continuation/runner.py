@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 from judge import rundir
 from judge.continuation.agent import Agent, AgentError, AgentRequest
+from judge.continuation.confine import SandboxChoice, SandboxUnavailable, choose
 from judge.continuation.dispatch import Dispatch, ReceiptCache, ToolDispatcher, ToolEvent
 from judge.continuation.ledger import DONE, RESUMABLE, UNKNOWN, ArmOutput, CallLedger, Ledgers
 from judge.continuation.mapping import CommandMapping
@@ -73,6 +75,8 @@ class ContinueOptions:
     env: dict[str, str] = field(default_factory=dict)
     concurrency: int = 1
     ledgers: Ledgers | None = None  # the write-ahead call ledger: resumable arms (judge.continuation.ledger)
+    # How tool processes run (judge.continuation.confine): bwrap where it works, else unconfined with a warning.
+    sandbox: SandboxChoice = "auto"
 
 
 @dataclass
@@ -204,17 +208,24 @@ async def _run_ticket(result: ArmResult, agent: Agent, options: ContinueOptions)
         return result
     restored = ledger.restored if ledger is not None and not ledger.fresh else None
     try:
+        confinement = options.mapping.confinement(choose(options.sandbox)[0])
+    except SandboxUnavailable as error:
+        result.stop = Stop("environment-unavailable", str(error))
+        return result
+    try:
         if restored is not None and ledger is not None:
-            sandbox = Sandbox(ledger.arm_dir, options.limits, env=options.env, path_alias=source.path_alias)
+            sandbox = Sandbox(ledger.arm_dir, options.limits, env=options.env, path_alias=source.path_alias,
+                              confinement=confinement)
         else:
             sandbox = Sandbox.create(source.directory, options.limits, parent=options.work_parent, env=options.env,
-                                     path_alias=source.path_alias, at=ledger.arm_dir if ledger is not None else None)
+                                     path_alias=source.path_alias, at=ledger.arm_dir if ledger is not None else None,
+                                     confinement=confinement)
     except OSError as error:
         result.stop = Stop("environment-unavailable", f"cannot make the working copy: {error}")
         return result
     result.environment = {"workdir": str(source.workdir) if source.workdir else None,
                           "snapshot": str(source.snapshot) if source.snapshot else None,
-                          "fresh_environment": ticket.fresh_environment,
+                          "fresh_environment": ticket.fresh_environment, "sandbox": confinement.isolation,
                           "kept_at": str(sandbox.root) if options.keep_workdirs else None}
     if ledger is not None:
         result.environment["attempt"] = ledger.key.rsplit("/", 1)[1]
@@ -367,6 +378,8 @@ async def run_tickets(tickets: Iterable[Ticket], agent: Agent, options: Continue
     ``on_result`` is called with each arm as it ends (:func:`continue_tickets` writes it there)."""
     options = options or ContinueOptions()
     gate = asyncio.Semaphore(max(1, options.concurrency))
+    if options.sandbox == "auto" and (warning := choose("auto")[1]):  # bwrap is not usable here: say so once
+        warnings.warn(warning, RuntimeWarning, stacklevel=2)
 
     async def one(ticket: Ticket) -> ArmResult:
         async with gate:

@@ -13,10 +13,13 @@ The agent never sees the copy's real, per-run path (:meth:`Sandbox.shown`): rece
 (or the original run's directory) and the arm directory ``/sandbox``, and commands naming them are pointed back at
 the real ones (:meth:`Sandbox.real`), so the same calls give the same receipts in any copy.
 
-This is NOT a security boundary. Bash can read and write anything the user running trajudge can (``cd /``,
-absolute paths, the harness's own environment through /proc, the network); a process that calls ``setsid`` escapes the group kill. It isolates honest
-agents from each other and from the caller's files by convention only. For untrusted agents run the whole
-harness inside a container or VM with no credentials mounted.
+Each process runs confined as :mod:`judge.continuation.confine` says: in bubblewrap (only the arm's directory
+writable, its own /proc and pid namespace, no network unless the mapping allows it, every process killed with the
+call), or unconfined (``--sandbox none``: Bash can then read and write anything the user running trajudge can,
+read the harness's environment through /proc, reach the network, and a ``setsid`` child escapes the group kill).
+Either way the tools' PATH holds no interpreter of the harness's own, and Write/Edit refuse hard-linked files (a
+hard link made by Bash may name a file outside the copy). Even in bubblewrap the rest of the filesystem is
+readable: for untrusted agents run the whole harness inside a container or VM with no credentials mounted.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.continuation.confine import Confinement, wrap
 from judge.continuation.tools import SandboxCall
 from judge.model import Receipt
 
@@ -53,6 +57,10 @@ ARM_PLACEHOLDER = "/sandbox"  # ... and instead of the arm directory's (HOME and
 
 class OutsideWorkingCopy(ValueError):
     """A path that resolves outside the arm's working copy."""
+
+
+class HardLinked(OutsideWorkingCopy):
+    """A file to be written that has more than one hard link: one of them may be outside the working copy."""
 
 
 def truncate(text: str, limit: int, total_bytes: int | None = None, dropped: bool = False) -> str:
@@ -118,8 +126,9 @@ class Sandbox:
     """One arm's working copy (``root``) and the tools acting on it. Build with :meth:`create`."""
 
     def __init__(self, arm_dir: Path, limits: Limits, *, env: dict[str, str] | None = None,
-                 path_alias: str | None = None) -> None:
+                 path_alias: str | None = None, confinement: Confinement | None = None) -> None:
         self.arm_dir = arm_dir.resolve()
+        self.confinement = confinement or Confinement()
         self.root = self.arm_dir / "work"
         self.bin_dir = self.arm_dir / "bin"  # shims of mapped programs (judge.continuation.mapping)
         self.limits = limits
@@ -140,12 +149,14 @@ class Sandbox:
 
     @classmethod
     def create(cls, source: Path | None = None, limits: Limits | None = None, *, parent: Path | None = None,
-               env: dict[str, str] | None = None, path_alias: str | None = None, at: Path | None = None) -> Sandbox:
+               env: dict[str, str] | None = None, path_alias: str | None = None, at: Path | None = None,
+               confinement: Confinement | None = None) -> Sandbox:
         """A fresh arm directory whose working copy is a copy of ``source`` (or empty): a new temporary directory,
         or ``at`` (made anew: a stable place a resumed run finds again, :mod:`judge.continuation.ledger`).
 
         ``path_alias`` is the directory the original run worked in (e.g. ``/testbed``): absolute paths under
-        it are read as paths inside the working copy.
+        it are read as paths inside the working copy. ``confinement``: how Bash and mapped processes run
+        (default: unconfined, the system's tools).
         """
         if at is not None:
             shutil.rmtree(at, ignore_errors=True)
@@ -153,7 +164,7 @@ class Sandbox:
             arm_dir = at
         else:
             arm_dir = Path(tempfile.mkdtemp(prefix="trajudge-arm-", dir=parent))
-        sandbox = cls(arm_dir, limits or Limits(), env=env, path_alias=path_alias)
+        sandbox = cls(arm_dir, limits or Limits(), env=env, path_alias=path_alias, confinement=confinement)
         try:
             if source is not None:
                 shutil.copytree(source, sandbox.root, symlinks=True)
@@ -186,8 +197,11 @@ class Sandbox:
         mapping = {self.shown_root: str(self.root), ARM_PLACEHOLDER: str(self.arm_dir)}
         return self._real.sub(lambda m: mapping[m.group(1)], command)
 
-    def resolve(self, path: str) -> Path:
-        """``path`` inside the working copy (relative to it, or absolute inside it); else OutsideWorkingCopy."""
+    def resolve(self, path: str, write: bool = False) -> Path:
+        """``path`` inside the working copy (relative to it, or absolute inside it); else OutsideWorkingCopy.
+
+        With ``write``, a file with more than one hard link is refused too: Bash can link a file from outside the
+        copy into it, and writing through the link would change the outside file."""
         raw = path
         if raw == self.shown_root or raw.startswith(self.shown_root + "/"):
             raw = raw[len(self.shown_root):].lstrip("/") or "."
@@ -196,12 +210,16 @@ class Sandbox:
         if full != self.root and self.root not in full.parents:
             raise OutsideWorkingCopy(f"{path}: outside the working directory; paths must stay inside it "
                                      "(relative paths are relative to it)")
+        if write and full.is_file() and (links := full.stat().st_nlink) > 1:
+            raise HardLinked(f"{path}: the file has {links} hard links, and a hard link may be a file outside the "
+                                     "working directory, so it is not written; remove the link (or copy the file) first")
         return full
 
     def environment(self) -> dict[str, str]:
         """The environment of a Bash call: short on purpose, so no credential of the caller leaks in."""
         env = {
-            "PATH": f"{self.bin_dir}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+            # The mapping's tools or the system's: never the harness's own interpreter (confine.default_tool_path).
+            "PATH": f"{self.bin_dir}{os.pathsep}{self.confinement.tool_path()}",
             "HOME": str(self.arm_dir / "home"),
             "TMPDIR": str(self.arm_dir / "tmp"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
@@ -251,8 +269,10 @@ class Sandbox:
             trap = "pwd -P 2>/dev/null > " + shlex.quote(str(self._cwd_file))
             self._session_file.write_text(f"trap {shlex.quote(trap)} EXIT\nunset BASH_ENV\n", encoding="utf-8")
             env["BASH_ENV"] = str(self._session_file)
+        start = self.cwd if session else self.root
+        argv = wrap(["bash", "-c", command], self.confinement, self.arm_dir, start)
         proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", command, cwd=self.cwd if session else self.root, env=env,
+            *argv, cwd=start, env=env,
             stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
         output = _Output(self.limits.output_chars * 4)
@@ -278,7 +298,7 @@ class Sandbox:
         except TimeoutError:
             timed_out = True
         finally:
-            _kill_group(proc.pid)  # background children too: nothing outlives the call
+            _kill_group(proc.pid)  # background children too (in bwrap, the namespace dies with it: setsid ones as well)
             await exited()
             try:
                 await asyncio.wait_for(reader, 5.0)
@@ -337,7 +357,7 @@ class Sandbox:
         return Receipt(content=truncate(text, self.limits.output_chars))
 
     def write(self, path: str, content: str) -> Receipt:
-        target = self.resolve(path)
+        target = self.resolve(path, write=True)
         if target.is_dir():
             return _error(f"{path} is a directory")
         existed = target.exists()
@@ -346,7 +366,7 @@ class Sandbox:
         return Receipt(content=f"The file {path} has been updated." if existed else f"File created successfully at: {path}")
 
     def edit(self, path: str, old: str, new: str, replace_all: bool = False) -> Receipt:
-        target = self.resolve(path)
+        target = self.resolve(path, write=True)
         if not target.is_file():
             return _error(f"File does not exist: {path}")
         if not old:
@@ -364,7 +384,7 @@ class Sandbox:
         return Receipt(content=f"The file {path} has been updated.")
 
     def insert(self, path: str, line: int, text: str) -> Receipt:
-        target = self.resolve(path)
+        target = self.resolve(path, write=True)
         if not target.is_file():
             return _error(f"File does not exist: {path}")
         lines = target.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
