@@ -143,3 +143,12 @@ def test_readme_names_every_command():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [name for name in ROOT_COMMAND.commands if f"`judge {name}" not in readme]
     assert not missing, f"README.md does not mention: {', '.join(missing)}"
+
+
+def test_no_example_command_line_is_broken_across_lines() -> None:
+    """click rewraps help paragraphs at the width; an example line must stay whole (issue 26: help broke mid-line,
+    e.g. `openai-` / `compatible:...`)."""
+    result = runner.invoke(app, ["score", "--help"], terminal_width=80)
+    assert result.exit_code == 0
+    for line in _examples(ROOT_COMMAND.commands["score"]):
+        assert line in result.output, f"the example is broken in the help: {line}"

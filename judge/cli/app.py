@@ -169,7 +169,9 @@ def examples(*items: str | tuple[str, str]) -> str:
     """A command's "Examples:" help section (its epilog): one paragraph per example, each a command line and an
     optional note shown after it in parentheses. tests/test_cli_help.py parses every example of every command."""
     lines = [f"  {item}" if isinstance(item, str) else f"  {item[0]}   ({item[1]})" for item in items]
-    return "Examples:\n\n" + "\n\n".join(lines)
+    # "\b" keeps click from rewrapping a paragraph: a command line breaks nowhere (not at the hyphen of
+    # openai-compatible), a long one runs past the width instead
+    return "Examples:\n\n" + "\n\n".join(f"\b\n{line}" for line in lines)
 
 
 app = typer.Typer(
@@ -185,4 +187,5 @@ app = typer.Typer(
     # click's plain help: it wraps sentences at the terminal's width and shows each option's type, and it does
     # not import rich's Markdown, syntax and traceback modules (a third of `judge --help`'s time; issue 27)
     rich_markup_mode=None,
+    context_settings={"max_content_width": 120},  # click's default stops at 80 columns even in a wide terminal
 )
