@@ -1,6 +1,7 @@
 """Rules judge throughput: trajectories per second on generated 30-turn trajectories, one process.
 
     python bench/rules_speed.py [--count 2000] [--turns 30] [--repeat 3] [--real]
+    python bench/rules_speed.py --failed 300,1000,3000     # one long trajectory: time against its failed calls
 
 Each generated trajectory mixes what the detectors look at: shell calls with successes, failures (tracebacks,
 unknown flags, exit codes), environment faults, repeated failures, file writes, test runs, TodoWrite plan
@@ -13,6 +14,10 @@ CPU time (``time.process_time``) is our own share of the machine, so it does not
 the CPU; on a shared machine it still varies by ~20% with their load (caches, frequency), so ``--repeat N``
 judges the batch N times and reports the best run (the judge's memo is cleared before each). ``--real`` also
 times the shared third-party datasets (tau-bench airline, SWE-agent, Who&When) when they are present.
+
+``--failed N,...`` judges one trajectory with N failed calls per size (errors, repeats of one failing command,
+environment faults on writes, failing checks, a success every fifth turn, claims in between) and prints the time
+and its growth exponent between sizes (1 linear, 2 quadratic). Target: 3,000 failed calls in under 5 s.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from judge.model import (
     number_turns,
 )
 from judge.rules import default_config
+from judge.testing.synthetic import failing_calls_trajectory
 
 TEXTS = [
     "Let me look at the file first.",
@@ -87,6 +93,25 @@ def generate(index: int, turns: int, rng: random.Random) -> Trajectory:
                       metadata=TrajectoryMetadata(source_format="bench"))
 
 
+def failed_call_growth(sizes: list[int], seed: int) -> None:
+    """Time of judging one trajectory against its number of failed calls, and the growth exponent between sizes."""
+    import math
+
+    judge = make_judge("rules")
+    asyncio.run(judge(failing_calls_trajectory(10, seed), 0))  # warm-up: config load, regex compilation
+    previous: tuple[int, float] | None = None
+    for failed in sizes:
+        trajectory = failing_calls_trajectory(failed, seed)
+        started, cpu_started = time.perf_counter(), time.process_time()
+        verdict = asyncio.run(judge(trajectory, 0))  # a new trajectory object: nothing of it is memoised yet
+        cpu, elapsed, found = time.process_time() - cpu_started, time.perf_counter() - started, len(verdict.issues)
+        growth = f"{math.log(cpu / previous[1]) / math.log(failed / previous[0]):.2f}" if previous else "-"
+        print(f"{failed:6d} failed calls ({len(trajectory.messages)} messages): {elapsed:6.2f} s wall, {cpu:6.2f} s CPU, "
+              f"{found} findings, growth {growth}")
+        previous = (failed, cpu)
+    print("growth: exponent of the CPU time in the failed calls between a size and the one above (1 linear, 2 quadratic)")
+
+
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 REAL = {"tau-bench": "tau_bench_trajectories", "swe-agent": "swe_agent_traj", "who-and-when": "who_and_when"}
 
@@ -126,7 +151,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=1, help="judge the batch N times, report the best CPU time")
     parser.add_argument("--real", action="store_true", help="also time the shared datasets")
+    parser.add_argument("--failed", help="sizes (failed calls in one trajectory), e.g. 300,1000,3000")
     args = parser.parse_args()
+    if args.failed:
+        failed_call_growth([int(size) for size in args.failed.split(",")], args.seed)
+        return
 
     rng = random.Random(args.seed)
     trajectories = [generate(i, args.turns, rng) for i in range(args.count)]

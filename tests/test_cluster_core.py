@@ -103,7 +103,7 @@ def test_cluster_tag_rule(tags, expected) -> None:
 
 @pytest.mark.parametrize("labels", [["p1"], ["p1", "p1", "p1"], ["p1", "p2", "p1"], ["p1", "p2", "p3", "p2"]])
 def test_cluster_items_gives_what_the_agglomeration_gives(labels: list[str]) -> None:
-    """One pass takes a shortcut (nothing can merge); its groups and score matrix are the agglomeration's."""
+    """One pass takes a shortcut (nothing can merge); its groups and link scores are the full matrix's."""
     descriptions = ["Wrong path argument to read_file", "read_file got the wrong path", "Claimed tests passed",
                     "Says tests pass without running them"]
     items = [IssueItem(label, index, issue(3, descriptions[index])) for index, label in enumerate(labels)]
@@ -112,9 +112,11 @@ def test_cluster_items_gives_what_the_agglomeration_gives(labels: list[str]) -> 
     groups, scores = cluster_items(items, config, embedder)
     expected_scores = link_scores(items, feature_tensor(items, config, embedder), config)
     assert groups == agglomerate(expected_scores, labels, config.threshold)
-    assert np.array_equal(scores, expected_scores)
+    pairs = [(i, j) for i in range(len(labels)) for j in range(len(labels)) if i != j]
+    assert [scores[i, j] for i, j in pairs] == [expected_scores[i, j] for i, j in pairs]
     if len(set(labels)) == 1:
-        assert groups == [[i] for i in range(len(labels))] and np.all(np.isneginf(scores))
+        assert groups == [[i] for i in range(len(labels))] and all(np.isneginf(scores[i, j]) for i, j in pairs)
+        assert scores.scored == 0
 
 
 def test_agglomerate_never_merges_two_issues_of_one_pass() -> None:
@@ -282,3 +284,59 @@ def test_tag_features_compare_normalised_tags(tag_a, tag_b, same, differ) -> Non
 
     features = dict(zip(FEATURES, pair_features(issue(1, "x", tag=tag_a), issue(1, "y", tag=tag_b), 0.0, 2)))
     assert (features["tag_same"], features["tag_differ"]) == (same, differ)
+
+
+def dense_agglomerate(scores: np.ndarray, passes: list[str], threshold: float) -> list[list[int]]:
+    """The full n x n agglomeration as it was before candidate pairs (O(n^2) per merge): the reference."""
+    n = len(passes)
+    labels = np.array(passes, dtype=object)
+    conflict = labels[:, None] == labels[None, :]
+    sums = np.where(conflict, 0.0, np.asarray(scores, dtype=np.float64))
+    sizes = np.ones(n)
+    alive = np.ones(n, dtype=bool)
+    members: list[list[int]] = [[i] for i in range(n)]
+    while alive.sum() > 1:
+        means = sums / np.outer(sizes, sizes)
+        blocked = conflict | ~alive[:, None] | ~alive[None, :] | np.tri(n, dtype=bool)
+        means = np.where(blocked, -np.inf, means)
+        x, y = np.unravel_index(int(np.argmax(means)), means.shape)
+        if not np.isfinite(means[x, y]) or means[x, y] < threshold:
+            break
+        sums[x, :] += sums[y, :]
+        sums[:, x] += sums[:, y]
+        conflict[x, :] |= conflict[y, :]
+        conflict[:, x] |= conflict[:, y]
+        sizes[x] += sizes[y]
+        alive[y] = False
+        members[x] = sorted(members[x] + members[y])
+    return sorted((members[i] for i in range(n) if alive[i]), key=lambda g: g[0])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_agglomerate_merges_as_the_full_matrix_did(seed: int) -> None:
+    """Only linked pairs are compared, yet every merge (ties included) is the full matrix algorithm's."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    passes = [f"p{int(p)}" for p in rng.integers(0, int(rng.integers(2, 6)), size=n)]
+    # Small integers and halves make many exact ties; a float matrix makes sums whose order of addition matters.
+    upper = rng.integers(-6, 4, size=(n, n)) / 2.0 if seed % 2 else rng.normal(-1.0, 2.0, size=(n, n))
+    scores = np.triu(upper, 1) + np.triu(upper, 1).T
+    threshold = float(rng.choice([0.0, -0.5, 0.5]))
+    assert agglomerate(scores, passes, threshold) == dense_agglomerate(scores, passes, threshold)
+
+
+def test_cluster_items_below_the_limit_scores_every_cross_pass_pair() -> None:
+    """Ordinary sizes compare everything, as before: the groups are the full matrix's."""
+    from judge.cluster import cross_pass_pairs
+
+    rng = np.random.default_rng(3)
+    words = ["read_file", "wrong path", "tests", "never ran", "timeout", "install", "claimed", "retried", "flag"]
+    items = [IssueItem(f"p{index % 3}", index, issue(int(rng.integers(1, 8)), " ".join(rng.choice(words, size=4)),
+                                                     str(rng.choice(["code", "semantic"]))))
+             for index in range(60)]
+    config = ClusterConfig(embedder="lexical")
+    embedder = make_embedder("lexical")
+    groups, scores = cluster_items(items, config, embedder)
+    full = link_scores(items, feature_tensor(items, config, embedder), config)
+    assert groups == dense_agglomerate(full, [i.pass_label for i in items], config.threshold)
+    assert scores.scored == cross_pass_pairs([i.pass_label for i in items])

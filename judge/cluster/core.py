@@ -10,6 +10,8 @@ combination of those features (weights in :class:`ClusterConfig`, fitted by ``ju
 Clusters are built by constrained average-linkage agglomeration: repeatedly merge the two clusters with the
 highest mean link score, as long as it is >= ``threshold`` and the two clusters share no pass. So two issues
 of one pass never sit in one cluster, and a cluster's votes (distinct passes) equal its member count.
+Only pairs that may link are compared (:func:`candidate_pairs`: every cross-pass pair at ordinary sizes, pairs
+blocked by turn above :data:`EXACT_PAIR_LIMIT`), so neither time nor memory grows with the square of the issues.
 
 Member rule for a cluster's fields (pure functions below, table-tested):
 - ``severity``: the most common; a tie goes to ``severe``.
@@ -23,11 +25,14 @@ Member rule for a cluster's fields (pure functions below, table-tested):
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -141,6 +146,7 @@ def description_text(issue: Issue) -> str:
     return _STEP_PREFIX.sub("", unicodedata.normalize("NFKC", issue.description)).strip() or issue.description
 
 
+@lru_cache(maxsize=4096)  # called for every scored pair; judges repeat a handful of tags
 def normalise_tag(tag: str | None) -> str:
     """Tags compare case-insensitively, with ``_`` and spaces read as ``-`` (judges spell them loosely)."""
     return re.sub(r"[\s_]+", "-", (tag or "").strip().lower())
@@ -191,7 +197,10 @@ def _one_pass(items: Sequence[IssueItem]) -> bool:
 
 
 def feature_tensor(items: Sequence[IssueItem], config: ClusterConfig, embedder: Embedder | None) -> np.ndarray:
-    """(n, n, len(FEATURES)) pairwise features of ``items``; embeds only when some pair can merge."""
+    """(n, n, len(FEATURES)) pairwise features of ``items``; embeds only when some pair can merge.
+
+    For fitting (``judge calibrate``, small labelled sets): clustering itself scores only :func:`candidate_pairs`.
+    """
     n = len(items)
     tensor = np.zeros((n, n, len(FEATURES)), dtype=np.float64)
     if _one_pass(items):
@@ -223,45 +232,231 @@ def link_scores(items: Sequence[IssueItem], features: np.ndarray, config: Cluste
     return np.where(same_pass, -np.inf, scores)
 
 
-def agglomerate(scores: np.ndarray, passes: Sequence[str], threshold: float) -> list[list[int]]:
-    """Constrained average-linkage clustering of a link-score matrix.
+# --- candidate pairs and sparse agglomeration ----------------------------------------------------
 
-    Merges the pair of clusters with the highest mean score while it is >= ``threshold`` and the two share
-    no pass (ties: the pair that comes first). Returns member index lists, each sorted, in order of their
-    first member. Keeps between-cluster score sums, so each merge costs O(n^2).
+# Up to this many cross-pass pairs in a trajectory every pair is scored, as always (ordinary sizes: clusters are
+# exactly the full comparison's). Above it pairs are blocked by turn: an issue is compared with issues of other
+# passes at turns within ``turn_window`` of its own (issues without a turn with each other), at most
+# BLOCK_NEIGHBOURS of them (the best by text, turn and category), so work and memory grow with the issues, not
+# their square. Far-turn pairs score ``turn_far`` (a penalty) when compared; above the limit they are not.
+EXACT_PAIR_LIMIT = 50_000
+BLOCK_NEIGHBOURS = 10
+_ROW_CHUNK = 512  # rows of a block's cosine matrix computed at once: bounds the transient whatever the block size
+
+
+def cross_pass_pairs(passes: Sequence[str]) -> int:
+    """Pairs of items from different passes (what full comparison scores)."""
+    sizes = Counter(passes)
+    total = len(passes)
+    return (total * total - sum(count * count for count in sizes.values())) // 2
+
+
+class LinkScores:
+    """Link scores of one trajectory's items, scored when first asked and kept (symmetric; ``-inf`` within a pass).
+
+    Replaces the full n x n matrix: the clusterer scores its candidate pairs in one batch (:meth:`score_pairs`),
+    and the agglomeration and the medoid rule ask for the few others they need.
     """
+
+    def __init__(self, items: Sequence[IssueItem], config: ClusterConfig, vectors: np.ndarray | None):
+        self.items = items
+        self.config = config
+        self.vectors = vectors
+        self.weights = config.weight_vector()
+        self.known: dict[tuple[int, int], float] = {}
+        self._grams: list[tuple[frozenset[str], frozenset[str]] | None] = [None] * len(items)
+        self.scored = 0  # pairs scored so far: what the work grows with
+
+    def _grams_of(self, index: int) -> tuple[frozenset[str], frozenset[str]]:
+        grams = self._grams[index]
+        if grams is None:
+            issue = self.items[index].issue
+            grams = self._grams[index] = (_gram_set(description_text(issue)), _gram_set(weighed_evidence(issue)))
+        return grams
+
+    def score_pairs(self, pairs: Sequence[tuple[int, int]], cosines: Sequence[float]) -> np.ndarray:
+        """Score cross-pass pairs ``(i, j)`` (``i < j``) given their text cosines; keeps and returns the scores."""
+        if not pairs:
+            return np.zeros(0)
+        rows = np.empty((len(pairs), len(FEATURES)), dtype=np.float64)
+        for row, ((i, j), cosine) in enumerate(zip(pairs, cosines)):
+            (desc_i, ev_i), (desc_j, ev_j) = self._grams_of(i), self._grams_of(j)
+            rows[row] = pair_features(self.items[i].issue, self.items[j].issue, float(cosine), self.config.turn_window,
+                                      (desc_i, desc_j, ev_i, ev_j))
+        scores: np.ndarray = rows @ self.weights + self.config.bias
+        self.known.update(zip(pairs, scores.tolist()))
+        self.scored += len(pairs)
+        return scores
+
+    def __getitem__(self, pair: tuple[int, int]) -> float:
+        i, j = pair
+        key = (i, j) if i < j else (j, i)
+        score = self.known.get(key)
+        if score is None:
+            if i == j or self.items[i].pass_label == self.items[j].pass_label:
+                return -np.inf
+            cosine = float(np.clip(self.vectors[i] @ self.vectors[j], -1.0, 1.0)) if self.vectors is not None else 0.0
+            score = float(self.score_pairs([key], [cosine])[0])
+        return score
+
+
+def _turn_blocks(items: Sequence[IssueItem], turn_window: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(rows, columns) index blocks: the items at one turn and the items at turns within ``turn_window`` of it;
+    items without a turn form one block of their own."""
+    by_turn: dict[int | None, list[int]] = {}
+    for index, item in enumerate(items):
+        by_turn.setdefault(item.issue.turn, []).append(index)
+    turns = sorted(t for t in by_turn if t is not None)
+    blocks = []
+    for turn in turns:
+        low, high = bisect.bisect_left(turns, turn - turn_window), bisect.bisect_right(turns, turn + turn_window)
+        columns = [index for near in turns[low:high] for index in by_turn[near]]
+        blocks.append((np.array(by_turn[turn]), np.array(columns)))
+    if None in by_turn:
+        blocks.append((np.array(by_turn[None]), np.array(by_turn[None])))
+    return blocks
+
+
+def candidate_pairs(items: Sequence[IssueItem], config: ClusterConfig, vectors: np.ndarray | None) -> tuple[list[tuple[int, int]], list[float]]:
+    """The cross-pass pairs ``(i, j)``, ``i < j``, worth scoring, and their text cosines.
+
+    Every cross-pass pair up to :data:`EXACT_PAIR_LIMIT`; above it, blocked by turn and bounded to
+    :data:`BLOCK_NEIGHBOURS` per item (see the limit's comment).
+    """
+    n = len(items)
+    passes = np.array([item.pass_label for item in items], dtype=object)
+    exact = cross_pass_pairs(list(passes)) <= EXACT_PAIR_LIMIT
+    blocks = [(np.arange(n), np.arange(n))] if exact else _turn_blocks(items, config.turn_window)
+    turns = np.array([-1 if item.issue.turn is None else item.issue.turn for item in items])
+    categories = np.array([item.issue.category for item in items], dtype=object)
+    text_weight = config.weights.get("text", 0.0)
+    found: dict[tuple[int, int], float] = {}
+    for block_rows, columns in blocks:
+        for start in range(0, len(block_rows), _ROW_CHUNK):
+            rows = block_rows[start : start + _ROW_CHUNK]
+            if vectors is not None:
+                cosines = np.clip(vectors[rows] @ vectors[columns].T, -1.0, 1.0).astype(np.float64)
+            else:
+                cosines = np.zeros((len(rows), len(columns)))
+            allowed = passes[rows][:, None] != passes[columns][None, :]
+            if exact:
+                allowed &= rows[:, None] < columns[None, :]
+            elif len(columns) > BLOCK_NEIGHBOURS:
+                # The cheap part of the link score ranks the block: text, same turn, same category.
+                rank = text_weight * cosines + config.weights.get("turn_exact", 0.0) * (turns[rows][:, None] == turns[columns][None, :])
+                rank += config.weights.get("category", 0.0) * (categories[rows][:, None] == categories[columns][None, :])
+                rank = np.where(allowed, rank, -np.inf)
+                keep = np.argpartition(-rank, BLOCK_NEIGHBOURS - 1, axis=1)[:, :BLOCK_NEIGHBOURS]
+                best = np.zeros_like(allowed)
+                np.put_along_axis(best, keep, True, axis=1)
+                allowed &= best
+            for r, c in zip(*np.nonzero(allowed)):
+                i, j = int(rows[r]), int(columns[c])
+                found[(i, j) if i < j else (j, i)] = float(cosines[r, c])
+    pairs = sorted(found)
+    return pairs, [found[p] for p in pairs]
+
+
+def agglomerate(scores: np.ndarray, passes: Sequence[str], threshold: float) -> list[list[int]]:
+    """Constrained average-linkage clustering of a full link-score matrix (see :func:`agglomerate_pairs`)."""
     n = len(passes)
+    matrix = np.asarray(scores, dtype=np.float64)
     labels = np.array(list(passes), dtype=object)
-    conflict = labels[:, None] == labels[None, :]  # clusters that share a pass may never merge
-    sums = np.where(conflict, 0.0, np.asarray(scores, dtype=np.float64))
-    sizes = np.ones(n)
-    alive = np.ones(n, dtype=bool)
-    members: list[list[int]] = [[i] for i in range(n)]
-    while alive.sum() > 1:
-        means = sums / np.outer(sizes, sizes)
-        blocked = conflict | ~alive[:, None] | ~alive[None, :] | np.tri(n, dtype=bool)  # upper triangle only
-        means = np.where(blocked, -np.inf, means)
-        x, y = np.unravel_index(int(np.argmax(means)), means.shape)
-        if not np.isfinite(means[x, y]) or means[x, y] < threshold:
-            break
-        sums[x, :] += sums[y, :]
-        sums[:, x] += sums[:, y]
-        conflict[x, :] |= conflict[y, :]
-        conflict[:, x] |= conflict[:, y]
-        sizes[x] += sizes[y]
-        alive[y] = False
-        members[x] = sorted(members[x] + members[y])
-    return sorted((members[i] for i in range(n) if alive[i]), key=lambda g: g[0])
+    linked = (matrix >= threshold) & (labels[:, None] != labels[None, :]) & ~np.tri(n, dtype=bool)
+    edges = [(int(i), int(j)) for i, j in zip(*np.nonzero(linked))]
+    return agglomerate_pairs(edges, lambda i, j: float(matrix[i, j]), passes, threshold)
 
 
-def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: Embedder | None) -> tuple[list[list[int]], np.ndarray]:
-    """Cluster issue items; returns member index lists and the link-score matrix (for medoids)."""
+@dataclass
+class _Node:
+    """A cluster of the agglomeration: its members, passes, its smallest member and how it was made."""
+
+    members: list[int]
+    passes: frozenset[str]
+    first: int
+    born: int  # merge step that made it (0: a single item)
+    parts: tuple[int, int] | None  # the two clusters it was made of
+
+
+def agglomerate_pairs(links: Sequence[tuple[int, int]], score: Callable[[int, int], float], passes: Sequence[str], threshold: float) -> list[list[int]]:
+    """Constrained average-linkage clustering from the pairs that may link.
+
+    Repeatedly merges the two clusters with the highest mean link score while it is >= ``threshold`` and the two
+    share no pass (ties: the pair whose smallest members come first). Returns member index lists, each sorted, in
+    order of their first member. ``links`` are the item pairs scoring >= ``threshold``: a mean reaches the
+    threshold only if one member pair does, so only clusters joined by a link are ever compared; ``score(i, j)``
+    gives any other member pair a mean needs. Sums of member scores are added up in the order the full n x n
+    algorithm adds them (each merge adds the two parts' sums), so the merges and their ties are the same.
+    """
+    nodes = [_Node([i], frozenset([passes[i]]), i, 0, None) for i in range(len(passes))]
+    alive = [True] * len(nodes)
+    neighbours: list[set[int]] = [set() for _ in nodes]
+    sums: dict[tuple[int, int], float] = {}
+
+    def pair_sum(a: int, b: int) -> float:
+        key = (a, b) if a < b else (b, a)
+        total = sums.get(key)
+        if total is None:
+            if nodes[a].parts is None and nodes[b].parts is None:
+                total = score(nodes[key[0]].first, nodes[key[1]].first)
+            else:  # the younger cluster's sum is the sum of its two parts' sums with the older one
+                young, old = (a, b) if nodes[a].born > nodes[b].born else (b, a)
+                parts = nodes[young].parts
+                assert parts is not None  # born > 0: made by a merge
+                total = pair_sum(parts[0], old) + pair_sum(parts[1], old)
+            sums[key] = total
+        return total
+
+    heap: list[tuple[float, int, int, int, int]] = []
+
+    def offer(a: int, b: int) -> None:
+        mean = pair_sum(a, b) / (float(len(nodes[a].members)) * float(len(nodes[b].members)))
+        if mean >= threshold:
+            first_a, first_b = nodes[a].first, nodes[b].first
+            if first_a < first_b:
+                heapq.heappush(heap, (-mean, first_a, first_b, a, b))
+            else:
+                heapq.heappush(heap, (-mean, first_b, first_a, b, a))
+
+    for i, j in links:
+        if passes[i] != passes[j] and j not in neighbours[i]:
+            neighbours[i].add(j)
+            neighbours[j].add(i)
+            offer(i, j)
+    while heap:
+        _, _, _, a, b = heapq.heappop(heap)
+        if not (alive[a] and alive[b]):
+            continue
+        alive[a] = alive[b] = False
+        merged = len(nodes)
+        nodes.append(_Node(sorted(nodes[a].members + nodes[b].members), nodes[a].passes | nodes[b].passes,
+                           min(nodes[a].first, nodes[b].first), merged, (a, b)))
+        alive.append(True)
+        neighbours.append(set())
+        for other in sorted((neighbours[a] | neighbours[b]) - {a, b}):
+            neighbours[other] -= {a, b}
+            if alive[other] and not nodes[other].passes & nodes[merged].passes:
+                neighbours[merged].add(other)
+                neighbours[other].add(merged)
+                offer(merged, other)
+    return sorted((node.members for node, live in zip(nodes, alive) if live), key=lambda g: g[0])
+
+
+def cluster_items(items: Sequence[IssueItem], config: ClusterConfig, embedder: Embedder | None) -> tuple[list[list[int]], LinkScores]:
+    """Cluster issue items; returns member index lists and the link scores (for medoids)."""
     if _one_pass(items):
         # One pass (a panel of one, or the only pass that found anything; or no item): every pair shares it, so every
-        # link is -inf and nothing merges. What the agglomeration would return, without building its matrices.
-        return [[i] for i in range(len(items))], np.full((len(items), len(items)), -np.inf)
-    scores = link_scores(items, feature_tensor(items, config, embedder), config)
-    return agglomerate(scores, [item.pass_label for item in items], config.threshold), scores
+        # link is -inf and nothing merges: no embedding, no pair scored.
+        return [[i] for i in range(len(items))], LinkScores(items, config, None)
+    vectors = None
+    if embedder is not None and config.weights.get("text", 0.0) != 0.0:
+        vectors = embedder.embed([description_text(item.issue) for item in items])
+    scores = LinkScores(items, config, vectors)
+    pairs, cosines = candidate_pairs(items, config, vectors)
+    scored = scores.score_pairs(pairs, cosines)
+    links = [pair for pair, value in zip(pairs, scored.tolist()) if value >= config.threshold]
+    groups = agglomerate_pairs(links, lambda i, j: scores[i, j], [item.pass_label for item in items], config.threshold)
+    return groups, scores
 
 
 def group_labels(groups: Sequence[Sequence[int]], size: int) -> list[str]:
@@ -314,17 +509,16 @@ def cluster_recovered(flags: Sequence[bool | None]) -> bool | None:
     return all(said)
 
 
-def medoid(indices: Sequence[int], scores: np.ndarray) -> int:
+def medoid(indices: Sequence[int], scores: LinkScores | np.ndarray) -> int:
     """The member with the highest mean link score to the other members (first on ties)."""
     if len(indices) == 1:
         return indices[0]
-    sub = scores[np.ix_(list(indices), list(indices))]
-    means = [float(np.mean([sub[i, j] for j in range(len(indices)) if j != i])) for i in range(len(indices))]
+    means = [float(np.mean([float(scores[i, j]) for j in indices if j != i])) for i in indices]
     return indices[int(np.argmax(means))]
 
 
 def build_clusters(
-    trajectory_id: str, items: Sequence[IssueItem], groups: list[list[int]], scores: np.ndarray, panel_size: int
+    trajectory_id: str, items: Sequence[IssueItem], groups: list[list[int]], scores: LinkScores | np.ndarray, panel_size: int
 ) -> list[Cluster]:
     """Turn member index lists into :class:`Cluster` rows with ids c1, c2, ... ordered by turn."""
     floor = majority_floor(panel_size)

@@ -155,17 +155,15 @@ class Analysis:
 
     def recovered(self, action: Action, before: int | None = None) -> Action | None:
         """A later successful action of the same intent (visible before message ``before``, if given)."""
-        successes: dict[str, list[Action]] | None = self.cache.get("ok_by_intent")
+        successes: dict[str, _Successes] | None = self.cache.get("ok_by_intent")
         if successes is None:
-            successes = {}
+            grouped: dict[str, list[Action]] = {}
             for candidate in self.actions:
                 if candidate.outcome == "ok":
-                    successes.setdefault(candidate.intent, []).append(candidate)
-            self.cache["ok_by_intent"] = successes
-        for later in successes.get(action.intent, ()):
-            if later.order > action.order and (before is None or later.visible_at < before):
-                return later
-        return None
+                    grouped.setdefault(candidate.intent, []).append(candidate)
+            successes = self.cache["ok_by_intent"] = {intent: _Successes(group) for intent, group in grouped.items()}
+        found = successes.get(action.intent)
+        return found.first_after(action, before, lambda later: True) if found is not None else None
 
     def resolved(self, action: Action, before: int | None = None) -> Action | None:
         """:meth:`recovered`, or for a call whose effect is unknown (``uncertain``) a later successful call that
@@ -174,12 +172,10 @@ class Analysis:
         if later is not None or not action.uncertain:
             return later
         values = argument_values(action)
-        for candidate in self.actions[action.order + 1 :]:
-            if before is not None and candidate.visible_at >= before:
-                continue
-            if candidate.outcome == "ok" and any(v in candidate.text for v in values):
-                return candidate
-        return None
+        successes: _Successes | None = self.cache.get("ok_in_order")
+        if successes is None:
+            successes = self.cache["ok_in_order"] = _Successes([a for a in self.actions if a.outcome == "ok"])
+        return successes.first_after(action, before, lambda candidate: any(v in candidate.text for v in values))
 
     def actions_before(self, message_index: int) -> list[Action]:
         """Actions whose receipts the agent had seen before ``message_index``."""
@@ -187,6 +183,29 @@ class Analysis:
 
     def turn_of(self, message_index: int) -> int:
         return self.trajectory.messages[message_index].turn or 0
+
+
+class _Successes:
+    """Successful actions in call order, to find the first after a given action, seen before a given message,
+    that passes a test: a bisect to the first later one, and the earliest sighting of each suffix, so that a
+    failure nothing got past before the message costs O(log n), not a scan of every later call."""
+
+    def __init__(self, actions: list[Action]):
+        self.actions = actions
+        self.orders = [a.order for a in actions]
+        self.first_seen = [a.visible_at for a in actions] + [1 << 31]  # then: the earliest from each index on
+        for k in range(len(actions) - 1, -1, -1):
+            self.first_seen[k] = min(self.first_seen[k], self.first_seen[k + 1])
+
+    def first_after(self, action: Action, before: int | None, passes: Callable[[Action], bool]) -> Action | None:
+        """The first success after ``action`` (seen before message ``before``, if given) for which ``passes``."""
+        for k in range(bisect.bisect_right(self.orders, action.order), len(self.actions)):
+            if before is not None and self.first_seen[k] >= before:
+                return None  # nothing from here on was seen in time
+            later = self.actions[k]
+            if (before is None or later.visible_at < before) and passes(later):
+                return later
+        return None
 
 
 def excerpt(text: str, limit: int) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Callable
+from functools import partial
 
 from judge.rules.analysis import (
     _CODE,
@@ -59,20 +61,25 @@ def _error_shape(action: Action) -> str:
     return _DIGITS.sub("#", action.error_line.strip().lower())
 
 
-def _earlier_identical_failures(an: Analysis, action: Action) -> list[Action]:
-    """Earlier failures of the same call (same key) with the same outcome and error shape; computed for every
-    failed action in one pass per analysis (three detectors ask)."""
-    earlier: dict[int, list[Action]] | None = an.cache.get("earlier_identical")
-    if earlier is None:
-        earlier = {}
+def _identical_failures(an: Analysis, action: Action) -> tuple[list[Action], int]:
+    """The failures of the same call (same key) with the same outcome and error shape as ``action``, in order, and
+    how many of them came before it; grouped for every failed action in one pass per analysis (three detectors
+    ask). A place in one shared list, not a copy of the earlier ones per failure: n repeats stay O(n)."""
+    places: dict[int, tuple[list[Action], int]] | None = an.cache.get("identical_failures")
+    if places is None:
+        places = {}
         groups: dict[tuple[str, str, str], list[Action]] = {}
         for candidate in an.actions:
             if candidate.failed:
                 group = groups.setdefault((candidate.key, candidate.outcome, _error_shape(candidate)), [])
-                earlier[candidate.order] = list(group)
+                places[candidate.order] = (group, len(group))
                 group.append(candidate)
-        an.cache["earlier_identical"] = earlier
-    return earlier.get(action.order, [])
+        an.cache["identical_failures"] = places
+    return places.get(action.order, ([], 0))
+
+
+def _repeats_earlier_failure(an: Analysis, action: Action) -> bool:
+    return _identical_failures(an, action)[1] > 0
 
 
 # --- failed calls -------------------------------------------------------------------------------------
@@ -93,7 +100,7 @@ def failed_call(an: Analysis) -> list[Issue]:
     settings = an.config.settings("failed-call")
     issues = []
     for action in an.actions:
-        if action.outcome != "error" or action.reported or _earlier_identical_failures(an, action):
+        if action.outcome != "error" or action.reported or _repeats_earlier_failure(an, action):
             continue
         recovery = an.recovered(action)
         if recovery is not None and action.is_check:
@@ -119,13 +126,13 @@ def repeated_failure(an: Analysis) -> list[Issue]:
     for action in an.actions:
         if action.outcome != "error":
             continue
-        earlier = _earlier_identical_failures(an, action)
-        if not earlier or _changed_between(an, earlier[-1], action):
+        group, before = _identical_failures(an, action)
+        if not before or _changed_between(an, group[before - 1], action):
             continue
-        count = len(earlier) + 1
+        count = before + 1
         severity: Severity = "severe" if count >= settings.severe_after else settings.severity
         description = (
-            f"The {action.name} call of T{earlier[0].turn} was repeated unchanged (attempt {count}) "
+            f"The {action.name} call of T{group[0].turn} was repeated unchanged (attempt {count}) "
             "and failed with the same error."
         )
         issues.append(_issue(an, "repeated-failure", action.turn, description, _receipt_quote(an, action), severity))
@@ -134,7 +141,12 @@ def repeated_failure(an: Analysis) -> list[Issue]:
 
 def _changed_between(an: Analysis, first: Action, second: Action) -> bool:
     """Whether a successful call that may change state ran between two actions."""
-    return any(a.outcome == "ok" and not a.read_only and not a.is_plan for a in an.actions[first.order + 1 : second.order])
+    changes: list[int] | None = an.cache.get("changes_before")
+    if changes is None:  # changes[k]: state-changing successes among the first k actions
+        changes = an.cache["changes_before"] = [0]
+        for a in an.actions:
+            changes.append(changes[-1] + (a.outcome == "ok" and not a.read_only and not a.is_plan))
+    return changes[second.order] > changes[first.order + 1]
 
 
 @detector("environment-fault", "environment")
@@ -152,9 +164,9 @@ def environment_fault(an: Analysis) -> list[Issue]:
     settings = an.config.settings("environment-fault")
     issues = []
     for action in an.actions:
-        if action.outcome != "environment" or _earlier_identical_failures(an, action):
+        if action.outcome != "environment" or _repeats_earlier_failure(an, action):
             continue
-        retries = sum(1 for later in an.actions[action.order + 1 :] if later.outcome == "environment" and later.key == action.key)
+        retries = _later_environment_faults(an, action)
         more = f" ({retries} identical retries hit it too)" if retries else ""
         what = "; whether it took effect is unknown" if action.uncertain else ""
         recovery = an.resolved(action)
@@ -164,6 +176,29 @@ def environment_fault(an: Analysis) -> list[Issue]:
         issues.append(_issue(an, "environment-fault", action.turn, description,
                              _receipt_quote(an, action), severity, recovered=recovery is not None))
     return issues
+
+
+def _later_environment_faults(an: Analysis, action: Action) -> int:
+    """Environment faults of the same call (same key) after ``action``."""
+    orders: dict[str, list[int]] | None = an.cache.get("environment_by_key")
+    if orders is None:
+        orders = an.cache["environment_by_key"] = {}
+        for a in an.actions:
+            if a.outcome == "environment":
+                orders.setdefault(a.key, []).append(a.order)
+    same = orders.get(action.key, [])
+    return len(same) - bisect.bisect_right(same, action.order)
+
+
+def _earliest(an: Analysis, memo: str, key: object, actions: list[Action], shows: Callable[[Action], bool],
+              when: Callable[[Action], int]) -> int:
+    """The smallest ``when(a)`` over ``actions`` that ``shows``, once per analysis and key (``1 << 30`` if none):
+    "did something before message i show it" is then one comparison per claim instead of a scan of every call."""
+    found: dict[object, int] = an.cache.setdefault(memo, {})
+    earliest = found.get(key)
+    if earliest is None:
+        earliest = found[key] = min((when(a) for a in actions if shows(a)), default=1 << 30)
+    return earliest
 
 
 # --- claims -------------------------------------------------------------------------------------------
@@ -235,7 +270,7 @@ def _unsupported_pass(an: Analysis, sentence: Sentence, prior: list[Action], ind
     """Why a claim that tests or checks pass is not supported: it needs a check (a run of tests, a linter, a
     validator; never a read of a status file or an echo) whose receipt shows it passing, and a test it names must
     not be failing in the last check that shows it."""
-    checks = [a for a in prior if a.is_check]
+    checks = _checks_before(an, index)
     if not checks:
         if not an.actions or any(a.call is None for a in an.actions):
             # No call at all (a log that keeps tool output in prose), or id-less logs that run code written in
@@ -378,21 +413,22 @@ def _speakers(an: Analysis) -> set[str]:
     return names
 
 
-def _produced(an: Analysis, token: str, prior: list[Action], index: int) -> bool:
+def _produced(an: Analysis, token: str, index: int) -> bool:
     """Whether a successful call before message ``index`` wrote or produced the file ``token``: a write of it, a
     call that may change state naming it (cp, a script's ``--out``) in its arguments or receipt, or a listing
-    (ls, find) whose receipt shows it."""
-    for action in prior:
-        if action.outcome != "ok" or action.receipt_index is None or action.receipt_index > index:
-            continue
+    (ls, find) whose receipt shows it. (A receipt at or before ``index`` implies a call before it.)"""
+
+    def produces(action: Action) -> bool:
+        if action.outcome != "ok" or action.receipt_index is None:
+            return False
         if any(w.endswith(token) for w in action.writes):
             return True
         content = action.receipt.content if action.receipt else ""
         if not action.read_only and not action.shows_content and (token in action.text or token in content):
             return True
-        if action.read_only and not action.shows_content and token in content:
-            return True
-    return False
+        return action.read_only and not action.shows_content and token in content
+
+    return _earliest(an, "produced", token, _work(an)[0], produces, lambda a: a.receipt_index or 0) <= index
 
 
 @detector("unverified-completion", "semantic", roles=("authenticity", "plan", "edit-check"), mast="verification")
@@ -438,11 +474,11 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                 if last is not None:
                     named.append(last)
                     why = _bad_referent(an, last, index)
-                    if why is None and creation and kind == "path" and not _produced(an, token, prior, index):
+                    if why is None and creation and kind == "path" and not _produced(an, token, index):
                         why = f"no call wrote or produced {token} (T{last.turn} {last.name} only read or named it)"
                 elif _first_naming(an, token, first_pending) is not None:
                     continue  # named only by a call at or after the claim: premature-claim's case
-                elif creation and kind == "path" and not _produced(an, token, prior, index):
+                elif creation and kind == "path" and not _produced(an, token, index):
                     why = f"no call wrote or produced {token}"
                 elif _checked_name(kind, sentence) and not _shown_before(an, token, index, speech.name):
                     why = f"{token} appears in no call or receipt before it"
@@ -451,7 +487,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                     break
             if why is None and sentence.pass_claim:
                 why, referent = _unsupported_pass(an, sentence, prior, index)
-            elif why is None and not named and sentence.is_check_claim and (checks := [a for a in prior if a.is_check]):
+            elif why is None and not named and sentence.is_check_claim and (checks := _checks_before(an, index)):
                 referent = checks[-1]
                 why = _bad_referent(an, referent, index)
             if why is None:
@@ -465,7 +501,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                         why, referent = f"no receipt shows the count {count}", None
                         break
             if why is None and not named and not sentence.pass_claim and not sentence.actions and prior \
-                    and not speech.mentions_failure and not (sentence.is_check_claim and any(a.is_check for a in prior)):
+                    and not speech.mentions_failure and not (sentence.is_check_claim and _checks_before(an, index)):
                 # "Created X" speaks of the last write, whatever ran after it (a server, a listing).
                 writes = [a for a in prior if a.writes] if creation else []
                 referent = writes[-1] if writes else prior[-1]
@@ -518,6 +554,15 @@ def _work_before(an: Analysis, index: int) -> list[Action]:
     return work[: bisect.bisect_left(positions, index)]
 
 
+def _checks_before(an: Analysis, index: int) -> list[Action]:
+    """The checks among :func:`_work_before` (found once per analysis, sliced per claim)."""
+    cached: tuple[list[Action], list[int]] | None = an.cache.get("checks")
+    if cached is None:
+        checks = [a for a in _work(an)[0] if a.is_check]
+        cached = an.cache["checks"] = (checks, [a.message_index for a in checks])
+    return cached[0][: bisect.bisect_left(cached[1], index)]
+
+
 def _work_from(an: Analysis, index: int) -> list[Action]:
     """Non-plan actions made by the message ``index`` or later."""
     work, positions = _work(an)
@@ -526,10 +571,11 @@ def _work_from(an: Analysis, index: int) -> list[Action]:
 
 def _acknowledged(an: Analysis, action: Action, before: int) -> bool:
     """Whether an assistant message between the failure's receipt and ``before`` speaks of a failure."""
-    return any(
-        action.visible_at < speech.message_index < before and speech.speaks_of_failure
-        for speech in an.speeches
-    )
+    spoken: list[int] | None = an.cache.get("failure_spoken")
+    if spoken is None:  # message indexes of the speeches that speak of a failure, in order
+        spoken = an.cache["failure_spoken"] = [speech.message_index for speech in an.speeches if speech.speaks_of_failure]
+    first = bisect.bisect_right(spoken, action.visible_at)
+    return first < len(spoken) and spoken[first] < before
 
 
 def _is_shell(an: Analysis, action: Action) -> bool:
@@ -621,15 +667,23 @@ def stale_evidence(an: Analysis) -> list[Issue]:
     if not checks:
         return issues
     covered_by: dict[int, set[str]] = {}
+    # Speeches come in message order: the checks seen before each are those of a growing prefix of the checks
+    # sorted by when they were seen; the last of them (in call order) is the one a claim rests on.
+    by_sight = sorted(checks, key=lambda c: c.visible_at)
+    sighted = 0
+    last_seen: Action | None = None
     for speech in an.speeches:
         index = speech.message_index
         sentence = next((s for s in _claims(speech) if s.is_check_claim), None)
         if sentence is None:
             continue
-        seen = [c for c in checks if c.visible_at < index]
-        if not seen or seen[-1].outcome != "ok":
+        while sighted < len(by_sight) and by_sight[sighted].visible_at < index:
+            if last_seen is None or by_sight[sighted].order > last_seen.order:
+                last_seen = by_sight[sighted]
+            sighted += 1
+        if last_seen is None or last_seen.outcome != "ok":
             continue
-        check = seen[-1]
+        check = last_seen
         covered = covered_by.get(check.order)
         if covered is None:  # the files a check covers depend on the check only; several claims cite one check
             covered = {p for a in an.actions[: check.order] if a.outcome == "ok" for p in a.writes if not is_doc(p)}
@@ -677,22 +731,22 @@ def premature_claim(an: Analysis) -> list[Issue]:
         if not pending:
             continue
         first_pending = len(_work(an)[0]) - len(pending)
-        seen_ok: list[Action] | None = None  # successes seen before the message; built only when needed
+        successes = an.cache.get("successes")
+        if successes is None:
+            successes = an.cache["successes"] = [a for a in an.actions if a.outcome == "ok"]
         for sentence in claims:
             found: tuple[str, Action] | None = None
             for token in sentence.tokens:
                 later = _first_naming(an, token, first_pending)
                 if later is None:
                     continue
-                if seen_ok is None:
-                    seen_ok = [a for a in an.actions if a.visible_at < index and a.outcome == "ok"]
-                if not any(_mentions(a, token, with_receipt=True) for a in seen_ok):
+                # No success seen before the message mentions it (the earliest one that does is seen later).
+                if _earliest(an, "mentioned", token, successes, partial(_mentions, token=token, with_receipt=True),
+                             lambda a: a.visible_at) >= index:
                     found = (f"`{token}`", later)
                     break
             if found is None and sentence.is_check_claim:
-                if seen_ok is None:
-                    seen_ok = [a for a in an.actions if a.visible_at < index and a.outcome == "ok"]
-                if any(a.is_check for a in seen_ok):
+                if _earliest(an, "seen", "check", successes, lambda a: a.is_check, lambda a: a.visible_at) < index:
                     continue
                 later = next((a for a in pending if a.is_check), None)
                 if later is not None and (later.message_index == index or sentence.test_claim):

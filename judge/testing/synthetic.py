@@ -79,3 +79,43 @@ def synthetic_batch(count: int, seed: int = 7, turns: int = 6) -> tuple[list[Tra
         truth.append({"query": query, "turn_count": turns, "issues": issues,
                       "efficiency": "low" if failing else rng.choice(["high", "medium"])})
     return trajectories, truth
+
+
+# (tool, arguments, receipt, exit code) of failing calls: an error, a repeat of one failing command, a failing
+# check, an environment fault on a write (effect unknown), a DNS fault, a missing file. ``{i}`` is the turn.
+_FAILING_CALLS: list[tuple[str, dict[str, str], str, int | None]] = [
+    ("Bash", {"command": "python -m pytest -q"}, "F.\nFAILED tests/test_calc.py::test_add\n1 failed, 1 passed in 0.03s", 1),
+    ("Bash", {"command": "lark-cli base +record-create --records x"}, "Error: unknown flag: --records", 2),
+    ("Bash", {"command": "python calc.py --mode {i}"}, "Traceback (most recent call last):\nNameError: name 'y{i}' is not defined", 1),
+    ("Write", {"file_path": "out/report_{i}.md", "content": "# report\n"}, "Error: connection reset by peer (ECONNRESET)", None),
+    ("Bash", {"command": "curl -fsS https://pypi.org/simple/pkg{i}/"}, "curl: (6) Could not resolve host: pypi.org", 6),
+    ("Bash", {"command": "cat missing_{i}.txt"}, "cat: missing_{i}.txt: No such file or directory", 1),
+]
+_FAILING_TEXTS = ["Let me look at the file first.", "I've updated calc.py; all tests pass.", "已完成：README.md 已写入。",
+                  "修正が完了しました。テストもすべて通過しました。", "That failed, so let me retry with a different flag.",
+                  "Done: wrote out/report_1.md.", ""]
+
+
+def failing_calls_trajectory(failed: int, seed: int = 7) -> Trajectory:
+    """One trajectory with ``failed`` failed calls of every kind the rules judge reads, a success every fifth
+    turn (so that some failures are recovered) and claims in between; for scaling tests and benchmarks."""
+    rng = random.Random(seed)
+    messages = [Message(role="user", content="Fix calc.py and write the report.")]
+    count = 0
+    while count < failed:
+        turn = len(messages)
+        code: int | None
+        if turn % 5 == 0:
+            name, arguments, out, code, error = "Bash", {"command": "python calc.py --mode 0"}, "ok", 0, False
+        else:
+            name, template, out, code = _FAILING_CALLS[rng.randrange(len(_FAILING_CALLS))]
+            arguments = {k: v.replace("{i}", str(turn)) for k, v in template.items()}
+            out, error = out.replace("{i}", str(turn)), True
+            count += 1
+        call = ToolCall(id=f"c{turn}", name=name, arguments=arguments)
+        text = rng.choice(_FAILING_TEXTS)
+        messages.append(Message(role="assistant", content=f"{text} (step {turn})" if text else "", tool_calls=[call]))
+        messages.append(Message(role="tool", content=out, receipt=Receipt(call_id=call.id, content=out, exit_code=code, is_error=error)))
+    messages.append(Message(role="assistant", content="All done: calc.py is fixed and all tests pass."))
+    return Trajectory(id=f"failing-{failed}", query="Fix calc.py and write the report.", query_id="failing",
+                      messages=number_turns(messages), metadata=TrajectoryMetadata(source_format="synthetic"))
