@@ -71,7 +71,7 @@ def test_an_argument_error_is_corrected_rewound_and_kept_only_in_the_audit_and_t
     assert all("--no-such-flag" not in (c.arguments or {}).get("command", "") for m in record.messages for c in m.tool_calls)
     # The audit log keeps the failed branch whole; the cost counts its tokens.
     [audit] = result.log_row()["corrections"]
-    assert (audit["turn"], audit["kind"], audit["tool"]) == (3, "argument", "Bash")
+    assert (audit["turn"], audit["kind"], audit["tool"], audit["rewound"]) == (3, "argument", "Bash", True)
     assert "unrecognized option" in audit["error"] and audit["guidance_source"] == "template"
     assert [m["role"] for m in audit["messages"]] == ["assistant", "tool"]
     assert audit["messages"][0]["tool_calls"][0]["arguments"]["command"] == LEAK
@@ -97,6 +97,22 @@ def test_only_the_kinds_asked_for_are_corrected(tmp_path):
     script = [bash(crash), {"content": "done", "usage": USAGE}]
     result, _ = corrected_run(tmp_path, script, kinds=frozenset({"argument"}))
     assert result.corrector.records == [] and [e.call_id for e in result.events] == ["scripted-3-0"]
+
+
+def test_a_turn_whose_mapped_command_may_have_changed_state_outside_the_copy_is_not_rewound(tmp_path):
+    from judge.continuation import CommandMapping
+
+    state = tmp_path / "service-state.txt"  # the mapped service's state: outside the copy, no snapshot holds it
+    mapping = CommandMapping.from_dict({"tools": {"create_record": {
+        "run": f"echo made >> {state}; echo 'error: unknown flag --x' >&2; exit 2"}}}, base_dir=tmp_path)
+    opts = options(workdir(tmp_path, {"config.ini": "port = 8080\n"}), mapping=mapping,
+                   correction=Correction(TemplateTeacher()))
+    script = [{"tool_calls": [{"name": "create_record", "arguments": {"x": 1}}], "usage": USAGE},
+              {"content": "done", "usage": USAGE}]
+    result = asyncio.run(run_ticket(make_ticket(READ_THEN_WRITE, checkpoint=2), ScriptedAgent.of({"*": script}), opts))
+    [record] = result.corrector.records
+    assert record["rewound"] is False and "outside the working copy" in record["reason"]
+    assert [e.call_id for e in result.events] == ["scripted-3-0"] and state.read_text(encoding="utf-8") == "made\n"
 
 
 def test_a_resumed_arm_serves_the_rewound_call_from_the_ledger_and_leaves_the_copy_as_the_rewind_made_it(tmp_path):

@@ -142,7 +142,7 @@ def continue_cmd(
             for name, b in (row.get("budget") or {}).items() if b.get("overshoot")]
     if over:
         output.line("budget overshoot (the last call crossed the limit): " + "; ".join(over))
-    corrections = [c for row in rows for c in row.get("corrections") or []]
+    corrections = [c for row in rows for c in row.get("corrections") or [] if c.get("rewound")]
     if correction is not None:
         output.line(f"runtime correction ({teacher}): {len(corrections)} rewinds in "
                     f"{sum(1 for row in rows if row.get('corrections'))} arms (each branch in the arm log's corrections)")

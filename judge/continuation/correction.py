@@ -184,6 +184,16 @@ class Snapshot:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def outside_effect(call: ToolCall, event: Any) -> bool:
+    """Whether a call may have changed state outside the working copy, which no rewind can undo: a state-changing
+    call served by a mapping's local command (a mapped tool's ``run``, or a Bash call using a mapped program)."""
+    if is_read_only(call)[0]:
+        return False
+    if event.disposition == "mapped":
+        return "canned receipt" not in event.detail
+    return bool(event.disposition == "executed" and event.detail.startswith("mapped programs:"))
+
+
 def discard_snapshots(sandbox: Any) -> None:
     """Remove every snapshot of the arm (the turn they guarded was kept)."""
     shutil.rmtree(Path(sandbox.arm_dir) / _SNAPSHOT, ignore_errors=True)
@@ -206,7 +216,7 @@ class Corrector:
 
     @property
     def left(self) -> int:
-        return self.correction.max_corrections - len(self.records)
+        return self.correction.max_corrections - sum(1 for r in self.records if r["rewound"])
 
     def begin_turn(self, sandbox: Any) -> None:
         """A new assistant turn: forget the last turn's snapshot (that turn was kept)."""

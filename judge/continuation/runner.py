@@ -26,7 +26,7 @@ from typing import Any
 
 from judge import rundir
 from judge.continuation.agent import Agent, AgentError, AgentRequest
-from judge.continuation.correction import Correction, Corrector, ErrorKind
+from judge.continuation.correction import Correction, Corrector, ErrorKind, outside_effect
 from judge.continuation.dispatch import Dispatch, ReceiptCache, ToolDispatcher, ToolEvent
 from judge.continuation.ledger import DONE, RESUMABLE, ROLLED_BACK, UNKNOWN, ArmOutput, CallLedger, Ledgers
 from judge.continuation.mapping import CommandMapping
@@ -371,6 +371,14 @@ async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher,
                                              "(judge continue --retry-unknown retries it in a fresh copy)")
             found = corrector.faulty(call, done.receipt) if corrector is not None else None
             if corrector is not None and found is not None:
+                turn_calls = {c.id: c for c in message.tool_calls}
+                outside = [e for e in result.events[first_event:] if outside_effect(turn_calls[e.call_id], e)]
+                if outside:  # the mapping's state cannot be rewound: the error stays, the arm goes on
+                    corrector.records.append({"turn": turn, "call_id": call.id, "tool": call.name, "kind": found[0],
+                                              "error": found[1][:500], "rewound": False,
+                                              "reason": f"{outside[0].name} ({outside[0].call_id}) may have changed "
+                                                        "state outside the working copy (a mapped command)"})
+                    continue
                 await _rewind(result, corrector, dispatcher, ledger, (start, first_event, range(first_seq, seq)), call,
                               turn, found)
                 break  # the model chooses again, from before this turn
@@ -397,7 +405,7 @@ async def _rewind(result: ArmResult, corrector: Corrector, dispatcher: ToolDispa
         dispatcher.cache.state_changed()  # what the rewound branch read may not hold any more
     turn_message = result.messages[start]
     corrector.records.append({
-        "turn": turn, "call_id": call.id, "tool": call.name, "kind": kind, "error": line[:500],
+        "turn": turn, "call_id": call.id, "tool": call.name, "kind": kind, "error": line[:500], "rewound": True,
         "guidance": guidance.text, "guidance_source": guidance.source, "teacher_usage": guidance.usage.model_dump(),
         "teacher_cost_usd": guidance.cost_usd,
         "usage": turn_message.usage.model_dump() if turn_message.usage is not None else None,
