@@ -141,6 +141,34 @@ def test_a_resumed_arm_serves_the_rewound_call_from_the_ledger_and_leaves_the_co
     assert not (copy / "leak.txt").exists() and (copy / "good.txt").read_text(encoding="utf-8") == "ok\n"
 
 
+def test_a_run_killed_after_the_faulty_call_and_before_the_rewind_rewinds_from_the_snapshot_it_took(tmp_path, monkeypatch):
+    from judge.continuation import continue_tickets
+    from judge.continuation.ledger import open_ledgers
+    from judge.store import RunStore
+
+    out = tmp_path / "continuations.jsonl"
+    ticket = make_ticket(READ_THEN_WRITE, checkpoint=2)
+    source = workdir(tmp_path, {"config.ini": "port = 8080\n"})
+    script = [bash(LEAK), bash("echo ok >> good.txt"), {"content": "done", "usage": USAGE}]
+    real = TemplateTeacher.guidance
+
+    async def dies(self, *args):  # the harness dies while the teacher is asked: the faulty write is done, not undone
+        raise RuntimeError("killed")
+
+    with RunStore(tmp_path / "store.sqlite") as store:
+        opts = options(source, keep_workdirs=True, ledgers=open_ledgers(store, out),
+                       correction=Correction(TemplateTeacher()))
+        monkeypatch.setattr(TemplateTeacher, "guidance", dies)
+        _, [first] = asyncio.run(continue_tickets([ticket], ScriptedAgent.of({"*": script}), opts, out))
+        assert first.stop.reason == "harness-error"
+        assert (Path(first.environment["kept_at"]) / "leak.txt").exists()
+        monkeypatch.setattr(TemplateTeacher, "guidance", real)
+        _, [resumed] = asyncio.run(continue_tickets([ticket], ScriptedAgent.of({"*": script}), opts, out))
+    assert resumed.stop.reason == "completed" and resumed.environment["attempt"] == "1"  # resumed in the same copy
+    copy = Path(resumed.environment["kept_at"])
+    assert not (copy / "leak.txt").exists() and (copy / "good.txt").read_text(encoding="utf-8") == "ok\n"
+
+
 TEACHER_TEXT = "Run ls without the unknown flag, then write good.txt."
 
 

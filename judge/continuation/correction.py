@@ -194,11 +194,6 @@ def outside_effect(call: ToolCall, event: Any) -> bool:
     return bool(event.disposition == "executed" and event.detail.startswith("mapped programs:"))
 
 
-def discard_snapshots(sandbox: Any) -> None:
-    """Remove every snapshot of the arm (the turn they guarded was kept)."""
-    shutil.rmtree(Path(sandbox.arm_dir) / _SNAPSHOT, ignore_errors=True)
-
-
 # --- one arm -----------------------------------------------------------------------------------------
 
 
@@ -218,9 +213,13 @@ class Corrector:
     def left(self) -> int:
         return self.correction.max_corrections - sum(1 for r in self.records if r["rewound"])
 
-    def begin_turn(self, sandbox: Any) -> None:
-        """A new assistant turn: forget the last turn's snapshot (that turn was kept)."""
-        discard_snapshots(sandbox)
+    def begin_turn(self, sandbox: Any, seq: int) -> None:
+        """A new assistant turn, whose first call is ``seq``: the snapshots of earlier turns go (those turns were
+        kept); one of this turn's, left by a run a kill stopped, stays for :meth:`before_call` to find."""
+        folder = Path(sandbox.arm_dir) / _SNAPSHOT
+        for old in folder.iterdir() if folder.is_dir() else ():
+            if not old.name.isdigit() or int(old.name) < seq:
+                shutil.rmtree(old, ignore_errors=True)
         self.snapshot = None
         self.cwd, self.plan = sandbox.cwd, sandbox.plan
 

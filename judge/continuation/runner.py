@@ -354,7 +354,7 @@ async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher,
         corrector = result.corrector
         start, first_seq, first_event = len(result.messages) - 1, seq, len(result.events)
         if corrector is not None:
-            corrector.begin_turn(dispatcher.sandbox)
+            corrector.begin_turn(dispatcher.sandbox, seq)
         for call in message.tool_calls:
             if corrector is not None:
                 corrector.before_call(dispatcher.sandbox, call, seq)
