@@ -41,7 +41,7 @@ def parse_kinds(text: str) -> frozenset[ErrorKind]:
     words = [w.strip() for w in text.split(",") if w.strip()]
     unknown = [w for w in words if w not in KINDS]
     if unknown or not words:
-        raise ValueError(f"--correct: unknown kind(s) {', '.join(unknown) or '(none)'}; write a comma list of {', '.join(KINDS)}")
+        raise ValueError(f"unknown kind(s) {', '.join(unknown) or '(none)'}; write a comma list of {', '.join(KINDS)}")
     return frozenset(w for w in KINDS if w in words)
 
 
