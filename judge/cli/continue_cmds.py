@@ -24,6 +24,8 @@ from judge.cli.output import Output, json_option
         ("judge continue runs/demo --agent scripted:script.yaml --out cont.jsonl --ticket inv-base-build --budget-turns 8",
          "one trajectory's tickets, at most 8 new turns"),
         ("judge continue runs/demo --agent scripted:script.yaml --out cont.jsonl --json", "counts as one JSON document"),
+        ("judge continue runs/demo --agent openai:gpt-4.1 --teacher openai:gpt-4o --correct code,argument --out cont.jsonl",
+         "runtime correction: a code/argument error -> teacher guidance -> rewind -> the model chooses again"),
     ),
 )
 def continue_cmd(
@@ -52,6 +54,11 @@ def continue_cmd(
     timeout: float | None = typer.Option(None, "--timeout", help="Per model call timeout in seconds (default 120)."),
     retry_unknown: bool = typer.Option(False, "--retry-unknown", help="Run again, each in a fresh copy, the arms an "
                                        "earlier run into --out stopped on a write of unknown outcome (unknown-write)."),
+    teacher: str | None = typer.Option(None, "--teacher", help="Runtime correction's teacher: template (no model), or "
+                                       "openai:MODEL, anthropic:MODEL, openai-compatible:MODEL@URL (on the run's budget)."),
+    correct: str | None = typer.Option(None, "--correct", help="Errors corrected at runtime, a comma list of code, argument "
+                                       "(default with --teacher: both); needs --teacher."),
+    max_corrections: int = typer.Option(2, "--max-corrections", min=0, help="Rewinds an arm may make (runtime correction)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask the model again even for a turn whose request the run's store answered before."),
     as_json: bool = json_option(),
 ) -> None:
@@ -62,6 +69,10 @@ def continue_cmd(
     unchanged turns without paying). Exit 3 when --max-cost stopped an arm, else 1 when no arm finished.
     Tool calls run in bubblewrap where it works (--sandbox); even so it is not a security boundary: run it inside a
     container for agents you do not trust (README).
+
+    With --teacher, a call whose receipt shows a code or argument error gets the teacher's guidance, the arm rewinds
+    to before that turn (working copy restored) and the model chooses again, at most --max-corrections times per
+    arm; the rewound branches stay in the arm log (``corrections``) and in the arm's cost.
     """
 
     from judge.continuation import (
@@ -76,6 +87,7 @@ def continue_cmd(
         load_tickets,
     )
     from judge.continuation.confine import SANDBOX_CHOICES, choose
+    from judge.continuation.correction import parse_kinds
     from judge.continuation.model_agent import ProviderAgent, make_agent
     from judge.providers import ProviderError
 
@@ -89,6 +101,17 @@ def continue_cmd(
     if warning:
         typer.echo(f"warning: {warning}", err=True)
 
+    if correct is not None and teacher is None:
+        raise typer.BadParameter("--correct needs --teacher (template, or a model spec)", param_hint="--correct")
+    try:
+        kinds = parse_kinds(correct or "code,argument") if teacher is not None else None
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--correct") from None
+    model_teacher = teacher is not None and teacher != "template"
+    if model_teacher and not run.is_dir():
+        raise typer.BadParameter(f"{run} is not a run directory: a model teacher records its calls and spends its budget "
+                                 "in a run's store (or use --teacher template)", param_hint="RUN")
+    correction = (teacher, kinds, max_corrections) if teacher is not None and kinds is not None else None
     try:
         agent = make_agent(agent_spec, base_url=base_url, timeout_s=timeout, max_tokens=max_tokens, use_cache=not no_cache)
         chosen = load_tickets(tickets or run)
@@ -115,12 +138,15 @@ def continue_cmd(
                        "call (or the run's --max-cost stops it)", err=True)
         kept, results, money = _run_with_model(run, agent, chosen, options, out, retry_unknown=retry_unknown,
                                                max_cost=max_cost, rpm=rpm, tpm=tpm,
-                                               timeout=timeout)
+                                               timeout=timeout, correction=correction)
     else:
-        if any(v is not None for v in (max_cost, rpm, tpm, timeout, base_url, max_tokens)) or no_cache:
+        allowed = (max_cost, timeout) if model_teacher else ()  # a model teacher spends on the run's budget
+        if any(v is not None for v in (max_cost, rpm, tpm, timeout, base_url, max_tokens) if v not in allowed) or no_cache:
             raise typer.BadParameter("--base-url, --max-tokens, --max-cost, --rpm, --tpm, --timeout and --no-cache apply "
-                                     "to a model agent, not to a scripted one")
-        kept, results, money = (*_run_scripted(run, agent, chosen, options, out, retry_unknown), None)
+                                     "to a model agent, not to a scripted one (--max-cost and --timeout to a model teacher)")
+        kept, results = _run_scripted(run, agent, chosen, options, out, retry_unknown, correction=correction,
+                                      max_cost=max_cost, timeout=timeout)
+        money = None
     rows = kept + [r.log_row() for r in results]
     counts = Counter(row["stop_reason"] for row in rows)
     output = Output(as_json)
@@ -132,6 +158,10 @@ def continue_cmd(
             for name, b in (row.get("budget") or {}).items() if b.get("overshoot")]
     if over:
         output.line("budget overshoot (the last call crossed the limit): " + "; ".join(over))
+    corrections = [c for row in rows for c in row.get("corrections") or [] if c.get("rewound")]
+    if correction is not None:
+        output.line(f"runtime correction ({teacher}): {len(corrections)} rewinds in "
+                    f"{sum(1 for row in rows if row.get('corrections'))} arms (each branch in the arm log's corrections)")
     if money is not None:
         output.line(money["line"])
     log = arm_log_path(out).resolve()
@@ -141,7 +171,8 @@ def continue_cmd(
                      "kept": len(kept), "out": out, "arm_log": log, "agent": agent.spec, "calls": money,
                      "unfinished": [{"ticket_id": row["ticket_id"], "reason": row["stop_reason"], "detail": row["stop_detail"]}
                                     for row in stopped],
-                     "budgets": {row["ticket_id"]: row.get("budget") or {} for row in rows}})
+                     "budgets": {row["ticket_id"]: row.get("budget") or {} for row in rows},
+                     "corrections": len(corrections) if correction is not None else None})
     if counts.get("max-cost"):
         output.line("the budget cap stopped agent calls: raise it with --max-cost N and run the same command again "
                     "(turns already paid for are replayed from the store)", err=True)
@@ -150,14 +181,26 @@ def continue_cmd(
         raise typer.Exit(ExitCode.ERROR)
 
 
+def _correction(correction: tuple[str, Any, int] | None, calls: Any) -> Any:
+    """The runtime correction settings, its teacher's calls on the run's path (``calls``)."""
+    from judge.continuation.correction import Correction, make_teacher
+
+    if correction is None:
+        return None
+    spec, kinds, limit = correction
+    return Correction(make_teacher(spec, calls), kinds=kinds, max_corrections=limit)
+
+
 def _run_scripted(run: Path, agent: Any, tickets: list[Any], options: Any, out: Path,
-                  retry_unknown: bool) -> tuple[list[Any], list[Any]]:
+                  retry_unknown: bool, *, correction: tuple[str, Any, int] | None = None, max_cost: float | None = None,
+                  timeout: float | None = None) -> tuple[list[Any], list[Any]]:
     """Run the tickets with a scripted agent; the call ledger is in the run's store (a tickets file: ``X.ledger.sqlite``
-    beside ``X.jsonl``)."""
+    beside ``X.jsonl``). A model teacher's calls take the run's call path."""
     import asyncio
 
     from judge.continuation import continue_tickets
     from judge.continuation.ledger import open_ledgers
+    from judge.runcalls import CallSettings, open_calls, write_budget
     from judge.runlock import run_lock
     from judge.store import RunStore
 
@@ -168,13 +211,21 @@ def _run_scripted(run: Path, agent: Any, tickets: list[Any], options: Any, out: 
         else:
             store = stack.enter_context(RunStore(out.with_name(out.name.removesuffix(".jsonl") + ".ledger.sqlite")))
         options.ledgers = open_ledgers(store, out, retry_unknown=retry_unknown)
-        return asyncio.run(continue_tickets(tickets, agent, options, out))
+        calls = None
+        if correction is not None and correction[0] != "template":
+            calls = open_calls(store, CallSettings(max_cost_usd=max_cost, timeout_s=timeout or CallSettings.timeout_s))
+        options.correction = _correction(correction, calls)
+        outcome = asyncio.run(continue_tickets(tickets, agent, options, out))
+        if calls is not None:
+            write_budget(run, calls.budget())
+        return outcome
 
 
 def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, out: Path, *, retry_unknown: bool,
                     max_cost: float | None,
                     rpm: float | None, tpm: float | None,
-                    timeout: float | None) -> tuple[list[Any], list[Any], dict[str, Any]]:
+                    timeout: float | None,
+                    correction: tuple[str, Any, int] | None = None) -> tuple[list[Any], list[Any], dict[str, Any]]:
     """Run the tickets with a model agent on the run's call path (lock, store, budget); what it made and paid
     (``line``: the sentence to print)."""
     import asyncio
@@ -190,6 +241,7 @@ def _run_with_model(run: Path, agent: Any, tickets: list[Any], options: Any, out
     with run_lock(run, "judge continue"), RunStore.for_run(run) as store:
         calls = open_calls(store, settings)
         options.ledgers = open_ledgers(store, out, retry_unknown=retry_unknown)
+        options.correction = _correction(correction, calls)
         try:
             kept, results = asyncio.run(continue_tickets(tickets, agent.bind(calls), options, out))
         except KeyboardInterrupt:  # every agent turn answered so far is in the run's store

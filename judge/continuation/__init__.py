@@ -11,11 +11,13 @@
 - :mod:`~judge.continuation.model_agent`: :class:`ProviderAgent`, any registered LLM provider as the agent, on the
   judges' call path (retries, limits, the run's budget, recorded attempts, kept answers); :func:`make_agent`;
 - :mod:`~judge.continuation.ledger`: the write-ahead call ledger (a killed run resumes) and the appended output;
+- :mod:`~judge.continuation.correction`: runtime correction (a code/argument error -> teacher guidance -> rewind);
 - :mod:`~judge.continuation.runner`: the run loop, budgets, output records.
 """
 
 from judge.continuation.agent import Agent, AgentError, AgentReply, AgentRequest, ScriptedAgent
 from judge.continuation.confine import Confinement, SandboxUnavailable
+from judge.continuation.correction import Correction, TemplateTeacher, make_teacher
 from judge.continuation.dispatch import ReceiptCache, ToolDispatcher, ToolEvent
 from judge.continuation.mapping import CommandMapping, MappingError
 from judge.continuation.model_agent import ProviderAgent, make_agent
@@ -36,6 +38,7 @@ from judge.continuation.tools import SandboxCall, normalise
 
 __all__ = [
     "Agent", "AgentError", "AgentReply", "AgentRequest", "ArmResult", "Budget", "CommandMapping", "Confinement", "ContinueOptions",
+    "Correction", "TemplateTeacher", "make_teacher",
     "EnvironmentSource", "Environments", "Limits", "MappingError", "ReceiptCache", "Sandbox", "SandboxCall", "SandboxUnavailable",
     "ProviderAgent", "ScriptedAgent", "Stop", "StopReason", "ToolDispatcher", "ToolEvent", "arm_log_path", "continue_tickets", "make_agent",
     "load_tickets", "normalise", "run_ticket", "run_tickets", "write_results",

@@ -40,6 +40,10 @@ from judge.model import ToolCall
 from judge.store import RunStore
 
 STARTED, DONE, UNKNOWN = "started", "done", "unknown"
+# A call that ran and was undone by a runtime correction's rewind (judge.continuation.correction): its effect is
+# not in the copy (it does not count in the copy's version); a resumed run serves its receipt again to decide the
+# same rewind, without restoring the copy a second time.
+ROLLED_BACK = "rolled-back"
 RESTORED_SEQ = -1  # the ledger row that says the checkpoint was restored in the copy (the prefix's writes replayed)
 VERSION_FILE = "copy-version"  # in the arm directory, beside the copy: the agent's files never see it
 # Stops a rerun runs again (the others are final: a rerun keeps their records). A cap raised, a provider back, a
@@ -162,6 +166,15 @@ class CallLedger:
                           "argument_hash": call.argument_hash(), "state": STARTED, "result": {"read_only": read_only}}
         if read_only:
             self.store.finish_arm_call(self.key, seq, STARTED, {"read_only": True})
+
+    def roll_back(self, seqs: Sequence[int]) -> None:
+        """Mark the calls undone by a rewind (before the copy is restored: a kill in between leaves the copy's
+        version ahead of the ledger's, so the copy is not resumed)."""
+        for seq in seqs:
+            row = self.rows.get(seq)
+            if row is not None and row["state"] == DONE:
+                self.store.finish_arm_call(self.key, seq, ROLLED_BACK, row["result"])
+                row["state"] = ROLLED_BACK
 
     def finish(self, seq: int, state: str, result: dict[str, Any]) -> None:
         """Record how the call ended; a finished state-changing call moves the copy's version first."""

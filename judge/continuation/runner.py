@@ -28,8 +28,9 @@ from typing import Any
 from judge import rundir
 from judge.continuation.agent import Agent, AgentError, AgentRequest
 from judge.continuation.confine import SandboxChoice, SandboxUnavailable, choose
+from judge.continuation.correction import Correction, Corrector, ErrorKind, outside_effect
 from judge.continuation.dispatch import Dispatch, ReceiptCache, ToolDispatcher, ToolEvent
-from judge.continuation.ledger import DONE, RESUMABLE, UNKNOWN, ArmOutput, CallLedger, Ledgers
+from judge.continuation.ledger import DONE, RESUMABLE, ROLLED_BACK, UNKNOWN, ArmOutput, CallLedger, Ledgers
 from judge.continuation.mapping import CommandMapping
 from judge.continuation.restore import (
     Environments,
@@ -43,6 +44,7 @@ from judge.continuation.restore import (
 from judge.continuation.sandbox import Limits, Sandbox
 from judge.continuation.tools import MAPPED_TOOL_PARAMETERS, SCHEMAS, ToolKind
 from judge.model import Message, Receipt, ToolCall, ToolSpec, Trajectory, TrajectoryMetadata, Usage
+from judge.pricing import add_costs
 from judge.repair.calls import is_plan_call, is_read_only
 from judge.repair.tickets import Ticket
 from judge.rundir import RunDir
@@ -77,6 +79,7 @@ class ContinueOptions:
     ledgers: Ledgers | None = None  # the write-ahead call ledger: resumable arms (judge.continuation.ledger)
     # How tool processes run (judge.continuation.confine): bwrap where it works, else unconfined with a warning.
     sandbox: SandboxChoice = "auto"
+    correction: Correction | None = None  # runtime correction (judge.continuation.correction)
 
 
 @dataclass
@@ -95,6 +98,7 @@ class ArmResult:
     environment: dict[str, Any] = field(default_factory=dict)
     plan: Any = None  # the plan state (last plan-tool arguments) when the arm ended
     budget_report: dict[str, Any] = field(default_factory=dict)  # per budget: limit, spent, overshoot
+    corrector: Corrector | None = None  # runtime correction: the rewinds made and what the teacher cost
 
     @property
     def finished(self) -> bool:
@@ -131,6 +135,11 @@ class ArmResult:
             "replayed": [e.as_dict() for e in self.replayed], "environment": self.environment,
             "budget": self.budget_report,
         })
+        if self.corrector is not None:
+            # The correction teacher's spend joins the guidance's, so compare's full cost counts it.
+            extra["teacher_usage"] = (ticket.usage + self.corrector.usage).model_dump()
+            extra["teacher_cost_usd"] = add_costs(ticket.cost_usd, self.corrector.cost_usd)
+            extra["corrections"] = [{k: v for k, v in r.items() if k != "messages"} for r in self.corrector.records]
         if ticket.agent_query is not None:
             extra["agent_query"] = ticket.agent_query
         metadata = TrajectoryMetadata(
@@ -150,6 +159,8 @@ class ArmResult:
             "budget": self.budget_report,
             "environment": self.environment, "plan": self.plan, "replayed": [e.as_dict() for e in self.replayed],
             "tool_events": [e.as_dict() for e in self.events],
+            # Every rewound branch, whole (its messages, receipts and tool events): the audit of runtime correction.
+            "corrections": self.corrector.records if self.corrector is not None else [],
             "suffix": None if self.finished else [m.model_dump(mode="json") for m in self.suffix()],
         }
 
@@ -244,6 +255,7 @@ async def _run_ticket(result: ArmResult, agent: Agent, options: ContinueOptions)
                 ledger.mark_restored({"replayed": [e.as_dict() for e in result.replayed]})
         # Replayed writes are the prefix's own: the cache already accounts for them, so it joins only now.
         dispatcher.cache = ReceiptCache(ticket, sites) if options.reuse_receipts else None
+        result.corrector = Corrector(options.correction) if options.correction is not None else None
         result.stop = await _continue(result, agent, dispatcher, tool_schemas(ticket, options.mapping), options.budget,
                                       ledger)
         # A copy the next run can resume in (its calls need not run again) is kept until the arm ends for good.
@@ -296,7 +308,7 @@ async def _call(dispatcher: ToolDispatcher, ledger: CallLedger | None, seq: int,
             return Stop("unknown-write", f"{where}: the ledger holds {row['tool']} ({row['call_id']}) at this place (the "
                                          "agent answered otherwise on resume), so the copy's state is unknown; judge "
                                          "continue --retry-unknown retries the arm in a fresh copy")
-        if row["state"] == DONE or (row["state"] == UNKNOWN and (row["result"] or {}).get("event")):
+        if row["state"] in (DONE, ROLLED_BACK) or (row["state"] == UNKNOWN and (row["result"] or {}).get("event")):
             # Finished before the kill, or found of unknown outcome (the arm stops at it again, its receipt shown).
             done = _served(dispatcher.sandbox, row)
             if done.receipt is not None and row["result"].get("changes_state") and dispatcher.cache is not None:
@@ -350,7 +362,13 @@ async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher,
             return Stop("agent-error", "the agent reported no token usage, so the token budget cannot be enforced")
         if not message.tool_calls:
             return Stop("completed", f"answered at T{turn}")
+        corrector = result.corrector
+        start, first_seq, first_event = len(result.messages) - 1, seq, len(result.events)
+        if corrector is not None:
+            corrector.begin_turn(dispatcher.sandbox, seq)
         for call in message.tool_calls:
+            if corrector is not None:
+                corrector.before_call(dispatcher.sandbox, call, seq)
             done = await _call(dispatcher, ledger, seq, call, turn)
             seq += 1
             if isinstance(done, Stop):
@@ -362,6 +380,52 @@ async def _continue(result: ArmResult, agent: Agent, dispatcher: ToolDispatcher,
             if done.unknown:
                 return Stop("unknown-write", f"T{turn} {call.name} ({call.id}) {done.event.detail}; the arm stops here "
                                              "(judge continue --retry-unknown retries it in a fresh copy)")
+            found = corrector.faulty(call, done.receipt) if corrector is not None else None
+            if corrector is not None and found is not None:
+                turn_calls = {c.id: c for c in message.tool_calls}
+                outside = [e for e in result.events[first_event:] if outside_effect(turn_calls[e.call_id], e)]
+                if outside:  # the mapping's state cannot be rewound: the error stays, the arm goes on
+                    corrector.records.append({"turn": turn, "call_id": call.id, "tool": call.name, "kind": found[0],
+                                              "error": found[1][:500], "rewound": False,
+                                              "reason": f"{outside[0].name} ({outside[0].call_id}) may have changed "
+                                                        "state outside the working copy (a mapped command)"})
+                    continue
+                await _rewind(result, corrector, dispatcher, ledger, (start, first_event, range(first_seq, seq)), call,
+                              turn, found)
+                break  # the model chooses again, from before this turn
+
+
+async def _rewind(result: ArmResult, corrector: Corrector, dispatcher: ToolDispatcher, ledger: CallLedger | None,
+                  since: tuple[int, int, range], call: ToolCall, turn: int, found: tuple[ErrorKind, str]) -> None:
+    """Runtime correction of a faulty call at ``turn``: the teacher's guidance, the turn undone (its messages and
+    events moved to the audit record, the copy restored), the guidance added for the model's next choice."""
+    start, first_event, seqs = since
+    kind, line = found
+    ticket = result.ticket
+    conversation = Trajectory(id=result.output_id, query=ticket.query, query_id=ticket.query_id,
+                              messages=list(result.messages), metadata=TrajectoryMetadata(source_format=SOURCE_FORMAT))
+    guidance = await corrector.guide(conversation, call, turn, kind, line)
+    # A resumed run finds this rewind made (the ledger says so): the copy is already as the rewind left it.
+    made = ledger is not None and all((ledger.entry(s) or {}).get("state") == ROLLED_BACK for s in seqs)
+    if ledger is not None and not made:
+        ledger.roll_back(seqs)
+    corrector.rewind(dispatcher.sandbox, restore_copy=not made)
+    if ledger is not None and not made:
+        ledger.set_copy_version(ledger.version)
+    if dispatcher.cache is not None:
+        dispatcher.cache.state_changed()  # what the rewound branch read may not hold any more
+    turn_message = result.messages[start]
+    corrector.records.append({
+        "turn": turn, "call_id": call.id, "tool": call.name, "kind": kind, "error": line[:500], "rewound": True,
+        "guidance": guidance.text, "guidance_source": guidance.source, "teacher_usage": guidance.usage.model_dump(),
+        "teacher_cost_usd": guidance.cost_usd,
+        "usage": turn_message.usage.model_dump() if turn_message.usage is not None else None,
+        "tool_events": [e.as_dict() for e in result.events[first_event:]],
+        "messages": [m.model_dump(mode="json") for m in result.messages[start:]],
+    })
+    del result.messages[start:]
+    del result.events[first_event:]
+    result.messages.append(Message(role="user", content=guidance.text, turn=turn))
 
 
 def _add_cost(result: ArmResult, costs: list[float | None], usage: Usage | None, cost_usd: float | None) -> None:
