@@ -105,8 +105,10 @@ def test_a_turn_whose_mapped_command_may_have_changed_state_outside_the_copy_is_
     state = tmp_path / "service-state.txt"  # the mapped service's state: outside the copy, no snapshot holds it
     mapping = CommandMapping.from_dict({"tools": {"create_record": {
         "run": f"echo made >> {state}; echo 'error: unknown flag --x' >&2; exit 2"}}}, base_dir=tmp_path)
+    # unconfined: the mapped service writes outside the copy, as a real service would (bwrap's sandbox keeps a
+    # mapped command inside the arm; what is tested here is the rewind's refusal, not the sandbox)
     opts = options(workdir(tmp_path, {"config.ini": "port = 8080\n"}), mapping=mapping,
-                   correction=Correction(TemplateTeacher()))
+                   correction=Correction(TemplateTeacher()), sandbox="none")
     script = [{"tool_calls": [{"name": "create_record", "arguments": {"x": 1}}], "usage": USAGE},
               {"content": "done", "usage": USAGE}]
     result = asyncio.run(run_ticket(make_ticket(READ_THEN_WRITE, checkpoint=2), ScriptedAgent.of({"*": script}), opts))
@@ -126,8 +128,9 @@ def test_a_resumed_arm_serves_the_rewound_call_from_the_ledger_and_leaves_the_co
     ticket = make_ticket(READ_THEN_WRITE, checkpoint=2)
     source = workdir(tmp_path, {"config.ini": "port = 8080\n"})
     with RunStore(tmp_path / "store.sqlite") as store:
+        # unconfined: the probe outside the copy counts runs of the failing call (bwrap would refuse the write)
         opts = options(source, keep_workdirs=True, ledgers=open_ledgers(store, out),
-                       correction=Correction(TemplateTeacher()))
+                       correction=Correction(TemplateTeacher()), sandbox="none")
         # The script ends after the corrected turn: the arm stops agent-error, its copy kept for the rerun.
         short = [bash(failing), bash("echo ok >> good.txt")]
         _, [first] = asyncio.run(continue_tickets([ticket], ScriptedAgent.of({"*": short}), opts, out))
