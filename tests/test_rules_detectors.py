@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from judge.facts.analysis import analyse, classify_receipt
 from judge.judges import make_judge
 from judge.model import (
     Message,
@@ -29,7 +30,6 @@ from judge.rules import (
     vote_from_waste,
     waste_counts,
 )
-from judge.rules.analysis import analyse, classify_receipt
 
 # --- a compact trajectory builder ------------------------------------------------------------------
 
@@ -334,7 +334,7 @@ def test_every_finding_quotes_evidence() -> None:
 
 def test_default_config_is_versioned_and_a_disabled_detector_finds_nothing(tmp_path: Path) -> None:
     config = default_config()
-    assert config.version == "rules-v2.1" and set(config.detectors) == set(DETECTOR_NAMES)
+    assert config.version == "rules-v2.2" and set(config.detectors) == set(DETECTOR_NAMES)
     assert Path(config.source or "").name == "rules-v2.yaml"
     text = Path(config.source or "").read_text(encoding="utf-8").replace(
         "  failed-call:\n    enabled: true", "  failed-call:\n    enabled: false")
@@ -454,7 +454,7 @@ def test_rules_judge_reports_a_crash_as_unscored(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_judge_and_the_gate_analyse_one_trajectory_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import judge.rules.analysis as analysis_module
+    import judge.facts.analysis as analysis_module
     from judge.gate import release_checks
 
     made: list[str] = []
@@ -475,7 +475,7 @@ def test_the_judge_and_the_gate_analyse_one_trajectory_object_once(monkeypatch: 
 
 
 def test_an_edited_or_copied_trajectory_is_analysed_afresh() -> None:
-    from judge.rules.analysis import _ANALYSED, analysis_of
+    from judge.facts.analysis import _ANALYSED, analysis_of
 
     config = default_config()
     trajectory = build(U("go"), A("", sh("cli add --records x", FAIL, 2)), A("All records have been created."))
@@ -504,7 +504,7 @@ def test_an_edited_or_copied_trajectory_is_analysed_afresh() -> None:
     ("修正が完了しました。calc.py を更新。", ("calc.py",)),
 ])
 def test_salient_tokens(text: str, tokens: tuple[str, ...]) -> None:
-    from judge.rules.analysis import salient_tokens
+    from judge.facts.analysis import salient_tokens
 
     assert salient_tokens(text) == tokens
 

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from judge.facts.values import value_tokens
 from judge.model import Trajectory
 from judge.repair.calls import (
     CallSite,
@@ -72,22 +73,6 @@ class SentenceEdit(BaseModel):
     margin: float
     action: Literal["removed", "flagged"]
     why: str
-
-
-_VALUE_RE = re.compile(
-    r"\b(?:rec|fld|tbl|app|vew|usr|wkf|bas|blk|ou|oc)[A-Za-z0-9]{6,}\b"  # Lark/Airtable-style record ids
-    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUIDs
-    r"|\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{4,}\b"  # mixed letters+digits ids
-    r"|(?<![\w-])--[a-z][a-z0-9-]+"  # flags a receipt suggests
-    r"|\b\d{3,}\b",
-    re.IGNORECASE,
-)
-
-
-def value_tokens(text: str) -> set[str]:
-    """Values a receipt can hand to later steps: ids, uuids, flags, numbers (HTTP status codes excluded)."""
-    tokens = set(_VALUE_RE.findall(text or ""))
-    return {t for t in tokens if not re.fullmatch(r"[45]\d\d", t)}
 
 
 def _later_text(trajectory: Trajectory, index: int) -> str:

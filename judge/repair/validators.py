@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from judge.facts.values import value_tokens
 from judge.model import Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
@@ -27,7 +28,6 @@ from judge.repair.calls import (
 from judge.repair.dependencies import (
     failed_receipt_indices,
     recovery_window,
-    value_tokens,
 )
 from judge.repair.textref import (
     Detectors,

@@ -30,7 +30,7 @@ Each detector is registered by its ``@detector(name, category, roles=..., mast=.
 checks, repair's plan and wording tags, the edit validators, the MAST mapping) are views of the registry.
 Their rules are documented on the functions in :mod:`judge.rules.detectors`; phrase lists and thresholds are
 data in ``rubrics/rules-v2.yaml`` (per language; a language without a vocabulary gets the structural checks).
-Everything is computed from one :class:`~judge.rules.analysis.Analysis` per trajectory, so a single detector is
+Everything is computed from one :class:`~judge.facts.analysis.Analysis` per trajectory, so a single detector is
 as cheap as the analysis it needs.
 """
 
@@ -38,12 +38,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
+from judge.facts.analysis import Action, Analysis, analyse, analysis_of
+from judge.facts.config import RulesConfig, default_config, set_detector_names
 from judge.model import Trajectory
 from judge.rules import detectors as _detectors  # noqa: F401  (registers the built-in detectors)
-from judge.rules.analysis import Action, Analysis, analyse, analysis_of
-from judge.rules.config import RulesConfig
 from judge.rules.registry import (
     ROLES,
     DetectorNames,
@@ -58,6 +57,7 @@ from judge.rules.registry import (
 from judge.schema import Efficiency, Issue
 
 DetectorFn = Callable[[Analysis], list[Issue]]
+set_detector_names(detector_names)  # configs name only registered detectors
 
 __all__ = [
     "DETECTORS", "DETECTOR_NAMES", "ROLES", "Analysis", "Detector", "DetectorFn", "DetectorNames", "DetectorSpec",
@@ -65,12 +65,6 @@ __all__ = [
     "detector_names", "detector_spec", "efficiency_vote", "fired_detectors", "run_detectors", "unregister", "vote_from_waste",
     "waste_counts",
 ]
-
-
-@lru_cache(maxsize=1)
-def default_config() -> RulesConfig:
-    """The bundled config, read once per process."""
-    return RulesConfig.load()
 
 
 @dataclass(frozen=True)

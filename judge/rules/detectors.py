@@ -1,4 +1,4 @@
-"""The detectors. Each reads the shared :class:`~judge.rules.analysis.Analysis` and returns issues.
+"""The detectors. Each reads the shared :class:`~judge.facts.analysis.Analysis` and returns issues.
 
 Each is registered by its ``@detector`` decorator (:mod:`judge.rules.registry`) with the category of its issues
 and the roles it plays elsewhere (release gate, repair); the registration order is the order they run in.
@@ -15,7 +15,7 @@ import bisect
 import json
 import re
 
-from judge.rules.analysis import (
+from judge.facts.analysis import (
     _CODE,
     _HAS_EXTENSION,
     _IDENTIFIER,
