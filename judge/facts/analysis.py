@@ -162,16 +162,19 @@ class Analysis:
         return excerpt(text, self.config.receipt.excerpt_chars)
 
     def recovered(self, action: Action, before: int | None = None) -> Action | None:
-        """A later successful action of the same intent (visible before message ``before``, if given)."""
+        """A later successful action of the same intent (visible before message ``before``, if given). A read
+        does not redo a failed write (``lark-cli base record list`` after a failed ``record create``), nor does a
+        success that changed nothing (a no-op)."""
         successes: dict[str, list[Action]] | None = self.cache.get("ok_by_intent")
         if successes is None:
             successes = {}
             for candidate in self.actions:
-                if candidate.outcome == "ok":
+                if candidate.outcome == "ok" and candidate.status != "noop":
                     successes.setdefault(candidate.intent, []).append(candidate)
             self.cache["ok_by_intent"] = successes
         for later in successes.get(action.intent, ()):
-            if later.order > action.order and (before is None or later.visible_at < before):
+            if (later.order > action.order and (before is None or later.visible_at < before)
+                    and (action.read_only or not later.read_only)):
                 return later
         return None
 

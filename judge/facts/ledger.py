@@ -14,7 +14,7 @@ from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc
 from judge.facts.config import RulesConfig, default_config
-from judge.facts.values import ValueKind, listed_counts, printed_counts, value_kind, value_tokens
+from judge.facts.values import ValueKind, is_resource_id, listed_counts, printed_counts, value_kind, value_tokens
 from judge.model import Trajectory
 
 __all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Status", "Value", "Version", "ledger_of"]
@@ -154,7 +154,7 @@ class Ledger:
         names = list(action.writes)
         if not action.is_check:
             shown = action.text + "\n" + (action.receipt.content[:2000] if action.receipt is not None else "")
-            names += sorted(t for t in value_tokens(shown) if value_kind(t) == "id")
+            names += sorted(t for t in value_tokens(shown) if is_resource_id(t))
         return tuple(dict.fromkeys(names))
 
     @property

@@ -44,6 +44,22 @@ def value_kind(token: str) -> ValueKind:
     return "id"
 
 
+_LARK_OR_UUID = re.compile(r"(?:rec|fld|tbl|app|vew|usr|wkf|bas|blk|ou|oc)[A-Za-z0-9]{6,}|[0-9a-f]{8}-[0-9a-f]{4}-.*")
+# Letters-and-digits words of tools and formats, not objects a call creates or changes.
+_TECH_WORD = re.compile(r"(?:sha|md|base|utf-?|u?int|float|python|py|ipv|http|x86_|arm|es20|h26|mp|v)\d.*|\d+(?:px|ms|s|mb|gb|kb|k)",
+                        re.IGNORECASE)
+
+
+def is_resource_id(token: str) -> bool:
+    """Whether a value token names an object (a record, table, job, booking): a Lark-style id or a UUID, or a
+    code of 6+ characters with 2+ letters and 2+ digits that is no tool or format word (sha256, python3)."""
+    if _LARK_OR_UUID.fullmatch(token):
+        return True
+    if len(token) < 6 or token.startswith("-") or _TECH_WORD.fullmatch(token) or value_kind(token) != "id":
+        return False
+    return sum(c.isdigit() for c in token) >= 2 and sum(c.isalpha() for c in token) >= 2
+
+
 _TABLE_RULE = re.compile(r"^[\s|+:=-]*-{3,}[\s|+:=-]*$")  # a table's rule line (---+---, |---|)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S")
 _MAX_JSON = 200_000
