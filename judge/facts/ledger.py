@@ -95,6 +95,17 @@ class Ledger:
     def actions(self) -> list[Action]:
         return self.analysis.actions
 
+    def action_for(self, call_id: str) -> Action | None:
+        """The action of the call with id ``call_id`` (the first, when an id is reused)."""
+        by_id: dict[str, Action] | None = self.analysis.cache.get("ledger:by_call_id")
+        if by_id is None:
+            by_id = {}
+            for action in self.actions:
+                if action.call is not None:
+                    by_id.setdefault(action.call.id, action)
+            self.analysis.cache["ledger:by_call_id"] = by_id
+        return by_id.get(call_id)
+
     # --- values -----------------------------------------------------------------------------------------
 
     @property
@@ -159,36 +170,47 @@ class Ledger:
 
     @property
     def versions(self) -> dict[str, list[Version]]:
-        """Artifact -> its versions in order (each successful write makes one)."""
-        cached: dict[str, list[Version]] | None = self.analysis.cache.get("ledger:versions")
-        if cached is None:
-            cached = {}
+        """Every artifact -> its versions in order (each successful write makes one)."""
+        names = dict.fromkeys(a for action in self.actions for a in self.artifacts_written(action))
+        return {artifact: self.history(artifact) for artifact in names}
+
+    def history(self, artifact: str) -> list[Version]:
+        """The versions of one artifact, in order: found on first use with substring tests (most trajectories
+        ask about the few artifacts their checks cover, never about all of them)."""
+        memo: dict[str, list[Version]] = self.analysis.cache.setdefault("ledger:history", {})
+        found = memo.get(artifact)
+        if found is None:
+            found = memo[artifact] = []
+            resource = is_resource_id(artifact)
             for action in self.actions:
-                for artifact in self.artifacts_written(action):
-                    history = cached.setdefault(artifact, [])
-                    history.append(Version(artifact, len(history) + 1, action.order, action.visible_at))
-            self.analysis.cache["ledger:versions"] = cached
-        return cached
+                if action.is_plan or action.read_only or action.status not in ("ok", "partial"):
+                    continue
+                if artifact in action.writes or (resource and not action.is_check and (
+                        artifact in action.text
+                        or (action.receipt is not None and artifact in action.receipt.content[:2000]))):
+                    found.append(Version(artifact, len(found) + 1, action.order, action.visible_at))
+        return found
 
     def version_at(self, artifact: str, index: int) -> int:
         """The version of ``artifact`` the agent could know of at message ``index`` (0: never written)."""
-        history = self.versions.get(artifact, [])
-        return bisect.bisect_left([v.visible_at for v in history], index)
+        return bisect.bisect_left([v.visible_at for v in self.history(artifact)], index)
 
     def bound_versions(self, check: Action) -> dict[str, int]:
-        """The artifacts a check (or read-back) ran on, with the version each had: those it names, and (files)
-        those written before it that are not documentation."""
+        """The artifacts a check (or read-back) ran on, with the version each had: the files and resources it
+        names, and (a check) the files written before it that are not documentation."""
         memo: dict[int, dict[str, int]] = self.analysis.cache.setdefault("ledger:bound", {})
         bound = memo.get(check.order)
         if bound is None:
             bound = {}
-            at = check.message_index
-            for artifact, history in self.versions.items():
-                named = artifact in check.text or _basename(artifact) in check.text
-                written_file = bool(history) and any(artifact in self.actions[v.action].writes for v in history)
-                before = self.version_at(artifact, at + 1)
-                if named or (written_file and before and not is_doc(artifact) and check.is_check):
-                    bound[artifact] = before
+            at = check.message_index + 1
+            files = dict.fromkeys(p for a in self.actions if a.writes and a.status in ("ok", "partial") for p in a.writes)
+            for path in files:
+                before = self.version_at(path, at)
+                if path in check.text or _basename(path) in check.text or (before and check.is_check and not is_doc(path)):
+                    bound[path] = before
+            for token in value_tokens(check.text):
+                if is_resource_id(token) and token not in bound:
+                    bound[token] = self.version_at(token, at)
             memo[check.order] = bound
         return bound
 

@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass
 
 from judge.derived import TrajectoryMemo
+from judge.facts import ledger_of
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
@@ -206,10 +207,22 @@ def _says_rejected(text: str) -> bool:
     return bool(_REJECTED_BEFORE_RUN.search(text))
 
 
-def side_effect_free(site: CallSite) -> tuple[bool, str]:
-    """Whether deleting the call cannot hide a change of state (resource-state dependency, first half)."""
+def effects_shown(trajectory: Trajectory, site: CallSite) -> str | None:
+    """What the receipt shows the call changed although it failed ("created 2 of 5 rows", then an error), read
+    from the fact ledger's status (``partial``), or None."""
+    action = ledger_of(trajectory).action_for(site.call.id)
+    if action is None or action.status != "partial":
+        return None
+    return f"the receipt shows the call had effects before it failed ({action.error_line or 'partial write'})"
+
+
+def side_effect_free(site: CallSite, trajectory: Trajectory | None = None) -> tuple[bool, str]:
+    """Whether deleting the call cannot hide a change of state (resource-state dependency, first half); with the
+    trajectory, a receipt that shows effects (the ledger's ``partial``) also keeps the call."""
     if site.receipt is None:
         return False, "the call has no receipt: its outcome is unknown"
+    if trajectory is not None and (effects := effects_shown(trajectory, site)) is not None:
+        return False, effects
     if is_plan_call(site.call):
         return False, f"{site.call.name} updates the plan state"
     ok, why = is_read_only(site.call)

@@ -80,9 +80,10 @@ def _later_text(trajectory: Trajectory, index: int) -> str:
     return message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls)
 
 
-def resource_state(site: CallSite) -> Dependency:
-    """Did the call create or modify anything? Only side-effect-free calls may be deleted offline."""
-    ok, why = side_effect_free(site)
+def resource_state(site: CallSite, trajectory: Trajectory | None = None) -> Dependency:
+    """Did the call create or modify anything? Only side-effect-free calls may be deleted offline; with the
+    trajectory, a failed call whose receipt shows effects (the ledger's ``partial``) is never one."""
+    ok, why = side_effect_free(site, trajectory)
     if site.receipt is None:
         return Dependency(kind="resource-state", status="unknown", call_id=site.call.id, turn=site.turn, detail=why)
     return Dependency(

@@ -776,7 +776,7 @@ def _stale_artifact(an: Analysis, check: Action, index: int) -> tuple[str, Actio
     ledger = _ledger(an)
     for artifact, version in ledger.bound_versions(check).items():
         if ledger.version_at(artifact, index) > version:
-            return artifact, an.actions[ledger.versions[artifact][version].action]
+            return artifact, an.actions[ledger.history(artifact)[version].action]
     return None
 
 
