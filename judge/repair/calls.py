@@ -13,7 +13,6 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from judge.derived import TrajectoryMemo
 from judge.facts import ledger_of
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
@@ -73,43 +72,12 @@ def receipt_failed(receipt: Receipt | None) -> bool:
     return bool(receipt.is_error) or (receipt.exit_code is not None and receipt.exit_code != 0)
 
 
-# Routing one trajectory asks for its call sites many times (each issue, the editor, the validators, the tickets),
-# and for those of its edited copies: the last few are kept (judge.derived).
-_SITES: TrajectoryMemo[tuple[CallSite, ...]] = TrajectoryMemo(16)
-
-
 def call_sites(trajectory: Trajectory) -> list[CallSite]:
-    """Every tool call in message order, paired with its receipt: by call id, else (formats that pair by
-    position) with the next receipt without a call id that follows the call's message in the same turn.
-
-    Found once per trajectory object (:class:`~judge.derived.TrajectoryMemo`); each call returns a new list."""
-    sites = _SITES.get(trajectory)
-    if sites is None:
-        sites = _SITES.put(trajectory, tuple(_find_call_sites(trajectory)))
-    return list(sites)
-
-
-def _find_call_sites(trajectory: Trajectory) -> list[CallSite]:
-    receipt_at: dict[str, int] = {}
-    without_id: list[int] = []  # receipts without a call id (rare: most formats pair by id)
-    for index, message in enumerate(trajectory.messages):
-        if message.role == "tool" and message.receipt is not None:
-            if message.receipt.call_id:
-                receipt_at.setdefault(message.receipt.call_id, index)
-            else:
-                without_id.append(index)
-    sites: list[CallSite] = []
-    for index, message in enumerate(trajectory.messages):
-        if message.role != "assistant":
-            continue
-        anonymous = [i for i in without_id if i > index and trajectory.messages[i].turn == message.turn] if without_id else []
-        for call in message.tool_calls:
-            r_index = receipt_at.get(call.id)
-            if r_index is None and anonymous:
-                r_index = anonymous.pop(0)
-            receipt = trajectory.messages[r_index].receipt if r_index is not None else None
-            sites.append(CallSite(call, message.turn or 0, index, receipt, r_index))
-    return sites
+    """Every tool call in message order, paired with its receipt: the fact ledger's actions (by call id, else,
+    in formats that pair by position, the first unanswered call of the receipt's turn). Read from the ledger
+    built once per trajectory object; each call returns a new list."""
+    return [CallSite(a.call, a.turn, a.message_index, a.receipt, a.receipt_index)
+            for a in ledger_of(trajectory).actions if a.call is not None]
 
 
 def shell_command(call: ToolCall) -> str | None:
