@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from test_rules_detectors import A, U, build, sh, todo, tool
 
+from judge.gate import release_checks
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -102,3 +103,10 @@ CASES: list[tuple[str, Trajectory, set[tuple[int | None, str]]]] = [
 @pytest.mark.parametrize(("case", "trajectory", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_every_detector_together(case: str, trajectory: Trajectory, expected: set[tuple[int | None, str]]) -> None:
     assert {(i.turn, i.tag) for i in run_detectors(trajectory)} == expected
+
+
+def test_the_release_gate_reads_the_same_facts() -> None:
+    noop = next(t for name, t, _ in CASES if name == "no-op write, then done")
+    assert {"authenticity:noop-success", "authenticity:unverified-completion"} <= set(release_checks(noop))
+    clean = next(t for name, t, _ in CASES if name == "near miss: a listing of exactly that many items, ja")
+    assert not [c for c in release_checks(clean) if c.startswith("authenticity:")]
