@@ -472,6 +472,11 @@ def _classify_hits(
         if not (reports_checks or shows or failures):
             return _OK
         return Reading("ok", "", reports_checks, shows=shows, reports_failures=failures)
+    if error is not None and not explicit_failure and not environment and hit("noop") is not None:
+        # "warning: unknown flag --upsert ignored" with no exit code: the tool went on and did nothing (a no-op).
+        warned = _line_at(window, error.start()).lower()
+        if warned.startswith(("warning", "warn:", "notice")) or "ignor" in warned:
+            return Reading("ok", "", reports_checks, shows="noop")
     shown = environment or error
     line = _line_at(window, shown.start()) if shown else (text.splitlines() or [""])[0]
     if _EXIT_LINE.match(line):
