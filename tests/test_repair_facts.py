@@ -155,3 +155,17 @@ def test_deleting_the_only_lookup_behind_the_final_answer_is_refused(detectors) 
     edited, message_map = _drop(original, "c1")
     kinds = refusals(validate_edit(original, edited, message_map, ["c1"], detectors))
     assert {"unsupported-final", "dependency"} <= kinds
+
+
+def test_a_late_paraphrase_of_the_deleted_failure_is_refused(detectors) -> None:  # type: ignore[no-untyped-def]
+    original = trajectory("late", [
+        say("Reading the config.", call("c1", "Read", file_path="config.yaml")),
+        tool("c1", "Error: ENOENT: no such file or directory, open 'config.yaml'", error=True),
+        say("Reading the service file.", call("c2", "Read", file_path="config/service.yaml")),
+        tool("c2", "service:\n  name: billing\n  port: 8080\n"),
+        say("Listing the Base tables.", call("c3", "Bash", command="lark-cli base table list")),
+        tool("c3", '[{"id": "tblOrd001"}]', exit_code=0),
+        say("Since the earlier read failed, I double-checked everything; the service listens on 8080."),
+    ], query="Which port does the billing service use?")
+    edited, message_map = _drop(original, "c1")
+    assert "reference" in refusals(validate_edit(original, edited, message_map, ["c1"], detectors))

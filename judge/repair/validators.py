@@ -112,17 +112,22 @@ def no_reference_to_deleted_failure(
     windows = [recovery_window(original, orig_sites[c], all_sites) for c in deleted if c in orig_sites]
     items: list[tuple[int, str, bool]] = []
     cues: list[bool] = []
+    # The failure vocabularies of the rules config (9 languages, data) are a cue too: a paraphrase several turns
+    # after the failure that names no call ("as the earlier problem showed") is still read with the lower bar.
+    patterns = ledger_of(edited).analysis.config.patterns
     for index, message in enumerate(edited.messages):
         if message.role != "assistant":
             continue
         near_deleted = any(message_map[index] in window for window in windows)
         for sentence in split_sentences(message_text(message)):
             names_deleted = bool(distinctive_tokens(sentence.text) & deleted_tokens)
+            speaks = bool(deleted) and (patterns.phantom.search(sentence.text) or patterns.prior_failure.search(sentence.text))
             items.append((index, sentence.text, names_deleted))
-            cues.append(near_deleted or names_deleted)
+            cues.append(near_deleted or names_deleted or bool(speaks))
     findings: list[str] = []
     for (index, text, names_deleted), (is_ref, margin) in zip(items, detectors.failure_reference([t for _, t, _ in items], cues)):
-        if not is_ref:
+        # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
+        if not (is_ref or (deleted and patterns.phantom.search(text))):
             continue
         original_index = message_map[index]
         nearest_original = max((i for i in orig_failed if i < original_index), default=None)
@@ -143,6 +148,7 @@ def no_reference_to_deleted_failure(
         passed=not findings,
         detail="a sentence still refers to a failure that is gone" if findings else "no reference to a deleted failure",
         findings=findings,
+        kind="reference",
     )
 
 
@@ -247,6 +253,7 @@ def no_new_premature_claim(original: Trajectory, edited: Trajectory, detectors: 
         detail=("the edit put a success claim before its receipt" if new else "every success claim follows its receipt")
         + (f" ({kept} already in the original)" if kept else ""),
         findings=new,
+        kind="order",
     )
 
 
@@ -273,6 +280,7 @@ def no_failed_receipt_made_success(original: Trajectory, edited: Trajectory) -> 
         passed=not findings,
         detail="receipts changed" if findings else "every kept receipt is identical to the original",
         findings=findings,
+        kind="flip",
     )
 
 
