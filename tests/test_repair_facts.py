@@ -169,3 +169,17 @@ def test_a_late_paraphrase_of_the_deleted_failure_is_refused(detectors) -> None:
     ], query="Which port does the billing service use?")
     edited, message_map = _drop(original, "c1")
     assert "reference" in refusals(validate_edit(original, edited, message_map, ["c1"], detectors))
+
+
+def test_a_failure_shown_only_by_its_content_is_a_failed_call(detectors) -> None:  # type: ignore[no-untyped-def]
+    # Anthropic-style tool results carry no exit code: the ledger reads the failure from the content.
+    unflagged = trajectory("unflagged", [
+        say("Finding the table.", call("c1", "Bash", command="lark-cli base table get --name Order")),
+        tool("c1", "Error: table 'Order' not found"),
+        say("Listing the tables.", call("c2", "Bash", command="lark-cli base table list")),
+        tool("c2", '[{"id": "tblOrd001", "name": "Orders"}]'),
+        say("The Orders table is tblOrd001."),
+    ], query="Which id does the Orders table have?")
+    result = offline_edit(unflagged, issue(1), detectors=detectors)
+    assert result.kind == "remove-failed-call" and result.calls == ["c1"]
+    assert result.status == "edited", result.reason

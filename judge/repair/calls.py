@@ -13,7 +13,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from judge.facts import ledger_of
+from judge.facts import Status, ledger_of
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
@@ -59,10 +59,13 @@ class CallSite:
     message_index: int
     receipt: Receipt | None
     receipt_index: int | None
+    status: Status = "unknown"  # the fact ledger's status of the call (read from exit code and content)
 
     @property
     def failed(self) -> bool:
-        return receipt_failed(self.receipt)
+        """The receipt reports failure: by its flags, or by its content (the ledger's ``failed`` / ``partial``:
+        "Error: ..." in a tool result that carries no flag)."""
+        return receipt_failed(self.receipt) or (self.receipt is not None and self.status in ("failed", "partial"))
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
@@ -76,7 +79,7 @@ def call_sites(trajectory: Trajectory) -> list[CallSite]:
     """Every tool call in message order, paired with its receipt: the fact ledger's actions (by call id, else,
     in formats that pair by position, the first unanswered call of the receipt's turn). Read from the ledger
     built once per trajectory object; each call returns a new list."""
-    return [CallSite(a.call, a.turn, a.message_index, a.receipt, a.receipt_index)
+    return [CallSite(a.call, a.turn, a.message_index, a.receipt, a.receipt_index, a.status)
             for a in ledger_of(trajectory).actions if a.call is not None]
 
 

@@ -274,6 +274,8 @@ def control_conditions(
 
 
 def failed_receipt_indices(trajectory: Trajectory) -> list[int]:
-    return [
-        i for i, m in enumerate(trajectory.messages) if m.role == "tool" and m.receipt is not None and receipt_failed(m.receipt)
-    ]
+    """Message indexes of the failed receipts: by their flags, or by their content (the fact ledger's status)."""
+    found = {i for i, m in enumerate(trajectory.messages)
+             if m.role == "tool" and m.receipt is not None and receipt_failed(m.receipt)}
+    found |= {s.receipt_index for s in call_sites(trajectory) if s.failed and s.receipt_index is not None}
+    return sorted(found)
