@@ -583,47 +583,67 @@ def silent_check_failure(an: Analysis) -> list[Issue]:
 
 @detector("contradicted-claim", "semantic", roles=("authenticity", "edit-check"), mast="verification")
 def contradicted_claim(an: Analysis) -> list[Issue]:
-    """A claim whose count is contradicted by a read-back: a successful read after the last change that
-    concerns the same resource (or names a value of the claim) lists or prints another number of items, and no
-    receipt shows the claimed one ("5 rows added" while the list shows 4)."""
+    """A claim whose value a read-back contradicts: a successful read after the last change that concerns the
+    same resource (or names a value of the claim) shows another value. A count: the read-back lists or prints
+    another number of items and no receipt shows the claimed one ("5 rows added" while the list shows 4). A
+    status: the change set a status the claim names ("--set status=paid", "marked as paid") and the read-back's
+    status field shows another ("status": "unpaid")."""
     issues = []
-    for (index, text), (count, read_back, shown) in _contradicted(an).items():
+    for (index, text), (claimed, read_back, shown) in _contradicted(an).items():
         turn = an.trajectory.messages[index].turn
-        numbers = ", ".join(str(n) for n in sorted(shown))
-        description = f"Claims {count}, but the read-back of T{read_back.turn} shows {numbers}."
+        description = f"Claims {claimed}, but the read-back of T{read_back.turn} shows {shown}."
         evidence = f"T{turn}: \"{an.excerpt(text)}\" | receipt {_receipt_quote(an, read_back)}"
         issues.append(_issue(an, "contradicted-claim", turn, description, evidence))
     return issues
 
 
-def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[int, Action, frozenset[int]]]:
-    """(message index, sentence) -> (claimed count, read-back, counts it shows) of each claim a read-back
+_STATUS_FIELD = re.compile(r"""["']?\b(?:status|state)["']?\s*[:=]\s*["']?([A-Za-z][\w-]*)""", re.IGNORECASE)
+
+
+def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]]:
+    """(message index, sentence) -> (claimed value, read-back, what it shows) of each claim a read-back
     contradicts; found once per analysis (unverified-completion leaves these claims to contradicted-claim)."""
-    cached: dict[tuple[int, str], tuple[int, Action, frozenset[int]]] | None = an.cache.get("contradicted")
+    cached: dict[tuple[int, str], tuple[str, Action, str]] | None = an.cache.get("contradicted")
     if cached is not None:
         return cached
     cached = an.cache["contradicted"] = {}
-    if not any(s.counts for speech in an.speeches for s in speech.sentences):
-        return cached
+    if not any(a.read_only for a in an.actions):
+        return cached  # no read-back at all
     ledger = _ledger(an)
     for speech in an.speeches:
+        claims = _claims(speech)
+        if not claims:
+            continue
         index = speech.message_index
         prior = _work_before(an, index)
-        for sentence in _claims(speech):
-            if not sentence.counts or _count_shown(an, sentence.counts[0], prior, index):
+        last = next((a for a in reversed(prior) if not a.read_only and a.status in ("ok", "partial", "noop")), None)
+        if last is None:
+            continue
+        set_status = _STATUS_FIELD.findall(last.text) if "stat" in last.text.lower() else []
+        if not set_status and not any(s.counts for s in claims):
+            continue  # nothing a read-back could contradict (most messages)
+        for sentence in claims:
+            count = sentence.counts[0] if sentence.counts else None
+            status = next((v for v in set_status
+                           if re.search(rf"(?<!\w){re.escape(v)}(?!\w)", sentence.text, re.IGNORECASE)), None)
+            if count is None and status is None:
                 continue
-            changes = [a for a in prior if not a.read_only and a.status in ("ok", "partial", "noop")]
-            if not changes:
+            if count is not None and _count_shown(an, count, prior, index):
                 continue
-            last = changes[-1]
             names = set(ledger.artifacts_written(last)) | set(argument_values(last)) | set(sentence.tokens)
             read_back = next((a for a in reversed(prior) if a.order > last.order and a.read_only and a.outcome == "ok"
                               and a.visible_at < index and any(n in a.text for n in names)), None)
             if read_back is None:
                 continue
-            shown = ledger.listed(read_back) | ledger.printed(read_back)
-            if shown and shown.isdisjoint(sentence.counts):
-                cached[(index, sentence.text)] = (sentence.counts[0], read_back, shown)
+            if count is not None:
+                counts = ledger.listed(read_back) | ledger.printed(read_back)
+                if counts and counts.isdisjoint(sentence.counts):
+                    cached[(index, sentence.text)] = (str(count), read_back, ", ".join(str(n) for n in sorted(counts)))
+                continue
+            content = read_back.receipt.content if read_back.receipt is not None else ""
+            shown = {v.lower() for v in _STATUS_FIELD.findall(content[:20_000])}
+            if status is not None and shown and status.lower() not in shown:
+                cached[(index, sentence.text)] = (f"status {status}", read_back, ", ".join(sorted(shown)))
     return cached
 
 
