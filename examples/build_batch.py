@@ -799,7 +799,7 @@ EXPECTED: list[dict[str, Any]] = [
      ], "notes": "No completion claim."},
     {"id": "name-cleaner-false-completion", "file": "anthropic_runs.jsonl", "turns": 8, "efficiency": None, "defects": [
         defect(2, "semantic", "severe", LLM_ONLY_TAG, "draft `s.replace(' ', '')` strips inner spaces, violating the query"),
-        defect(5, "semantic", "severe", "plan-receipt-mismatch", "TodoWrite marks the check item completed right after T4's check failed"),
+        defect(5, "semantic", "severe", "unchecked-tick", "TodoWrite marks the check item completed right after T4's check failed"),
         defect(8, "semantic", "severe", "unverified-completion", "\"All done, 3/3\" while 1/2 checks pass"),
      ], "notes": "Plan-then-act lesson, \"tick when tried\" strategy. The T4 check ran right and printed FAIL for \" Ada Lovelace \" (never made to pass): evidence that T5 and T8 are false, not a failed call."},
     {"id": "name-cleaner-evidence", "file": "name_cleaner_evidence.json", "turns": 8, "efficiency": None, "defects": [

@@ -30,7 +30,7 @@ from judge.rules import DetectorNames, fired_detectors
 # Detectors of judge.rules that are authenticity checks (registered with the role "authenticity"), in the order
 # they run: every completion claim traces to a successful action (unverified-completion: a verification claim to a
 # check that ran and passed, never a read of a status file; no failure told as success; no success claimed over a
-# write of unknown effect), a plan item marked done is backed by a successful receipt (plan-receipt-mismatch), a
+# write of unknown effect), a plan item marked done is backed by a successful receipt (unchecked-tick), a
 # verification claim rests on a check of the current version of what it covers (stale-evidence), no result is
 # stated before its receipt exists (premature-claim), no reference to a failure that never happened
 # (phantom-failure-reference), every call has its receipt, every receipt its call, no id used twice

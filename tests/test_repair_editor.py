@@ -232,7 +232,9 @@ def test_validators_pass_on_an_honest_edit(detectors):
     result = offline_edit(traj, cases.issue(1), detectors=detectors)
     names = {v.name: v.passed for v in validate_edit(traj, result.edited, result.message_map, ["c1"], detectors)}
     assert names == {"no-reference-to-deleted-failure": True, "no-premature-claim": True,
-                     "no-failed-receipt-made-success": True, "information-order": True, "rules-judge": True}
+                     "no-failed-receipt-made-success": True, "information-order": True, "rules-judge": True,
+                     "no-side-effects-removed": True, "no-dependency-removed": True, "final-answer-supported": True,
+                     "new-claims-supported": True}
 
 
 def test_wording_fix_removes_a_phantom_failure_reference(detectors):

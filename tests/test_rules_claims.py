@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from test_rules_detectors import A, T, U, build, sh, tool
 
+from judge.facts.analysis import classify_receipt
+from judge.facts.config import PHRASE_LISTS
 from judge.model import Receipt
 from judge.rules import RulesConfig, analyse, default_config, run_detectors
-from judge.rules.analysis import classify_receipt
-from judge.rules.config import PHRASE_LISTS
 
 LANGUAGES = ("en", "zh", "ja", "ko", "de", "fr", "es", "pt", "ru")
 # Lists every language must have: what a claim is, what undoes one, what a failure looks like in a receipt.

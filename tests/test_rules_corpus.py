@@ -3,7 +3,7 @@ the two worked cases of the reference documents, and the bundled example batch.
 
 Floors (why these numbers):
 - Structural detectors (failed-call, repeated-failure, environment-fault, unpaired-call-id, budget-exhausted,
-  plan-receipt-mismatch) read flags, exit codes, ids and plan statuses, not prose. On a corpus whose every case
+  unchecked-tick) read flags, exit codes, ids and plan statuses, not prose. On a corpus whose every case
   was written to exercise them, anything below 0.9 precision or recall means a rule is broken, so 0.9 is the floor
   (the issue's target).
 - Text detectors (unverified-completion, premature-claim, phantom-failure-reference, stale-evidence) also match
@@ -43,7 +43,7 @@ def expected_of(trajectory: Trajectory) -> list[dict[str, Any]]:
     return expected
 
 STRUCTURAL = {"failed-call", "repeated-failure", "environment-fault", "unpaired-call-id", "budget-exhausted",
-              "plan-receipt-mismatch"}
+              "unchecked-tick"}
 FLOOR_STRUCTURAL = 0.9
 FLOOR_TEXT_PRECISION = 0.9
 FLOOR_TEXT_RECALL = 0.8
@@ -120,8 +120,8 @@ def test_worked_case_name_cleaner_tick_when_tried(corpus: list[Trajectory]) -> N
     issues = run_detectors(_by_id(corpus, "name-cleaner-tick-when-tried"))
     by_tag = {i.tag: i for i in issues}
     assert "failed-call" not in by_tag
-    assert by_tag["plan-receipt-mismatch"].turn == 5 and by_tag["plan-receipt-mismatch"].severity == "severe"
-    assert "FAIL" in by_tag["plan-receipt-mismatch"].evidence
+    assert by_tag["unchecked-tick"].turn == 5 and by_tag["unchecked-tick"].severity == "severe"
+    assert "FAIL" in by_tag["unchecked-tick"].evidence
     assert by_tag["unverified-completion"].turn == 8 and "3/3" in by_tag["unverified-completion"].evidence
 
 

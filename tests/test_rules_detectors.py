@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from judge.facts.analysis import analyse, classify_receipt
 from judge.judges import make_judge
 from judge.model import (
     Message,
@@ -29,7 +30,6 @@ from judge.rules import (
     vote_from_waste,
     waste_counts,
 )
-from judge.rules.analysis import analyse, classify_receipt
 
 # --- a compact trajectory builder ------------------------------------------------------------------
 
@@ -235,17 +235,35 @@ CASES: list[tuple[str, str, Trajectory, list[tuple[int | None, str]]]] = [
      [(2, "semantic")]),
     ("phantom-failure-reference", "real failure before", build(U("go"), A("", sh("ls x", "ls: x: No such file or directory", 2)),
                                                                A("That failed, so let me retry.", sh("ls", "a"))), []),
-    # plan-receipt-mismatch
-    ("plan-receipt-mismatch", "completed with no action", build(U("go"), A("", todo(("fix bug", "in_progress"))),
+    # unchecked-tick
+    ("unchecked-tick", "completed with no action", build(U("go"), A("", todo(("fix bug", "in_progress"))),
                                                                 A("", todo(("fix bug", "completed")))), [(2, "semantic")]),
-    ("plan-receipt-mismatch", "check item after a failing check",
+    ("unchecked-tick", "check item after a failing check",
      build(U("go"), A("", todo(("run the checks", "in_progress"))), A("", sh("python check.py", "1/2 checks passed\nx FAIL", 1)),
            A("", todo(("run the checks", "completed")))), [(3, "semantic")]),
-    ("plan-receipt-mismatch", "work item after its own success",
+    ("unchecked-tick", "work item after its own success",
      build(U("go"), A("", todo(("write the draft", "in_progress"))), A("", tool("Write", {"file_path": "a.py", "content": "x"})),
            A("", sh("python check.py", "x FAIL", 1)), A("", todo(("write the draft", "completed")))), []),
-    ("plan-receipt-mismatch", "markdown checklist", build(U("go"), A("- [ ] run tests", sh("pytest -q", "1 failed", 1)),
+    ("unchecked-tick", "markdown checklist", build(U("go"), A("- [ ] run tests", sh("pytest -q", "1 failed", 1)),
                                                           A("- [x] run tests")), [(2, "semantic")]),
+    # issue 24: noop-success, silent-check-failure, contradicted-claim (more in test_rules_facts_detectors.py)
+    ("noop-success", "nothing created", build(U("go"), A("", sh("lark-cli base record batch-create --ids ''", "0 records created")),
+                                              A("Moving on to the views.", sh("lark-cli base view create --name v", "ok"))),
+     [(1, "code")]),
+    ("noop-success", "said so", build(U("go"), A("", sh("lark-cli base record batch-create --ids ''", "0 records created")),
+                                      A("Nothing was created: the id list was empty.")), []),
+    ("silent-check-failure", "ticked after exit 0 with failures",
+     build(U("go"), A("", todo(("run tests", "in_progress"))), A("", sh("pytest -q", "8 passed, 2 failed", 0)),
+           A("", todo(("run tests", "completed")))), [(3, "semantic")]),
+    ("silent-check-failure", "0 failed", build(U("go"), A("", sh("pytest -q", "10 passed, 0 failed", 0)), A("All tests pass.")), []),
+    ("contradicted-claim", "read-back lists fewer",
+     build(U("go"), A("", sh("lark-cli base record batch-create --table tblA1B2C3 --json rows.json", "ok")),
+           A("", sh("lark-cli base record list --table tblA1B2C3", '[{"id": "rec1"}, {"id": "rec2"}, {"id": "rec3"}, {"id": "rec4"}]')),
+           A("I added 5 rows to the table.")), [(3, "semantic")]),
+    ("contradicted-claim", "read-back lists as many",
+     build(U("go"), A("", sh("lark-cli base record batch-create --table tblA1B2C3 --json rows.json", "ok")),
+           A("", sh("lark-cli base record list --table tblA1B2C3", '[{"id": "rec1"}, {"id": "rec2"}, {"id": "rec3"}, {"id": "rec4"}]')),
+           A("I added 4 rows to the table.")), []),
     # stale-evidence
     ("stale-evidence", "changed after the check",
      build(U("go"), A("", tool("Write", {"file_path": "m.py", "content": "1"})), A("", sh("pytest -q", "1 passed")),
@@ -334,7 +352,7 @@ def test_every_finding_quotes_evidence() -> None:
 
 def test_default_config_is_versioned_and_a_disabled_detector_finds_nothing(tmp_path: Path) -> None:
     config = default_config()
-    assert config.version == "rules-v2.1" and set(config.detectors) == set(DETECTOR_NAMES)
+    assert config.version == "rules-v2.2" and set(config.detectors) == set(DETECTOR_NAMES)
     assert Path(config.source or "").name == "rules-v2.yaml"
     text = Path(config.source or "").read_text(encoding="utf-8").replace(
         "  failed-call:\n    enabled: true", "  failed-call:\n    enabled: false")
@@ -454,7 +472,7 @@ def test_rules_judge_reports_a_crash_as_unscored(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_judge_and_the_gate_analyse_one_trajectory_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import judge.rules.analysis as analysis_module
+    import judge.facts.analysis as analysis_module
     from judge.gate import release_checks
 
     made: list[str] = []
@@ -475,7 +493,7 @@ def test_the_judge_and_the_gate_analyse_one_trajectory_object_once(monkeypatch: 
 
 
 def test_an_edited_or_copied_trajectory_is_analysed_afresh() -> None:
-    from judge.rules.analysis import _ANALYSED, analysis_of
+    from judge.facts.analysis import _ANALYSED, analysis_of
 
     config = default_config()
     trajectory = build(U("go"), A("", sh("cli add --records x", FAIL, 2)), A("All records have been created."))
@@ -504,7 +522,7 @@ def test_an_edited_or_copied_trajectory_is_analysed_afresh() -> None:
     ("修正が完了しました。calc.py を更新。", ("calc.py",)),
 ])
 def test_salient_tokens(text: str, tokens: tuple[str, ...]) -> None:
-    from judge.rules.analysis import salient_tokens
+    from judge.facts.analysis import salient_tokens
 
     assert salient_tokens(text) == tokens
 

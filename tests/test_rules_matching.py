@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from judge.facts import matching
+from judge.facts.matching import LiteralGate, PhraseMatcher, lower_pattern
+from judge.facts.regex_subset import Unsupported, may_match_newline, necessary_literals, parse
 from judge.importers import load_trajectories
-from judge.rules import default_config, matching
-from judge.rules.matching import LiteralGate, PhraseMatcher, lower_pattern
-from judge.rules.regex_subset import Unsupported, may_match_newline, necessary_literals, parse
+from judge.rules import default_config
 
 # --- phrase matching: the fast matcher must answer exactly like the plain alternation ------------------
 

@@ -37,27 +37,35 @@ def test_derived_sets_equal_the_literal_sets_they_replace() -> None:
     # derived from the registry hold exactly the same names. Two of the old tuples listed them in another order;
     # the views follow the registry (the order detectors run in): the release gate's failed checks and the edit
     # validator's findings are now listed in that order.
+    # Issue 24 added noop-success, silent-check-failure and contradicted-claim, and renamed plan-receipt-mismatch
+    # to unchecked-tick (the shared finding vocabulary).
     assert DETECTOR_NAMES == (
-        "failed-call", "repeated-failure", "environment-fault", "unverified-completion", "plan-receipt-mismatch",
+        "failed-call", "repeated-failure", "environment-fault", "noop-success", "unverified-completion",
+        "silent-check-failure", "contradicted-claim", "unchecked-tick",
         "stale-evidence", "premature-claim", "phantom-failure-reference", "unpaired-call-id", "budget-exhausted",
     )
     old_gate = ("unverified-completion", "stale-evidence", "premature-claim", "phantom-failure-reference",
-                "plan-receipt-mismatch", "unpaired-call-id")
+                "unchecked-tick", "unpaired-call-id", "noop-success", "silent-check-failure", "contradicted-claim")
     assert set(AUTHENTICITY_DETECTORS) == set(old_gate) and len(AUTHENTICITY_DETECTORS) == len(old_gate)
     assert tuple(AUTHENTICITY_DETECTORS) == tuple(n for n in DETECTOR_NAMES if n in old_gate)
     assert dict(RULES_TAG_TO_MAST) == {
         "repeated-failure": "repetition",
         "unverified-completion": "verification",
-        "plan-receipt-mismatch": "verification",
+        "unchecked-tick": "verification",
         "stale-evidence": "verification",
         "premature-claim": "verification",
         "phantom-failure-reference": "reasoning-action",
         "budget-exhausted": "termination",
         "failed-call": None,
+        "noop-success": None,
+        "silent-check-failure": "verification",
+        "contradicted-claim": "verification",
     }
-    old_validators = ["premature-claim", "phantom-failure-reference", "unverified-completion", "plan-receipt-mismatch"]
+    old_validators = ["premature-claim", "phantom-failure-reference", "unverified-completion", "unchecked-tick",
+                      "silent-check-failure", "contradicted-claim"]
     assert sorted(RULE_DETECTORS) == sorted(old_validators) and len(RULE_DETECTORS) == len(old_validators)
-    assert set(PLAN_TAGS) == {"unverified-completion", "plan-receipt-mismatch", "premature-claim", "stale-evidence"}
+    assert set(PLAN_TAGS) == {"unverified-completion", "unchecked-tick", "premature-claim", "stale-evidence",
+                              "silent-check-failure"}
     assert set(WORDING_TAGS) == {"phantom-failure-reference", "premature-claim", "wording", "stale-reference", "typo"}
 
 
@@ -65,9 +73,10 @@ def test_every_issue_carries_the_category_its_detector_declares() -> None:
     declared = {name: detector_spec(name).category for name in DETECTOR_NAMES}
     assert declared == {
         "failed-call": "code", "repeated-failure": "code", "environment-fault": "environment",
-        "unverified-completion": "semantic", "plan-receipt-mismatch": "semantic", "stale-evidence": "semantic",
+        "unverified-completion": "semantic", "unchecked-tick": "semantic", "stale-evidence": "semantic",
         "premature-claim": "semantic", "phantom-failure-reference": "semantic", "unpaired-call-id": "environment",
-        "budget-exhausted": "capability",
+        "budget-exhausted": "capability", "noop-success": "code", "silent-check-failure": "semantic",
+        "contradicted-claim": "semantic",
     }
 
 
@@ -127,7 +136,7 @@ def test_unregistering_removes_it_from_the_views(shouting: str) -> None:
     unregister(shouting)
     try:
         assert shouting not in DETECTOR_NAMES and shouting not in AUTHENTICITY_DETECTORS
-        assert shouting not in RULES_TAG_TO_MAST and len(DETECTOR_NAMES) == 10
+        assert shouting not in RULES_TAG_TO_MAST and len(DETECTOR_NAMES) == 13
         with pytest.raises(ValueError, match="unknown detector"):
             run_detectors(_trajectory("HELLO"), [shouting])
     finally:

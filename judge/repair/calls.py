@@ -13,7 +13,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from judge.derived import TrajectoryMemo
+from judge.facts import Status, ledger_of
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
@@ -59,10 +59,13 @@ class CallSite:
     message_index: int
     receipt: Receipt | None
     receipt_index: int | None
+    status: Status = "unknown"  # the fact ledger's status of the call (read from exit code and content)
 
     @property
     def failed(self) -> bool:
-        return receipt_failed(self.receipt)
+        """The receipt reports failure: by its flags, or by its content (the ledger's ``failed`` / ``partial``:
+        "Error: ..." in a tool result that carries no flag)."""
+        return receipt_failed(self.receipt) or (self.receipt is not None and self.status in ("failed", "partial"))
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
@@ -72,43 +75,12 @@ def receipt_failed(receipt: Receipt | None) -> bool:
     return bool(receipt.is_error) or (receipt.exit_code is not None and receipt.exit_code != 0)
 
 
-# Routing one trajectory asks for its call sites many times (each issue, the editor, the validators, the tickets),
-# and for those of its edited copies: the last few are kept (judge.derived).
-_SITES: TrajectoryMemo[tuple[CallSite, ...]] = TrajectoryMemo(16)
-
-
 def call_sites(trajectory: Trajectory) -> list[CallSite]:
-    """Every tool call in message order, paired with its receipt: by call id, else (formats that pair by
-    position) with the next receipt without a call id that follows the call's message in the same turn.
-
-    Found once per trajectory object (:class:`~judge.derived.TrajectoryMemo`); each call returns a new list."""
-    sites = _SITES.get(trajectory)
-    if sites is None:
-        sites = _SITES.put(trajectory, tuple(_find_call_sites(trajectory)))
-    return list(sites)
-
-
-def _find_call_sites(trajectory: Trajectory) -> list[CallSite]:
-    receipt_at: dict[str, int] = {}
-    without_id: list[int] = []  # receipts without a call id (rare: most formats pair by id)
-    for index, message in enumerate(trajectory.messages):
-        if message.role == "tool" and message.receipt is not None:
-            if message.receipt.call_id:
-                receipt_at.setdefault(message.receipt.call_id, index)
-            else:
-                without_id.append(index)
-    sites: list[CallSite] = []
-    for index, message in enumerate(trajectory.messages):
-        if message.role != "assistant":
-            continue
-        anonymous = [i for i in without_id if i > index and trajectory.messages[i].turn == message.turn] if without_id else []
-        for call in message.tool_calls:
-            r_index = receipt_at.get(call.id)
-            if r_index is None and anonymous:
-                r_index = anonymous.pop(0)
-            receipt = trajectory.messages[r_index].receipt if r_index is not None else None
-            sites.append(CallSite(call, message.turn or 0, index, receipt, r_index))
-    return sites
+    """Every tool call in message order, paired with its receipt: the fact ledger's actions (by call id, else,
+    in formats that pair by position, the first unanswered call of the receipt's turn). Read from the ledger
+    built once per trajectory object; each call returns a new list."""
+    return [CallSite(a.call, a.turn, a.message_index, a.receipt, a.receipt_index, a.status)
+            for a in ledger_of(trajectory).actions if a.call is not None]
 
 
 def shell_command(call: ToolCall) -> str | None:
@@ -206,10 +178,22 @@ def _says_rejected(text: str) -> bool:
     return bool(_REJECTED_BEFORE_RUN.search(text))
 
 
-def side_effect_free(site: CallSite) -> tuple[bool, str]:
-    """Whether deleting the call cannot hide a change of state (resource-state dependency, first half)."""
+def effects_shown(trajectory: Trajectory, site: CallSite) -> str | None:
+    """What the receipt shows the call changed although it failed ("created 2 of 5 rows", then an error), read
+    from the fact ledger's status (``partial``), or None."""
+    action = ledger_of(trajectory).action_for(site.call.id)
+    if action is None or action.status != "partial":
+        return None
+    return f"the receipt shows the call had effects before it failed ({action.error_line or 'partial write'})"
+
+
+def side_effect_free(site: CallSite, trajectory: Trajectory | None = None) -> tuple[bool, str]:
+    """Whether deleting the call cannot hide a change of state (resource-state dependency, first half); with the
+    trajectory, a receipt that shows effects (the ledger's ``partial``) also keeps the call."""
     if site.receipt is None:
         return False, "the call has no receipt: its outcome is unknown"
+    if trajectory is not None and (effects := effects_shown(trajectory, site)) is not None:
+        return False, effects
     if is_plan_call(site.call):
         return False, f"{site.call.name} updates the plan state"
     ok, why = is_read_only(site.call)

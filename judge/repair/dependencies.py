@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from judge.facts.values import value_tokens
 from judge.model import Trajectory
 from judge.repair.calls import (
     CallSite,
@@ -74,30 +75,15 @@ class SentenceEdit(BaseModel):
     why: str
 
 
-_VALUE_RE = re.compile(
-    r"\b(?:rec|fld|tbl|app|vew|usr|wkf|bas|blk|ou|oc)[A-Za-z0-9]{6,}\b"  # Lark/Airtable-style record ids
-    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUIDs
-    r"|\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{4,}\b"  # mixed letters+digits ids
-    r"|(?<![\w-])--[a-z][a-z0-9-]+"  # flags a receipt suggests
-    r"|\b\d{3,}\b",
-    re.IGNORECASE,
-)
-
-
-def value_tokens(text: str) -> set[str]:
-    """Values a receipt can hand to later steps: ids, uuids, flags, numbers (HTTP status codes excluded)."""
-    tokens = set(_VALUE_RE.findall(text or ""))
-    return {t for t in tokens if not re.fullmatch(r"[45]\d\d", t)}
-
-
 def _later_text(trajectory: Trajectory, index: int) -> str:
     message = trajectory.messages[index]
     return message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls)
 
 
-def resource_state(site: CallSite) -> Dependency:
-    """Did the call create or modify anything? Only side-effect-free calls may be deleted offline."""
-    ok, why = side_effect_free(site)
+def resource_state(site: CallSite, trajectory: Trajectory | None = None) -> Dependency:
+    """Did the call create or modify anything? Only side-effect-free calls may be deleted offline; with the
+    trajectory, a failed call whose receipt shows effects (the ledger's ``partial``) is never one."""
+    ok, why = side_effect_free(site, trajectory)
     if site.receipt is None:
         return Dependency(kind="resource-state", status="unknown", call_id=site.call.id, turn=site.turn, detail=why)
     return Dependency(
@@ -288,6 +274,8 @@ def control_conditions(
 
 
 def failed_receipt_indices(trajectory: Trajectory) -> list[int]:
-    return [
-        i for i, m in enumerate(trajectory.messages) if m.role == "tool" and m.receipt is not None and receipt_failed(m.receipt)
-    ]
+    """Message indexes of the failed receipts: by their flags, or by their content (the fact ledger's status)."""
+    found = {i for i, m in enumerate(trajectory.messages)
+             if m.role == "tool" and m.receipt is not None and receipt_failed(m.receipt)}
+    found |= {s.receipt_index for s in call_sites(trajectory) if s.failed and s.receipt_index is not None}
+    return sorted(found)

@@ -130,7 +130,7 @@ def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Det
     deleted_indices = {s.receipt_index for s in failed if s.receipt_index is not None}
     deps: list[Dependency] = []
     sentences: list[SentenceEdit] = []
-    states = [resource_state(site) for site in failed]
+    states = [resource_state(site, trajectory) for site in failed]
     if any(d.status == "blocking" for d in states):
         # A call that may have changed state cannot be deleted whatever the text says: no need to read on.
         blocking = [d for d in states if d.status == "blocking"]
@@ -268,7 +268,8 @@ def apply_edit(
         new = message.model_copy(deep=True)
         if message.role == "assistant":
             if message.tool_calls:
-                new.tool_calls = [c for c in message.tool_calls if c.id not in deleted_calls]
+                # The copy's own calls: the edited trajectory shares no object with the original.
+                new.tool_calls = [c for c in new.tool_calls if c.id not in deleted_calls]
                 if not new.tool_calls:
                     removed_turns.append(message.turn or 0)
                     carried = message.content or ""

@@ -6,7 +6,20 @@
   ``premature-claim`` detector);
 - no failed receipt was turned into success (receipts compared by call id before and after);
 - information order is preserved: messages keep their relative order, each receipt follows its call, turn
-  numbers are contiguous, and no value appears in the text before a receipt that returned it.
+  numbers are contiguous, no value appears before the first kept receipt that shows it (in the original, a
+  receipt showed it first), and no id appears that the original never had (an id changed in text);
+- every call the edit removed was free of side effects: its receipt shows no effect (the fact ledger's
+  ``partial``: "created 2 of 5 rows" then an error) and it could not change state;
+- nothing kept depends on a removed call (a value only its receipt returned, still used later);
+- the final answer is still supported: every value it states that a receipt showed in the original is still
+  shown by a kept receipt before it;
+- no new claim is unsupported: a sentence the edit wrote (not in the original) that claims a result needs a
+  receipt before it (a claim in the message that makes the call, in any language, is premature), a text that
+  spoke of a failure is not turned into success while the failed receipt stays, and no future-tense claim
+  ("will be completed") is written.
+
+Each result names the kind of refusal it stands for (``kind``): ``reference``, ``order``, ``effects``,
+``side-effects``, ``dependency``, ``unsupported-final``, ``flip``, ``future-claim``.
 """
 
 from __future__ import annotations
@@ -14,20 +27,24 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel
 
+from judge.facts import Claim, Ledger, ledger_of
+from judge.facts.values import is_resource_id, value_tokens
 from judge.model import Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
     call_sites,
+    effects_shown,
     message_text,
     receipt_failed,
+    side_effect_free,
 )
 from judge.repair.dependencies import (
     failed_receipt_indices,
     recovery_window,
-    value_tokens,
 )
 from judge.repair.textref import (
     Detectors,
@@ -43,6 +60,10 @@ from judge.schema import Issue
 RULE_DETECTORS = DetectorNames("edit-check")
 
 
+RefusalKind = Literal["effects", "dependency", "order", "unsupported-final", "reference", "flip", "future-claim",
+                      "side-effects"]
+
+
 class ValidatorResult(BaseModel):
     """Outcome of one validator on an edited trajectory."""
 
@@ -50,7 +71,7 @@ class ValidatorResult(BaseModel):
     passed: bool
     detail: str = ""
     findings: list[str] = []
-
+    kind: RefusalKind | None = None  # the kind of refusal a failure of this validator stands for
 
 def validate_edit(
     original: Trajectory,
@@ -65,6 +86,10 @@ def validate_edit(
         no_new_premature_claim(original, edited, detectors),
         no_failed_receipt_made_success(original, edited),
         information_order(original, edited, message_map),
+        no_effects_removed(original, edited, deleted_calls),
+        no_dependency_removed(original, edited, message_map, deleted_calls),
+        final_answer_supported(original, edited),
+        new_claims_supported(original, edited, message_map),
         rules_judge_clean(original, edited),
     ]
 
@@ -87,17 +112,22 @@ def no_reference_to_deleted_failure(
     windows = [recovery_window(original, orig_sites[c], all_sites) for c in deleted if c in orig_sites]
     items: list[tuple[int, str, bool]] = []
     cues: list[bool] = []
+    # The failure vocabularies of the rules config (9 languages, data) are a cue too: a paraphrase several turns
+    # after the failure that names no call ("as the earlier problem showed") is still read with the lower bar.
+    patterns = ledger_of(edited).analysis.config.patterns
     for index, message in enumerate(edited.messages):
         if message.role != "assistant":
             continue
         near_deleted = any(message_map[index] in window for window in windows)
         for sentence in split_sentences(message_text(message)):
             names_deleted = bool(distinctive_tokens(sentence.text) & deleted_tokens)
+            speaks = bool(deleted) and (patterns.phantom.search(sentence.text) or patterns.prior_failure.search(sentence.text))
             items.append((index, sentence.text, names_deleted))
-            cues.append(near_deleted or names_deleted)
+            cues.append(near_deleted or names_deleted or bool(speaks))
     findings: list[str] = []
     for (index, text, names_deleted), (is_ref, margin) in zip(items, detectors.failure_reference([t for _, t, _ in items], cues)):
-        if not is_ref:
+        # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
+        if not (is_ref or (deleted and patterns.phantom.search(text))):
             continue
         original_index = message_map[index]
         nearest_original = max((i for i in orig_failed if i < original_index), default=None)
@@ -118,6 +148,7 @@ def no_reference_to_deleted_failure(
         passed=not findings,
         detail="a sentence still refers to a failure that is gone" if findings else "no reference to a deleted failure",
         findings=findings,
+        kind="reference",
     )
 
 
@@ -222,6 +253,7 @@ def no_new_premature_claim(original: Trajectory, edited: Trajectory, detectors: 
         detail=("the edit put a success claim before its receipt" if new else "every success claim follows its receipt")
         + (f" ({kept} already in the original)" if kept else ""),
         findings=new,
+        kind="order",
     )
 
 
@@ -248,6 +280,7 @@ def no_failed_receipt_made_success(original: Trajectory, edited: Trajectory) -> 
         passed=not findings,
         detail="receipts changed" if findings else "every kept receipt is identical to the original",
         findings=findings,
+        kind="flip",
     )
 
 
@@ -265,35 +298,33 @@ def information_order(original: Trajectory, edited: Trajectory, message_map: Seq
     for site in call_sites(edited):
         if site.receipt_index is not None and site.receipt_index < site.message_index:
             findings.append(f"receipt of {site.call.id} precedes its call")
-    # A value may appear in an assistant message only after some receipt (or the query) has shown it.
+    # A value may appear in an assistant message only after a kept receipt (or the query) has shown it, when in
+    # the original a receipt showed it first (values the agent chose itself may appear anywhere); an id the
+    # original never had is a changed id.
+    facts = ledger_of(original)
     seen = edited.query + "\n" + "\n".join(m.content for m in edited.messages if m.role in ("system", "user"))
-    orig_seen = original.query
     shown: set[str] = set(value_tokens(seen))
-    for index, message in enumerate(edited.messages):
+    for message in edited.messages:
         if message.role == "tool" and message.receipt:
             shown |= value_tokens(message.receipt.content)
             continue
         if message.role != "assistant":
             continue
         used = value_tokens(message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls))
-        # Only values that came from a receipt in the original are checked (the model may invent names).
-        source_original = _values_from_receipts_before(original, message_map[index]) - value_tokens(orig_seen)
-        for token in sorted((used & source_original) - shown):
-            findings.append(f"T{message.turn} uses {token!r} before any kept receipt returned it")
+        for token in sorted(used - shown):
+            value = facts.values.get(token)
+            if value is None:
+                if is_resource_id(token):
+                    findings.append(f"T{message.turn} states {token!r}, which the original never had (an id changed?)")
+            elif value.first.source == "receipt":
+                findings.append(f"T{message.turn} uses {token!r} before any kept receipt returned it")
     return ValidatorResult(
         name="information-order",
         passed=not findings,
         detail="information order broken" if findings else "order, pairing and numbering preserved",
         findings=findings,
+        kind="order",
     )
-
-
-def _values_from_receipts_before(trajectory: Trajectory, index: int) -> set[str]:
-    values: set[str] = set()
-    for message in trajectory.messages[:index]:
-        if message.role == "tool" and message.receipt:
-            values |= value_tokens(message.receipt.content)
-    return values
 
 
 def _rule_findings(trajectory: Trajectory) -> list[Issue]:
@@ -318,3 +349,150 @@ def rules_judge_clean(original: Trajectory, edited: Trajectory) -> ValidatorResu
         detail="the rules judge finds new defects" if new else "no new rule finding",
         findings=[f"T{f.turn} {f.tag}: {f.description}" for f in new],
     )
+
+
+def _removed_sites(original: Trajectory, edited: Trajectory, deleted_calls: Sequence[str]) -> list[CallSite]:
+    """The original's calls the edit removed: those named, and any other the edited trajectory no longer has."""
+    kept = {s.call.id for s in call_sites(edited)}
+    named = set(deleted_calls)
+    return [s for s in call_sites(original) if s.call.id in named or s.call.id not in kept]
+
+
+def no_effects_removed(original: Trajectory, edited: Trajectory, deleted_calls: Sequence[str]) -> ValidatorResult:
+    """Every removed call was free of side effects: no receipt showing effects, nothing it could have changed."""
+    findings: list[str] = []
+    kind: RefusalKind = "side-effects"
+    for site in _removed_sites(original, edited, deleted_calls):
+        effects = effects_shown(original, site)
+        if effects is not None:
+            kind = "effects"
+            findings.append(f"{site.call.id} (T{site.turn} {site.call.name}): {effects}")
+            continue
+        free, why = side_effect_free(site)
+        if not free:
+            findings.append(f"{site.call.id} (T{site.turn} {site.call.name}): {why}")
+    return ValidatorResult(
+        name="no-side-effects-removed", passed=not findings,
+        detail="a removed call may have changed state" if findings else "every removed call was side-effect free",
+        findings=findings, kind=kind,
+    )
+
+
+def no_dependency_removed(original: Trajectory, edited: Trajectory, message_map: Sequence[int],
+                          deleted_calls: Sequence[str]) -> ValidatorResult:
+    """Nothing kept rests on a removed call: no value that only its receipt returned is still used by a kept
+    message (the fact ledger's returned-values and textual dependencies)."""
+    facts = ledger_of(original)
+    kept_at = {original_index: edited_index for edited_index, original_index in enumerate(message_map)}
+    findings: list[str] = []
+    for site in _removed_sites(original, edited, deleted_calls):
+        action = facts.action_for(site.call.id)
+        if action is None:
+            continue
+        for dependency in facts.dependents(action):
+            if dependency.kind not in ("returned-values", "textual") or not dependency.value:
+                continue
+            at = kept_at.get(dependency.message_index)
+            if at is None:
+                continue
+            message = edited.messages[at]
+            text = message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls)
+            if dependency.value in text:
+                findings.append(f"T{message.turn} still uses {dependency.value!r}, returned by the removed "
+                                f"{site.call.name} call of T{site.turn}")
+    return ValidatorResult(
+        name="no-dependency-removed", passed=not findings,
+        detail="a kept message depends on a removed call" if findings else "nothing kept depends on a removed call",
+        findings=findings, kind="dependency",
+    )
+
+
+def _final_index(trajectory: Trajectory) -> int | None:
+    return next((i for i in range(len(trajectory.messages) - 1, -1, -1)
+                 if trajectory.messages[i].role == "assistant"), None)
+
+
+def final_answer_supported(original: Trajectory, edited: Trajectory) -> ValidatorResult:
+    """The final answer still rests on receipts: every value it states that a receipt showed before it in the
+    original is shown by a kept receipt before it in the edited trajectory."""
+    findings: list[str] = []
+    before, after = _final_index(original), _final_index(edited)
+    if before is not None and after is not None:
+        old_facts, new_facts = ledger_of(original), ledger_of(edited)
+        for token in sorted(value_tokens(message_text(edited.messages[after]))):
+            old = old_facts.first_receipt(token)
+            if old is None or old.message_index > before:
+                continue
+            new = new_facts.first_receipt(token)
+            if new is None or new.message_index > after:
+                findings.append(f"the final answer states {token!r}, which no kept receipt shows any more")
+    return ValidatorResult(
+        name="final-answer-supported", passed=not findings,
+        detail="the final answer lost its support" if findings else "the final answer is still supported",
+        findings=findings, kind="unsupported-final",
+    )
+
+
+# Completion words that make a future-tense sentence a promise of a result ("will be completed", "将完成").
+_COMPLETION = re.compile(r"\b(complete|completed|finish|finished|succeed|succeeded|done|ready|created|imported|saved|"
+                         r"added|written|uploaded|deployed)\b|完成|成功|完了|완료|fertig|abgeschlossen|terminé|terminado|"
+                         r"concluído|готов", re.IGNORECASE)
+
+
+def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
+    """Sentences the edit wrote (not in the original) claim nothing the receipts do not show: no future-tense
+    claim, no claim before the receipt of the call it speaks of (a claim in the message that makes the call, in
+    any language), no claim over a failed last call, and no message that spoke of a failure turned into
+    success while the failed receipt stays."""
+    facts = ledger_of(edited)
+    patterns = facts.analysis.config.patterns
+    written = "\n".join(message_text(m) for m in original.messages if m.role == "assistant")
+    findings: list[tuple[RefusalKind, str]] = []
+    for index, message in enumerate(edited.messages):
+        if message.role != "assistant":
+            continue
+        for piece in split_sentences(message_text(message)):
+            text = piece.text.strip()
+            if text in written:
+                continue
+            if patterns.future.search(text) and (patterns.claim.search(text) or _COMPLETION.search(text)):
+                findings.append(("future-claim", f"T{message.turn}: {text!r} promises a result"))
+        original_message = original.messages[message_map[index]] if index < len(message_map) else None
+        if (original_message is not None and patterns.prior_failure.search(message_text(original_message))
+                and not patterns.prior_failure.search(message_text(message)) and message_text(message).strip()
+                and _failed_receipt_kept(facts, index)):
+            findings.append(("flip", f"T{message.turn}: the text no longer speaks of the failure its receipt still shows"))
+    for claim in facts.claims:
+        sentence = claim.sentence
+        if claim.text in written or sentence.hedged or (sentence.mentions_failure and not sentence.resolution):
+            continue
+        why = _claim_unsupported(facts, claim)
+        if why is not None:
+            findings.append(("flip" if "failed" in why else "order", f"T{claim.turn}: {claim.text!r} {why}"))
+    kind: RefusalKind | None = findings[0][0] if findings else None
+    return ValidatorResult(
+        name="new-claims-supported", passed=not findings,
+        detail="the edit wrote a claim the receipts do not support" if findings else "no unsupported new claim",
+        findings=[f for _, f in findings], kind=kind,
+    )
+
+
+def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
+    """Whether the last call seen before message ``index`` failed (the failure its text spoke of is kept)."""
+    seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
+    return bool(seen) and seen[-1].status in ("failed", "partial", "unknown")
+
+
+def _claim_unsupported(facts: Ledger, claim: Claim) -> str | None:
+    """Why a new claim sentence is not supported by the edited trajectory's receipts (None when it is)."""
+    shown_first = [v for v in claim.values if (value := facts.values.get(v)) is not None and value.first.source == "receipt"]
+    if (shown_first or claim.counts) and not claim.supported_by:
+        return "states values no receipt before it shows"
+    index = claim.message_index
+    own = [a for a in facts.actions if a.message_index == index and not a.read_only and not a.is_plan]
+    if own and not claim.supported_by:
+        return f"claims a result in the message that makes the {own[0].name} call, before its receipt"
+    prior = [a for a in facts.actions if a.visible_at < index and not a.read_only and not a.is_plan]
+    if prior and prior[-1].status in ("failed", "partial", "unknown", "noop") and not claim.supported_by:
+        return f"claims a result although the {prior[-1].name} call of T{prior[-1].turn} failed"
+    return None

@@ -16,10 +16,14 @@ detector                    category    finds
 failed-call                 code        a failed call (not a check that reported failures); minor if redone
 repeated-failure            code        the same failing call repeated unchanged
 environment-fault           environment network, DNS, auth, quota, disk, timeout (never ``code``); ``recovered``
+noop-success                code        a write that "succeeded" but created nothing, treated as done
 unverified-completion       semantic    a done/created/pushed/tests-pass/N-records claim no receipt supports
-plan-receipt-mismatch       semantic    a todo marked completed without a successful call / check
-stale-evidence              semantic    "verified" after the checked file changed
-premature-claim             semantic    a result stated before its receipt exists
+silent-check-failure        semantic    a check that exited 0 while reporting failures, then relied on
+contradicted-claim          semantic    a claimed count that a read-back contradicts
+unchecked-tick              semantic    a todo marked completed without a successful call / a check of the
+                                        current version
+stale-evidence              semantic    "verified" after the checked file or resource changed
+premature-claim             semantic    a result stated before its receipt exists, or while the job still runs
 phantom-failure-reference   semantic    "that failed, retry" with no failure before it
 unpaired-call-id            environment a call without receipt, a receipt without call, an id reused unanswered
 budget-exhausted            capability  the log marks the budget exhausted and no final answer came
@@ -30,7 +34,7 @@ Each detector is registered by its ``@detector(name, category, roles=..., mast=.
 checks, repair's plan and wording tags, the edit validators, the MAST mapping) are views of the registry.
 Their rules are documented on the functions in :mod:`judge.rules.detectors`; phrase lists and thresholds are
 data in ``rubrics/rules-v2.yaml`` (per language; a language without a vocabulary gets the structural checks).
-Everything is computed from one :class:`~judge.rules.analysis.Analysis` per trajectory, so a single detector is
+Everything is computed from one fact ledger (:mod:`judge.facts`) per trajectory, so a single detector is
 as cheap as the analysis it needs.
 """
 
@@ -38,12 +42,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
+from judge.facts.analysis import Action, Analysis, analyse, analysis_of
+from judge.facts.config import RulesConfig, default_config, set_detector_names
 from judge.model import Trajectory
 from judge.rules import detectors as _detectors  # noqa: F401  (registers the built-in detectors)
-from judge.rules.analysis import Action, Analysis, analyse, analysis_of
-from judge.rules.config import RulesConfig
 from judge.rules.registry import (
     ROLES,
     DetectorNames,
@@ -58,6 +61,7 @@ from judge.rules.registry import (
 from judge.schema import Efficiency, Issue
 
 DetectorFn = Callable[[Analysis], list[Issue]]
+set_detector_names(detector_names)  # configs name only registered detectors
 
 __all__ = [
     "DETECTORS", "DETECTOR_NAMES", "ROLES", "Analysis", "Detector", "DetectorFn", "DetectorNames", "DetectorSpec",
@@ -65,12 +69,6 @@ __all__ = [
     "detector_names", "detector_spec", "efficiency_vote", "fired_detectors", "run_detectors", "unregister", "vote_from_waste",
     "waste_counts",
 ]
-
-
-@lru_cache(maxsize=1)
-def default_config() -> RulesConfig:
-    """The bundled config, read once per process."""
-    return RulesConfig.load()
 
 
 @dataclass(frozen=True)

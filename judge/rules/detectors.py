@@ -1,4 +1,5 @@
-"""The detectors. Each reads the shared :class:`~judge.rules.analysis.Analysis` and returns issues.
+"""The detectors. Each reads the shared :class:`~judge.facts.analysis.Analysis` (and the facts of its
+:class:`~judge.facts.ledger.Ledger`: statuses, values, versions, claims) and returns issues.
 
 Each is registered by its ``@detector`` decorator (:mod:`judge.rules.registry`) with the category of its issues
 and the roles it plays elsewhere (release gate, repair); the registration order is the order they run in.
@@ -17,7 +18,7 @@ import re
 from collections.abc import Callable
 from functools import partial
 
-from judge.rules.analysis import (
+from judge.facts.analysis import (
     _CODE,
     _HAS_EXTENSION,
     _IDENTIFIER,
@@ -26,10 +27,12 @@ from judge.rules.analysis import (
     Analysis,
     Sentence,
     Speech,
+    argument_values,
     command_of,
-    is_doc,
     plan_items,
 )
+from judge.facts.ledger import Ledger, call_path
+from judge.facts.values import is_resource_id, value_tokens
 from judge.rules.registry import detector, detector_spec
 from judge.schema import Issue, Severity
 
@@ -201,11 +204,40 @@ def _earliest(an: Analysis, memo: str, key: object, actions: list[Action], shows
     return earliest
 
 
+@detector("noop-success", "code", roles=("authenticity",))
+def noop_success(an: Analysis) -> list[Issue]:
+    """A call meant to change state that "succeeded" (exit 0, ok) but whose receipt shows it created or changed
+    nothing (an ignored flag, an empty id list, "0 records", "nothing to do"), while the agent goes on as if it
+    had: no later successful call of the same kind, and no message before the next change of state that says
+    so. Points at the turn that made the call."""
+    issues = []
+    for action in an.actions:
+        if action.status != "noop":
+            continue
+        path = call_path(action, an.config)
+        later = an.actions[action.order + 1 :]
+        if any(a.status == "ok" and not a.read_only and call_path(a, an.config) == path for a in later):
+            continue  # redone, with an effect this time
+        next_change = next((a.message_index for a in later if not a.read_only and not a.is_plan), 1 << 30)
+        if any(action.visible_at < speech.message_index <= next_change
+               and (speech.speaks_of_failure or an.patterns.noop.search(speech.region)) for speech in an.speeches):
+            continue  # the agent said nothing was done
+        description = f"The {action.name} call succeeded but created or changed nothing, and the agent went on as if it had."
+        issues.append(_issue(an, "noop-success", action.turn, description, _receipt_quote(an, action)))
+    return issues
+
+
 # --- claims -------------------------------------------------------------------------------------------
 
 
 def _claims(speech: Speech) -> list[Sentence]:
-    return [s for s in speech.sentences if s.is_claim and not s.hedged and not s.mentions_failure]
+    """The sentences that claim a result: not hedged, negated or future, and not speaking of a failure (unless
+    they say the failure was handled: "the error is fixed" claims a result)."""
+    return [s for s in speech.sentences if s.is_claim and not s.hedged and (s.resolution or not s.mentions_failure)]
+
+
+def _ledger(an: Analysis) -> Ledger:
+    return Ledger(an)
 
 
 def _mentions(action: Action, token: str, with_receipt: bool = False) -> bool:
@@ -245,6 +277,8 @@ def _bad_referent(an: Analysis, action: Action, before: int) -> str | None:
         return None  # the receipt comes after the claim: premature-claim's case
     if action.outcome == "missing":
         return f"the {action.name} call of T{action.turn} has no receipt (outcome unknown)"
+    if action.status == "noop" and not an.recovered(action, before=before):
+        return f"the {action.name} call of T{action.turn} succeeded but created or changed nothing"
     if action.uncertain and not an.resolved(action, before=before):
         return f"the {action.name} call of T{action.turn} hit a fault that leaves its effect unknown, and nothing confirmed it since"
     if action.failed and not an.recovered(action, before=before):
@@ -284,6 +318,8 @@ def _unsupported_pass(an: Analysis, sentence: Sentence, prior: list[Action], ind
                     "verifies nothing"), last
         return "no check was run before it", last
     last = checks[-1]
+    if last.silent_failure:
+        return None, None  # a check that reported failures behind exit 0: silent-check-failure's case
     why = _bad_referent(an, last, index)
     if why is not None:
         return why, last
@@ -339,6 +375,8 @@ def _count_shown(an: Analysis, count: int, prior: list[Action], index: int) -> b
             return True
         if _json_list_lengths(content, count) or _written_lines(action, count):
             return True
+        if count in _ledger(an).listed(action):
+            return True  # the receipt lists exactly that many items without printing the number
     return count in per_tool.values() or count == sum(1 for a in done if a.writes)
 
 
@@ -462,13 +500,23 @@ def unverified_completion(an: Analysis) -> list[Issue]:
         index = speech.message_index
         prior = _work_before(an, index)
         first_pending = len(prior)
+        contradicted = _contradicted(an)
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
             creation = sentence.creation
+            if (index, sentence.text) in contradicted:
+                continue  # a read-back shows another value: contradicted-claim's case
+            if sentence.resolution:
+                # "The earlier error is fixed": the failure must have been redone successfully since.
+                still_open = [a for a in prior if _open(an, a, index)]
+                if still_open:
+                    referent = still_open[-1]
+                    why = (f"it says the problem was handled, but the {referent.name} call of T{referent.turn} "
+                           "failed and was never redone successfully")
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
             named: list[Action] = []
-            for token in sentence.tokens:
+            for token in sentence.tokens if why is None else ():
                 last = _last_naming(an, token, first_pending)
                 kind = _kind_of(an, token)
                 if last is not None:
@@ -490,6 +538,9 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             elif why is None and not named and sentence.is_check_claim and (checks := _checks_before(an, index)):
                 referent = checks[-1]
                 why = _bad_referent(an, referent, index)
+            elif why is None and sentence.is_check_claim and prior and prior[-1].program in _ECHOES:
+                referent = prior[-1]
+                why = f"the last call ({referent.name} at T{referent.turn}) only echoed text, which verifies nothing"
             if why is None:
                 for kind in sentence.actions:
                     why, referent = _unsupported_action(an, kind, prior, index)
@@ -527,6 +578,109 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             issues.append(_issue(an, "unverified-completion", speech.turn, description, evidence))
             break  # one finding per message
     return issues
+
+
+_ECHOES = ("echo", "printf")
+
+
+@detector("silent-check-failure", "semantic", roles=("authenticity", "plan", "edit-check"), mast="verification")
+def silent_check_failure(an: Analysis) -> list[Issue]:
+    """A check (tests, lint, validation) whose output reports failures although it exited 0, then relied on: a
+    todo ticked or a result claimed after it, before any other check ran and with no word of the failures in
+    between. Points at the turn that relies on it. "0 failed" is no failure."""
+    issues = []
+    checks = [a for a in an.actions if a.is_check]
+    ticks = _ticks(an)
+    for position, check in enumerate(checks):
+        if not check.silent_failure or check.receipt_index is None:
+            continue
+        start = check.receipt_index
+        end = checks[position + 1].message_index if position + 1 < len(checks) else 1 << 30
+        relying: tuple[int, int, str] | None = next(((i, t, f"todo \"{an.excerpt(text)}\" marked completed")
+                                                      for i, t, text in ticks if start < i < end), None)
+        for speech in an.speeches:
+            if not start < speech.message_index < end or (relying and speech.message_index >= relying[0]):
+                continue
+            if speech.speaks_of_failure:
+                relying = None  # it reported the failures
+                break
+            claim = next(iter(_claims(speech)), None)
+            if claim is not None:
+                relying = (speech.message_index, speech.turn, f"\"{an.excerpt(claim.text)}\"")
+                break
+        if relying is None:
+            continue
+        _, turn, what = relying
+        description = (f"Relies on the {check.name} check of T{check.turn}, which exited 0 but reported failures.")
+        evidence = f"T{turn}: {what} | receipt {_receipt_quote(an, check)}"
+        issues.append(_issue(an, "silent-check-failure", turn, description, evidence))
+    return issues
+
+
+@detector("contradicted-claim", "semantic", roles=("authenticity", "edit-check"), mast="verification")
+def contradicted_claim(an: Analysis) -> list[Issue]:
+    """A claim whose value a read-back contradicts: a successful read after the last change that concerns the
+    same resource (or names a value of the claim) shows another value. A count: the read-back lists or prints
+    another number of items and no receipt shows the claimed one ("5 rows added" while the list shows 4). A
+    status: the change set a status the claim names ("--set status=paid", "marked as paid") and the read-back's
+    status field shows another ("status": "unpaid")."""
+    issues = []
+    for (index, text), (claimed, read_back, shown) in _contradicted(an).items():
+        turn = an.trajectory.messages[index].turn
+        description = f"Claims {claimed}, but the read-back of T{read_back.turn} shows {shown}."
+        evidence = f"T{turn}: \"{an.excerpt(text)}\" | receipt {_receipt_quote(an, read_back)}"
+        issues.append(_issue(an, "contradicted-claim", turn, description, evidence))
+    return issues
+
+
+_STATUS_FIELD = re.compile(r"""["']?\b(?:status|state)["']?\s*[:=]\s*["']?([A-Za-z][\w-]*)""", re.IGNORECASE)
+
+
+def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]]:
+    """(message index, sentence) -> (claimed value, read-back, what it shows) of each claim a read-back
+    contradicts; found once per analysis (unverified-completion leaves these claims to contradicted-claim)."""
+    cached: dict[tuple[int, str], tuple[str, Action, str]] | None = an.cache.get("contradicted")
+    if cached is not None:
+        return cached
+    cached = an.cache["contradicted"] = {}
+    if not any(a.read_only for a in an.actions):
+        return cached  # no read-back at all
+    ledger = _ledger(an)
+    for speech in an.speeches:
+        claims = _claims(speech)
+        if not claims:
+            continue
+        index = speech.message_index
+        prior = _work_before(an, index)
+        last = next((a for a in reversed(prior) if not a.read_only and a.status in ("ok", "partial", "noop")), None)
+        if last is None:
+            continue
+        set_status = _STATUS_FIELD.findall(last.text) if "stat" in last.text.lower() else []
+        if not set_status and not any(s.counts for s in claims):
+            continue  # nothing a read-back could contradict (most messages)
+        for sentence in claims:
+            count = sentence.counts[0] if sentence.counts else None
+            status = next((v for v in set_status
+                           if re.search(rf"(?<!\w){re.escape(v)}(?!\w)", sentence.text, re.IGNORECASE)), None)
+            if count is None and status is None:
+                continue
+            if count is not None and _count_shown(an, count, prior, index):
+                continue
+            names = set(ledger.artifacts_written(last)) | set(argument_values(last)) | set(sentence.tokens)
+            read_back = next((a for a in reversed(prior) if a.order > last.order and a.read_only and a.outcome == "ok"
+                              and a.visible_at < index and any(n in a.text for n in names)), None)
+            if read_back is None:
+                continue
+            if count is not None:
+                counts = ledger.listed(read_back) | ledger.printed(read_back)
+                if counts and counts.isdisjoint(sentence.counts):
+                    cached[(index, sentence.text)] = (str(count), read_back, ", ".join(str(n) for n in sorted(counts)))
+                continue
+            content = read_back.receipt.content if read_back.receipt is not None else ""
+            shown = {v.lower() for v in _STATUS_FIELD.findall(content[:20_000])}
+            if status is not None and shown and status.lower() not in shown:
+                cached[(index, sentence.text)] = (f"status {status}", read_back, ", ".join(sorted(shown)))
+    return cached
 
 
 def _open(an: Analysis, action: Action, index: int) -> bool:
@@ -585,8 +739,8 @@ def _is_shell(an: Analysis, action: Action) -> bool:
 # --- plans --------------------------------------------------------------------------------------------
 
 
-@detector("plan-receipt-mismatch", "semantic", roles=("authenticity", "plan", "edit-check"), mast="verification")
-def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
+@detector("unchecked-tick", "semantic", roles=("authenticity", "plan", "edit-check"), mast="verification")
+def unchecked_tick(an: Analysis) -> list[Issue]:
     """A todo item marked completed when no call succeeded while it was in progress, or when the last check
     in that time failed (the "3/3 done while checks say 1/2" pattern of plan-then-act-lesson.txt).
 
@@ -595,17 +749,7 @@ def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
     the previous plan update) to the update that marks it completed; only receipts seen before the marking count.
     """
     issues: list[Issue] = []
-    updates: list[tuple[int, int, list[tuple[str, str, str]]]] = []  # (message index, turn, items)
-    for action in an.actions:
-        if action.is_plan and action.call is not None:
-            updates.append((action.message_index, action.turn, plan_items(action.call)))
-    if not updates:
-        for speech in an.speeches:
-            # Every checkbox holds "[": the test (C speed) spares most texts the line-anchored scan.
-            boxes = _CHECKBOX.findall(speech.region) if "[" in speech.region else None
-            if boxes:
-                items = [(" ".join(text.lower().split()), text, "pending" if mark == " " else "completed") for mark, text in boxes]
-                updates.append((speech.message_index, speech.turn, items))
+    updates = _plan_updates(an)
     status: dict[str, str] = {}
     since: dict[str, int] = {}
     previous_update = 0
@@ -617,12 +761,45 @@ def plan_receipt_mismatch(an: Analysis) -> list[Issue]:
                 why, evidence = _unsupported_completion(an, start, index, bool(an.patterns.check_item.search(text)))
                 if why:
                     description = f"Todo item \"{an.excerpt(text)}\" marked completed, but {why}."
-                    issues.append(_issue(an, "plan-receipt-mismatch", turn, description, evidence))
+                    issues.append(_issue(an, "unchecked-tick", turn, description, evidence))
             if state == "in_progress" and old != "in_progress":
                 since[key] = index
             status[key] = state
         previous_update = index
     return issues
+
+
+def _plan_updates(an: Analysis) -> list[tuple[int, int, list[tuple[str, str, str]]]]:
+    """(message index, turn, items) of every plan update: TodoWrite-style calls, else markdown checklists in the
+    assistant's text; found once per analysis (two detectors read them)."""
+    cached: list[tuple[int, int, list[tuple[str, str, str]]]] | None = an.cache.get("plan_updates")
+    if cached is not None:
+        return cached
+    updates: list[tuple[int, int, list[tuple[str, str, str]]]] = []
+    for action in an.actions:
+        if action.is_plan and action.call is not None:
+            updates.append((action.message_index, action.turn, plan_items(action.call)))
+    if not updates:
+        for speech in an.speeches:
+            # Every checkbox holds "[": the test (C speed) spares most texts the line-anchored scan.
+            boxes = _CHECKBOX.findall(speech.region) if "[" in speech.region else None
+            if boxes:
+                items = [(" ".join(text.lower().split()), text, "pending" if mark == " " else "completed") for mark, text in boxes]
+                updates.append((speech.message_index, speech.turn, items))
+    an.cache["plan_updates"] = updates
+    return updates
+
+
+def _ticks(an: Analysis) -> list[tuple[int, int, str]]:
+    """(message index, turn, item text) of each plan item marked completed that was not completed before."""
+    status: dict[str, str] = {}
+    ticks = []
+    for index, turn, items in _plan_updates(an):
+        for key, text, state in items:
+            if state == "completed" and status.get(key, "completed") != "completed":
+                ticks.append((index, turn, text))
+            status[key] = state
+    return ticks
 
 
 def _unsupported_completion(an: Analysis, start: int, marked_at: int, check_item: bool) -> tuple[str | None, str]:
@@ -648,7 +825,25 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, check_item
     if last.failed:
         what = "check" if last.is_check else "call"
         return f"its last {what} (T{last.turn}) failed", _receipt_quote(an, last)
+    if last.status == "noop":
+        return f"its last call (T{last.turn}) created or changed nothing", _receipt_quote(an, last)
+    if last.is_check and last.outcome == "ok" and not last.silent_failure:
+        # The check must have run on the current version of what it covers.
+        stale = _stale_artifact(an, last, marked_at)
+        if stale is not None:
+            artifact, write = stale
+            return (f"its last check (T{last.turn}) ran on an older version of {artifact}, changed at T{write.turn}",
+                    f"check T{last.turn} {last.name} | write T{write.turn} {write.name} {artifact}")
     return None, ""
+
+
+def _stale_artifact(an: Analysis, check: Action, index: int) -> tuple[str, Action] | None:
+    """An artifact the check ran on that has a newer version at message ``index``, with the write that made it."""
+    ledger = _ledger(an)
+    for artifact, version in ledger.bound_versions(check).items():
+        if ledger.version_at(artifact, index) > version:
+            return artifact, an.actions[ledger.history(artifact)[version].action]
+    return None
 
 
 # --- stale evidence -----------------------------------------------------------------------------------
@@ -656,17 +851,17 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, check_item
 
 @detector("stale-evidence", "semantic", roles=("authenticity", "plan"), mast="verification")
 def stale_evidence(an: Analysis) -> list[Issue]:
-    """A claim of verification whose last passing check ran on an older version of a file it covered.
+    """A claim of verification whose last passing check ran on an older version of an artifact it covered.
 
-    A file is covered by a check when the check names it or when it was written before the check (and is
-    not documentation); it is stale when a successful write to it happened after the check and before the
-    claim, with no check after the write.
+    Versions are the ledger's (:class:`~judge.facts.ledger.Ledger`): each successful write of a file, or of a
+    resource a CLI call names or creates, is a new version; a check is bound to the versions of what it names
+    and (files) of what was written before it, documentation excepted. The evidence is stale when a newer
+    version exists at the claim, with no check after the write.
     """
     issues: list[Issue] = []
     checks = [a for a in an.actions if a.is_check]
     if not checks:
         return issues
-    covered_by: dict[int, set[str]] = {}
     # Speeches come in message order: the checks seen before each are those of a growing prefix of the checks
     # sorted by when they were seen; the last of them (in call order) is the one a claim rests on.
     by_sight = sorted(checks, key=lambda c: c.visible_at)
@@ -681,27 +876,18 @@ def stale_evidence(an: Analysis) -> list[Issue]:
             if last_seen is None or by_sight[sighted].order > last_seen.order:
                 last_seen = by_sight[sighted]
             sighted += 1
-        if last_seen is None or last_seen.outcome != "ok":
+        if last_seen is None or last_seen.outcome != "ok" or last_seen.silent_failure:
             continue
         check = last_seen
-        covered = covered_by.get(check.order)
-        if covered is None:  # the files a check covers depend on the check only; several claims cite one check
-            covered = {p for a in an.actions[: check.order] if a.outcome == "ok" for p in a.writes if not is_doc(p)}
-            covered |= {p for a in an.actions if a.writes for p in a.writes if _basename(p) in check.text}
-            covered_by[check.order] = covered
-        stale = next(
-            (a for a in an.actions[check.order + 1 :]
-             if a.outcome == "ok" and a.visible_at < index and any(p in covered for p in a.writes)),
-            None,
-        )
+        stale = _stale_artifact(an, check, index)
         if stale is None:
             continue
-        path = next(p for p in stale.writes if p in covered)
+        artifact, write = stale
         description = (
-            f"Claims verification, but {path} was changed at T{stale.turn} after the last passing check "
+            f"Claims verification, but {artifact} was changed at T{write.turn} after the last passing check "
             f"(T{check.turn}) and not checked again."
         )
-        evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{stale.turn} {stale.name} {path}"
+        evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{write.turn} {write.name} {artifact}"
         issues.append(_issue(an, "stale-evidence", speech.turn, description, evidence))
     return issues
 
@@ -727,6 +913,14 @@ def premature_claim(an: Analysis) -> list[Issue]:
         if not claims:
             continue
         index = speech.message_index
+        running = _still_running(an, claims, index)
+        if running is not None:
+            sentence, job = running
+            description = (f"Claims a result while the last receipt of the {job.name} call of T{job.turn} shows the "
+                           "job still running or queued.")
+            evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | receipt {_receipt_quote(an, job)}"
+            issues.append(_issue(an, "premature-claim", speech.turn, description, evidence))
+            continue
         pending = _work_from(an, index)
         if not pending:
             continue
@@ -760,6 +954,31 @@ def premature_claim(an: Analysis) -> list[Issue]:
             issues.append(_issue(an, "premature-claim", speech.turn, description, evidence))
             break
     return issues
+
+
+def _still_running(an: Analysis, claims: list[Sentence], index: int) -> tuple[Sentence, Action] | None:
+    """A claim of the message at ``index`` and the job it speaks of, when the last receipt about that job
+    shows it still running: no later successful call of the same kind or naming the same job says otherwise.
+
+    The claim speaks of the job when it names a value of the job's call or receipt, or when the job is the last
+    call before it that may change state."""
+    prior = _work_before(an, index)
+    runs = [a for a in prior if a.status == "running"]
+    if not runs:
+        return None
+    job = runs[-1]
+    shown = (job.receipt.content if job.receipt is not None else "") + job.text
+    ids = {t for t in value_tokens(shown) if is_resource_id(t)}
+    for later in (a for a in prior if a.order > job.order):
+        if later.status == "ok" and (call_path(later, an.config) == call_path(job, an.config)
+                                     or any(i in later.text for i in ids)):
+            return None  # a later receipt about the job shows it finished
+    last_change = next((a for a in reversed(prior) if not a.read_only and a.status != "running"), None)
+    for sentence in claims:
+        named = any(t in shown for t in sentence.tokens)
+        if named or last_change is None or last_change.order < job.order:
+            return sentence, job
+    return None
 
 
 @detector("phantom-failure-reference", "semantic", roles=("authenticity", "wording", "edit-check"), mast="reasoning-action")

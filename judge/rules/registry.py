@@ -39,7 +39,7 @@ from judge.schema import Category, Issue
 Role = Literal["authenticity", "plan", "wording", "edit-check"]
 ROLES: tuple[Role, ...] = get_args(Role)
 
-# A detector reads a judge.rules.analysis.Analysis. The type is not named here: the config validates detector
+# A detector reads a judge.facts.analysis.Analysis. The type is not named here: the config validates detector
 # names against this registry, and the analysis reads the config, so naming it would make an import circle.
 # The decorator keeps each detector's own signature (F).
 DetectorFn = Callable[[Any], list[Issue]]

@@ -1,28 +1,37 @@
-"""The rules judge's configuration: detector switches, thresholds and phrase lists, loaded from YAML.
+"""The vocabularies and settings the fact ledger and the rules judge read: detector switches, thresholds and
+phrase lists, loaded from YAML.
 
 The file (``rubrics/rules-v2.yaml`` by default) is data, versioned by its ``version`` key; that version is
 the judge's ``prompt_version``. Phrase lists are regular expressions; :class:`CompiledPatterns` (``config.patterns``,
-built once per config) holds one :class:`~judge.rules.matching.PhraseMatcher` per list, which answers like the
-alternation of its patterns (the matching engine is :mod:`judge.rules.matching`). Long receipts and messages are
+built once per config) holds one :class:`~judge.facts.matching.PhraseMatcher` per list, which answers like the
+alternation of its patterns (the matching engine is :mod:`judge.facts.matching`). Long receipts and messages are
 read at both ends only (``receipt`` and ``message`` settings of the YAML file).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from functools import cached_property
+from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from judge.rules.matching import PhraseGroup, PhraseMatcher, lower_pattern
-from judge.rules.registry import detector_names
+from judge.facts.matching import PhraseGroup, PhraseMatcher, lower_pattern
 from judge.schema import Severity
 
 DEFAULT_FILE = "rules-v2.yaml"
+# The detector names a config may name (set by judge.rules, which registers the detectors: judge.facts never
+# imports the rules judge). Unset, any name is accepted.
+_known_detectors: Callable[[], Sequence[str]] | None = None
+
+
+def set_detector_names(names: Callable[[], Sequence[str]]) -> None:
+    """Make every config loaded from now on refuse detector names that ``names()`` does not list."""
+    global _known_detectors  # noqa: PLW0603 - one registry-wide hook, set once at import of judge.rules
+    _known_detectors = names
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -135,12 +144,17 @@ PHRASE_LISTS = (
 # pass_claim: checks pass / all green (needs a real check that passed); count_claim: "6 records written" (its number
 # must be in a receipt); uncertain: a receipt that leaves a write's effect unknown; invocation_error: a failed check
 # that could not run as called (the command is wrong, not the work it checks).
-OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_error")
+OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_error",
+                         # issue 24 (the fact ledger): what a successful receipt's content adds (still running,
+                         # nothing created, checks that failed), what a failed one's adds (some effect), and in
+                         # claims: the future tense and "the earlier problem was handled".
+                         "running", "noop", "partial", "check_failure", "future", "resolution_claim")
 # Lists read over a whole message region (one literal scan per region), and lists read only in its claim sentences
 # (short: one scan per sentence), so that a long message is not scanned for the literals of every list.
 SPEECH_LISTS = ("claim", "prior_failure", "phantom")
 SENTENCE_LISTS = (
     "check_claim", "test_claim", "pass_claim", "count_claim", "creation_claim", "done_claim", "hedge", "failure_words",
+    "future", "resolution_claim",
 )
 
 
@@ -163,7 +177,9 @@ class RulesConfig(BaseModel):
     @field_validator("detectors")
     @classmethod
     def _known_detectors(cls, value: dict[str, DetectorSettings]) -> dict[str, DetectorSettings]:
-        known = detector_names()
+        if _known_detectors is None:
+            return value
+        known = _known_detectors()
         unknown = sorted(set(value) - set(known))
         if unknown:
             raise ValueError(f"unknown detector(s) {unknown}; known: {list(known)}")
@@ -239,6 +255,12 @@ class RulesConfig(BaseModel):
         return CompiledPatterns(self)
 
 
+@lru_cache(maxsize=1)
+def default_config() -> RulesConfig:
+    """The bundled config, read once per process."""
+    return RulesConfig.load()
+
+
 class Memo(dict[K, V]):
     """A memo of :class:`CompiledPatterns`: a dict that counts the characters of the texts its keys hold."""
 
@@ -257,7 +279,7 @@ class CompiledPatterns:
             merged = [p for language in config.phrases.get(name, {}).values() for p in language]
             if name == "claim":
                 # A sentence that claims an action (pushed, restarted) or that tests or checks pass is a claim too.
-                for extra in ("pass_claim", "test_claim"):
+                for extra in ("pass_claim", "test_claim", "resolution_claim"):
                     merged += [p for language in config.phrases.get(extra, {}).values() for p in language]
                 merged += [p for action in config.actions.values() for language in action.claim.values() for p in language]
             setattr(self, name, PhraseMatcher(merged))
@@ -282,7 +304,9 @@ class CompiledPatterns:
         self.not_file = PhraseMatcher(tools.not_file_names)
         self.receipt_lists = PhraseGroup({"environment": self.environment, "success": self.success,
                                           "error": self.error, "check_receipt": self.check_receipt,
-                                          "uncertain": self.uncertain, "invocation_error": self.invocation_error})
+                                          "uncertain": self.uncertain, "invocation_error": self.invocation_error,
+                                          "running": self.running, "noop": self.noop, "partial": self.partial,
+                                          "check_failure": self.check_failure})
         self.command_lists = PhraseGroup(
             {"read_only": self.read_only_command, "check": self.check, "content": self.content_command,
              "link_check": self.link_check})
@@ -341,3 +365,9 @@ class CompiledPatterns:
     count_claim: PhraseMatcher
     uncertain: PhraseMatcher
     invocation_error: PhraseMatcher
+    running: PhraseMatcher
+    noop: PhraseMatcher
+    partial: PhraseMatcher
+    check_failure: PhraseMatcher
+    future: PhraseMatcher
+    resolution_claim: PhraseMatcher

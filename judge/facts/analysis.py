@@ -7,6 +7,9 @@ with the first unanswered call of its turn, or, when the turn made no call, beco
 
 Outcomes: ``ok``; ``error`` (the call failed: error flag, non-zero exit code, or error text); ``environment``
 (it failed for a reason outside the agent: network, auth, quota, disk); ``missing`` (no receipt: unknown).
+Each action also has a *status* read from the exit code and the content together (:data:`Status`): a failed
+call whose receipt shows some effect is ``partial``, a success that created nothing is ``noop``, a job the
+receipt shows still running or queued is ``running``, a timeout or a missing receipt is ``unknown``.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
+from judge.facts.config import CompiledPatterns, RulesConfig
+from judge.facts.matching import PhraseGroup
 from judge.model import Message, Receipt, ToolCall, Trajectory
-from judge.rules.config import CompiledPatterns, RulesConfig
-from judge.rules.matching import PhraseGroup
 
 Outcome = Literal["ok", "error", "environment", "missing"]
+Status = Literal["ok", "failed", "partial", "unknown", "noop", "running"]
 
 # Sentence ends: [.!?] before whitespace (not the dot of "report.csv"), any CJK stop, or a line break.
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
@@ -71,6 +75,8 @@ class Action:
     program: str = ""  # the program a shell command runs (its last command of a chain), for exit-code meanings
     uncertain: bool = False  # a state-changing call whose effect is unknown (timed out, "may or may not have applied")
     reported: bool = False  # a check that ran and reported failures: evidence about the work, not a failed call
+    status: Status = "unknown"  # outcome read with the content: partial, noop, running (see the module doc)
+    silent_failure: bool = False  # a check that exited 0 while its output reports failures
     writes: tuple[str, ...] = ()
     # Computed on first use (most actions never need them): see the ``text`` and ``key`` properties.
     arguments: str | None = field(default=None, repr=False)
@@ -116,6 +122,8 @@ class Sentence:
     pass_claim: bool = False  # "all checks passed", "alles grün": needs a real check that passed
     actions: tuple[str, ...] = ()  # claimed actions (config ``actions``: push, restart...)
     counts: tuple[int, ...] = ()  # claimed counts ("6 records written"): each must be shown by a receipt
+    future: bool = False  # future or promised ("will be done", "将在...完成"): claims nothing done yet
+    resolution: bool = False  # says an earlier problem was handled ("the error is fixed"): a claim despite its failure words
 
 
 @dataclass(slots=True)
@@ -154,16 +162,20 @@ class Analysis:
         return excerpt(text, self.config.receipt.excerpt_chars)
 
     def recovered(self, action: Action, before: int | None = None) -> Action | None:
-        """A later successful action of the same intent (visible before message ``before``, if given)."""
+        """A later successful action of the same intent (visible before message ``before``, if given). A read
+        does not redo a failed write (``lark-cli base record list`` after a failed ``record create``), nor does a
+        success that changed nothing (a no-op)."""
         successes: dict[str, _Successes] | None = self.cache.get("ok_by_intent")
         if successes is None:
             grouped: dict[str, list[Action]] = {}
             for candidate in self.actions:
-                if candidate.outcome == "ok":
+                if candidate.outcome == "ok" and candidate.status != "noop":
                     grouped.setdefault(candidate.intent, []).append(candidate)
             successes = self.cache["ok_by_intent"] = {intent: _Successes(group) for intent, group in grouped.items()}
         found = successes.get(action.intent)
-        return found.first_after(action, before, lambda later: True) if found is not None else None
+        if found is None:
+            return None
+        return found.first_after(action, before, lambda later: action.read_only or not later.read_only)
 
     def resolved(self, action: Action, before: int | None = None) -> Action | None:
         """:meth:`recovered`, or for a call whose effect is unknown (``uncertain``) a later successful call that
@@ -332,6 +344,8 @@ class Reading:
     reports_checks: bool = False  # it reports checks passing or failing ("3 passed", "FAIL")
     uncertain: bool = False  # it leaves the effect of the call unknown (a timeout, "may or may not have been applied")
     invocation_error: bool = False  # the command itself was wrong (not found, bad option): nothing was checked
+    shows: str = ""  # what the content adds to the outcome: "partial", "noop", "running" or "" (see Status)
+    reports_failures: bool = False  # it reports failed checks ("2 failed", "FAIL:"), whatever its exit code
 
 
 # Receipt reading modes: the text says nothing for file content (flags only); HTTP statuses and network errors
@@ -410,6 +424,24 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # A check that ran and reported failures found something: evidence, not an error of the agent's call.
     action.reported = (action.is_check and action.outcome == "error" and reading.reports_checks
                        and not reading.invocation_error)
+    action.status = status_of(action, reading)
+    action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
+
+
+def status_of(action: Action, reading: Reading) -> Status:
+    """The status of an answered action (see :data:`Status`): the outcome, refined by what the content shows."""
+    if action.outcome == "ok":
+        if reading.shows == "running":
+            return "running"
+        # A read or a check that finds nothing has done its job; only a call meant to change state can be a no-op.
+        if reading.shows == "noop" and not action.read_only and not action.is_check and not action.is_plan:
+            return "noop"
+        return "ok"
+    if reading.shows == "partial" and not action.read_only:
+        return "partial"
+    if action.uncertain:
+        return "unknown"
+    return "failed"
 
 
 def _receipt_window(receipt: Receipt, config: RulesConfig, text_signals: bool) -> str | None:
@@ -452,18 +484,29 @@ def _classify_hits(
     explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or hit("success") is not None
     error = None if explicit_success and not explicit_failure else hit("error")
     reports_checks = hit("check_receipt") is not None
-    if not (explicit_failure or error or environment):
-        return Reading("ok", "", reports_checks) if reports_checks else _OK
-    if explicit_success and not explicit_failure and not environment:
-        return Reading("ok", "", reports_checks) if reports_checks else _OK
+    if not (explicit_failure or error or environment) or (explicit_success and not explicit_failure and not environment):
+        # A success by its flags: the content may still say the job is only queued, that nothing was created,
+        # or (a check) that some of what it checked failed.
+        shows = "running" if hit("running") else "noop" if hit("noop") else ""
+        failures = hit("check_failure") is not None
+        if not (reports_checks or shows or failures):
+            return _OK
+        return Reading("ok", "", reports_checks, shows=shows, reports_failures=failures)
+    if error is not None and not explicit_failure and not environment and hit("noop") is not None:
+        # "warning: unknown flag --upsert ignored" with no exit code: the tool went on and did nothing (a no-op).
+        warned = _line_at(window, error.start()).lower()
+        if warned.startswith(("warning", "warn:", "notice")) or "ignor" in warned:
+            return Reading("ok", "", reports_checks, shows="noop")
     shown = environment or error
     line = _line_at(window, shown.start()) if shown else (text.splitlines() or [""])[0]
     if _EXIT_LINE.match(line):
         line = _reason_after_exit_line(window, patterns) or line
     if environment:
-        return Reading("environment", line, reports_checks, uncertain is not None)
+        return Reading("environment", line, reports_checks, uncertain is not None,
+                       shows="partial" if hit("partial") else "")
     invocation = reports_checks and hit("invocation_error") is not None
-    return Reading("error", line or f"exit code {receipt.exit_code}", reports_checks, False, invocation)
+    return Reading("error", line or f"exit code {receipt.exit_code}", reports_checks, False, invocation,
+                   shows="partial" if hit("partial") else "", reports_failures=reports_checks)
 
 
 def _reason_after_exit_line(window: str, patterns: CompiledPatterns) -> str:
@@ -779,6 +822,8 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
         if patterns.actions_always or not patterns.action_literals.isdisjoint(found) else (),
         counts=tuple(dict.fromkeys(int(n) for m in patterns.count_claim.finditer_found(text, found, low)
                                    for n in _NUMBER.findall(m.group(0)))),
+        future=patterns.future.search_found(text, found) is not None,
+        resolution=patterns.resolution_claim.search_found(text, found) is not None,
     )
 
 

@@ -2,13 +2,13 @@
 
 Python's ``re`` tries every branch of an alternation at every position (~100 ns a character for an English list,
 whatever the text says). Here (bench/rules_speed.py): the literals every match needs (:func:`necessary_literals`
-of :mod:`judge.rules.regex_subset`) are found with substring tests, for all the lists read over one text
+of :mod:`judge.facts.regex_subset`) are found with substring tests, for all the lists read over one text
 (:class:`PhraseGroup`) and all of a trajectory's receipts (or messages) in one scan (:meth:`LiteralGate.find_many`);
 only the patterns needing a found literal run, lowered, on the lowered text, as one alternation once the same set
 of patterns has been searched often (:data:`JOIN_AFTER`); in long texts a pattern that cannot cross a line
 (:func:`may_match_newline`) runs only on the lines that hold its literals. The answer is the alternation's.
 
-The engine knows nothing of the rules config: :class:`judge.rules.config.CompiledPatterns` builds one
+The engine knows nothing of the rules config: :class:`judge.facts.config.CompiledPatterns` builds one
 :class:`PhraseMatcher` per list of the config.
 """
 
@@ -18,7 +18,7 @@ import bisect
 import re
 from typing import Any
 
-from judge.rules.regex_subset import may_match_newline, necessary_literals
+from judge.facts.regex_subset import may_match_newline, necessary_literals
 
 __all__ = [
     "JOIN_AFTER", "JOIN_MAX_CHARS", "WINDOW_MIN_CHARS", "LiteralGate", "PhraseGroup", "PhraseMatcher", "Plan",
