@@ -962,18 +962,27 @@ def _still_running(an: Analysis, claims: list[Sentence], index: int) -> tuple[Se
 
     The claim speaks of the job when it names a value of the job's call or receipt, or when the job is the last
     call before it that may change state."""
-    prior = _work_before(an, index)
-    runs = [a for a in prior if a.status == "running"]
-    if not runs:
+    work, positions = _work(an)
+    end = bisect.bisect_left(positions, index)  # work[:end] are the actions before the message
+    # The running jobs, found once per analysis: the last one before each claim is one bisect, not a scan of every
+    # earlier call per claim (quadratic in a long trajectory; issue 28 item 6).
+    running: tuple[list[int], list[int]] | None = an.cache.get("running")
+    if running is None:
+        at = [k for k, a in enumerate(work) if a.status == "running"]
+        running = an.cache["running"] = (at, [positions[k] for k in at])
+    last = bisect.bisect_left(running[1], index)
+    if not last:
         return None
-    job = runs[-1]
+    start = running[0][last - 1]
+    job = work[start]
     shown = (job.receipt.content if job.receipt is not None else "") + job.text
     ids = {t for t in value_tokens(shown) if is_resource_id(t)}
-    for later in (a for a in prior if a.order > job.order):
+    for later in work[start + 1 : end]:
         if later.status == "ok" and (call_path(later, an.config) == call_path(job, an.config)
                                      or any(i in later.text for i in ids)):
             return None  # a later receipt about the job shows it finished
-    last_change = next((a for a in reversed(prior) if not a.read_only and a.status != "running"), None)
+    last_change = next((work[k] for k in range(end - 1, -1, -1) if not work[k].read_only and work[k].status != "running"),
+                       None)
     for sentence in claims:
         named = any(t in shown for t in sentence.tokens)
         if named or last_change is None or last_change.order < job.order:

@@ -11,8 +11,8 @@ import asyncio
 
 import pytest
 
+from judge.facts.analysis import Action
 from judge.judges import make_judge
-from judge.rules.analysis import Action
 from judge.testing.synthetic import failing_calls_trajectory
 
 
