@@ -77,8 +77,25 @@ def majority_issues(score: ScoreRow) -> list[ScoredIssue]:
     return issues
 
 
-def route_issue(trajectory: Trajectory, issue: ScoredIssue, cluster: Cluster | None, detectors: Detectors | None = None) -> IssueRoute:
-    """The route of one issue (see the module docstring)."""
+# Offline edits a trajectory may need before it goes online instead. Each edit re-checks the whole edited
+# trajectory, and the edits are applied one after another, so a trajectory with hundreds of failed calls cost
+# minutes (300 failed calls: 146 s); and the design's offline edit is the local removal of a failed call, not a
+# rewrite of most of a trajectory (issue 28 item 6).
+MAX_OFFLINE_EDITS = 8
+
+
+def needs_offline_edit(trajectory: Trajectory, issue: ScoredIssue) -> bool:
+    """Whether :func:`route_issue` would try an offline edit for ``issue`` (pure, cheap)."""
+    if issue.category in ("environment", "capability") or issue.turn is None or not 1 <= issue.turn <= trajectory.turn_count:
+        return False
+    return issue.tag in WORDING_TAGS or (issue.category == "code" and bool(failed_calls_at(trajectory, issue.turn)))
+
+
+def route_issue(trajectory: Trajectory, issue: ScoredIssue, cluster: Cluster | None, detectors: Detectors | None = None,
+                *, too_many_edits: int = 0) -> IssueRoute:
+    """The route of one issue (see the module docstring). ``too_many_edits``: how many of the trajectory's issues
+    would need an offline edit, when that is more than :data:`MAX_OFFLINE_EDITS` (then none is tried: the
+    trajectory continues online from its issue)."""
     if issue.category == "environment":
         return IssueRoute(issue, cluster, "environment", "environment fault: recorded in the ledger, rerun in a fresh environment")
     if issue.category == "capability":
@@ -88,6 +105,13 @@ def route_issue(trajectory: Trajectory, issue: ScoredIssue, cluster: Cluster | N
         return IssueRoute(issue, cluster, "pending", "the issue is not localised to a turn, so no checkpoint can be chosen")
     if not 1 <= issue.turn <= trajectory.turn_count:
         return IssueRoute(issue, cluster, "pending", f"T{issue.turn} is not a turn of this trajectory ({trajectory.turn_count} turns)")
+    if too_many_edits and needs_offline_edit(trajectory, issue):
+        many = f"{too_many_edits} issues would each need an offline edit, more than {MAX_OFFLINE_EDITS}: "
+        if issue.category == "code":
+            return IssueRoute(issue, cluster, "online-guided", f"T{issue.turn}: {many}restore the checkpoint, add teacher "
+                              "guidance, continue")
+        return IssueRoute(issue, cluster, "online-regenerate", f"T{issue.turn}: {many}keep the original query and "
+                          "regenerate the suffix from the state before it")
     if issue.tag in WORDING_TAGS or (issue.category == "code" and failed_calls_at(trajectory, issue.turn)):
         edit = offline_edit(trajectory, cluster or issue, detectors=detectors or get_detectors())
         return IssueRoute(issue, cluster, edit.route, edit.reason, edit)
@@ -110,7 +134,9 @@ def plan_repair(
     if not issues:
         return None
     by_id = {c.cluster: c for c in clusters or [] if c.trajectory_id == trajectory.id}
-    routes = [route_issue(trajectory, i, by_id.get(i.cluster), detectors) for i in issues]
+    editable = sum(needs_offline_edit(trajectory, i) for i in issues)
+    too_many = editable if editable > MAX_OFFLINE_EDITS else 0
+    routes = [route_issue(trajectory, i, by_id.get(i.cluster), detectors, too_many_edits=too_many) for i in issues]
     blocking = sorted((r for r in routes if r.route in BLOCKING), key=_order)
     if blocking:
         return _online(trajectory, routes, blocking[0])

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel
@@ -165,8 +166,10 @@ def _first_window_start(windows: Sequence[range], message_map: Sequence[int], in
     return next((i for i, o in enumerate(message_map) if o >= start), len(message_map))
 
 
-def _stems(text: str) -> set[str]:
-    """Lower-cased words with common English inflections cut (imported/imports/importing -> import)."""
+@lru_cache(maxsize=65536)
+def _stems(text: str) -> frozenset[str]:
+    """Lower-cased words with common English inflections cut (imported/imports/importing -> import). Memoised:
+    every edit of a trajectory compares the same call texts and sentences again."""
     out = set()
     for word in _WORD.findall(text or ""):
         word = word.lower()
@@ -178,7 +181,7 @@ def _stems(text: str) -> set[str]:
             word = word[:-1]  # create / created -> creat
         if word not in _STOP_WORDS:
             out.add(word)
-    return out
+    return frozenset(out)
 
 
 _STOP_WORDS = {"the", "and", "were", "was", "has", "have", "been", "successfully", "success", "now", "all", "with", "into",
