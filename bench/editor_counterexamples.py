@@ -4,7 +4,7 @@
 
 The suite (tests/fixtures/editor_counterexamples/cases.jsonl, written by us, expectations committed before the
 first run) holds an original trajectory and a proposed edit per case, with the decision a correct editor takes:
-``refuse`` with a reason kind of /work/prompts/tags.md (effects, dependency, order, unsupported-final, reference,
+``refuse`` with a reason kind of docs/finding-tags.md (effects, dependency, order, unsupported-final, reference,
 flip, future-claim, side-effects), or ``accept``. Each case goes through the editor's public API:
 
 - ``delete``: :func:`judge.repair.editor.offline_edit` with a ``failed-call`` issue at the turn of the proposed

@@ -7,7 +7,7 @@ OpenAI / Anthropic / ATIF records, expectations committed before the first run) 
 (``judge.api.score``, the rules judge unless ``--judge`` says otherwise) into a temporary run directory (``--keep DIR``
 keeps it). Printed, all from that one run:
 
-- **findings**: per tag of /work/prompts/tags.md, precision and recall of the panel's issues (every pass's issues;
+- **findings**: per tag of docs/finding-tags.md, precision and recall of the panel's issues (every pass's issues;
   a finding counts when its turn and tag match an expected one), and a tag-agnostic row "any finding at the right
   turn" (an expected finding is hit when any finding points at its turn; a finding is right when an expected one
   is at its turn). Beside them, from the same labels: ``first-failed-call`` (a failed-call at the first turn whose

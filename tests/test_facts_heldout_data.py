@@ -2,7 +2,7 @@
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
 bench/editor_counterexamples.py print those; docs/facts-heldout.md records the first run): counts, languages,
-formats that parse through judge.importers, tags and categories of /work/prompts/tags.md, turns that exist, and
+formats that parse through judge.importers, tags and categories of docs/finding-tags.md, turns that exist, and
 that the counterexample suite loads and runs through the bench's runner.
 """
 
