@@ -580,6 +580,7 @@
 
   function usd(value) {
     if (value === null || value === undefined) { return "–"; }
+    if (value === 0) { return "$0"; }  // nothing paid, as the cost cards say it
     return "$" + (value > 0 && value < 1 ? value.toFixed(4) : value.toFixed(2));
   }
 

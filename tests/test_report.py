@@ -709,3 +709,6 @@ def test_a_judge_that_makes_no_call_costs_0_everywhere(tmp_path: Path) -> None:
     assert (run.verdicts_df()["cost_usd"] == 0.0).all()
     assert run.invocation is not None and run.invocation.panel is not None
     assert run.invocation.panel.cost_this_run_usd == 0.0  # the inspect scorer's cost_usd
+    from judge.report.render import fmt_usd
+
+    assert fmt_usd(0.0) == "$0" and fmt_usd(0.5) == "$0.5000"  # the index's cost cells say it as the cards do

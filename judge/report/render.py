@@ -464,6 +464,8 @@ def fmt_usd(value: Any) -> str:
     if value is None:
         return "unknown"
     value = float(value)
+    if value == 0:
+        return "$0"  # nothing paid, as the cost cards say it (one cost vocabulary)
     return f"${value:,.4f}" if 0 < value < 1 else f"${value:,.2f}"
 
 
