@@ -123,7 +123,12 @@ class Runs:
     ``runs[i]`` and iteration give the :class:`Run` objects."""
 
     def __init__(self, runs: Sequence[Run]):
+        """``runs``: each once (a run directory named twice raises ValueError)."""
         self.runs = list(runs)
+        resolved = [run.path.resolve() for run in self.runs]
+        if len(set(resolved)) != len(resolved):
+            repeated = sorted({str(p) for p in resolved if resolved.count(p) > 1})
+            raise ValueError(f"a run is named more than once: {', '.join(repeated)}")
 
     def __iter__(self) -> Iterator[Run]:
         return iter(self.runs)
@@ -140,8 +145,8 @@ class Runs:
     def _frames(self, method: str) -> pd.DataFrame:
         from judge.frames import FRAMES, concat_runs
 
-        labels = _run_labels(self.runs)
-        return concat_runs([(label, getattr(run, method)()) for label, run in zip(labels, self.runs)], FRAMES[method])
+        # the run column: each run's path as given (unique: checked when the Runs was made)
+        return concat_runs([(str(run.path), getattr(run, method)()) for run in self.runs], FRAMES[method])
 
     def scores_df(self) -> pd.DataFrame:
         """:meth:`Run.scores_df` of every run, with ``run``."""
@@ -164,22 +169,10 @@ class Runs:
         return self._frames("messages_df")
 
 
-def _run_labels(runs: Sequence[Run]) -> list[str]:
-    """Each run's label in the ``run`` column: its path as given, unique (a run named twice is refused)."""
-    labels = [str(run.path) for run in runs]
-    resolved = [run.path.resolve() for run in runs]
-    if len(set(resolved)) != len(resolved):
-        repeated = sorted({str(p) for p in resolved if resolved.count(p) > 1})
-        raise ValueError(f"a run is named more than once: {', '.join(repeated)}")
-    return labels
-
-
 def load_runs(paths: Iterable[PathLike]) -> Runs:
     """Open several run directories (:func:`load_run` each; the same errors); their frames concatenate with a
     ``run`` column. A path given twice raises ValueError."""
-    runs = Runs([load_run(path) for path in paths])
-    _run_labels(runs.runs)
-    return runs
+    return Runs([load_run(path) for path in paths])
 
 
 def load_run(path: PathLike) -> Run:

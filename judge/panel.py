@@ -896,7 +896,7 @@ def describe_result(result: PanelResult) -> dict[str, Any]:
 def summary_lines(result: PanelResult) -> list[str]:
     """A few human lines about a panel run (the CLI prints them)."""
     cost = "unpriced" if result.cost_usd is None else f"${result.cost_usd:.4f}"
-    paid = f"${result.cost_this_run_usd or 0.0:.4f}" if result.cost_this_run_usd is not None or result.calls == 0 else "unpriced"
+    paid = "unpriced" if result.cost_this_run_usd is None else f"${result.cost_this_run_usd:.4f}"  # 0.0 when nothing was sent
     unscored = ", ".join(f"{reason} {n}" for reason, n in sorted(result.unscored.items())) or "none"
     lines = [
         f"panel: {result.panel_size} pass(es): {', '.join(p.pass_key for p in result.plans)}",

@@ -476,7 +476,7 @@ def fmt_cost(row: Mapping[str, Any]) -> str:
     cost, unpriced = row.get("cost_usd"), int(row.get("unpriced_attempts") or 0)
     if cost is None:
         return "unknown" + (f" ({unpriced} unpriced)" if unpriced else "")
-    text = "$0" if float(cost) == 0 else fmt_usd(cost)
+    text = fmt_usd(cost)
     return f"{text} + {unpriced} unpriced" if unpriced else text
 
 
