@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from judge import rundir
 from judge.model import Message, Trajectory, TrajectoryMetadata
 from judge.repair.tickets import TargetIssue, Ticket
+from judge.schema import Reject
 
 if TYPE_CHECKING:
     from judge.compare import ArmRecord, CompareResult
@@ -46,6 +47,7 @@ SPEC_IN_QUERY = "\n\nSpecification:\n{spec}"
 SPEC_REMINDER = ("Reminder (not a requirement; the request above is what is asked): a specification that may help "
                  "plan the work:\n{spec}")
 CHECKS_FILE = "checks.jsonl"
+REJECTED_QUERIES = "rejected_queries.jsonl"  # the queries file's unusable rows (schema.Reject), one a line
 JUDGED_FILE = "judged.jsonl"
 EXPERIMENT_JSON = "experiment.json"
 EXPERIMENT_MD = "experiment.md"
@@ -136,24 +138,12 @@ class Query(BaseModel):
     workdir: str | None = None
 
 
-@dataclass(frozen=True)
-class BadInput:
-    """A row of an input file that could not be used, where it is and why."""
-
-    file: str
-    where: str
-    error: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.where}: {self.error}"
-
-
-def load_queries(path: Path, rejects: list[BadInput] | None = None) -> list[Query]:
+def load_queries(path: Path, rejects: list[Reject] | None = None) -> list[Query]:
     """Queries from a JSONL file (one object a line) or a YAML/JSON list (or ``{queries: [...]}``); a relative
-    ``workdir`` is relative to the file. A bad row is appended to ``rejects`` (file and line or index) and the rest
-    are read; without ``rejects`` it raises."""
+    ``workdir`` is relative to the file. A bad row is appended to ``rejects`` (the run directory's reject row: file
+    and line, or record index) and the rest are read; without ``rejects`` it raises."""
     path = Path(path)
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[int | None, int | None, Any]] = []  # (line, record index, row): where a bad row is
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -162,9 +152,9 @@ def load_queries(path: Path, rejects: list[BadInput] | None = None) -> list[Quer
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
-                    rows.append((str(number), json.loads(line)))
+                    rows.append((number, None, json.loads(line)))
                 except ValueError as error:
-                    rows.append((str(number), error))
+                    rows.append((number, None, error))
     else:
         try:
             data = yaml.safe_load(text)
@@ -173,10 +163,10 @@ def load_queries(path: Path, rejects: list[BadInput] | None = None) -> list[Quer
         data = data.get("queries") if isinstance(data, dict) else data
         if not isinstance(data, list):
             raise ValueError(f"{path}: a queries file is JSONL, or a YAML/JSON list of queries (or {{queries: [...]}})")
-        rows = [(f"queries[{i}]", row) for i, row in enumerate(data)]
+        rows = [(None, i, row) for i, row in enumerate(data)]
     queries: list[Query] = []
     seen: set[str] = set()
-    for where, row in rows:
+    for line_number, index, row in rows:
         try:
             if isinstance(row, Exception):
                 raise ValueError(f"not JSON: {row}")
@@ -186,17 +176,18 @@ def load_queries(path: Path, rejects: list[BadInput] | None = None) -> list[Quer
             if query.id in seen:
                 raise ValueError(f"id {query.id!r} is given twice")
         except ValidationError as error:
-            bad = BadInput(str(path), where, _where(error))
+            reason = _where(error)
         except ValueError as error:
-            bad = BadInput(str(path), where, str(error))
+            reason = str(error)
         else:
             if query.workdir is not None and not Path(query.workdir).is_absolute():
                 query = query.model_copy(update={"workdir": str((path.parent / query.workdir).resolve())})
             seen.add(query.id)
             queries.append(query)
             continue
+        bad = Reject(source_file=str(path), line=line_number, record_index=index, format="queries", reason=reason)
         if rejects is None:
-            raise ValueError(str(bad))
+            raise ValueError(f"{bad.location()}: {reason}")
         rejects.append(bad)
     return queries
 

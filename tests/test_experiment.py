@@ -12,7 +12,6 @@ import yaml
 
 from judge.experiment import (
     ArmSpec,
-    BadInput,
     Query,
     choose_queries,
     judged_view,
@@ -22,6 +21,7 @@ from judge.experiment import (
     rollout_ticket,
 )
 from judge.model import Message, ToolCall, Trajectory, TrajectoryMetadata
+from judge.schema import Reject
 
 SPEC = "SPEC-TEXT-7f3a: the answer file holds exactly 42"
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "experiments" / "demo"
@@ -71,12 +71,17 @@ def test_queries_bad_rows_named_and_rest_kept(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
     path.write_text('{"id": "a", "query": "do a", "workdir": "repo"}\nnot json\n{"id": "b"}\n{"id": "a", "query": "x"}\n'
                     '{"id": "c", "query": "do c", "spec": "s"}\n', encoding="utf-8")
-    rejects: list[BadInput] = []
+    rejects: list[Reject] = []
     queries = load_queries(path, rejects)
     assert [q.id for q in queries] == ["a", "c"]
     assert queries[0].workdir == str((tmp_path / "repo").resolve())
-    assert [r.where for r in rejects] == ["2", "3", "4"]
-    assert "query: Field required" in rejects[1].error and "given twice" in rejects[2].error
+    assert [(r.source_file, r.line, r.record_index) for r in rejects] == [(str(path), n, None) for n in (2, 3, 4)]
+    assert "query: Field required" in rejects[1].reason and "given twice" in rejects[2].reason
+    listed = tmp_path / "q.yaml"
+    listed.write_text("queries:\n  - {id: a, query: do a}\n  - {id: b}\n", encoding="utf-8")
+    yaml_rejects: list[Reject] = []
+    assert [q.id for q in load_queries(listed, yaml_rejects)] == ["a"]
+    assert [(r.line, r.record_index, r.location()) for r in yaml_rejects] == [(None, 1, f"{listed} [record 1]")]
     with pytest.raises(ValueError, match=r"q.jsonl:2: not JSON"):
         load_queries(path)
     assert [q.id for q in choose_queries(queries, 1)] == ["a"]
@@ -169,11 +174,19 @@ def _experiment(paths: dict[str, Path], out: Path, agent: str, *extra: Any) -> l
 def test_experiment_scripted_end_to_end(tmp_path: Path) -> None:
     """Stopped rollouts stay in every denominator; checks run in each final copy; the figures are the data's."""
     paths = _setup(tmp_path)
+    listed = yaml.safe_load(paths["queries"].read_text(encoding="utf-8"))["queries"]
+    paths["queries"].write_text(yaml.safe_dump({"queries": [*listed, {"id": "q9"}]}), encoding="utf-8")  # no query
     out = tmp_path / "exp"
-    _run(_experiment(paths, out, f"scripted:{paths['script']}", "--judge", "rules"))
+    output = _run(_experiment(paths, out, f"scripted:{paths['script']}", "--judge", "rules"))
     report = json.loads((out / "experiment.json").read_text(encoding="utf-8"))
     plain, spec = report["summary"]["plain"], report["summary"]["spec"]
     assert report["queries"] == ["q1", "q2"]  # --pairs 2: the first two
+    # The bad row is named on stderr and kept as a reject row, the rest of the file ran.
+    where = f"{paths['queries']} [record {len(listed)}]"
+    assert f"rejected {where}: query: Field required" in output
+    rejected = [json.loads(x) for x in (out / "rejected_queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["record_index"], r["format"]) for r in rejected] == [(len(listed), "queries")]
+    assert report["settings"]["rejected_queries"] == [f"{where}: query: Field required"]
     # q2 under plain ran out of script: stopped, yet counted in every denominator.
     assert plain["queries"] == 2 and [s["query_id"] for s in plain["stopped"]] == ["q2"]
     assert plain["stopped"][0]["stop_reason"] == "agent-error"

@@ -81,12 +81,13 @@ def experiment_cmd(
     from judge.model import Trajectory
     from judge.pricing import fmt_usd
     from judge.providers import ProviderError
+    from judge.schema import Reject
 
     if sandbox not in SANDBOX_CHOICES:
         raise typer.BadParameter(f"{sandbox!r}: one of {', '.join(SANDBOX_CHOICES)}", param_hint="--sandbox")
     if seed is not None and pairs is None:
         raise typer.BadParameter("--seed draws the sample of --pairs N: give --pairs", param_hint="--seed")
-    rejects: list[experiment.BadInput] = []
+    rejects: list[Reject] = []
     try:
         arms = experiment.load_arms(arms_path)
         every_query = experiment.load_queries(queries_path, rejects)
@@ -97,7 +98,7 @@ def experiment_cmd(
         raise typer.Exit(ExitCode.USAGE) from None
     output = Output(as_json)
     for bad in rejects:
-        output.line(f"  rejected {bad}", err=True)
+        output.line(f"  rejected {bad.location()}: {bad.reason}", err=True)
     queries = experiment.choose_queries(every_query, pairs, seed)
     if not queries:
         typer.echo(f"error: {queries_path}: no usable query", err=True)
@@ -120,6 +121,9 @@ def experiment_cmd(
     if warning:
         output.line(f"warning: {warning}", err=True)
     out.mkdir(parents=True, exist_ok=True)
+    # Kept beside the report, not only printed: nothing a user gave is dropped without a trace. Written on every
+    # run, so a rerun with the file fixed leaves no stale rows. (OUT/rejects.jsonl is the judging run's own.)
+    rundir.write_jsonl(out / experiment.REJECTED_QUERIES, rejects)
     try:
         budget = experiment.ExperimentBudget.open(out, max_cost)
     except ValueError as error:
@@ -290,7 +294,7 @@ def experiment_cmd(
                 "selection": "sample" if seed is not None and pairs is not None else "first", "sandbox": isolation,
                 "budget": {"tokens": budget_tokens, "turns": budget_turns}, "max_cost": budget.cap,
                 "budget_usd": {**budget.describe(), "stopped": capped},
-                "rejected_queries": [str(b) for b in rejects], "agent_calls": spent}
+                "rejected_queries": [f"{b.location()}: {b.reason}" for b in rejects], "agent_calls": spent}
     report = experiment.experiment_report(arms, queries, rows, compared, settings)
     paths = experiment.write_report(report, out)
     for name, arm_figures in report["summary"].items():
