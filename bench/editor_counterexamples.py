@@ -1,10 +1,11 @@
 """The offline editor and its validators on the issue-24 editor COUNTEREXAMPLE suite: right or wrong per case.
 
-    python bench/editor_counterexamples.py [--set v1|v2 | --cases FILE] [--verbose]
+    python bench/editor_counterexamples.py [--set v1|v2|v3 | --cases FILE] [--verbose]
 
 The suite (tests/fixtures/editor_counterexamples/cases.jsonl, written by us, expectations committed before the
 first run; ``--set v2``: tests/fixtures/editor_counterexamples_v2/cases.jsonl, 39 cases written blind after v1 had
-been read by the editor's engineers; the default stays v1) holds an original trajectory and a proposed edit per case, with the decision a correct editor takes:
+been read by the editor's engineers; ``--set v3``: editor_counterexamples_v3, 37 cases in 11 languages written blind
+after v2 had been read; the default stays v1) holds an original trajectory and a proposed edit per case, with the decision a correct editor takes:
 ``refuse`` with a reason kind of docs/finding-tags.md (effects, dependency, order, unsupported-final, reference,
 flip, future-claim, side-effects), or ``accept``. Each case goes through the editor's public API:
 
@@ -38,7 +39,8 @@ from judge.schema import Issue
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 SETS = {"v1": FIXTURES / "editor_counterexamples" / "cases.jsonl",  # --set NAME -> suite file
-        "v2": FIXTURES / "editor_counterexamples_v2" / "cases.jsonl"}
+        "v2": FIXTURES / "editor_counterexamples_v2" / "cases.jsonl",
+        "v3": FIXTURES / "editor_counterexamples_v3" / "cases.jsonl"}
 CASES = SETS["v1"]
 
 # The editor's dependency kinds and validator names -> the reason kinds of tags.md they stand for.

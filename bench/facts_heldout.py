@@ -1,6 +1,6 @@
 """The judge, the release gate and the decisive turn on the issue-24 HELD-OUT set, beside trivial baselines.
 
-    python bench/facts_heldout.py [--set v1|v2 | --dir DIR] [--judge SPEC ...] [--keep DIR] [--cases]
+    python bench/facts_heldout.py [--set v1|v2|v3 | --dir DIR] [--judge SPEC ...] [--keep DIR] [--cases]
 
 The set (tests/fixtures/facts_heldout: 66 trajectories written by us in the reference design's domain, 9 languages,
 OpenAI / Anthropic / ATIF records, expectations committed before the first run) is scored by the real pipeline
@@ -24,7 +24,9 @@ keeps it). Printed, all from that one run:
   agreement; and the false alarms on the clean trajectories (any finding; not released).
 
 ``--set v2`` measures the second held-out set (tests/fixtures/facts_heldout_v2: 73 trajectories, 8 languages, written
-blind after v1 had been read by the detectors' engineers); ``--dir`` any folder of such records. The default stays v1.
+blind after v1 had been read by the detectors' engineers); ``--set v3`` the third (facts_heldout_v3: 74 trajectories,
+11 languages, half ordinary coding work, written blind after v2 had been read); ``--dir`` any folder of such records.
+The default stays v1.
 A figure here is held out only for code written before it was first printed (docs/facts-heldout.md). To measure
 another checkout, put it first on the path: ``PYTHONPATH=/path/to/checkout python bench/facts_heldout.py``.
 """
@@ -45,7 +47,8 @@ from judge.schema import ScoreRow
 from judge.validate import decisive, decisive_issue, first_failed_call_turn
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
-SETS = {"v1": FIXTURES / "facts_heldout", "v2": FIXTURES / "facts_heldout_v2"}  # --set NAME -> folder of records
+SETS = {"v1": FIXTURES / "facts_heldout", "v2": FIXTURES / "facts_heldout_v2",  # --set NAME -> folder of records
+        "v3": FIXTURES / "facts_heldout_v3"}
 HELDOUT = SETS["v1"]
 Finding = tuple[int | None, str]  # (turn, tag)
 # Tags the rules judge used before tags.md fixed the vocabulary -> the tags.md tag for the same defect. Shown as a
