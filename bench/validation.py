@@ -45,7 +45,8 @@ RUNS: dict[str, tuple[str, tuple[str, str] | None]] = {
 # states it (46% on Algorithm-Generated, 29% on Hand-Crafted); it counts history steps, ours counts turns.
 DEPENDENCY_GUIDED = {"ww-ag": 0.46, "ww-hc": 0.29}
 STEP_SETS = {"ww-hc": "Who&When Hand-Crafted", "ww-ag": "Who&When Algorithm-Generated", "agentrx-tau": "AgentRx tau retail"}
-TRIVIAL = {"always-first": "always T1", "always-last": "always last", "first-failed-call": "first failed call"}
+TRIVIAL = {"always-first": "always T1", "always-last": "always last", "first-failed-call": "first failed call",
+           "first-agent-step": "first agent step"}
 # Rules beside the judge, never counted as the judge: the final answer's origin, and the judge with it as fall-back.
 RULES = {"answer-origin": "answer origin (rule)", "judge-or-answer-origin": "judge, else answer origin (fall-back)"}
 
@@ -92,9 +93,9 @@ def step_comparison(reports: dict[str, dict[str, dict[str, Any]]]) -> str:
     judge with that rule as fall-back, and the published dependency-guided method: one row per labelled set and
     part (``all``, ``dev``, ``test``), and a sentence per set and part saying where the judge's own row stands
     (``reports``: set -> part -> validate's JSON)."""
-    lines = ["| set | part | judge (ours) | always T1 | always last | first failed call | best trivial "
+    lines = ["| set | part | judge (ours) | always T1 | always last | first failed call | first agent step | best trivial "
              "| answer origin (rule) | judge, else answer origin (fall-back) | published dependency-guided LLM |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = []
     for name, label in STEP_SETS.items():
         for part, report in reports.get(name, {}).items():
@@ -105,7 +106,7 @@ def step_comparison(reports: dict[str, dict[str, dict[str, Any]]]) -> str:
             best_name, best = max(((TRIVIAL[k], predictors[k]["step_exact"]["value"]) for k in TRIVIAL), key=lambda kv: kv[1])
             published = DEPENDENCY_GUIDED.get(name)
             lines.append(f"| {label} | {part} | {cell['judge']} | {cell['always-first']} | {cell['always-last']} "
-                         f"| {cell['first-failed-call']} | {100 * best:.1f}% ({best_name}) | {cell['answer-origin']} "
+                         f"| {cell['first-failed-call']} | {cell['first-agent-step']} | {100 * best:.1f}% ({best_name}) | {cell['answer-origin']} "
                          f"| {cell['judge-or-answer-origin']} | {f'{100 * published:.0f}%' if published is not None else 'n/a'} |")
             sentence = (f"- {label}, {part}: the offline judge is {_where(ours, best)} the best trivial baseline "
                         f"({100 * ours:.1f}% vs {100 * best:.1f}%, {best_name}); with the fall-back "

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from judge import rundir
-from judge.facts.flow import Origin, answer_origin, decisive_of, format_chain
+from judge.facts.flow import Origin, answer_origin, decisive_of, format_chain, restates_query
 from judge.importers.labels import (
     LabelError,
     LabelKind,
@@ -284,6 +284,7 @@ BASELINES: dict[str, str] = {
     "always-first": "always T1",
     "always-last": "always the last turn",
     "first-failed-call": "first failed call",
+    "first-agent-step": "first agent step after the task",
     "answer-origin": "final answer's origin (rule, not the judge)",
     "judge-or-answer-origin": "judge, else the answer's origin (fall-back)",
     "majority-agent": "majority agent (from the labels)",
@@ -293,6 +294,8 @@ BASELINE_NOTES: dict[str, str] = {
               "the agent, of an agent drawn uniformly from those that speak in it), not a seeded sample",
     "first-failed-call": "first failed call is the first turn with a call whose receipt the log marks as failed "
                          "(error flag or non-zero exit); a trajectory without one has no prediction",
+    "first-agent-step": "first agent step after the task is the first assistant turn that is not a task message (one "
+                        "that quotes the query, as AG2's manager message does): T1 where no agent restates the task",
     "answer-origin": "final answer's origin is a rule, not the judge: the first agent text or tool output that states "
                      "a word of the final answer the query and the task message do not hold (judge.facts.flow."
                      "answer_origin; every labelled run is a recorded failure, so its answer is wrong)",
@@ -382,6 +385,15 @@ def first_failed_call_turn(trajectory: Trajectory) -> int | None:
     return None
 
 
+def first_agent_turn(trajectory: Trajectory) -> int | None:
+    """The first assistant turn that is not a task message (:func:`judge.facts.flow.restates_query`), or None: the
+    first step an agent took on the task, a position baseline for chats that open with the task restated."""
+    for message in trajectory.messages:
+        if message.role == "assistant" and message.turn and not restates_query(message, trajectory.query):
+            return message.turn
+    return None
+
+
 def random_turn_hit(label_turns: Sequence[int | None], turn_count: int, k: int = 0) -> float:
     """Probability that a turn drawn uniformly from 1..turn_count lies within ``k`` of any label turn (pure)."""
     if turn_count <= 0:
@@ -467,6 +479,7 @@ def evaluate(labels: list[TrajectoryLabels], trajectories: dict[str, Trajectory]
         own = decisive_issue(predicted) if not origins else None
         predicted_turn = chosen.turn if chosen else (own.turn if own else None)
         last = trajectory.turn_count or None
+        first_step = first_agent_turn(trajectory)
         found_answer = answer_origin(trajectory)
         answer_turn = found_answer.turn if found_answer is not None else None
         judge_agent = agent_at_turn(trajectory, predicted_turn) if chosen or own else None
@@ -475,6 +488,7 @@ def evaluate(labels: list[TrajectoryLabels], trajectories: dict[str, Trajectory]
             "always-first": (1 if last else None, agent_at_turn(trajectory, 1)),
             "always-last": (last, agent_at_turn(trajectory, last)),
             "first-failed-call": (failed_call, agent_at_turn(trajectory, failed_call)),
+            "first-agent-step": (first_step, agent_at_turn(trajectory, first_step)),
             "answer-origin": (answer_turn, agent_at_turn(trajectory, answer_turn)),
             "judge-or-answer-origin": (predicted_turn, judge_agent) if predicted_turn is not None
             else (answer_turn, agent_at_turn(trajectory, answer_turn)),

@@ -14,12 +14,12 @@ import pytest
 from test_validate import issue
 
 from judge.facts import ledger_of
-from judge.facts.flow import answer_origin, restates_query, trace_origin
+from judge.facts.flow import answer_origin, fact_words, restates_query, trace_origin
 from judge.importers._common import Source
 from judge.importers.labels import LabelledFailure, TrajectoryLabels
 from judge.importers.who_and_when import parse
 from judge.model import Message, Trajectory
-from judge.validate import BASELINES, evaluate, label_half
+from judge.validate import BASELINES, evaluate, first_agent_turn, label_half
 
 QUESTION = "Which vendor earns the least relative to its rent? Give its type."
 TASK = (f"You are given a task and a plan.\n# General Task\n{QUESTION} Please solve the problem carefully."
@@ -55,6 +55,22 @@ RESTATES: list[tuple[str, str, str, bool]] = [
 @pytest.mark.parametrize(("what", "content", "query", "expected"), RESTATES, ids=[r[0] for r in RESTATES])
 def test_restates_query(what: str, content: str, query: str, expected: bool) -> None:
     assert restates_query(Message(role="assistant", content=content), query) is expected
+
+
+# (what, text, expected facts)
+FACTS: list[tuple[str, str, set[str]]] = [
+    ("numbers in any form, names mid-sentence", "The total is 3,200 for Sunrise Bakery in 2023.", {"3,200", "sunrise", "bakery", "2023"}),
+    ("a capital that opens a sentence or a line is no name", "Verified. The answer is kiosk.\nNext we stop.", set()),
+    ("a list item's first word opens a line", "Results:\n- Harry likes Fishing", {"fishing"}),
+    ("words mixing letters and digits are numbers", "use model e4 and file v2.xlsx", {"e4", "v2.xlsx"}),
+    ("another language: names and numbers, no word list", "Der Umsatz von Müller war 512 Euro.", {"umsatz", "müller", "512", "euro"}),
+    ("a script without letter case gives its numbers", "答案是 1550 号", {"1550"}),
+]
+
+
+@pytest.mark.parametrize(("what", "text", "expected"), FACTS, ids=[f[0] for f in FACTS])
+def test_fact_words(what: str, text: str, expected: set[str]) -> None:
+    assert fact_words(text) == expected
 
 
 # (what, steps, failure turn, expected origin turn, flow found)
@@ -128,6 +144,20 @@ def test_the_fall_back_is_its_own_row_and_the_judge_row_stays_the_judges() -> No
     assert rows["answer-origin"].step_exact.hits == 2
     assert rows["judge-or-answer-origin"].step_exact.hits == 1  # the judge's T3 is kept where it has one
     assert {"answer-origin", "judge-or-answer-origin"} <= set(BASELINES)
+
+
+# (what, steps, expected first agent turn)
+FIRST_STEPS: list[tuple[str, list[tuple[str, str]], int]] = [
+    ("a chat opened by a task message: the next agent turn", [("Data_Expert", TASK), ("Computer_terminal", NO_CODE),
+                                                              ("Finance_Expert", "I will read the file.")], 2),
+    ("a chat whose first agent works at once: T1", [("Data_Expert", "I will read the file first."),
+                                                    ("Finance_Expert", "Then I compute.")], 1),
+]
+
+
+@pytest.mark.parametrize(("what", "steps", "turn"), FIRST_STEPS, ids=[f[0] for f in FIRST_STEPS])
+def test_first_agent_turn(what: str, steps: list[tuple[str, str]], turn: int) -> None:
+    assert first_agent_turn(chat(*steps)) == turn
 
 
 # (label id, half): the split is the first byte of sha256(label id), even = dev; fixed for ever

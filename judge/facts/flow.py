@@ -28,8 +28,8 @@ Who&When dev predictions on the task message).
 
 :func:`answer_origin` is a separate rule for a recorded failure the judge found nothing in: the failed run's final
 answer is the failure, and its origin is the first message (agent text, or the tool output an agent's code
-produced) that stated a word of that answer which neither the query nor the task message held: where the wrong
-fact entered the chat. It reads words, not a judgement of them, so it is a rule beside the judge, never the judge
+produced) that stated a fact of that answer (a number or a name, :func:`fact_words`) which neither the query nor
+the task message held: where the wrong fact entered the chat. It reads words, not a judgement of them, so it is a rule beside the judge, never the judge
 (judge.validate reports it as its own rows). Pure: reads the ledger or the trajectory only.
 """
 
@@ -309,9 +309,29 @@ _WORD = re.compile(r"[^\W_]+(?:[.,'-][^\W_]+)*")
 
 
 def words(text: str) -> frozenset[str]:
-    """The words and numbers of a text, lower-cased, of 2+ characters (``3,200`` and ``e4`` stay whole): what a
-    final answer can share with the message that first stated it. Language-neutral: no word list."""
+    """The words and numbers of a text, lower-cased, of 2+ characters (``3,200`` and ``e4`` stay whole)."""
     return frozenset(w.lower() for w in _WORD.findall(text or "") if len(w) > 1)
+
+
+_SENTENCE_END = frozenset(".!?:;\n")
+
+
+def fact_words(text: str) -> frozenset[str]:
+    """The facts a text states, lower-cased: numbers (any word holding a digit: ``1550``, ``3,200``, ``e4``) and
+    names (a capitalised word that does not open a sentence or a line: ``Sunrise``, ``Kiosk``). Common words are
+    left out without a word list (every language's function words are lower case mid-sentence); a script without
+    letter case gives its numbers only. What a final answer can share with the message that first stated it."""
+    text = text or ""
+    found: set[str] = set()
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if len(word) < 2:
+            continue
+        before = text[:match.start()].rstrip(" \t*_#>-`\"'([")
+        opens = not before or before[-1] in _SENTENCE_END
+        if any(c.isdigit() for c in word) or (word[0].isupper() and not opens):
+            found.add(word.lower())
+    return frozenset(found)
 
 
 def _final_answer(messages: Sequence[Message], query: str) -> int | None:
@@ -327,30 +347,30 @@ def _final_answer(messages: Sequence[Message], query: str) -> int | None:
 
 def answer_origin(trajectory: Trajectory) -> Origin | None:
     """The origin of a failed run's final answer (module docstring): the earliest assistant text or tool output,
-    from the first agent step on, that states a word of the final answer that the query, the user/system messages
-    and the task message do not hold; the answer's own turn when no earlier message states one. None when the run
+    from the first agent step on, that states a fact (:func:`fact_words`) of the final answer that the query, the
+    user/system messages and the task message do not hold; the answer's own turn when no earlier message states one. None when the run
     has no final answer. A recorded failure is assumed: on a success there is nothing wrong to trace."""
     messages = trajectory.messages
     answer = _final_answer(messages, trajectory.query)
     if answer is None:
         return None
-    given = set(words(trajectory.query))
+    given = set(fact_words(trajectory.query))
     for message in messages:
         if message.role in ("user", "system") or (message.role == "assistant" and restates_query(message, trajectory.query)):
-            given |= words(message.content or "")
+            given |= fact_words(message.content or "")
     answer_turn = messages[answer].turn or 0
-    new = words(messages[answer].content or "") - given
+    new = fact_words(messages[answer].content or "") - given
     source = None
     for index, message in enumerate(messages[:answer]):
-        if message.role in ("assistant", "tool") and message.turn and words(message.content or "") & new \
+        if message.role in ("assistant", "tool") and message.turn and fact_words(message.content or "") & new \
                 and not (message.role == "assistant" and restates_query(message, trajectory.query)):
             source = index
             break
     final = FlowStep(answer_turn, answer, None, "failure", "", "text", excerpt(messages[answer].content or "", EXCERPT_CHARS))
     if source is None:
         return Origin(answer_turn, answer_turn, (final,), False,
-                      f"no earlier message states the final answer's words: the answer at T{answer_turn} is its own origin")
-    shared = sorted(words(messages[source].content or "") & new)
+                      f"no earlier message states the final answer's facts: the answer at T{answer_turn} is its own origin")
+    shared = sorted(fact_words(messages[source].content or "") & new)
     value = " ".join(shared[:3])
     turn = messages[source].turn or 0
     kind = "tool output" if messages[source].role == "tool" else "agent text"
