@@ -297,7 +297,7 @@ BASELINE_NOTES: dict[str, str] = {
     "first-agent-step": "first agent step after the task is the first assistant turn that is not a task message (one "
                         "that quotes the query, as AG2's manager message does): T1 where no agent restates the task",
     "answer-origin": "final answer's origin is a rule, not the judge: the first agent text or tool output that states "
-                     "a word of the final answer the query and the task message do not hold (judge.facts.flow."
+                     "a fact (number or name) of the final answer the query and the task message do not hold (judge.facts.flow."
                      "answer_origin; every labelled run is a recorded failure, so its answer is wrong)",
     "judge-or-answer-origin": "judge, else the answer's origin: the judge's decisive turn where it has one, the final "
                               "answer's origin where it has none (a fall-back, reported apart from the judge's own row)",
