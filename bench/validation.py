@@ -27,12 +27,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the halves are evaluated in-process: this checkout's judge, as the subprocesses use
 
+from judge.importers.labels import LabelKind  # noqa: E402
 from judge.validate import HALVES, validate_run  # noqa: E402
 
 CLI = [sys.executable, "-c", "import sys; from judge.cli import main; sys.argv[0] = 'judge'; sys.exit(main())"]
 
 # name -> (input under the datasets folder, labels under it and their kind; None: release check only)
-RUNS: dict[str, tuple[str, tuple[str, str] | None]] = {
+RUNS: dict[str, tuple[str, tuple[str, LabelKind] | None]] = {
     "ww-hc": ("who_and_when/Hand-Crafted", ("who_and_when/Hand-Crafted", "who-and-when")),
     "ww-ag": ("who_and_when/Algorithm-Generated", ("who_and_when/Algorithm-Generated", "who-and-when")),
     "agentrx-tau": ("agentrx/tau_retail/tau_dataset_failed.json", ("agentrx/ground_truth/tau_ground_truth.json", "agentrx")),
