@@ -6,8 +6,8 @@ Runs exactly the commands docs/validation.md lists (``judge score ... --judge ru
 --markdown``), each as a subprocess of this Python, and prints the Markdown blocks. With ``--write FILE`` it
 replaces, in that file, only the blocks between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``
 markers (the header with date and commit, the runs table, one table per labelled set, and the exact-step
-comparison with the trivial baselines and the published dependency-guided LLM method); the prose around them is
-kept, and must be re-read by hand when the figures move. The commit is ``git rev-parse HEAD`` of this checkout,
+comparison with the trivial baselines and the published dependency-guided LLM method, on the whole set and on its
+fixed dev and test halves, ``judge.validate.label_half``); the prose around them is kept, and must be re-read by hand when the figures move. The commit is ``git rev-parse HEAD`` of this checkout,
 marked ``+ uncommitted changes`` when the tree is not clean, so a figure always names the code that made it.
 """
 
@@ -25,10 +25,15 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the halves are evaluated in-process: this checkout's judge, as the subprocesses use
+
+from judge.importers.labels import LabelKind  # noqa: E402
+from judge.validate import HALVES, validate_run  # noqa: E402
+
 CLI = [sys.executable, "-c", "import sys; from judge.cli import main; sys.argv[0] = 'judge'; sys.exit(main())"]
 
 # name -> (input under the datasets folder, labels under it and their kind; None: release check only)
-RUNS: dict[str, tuple[str, tuple[str, str] | None]] = {
+RUNS: dict[str, tuple[str, tuple[str, LabelKind] | None]] = {
     "ww-hc": ("who_and_when/Hand-Crafted", ("who_and_when/Hand-Crafted", "who-and-when")),
     "ww-ag": ("who_and_when/Algorithm-Generated", ("who_and_when/Algorithm-Generated", "who-and-when")),
     "agentrx-tau": ("agentrx/tau_retail/tau_dataset_failed.json", ("agentrx/ground_truth/tau_ground_truth.json", "agentrx")),
@@ -41,7 +46,10 @@ RUNS: dict[str, tuple[str, tuple[str, str] | None]] = {
 # states it (46% on Algorithm-Generated, 29% on Hand-Crafted); it counts history steps, ours counts turns.
 DEPENDENCY_GUIDED = {"ww-ag": 0.46, "ww-hc": 0.29}
 STEP_SETS = {"ww-hc": "Who&When Hand-Crafted", "ww-ag": "Who&When Algorithm-Generated", "agentrx-tau": "AgentRx tau retail"}
-TRIVIAL = {"always-first": "always T1", "always-last": "always last", "first-failed-call": "first failed call"}
+TRIVIAL = {"always-first": "always T1", "always-last": "always last", "first-failed-call": "first failed call",
+           "first-agent-step": "first agent step"}
+# Rules beside the judge, never counted as the judge: the final answer's origin, and the judge with it as fall-back.
+RULES = {"answer-origin": "answer origin (rule)", "judge-or-answer-origin": "judge, else answer origin (fall-back)"}
 
 
 def judge(*args: str) -> str:
@@ -81,29 +89,40 @@ def _rate_cell(rate: dict[str, Any]) -> str:
     return f"{100 * rate['value']:.1f}% ({rate['hits']:g}/{rate['n']})" if rate["n"] else "n/a"
 
 
-def step_comparison(reports: dict[str, dict[str, Any]]) -> str:
-    """Exact step of the judge beside always-T1, always-last, first-failed-call and the published dependency-guided
-    method, one row per labelled set, and a sentence saying where the judge stands (``reports``: validate's JSON)."""
-    lines = ["| set | judge (ours) | always T1 | always last | first failed call | best trivial | published dependency-guided LLM |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+def step_comparison(reports: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """Exact step of the judge beside always-T1, always-last, first-failed-call, the answer-origin rule and the
+    judge with that rule as fall-back, and the published dependency-guided method: one row per labelled set and
+    part (``all``, ``dev``, ``test``), and a sentence per set and part saying where the judge's own row stands
+    (``reports``: set -> part -> validate's JSON)."""
+    lines = ["| set | part | judge (ours) | always T1 | always last | first failed call | first agent step | best trivial "
+             "| answer origin (rule) | judge, else answer origin (fall-back) | published dependency-guided LLM |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = []
     for name, label in STEP_SETS.items():
-        if name not in reports:
-            continue
-        predictors = reports[name]["predictors"]
-        cell = {key: _rate_cell(predictors[key]["step_exact"]) for key in ("judge", *TRIVIAL)}
-        ours = predictors["judge"]["step_exact"]["value"]
-        best_name, best = max(((TRIVIAL[k], predictors[k]["step_exact"]["value"]) for k in TRIVIAL), key=lambda kv: kv[1])
-        published = DEPENDENCY_GUIDED.get(name)
-        lines.append(f"| {label} | {cell['judge']} | {cell['always-first']} | {cell['always-last']} | {cell['first-failed-call']} "
-                     f"| {100 * best:.1f}% ({best_name}) | {f'{100 * published:.0f}%' if published is not None else 'n/a'} |")
-        where = "above" if ours > best else ("level with" if ours == best else "below")
-        sentence = f"- {label}: the offline judge is {where} the best trivial baseline ({100 * ours:.1f}% vs {100 * best:.1f}%, {best_name})"
-        if published is not None:
-            sentence += f" and {100 * (published - ours):.1f} points below the published dependency-guided LLM method ({100 * published:.0f}%)"
-        verdicts.append(sentence + ".")
+        for part, report in reports.get(name, {}).items():
+            predictors = report["predictors"]
+            cell = {key: _rate_cell(predictors[key]["step_exact"]) for key in ("judge", *TRIVIAL, *RULES)}
+            ours = predictors["judge"]["step_exact"]["value"]
+            fallback = predictors["judge-or-answer-origin"]["step_exact"]["value"]
+            best_name, best = max(((TRIVIAL[k], predictors[k]["step_exact"]["value"]) for k in TRIVIAL), key=lambda kv: kv[1])
+            published = DEPENDENCY_GUIDED.get(name)
+            lines.append(f"| {label} | {part} | {cell['judge']} | {cell['always-first']} | {cell['always-last']} "
+                         f"| {cell['first-failed-call']} | {cell['first-agent-step']} | {100 * best:.1f}% ({best_name}) | {cell['answer-origin']} "
+                         f"| {cell['judge-or-answer-origin']} | {f'{100 * published:.0f}%' if published is not None else 'n/a'} |")
+            sentence = (f"- {label}, {part}: the offline judge is {_where(ours, best)} the best trivial baseline "
+                        f"({100 * ours:.1f}% vs {100 * best:.1f}%, {best_name}); with the fall-back "
+                        f"{100 * fallback:.1f}%, {_where(fallback, best)} it")
+            if published is not None:
+                sentence += f"; the published dependency-guided LLM method: {100 * published:.0f}%"
+            verdicts.append(sentence + ".")
     return "\n".join([*lines, "", *verdicts,
-                      "- exact step = the decisive turn named exactly; the published figures count history steps, ours turns."])
+                      "- exact step = the decisive turn named exactly; the published figures count history steps, ours turns.",
+                      "- parts: `all` is the whole set (seen before: an upper bound); `dev` the half developed on; `test` "
+                      "the half held out from this change (`judge.validate.label_half`, docs above)."])
+
+
+def _where(value: float, best: float) -> str:
+    return "above" if value > best else ("level with" if value == best else "below")
 
 
 def replace_blocks(text: str, blocks: dict[str, str]) -> str:
@@ -126,7 +145,7 @@ def main() -> None:
         raise SystemExit(f"datasets not found: {args.datasets}")
     work = args.work or Path(tempfile.mkdtemp(prefix="trajudge-validation-"))
     blocks: dict[str, str] = {}
-    reports: dict[str, dict[str, Any]] = {}
+    reports: dict[str, dict[str, dict[str, Any]]] = {}
     for name, (source, labels) in RUNS.items():
         out = work / name
         judge("score", str(args.datasets / source), "--judge", "rules", "--out", str(out))
@@ -137,7 +156,10 @@ def main() -> None:
                             "--json-out", str(report)).replace(f"wrote {report}\n", "")
             title, tables = printed.split("\n", 1)
             blocks[name] = f"{title}\n{tables}"
-            reports[name] = json.loads(report.read_text(encoding="utf-8"))
+            reports[name] = {"all": json.loads(report.read_text(encoding="utf-8"))}
+            if name in STEP_SETS:
+                for half in HALVES:
+                    reports[name][half] = validate_run(out, args.datasets / path, kind, half=half).to_json()
     blocks["runs"] = runs_table(work)
     blocks["step-comparison"] = step_comparison(reports)
     blocks["header"] = (f"Generated {dt.date.today().isoformat()} from trajudge commit {commit()} by "

@@ -25,15 +25,16 @@ majority issue's own turn (:func:`decisive_issue`, kept for its readers).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from judge import rundir
-from judge.facts.flow import Origin, decisive_of, format_chain
+from judge.facts.flow import Origin, answer_origin, decisive_of, format_chain, restates_query
 from judge.importers.labels import (
     LabelError,
     LabelKind,
@@ -283,6 +284,9 @@ BASELINES: dict[str, str] = {
     "always-first": "always T1",
     "always-last": "always the last turn",
     "first-failed-call": "first failed call",
+    "first-agent-step": "first agent step after the task",
+    "answer-origin": "final answer's origin (rule, not the judge)",
+    "judge-or-answer-origin": "judge, else the answer's origin (fall-back)",
     "majority-agent": "majority agent (from the labels)",
 }
 BASELINE_NOTES: dict[str, str] = {
@@ -290,6 +294,13 @@ BASELINE_NOTES: dict[str, str] = {
               "the agent, of an agent drawn uniformly from those that speak in it), not a seeded sample",
     "first-failed-call": "first failed call is the first turn with a call whose receipt the log marks as failed "
                          "(error flag or non-zero exit); a trajectory without one has no prediction",
+    "first-agent-step": "first agent step after the task is the first assistant turn that is not a task message (one "
+                        "that quotes the query, as AG2's manager message does): T1 where no agent restates the task",
+    "answer-origin": "final answer's origin is a rule, not the judge: the first agent text or tool output that states "
+                     "a fact (number or name) of the final answer the query and the task message do not hold (judge.facts.flow."
+                     "answer_origin; every labelled run is a recorded failure, so its answer is wrong)",
+    "judge-or-answer-origin": "judge, else the answer's origin: the judge's decisive turn where it has one, the final "
+                              "answer's origin where it has none (a fall-back, reported apart from the judge's own row)",
     "majority-agent": "majority agent predicts, for every trajectory, the agent the labels blame most often: it reads "
                       "the label distribution, so it is an optimistic baseline",
 }
@@ -371,6 +382,15 @@ def first_failed_call_turn(trajectory: Trajectory) -> int | None:
     for turn in trajectory.turns():
         if any(receipt.is_error for receipt in turn.receipts):
             return turn.number
+    return None
+
+
+def first_agent_turn(trajectory: Trajectory) -> int | None:
+    """The first assistant turn that is not a task message (:func:`judge.facts.flow.restates_query`), or None: the
+    first step an agent took on the task, a position baseline for chats that open with the task restated."""
+    for message in trajectory.messages:
+        if message.role == "assistant" and message.turn and not restates_query(message, trajectory.query):
+            return message.turn
     return None
 
 
@@ -459,11 +479,19 @@ def evaluate(labels: list[TrajectoryLabels], trajectories: dict[str, Trajectory]
         own = decisive_issue(predicted) if not origins else None
         predicted_turn = chosen.turn if chosen else (own.turn if own else None)
         last = trajectory.turn_count or None
+        first_step = first_agent_turn(trajectory)
+        found_answer = answer_origin(trajectory)
+        answer_turn = found_answer.turn if found_answer is not None else None
+        judge_agent = agent_at_turn(trajectory, predicted_turn) if chosen or own else None
         predictions: dict[str, tuple[int | None, str | None]] = {
-            JUDGE: (predicted_turn, agent_at_turn(trajectory, predicted_turn) if chosen or own else None),
+            JUDGE: (predicted_turn, judge_agent),
             "always-first": (1 if last else None, agent_at_turn(trajectory, 1)),
             "always-last": (last, agent_at_turn(trajectory, last)),
             "first-failed-call": (failed_call, agent_at_turn(trajectory, failed_call)),
+            "first-agent-step": (first_step, agent_at_turn(trajectory, first_step)),
+            "answer-origin": (answer_turn, agent_at_turn(trajectory, answer_turn)),
+            "judge-or-answer-origin": (predicted_turn, judge_agent) if predicted_turn is not None
+            else (answer_turn, agent_at_turn(trajectory, answer_turn)),
             "majority-agent": (None, report.majority_agent),
         }
         for name, (turn, agent) in predictions.items():
@@ -661,6 +689,16 @@ class LabelMismatch(LabelError):
 MIN_COVERAGE = 0.5  # labels must name at least half of the run's trajectories
 
 
+Half = Literal["dev", "test"]
+HALVES: tuple[Half, ...] = ("dev", "test")
+
+
+def label_half(label_id: str) -> Half:
+    """The fixed half of a labelled trajectory (docs/validation.md, "Dev and test halves"): ``dev`` when the first
+    byte of the SHA-256 of its label id (UTF-8) is even, else ``test``. Pure and seedless, so the split never moves."""
+    return "dev" if hashlib.sha256(label_id.encode("utf-8")).digest()[0] % 2 == 0 else "test"
+
+
 def check_coverage(labels: list[TrajectoryLabels], matched: dict[str, Trajectory], run: list[Trajectory],
                    labels_path: Path, kind: LabelKind, min_coverage: float = MIN_COVERAGE) -> None:
     """Refuse labels that name under ``min_coverage`` of the run's trajectories (:class:`LabelMismatch`).
@@ -684,8 +722,9 @@ def check_coverage(labels: list[TrajectoryLabels], matched: dict[str, Trajectory
 
 
 def validate_run(run_dir: Path, labels_path: Path, kind: LabelKind | None = None, k: int = 1,
-                 min_coverage: float = MIN_COVERAGE) -> ValidationReport:
-    """Load labels and the run, match them, refuse a mismatch, and evaluate (the library form of ``judge validate``)."""
+                 min_coverage: float = MIN_COVERAGE, half: Half | None = None) -> ValidationReport:
+    """Load labels and the run, match them, refuse a mismatch, and evaluate (the library form of ``judge validate``).
+    ``half`` keeps only the labels of that half (:func:`label_half`); coverage is checked on the whole set first."""
     run_dir = Path(run_dir)
     if not RunDir(run_dir).has(rundir.TRAJECTORIES):
         raise FileNotFoundError(f"{run_dir / rundir.TRAJECTORIES} not found: not a run directory")
@@ -695,6 +734,8 @@ def validate_run(run_dir: Path, labels_path: Path, kind: LabelKind | None = None
     run = list(RunDir(run_dir).trajectories())
     matched = match_trajectories(labels, run)
     check_coverage(labels, matched, run, Path(labels_path), kind, min_coverage)
+    if half is not None:
+        labels = [label for label in labels if label_half(label.label_id) == half]
     report = evaluate(labels, matched, issues, scored, kind, k=k, label_errors=errors)
     report.run_trajectories = len(run)
     report.matched_trajectories = len({t.id for t in matched.values()})

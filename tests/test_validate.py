@@ -386,7 +386,8 @@ def test_validate_cli_on_a_rules_run_of_agentrx_tau(tmp_path: Path):
     assert "root cause, exact" in result.output and "first failed call" in result.output
     data = json.loads((tmp_path / "v.json").read_text())
     assert data["step_exact"]["n"] == 29 - len(data["user_only"]) and data["issue_counts"]["any"]["label"] == 29
-    assert set(data["predictors"]) == {"judge", "random", "always-first", "always-last", "first-failed-call", "majority-agent"}
+    assert set(data["predictors"]) == {"judge", "random", "always-first", "always-last", "first-failed-call",
+                                       "first-agent-step", "answer-origin", "judge-or-answer-origin", "majority-agent"}
 
 
 def test_trivial_baselines_are_scored_on_the_same_labels():

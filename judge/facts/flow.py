@@ -20,11 +20,22 @@ The links followed, each from principles rather than from wording:
   stated in an earlier turn's text or arguments: that unchecked statement is upstream, whatever the error says.
 
 Values the query gave are the user's, never the agent's origin; flags and plain numbers are not followed (a flag a
-receipt suggested is advice, not inherited state). Pure: reads the ledger only.
+receipt suggested is advice, not inherited state). In a multi-agent chat the task often reaches the agents as an
+agent's message that quotes the query (AG2's manager message: the question, then "The attached file path is:
+../x.xlsx"): such a *task message* (:func:`restates_query`) hands over the user's task, so the values it adds (the
+attached file's id) are the user's too, not an unsupported statement (issue 24 item 5: this link put 3 of 3 moved
+Who&When dev predictions on the task message).
+
+:func:`answer_origin` is a separate rule for a recorded failure the judge found nothing in: the failed run's final
+answer is the failure, and its origin is the first message (agent text, or the tool output an agent's code
+produced) that stated a fact of that answer (a number or a name, :func:`fact_words`) which neither the query nor
+the task message held: where the wrong fact entered the chat. It reads words, not a judgement of them, so it is a rule beside the judge, never the judge
+(judge.validate reports it as its own rows). Pure: reads the ledger or the trajectory only.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
@@ -32,10 +43,10 @@ from typing import Literal, Protocol, TypeVar
 from judge.facts.analysis import Action, command_of, excerpt
 from judge.facts.ledger import Ledger, ledger_of
 from judge.facts.values import is_resource_id, value_tokens
-from judge.model import Trajectory
+from judge.model import Message, Trajectory
 
-__all__ = ["FlowStep", "Origin", "decisive_of", "decisive_origin", "error_shown", "failing_action", "format_chain",
-           "trace_origin"]
+__all__ = ["FlowStep", "Origin", "answer_origin", "decisive_of", "decisive_origin", "error_shown", "failing_action",
+           "format_chain", "restates_query", "trace_origin"]
 
 LinkKind = Literal["failure", "artifact", "value", "unsupported"]
 MAX_HOPS = 8  # a chain longer than this is cut (each hop moves strictly earlier, so it also ends on its own)
@@ -203,9 +214,13 @@ def _named_by_error(action: Action) -> list[str]:
 
 def _value_source(ledger: Ledger, token: str, before: int) -> _Node | None:
     """Where ``token`` first appeared before message ``before``: a receipt (the call that returned it), or the
-    agent's text or arguments; None when the query gave it (the user's value) or it first appears here."""
+    agent's text or arguments; None when the query gave it (the user's value, also when first stated by a task
+    message that quotes the query) or it first appears here."""
     value = ledger.values.get(token)
     if value is None or value.first.source == "query" or value.first.message_index >= before:
+        return None
+    trajectory = ledger.analysis.trajectory
+    if value.first.source == "text" and restates_query(trajectory.messages[value.first.message_index], trajectory.query):
         return None
     first = value.first
     if first.action is not None:
@@ -274,6 +289,95 @@ def _around(text: str, value: str) -> str:
     end = text.find("\n", at)
     end = min(end if end >= 0 else len(text), at + len(value) + 120)
     return text[start:end]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+MIN_QUERY_CHARS = 20  # a shorter query ("hi", "fix it") is quoted by chance, not handed over
+
+
+def restates_query(message: Message, query: str) -> bool:
+    """Whether ``message`` is a task message: it quotes the whole query (whitespace aside), as a multi-agent chat's
+    manager hands the user's task to its agents. Its added values (an attached file's path) are the user's."""
+    flat = _flat(query)
+    return len(flat) >= MIN_QUERY_CHARS and flat in _flat(message.content or "")
+
+
+_WORD = re.compile(r"[^\W_]+(?:[.,'-][^\W_]+)*")
+
+
+def words(text: str) -> frozenset[str]:
+    """The words and numbers of a text, lower-cased, of 2+ characters (``3,200`` and ``e4`` stay whole)."""
+    return frozenset(w.lower() for w in _WORD.findall(text or "") if len(w) > 1)
+
+
+_SENTENCE_END = frozenset(".!?:;\n")
+
+
+def fact_words(text: str) -> frozenset[str]:
+    """The facts a text states, lower-cased: numbers (any word holding a digit: ``1550``, ``3,200``, ``e4``) and
+    names (a capitalised word that does not open a sentence or a line: ``Sunrise``, ``Kiosk``). Common words are
+    left out without a word list (every language's function words are lower case mid-sentence); a script without
+    letter case gives its numbers only. What a final answer can share with the message that first stated it."""
+    text = text or ""
+    found: set[str] = set()
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if len(word) < 2:
+            continue
+        before = text[:match.start()].rstrip(" \t*_#>-`\"'([")
+        opens = not before or before[-1] in _SENTENCE_END
+        if any(c.isdigit() for c in word) or (word[0].isupper() and not opens):
+            found.add(word.lower())
+    return frozenset(found)
+
+
+def _final_answer(messages: Sequence[Message], query: str) -> int | None:
+    """The index of the last assistant message that says more than one word (a lone word such as AG2's TERMINATE
+    closes a chat, it answers nothing) and is not the task message; None when there is none."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant" and message.turn and len(words(message.content or "")) > 1 \
+                and not restates_query(message, query):
+            return index
+    return None
+
+
+def answer_origin(trajectory: Trajectory) -> Origin | None:
+    """The origin of a failed run's final answer (module docstring): the earliest assistant text or tool output,
+    from the first agent step on, that states a fact (:func:`fact_words`) of the final answer that the query, the
+    user/system messages and the task message do not hold; the answer's own turn when no earlier message states one. None when the run
+    has no final answer. A recorded failure is assumed: on a success there is nothing wrong to trace."""
+    messages = trajectory.messages
+    answer = _final_answer(messages, trajectory.query)
+    if answer is None:
+        return None
+    given = set(fact_words(trajectory.query))
+    for message in messages:
+        if message.role in ("user", "system") or (message.role == "assistant" and restates_query(message, trajectory.query)):
+            given |= fact_words(message.content or "")
+    answer_turn = messages[answer].turn or 0
+    new = fact_words(messages[answer].content or "") - given
+    source = None
+    for index, message in enumerate(messages[:answer]):
+        if message.role in ("assistant", "tool") and message.turn and fact_words(message.content or "") & new \
+                and not (message.role == "assistant" and restates_query(message, trajectory.query)):
+            source = index
+            break
+    final = FlowStep(answer_turn, answer, None, "failure", "", "text", excerpt(messages[answer].content or "", EXCERPT_CHARS))
+    if source is None:
+        return Origin(answer_turn, answer_turn, (final,), False,
+                      f"no earlier message states the final answer's facts: the answer at T{answer_turn} is its own origin")
+    shared = sorted(fact_words(messages[source].content or "") & new)
+    value = " ".join(shared[:3])
+    turn = messages[source].turn or 0
+    kind = "tool output" if messages[source].role == "tool" else "agent text"
+    first = FlowStep(turn, source, None, "value", value, "text",
+                     excerpt(_around(messages[source].content or "", shared[0]) or messages[source].content or "", EXCERPT_CHARS))
+    return Origin(turn, answer_turn, (first, final), turn != answer_turn or source != answer,
+                  f"the final answer at T{answer_turn} first appears in the {kind} of T{turn} ({value})")
 
 
 class Localised(Protocol):
