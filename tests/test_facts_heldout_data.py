@@ -46,6 +46,7 @@ class HeldoutSet:
     min_cases: int
     min_bad_rewrites: int
     min_trajectories_per_tag: int  # every tag of docs/finding-tags.md in at least this many trajectories
+    must_have_languages: frozenset[str] = frozenset({"en", "zh", "ja"})  # what its brief named
 
 
 SETS = {
@@ -53,6 +54,9 @@ SETS = {
                      "build_counterexamples.py", 40, 6, 10, 30, 12, 3),
     "v2": HeldoutSet("v2", FIXTURES / "facts_heldout_v2", "build_facts_heldout_v2.py", FIXTURES / "editor_counterexamples_v2",
                      "build_counterexamples_v2.py", 48, 6, 15, 32, 12, 4),
+    "v3": HeldoutSet("v3", FIXTURES / "facts_heldout_v3", "build_facts_heldout_v3.py", FIXTURES / "editor_counterexamples_v3",
+                     "build_counterexamples_v3.py", 60, 8, 15, 36, 12, 4,
+                     frozenset({"en", "es", "de", "ko", "pt", "ru", "sv", "fr"})),
 }
 
 
@@ -93,7 +97,7 @@ def test_heldout_counts_languages_and_formats(edition: HeldoutSet, heldout: list
     assert len(heldout) >= edition.min_trajectories
     assert len({t.id for t in heldout}) == len(heldout)
     languages = Counter(t.metadata.extra["lang"] for t in heldout)
-    assert {"en", "zh", "ja"} <= set(languages) and len(languages) >= edition.min_languages
+    assert edition.must_have_languages <= set(languages) and len(languages) >= edition.min_languages
     formats = Counter(t.metadata.source_format for t in heldout)
     assert set(formats) == {"openai", "anthropic", "atif"}
     clean = [t for t in heldout if not t.metadata.extra["expected"]]
