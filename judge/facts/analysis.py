@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.matching import PhraseGroup
+from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import CommandReading, command_is_read_only, read_command
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
@@ -421,6 +421,12 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # A state-changing call that timed out may or may not have taken effect; a read that timed out changed nothing.
     action.uncertain = reading.uncertain and not action.read_only and action.outcome != "ok"
     # A check that ran and reported failures found something: evidence, not an error of the agent's call.
+    if (action.is_check and action.outcome == "error" and reading.reports_failures and not reading.invocation_error
+            and receipt is not None and not receipt.is_error and not receipt.exit_code):
+        # Only the text reports failures; no flag or exit code says the call failed (exit 0 behind `|| true`, a pipe
+        # into tail, --exit-zero, or a log that keeps no exit status): what it found is the check's finding, and a
+        # tick or claim that relies on it is silent-check-failure's case, not a failed call.
+        action.outcome = "ok"
     action.reported = (action.is_check and action.outcome == "error" and reading.reports_checks
                        and not reading.invocation_error)
     action.status = status_of(action, reading)
@@ -505,7 +511,8 @@ def _classify_hits(
                        shows="partial" if hit("partial") else "")
     invocation = reports_checks and hit("invocation_error") is not None
     return Reading("error", line or f"exit code {receipt.exit_code}", reports_checks, False, invocation,
-                   shows="partial" if hit("partial") else "", reports_failures=reports_checks)
+                   shows="partial" if hit("partial") else "",
+                   reports_failures=reports_checks or hit("check_failure") is not None)
 
 
 def _reason_after_exit_line(window: str, patterns: CompiledPatterns) -> str:
@@ -783,7 +790,7 @@ def _read_region(
             sentences.append(_claim_sentence(region[start:stop].strip(), patterns))
     if not found:
         return region, sentences, False, None
-    speaks_of_failure = patterns.prior_failure.search_found(region, found, low) is not None
+    speaks_of_failure = _beyond_all_clear(patterns.prior_failure, patterns, region, found, low) is not None
     phantom = patterns.phantom.search_found(region, found, low)
     return region, sentences, speaks_of_failure, (_sentence_around(region, phantom.start()) if phantom else None)
 
@@ -799,7 +806,7 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
     """Read one claim sentence (one literal scan of it for the sentence-level lists)."""
     low = text.lower()
     found = patterns.sentence_lists.find(low)
-    hedged = patterns.hedge.search_found(text, found) is not None
+    hedged = _beyond_all_clear(patterns.hedge, patterns, text, found) is not None
     if hedged and _CLAUSE.search(text):
         # A hedge holds for its clause: "It will ship Monday — the address has been updated" still claims.
         hedged = not any(patterns.claim.search(clause) and not patterns.hedge.search(clause) for clause in _CLAUSE.split(text))
@@ -810,7 +817,7 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
         is_claim=True,
         is_check_claim=pass_claim or patterns.check_claim.search_found(text, found) is not None,
         hedged=hedged,
-        mentions_failure=patterns.failure_words.search_found(text, found) is not None,
+        mentions_failure=_beyond_all_clear(patterns.failure_words, patterns, text, found) is not None,
         tokens=salient_tokens(text),
         creation=patterns.creation_claim.search_found(text, found) is not None,
         test_claim=test_claim,
@@ -823,6 +830,20 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
         future=patterns.future.search_found(text, found) is not None,
         resolution=patterns.resolution_claim.search_found(text, found) is not None,
     )
+
+
+def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: str, found: frozenset[str],
+                      low: str | None = None) -> re.Match[str] | None:
+    """The first match of ``matcher`` outside every "all clear" phrase of the text ("no errors", "0 failed",
+    "ошибок нет", "sorunsuz"): the failure or negation words inside one say that nothing failed."""
+    hit = matcher.search_found(text, found, low)
+    if hit is None:
+        return None
+    clear = [m.span() for m in patterns.all_clear.finditer_found(text, found, low)]
+    if not clear:
+        return hit
+    return next((m for m in matcher.finditer_found(text, found, low) if not any(a <= m.start() < b for a, b in clear)),
+                None)
 
 
 def _sentence_around(text: str, position: int) -> str:
