@@ -802,6 +802,22 @@ def clip(text: str, head: int, tail: int) -> str:
     return text[:head] + "\n" + (text[-tail:] if tail else "")
 
 
+def read_sentences(text: str, patterns: CompiledPatterns) -> list[Sentence]:
+    """Every sentence of ``text`` read as a claim sentence is (``is_claim`` false where no claim phrase starts
+    it): the statements of an answer ("11月の合計は 25,800 円です") whose numbers the language-neutral checks hold
+    against receipts in any language."""
+    found: list[Sentence] = []
+    start = 0
+    for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
+        piece = text[start:end].strip()
+        start = end
+        if piece:
+            sentence = _claim_sentence(piece, patterns)
+            sentence.is_claim = patterns.claim.search(piece) is not None
+            found.append(sentence)
+    return found
+
+
 def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
     """Read one claim sentence (one literal scan of it for the sentence-level lists)."""
     low = text.lower()

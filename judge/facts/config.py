@@ -151,7 +151,10 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
                          "running", "noop", "partial", "check_failure", "future", "resolution_claim",
                          # all_clear: "no errors", "0 failed", "sorunsuz": failure and negation words inside one
                          # say nothing failed (a claim, not a report of a failure nor a negated claim).
-                         "all_clear")
+                         "all_clear",
+                         # universal: "all", "tutti", "wszystkie" (a status claimed of every record a read-back
+                         # lists); total_claim: "total", "合計", "toplam" (a sum a read-back's records must add up to).
+                         "universal", "total_claim")
 # Lists read over a whole message region (one literal scan per region), and lists read only in its claim sentences
 # (short: one scan per sentence), so that a long message is not scanned for the literals of every list.
 SPEECH_LISTS = ("claim", "prior_failure", "phantom", "all_clear")
@@ -376,3 +379,5 @@ class CompiledPatterns:
     future: PhraseMatcher
     resolution_claim: PhraseMatcher
     all_clear: PhraseMatcher
+    universal: PhraseMatcher
+    total_claim: PhraseMatcher

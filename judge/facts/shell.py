@@ -42,7 +42,8 @@ _READ_PROGRAMS = {
 _GIT_LISTING = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "--show-current", "show", "get-url"}
 _GIT_READ = {"status", "log", "diff", "show", "branch", "remote", "rev-parse", "ls-files", "blame", "describe"}
 # GET-like subcommand words of CLIs (`lark-cli base record list`, `gh pr view`, `kubectl get`).
-_GET_WORDS = {"list", "ls", "get", "show", "view", "describe", "read", "search", "info", "status", "help", "version", "inspect", "cat"}
+_GET_WORDS = {"list", "ls", "get", "show", "view", "describe", "read", "search", "info", "status", "help", "version", "inspect", "cat",
+              "count", "query", "stats", "summary"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
 
 ReadOnlyPattern = Callable[[str], bool]

@@ -29,14 +29,19 @@ from judge.facts.analysis import (
     Speech,
     command_of,
     plan_items,
+    read_sentences,
     salient_tokens,
 )
 from judge.facts.ledger import Ledger, call_path
 from judge.facts.values import (
+    bare_counts,
     collection_counts,
+    header_list_count,
     is_resource_id,
     more_pages,
     printed_counts,
+    record_numbers,
+    stated_numbers,
     status_values,
     value_tokens,
 )
@@ -679,7 +684,8 @@ def contradicted_claim(an: Analysis) -> list[Issue]:
 def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]]:
     """(message index, sentence) -> (claimed value, read-back, what it shows) of each claim a read-back
     contradicts; found once per analysis (unverified-completion and premature-claim leave these claims to
-    contradicted-claim)."""
+    contradicted-claim). The final answer's statements of numbers count as claims in any language ("11月の合計は
+    25,800 円です", "artık 12 kayıt var")."""
     cached: dict[tuple[int, str], tuple[str, Action, str]] | None = an.cache.get("contradicted")
     if cached is not None:
         return cached
@@ -687,10 +693,14 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
     if not any(a.read_only for a in an.actions):
         return cached  # no read-back at all
     for speech in an.speeches:
+        index = speech.message_index
         claims = _claims(speech)
+        if index == an.final_message_index and _DIGITS.search(speech.region):
+            told = {c.text for c in claims}
+            claims = claims + [s for s in read_sentences(speech.region, an.patterns)
+                               if s.text not in told and not s.hedged and not s.future and _DIGITS.search(s.text)]
         if not claims:
             continue
-        index = speech.message_index
         prior = _work_before(an, index)
         # One backward scan: the last change, and the successful reads after it (the read-backs).
         last: Action | None = None
@@ -702,11 +712,15 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
                     break
             elif action.outcome == "ok" and action.visible_at < index and action.receipt is not None:
                 read_backs.append(action)
-        if last is None or not read_backs:
+        if not read_backs:
             continue  # nothing read after the last change (most messages)
         read_backs.reverse()
         for sentence in claims:
-            found = _count_contradicted(an, sentence, last, read_backs, prior) or _status_contradicted(sentence, last, read_backs)
+            found = None
+            if last is not None:
+                found = (_count_contradicted(an, sentence, last, read_backs, prior)
+                         or _status_contradicted(an, sentence, last, read_backs))
+            found = found or _total_contradicted(an, sentence, read_backs, prior)
             if found is not None:
                 cached[(index, sentence.text)] = found
     return cached
@@ -724,26 +738,45 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) 
     return None
 
 
+_FIELDS_FLAG = re.compile(r"--fields[= ]+['\"]?([^\s,'\"]+)")
+
+
+def _listed_lengths(read_back: Action) -> frozenset[int]:
+    """How many items a read-back lists: its collections (:func:`collection_counts`), or the lines under the
+    header a ``--fields Name`` listing prints."""
+    content = read_back.receipt.content if read_back.receipt is not None else ""
+    shown = collection_counts(content)
+    if not shown:
+        field = _FIELDS_FLAG.search(read_back.text)
+        count = header_list_count(content, field.group(1)) if field else None
+        if count is not None:
+            shown = frozenset({count})
+    return shown
+
+
 def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
                         prior: list[Action]) -> tuple[str, Action, str] | None:
-    if not sentence.counts:
+    counts = sentence.counts or bare_counts(sentence.text)
+    if not counts:
         return None
     read_back = _tied_read_back(sentence, last, read_backs)
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
         return None
     content = read_back.receipt.content
-    shown = collection_counts(content) | printed_counts(content)
+    shown = _listed_lengths(read_back) | printed_counts(content)
     if not shown:
         return None
     since = [a for a in prior if a.order >= last.order and a.receipt is not None]
     printed = frozenset().union(*(printed_counts(a.receipt.content) for a in since if a.receipt is not None))
-    for count in sentence.counts:
-        if count > max(shown) and count not in printed:
+    stated = frozenset(int(n) for a in since for n in _DIGITS.findall(a.text))  # numbers the calls themselves gave
+    for count in counts:
+        if count > max(shown) and count not in printed and count not in stated:
             return str(count), read_back, ", ".join(str(n) for n in sorted(shown))
     return None
 
 
-def _status_contradicted(sentence: Sentence, last: Action, read_backs: list[Action]) -> tuple[str, Action, str] | None:
+def _status_contradicted(an: Analysis, sentence: Sentence, last: Action,
+                         read_backs: list[Action]) -> tuple[str, Action, str] | None:
     read_back = _tied_read_back(sentence, last, read_backs)
     if read_back is None or read_back.receipt is None:
         return None
@@ -758,11 +791,41 @@ def _status_contradicted(sentence: Sentence, last: Action, read_backs: list[Acti
     if not named:
         return None
     near = frozenset(t for t in (*value_tokens(sentence.text), *value_tokens(last.text)) if is_resource_id(t))
-    shown = status_values(content, near)
     claimed = next((v for v in named if v in set_by_change), named[0] if len(named) == 1 else None)
-    if claimed is None or not shown or claimed in shown:
+    if claimed is None:
+        return None
+    if an.patterns.universal.search(sentence.text) and not near.intersection(value_tokens(sentence.text)):
+        # "All orders are Shipped": every record the read-back lists must show it.
+        others = every - {claimed}
+        if others:
+            return f"status {claimed} for all", read_back, ", ".join(sorted(every))
+        return None
+    shown = status_values(content, near)
+    if not shown or claimed in shown:
         return None
     return f"status {claimed}", read_back, ", ".join(sorted(shown))
+
+
+def _total_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action],
+                        prior: list[Action]) -> tuple[str, Action, str] | None:
+    """A stated total ("the total is 25,800") that the numbers of the last read-back's records do not add up to,
+    and that no receipt prints."""
+    if not an.patterns.total_claim.search(sentence.text):
+        return None
+    numbers = stated_numbers(sentence.text)
+    if not numbers:
+        return None
+    claimed = max(numbers)
+    read_back = next((r for r in reversed(read_backs) if r.receipt is not None and record_numbers(r.receipt.content)), None)
+    if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
+        return None
+    sums = {field: sum(values) for field, values in record_numbers(read_back.receipt.content).items() if len(values) >= 2}
+    if not sums or any(abs(total - claimed) < 0.005 * max(1.0, abs(total)) for total in sums.values()):
+        return None
+    if any(claimed in stated_numbers(a.receipt.content[:20_000]) for a in prior if a.receipt is not None):
+        return None  # a receipt prints it (a total the tool computed)
+    field, total = min(sums.items(), key=lambda kv: abs(kv[1] - claimed))
+    return f"a total of {claimed:g}", read_back, f"{field} adding up to {total:g}"
 
 
 def _open(an: Analysis, action: Action, index: int) -> bool:
