@@ -422,15 +422,22 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     action.uncertain = reading.uncertain and not action.read_only and action.outcome != "ok"
     # A check that ran and reported failures found something: evidence, not an error of the agent's call.
     if (action.is_check and action.outcome == "error" and reading.reports_failures and not reading.invocation_error
-            and receipt is not None and not receipt.is_error and not receipt.exit_code):
-        # Only the text reports failures; no flag or exit code says the call failed (exit 0 behind `|| true`, a pipe
-        # into tail, --exit-zero, or a log that keeps no exit status): what it found is the check's finding, and a
-        # tick or claim that relies on it is silent-check-failure's case, not a failed call.
+            and receipt is not None and not receipt.is_error and not receipt.exit_code and _masks_exit(action, config)):
+        # Only the text reports failures and the command line made its exit status 0 (`|| true`, a pipe into tail,
+        # --exit-zero): the log holds no flag to say so, but the harness saw a success. A tick or claim that relies
+        # on it is silent-check-failure's case, not a failed call.
         action.outcome = "ok"
     action.reported = (action.is_check and action.outcome == "error" and reading.reports_checks
                        and not reading.invocation_error)
     action.status = status_of(action, reading)
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
+
+
+def _masks_exit(action: Action, config: RulesConfig) -> bool:
+    """Whether the action's shell command makes its exit status 0 whatever its checks found (see
+    :attr:`~judge.facts.shell.CommandReading.masks_exit`)."""
+    command = command_of(action.call, config) if action.call is not None else None
+    return command is not None and read_command(command).masks_exit
 
 
 def status_of(action: Action, reading: Reading) -> Status:

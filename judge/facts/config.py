@@ -154,7 +154,10 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
                          "all_clear",
                          # universal: "all", "tutti", "wszystkie" (a status claimed of every record a read-back
                          # lists); total_claim: "total", "合計", "toplam" (a sum a read-back's records must add up to).
-                         "universal", "total_claim")
+                         "universal", "total_claim",
+                         # upper_bound / lower_bound: "under 50", "100 이하" / "over 10", "以上" (a bound every
+                         # number of the field a read-back lists must keep).
+                         "upper_bound", "lower_bound")
 # Lists read over a whole message region (one literal scan per region), and lists read only in its claim sentences
 # (short: one scan per sentence), so that a long message is not scanned for the literals of every list.
 SPEECH_LISTS = ("claim", "prior_failure", "phantom", "all_clear")
@@ -381,3 +384,5 @@ class CompiledPatterns:
     all_clear: PhraseMatcher
     universal: PhraseMatcher
     total_claim: PhraseMatcher
+    upper_bound: PhraseMatcher
+    lower_bound: PhraseMatcher

@@ -306,7 +306,9 @@ def record_numbers(text: str) -> dict[str, list[float]]:
     fields: dict[str, list[float]] = {}
     spoiled: set[str] = set()
     for record in records:
-        for key, item in record.items():
+        # A record's fields may sit one level down ({"record_id": ..., "fields": {"Price": 4}}).
+        flat = {**record, **{k: v for inner in record.values() if isinstance(inner, dict) for k, v in inner.items()}}
+        for key, item in flat.items():
             if isinstance(item, bool) or not isinstance(item, (int, float)):
                 if isinstance(item, (str, list, dict)):
                     spoiled.add(key)

@@ -28,6 +28,7 @@ from judge.facts.analysis import (
     Sentence,
     Speech,
     command_of,
+    is_doc,
     plan_items,
     read_sentences,
     salient_tokens,
@@ -646,7 +647,8 @@ def silent_check_failure(an: Analysis) -> list[Issue]:
         admitted = next((s.message_index for s in an.speeches if start < s.message_index < end and s.speaks_of_failure),
                         end)
         for index, turn, text in ticks:
-            if start < index < admitted:
+            # A tick of another kind of item ("Add a usage example") does not rest on the check.
+            if start < index < admitted and an.patterns.check_item.search(text):
                 relying.setdefault(turn, f"todo \"{an.excerpt(text)}\" marked completed")
         for speech in an.speeches:
             if start < speech.message_index < admitted and speech.turn not in relying:
@@ -720,7 +722,8 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             if last is not None:
                 found = (_count_contradicted(an, sentence, last, read_backs, prior)
                          or _status_contradicted(an, sentence, last, read_backs))
-            found = found or _total_contradicted(an, sentence, read_backs, prior)
+            found = (found or _total_contradicted(an, sentence, read_backs, prior)
+                     or _bound_contradicted(an, sentence, read_backs) or _id_contradicted(an, sentence, read_backs, index))
             if found is not None:
                 cached[(index, sentence.text)] = found
     return cached
@@ -826,6 +829,54 @@ def _total_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
         return None  # a receipt prints it (a total the tool computed)
     field, total = min(sums.items(), key=lambda kv: abs(kv[1] - claimed))
     return f"a total of {claimed:g}", read_back, f"{field} adding up to {total:g}"
+
+
+def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action]) -> tuple[str, Action, str] | None:
+    """A bound claimed of a field's numbers ("all prices are under 50", "재고가 100 이하") that a number of that
+    field in the last read-back listing it breaks. The field is the one the sentence names (by its first four
+    letters: "prijzen" names Prijs), or the read-back's only numeric field."""
+    upper = an.patterns.upper_bound.search(sentence.text)
+    lower = None if upper else an.patterns.lower_bound.search(sentence.text)
+    bound_word = upper or lower
+    if bound_word is None:
+        return None
+    numbers = [(abs(m.start() - bound_word.start()), m) for m in _NUMBER_IN_TEXT.finditer(sentence.text)]
+    if not numbers:
+        return None
+    limit_text = min(numbers, key=lambda pair: pair[0])[1].group(0)
+    limit = stated_numbers(limit_text)
+    if not limit:
+        return None
+    low = sentence.text.lower()
+    for read_back in reversed(read_backs):
+        fields = record_numbers(read_back.receipt.content) if read_back.receipt is not None else {}
+        named = {f: v for f, v in fields.items() if f.lower()[:4] in low} or (fields if len(fields) == 1 else {})
+        for field, values in named.items():
+            breaking = [v for v in values if (v > limit[0] if upper else v < limit[0])]
+            if breaking:
+                word = "at most" if upper else "at least"
+                return f"{field} {word} {limit[0]:g}", read_back, f"{field} = {breaking[0]:g}"
+        if named:
+            return None
+    return None
+
+
+_NUMBER_IN_TEXT = re.compile(r"\d[\d,.\u00a0\u202f]*\d|\d")
+
+
+def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
+    """An id the claim gives that no call, receipt or query showed before it, while a read-back shows an id of the
+    same length with the same characters in another order (recNv18kQz for recNv81kQz): a mistyped id."""
+    for token in value_tokens(sentence.text):
+        if not is_resource_id(token) or _shown_before(an, token, index, None) or token in an.trajectory.query:
+            continue
+        for read_back in reversed(read_backs):
+            content = read_back.receipt.content if read_back.receipt is not None else ""
+            near = next((t for t in value_tokens(content) if len(t) == len(token) and t != token
+                         and sorted(t) == sorted(token)), None)
+            if near is not None:
+                return f"id {token}", read_back, f"id {near}"
+    return None
 
 
 def _open(an: Analysis, action: Action, index: int) -> bool:
@@ -974,7 +1025,9 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str)
         if window:
             return "every call made while it was in progress failed", _receipt_quote(an, window[-1])
         return "no call was made while it was in progress", "no tool call between the plan updates"
-    if an.patterns.check_item.search(item):
+    documents = bool(window[-1].writes) and all(is_doc(p) for p in window[-1].writes) and window[-1].outcome == "ok"
+    if an.patterns.check_item.search(item) and not documents:
+        # (An item whose work wrote documentation, "Document the validation", speaks of a check; it is not one.)
         values = {v for v in (*salient_tokens(item), *value_tokens(item)) if len(v) >= 3}
         evidence = [a for a in window if a.is_check or (a.read_only and _reads_state(an, a, values))]
         if not evidence:
