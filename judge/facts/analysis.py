@@ -44,6 +44,7 @@ _IDENTIFIER = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b")
 # skip to candidate letters (3x faster on prose); the matches are the same.
 _CODE = re.compile(r"([A-Z](?<!\w.)(?=[A-Z0-9-]*\d)[A-Z0-9-]{4,})\b")
 _CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
+_OPEN_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*\[ \][^\n]*", re.MULTILINE)
 _FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)  # a fenced block, or an unclosed one to the end of the text
 # Link targets and URLs name pages, not files or ids the agent claims anything about.
 _LINK = re.compile(r"\]\([^)\s]*\)|https?://\S+|\b(?:www\.)\S+")
@@ -783,6 +784,10 @@ def _read_region(
         # Code the message writes is not a claim of the agent ('print("saved to out.csv")').
         fences = [m.span() for m in _FENCE.finditer(region)]
         matches = [m for m in matches if not any(a <= m.start() < b for a, b in fences)]
+    if matches and "[ ]" in region:
+        # An open checklist item ("- [ ] Verify the CSV has 3 rows") is a plan, not a claim.
+        open_items = [m.span() for m in _OPEN_ITEM.finditer(region)]
+        matches = [m for m in matches if not any(a <= m.start() < b for a, b in open_items)]
     if matches:
         ends = [m.end() for m in _SENTENCE_END.finditer(region)]
         seen: set[int] = set()

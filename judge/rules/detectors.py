@@ -50,6 +50,7 @@ from judge.rules.registry import detector, detector_spec
 from judge.schema import Issue, Severity
 
 _DIGITS = re.compile(r"\d+")
+_STANDALONE = re.compile(r"(?<![\w.-])\d+(?![\w.])")  # a number of its own, not the digits of an id (tbl7a2)
 _CHECKBOX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*\[([ xX✓✔])\]\s*(.+?)\s*$", re.MULTILINE)
 
 
@@ -771,7 +772,7 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
         return None
     since = [a for a in prior if a.order >= last.order and a.receipt is not None]
     printed = frozenset().union(*(printed_counts(a.receipt.content) for a in since if a.receipt is not None))
-    stated = frozenset(int(n) for a in since for n in _DIGITS.findall(a.text))  # numbers the calls themselves gave
+    stated = frozenset(int(n) for a in since for n in _STANDALONE.findall(a.text))  # numbers the calls themselves gave
     for count in counts:
         if count > max(shown) and count not in printed and count not in stated:
             return str(count), read_back, ", ".join(str(n) for n in sorted(shown))
