@@ -271,7 +271,12 @@ _BARE_COUNT = re.compile(r"(?<![A-Za-z0-9_.,:/#-])(\d{1,5})(?![\d.,:/-])\s?(?=[^
 def stated_numbers(text: str) -> list[float]:
     """The numbers a sentence states, read with their grouping ("25,800" and "25.800" are 25800; "12.5" and
     "12,5" are 12.5)."""
-    found: list[float] = []
+    return [value for _, value in numbers_at(text)]
+
+
+def numbers_at(text: str) -> list[tuple[int, float]]:
+    """(position, value) of each number :func:`stated_numbers` reads in ``text``."""
+    found: list[tuple[int, float]] = []
     for match in _STATED_NUMBER.finditer(text):
         number, grouping = match.group(1), match.group(2)
         if grouping:
@@ -280,7 +285,7 @@ def stated_numbers(text: str) -> list[float]:
         else:
             number = number.replace(",", ".")
         try:
-            found.append(float(number))
+            found.append((match.start(), float(number)))
         except ValueError:
             continue
     return found

@@ -40,6 +40,7 @@ from judge.facts.values import (
     header_list_count,
     is_resource_id,
     more_pages,
+    numbers_at,
     printed_counts,
     record_numbers,
     stated_numbers,
@@ -841,41 +842,37 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
     bound_word = upper or lower
     if bound_word is None:
         return None
-    numbers = [(abs(m.start() - bound_word.start()), m) for m in _NUMBER_IN_TEXT.finditer(sentence.text)]
+    numbers = numbers_at(sentence.text)
     if not numbers:
         return None
-    limit_text = min(numbers, key=lambda pair: pair[0])[1].group(0)
-    limit = stated_numbers(limit_text)
-    if not limit:
-        return None
+    # The limit is the number nearest the bound word ("under €50", "100 이하").
+    limit = min(numbers, key=lambda found: abs(found[0] - bound_word.start()))[1]
     low = sentence.text.lower()
     for read_back in reversed(read_backs):
         fields = record_numbers(read_back.receipt.content) if read_back.receipt is not None else {}
         named = {f: v for f, v in fields.items() if f.lower()[:4] in low} or (fields if len(fields) == 1 else {})
         for field, values in named.items():
-            breaking = [v for v in values if (v > limit[0] if upper else v < limit[0])]
+            breaking = [v for v in values if (v > limit if upper else v < limit)]
             if breaking:
                 word = "at most" if upper else "at least"
-                return f"{field} {word} {limit[0]:g}", read_back, f"{field} = {breaking[0]:g}"
+                return f"{field} {word} {limit:g}", read_back, f"{field} = {breaking[0]:g}"
         if named:
             return None
     return None
-
-
-_NUMBER_IN_TEXT = re.compile(r"\d[\d,.\u00a0\u202f]*\d|\d")
 
 
 def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
     """An id the claim gives that no call, receipt or query showed before it, while a read-back shows an id of the
     same length with the same characters in another order (recNv18kQz for recNv81kQz): a mistyped id."""
     for token in value_tokens(sentence.text):
-        if not is_resource_id(token) or _shown_before(an, token, index, None) or token in an.trajectory.query:
+        if not is_resource_id(token):
             continue
         for read_back in reversed(read_backs):
             content = read_back.receipt.content if read_back.receipt is not None else ""
             near = next((t for t in value_tokens(content) if len(t) == len(token) and t != token
                          and sorted(t) == sorted(token)), None)
-            if near is not None:
+            # (The scan of earlier messages last: most claims name ids no read-back holds a near twin of.)
+            if near is not None and token not in an.trajectory.query and not _shown_before(an, token, index, None):
                 return f"id {token}", read_back, f"id {near}"
     return None
 
