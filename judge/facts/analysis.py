@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.matching import PhraseGroup
+from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import CommandReading, command_is_read_only, read_command
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
@@ -44,6 +44,7 @@ _IDENTIFIER = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b")
 # skip to candidate letters (3x faster on prose); the matches are the same.
 _CODE = re.compile(r"([A-Z](?<!\w.)(?=[A-Z0-9-]*\d)[A-Z0-9-]{4,})\b")
 _CODE_BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
+_OPEN_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*\[ \][^\n]*", re.MULTILINE)
 _FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)  # a fenced block, or an unclosed one to the end of the text
 # Link targets and URLs name pages, not files or ids the agent claims anything about.
 _LINK = re.compile(r"\]\([^)\s]*\)|https?://\S+|\b(?:www\.)\S+")
@@ -421,10 +422,23 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # A state-changing call that timed out may or may not have taken effect; a read that timed out changed nothing.
     action.uncertain = reading.uncertain and not action.read_only and action.outcome != "ok"
     # A check that ran and reported failures found something: evidence, not an error of the agent's call.
+    if (action.is_check and action.outcome == "error" and reading.reports_failures and not reading.invocation_error
+            and receipt is not None and not receipt.is_error and not receipt.exit_code and _masks_exit(action, config)):
+        # Only the text reports failures and the command line made its exit status 0 (`|| true`, a pipe into tail,
+        # --exit-zero): the log holds no flag to say so, but the harness saw a success. A tick or claim that relies
+        # on it is silent-check-failure's case, not a failed call.
+        action.outcome = "ok"
     action.reported = (action.is_check and action.outcome == "error" and reading.reports_checks
                        and not reading.invocation_error)
     action.status = status_of(action, reading)
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
+
+
+def _masks_exit(action: Action, config: RulesConfig) -> bool:
+    """Whether the action's shell command makes its exit status 0 whatever its checks found (see
+    :attr:`~judge.facts.shell.CommandReading.masks_exit`)."""
+    command = command_of(action.call, config) if action.call is not None else None
+    return command is not None and read_command(command).masks_exit
 
 
 def status_of(action: Action, reading: Reading) -> Status:
@@ -505,7 +519,8 @@ def _classify_hits(
                        shows="partial" if hit("partial") else "")
     invocation = reports_checks and hit("invocation_error") is not None
     return Reading("error", line or f"exit code {receipt.exit_code}", reports_checks, False, invocation,
-                   shows="partial" if hit("partial") else "", reports_failures=reports_checks)
+                   shows="partial" if hit("partial") else "",
+                   reports_failures=reports_checks or hit("check_failure") is not None)
 
 
 def _reason_after_exit_line(window: str, patterns: CompiledPatterns) -> str:
@@ -769,6 +784,10 @@ def _read_region(
         # Code the message writes is not a claim of the agent ('print("saved to out.csv")').
         fences = [m.span() for m in _FENCE.finditer(region)]
         matches = [m for m in matches if not any(a <= m.start() < b for a, b in fences)]
+    if matches and "[ ]" in region:
+        # An open checklist item ("- [ ] Verify the CSV has 3 rows") is a plan, not a claim.
+        open_items = [m.span() for m in _OPEN_ITEM.finditer(region)]
+        matches = [m for m in matches if not any(a <= m.start() < b for a, b in open_items)]
     if matches:
         ends = [m.end() for m in _SENTENCE_END.finditer(region)]
         seen: set[int] = set()
@@ -783,7 +802,7 @@ def _read_region(
             sentences.append(_claim_sentence(region[start:stop].strip(), patterns))
     if not found:
         return region, sentences, False, None
-    speaks_of_failure = patterns.prior_failure.search_found(region, found, low) is not None
+    speaks_of_failure = _beyond_all_clear(patterns.prior_failure, patterns, region, found, low) is not None
     phantom = patterns.phantom.search_found(region, found, low)
     return region, sentences, speaks_of_failure, (_sentence_around(region, phantom.start()) if phantom else None)
 
@@ -795,11 +814,27 @@ def clip(text: str, head: int, tail: int) -> str:
     return text[:head] + "\n" + (text[-tail:] if tail else "")
 
 
+def read_sentences(text: str, patterns: CompiledPatterns) -> list[Sentence]:
+    """Every sentence of ``text`` read as a claim sentence is (``is_claim`` false where no claim phrase starts
+    it): the statements of an answer ("11月の合計は 25,800 円です") whose numbers the language-neutral checks hold
+    against receipts in any language."""
+    found: list[Sentence] = []
+    start = 0
+    for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
+        piece = text[start:end].strip()
+        start = end
+        if piece:
+            sentence = _claim_sentence(piece, patterns)
+            sentence.is_claim = patterns.claim.search(piece) is not None
+            found.append(sentence)
+    return found
+
+
 def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
     """Read one claim sentence (one literal scan of it for the sentence-level lists)."""
     low = text.lower()
     found = patterns.sentence_lists.find(low)
-    hedged = patterns.hedge.search_found(text, found) is not None
+    hedged = _beyond_all_clear(patterns.hedge, patterns, text, found) is not None
     if hedged and _CLAUSE.search(text):
         # A hedge holds for its clause: "It will ship Monday — the address has been updated" still claims.
         hedged = not any(patterns.claim.search(clause) and not patterns.hedge.search(clause) for clause in _CLAUSE.split(text))
@@ -810,7 +845,7 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
         is_claim=True,
         is_check_claim=pass_claim or patterns.check_claim.search_found(text, found) is not None,
         hedged=hedged,
-        mentions_failure=patterns.failure_words.search_found(text, found) is not None,
+        mentions_failure=_beyond_all_clear(patterns.failure_words, patterns, text, found) is not None,
         tokens=salient_tokens(text),
         creation=patterns.creation_claim.search_found(text, found) is not None,
         test_claim=test_claim,
@@ -823,6 +858,20 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
         future=patterns.future.search_found(text, found) is not None,
         resolution=patterns.resolution_claim.search_found(text, found) is not None,
     )
+
+
+def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: str, found: frozenset[str],
+                      low: str | None = None) -> re.Match[str] | None:
+    """The first match of ``matcher`` outside every "all clear" phrase of the text ("no errors", "0 failed",
+    "ошибок нет", "sorunsuz"): the failure or negation words inside one say that nothing failed."""
+    hit = matcher.search_found(text, found, low)
+    if hit is None:
+        return None
+    clear = [m.span() for m in patterns.all_clear.finditer_found(text, found, low)]
+    if not clear:
+        return hit
+    return next((m for m in matcher.finditer_found(text, found, low) if not any(a <= m.start() < b for a, b in clear)),
+                None)
 
 
 def _sentence_around(text: str, position: int) -> str:

@@ -148,13 +148,22 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
                          # issue 24 (the fact ledger): what a successful receipt's content adds (still running,
                          # nothing created, checks that failed), what a failed one's adds (some effect), and in
                          # claims: the future tense and "the earlier problem was handled".
-                         "running", "noop", "partial", "check_failure", "future", "resolution_claim")
+                         "running", "noop", "partial", "check_failure", "future", "resolution_claim",
+                         # all_clear: "no errors", "0 failed", "sorunsuz": failure and negation words inside one
+                         # say nothing failed (a claim, not a report of a failure nor a negated claim).
+                         "all_clear",
+                         # universal: "all", "tutti", "wszystkie" (a status claimed of every record a read-back
+                         # lists); total_claim: "total", "合計", "toplam" (a sum a read-back's records must add up to).
+                         "universal", "total_claim",
+                         # upper_bound / lower_bound: "under 50", "100 이하" / "over 10", "以上" (a bound every
+                         # number of the field a read-back lists must keep).
+                         "upper_bound", "lower_bound")
 # Lists read over a whole message region (one literal scan per region), and lists read only in its claim sentences
 # (short: one scan per sentence), so that a long message is not scanned for the literals of every list.
-SPEECH_LISTS = ("claim", "prior_failure", "phantom")
+SPEECH_LISTS = ("claim", "prior_failure", "phantom", "all_clear")
 SENTENCE_LISTS = (
     "check_claim", "test_claim", "pass_claim", "count_claim", "creation_claim", "done_claim", "hedge", "failure_words",
-    "future", "resolution_claim",
+    "future", "resolution_claim", "all_clear",
 )
 
 
@@ -278,8 +287,9 @@ class CompiledPatterns:
         for name in PHRASE_LISTS + OPTIONAL_PHRASE_LISTS:
             merged = [p for language in config.phrases.get(name, {}).values() for p in language]
             if name == "claim":
-                # A sentence that claims an action (pushed, restarted) or that tests or checks pass is a claim too.
-                for extra in ("pass_claim", "test_claim", "resolution_claim"):
+                # A sentence that claims an action (pushed, restarted), that tests or checks pass, or that something
+                # was verified ("Widok sprawdzony", "確認したとおり") is a claim too.
+                for extra in ("pass_claim", "test_claim", "resolution_claim", "check_claim"):
                     merged += [p for language in config.phrases.get(extra, {}).values() for p in language]
                 merged += [p for action in config.actions.values() for language in action.claim.values() for p in language]
             setattr(self, name, PhraseMatcher(merged))
@@ -371,3 +381,8 @@ class CompiledPatterns:
     check_failure: PhraseMatcher
     future: PhraseMatcher
     resolution_claim: PhraseMatcher
+    all_clear: PhraseMatcher
+    universal: PhraseMatcher
+    total_claim: PhraseMatcher
+    upper_bound: PhraseMatcher
+    lower_bound: PhraseMatcher

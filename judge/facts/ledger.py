@@ -9,6 +9,7 @@ once, and a detector that needs no values pays nothing for them.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -260,13 +261,25 @@ class Ledger:
             files = dict.fromkeys(p for a in self.actions if a.writes and a.status in ("ok", "partial") for p in a.writes)
             for path in files:
                 before = self.version_at(path, at)
-                if path in check.text or _basename(path) in check.text or (before and check.is_check and not is_doc(path)):
+                named = path in check.text or _basename(path) in check.text or _names_folder_of(check.text, path)
+                if named or (check.is_check and not is_doc(path) and (before or self._edited_later(path, at))):
                     bound[path] = before
             for token in value_tokens(check.text):
                 if is_resource_id(token) and token not in bound:
                     bound[token] = self.version_at(token, at)
             memo[check.order] = bound
         return bound
+
+    def _edited_later(self, path: str, index: int) -> bool:
+        """Whether the first write of ``path`` after message ``index`` changed a file that already existed (an edit,
+        not a creation): a check made before it ran on the original version (version 0) of that file."""
+        first = next((a for a in self.actions if path in a.writes and a.message_index >= index
+                      and a.status in ("ok", "partial")), None)
+        if first is None or first.call is None:
+            return False
+        args = first.call.arguments if isinstance(first.call.arguments, dict) else {}
+        receipt = first.receipt.content[:300].lower() if first.receipt is not None else ""
+        return not any(k in args for k in ("content", "file_text")) or "updated" in receipt or "overwr" in receipt
 
     # --- counts -------------------------------------------------------------------------------------------
 
@@ -376,6 +389,25 @@ def call_path(action: Action, config: RulesConfig) -> str:
 
 def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+_WORD = re.compile(r"""[^\s"'\\=]+""")
+
+
+def _names_folder_of(text: str, path: str) -> bool:
+    """Whether a command names a folder that holds ``path`` (``ruff check scripts/``, ``pytest .``): what it ran
+    on includes the file."""
+    if "/" not in path and "." not in text:
+        return False
+    relative = path.removeprefix("./")
+    for word in _WORD.findall(text):
+        folder = word.removeprefix("./")
+        if folder in ("", ".", "/") and word in (".", "./"):
+            return True
+        if folder and not folder.startswith("-") and "." not in folder.rsplit("/", 1)[-1] \
+                and relative.startswith(folder.rstrip("/") + "/"):
+            return True
+    return False
 
 
 def ledger_of(trajectory: Trajectory, config: RulesConfig | None = None) -> Ledger:

@@ -42,7 +42,13 @@ _READ_PROGRAMS = {
 _GIT_LISTING = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "--show-current", "show", "get-url"}
 _GIT_READ = {"status", "log", "diff", "show", "branch", "remote", "rev-parse", "ls-files", "blame", "describe"}
 # GET-like subcommand words of CLIs (`lark-cli base record list`, `gh pr view`, `kubectl get`).
-_GET_WORDS = {"list", "ls", "get", "show", "view", "describe", "read", "search", "info", "status", "help", "version", "inspect", "cat"}
+_GET_WORDS = {"list", "ls", "get", "show", "view", "describe", "read", "search", "info", "status", "help", "version", "inspect", "cat",
+              "count", "query", "stats", "summary"}
+# Commands that end a line without a status of their own worth reading: after ``||`` or ``;`` they make the line
+# exit 0; at the end of a pipe they set its status (the checker's is lost).
+_SWALLOWERS = {"true", ":", "echo", "printf"}
+_FILTERS = {"tail", "head", "grep", "egrep", "tee", "less", "more", "cat", "sed", "awk", "cut", "sort", "uniq", "wc", "tr",
+            "column", "jq"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
 
 ReadOnlyPattern = Callable[[str], bool]
@@ -66,6 +72,23 @@ class CommandReading:
     writes: tuple[str, ...]
     writer: str | None
     substitution: bool
+
+    @property
+    def masks_exit(self) -> bool:
+        """Whether the line's exit status says nothing about its checks: the failure is swallowed (``|| true``,
+        ``|| echo ...``, ``; true`` at the end), the last command is a filter the output is piped into
+        (``pytest | tail -3``: the pipeline exits with tail's status), or the checker is told to exit 0
+        (``--exit-zero``)."""
+        if not self.segments:
+            return False
+        if "--exit-zero" in self.command or "--exit-code=0" in self.command:
+            return True
+        last = self.segments[-1]
+        head = _words(last.text)[:1]
+        program = head[0].rsplit("/", 1)[-1] if head else ""
+        if last.after in ("||", ";") and (program in _SWALLOWERS or last.text.startswith("exit 0")):
+            return True
+        return last.after == "|" and program in _FILTERS and "pipefail" not in self.command
 
     @property
     def last_chained(self) -> str:

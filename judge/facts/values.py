@@ -173,7 +173,8 @@ def more_pages(text: str) -> bool:
 
 
 # Status fields in any of the rules languages' words for them (keys are data of the receipt, not prose).
-_STATUS_KEY = r"(?:status|state|phase|状态|狀態|ステータス|상태|estado|statut|zustand|статус)"
+_STATUS_KEY = (r"(?:status|state|phase|状态|狀態|ステータス|상태|estado|statut|zustand|статус|stato|stan|durum|toestand"
+               r"|trạng thái|keadaan|стан|الحالة|स्थिति|tillstånd)")
 _STATUS_PAIR = re.compile(r"""["']?\b""" + _STATUS_KEY + r"""\b["']?\s*[:=|]\s*["']?([^\s"',|}{\]\[][^"',|}{\]\[\n]{0,30}?)\s*(?=\s-|["',|}\]\n]|$)""",
                           re.IGNORECASE)
 _STATUS_KEY_RE = re.compile(_STATUS_KEY + "$", re.IGNORECASE)
@@ -257,3 +258,89 @@ def states(text: str, value: str) -> bool:
     if value.isascii():
         return re.search(rf"(?<![\w.]){re.escape(value)}(?!\w)", text) is not None
     return value in text
+
+
+# A number as prose writes it: "25,800", "25.800", "25 800", "12.5" (grouping by threes, one decimal part).
+_STATED_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:([,.\u00a0\u202f ])\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)(?![\w])")
+# A number directly followed by a word ("6 suppliers", "12 kayıt", "6件"): a count of things. Not a date, a time or
+# a unit ("11月", "3 ms", "50 €"), and not part of a version, id or path (CJK text puts no space before it: "には6件").
+_BARE_COUNT = re.compile(r"(?<![A-Za-z0-9_.,:/#-])(\d{1,5})(?![\d.,:/-])\s?(?=[^\W\d_])(?![年月日時分秒号號点時間]|"
+                         r"(?:ms|s|sec|min|h|px|kb|mb|gb|tb|k|x|%|am|pm|st|nd|rd|th|d|w|m|y|v)\b)", re.IGNORECASE)
+
+
+def stated_numbers(text: str) -> list[float]:
+    """The numbers a sentence states, read with their grouping ("25,800" and "25.800" are 25800; "12.5" and
+    "12,5" are 12.5)."""
+    return [value for _, value in numbers_at(text)]
+
+
+def numbers_at(text: str) -> list[tuple[int, float]]:
+    """(position, value) of each number :func:`stated_numbers` reads in ``text``."""
+    found: list[tuple[int, float]] = []
+    for match in _STATED_NUMBER.finditer(text):
+        number, grouping = match.group(1), match.group(2)
+        if grouping:
+            digits = re.sub(r"[,.\u00a0\u202f ](?=\d{3}(?:\D|$))", "", number)
+            number = digits.replace(",", ".")
+        else:
+            number = number.replace(",", ".")
+        try:
+            found.append((match.start(), float(number)))
+        except ValueError:
+            continue
+    return found
+
+
+def bare_counts(text: str) -> tuple[int, ...]:
+    """Counts a sentence states in any language: a number directly followed by a word (see ``_BARE_COUNT``)."""
+    return tuple(dict.fromkeys(int(m.group(1)) for m in _BARE_COUNT.finditer(text)))
+
+
+def record_numbers(text: str) -> dict[str, list[float]]:
+    """Field -> the numbers of that field in the records a JSON read-back lists (the objects of its collections),
+    for fields that hold a number in every record that has them: what a total or a bound is held against."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{" or len(stripped) > _MAX_JSON:
+        return {}
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return {}
+    records: list[dict[str, Any]] = []
+    _records(value, records, 0)
+    fields: dict[str, list[float]] = {}
+    spoiled: set[str] = set()
+    for record in records:
+        # A record's fields may sit one level down ({"record_id": ..., "fields": {"Price": 4}}).
+        flat = {**record, **{k: v for inner in record.values() if isinstance(inner, dict) for k, v in inner.items()}}
+        for key, item in flat.items():
+            if isinstance(item, bool) or not isinstance(item, (int, float)):
+                if isinstance(item, (str, list, dict)):
+                    spoiled.add(key)
+                continue
+            fields.setdefault(key, []).append(float(item))
+    return {k: v for k, v in fields.items() if k not in spoiled}
+
+
+def _records(value: Any, found: list[dict[str, Any]], depth: int) -> None:
+    if depth > 4:
+        return
+    if isinstance(value, list):
+        dicts = [v for v in value[:5000] if isinstance(v, dict)]
+        if dicts and len(dicts) == len(value[:5000]):
+            found.extend(dicts)
+            return
+        for item in value[:50]:
+            _records(item, found, depth + 1)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _records(item, found, depth + 1)
+
+
+def header_list_count(text: str, header: str) -> int | None:
+    """The number of items of a plain listing that prints one item a line under a header line ``header`` (the
+    field a ``--fields Name`` read-back asked for): lines after the header, blank ones aside."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if len(lines) < 2 or lines[0].split()[0].strip("|,;").lower() != header.lower():
+        return None
+    return len(lines) - 1

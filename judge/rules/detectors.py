@@ -28,14 +28,22 @@ from judge.facts.analysis import (
     Sentence,
     Speech,
     command_of,
+    is_doc,
     plan_items,
+    read_sentences,
+    salient_tokens,
 )
 from judge.facts.ledger import Ledger, call_path
 from judge.facts.values import (
+    bare_counts,
     collection_counts,
+    header_list_count,
     is_resource_id,
     more_pages,
+    numbers_at,
     printed_counts,
+    record_numbers,
+    stated_numbers,
     status_values,
     value_tokens,
 )
@@ -43,6 +51,7 @@ from judge.rules.registry import detector, detector_spec
 from judge.schema import Issue, Severity
 
 _DIGITS = re.compile(r"\d+")
+_STANDALONE = re.compile(r"(?<![\w.-])\d+(?![\w.])")  # a number of its own, not the digits of an id (tbl7a2)
 _CHECKBOX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*\[([ xX✓✔])\]\s*(.+?)\s*$", re.MULTILINE)
 
 
@@ -623,9 +632,10 @@ def _no_read_back(an: Analysis, sentence: Sentence, prior: list[Action], index: 
 
 @detector("silent-check-failure", "semantic", roles=("authenticity", "plan", "edit-check"), mast="verification")
 def silent_check_failure(an: Analysis) -> list[Issue]:
-    """A check (tests, lint, validation) whose output reports failures although it exited 0, then relied on: a
-    todo ticked or a result claimed after it, before any other check ran and with no word of the failures in
-    between. Points at the turn that relies on it. "0 failed" is no failure."""
+    """A check (tests, lint, validation) whose output reports failures although nothing flagged the call (exit 0
+    behind ``|| true``, a pipe into ``tail``, ``--exit-zero``, a wrapper that prints FAIL or MISMATCH), then relied
+    on: every turn that ticks a todo or claims a result after it, before any other check ran and until a message
+    speaks of the failures. A tick and a claim of the same turn are one finding. "0 failed" is no failure."""
     issues = []
     checks = [a for a in an.actions if a.is_check]
     ticks = _ticks(an)
@@ -634,24 +644,23 @@ def silent_check_failure(an: Analysis) -> list[Issue]:
             continue
         start = check.receipt_index
         end = checks[position + 1].message_index if position + 1 < len(checks) else 1 << 30
-        relying: tuple[int, int, str] | None = next(((i, t, f"todo \"{an.excerpt(text)}\" marked completed")
-                                                      for i, t, text in ticks if start < i < end), None)
+        # What each turn after the check did with it, in message order; an admission of the failures ends it.
+        relying: dict[int, str] = {}
+        admitted = next((s.message_index for s in an.speeches if start < s.message_index < end and s.speaks_of_failure),
+                        end)
+        for index, turn, text in ticks:
+            # A tick of another kind of item ("Add a usage example") does not rest on the check.
+            if start < index < admitted and an.patterns.check_item.search(text):
+                relying.setdefault(turn, f"todo \"{an.excerpt(text)}\" marked completed")
         for speech in an.speeches:
-            if not start < speech.message_index < end or (relying and speech.message_index >= relying[0]):
-                continue
-            if speech.speaks_of_failure:
-                relying = None  # it reported the failures
-                break
-            claim = next(iter(_claims(speech)), None)
-            if claim is not None:
-                relying = (speech.message_index, speech.turn, f"\"{an.excerpt(claim.text)}\"")
-                break
-        if relying is None:
-            continue
-        _, turn, what = relying
-        description = (f"Relies on the {check.name} check of T{check.turn}, which exited 0 but reported failures.")
-        evidence = f"T{turn}: {what} | receipt {_receipt_quote(an, check)}"
-        issues.append(_issue(an, "silent-check-failure", turn, description, evidence))
+            if start < speech.message_index < admitted and speech.turn not in relying:
+                claim = next(iter(_claims(speech)), None)
+                if claim is not None:
+                    relying[speech.turn] = f"\"{an.excerpt(claim.text)}\""
+        for turn in sorted(relying):
+            description = f"Relies on the {check.name} check of T{check.turn}, which exited 0 but reported failures."
+            evidence = f"T{turn}: {relying[turn]} | receipt {_receipt_quote(an, check)}"
+            issues.append(_issue(an, "silent-check-failure", turn, description, evidence))
     return issues
 
 
@@ -679,7 +688,8 @@ def contradicted_claim(an: Analysis) -> list[Issue]:
 def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]]:
     """(message index, sentence) -> (claimed value, read-back, what it shows) of each claim a read-back
     contradicts; found once per analysis (unverified-completion and premature-claim leave these claims to
-    contradicted-claim)."""
+    contradicted-claim). The final answer's statements of numbers count as claims in any language ("11月の合計は
+    25,800 円です", "artık 12 kayıt var")."""
     cached: dict[tuple[int, str], tuple[str, Action, str]] | None = an.cache.get("contradicted")
     if cached is not None:
         return cached
@@ -687,10 +697,14 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
     if not any(a.read_only for a in an.actions):
         return cached  # no read-back at all
     for speech in an.speeches:
+        index = speech.message_index
         claims = _claims(speech)
+        if index == an.final_message_index and _DIGITS.search(speech.region):
+            told = {c.text for c in claims}
+            claims = claims + [s for s in read_sentences(speech.region, an.patterns)
+                               if s.text not in told and not s.hedged and not s.future and _DIGITS.search(s.text)]
         if not claims:
             continue
-        index = speech.message_index
         prior = _work_before(an, index)
         # One backward scan: the last change, and the successful reads after it (the read-backs).
         last: Action | None = None
@@ -702,11 +716,16 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
                     break
             elif action.outcome == "ok" and action.visible_at < index and action.receipt is not None:
                 read_backs.append(action)
-        if last is None or not read_backs:
+        if not read_backs:
             continue  # nothing read after the last change (most messages)
         read_backs.reverse()
         for sentence in claims:
-            found = _count_contradicted(an, sentence, last, read_backs, prior) or _status_contradicted(sentence, last, read_backs)
+            found = None
+            if last is not None:
+                found = (_count_contradicted(an, sentence, last, read_backs, prior)
+                         or _status_contradicted(an, sentence, last, read_backs))
+            found = (found or _total_contradicted(an, sentence, read_backs, prior)
+                     or _bound_contradicted(an, sentence, read_backs) or _id_contradicted(an, sentence, read_backs, index))
             if found is not None:
                 cached[(index, sentence.text)] = found
     return cached
@@ -724,26 +743,45 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) 
     return None
 
 
+_FIELDS_FLAG = re.compile(r"--fields[= ]+['\"]?([^\s,'\"]+)")
+
+
+def _listed_lengths(read_back: Action) -> frozenset[int]:
+    """How many items a read-back lists: its collections (:func:`collection_counts`), or the lines under the
+    header a ``--fields Name`` listing prints."""
+    content = read_back.receipt.content if read_back.receipt is not None else ""
+    shown = collection_counts(content)
+    if not shown:
+        field = _FIELDS_FLAG.search(read_back.text)
+        count = header_list_count(content, field.group(1)) if field else None
+        if count is not None:
+            shown = frozenset({count})
+    return shown
+
+
 def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
                         prior: list[Action]) -> tuple[str, Action, str] | None:
-    if not sentence.counts:
+    counts = sentence.counts or bare_counts(sentence.text)
+    if not counts:
         return None
     read_back = _tied_read_back(sentence, last, read_backs)
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
         return None
     content = read_back.receipt.content
-    shown = collection_counts(content) | printed_counts(content)
+    shown = _listed_lengths(read_back) | printed_counts(content)
     if not shown:
         return None
     since = [a for a in prior if a.order >= last.order and a.receipt is not None]
     printed = frozenset().union(*(printed_counts(a.receipt.content) for a in since if a.receipt is not None))
-    for count in sentence.counts:
-        if count > max(shown) and count not in printed:
+    stated = frozenset(int(n) for a in since for n in _STANDALONE.findall(a.text))  # numbers the calls themselves gave
+    for count in counts:
+        if count > max(shown) and count not in printed and count not in stated:
             return str(count), read_back, ", ".join(str(n) for n in sorted(shown))
     return None
 
 
-def _status_contradicted(sentence: Sentence, last: Action, read_backs: list[Action]) -> tuple[str, Action, str] | None:
+def _status_contradicted(an: Analysis, sentence: Sentence, last: Action,
+                         read_backs: list[Action]) -> tuple[str, Action, str] | None:
     read_back = _tied_read_back(sentence, last, read_backs)
     if read_back is None or read_back.receipt is None:
         return None
@@ -758,11 +796,85 @@ def _status_contradicted(sentence: Sentence, last: Action, read_backs: list[Acti
     if not named:
         return None
     near = frozenset(t for t in (*value_tokens(sentence.text), *value_tokens(last.text)) if is_resource_id(t))
-    shown = status_values(content, near)
     claimed = next((v for v in named if v in set_by_change), named[0] if len(named) == 1 else None)
-    if claimed is None or not shown or claimed in shown:
+    if claimed is None:
+        return None
+    if an.patterns.universal.search(sentence.text) and not near.intersection(value_tokens(sentence.text)):
+        # "All orders are Shipped": every record the read-back lists must show it.
+        others = every - {claimed}
+        if others:
+            return f"status {claimed} for all", read_back, ", ".join(sorted(every))
+        return None
+    shown = status_values(content, near)
+    if not shown or claimed in shown:
         return None
     return f"status {claimed}", read_back, ", ".join(sorted(shown))
+
+
+def _total_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action],
+                        prior: list[Action]) -> tuple[str, Action, str] | None:
+    """A stated total ("the total is 25,800") that the numbers of the last read-back's records do not add up to,
+    and that no receipt prints."""
+    if not an.patterns.total_claim.search(sentence.text):
+        return None
+    numbers = stated_numbers(sentence.text)
+    if not numbers:
+        return None
+    claimed = max(numbers)
+    read_back = next((r for r in reversed(read_backs) if r.receipt is not None and record_numbers(r.receipt.content)), None)
+    if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
+        return None
+    sums = {field: sum(values) for field, values in record_numbers(read_back.receipt.content).items() if len(values) >= 2}
+    if not sums or any(abs(total - claimed) < 0.005 * max(1.0, abs(total)) for total in sums.values()):
+        return None
+    if any(claimed in stated_numbers(a.receipt.content[:20_000]) for a in prior if a.receipt is not None):
+        return None  # a receipt prints it (a total the tool computed)
+    field, total = min(sums.items(), key=lambda kv: abs(kv[1] - claimed))
+    return f"a total of {claimed:g}", read_back, f"{field} adding up to {total:g}"
+
+
+def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action]) -> tuple[str, Action, str] | None:
+    """A bound claimed of a field's numbers ("all prices are under 50", "재고가 100 이하") that a number of that
+    field in the last read-back listing it breaks. The field is the one the sentence names (by its first four
+    letters: "prijzen" names Prijs), or the read-back's only numeric field."""
+    upper = an.patterns.upper_bound.search(sentence.text)
+    lower = None if upper else an.patterns.lower_bound.search(sentence.text)
+    bound_word = upper or lower
+    if bound_word is None:
+        return None
+    numbers = numbers_at(sentence.text)
+    if not numbers:
+        return None
+    # The limit is the number nearest the bound word ("under €50", "100 이하").
+    limit = min(numbers, key=lambda found: abs(found[0] - bound_word.start()))[1]
+    low = sentence.text.lower()
+    for read_back in reversed(read_backs):
+        fields = record_numbers(read_back.receipt.content) if read_back.receipt is not None else {}
+        named = {f: v for f, v in fields.items() if f.lower()[:4] in low} or (fields if len(fields) == 1 else {})
+        for field, values in named.items():
+            breaking = [v for v in values if (v > limit if upper else v < limit)]
+            if breaking:
+                word = "at most" if upper else "at least"
+                return f"{field} {word} {limit:g}", read_back, f"{field} = {breaking[0]:g}"
+        if named:
+            return None
+    return None
+
+
+def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
+    """An id the claim gives that no call, receipt or query showed before it, while a read-back shows an id of the
+    same length with the same characters in another order (recNv18kQz for recNv81kQz): a mistyped id."""
+    for token in value_tokens(sentence.text):
+        if not is_resource_id(token):
+            continue
+        for read_back in reversed(read_backs):
+            content = read_back.receipt.content if read_back.receipt is not None else ""
+            near = next((t for t in value_tokens(content) if len(t) == len(token) and t != token
+                         and sorted(t) == sorted(token)), None)
+            # (The scan of earlier messages last: most claims name ids no read-back holds a near twin of.)
+            if near is not None and token not in an.trajectory.query and not _shown_before(an, token, index, None):
+                return f"id {token}", read_back, f"id {near}"
+    return None
 
 
 def _open(an: Analysis, action: Action, index: int) -> bool:
@@ -838,9 +950,9 @@ def unchecked_tick(an: Analysis) -> list[Issue]:
     for index, turn, items in updates:
         for key, text, state in items:
             old = status.get(key)
-            if state == "completed" and old is not None and old != "completed":
+            if _newly_completed(an, index, state, old):
                 start = since.get(key, previous_update) if old == "in_progress" else previous_update
-                why, evidence = _unsupported_completion(an, start, index, bool(an.patterns.check_item.search(text)))
+                why, evidence = _unsupported_completion(an, start, index, text)
                 if why:
                     description = f"Todo item \"{an.excerpt(text)}\" marked completed, but {why}."
                     issues.append(_issue(an, "unchecked-tick", turn, description, evidence))
@@ -873,23 +985,35 @@ def _plan_updates(an: Analysis) -> list[tuple[int, int, list[tuple[str, str, str
 
 
 def _ticks(an: Analysis) -> list[tuple[int, int, str]]:
-    """(message index, turn, item text) of each plan item marked completed that was not completed before."""
+    """(message index, turn, item text) of each plan item marked completed that was not completed before (see
+    :func:`_newly_completed`)."""
     status: dict[str, str] = {}
     ticks = []
     for index, turn, items in _plan_updates(an):
         for key, text, state in items:
-            if state == "completed" and status.get(key, "completed") != "completed":
+            if _newly_completed(an, index, state, status.get(key)):
                 ticks.append((index, turn, text))
             status[key] = state
     return ticks
 
 
-def _unsupported_completion(an: Analysis, start: int, marked_at: int, check_item: bool) -> tuple[str | None, str]:
-    """Why marking an item completed is not supported by the calls of its window (None when it is).
+def _newly_completed(an: Analysis, index: int, state: str, old: str | None) -> bool:
+    """Whether a plan update at message ``index`` ticks an item now: it was listed before and not completed, or it
+    first appears completed after some work of this trajectory (``- [x] lint`` written after running the lint);
+    an item already completed in a plan written before any call was done elsewhere."""
+    if state != "completed" or old == "completed":
+        return False
+    return old is not None or bool(_work_before(an, index))
 
-    A check item ("check the samples", "运行测试") needs its last check to pass. Any other item needs its last
-    non-check call to have succeeded: a check that fails after an item's own work (saving a draft) speaks
-    about the next item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct).
+
+def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str) -> tuple[str | None, str]:
+    """Why marking ``item`` completed is not supported by the calls of its window (None when it is).
+
+    A check item ("check the samples", "Testy przechodzą", "回读确认") needs a check or a read-back of the state in
+    its window (an echo prints its own words, a listing only names files: neither checked anything), and the last
+    of them must have passed on the current version of what it covers. Any other item needs its last non-check
+    call to have succeeded: a check that fails after an item's own work (saving a draft) speaks about the next
+    item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct).
     """
     window = [
         a for a in an.actions
@@ -899,24 +1023,44 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, check_item
         if window:
             return "every call made while it was in progress failed", _receipt_quote(an, window[-1])
         return "no call was made while it was in progress", "no tool call between the plan updates"
-    if check_item:
-        relevant = [a for a in window if a.is_check] or window
+    documents = bool(window[-1].writes) and all(is_doc(p) for p in window[-1].writes) and window[-1].outcome == "ok"
+    if an.patterns.check_item.search(item) and not documents:
+        # (An item whose work wrote documentation, "Document the validation", speaks of a check; it is not one.)
+        values = {v for v in (*salient_tokens(item), *value_tokens(item)) if len(v) >= 3}
+        evidence = [a for a in window if a.is_check or (a.read_only and _reads_state(an, a, values))]
+        if not evidence:
+            last = window[-1]
+            what = ("only echoed text" if last.program in _ECHOES else "only listed names" if last.program in _LISTINGS
+                    else "did not check it")
+            return (f"no check or read-back of it ran; the last call ({last.name} at T{last.turn}) {what}",
+                    _receipt_quote(an, last))
+        last = evidence[-1]
     else:
-        relevant = [a for a in window if not a.is_check] or window
-    last = relevant[-1]
+        last = ([a for a in window if not a.is_check] or window)[-1]
     if last.failed:
         what = "check" if last.is_check else "call"
         return f"its last {what} (T{last.turn}) failed", _receipt_quote(an, last)
     if last.status == "noop":
         return f"its last call (T{last.turn}) created or changed nothing", _receipt_quote(an, last)
-    if last.is_check and last.outcome == "ok" and not last.silent_failure:
-        # The check must have run on the current version of what it covers.
+    if (last.is_check or last.read_only) and last.outcome == "ok" and not last.silent_failure:
+        # The check or read-back must have run on the current version of what it covers.
         stale = _stale_artifact(an, last, marked_at)
         if stale is not None:
             artifact, write = stale
             return (f"its last check (T{last.turn}) ran on an older version of {artifact}, changed at T{write.turn}",
                     f"check T{last.turn} {last.name} | write T{write.turn} {write.name} {artifact}")
     return None, ""
+
+
+def _reads_state(an: Analysis, action: Action, values: set[str]) -> bool:
+    """Whether a successful read-only call read state back: not an echo (it prints its own words), and not a bare
+    listing (``ls``: names only) unless it shows one of ``values`` that its own arguments do not hold."""
+    if action.outcome != "ok" or action.program in _ECHOES:
+        return False
+    if action.program in _LISTINGS and _is_shell(an, action):
+        content = action.receipt.content if action.receipt is not None else ""
+        return any(v in content and v not in action.text for v in values)
+    return True
 
 
 def _stale_artifact(an: Analysis, check: Action, index: int) -> tuple[str, Action] | None:
@@ -933,44 +1077,52 @@ def _stale_artifact(an: Analysis, check: Action, index: int) -> tuple[str, Actio
 
 @detector("stale-evidence", "semantic", roles=("authenticity", "plan"), mast="verification")
 def stale_evidence(an: Analysis) -> list[Issue]:
-    """A claim of verification whose last passing check ran on an older version of an artifact it covered.
+    """A claim of verification whose evidence ran on an older version of an artifact it covered.
 
-    Versions are the ledger's (:class:`~judge.facts.ledger.Ledger`): each successful write of a file, or of a
-    resource a CLI call names or creates, is a new version; a check is bound to the versions of what it names
-    and (files) of what was written before it, documentation excepted. The evidence is stale when a newer
-    version exists at the claim, with no check after the write.
+    The evidence is the last check seen before the claim (a claim that tests or checks pass), or the last check or
+    read-back of the state (a claim that something was verified, checked, confirmed: "the list showed 6", "Widok
+    sprawdzony"); an echo or a bare listing is no evidence. Versions are the ledger's
+    (:class:`~judge.facts.ledger.Ledger`): each successful write of a file, or of a resource a CLI call names or
+    creates, is a new version; a check is bound to the versions of what it names (a folder holds its files) and,
+    for files, of the code it ran on; a read-back to what it names. The evidence is stale when a newer version
+    exists at the claim, with no check or read-back after the write.
     """
     issues: list[Issue] = []
-    checks = [a for a in an.actions if a.is_check]
-    if not checks:
+    evidence = [a for a in an.actions if a.is_check or (a.read_only and not a.is_plan and _reads_state(an, a, set()))]
+    if not evidence:
         return issues
-    # Speeches come in message order: the checks seen before each are those of a growing prefix of the checks
-    # sorted by when they were seen; the last of them (in call order) is the one a claim rests on.
-    by_sight = sorted(checks, key=lambda c: c.visible_at)
+    # Speeches come in message order: the evidence seen before each is a growing prefix of it sorted by when it
+    # was seen; the last of it (in call order) is what a claim rests on.
+    by_sight = sorted(evidence, key=lambda c: c.visible_at)
     sighted = 0
     last_seen: Action | None = None
+    last_check: Action | None = None
     for speech in an.speeches:
         index = speech.message_index
         sentence = next((s for s in _claims(speech) if s.is_check_claim), None)
         if sentence is None:
             continue
         while sighted < len(by_sight) and by_sight[sighted].visible_at < index:
-            if last_seen is None or by_sight[sighted].order > last_seen.order:
-                last_seen = by_sight[sighted]
+            seen = by_sight[sighted]
+            if last_seen is None or seen.order > last_seen.order:
+                last_seen = seen
+            if seen.is_check and (last_check is None or seen.order > last_check.order):
+                last_check = seen
             sighted += 1
-        if last_seen is None or last_seen.outcome != "ok" or last_seen.silent_failure:
+        check = last_check if sentence.pass_claim else last_seen
+        if check is None or check.outcome != "ok" or check.silent_failure:
             continue
-        check = last_seen
         stale = _stale_artifact(an, check, index)
         if stale is None:
             continue
         artifact, write = stale
+        what = "check" if check.is_check else "read-back"
         description = (
-            f"Claims verification, but {artifact} was changed at T{write.turn} after the last passing check "
+            f"Claims verification, but {artifact} was changed at T{write.turn} after the last passing {what} "
             f"(T{check.turn}) and not checked again."
         )
-        evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{write.turn} {write.name} {artifact}"
-        issues.append(_issue(an, "stale-evidence", speech.turn, description, evidence))
+        evidence_text = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{write.turn} {write.name} {artifact}"
+        issues.append(_issue(an, "stale-evidence", speech.turn, description, evidence_text))
     return issues
 
 
