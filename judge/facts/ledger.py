@@ -9,11 +9,12 @@ once, and a detector that needs no values pays nothing for them.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc
-from judge.facts.config import RulesConfig, default_config
+from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.values import (
     ValueKind,
     data_values,
@@ -27,10 +28,11 @@ from judge.facts.values import (
 )
 from judge.model import Trajectory
 
-__all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Status", "Value", "Version", "ledger_of"]
+__all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Recovery", "Status", "Value", "Version", "ledger_of"]
 
 Source = Literal["query", "receipt", "argument", "text"]
 DependencyKind = Literal["resource-state", "returned-values", "control", "textual"]
+RecoveryKind = Literal["redone", "state-shown", "reported"]
 # Statuses whose receipt says the call changed something (or may have): a later step can rest on them.
 EFFECTS: frozenset[Status] = frozenset({"ok", "partial", "unknown", "running"})
 _QUERY_INDEX = -1  # the query comes before every message
@@ -93,6 +95,23 @@ class Dependency:
     message_index: int  # where the dependent sits
     dependent: int | None  # order of the dependent action; None when it is text
     value: str = ""  # the value or artifact that carries the dependency
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """How the agent got past a failed call (docs/finding-tags.md: a failure that is recovered from, or reported
+    honestly, is no ``failed-call``):
+
+    - ``redone``: the same action later succeeded: the same command or tool (intent or call path) on the same
+      resource (it names one of the ids the failed call named), corrected arguments allowed;
+    - ``state-shown``: a later successful call wrote what the failed one was to write (the same files);
+    - ``reported``: a later message of the agent reports the failure (failure words of any vocabulary, or a
+      negated claim about what the call named) and no later sentence claims a success for it.
+    """
+
+    kind: RecoveryKind
+    message_index: int  # where the agent could see it: the later success's receipt, or the report
+    action: int | None = None  # order of the later successful action (None for a report)
 
 
 class Ledger:
@@ -311,6 +330,110 @@ class Ledger:
             return True
         return bool(counts) and not set(counts).isdisjoint(self.listed(action) | self.printed(action))
 
+    # --- recovery -----------------------------------------------------------------------------------------
+
+    def recovery(self, action: Action, before: int | None = None, reported: bool = True) -> Recovery | None:
+        """How the agent got past the failed ``action`` (see :class:`Recovery`), from what it could see before
+        message ``before`` (all of the trajectory when None); None for a call that did not fail, or a failure
+        nobody redid, whose state nothing showed and that no message reported. ``reported=False`` asks only
+        whether the work was done after all (an honest report does not make a claim of it true)."""
+        if not action.failed:
+            return None
+        limit = (1 << 30) if before is None else before
+        later = self._redone(action, limit)
+        if later is not None:
+            return Recovery("redone", later.visible_at, later.order)
+        later = self._state_shown(action, limit)
+        if later is not None:
+            return Recovery("state-shown", later.visible_at, later.order)
+        if reported:
+            report = self._reported(action, limit)
+            if report is not None:
+                return Recovery("reported", report)
+        return None
+
+    def _successes(self) -> list[Action]:
+        """The successful calls that did something (not a no-op, not a plan), in call order."""
+        found: list[Action] | None = self.analysis.cache.get("ledger:successes")
+        if found is None:
+            found = self.analysis.cache["ledger:successes"] = [
+                a for a in self.actions if a.outcome == "ok" and a.status != "noop" and not a.is_plan]
+        return found
+
+    def _redone(self, action: Action, before: int) -> Action | None:
+        """The first later success of the same action: same intent or call path; a read does not redo a write;
+        on the same resource, whatever argument was corrected: when the failed call named resource ids, the
+        success names one of them, and when both give the name of what they make (``--name X``, ``"name": "X"``),
+        a name is the same (creating the next field is not a retry of the failed one)."""
+        config = self.analysis.config
+        path = call_path(action, config)
+        ids = [t for t in value_tokens(action.text) if is_resource_id(t)]
+        made = _made_names(action, config)
+        for later in self._successes():
+            if later.order <= action.order or later.visible_at >= before:
+                continue
+            if later.read_only and not action.read_only:
+                continue
+            if later.intent != action.intent and call_path(later, config) != path:
+                continue
+            if ids and not any(i in later.text for i in ids):
+                continue
+            names = _made_names(later, config)
+            if made and names and made.isdisjoint(names):
+                continue  # it names another thing to make (a name read from a file is no other name)
+            return later
+        return None
+
+    def _state_shown(self, action: Action, before: int) -> Action | None:
+        """The first later success that wrote every file the failed call was to write (another tool may write
+        it: a failed ``sed -i`` redone with an editor)."""
+        if not action.writes:
+            return None
+        for later in self._successes():
+            if (later.order > action.order and later.visible_at < before and not later.read_only
+                    and all(w in later.writes for w in action.writes)):
+                return later
+        return None
+
+    def _reported(self, action: Action, before: int) -> int | None:
+        """The message that reports the failure honestly, or None. A report comes after the receipt and is tied to
+        the failure (it is the last failure before it, or the message names what the call named); it speaks of
+        the failure (the ``prior_failure`` vocabulary, any language) or negates a claim ("the dashboard was not
+        created"; not a promise). Honest: no later sentence asserts a success for it: "the earlier error is
+        fixed", one naming what only the failed call named, a check claim after a failed check, or any claim
+        without names while nothing has succeeded since the failure ("Schema checked, no errors")."""
+        an = self.analysis
+        if any(a.failed and a.key == action.key for a in self.actions[action.order + 1:]):
+            return None  # the identical failing call was run again: the agent did not take the failure in
+        names = {n for n in self.names_of(action) if len(n) >= 4 and not states(an.trajectory.query, n)}
+        since = [a for a in self._successes() if a.order > action.order and not a.read_only]
+        shown_since = {n for n in names if any(n in a.text or (a.receipt is not None and n in a.receipt.content)
+                                               for a in since)}
+        own = names - shown_since  # what only the failed call named: a claim naming it speaks of the failure
+        report: int | None = None
+        for speech in an.speeches:
+            index = speech.message_index
+            if index <= action.visible_at or index >= before:
+                continue
+            for sentence in speech.sentences:
+                if not sentence.asserts:
+                    continue
+                values = set(sentence.tokens) | value_tokens(sentence.text)
+                if (sentence.resolution or values & own or (action.is_check and sentence.is_check_claim)
+                        or (not values and not any(a.visible_at < index for a in since))):
+                    return None  # claims a success for the failed work ("the earlier error is fixed", "all done")
+            if report is not None:
+                continue
+            tied = self._last_failure_before(index) is action or any(n in speech.region for n in own)
+            negated = any(_negated(s, an.patterns) for s in speech.sentences)  # "the rows were not added"
+            if tied and (speech.speaks_of_failure or negated):
+                report = index
+        return report
+
+    def _last_failure_before(self, index: int) -> Action | None:
+        """The last failed call whose receipt was seen before message ``index``."""
+        return next((a for a in reversed(self.actions) if a.failed and a.visible_at < index), None)
+
     # --- dependencies -------------------------------------------------------------------------------------
 
     @property
@@ -372,6 +495,30 @@ def call_path(action: Action, config: RulesConfig) -> str:
         return f"{action.name}:{' '.join(words)}"
     keys = sorted(call.arguments) if isinstance(call.arguments, dict) else []
     return f"{action.name}:{','.join(keys)}"
+
+
+# Clause breaks for reading a negation: the analysis's, and commas ("Schema checked, no errors" negates the errors).
+_NEGATION_CLAUSE = re.compile(r"\s[—–]\s|\s--?\s|[;,:]\s|[；؛，、：]")
+
+
+def _negated(sentence: Sentence, patterns: CompiledPatterns) -> bool:
+    """Whether a claim sentence says the work was NOT done: hedged, no promise, and every clause that claims is
+    negated (or reports a no-op): "the orders were not added", not "schema checked, no errors"."""
+    if not sentence.hedged or sentence.future:
+        return False
+    claiming = [c for c in _NEGATION_CLAUSE.split(sentence.text) if patterns.claim.search(c)]
+    return all(patterns.hedge.search(c) or patterns.noop.search(c) for c in claiming)
+
+
+# The name a call gives what it makes: ``--name X`` / ``--title=X`` on a command line, ``"name": "X"`` in JSON.
+_MADE_NAME = re.compile(r"--(?:name|title)[= ](?:\"([^\"]+)\"|'([^']+)'|([^\s'\"]+))|\"(?:name|title)\"\s*:\s*\"([^\"]+)\"")
+
+
+def _made_names(action: Action, config: RulesConfig) -> frozenset[str]:
+    """The names a call gives what it makes (see :data:`_MADE_NAME`), from its command line or its arguments."""
+    command = command_of(action.call, config) if action.call is not None else None
+    text = command if command is not None else action.text
+    return frozenset(next(g for g in m.groups() if g) for m in _MADE_NAME.finditer(text))
 
 
 def _basename(path: str) -> str:
