@@ -361,7 +361,8 @@ class Ledger:
         return found
 
     def _redone(self, action: Action, before: int) -> Action | None:
-        """The first later success of the same action: same intent or call path; a read does not redo a write;
+        """The first later success of the same action: same intent, or the same call path for a command line or a
+        failed read (a read of the right path gets what the failed one was for); a read does not redo a write;
         on the same resource, whatever argument was corrected: when the failed call named resource ids, the
         success names one of them, and when both give the name of what they make (``--name X``, ``"name": "X"``),
         a name is the same (creating the next field is not a retry of the failed one)."""
@@ -374,8 +375,9 @@ class Ledger:
                 continue
             if later.read_only and not action.read_only:
                 continue
-            if later.intent != action.intent and call_path(later, config) != path:
-                continue
+            if later.intent != action.intent and (call_path(later, config) != path or not (
+                    action.read_only or (action.call is not None and command_of(action.call, config) is not None))):
+                continue  # a tool's call path is its argument names: another file written is another resource
             if ids and not any(i in later.text for i in ids):
                 continue
             names = _made_names(later, config)
