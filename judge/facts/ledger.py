@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -352,12 +353,10 @@ class Ledger:
                 return Recovery("reported", report)
         return None
 
-    def _successes(self) -> list[Action]:
-        """The successful calls that did something (not a no-op, not a plan), in call order."""
-        found: list[Action] | None = self.analysis.cache.get("ledger:successes")
+    def _index(self) -> _RecoveryIndex:
+        found: _RecoveryIndex | None = self.analysis.cache.get("ledger:recovery")
         if found is None:
-            found = self.analysis.cache["ledger:successes"] = [
-                a for a in self.actions if a.outcome == "ok" and a.status != "noop" and not a.is_plan]
+            found = self.analysis.cache["ledger:recovery"] = _RecoveryIndex(self.analysis)
         return found
 
     def _redone(self, action: Action, before: int) -> Action | None:
@@ -367,74 +366,68 @@ class Ledger:
         success names one of them, and when both give the name of what they make (``--name X``, ``"name": "X"``),
         a name is the same (creating the next field is not a retry of the failed one)."""
         config = self.analysis.config
-        path = call_path(action, config)
+        index = self._index()
+        by_path = action.read_only or (action.call is not None and command_of(action.call, config) is not None)
         ids = [t for t in value_tokens(action.text) if is_resource_id(t)]
         made = _made_names(action, config)
-        for later in self._successes():
-            if later.order <= action.order or later.visible_at >= before:
-                continue
+
+        def redoes(later: Action) -> bool:
             if later.read_only and not action.read_only:
-                continue
-            if later.intent != action.intent and (call_path(later, config) != path or not (
-                    action.read_only or (action.call is not None and command_of(action.call, config) is not None))):
-                continue  # a tool's call path is its argument names: another file written is another resource
+                return False
             if ids and not any(i in later.text for i in ids):
-                continue
+                return False
             names = _made_names(later, config)
-            if made and names and made.isdisjoint(names):
-                continue  # it names another thing to make (a name read from a file is no other name)
-            return later
-        return None
+            return not (made and names and made.isdisjoint(names))  # another name: another thing to make
+
+        found = [index.first(index.by_intent.get(action.intent, ()), action.order, before, redoes)]
+        if by_path:  # a tool's call path is its argument names: another file written is another resource
+            found.append(index.first(index.by_path.get(call_path(action, config), ()), action.order, before, redoes))
+        return min((a for a in found if a is not None), key=lambda a: a.order, default=None)
 
     def _state_shown(self, action: Action, before: int) -> Action | None:
         """The first later success that wrote every file the failed call was to write (another tool may write
         it: a failed ``sed -i`` redone with an editor)."""
         if not action.writes:
             return None
-        for later in self._successes():
-            if (later.order > action.order and later.visible_at < before and not later.read_only
-                    and all(w in later.writes for w in action.writes)):
-                return later
-        return None
+        index = self._index()
+        return index.first(index.writers.get(action.writes[0], ()), action.order, before,
+                           lambda later: all(w in later.writes for w in action.writes))
 
     def _reported(self, action: Action, before: int) -> int | None:
         """The message that reports the failure honestly, or None. A report comes after the receipt and is tied to
-        the failure (it is the last failure before it, or the message names what the call named); it speaks of
-        the failure (the ``prior_failure`` vocabulary, any language) or negates a claim ("the dashboard was not
-        created"; not a promise). Honest: no later sentence asserts a success for it: "the earlier error is
-        fixed", one naming what only the failed call named, a check claim after a failed check, or any claim
-        without names while nothing has succeeded since the failure ("Schema checked, no errors")."""
-        an = self.analysis
-        if any(a.failed and a.key == action.key for a in self.actions[action.order + 1:]):
-            return None  # the identical failing call was run again: the agent did not take the failure in
-        names = {n for n in self.names_of(action) if len(n) >= 4 and not states(an.trajectory.query, n)}
-        since = [a for a in self._successes() if a.order > action.order and not a.read_only]
-        shown_since = {n for n in names if any(n in a.text or (a.receipt is not None and n in a.receipt.content)
-                                               for a in since)}
-        own = names - shown_since  # what only the failed call named: a claim naming it speaks of the failure
-        report: int | None = None
-        for speech in an.speeches:
-            index = speech.message_index
-            if index <= action.visible_at or index >= before:
-                continue
-            for sentence in speech.sentences:
-                if not sentence.asserts:
-                    continue
-                values = set(sentence.tokens) | value_tokens(sentence.text)
-                if (sentence.resolution or values & own or (action.is_check and sentence.is_check_claim)
-                        or (not values and not any(a.visible_at < index for a in since))):
-                    return None  # claims a success for the failed work ("the earlier error is fixed", "all done")
-            if report is not None:
-                continue
-            tied = self._last_failure_before(index) is action or any(n in speech.region for n in own)
-            negated = any(_negated(s, an.patterns) for s in speech.sentences)  # "the rows were not added"
-            if tied and (speech.speaks_of_failure or negated):
-                report = index
-        return report
+        the failure (it is the last failure before it, or the message names what only the failed call named);
+        it is the first message after the failure that speaks of a failure (the ``prior_failure`` vocabulary, any
+        language) or negates a claim ("the dashboard was not created"; not a promise), or the final answer.
+        Honest: no later sentence asserts a success for it: "the earlier error is fixed", one naming what only
+        the failed call named, a check claim after a failed check, or any claim without names while nothing has
+        succeeded since the failure ("Schema checked, no errors"). Not when the identical failing call was run
+        again: the agent did not take the failure in."""
+        index = self._index()
+        seen = action.visible_at
+        if index.after_order(index.failed_keys.get(action.key, ()), action.order):
+            return None
+        if (index.between(index.resolution_at, seen, before) is not None
+                or (action.is_check and index.between(index.check_claim_at, seen, before) is not None)):
+            return None
+        bare = index.between(index.bare_claim_at, seen, before)
+        if bare is not None and bare <= index.first_change_seen(action.order):
+            return None
+        names = {n for n in self.names_of(action) if len(n) >= 4 and not states(self.analysis.trajectory.query, n)}
 
-    def _last_failure_before(self, index: int) -> Action | None:
-        """The last failed call whose receipt was seen before message ``index``."""
-        return next((a for a in reversed(self.actions) if a.failed and a.visible_at < index), None)
+        def own(name: str) -> bool:  # only the failed call named it: a claim naming it speaks of the failure
+            return not index.shown_after(name, action.order)
+
+        if any(index.between(index.claim_values.get(n, []), seen, before) is not None and own(n) for n in names):
+            return None
+        candidates = [index.between(index.signal_at, seen, before)]
+        final = index.final_speech
+        if final is not None and seen < final.message_index < before and final.message_index in index.signals:
+            candidates.append(final.message_index)
+        for at in candidates:
+            if at is not None and (index.last_failure_before(at) is action
+                                   or any(n in index.speech_at[at].region and own(n) for n in names)):
+                return at
+        return None
 
     # --- dependencies -------------------------------------------------------------------------------------
 
@@ -479,6 +472,100 @@ class Ledger:
     def dependents(self, action: Action) -> list[Dependency]:
         """The dependencies that rest on ``action``."""
         return [d for d in self.dependencies if d.source == action.order]
+
+
+class _RecoveryIndex:
+    """What :meth:`Ledger.recovery` looks up for every failure, found once per analysis, so that judging n failures
+    costs about n lookups, not n scans of the trajectory (tests/adversarial/test_rules_scale.py)."""
+
+    def __init__(self, an: Analysis) -> None:
+        config = an.config
+        successes = [a for a in an.actions if a.outcome == "ok" and a.status != "noop" and not a.is_plan]
+        self.by_intent: dict[str, list[Action]] = {}
+        self.by_path: dict[str, list[Action]] = {}
+        self.writers: dict[str, list[Action]] = {}
+        for a in successes:
+            self.by_intent.setdefault(a.intent, []).append(a)
+            self.by_path.setdefault(call_path(a, config), []).append(a)
+            if not a.read_only:
+                for path in a.writes:
+                    self.writers.setdefault(path, []).append(a)
+        # The successes that may change state: when the first after a call was seen (suffix minima), what they show.
+        self.changes = [a for a in successes if not a.read_only]
+        self.change_orders = [a.order for a in self.changes]
+        self.first_seen = [a.visible_at for a in self.changes] + [1 << 30]
+        for k in range(len(self.changes) - 1, -1, -1):
+            self.first_seen[k] = min(self.first_seen[k], self.first_seen[k + 1])
+        self.failed_keys: dict[str, list[int]] = {}
+        for a in an.actions:
+            if a.failed:
+                self.failed_keys.setdefault(a.key, []).append(a.order)
+        # The last failed call (in call order) seen before a message: failures by when they were seen, and the
+        # latest of each prefix.
+        failures = sorted((a for a in an.actions if a.failed), key=lambda a: a.visible_at)
+        self.failure_seen = [a.visible_at for a in failures]
+        self.latest: list[Action] = []
+        for a in failures:
+            self.latest.append(a if not self.latest or a.order > self.latest[-1].order else self.latest[-1])
+        # What each message says: reports (failure words, negated claims), and the assertions that claim a success.
+        self.speech_at = {speech.message_index: speech for speech in an.speeches}
+        self.signal_at: list[int] = []
+        self.resolution_at: list[int] = []
+        self.check_claim_at: list[int] = []
+        self.bare_claim_at: list[int] = []
+        self.claim_values: dict[str, list[int]] = {}
+        for speech in an.speeches:
+            at = speech.message_index
+            if speech.speaks_of_failure or any(_negated(s, an.patterns) for s in speech.sentences):
+                self.signal_at.append(at)
+            for sentence in speech.sentences:
+                if not sentence.asserts:
+                    continue
+                values = set(sentence.tokens) | value_tokens(sentence.text)
+                for kind, where in ((sentence.resolution, self.resolution_at), (sentence.is_check_claim, self.check_claim_at),
+                                    (not values, self.bare_claim_at)):
+                    if kind and (not where or where[-1] != at):
+                        where.append(at)
+                for value in values:
+                    places = self.claim_values.setdefault(value, [])
+                    if not places or places[-1] != at:
+                        places.append(at)
+        self.signals = frozenset(self.signal_at)
+        self.final_speech = an.speeches[-1] if an.speeches else None
+
+    @staticmethod
+    def first(actions: Sequence[Action], order: int, before: int, passes: Callable[[Action], bool]) -> Action | None:
+        """The first action of an ordered list made after call ``order``, seen before message ``before``, that
+        ``passes``."""
+        for k in range(bisect.bisect_right(actions, order, key=lambda a: a.order), len(actions)):
+            if actions[k].visible_at < before and passes(actions[k]):
+                return actions[k]
+        return None
+
+    @staticmethod
+    def after_order(orders: Sequence[int], order: int) -> bool:
+        """Whether an ordered list of call orders holds one after ``order``."""
+        return bool(orders) and orders[-1] > order
+
+    @staticmethod
+    def between(places: list[int], low: int, high: int) -> int | None:
+        """The first message index of an ordered list in (low, high), or None."""
+        k = bisect.bisect_right(places, low)
+        return places[k] if k < len(places) and places[k] < high else None
+
+    def first_change_seen(self, order: int) -> int:
+        """When the first state-changing success made after call ``order`` was seen (``1 << 30``: never)."""
+        return self.first_seen[bisect.bisect_right(self.change_orders, order)]
+
+    def shown_after(self, name: str, order: int) -> bool:
+        """Whether a state-changing success made after call ``order`` names or shows ``name``."""
+        start = bisect.bisect_right(self.change_orders, order)
+        return any(name in a.text or (a.receipt is not None and name in a.receipt.content) for a in self.changes[start:])
+
+    def last_failure_before(self, index: int) -> Action | None:
+        """The last failed call (in call order) whose receipt was seen before message ``index``."""
+        k = bisect.bisect_left(self.failure_seen, index)
+        return self.latest[k - 1] if k else None
 
 
 def call_path(action: Action, config: RulesConfig) -> str:
