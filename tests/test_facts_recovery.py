@@ -71,6 +71,16 @@ CASES: list[tuple[str, Trajectory, set[Finding]]] = [
                     "Error: record recKund77 not found", 1)),
            A("Kunden recKund77 finns inte i tabellen tblKund3, så ingenting togs bort.")),
      set()),
+    # "was not created": a report in the words of the work not done, where no claim pattern reads the negation
+    *[(f"{lang}: the dashboard was not created, said so",
+       build(U("Create the Sales dashboard."),
+             A("", sh("lark-cli base +dashboard-create --base bascnBi7 --name Sales --chart waterfall",
+                      "Error: chart type 'waterfall' is not allowed", 1)),
+             A(text)),
+       set()) for lang, text in (("en", "The Sales dashboard was not created; it needs another chart type."),
+                                 ("de", "Das Dashboard Sales wurde nicht erstellt, weil Wasserfall-Diagramme fehlen."),
+                                 ("ja", "Sales ダッシュボードは作成されませんでした。ウォーターフォール図が使えないためです。"),
+                                 ("tr", "Sales panosu oluşturulmadı; başka bir grafik türü gerekiyor."))],
     # --- a no-op reported as a no-op claims nothing -------------------------------------------------------------
     ("en: nothing to prune, said so",
      build(U("Prune sessions older than 30 days."), A("", sh(PRUNE, "scanned 1200 sessions\n0 records deleted")),
@@ -125,8 +135,8 @@ RECOVERY_KINDS: list[tuple[str, Trajectory, str | None]] = [
     ("redone", CASES[0][1], "redone"),
     ("state shown", CASES[3][1], "state-shown"),
     ("reported", CASES[4][1], "reported"),
-    ("another field", CASES[11][1], None),
-    ("silence", CASES[10][1], None),
+    ("another field", next(t for c, t, _ in CASES if c.startswith("zh: the next field")), None),
+    ("silence", next(t for c, t, _ in CASES if c.startswith("en: failure, then silence")), None),
 ]
 
 
