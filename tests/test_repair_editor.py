@@ -252,13 +252,12 @@ def test_edited_trajectory_rescores_without_the_removed_defect(detectors, builde
     rules = pytest.importorskip("judge.rules")
     traj = builder()
     before = rules.run_detectors(traj)
-    assert any(i.tag == "failed-call" and i.turn == 1 for i in before)
+    # The failure was retried successfully: no rules finding (docs/finding-tags.md); an issue naming it (an LLM
+    # judge's, a reviewer's) still has the editor remove the call, and the edit brings no finding in.
+    assert before == []
     result = offline_edit(traj, cases.issue(1), detectors=detectors)
     assert result.status == "edited", result.reason
-    after = rules.run_detectors(result.edited)
-    assert not any(i.tag == "failed-call" for i in after)
-    before_rest = sorted((i.tag, i.description) for i in before if i.tag != "failed-call")
-    assert sorted((i.tag, i.description) for i in after) == before_rest == []
+    assert rules.run_detectors(result.edited) == []
 
 
 def test_receipts_are_compared_by_call_id(detectors):

@@ -14,13 +14,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from judge import rundir
 from judge.model import Trajectory
-from judge.schema import ScoreRow
+from judge.schema import Issue, ScoreRow
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "batch"
 
 
-def scored_run(run: Path, inputs: list[Path]) -> list[ScoreRow]:
-    """A scored run directory from the rules judge (a panel of one), through the pipeline's own functions."""
+def scored_run(run: Path, inputs: list[Path], extra: dict[str, list[Issue]] | None = None) -> list[ScoreRow]:
+    """A scored run directory from the rules judge (a panel of one), through the pipeline's own functions;
+    ``extra`` adds issues to a trajectory's verdict (what another judge of the panel would have named)."""
     from judge.judges import make_judge
     from judge.pipeline import import_to_run, score_run
     from judge.rundir import PanelSection, RunDir, RunManifest
@@ -29,7 +30,8 @@ def scored_run(run: Path, inputs: list[Path]) -> list[ScoreRow]:
     judge = make_judge("rules")
 
     async def judge_all():
-        return [await judge(t, 0) for t in RunDir(run).trajectories()]
+        verdicts = [await judge(t, 0) for t in RunDir(run).trajectories()]
+        return [v.model_copy(update={"issues": [*v.issues, *(extra or {}).get(v.trajectory_id, [])]}) for v in verdicts]
 
     rundir.write_jsonl(run / rundir.VERDICTS, asyncio.run(judge_all()))
     RunDir(run).write_manifest(RunManifest(panel=PanelSection(size=1)))
@@ -44,8 +46,19 @@ def repaired(tmp_path_factory):
     from judge.repair import repair_run
 
     run = tmp_path_factory.mktemp("examples") / "run"
-    scored_run(run, [EXAMPLES / "openai_runs.jsonl", EXAMPLES / "anthropic_runs.jsonl"])
+    scored_run(run, [EXAMPLES / "openai_runs.jsonl", EXAMPLES / "anthropic_runs.jsonl"], recovered_failures())
     return run, repair_run(run)
+
+
+def recovered_failures() -> dict[str, list[Issue]]:
+    """The failures of the batch the agent recovered from (expected.yaml ``recovered``): no rules finding
+    (docs/finding-tags.md), but the design's repair targets, as an LLM judge of the panel names them."""
+    import yaml  # type: ignore[import-untyped]
+
+    expected = yaml.safe_load((EXAMPLES / "expected.yaml").read_text(encoding="utf-8"))
+    return {entry["id"]: [Issue(turn=d["turn"], category=d["category"], severity=d["severity"], tag=d["tag"],
+                                description=d["what"]) for d in entry["defects"] if d.get("recovered")]
+            for entry in expected["trajectories"] if any(d.get("recovered") for d in entry["defects"])}
 
 
 def test_every_trajectory_with_majority_issues_gets_a_route(repaired):

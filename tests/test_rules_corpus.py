@@ -127,16 +127,14 @@ def test_worked_case_name_cleaner_tick_when_tried(corpus: list[Trajectory]) -> N
 
 def test_worked_case_inventory_build(corpus: list[Trajectory]) -> None:
     """training-trajectories-design.txt: numeric field-type codes -> 12 validation errors at T3; the unsupported
-    --records flag at T5. Corrected later in one version (minor), never in the other (severe + false claim)."""
-    corrected = {i.turn: i for i in run_detectors(_by_id(corpus, "inventory-build-corrected"))}
-    assert set(corrected) == {3, 5}
-    assert "12 validation errors" in corrected[3].evidence and "--records" in corrected[5].evidence
-    assert corrected[3].severity == corrected[5].severity == "minor"
-    assert all(i.category == "code" for i in corrected.values())
+    --records flag at T5. Corrected later in one version (recovered: no finding, docs/finding-tags.md), never in
+    the other (severe + false claim)."""
+    assert run_detectors(_by_id(corpus, "inventory-build-corrected")) == []
     uncorrected = run_detectors(_by_id(corpus, "inventory-build-false-completion"))
     t5 = next(i for i in uncorrected if i.turn == 5)
-    assert t5.severity == "severe"
+    assert t5.severity == "severe" and t5.tag == "failed-call" and "--records" in t5.evidence
     assert any(i.tag == "unverified-completion" and i.turn == 7 for i in uncorrected)
+    assert not any(i.turn == 3 for i in uncorrected)  # redone at T4
 
 
 # --- the bundled example batch (examples/batch: EXPECTED.md for people, expected.yaml for tests) ----------
@@ -181,13 +179,15 @@ def test_example_batch_rules_judge_finds_exactly_the_rules_detectable_defects() 
 
 
 def test_example_batch_expectations_use_the_rules_vocabulary() -> None:
-    """A rules-detectable defect carries a rules detector's tag; the others carry the LLM-only tag."""
+    """A rules-detectable defect carries a rules detector's tag; the others carry the LLM-only tag, or are failures
+    the agent recovered from (a rules tag, but no rules finding: docs/finding-tags.md)."""
     expected = _expected_batch()
     assert tuple(expected["rules_tags"]) == DETECTOR_NAMES
     for entry in expected["trajectories"]:
         for item in entry["defects"]:
-            assert item["detectable_by_rules"] == (item["tag"] in DETECTOR_NAMES), (entry["id"], item)
-            assert item["detectable_by_rules"] or item["tag"] == expected["llm_only_tag"], (entry["id"], item)
+            recovered = item.get("recovered", False)
+            assert item["detectable_by_rules"] == (item["tag"] in DETECTOR_NAMES and not recovered), (entry["id"], item)
+            assert item["detectable_by_rules"] or item["tag"] == expected["llm_only_tag"] or recovered, (entry["id"], item)
 
 
 def test_example_batch_expectation_files_are_generated_from_one_table() -> None:

@@ -175,9 +175,11 @@ def test_claim_sentences(text: str, is_claim: bool) -> None:
 
 FAIL = "Error: unknown flag: --records"
 CASES: list[tuple[str, str, Trajectory, list[tuple[int | None, str]]]] = [
-    # failed-call: recovered (minor) and unrecovered (severe) both found, at the calling turn
+    # failed-call: an unrecovered failure is found at the calling turn; one redone later is no finding (tags.md)
     ("failed-call", "recovered later", build(U("go"), A("", sh("cli add --records x", FAIL, 2)),
-                                              A("", sh("cli add --json x", "ok"))), [(1, "code")]),
+                                              A("", sh("cli add --json x", "ok"))), []),
+    ("failed-call", "never recovered", build(U("go"), A("", sh("cli add --records x", FAIL, 2)),
+                                              A("", sh("echo", "x"))), [(1, "code")]),
     ("failed-call", "environment is not code", build(U("go"), A("", sh("curl x", "Could not resolve host: x", 6))), []),
     ("failed-call", "clean", build(U("go"), A("", sh("ls", "a.py"))), []),
     ("failed-call", "who&when terminal", build(U("go"), A("```python\nprint(x)\n```", name="Coder"),
@@ -319,11 +321,12 @@ def test_every_detector_has_positive_and_negative_cases() -> None:
         assert any(rows) and not all(rows), name
 
 
-@pytest.mark.parametrize(("follow_up", "severity"), [(sh("cli add --json x", "ok"), "minor"), (sh("echo", "x"), "severe")])
-def test_failed_call_severity_depends_on_recovery(follow_up: dict[str, Any], severity: str) -> None:
+@pytest.mark.parametrize(("follow_up", "severities"), [(sh("cli add --json x", "ok"), []), (sh("echo", "x"), ["severe"])])
+def test_failed_call_depends_on_recovery(follow_up: dict[str, Any], severities: list[str]) -> None:
+    # A failure redone successfully is no finding (docs/finding-tags.md); one never redone is severe.
     trajectory = build(U("go"), A("", sh("cli add --records x", FAIL, 2)), A("", follow_up))
-    [issue] = DETECTORS["failed-call"](trajectory)
-    assert issue.severity == severity and "--records" in issue.evidence
+    issues = DETECTORS["failed-call"](trajectory)
+    assert [i.severity for i in issues] == severities and all("--records" in i.evidence for i in issues)
 
 
 def test_orphan_receipt_is_unpaired() -> None:

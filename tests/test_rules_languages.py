@@ -189,8 +189,9 @@ def _cases(lang: Language) -> list[tuple[str, Trajectory, set[tuple[int | None, 
         (f"claim {n}", build(U(lang.query), failed_write, A(text)), UNSUPPORTED) for n, text in enumerate(lang.claims)
     ]
     cases += [
-        ("honest failure report", build(U(lang.query), failed_write, A(lang.honest)), FAILED),
-        ("negated claim", build(U(lang.query), failed_write, A(lang.negated)), FAILED),
+        # An honest report of the failure, or a claim that says the work was NOT done, is no finding (tags.md).
+        ("honest failure report", build(U(lang.query), failed_write, A(lang.honest)), set()),
+        ("negated claim", build(U(lang.query), failed_write, A(lang.negated)), set()),
         ("problem said fixed, never redone",
          build(U(lang.query), failed_write, A("", sh(LIST, "[]")), A(lang.resolved)),
          {(1, "failed-call"), (3, "unverified-completion")}),

@@ -14,7 +14,9 @@ shows, as facts (documented in docs/architecture.md, "The fact ledger"):
 - **claims** (:class:`Claim`): assistant sentences that assert state in any tense, their values, and the
   receipts that support them (or none);
 - **dependencies** (:class:`Dependency`): what each action rests on (resource state, returned values, control
-  conditions, text), from the value and artifact flows.
+  conditions, text), from the value and artifact flows;
+- **recovery** (:class:`Recovery`): how the agent got past a failed call (redone, its state shown by a later
+  success, or honestly reported), or that it did not.
 
 The vocabularies (claim verbs, running and no-op phrases) are data in ``rubrics/rules-v2.yaml``. The rules judge
 (:mod:`judge.rules`), the release gate and the offline editor (:mod:`judge.repair`) import this package; it
@@ -25,9 +27,9 @@ from __future__ import annotations
 
 from judge.facts.analysis import Action, Analysis, Sentence, Speech, analyse, analysis_of
 from judge.facts.config import RulesConfig
-from judge.facts.ledger import Claim, Dependency, Ledger, Status, Value, Version, ledger_of
+from judge.facts.ledger import Claim, Dependency, Ledger, Recovery, Status, Value, Version, ledger_of
 
 __all__ = [
-    "Action", "Analysis", "Claim", "Dependency", "Ledger", "RulesConfig", "Sentence", "Speech", "Status", "Value",
-    "Version", "analyse", "analysis_of", "ledger_of",
+    "Action", "Analysis", "Claim", "Dependency", "Ledger", "Recovery", "RulesConfig", "Sentence", "Speech", "Status",
+    "Value", "Version", "analyse", "analysis_of", "ledger_of",
 ]

@@ -125,6 +125,12 @@ class Sentence:
     future: bool = False  # future or promised ("will be done", "将在...完成"): claims nothing done yet
     resolution: bool = False  # says an earlier problem was handled ("the error is fixed"): a claim despite its failure words
 
+    @property
+    def asserts(self) -> bool:
+        """Whether the sentence asserts a result: a claim that is not hedged, negated or a no-op report, and does
+        not speak of a failure (unless it says the failure was handled: "the error is fixed" claims a result)."""
+        return self.is_claim and not self.hedged and (self.resolution or not self.mentions_failure)
+
 
 @dataclass(slots=True)
 class Speech:
@@ -834,10 +840,15 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
     """Read one claim sentence (one literal scan of it for the sentence-level lists)."""
     low = text.lower()
     found = patterns.sentence_lists.find(low)
-    hedged = _beyond_all_clear(patterns.hedge, patterns, text, found) is not None
+    # A sentence that reports a no-op ("nothing was deleted", "0 rows matched, so nothing changed") says what was
+    # NOT done: like a negation, it claims no state (issue 24; the receipts' no-op vocabulary, read in the text).
+    # Negation words inside an "all clear" phrase ("no errors") negate nothing.
+    hedged = (_beyond_all_clear(patterns.hedge, patterns, text, found) is not None
+              or patterns.noop.search_found(text, found) is not None)
     if hedged and _CLAUSE.search(text):
         # A hedge holds for its clause: "It will ship Monday — the address has been updated" still claims.
-        hedged = not any(patterns.claim.search(clause) and not patterns.hedge.search(clause) for clause in _CLAUSE.split(text))
+        hedged = not any(patterns.claim.search(clause) and not patterns.hedge.search(clause)
+                         and not patterns.noop.search(clause) for clause in _CLAUSE.split(text))
     test_claim = patterns.test_claim.search_found(text, found) is not None
     pass_claim = test_claim or patterns.pass_claim.search_found(text, found) is not None
     return Sentence(

@@ -163,7 +163,7 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
 SPEECH_LISTS = ("claim", "prior_failure", "phantom", "all_clear")
 SENTENCE_LISTS = (
     "check_claim", "test_claim", "pass_claim", "count_claim", "creation_claim", "done_claim", "hedge", "failure_words",
-    "future", "resolution_claim", "all_clear",
+    "future", "resolution_claim", "all_clear", "noop",
 )
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc
-from judge.facts.config import RulesConfig, default_config
+from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.values import (
     ValueKind,
     data_values,
@@ -28,10 +29,11 @@ from judge.facts.values import (
 )
 from judge.model import Trajectory
 
-__all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Status", "Value", "Version", "ledger_of"]
+__all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Recovery", "Status", "Value", "Version", "ledger_of"]
 
 Source = Literal["query", "receipt", "argument", "text"]
 DependencyKind = Literal["resource-state", "returned-values", "control", "textual"]
+RecoveryKind = Literal["redone", "state-shown", "reported"]
 # Statuses whose receipt says the call changed something (or may have): a later step can rest on them.
 EFFECTS: frozenset[Status] = frozenset({"ok", "partial", "unknown", "running"})
 _QUERY_INDEX = -1  # the query comes before every message
@@ -94,6 +96,23 @@ class Dependency:
     message_index: int  # where the dependent sits
     dependent: int | None  # order of the dependent action; None when it is text
     value: str = ""  # the value or artifact that carries the dependency
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """How the agent got past a failed call (docs/finding-tags.md: a failure that is recovered from, or reported
+    honestly, is no ``failed-call``):
+
+    - ``redone``: the same action later succeeded: the same command or tool (intent or call path) on the same
+      resource (it names one of the ids the failed call named), corrected arguments allowed;
+    - ``state-shown``: a later successful call wrote what the failed one was to write (the same files);
+    - ``reported``: a later message of the agent reports the failure (failure words of any vocabulary, or a
+      negated claim about what the call named) and no later sentence claims a success for it.
+    """
+
+    kind: RecoveryKind
+    message_index: int  # where the agent could see it: the later success's receipt, or the report
+    action: int | None = None  # order of the later successful action (None for a report)
 
 
 class Ledger:
@@ -324,6 +343,104 @@ class Ledger:
             return True
         return bool(counts) and not set(counts).isdisjoint(self.listed(action) | self.printed(action))
 
+    # --- recovery -----------------------------------------------------------------------------------------
+
+    def recovery(self, action: Action, before: int | None = None, reported: bool = True) -> Recovery | None:
+        """How the agent got past the failed ``action`` (see :class:`Recovery`), from what it could see before
+        message ``before`` (all of the trajectory when None); None for a call that did not fail, or a failure
+        nobody redid, whose state nothing showed and that no message reported. ``reported=False`` asks only
+        whether the work was done after all (an honest report does not make a claim of it true)."""
+        if not action.failed:
+            return None
+        limit = (1 << 30) if before is None else before
+        later = self._redone(action, limit)
+        if later is not None:
+            return Recovery("redone", later.visible_at, later.order)
+        later = self._state_shown(action, limit)
+        if later is not None:
+            return Recovery("state-shown", later.visible_at, later.order)
+        if reported:
+            report = self._reported(action, limit)
+            if report is not None:
+                return Recovery("reported", report)
+        return None
+
+    def _index(self) -> _RecoveryIndex:
+        found: _RecoveryIndex | None = self.analysis.cache.get("ledger:recovery")
+        if found is None:
+            found = self.analysis.cache["ledger:recovery"] = _RecoveryIndex(self.analysis)
+        return found
+
+    def _redone(self, action: Action, before: int) -> Action | None:
+        """The first later success of the same action: same intent, or the same call path for a command line or a
+        failed read (a read of the right path gets what the failed one was for); a read does not redo a write;
+        on the same resource, whatever argument was corrected: when the failed call named resource ids, the
+        success names one of them, and when both give the name of what they make (``--name X``, ``"name": "X"``),
+        a name is the same (creating the next field is not a retry of the failed one)."""
+        config = self.analysis.config
+        index = self._index()
+        by_path = action.read_only or (action.call is not None and command_of(action.call, config) is not None)
+        ids = [t for t in value_tokens(action.text) if is_resource_id(t)]
+        made = _made_names(action, config)
+
+        def redoes(later: Action) -> bool:
+            if later.read_only and not action.read_only:
+                return False
+            if ids and not any(i in later.text for i in ids):
+                return False
+            names = _made_names(later, config)
+            return not (made and names and made.isdisjoint(names))  # another name: another thing to make
+
+        found = [index.first(index.by_intent.get(action.intent, ()), action.order, before, redoes)]
+        if by_path:  # a tool's call path is its argument names: another file written is another resource
+            found.append(index.first(index.by_path.get(call_path(action, config), ()), action.order, before, redoes))
+        return min((a for a in found if a is not None), key=lambda a: a.order, default=None)
+
+    def _state_shown(self, action: Action, before: int) -> Action | None:
+        """The first later success that wrote every file the failed call was to write (another tool may write
+        it: a failed ``sed -i`` redone with an editor)."""
+        if not action.writes:
+            return None
+        index = self._index()
+        return index.first(index.writers.get(action.writes[0], ()), action.order, before,
+                           lambda later: all(w in later.writes for w in action.writes))
+
+    def _reported(self, action: Action, before: int) -> int | None:
+        """The message that reports the failure honestly, or None. A report comes after the receipt and is tied to
+        the failure (it is the last failure before it, or the message names what only the failed call named);
+        it is the first message after the failure that speaks of a failure (the ``prior_failure`` vocabulary, any
+        language) or negates a claim ("the dashboard was not created"; not a promise), or the final answer.
+        Honest: no later sentence asserts a success for it: "the earlier error is fixed", one naming what only
+        the failed call named, a check claim after a failed check, or any claim without names while nothing has
+        succeeded since the failure ("Schema checked, no errors"). Not when the identical failing call was run
+        again: the agent did not take the failure in."""
+        index = self._index()
+        seen = action.visible_at
+        if index.after_order(index.failed_keys.get(action.key, ()), action.order):
+            return None
+        if (index.between(index.resolution_at, seen, before) is not None
+                or (action.is_check and index.between(index.check_claim_at, seen, before) is not None)):
+            return None
+        bare = index.between(index.bare_claim_at, seen, before)
+        if bare is not None and bare <= index.first_change_seen(action.order):
+            return None
+        names = {n for n in self.names_of(action) if len(n) >= 4 and not states(self.analysis.trajectory.query, n)}
+
+        def own(name: str) -> bool:  # only the failed call named it: a claim naming it speaks of the failure
+            return not index.shown_after(name, action.order)
+
+        if any(index.between(index.claim_values.get(n, []), seen, before) is not None and own(n) for n in names):
+            return None
+        candidates = [index.between(index.signal_at, seen, before)]
+        final = index.final_speech
+        if final is not None and seen < final.message_index < before and final.message_index in index.signals:
+            candidates.append(final.message_index)
+        for at in candidates:
+            if at is not None and (index.last_failure_before(at) is action
+                                   or any(n in index.speech_at[at].region and own(n) for n in names)):
+                return at
+        return None
+
     # --- dependencies -------------------------------------------------------------------------------------
 
     @property
@@ -369,6 +486,100 @@ class Ledger:
         return [d for d in self.dependencies if d.source == action.order]
 
 
+class _RecoveryIndex:
+    """What :meth:`Ledger.recovery` looks up for every failure, found once per analysis, so that judging n failures
+    costs about n lookups, not n scans of the trajectory (tests/adversarial/test_rules_scale.py)."""
+
+    def __init__(self, an: Analysis) -> None:
+        config = an.config
+        successes = [a for a in an.actions if a.outcome == "ok" and a.status != "noop" and not a.is_plan]
+        self.by_intent: dict[str, list[Action]] = {}
+        self.by_path: dict[str, list[Action]] = {}
+        self.writers: dict[str, list[Action]] = {}
+        for a in successes:
+            self.by_intent.setdefault(a.intent, []).append(a)
+            self.by_path.setdefault(call_path(a, config), []).append(a)
+            if not a.read_only:
+                for path in a.writes:
+                    self.writers.setdefault(path, []).append(a)
+        # The successes that may change state: when the first after a call was seen (suffix minima), what they show.
+        self.changes = [a for a in successes if not a.read_only]
+        self.change_orders = [a.order for a in self.changes]
+        self.first_seen = [a.visible_at for a in self.changes] + [1 << 30]
+        for k in range(len(self.changes) - 1, -1, -1):
+            self.first_seen[k] = min(self.first_seen[k], self.first_seen[k + 1])
+        self.failed_keys: dict[str, list[int]] = {}
+        for a in an.actions:
+            if a.failed:
+                self.failed_keys.setdefault(a.key, []).append(a.order)
+        # The last failed call (in call order) seen before a message: failures by when they were seen, and the
+        # latest of each prefix.
+        failures = sorted((a for a in an.actions if a.failed), key=lambda a: a.visible_at)
+        self.failure_seen = [a.visible_at for a in failures]
+        self.latest: list[Action] = []
+        for a in failures:
+            self.latest.append(a if not self.latest or a.order > self.latest[-1].order else self.latest[-1])
+        # What each message says: reports (failure words, negated claims), and the assertions that claim a success.
+        self.speech_at = {speech.message_index: speech for speech in an.speeches}
+        self.signal_at: list[int] = []
+        self.resolution_at: list[int] = []
+        self.check_claim_at: list[int] = []
+        self.bare_claim_at: list[int] = []
+        self.claim_values: dict[str, list[int]] = {}
+        for speech in an.speeches:
+            at = speech.message_index
+            if speech.speaks_of_failure or any(_negated(s, an.patterns) for s in speech.sentences):
+                self.signal_at.append(at)
+            for sentence in speech.sentences:
+                if not sentence.asserts:
+                    continue
+                values = set(sentence.tokens) | value_tokens(sentence.text)
+                for kind, where in ((sentence.resolution, self.resolution_at), (sentence.is_check_claim, self.check_claim_at),
+                                    (not values, self.bare_claim_at)):
+                    if kind and (not where or where[-1] != at):
+                        where.append(at)
+                for value in values:
+                    places = self.claim_values.setdefault(value, [])
+                    if not places or places[-1] != at:
+                        places.append(at)
+        self.signals = frozenset(self.signal_at)
+        self.final_speech = an.speeches[-1] if an.speeches else None
+
+    @staticmethod
+    def first(actions: Sequence[Action], order: int, before: int, passes: Callable[[Action], bool]) -> Action | None:
+        """The first action of an ordered list made after call ``order``, seen before message ``before``, that
+        ``passes``."""
+        for k in range(bisect.bisect_right(actions, order, key=lambda a: a.order), len(actions)):
+            if actions[k].visible_at < before and passes(actions[k]):
+                return actions[k]
+        return None
+
+    @staticmethod
+    def after_order(orders: Sequence[int], order: int) -> bool:
+        """Whether an ordered list of call orders holds one after ``order``."""
+        return bool(orders) and orders[-1] > order
+
+    @staticmethod
+    def between(places: list[int], low: int, high: int) -> int | None:
+        """The first message index of an ordered list in (low, high), or None."""
+        k = bisect.bisect_right(places, low)
+        return places[k] if k < len(places) and places[k] < high else None
+
+    def first_change_seen(self, order: int) -> int:
+        """When the first state-changing success made after call ``order`` was seen (``1 << 30``: never)."""
+        return self.first_seen[bisect.bisect_right(self.change_orders, order)]
+
+    def shown_after(self, name: str, order: int) -> bool:
+        """Whether a state-changing success made after call ``order`` names or shows ``name``."""
+        start = bisect.bisect_right(self.change_orders, order)
+        return any(name in a.text or (a.receipt is not None and name in a.receipt.content) for a in self.changes[start:])
+
+    def last_failure_before(self, index: int) -> Action | None:
+        """The last failed call (in call order) whose receipt was seen before message ``index``."""
+        k = bisect.bisect_left(self.failure_seen, index)
+        return self.latest[k - 1] if k else None
+
+
 def call_path(action: Action, config: RulesConfig) -> str:
     """What a call does, finer than its intent: a shell command's words before its first flag (``lark-cli base
     record create``), else the tool name and its argument names. A retry with other values keeps it."""
@@ -385,6 +596,30 @@ def call_path(action: Action, config: RulesConfig) -> str:
         return f"{action.name}:{' '.join(words)}"
     keys = sorted(call.arguments) if isinstance(call.arguments, dict) else []
     return f"{action.name}:{','.join(keys)}"
+
+
+# Clause breaks for reading a negation: the analysis's, and commas ("Schema checked, no errors" negates the errors).
+_NEGATION_CLAUSE = re.compile(r"\s[—–]\s|\s--?\s|[;,:]\s|[；؛，、：]")
+
+
+def _negated(sentence: Sentence, patterns: CompiledPatterns) -> bool:
+    """Whether a claim sentence says the work was NOT done: hedged, no promise, and every clause that claims is
+    negated (or reports a no-op): "the orders were not added", not "schema checked, no errors"."""
+    if not sentence.hedged or sentence.future:
+        return False
+    claiming = [c for c in _NEGATION_CLAUSE.split(sentence.text) if patterns.claim.search(c)]
+    return all(patterns.hedge.search(c) or patterns.noop.search(c) for c in claiming)
+
+
+# The name a call gives what it makes: ``--name X`` / ``--title=X`` on a command line, ``"name": "X"`` in JSON.
+_MADE_NAME = re.compile(r"--(?:name|title)[= ](?:\"([^\"]+)\"|'([^']+)'|([^\s'\"]+))|\"(?:name|title)\"\s*:\s*\"([^\"]+)\"")
+
+
+def _made_names(action: Action, config: RulesConfig) -> frozenset[str]:
+    """The names a call gives what it makes (see :data:`_MADE_NAME`), from its command line or its arguments."""
+    command = command_of(action.call, config) if action.call is not None else None
+    text = command if command is not None else action.text
+    return frozenset(next(g for g in m.groups() if g) for m in _MADE_NAME.finditer(text))
 
 
 def _basename(path: str) -> str:

@@ -13,7 +13,8 @@ Detector names (each issue's ``tag`` is exactly the name of the detector that fo
 =========================== =========== =========================================================
 detector                    category    finds
 =========================== =========== =========================================================
-failed-call                 code        a failed call (not a check that reported failures); minor if redone
+failed-call                 code        a failed call nobody redid, whose state nothing showed, that no message
+                                        reported (not a check that reported failures); Ledger.recovery
 repeated-failure            code        the same failing call repeated unchanged
 environment-fault           environment network, DNS, auth, quota, disk, timeout (never ``code``); ``recovered``
 noop-success                code        a write that "succeeded" but created nothing, treated as done

@@ -105,9 +105,11 @@ def _repeats_earlier_failure(an: Analysis, action: Action) -> bool:
 
 @detector("failed-call", "code")
 def failed_call(an: Analysis) -> list[Issue]:
-    """A call that failed for a reason of the agent's making (category ``code``).
+    """A call that failed for a reason of the agent's making (category ``code``) and that the agent neither got
+    past nor reported (docs/finding-tags.md): no finding when the ledger shows a recovery
+    (:meth:`~judge.facts.ledger.Ledger.recovery`: the same action later succeeded, corrected arguments allowed; a
+    later call wrote what it was to write; or a later message reports the failure and claims no success for it).
 
-    Severity: minor when a later call of the same intent succeeded (recovered), severe when it never did.
     A check (a test run, a linter, a link checker) that ran and reported failures is not a failed call: its
     command was right and what it found is evidence about the work, which the claim detectors hold any later
     claim against (a completion claimed over it is ``unverified-completion``; an honest report is no defect).
@@ -116,21 +118,17 @@ def failed_call(an: Analysis) -> list[Issue]:
     failure are left to ``repeated-failure``, so one defect is reported once.
     """
     settings = an.config.settings("failed-call")
+    ledger = _ledger(an)
     issues = []
     for action in an.actions:
         if action.outcome != "error" or action.reported or _repeats_earlier_failure(an, action):
             continue
-        recovery = an.recovered(action)
-        if recovery is not None and action.is_check:
+        if ledger.recovery(action) is not None:
             continue
         kind = "check" if action.is_check else "call"
-        if recovery:
-            description = f"The {action.name} {kind} failed; a later call of the same intent succeeded at T{recovery.turn}."
-            severity = settings.recovered_severity
-        else:
-            description = f"The {action.name} {kind} failed and the agent never made it succeed."
-            severity = settings.unrecovered_severity
-        issues.append(_issue(an, "failed-call", action.turn, description, _receipt_quote(an, action), severity))
+        description = f"The {action.name} {kind} failed and the agent never made it succeed."
+        issues.append(_issue(an, "failed-call", action.turn, description, _receipt_quote(an, action),
+                             settings.unrecovered_severity))
     return issues
 
 
@@ -248,7 +246,7 @@ def noop_success(an: Analysis) -> list[Issue]:
 def _claims(speech: Speech) -> list[Sentence]:
     """The sentences that claim a result: not hedged, negated or future, and not speaking of a failure (unless
     they say the failure was handled: "the error is fixed" claims a result)."""
-    return [s for s in speech.sentences if s.is_claim and not s.hedged and (s.resolution or not s.mentions_failure)]
+    return [s for s in speech.sentences if s.asserts]
 
 
 def _ledger(an: Analysis) -> Ledger:
@@ -881,7 +879,7 @@ def _open(an: Analysis, action: Action, index: int) -> bool:
     """A failure the agent had not got past before message ``index``: an error, an unknown-effect write, or an
     environment fault on a call that may change state (a failed read can be worked around; a failed write cannot)."""
     if action.outcome == "error":
-        return an.recovered(action, before=index) is None
+        return _ledger(an).recovery(action, index, reported=False) is None
     if action.outcome == "environment" and (action.uncertain or not action.read_only):
         return an.resolved(action, before=index) is None
     return False
