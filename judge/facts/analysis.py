@@ -24,7 +24,7 @@ from typing import Any, Literal
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.matching import PhraseGroup
-from judge.facts.shell import CommandReading, command_is_read_only, read_command
+from judge.facts.shell import CommandReading, any_segment, command_is_read_only, read_command, segment_read_only
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 Outcome = Literal["ok", "error", "environment", "missing"]
@@ -579,10 +579,22 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
     if cached is None:
         hits = patterns.command_lists.search_all(command.strip())
         reading = read_command(command)
-        read_only = command_is_read_only(command, lambda segment: patterns.read_only_command.search(segment) is not None)[0]
+
+        def listed(segment: str) -> bool:
+            return patterns.read_only_command.search(segment) is not None
+
+        def reads(segment: str) -> bool:
+            return segment_read_only(segment, patterns.read_only_verbs)[0] or listed(segment)
+
+        read_only = command_is_read_only(command, listed, patterns.read_only_verbs)[0]
+        # The check and content lists are read per segment (a segment that only reads is never a check: `echo
+        # pytest`); the whole-command hit is a cheap first test for the check list.
+        check = hits["check"] is not None and any_segment(
+            command, lambda text: patterns.check.search(text) is not None, skip=reads)
+        content = any_segment(command, lambda text: patterns.content_command.search(text) is not None)
         cached = patterns.remember(patterns.memo_commands, command, (
-            _command_head(reading), read_only, hits["check"] is not None, hits["content"] is not None,
-            hits["link_check"] is not None, reading.writes), len(command))
+            _command_head(reading), read_only, check, content, hits["link_check"] is not None, reading.writes),
+            len(command))
     return cached
 
 
