@@ -363,9 +363,8 @@ def _numbers_written_early(original: Trajectory, edited: Trajectory, asked: set[
     """Numbers a sentence the edit wrote states before the first kept receipt that shows them ("48 件を取り込みます"
     two receipts before the import returns 48): the value ledger leaves out numbers under three digits."""
     written = "\n".join(message_text(m) for m in original.messages if m.role == "assistant")
-    shown: list[tuple[int, frozenset[str]]] = [
-        (index, frozenset(receipt_numbers(message.content or "")))
-        for index, message in enumerate(edited.messages) if message.role == "tool"]
+    shown = [(action.visible_at, frozenset(receipt_numbers(action.receipt.content)))
+             for action in ledger_of(edited).actions if action.receipt is not None]
     findings: list[str] = []
     for index, message in enumerate(edited.messages):
         if message.role != "assistant":
