@@ -229,3 +229,34 @@ def test_validators_recheck_every_rewrite(case: str, original: Trajectory, delet
         assert not kinds, (case, kinds)
     else:
         assert expected in kinds, (case, kinds)
+
+
+# --- one count check for claims (editor) and unverified-completion (rules judge) --------------------------------
+
+# (case, call, receipt, count, shown)
+COUNTS: list[tuple[str, dict[str, str], str, int, bool]] = [
+    ("printed total", {"command": "lark-cli base +record-count --table tblA1"}, "{\"total\": 6}", 6, True),
+    ("a number in the receipt", {"command": "pytest -q"}, "6 passed in 0.12s", 6, True),
+    ("not a part of a number", {"command": "pytest -q"}, "16 passed in 0.12s", 6, False),
+    ("a JSON list's length", {"command": "lark-cli base +record-create --json @p.json"},
+     json.dumps({"record_ids": ["recA1", "recA2", "recA3"]}), 3, True),
+    ("bullets listed", {"command": "lark-cli base +table-list"}, "- Orders\n- Stock\n- Clients\n- Suppliers", 4, True),
+    ("nothing shows it", {"command": "git push"}, "Everything up-to-date", 2, False),
+]
+
+
+@pytest.mark.parametrize(("case", "arguments", "receipt", "count", "shown"), COUNTS, ids=[row[0] for row in COUNTS])
+def test_one_count_check_for_claims_and_the_rules_judge(case: str, arguments: dict[str, str], receipt: str, count: int,
+                                                        shown: bool) -> None:
+    ledger = ledger_of(trajectory("t", [say("", call("c1", "Bash", **arguments)), tool("c1", receipt, exit_code=0),
+                                        say("Done.")]))
+    assert ledger.shows_count(ledger.actions[0], count) is shown, case
+
+
+def test_written_lines_show_a_count() -> None:
+    """A Write of four CSV rows under a header shows the count 4 (the rules judge's old rule, now the ledger's)."""
+    content = "name,qty\nA,1\nB,2\nC,3\nD,4\n"
+    ledger = ledger_of(trajectory("t", [say("", call("c1", "Write", file_path="stock.csv", content=content)),
+                                        tool("c1", "File created successfully at: stock.csv", exit_code=0),
+                                        say("Wrote 4 rows.")]))
+    assert ledger.shows_count(ledger.actions[0], 4) and not ledger.shows_count(ledger.actions[0], 7)

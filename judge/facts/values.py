@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any, Literal
 
 from judge.facts.analysis import _PATH_TOKEN, salient_tokens
@@ -251,6 +252,12 @@ def _leaves(value: Any, found: set[str], depth: int) -> None:
         found.add(str(value))
     elif isinstance(value, str) and 2 <= len(value.strip()) <= 60:
         found.add(value.strip())
+
+
+@lru_cache(maxsize=1024)
+def number_pattern(count: int) -> re.Pattern[str]:
+    """``count`` as a whole number in text ("6" in "6 rows", not in "16", "6a" or "6.5")."""
+    return re.compile(rf"(?<![\w.]){count}(?![\w]|\.\d)")
 
 
 def receipt_numbers(text: str) -> set[str]:
