@@ -17,7 +17,6 @@ from test_rules_detectors import A, U, build, sh
 from judge.facts import ledger_of
 from judge.model import Message, Trajectory
 from judge.repair import offline_edit
-from judge.repair.calls import command_is_read_only
 from judge.repair.editor import apply_edit
 from judge.repair.textref import Detectors, get_detectors
 from judge.repair.validators import validate_edit
@@ -29,27 +28,7 @@ def detectors() -> Detectors:
     return get_detectors()
 
 
-# --- read-only, per segment, from the rules config's read_only_verbs -------------------------------------------
-
-# (command, only reads, why)
-READ_ONLY: list[tuple[str, bool, str]] = [
-    ("lark-cli base +record-count --base bascnA1 --table tblB2", True, "count is a GET-like verb (data)"),
-    ("lark-cli base record count --table tblB2", True, "the verb as a subcommand word"),
-    ("cd work && lark-cli base +record-count --table tblB2", True, "every segment reads"),
-    ("lark-cli base +record-count --table tblB2 | jq .total", True, "a pipeline of reads"),
-    ("lark-cli base +record-count --table tblB2 && notify-send done", False, "notify-send is unknown: may write"),
-    ("git log -1 && pip install requests", False, "one segment installs"),
-    ("mytool create --name list", False, "a flag's value is no subcommand: create writes"),
-    ("lark-cli base +record-create --json list.json", False, "create writes"),
-    ("gh issue create --title show", False, "a flag's value is no subcommand"),
-]
-
-
-@pytest.mark.parametrize(("command", "expected", "why"), READ_ONLY, ids=[row[0] for row in READ_ONLY])
-def test_read_only_is_decided_per_segment(command: str, expected: bool, why: str) -> None:
-    ledger = ledger_of(build(U("Look."), A("", sh(command, "ok", 0)), A("Done.")))
-    assert (command_is_read_only(command)[0], ledger.actions[0].read_only) == (expected, expected), why
-
+# --- check and content lists, per segment ----------------------------------------------------------------------
 
 # (command, is a check, shows file content, why)
 SEGMENT_LISTS: list[tuple[str, bool, bool, str]] = [
