@@ -38,6 +38,10 @@ SEGMENT_LISTS: list[tuple[str, bool, bool, str]] = [
     ("git commit -m 'fix the failing tests'", False, False, "the word is inside a quoted message"),
     ("git add -A && git commit -m 'make check green'", False, False, "quoted, in a chain"),
     ("cd docs && cat guide.md", False, True, "the content command is the second segment"),
+    ("git log --oneline | head -20", False, True, "a read piped into a content command"),
+    ("pytest -q 2>&1 | tail -30", True, False, "a check piped into tail: its failures must still be read"),
+    ("pytest -q; cat report.txt", True, False, "the check's output comes first"),
+    ("bash -lc 'cd app && pytest -q'", True, False, "a shell's -c script is read on its own segments"),
 ]
 
 
@@ -112,6 +116,10 @@ DELETIONS: list[tuple[str, Trajectory, bool]] = [
         "lark-cli base +record-create --base bascnCrm3 --table tblKun5 --json @kunden.json > created.json",
         "Error: open kunden.json: no such file or directory", WRITE_JSON, WROTE, "Two customers added: recK1aa, recK2bb.",
         "Add the two customers."), False),
+    ("en-missing-output-directory", missing_input(
+        "lark-cli base +record-create --base bascnCrm3 --table tblKun5 --json @kunden.json -o out/created.json",
+        "Error: open out/created.json: no such file or directory", WRITE_JSON, WROTE,
+        "Two customers added: recK1aa, recK2bb.", "Add the two customers."), False),
     ("en-count-then-unknown-command", lookup_404(
         "lark-cli base +record-count --base bascnShop7 --table tblOrders && notify-send counted",
         "Error: HTTP 404: table tblOrders not found", "Orders has 41 records.", "How many orders are there?"), False),

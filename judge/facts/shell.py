@@ -11,7 +11,7 @@ Vocabulary (see docs/architecture.md, "Shell commands"): the write markers here 
 program list says so, when a CLI's subcommand words name one of the rules config's ``read_only_verbs`` (``list``,
 ``get``, ``count``: data, not code), *or* a ``read_only_commands`` pattern of the rules config matches the segment
 (users extend the read-only vocabulary as data). A command only reads when every segment does; it is a check or
-shows file content when one of its segments does (:func:`any_segment`).
+shows file content by its segments (:func:`segment_hits`).
 """
 
 from __future__ import annotations
@@ -226,15 +226,22 @@ def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None,
     return True, "every part of the command only reads"
 
 
-def any_segment(command: str, matches: ReadOnlyPattern, skip: ReadOnlyPattern | None = None) -> bool:
-    """Whether some segment of ``command`` (``skip`` passes over those it holds true for) matches ``matches``, on its
-    text with quoted arguments blanked: how the rules config's ``check`` and ``content`` lists read a command, so
-    ``cd app && pytest -q`` runs a check, and ``git commit -m "fix tests"`` does not. A command with a command
-    substitution is read on its raw text (it runs whatever the quotes hold)."""
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+
+
+def segment_hits(command: str, matches: ReadOnlyPattern) -> tuple[bool, ...]:
+    """For each segment of ``command``, whether ``matches`` holds on its text with quoted arguments blanked: how the
+    rules config's ``check`` and ``content`` lists read a command, so ``git commit -m "fix tests"`` names no check.
+    A ``bash -c SCRIPT`` segment holds when a segment of SCRIPT does; a command with a command substitution is read
+    on its raw text (it runs whatever the quotes hold)."""
     reading = read_command(command)
+    hits: list[bool] = []
     for segment in reading.segments:
-        if skip is not None and skip(segment.text):
-            continue
-        if matches(segment.text if reading.substitution else masked_quotes(segment.text)):
-            return True
-    return False
+        words = words_of(segment.text)
+        script = next((words[k + 1] for k, word in enumerate(words[:-1])
+                       if k and word.startswith("-") and not word.startswith("--") and "c" in word), None)
+        if words and words[0].rsplit("/", 1)[-1] in _SHELLS and script is not None:
+            hits.append(any(segment_hits(script, matches)))
+        else:
+            hits.append(matches(segment.text if reading.substitution else masked_quotes(segment.text)))
+    return tuple(hits)

@@ -174,14 +174,23 @@ def missing_input_file(call: ToolCall, receipt: Receipt | None) -> str | None:
     return file
 
 
+# Flags whose value a program writes (`-o out.json`, `--report=r.xml`): a missing directory there is met after the
+# work is done, so it proves nothing about the work.
+_OUTPUT_FLAG = re.compile(r"-o|--(?:out|output|dest|destination|report|log|save|write|target)[\w-]*")
+
+
 def _input_named(arguments: list[str], line: str) -> str | None:
-    """The first argument that names a file (``a.json``, ``@a.json``, ``--json=a.json``) and that ``line`` names."""
+    """The first argument that names an input file (``a.json``, ``@a.json``, ``--json=a.json``; not the value of an
+    output flag) and that ``line`` names."""
+    previous = ""
     for word in arguments:
-        if word.startswith("-"):
-            word = word.split("=", 1)[1] if "=" in word else ""
-        word = word.lstrip("@")
-        if ("." in word or "/" in word) and word in line:
-            return word
+        flag, value = (word.split("=", 1) if "=" in word else (word, "")) if word.startswith("-") else (previous, word)
+        previous = word
+        if not value or _OUTPUT_FLAG.fullmatch(flag):
+            continue
+        value = value.lstrip("@")
+        if ("." in value or "/" in value) and value in line:
+            return value
     return None
 
 
