@@ -118,6 +118,16 @@ READ_ONLY: list[tuple[str, bool, str]] = [
     ("grep foo f 2>/dev/null", True, "editor said write: any '>' counted"),
     ("echo done > /dev/null", True, "editor said write: any '>' counted"),
     ('echo x > "$OUT"', False, "ledger said read-only: its redirect pattern skipped a quoted variable"),
+    # --- issue 24 task D: GET-like verbs are the rules config's read_only_verbs (data), read per segment
+    ("lark-cli base +record-count --base bascnA1 --table tblB2", True, "both said write: count was no GET-like verb"),
+    ("lark-cli base record count --table tblB2", True, "both said write: count was no GET-like verb"),
+    ("cd work && lark-cli base +record-count --table tblB2", True, "every segment reads"),
+    ("lark-cli base +record-count --table tblB2 | jq .total", True, "a pipeline of reads"),
+    ("lark-cli base +record-count --table tblB2 && notify-send done", False, "notify-send is unknown: it may write"),
+    ("git log -1 && pip install requests", False, "one segment installs"),
+    ("mytool create --name list", False, "both said read-only: a flag's value was taken for a subcommand"),
+    ("gh issue create --title show", False, "both said read-only: a flag's value was taken for a subcommand"),
+    ("lark-cli base +record-create --json list.json", False, "create writes"),
 ]
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.matching import PhraseGroup, PhraseMatcher
-from judge.facts.shell import CommandReading, command_is_read_only, read_command
+from judge.facts.shell import CommandReading, command_is_read_only, read_command, segment_hits, segment_read_only
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 Outcome = Literal["ok", "error", "environment", "missing"]
@@ -600,10 +600,27 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
     if cached is None:
         hits = patterns.command_lists.search_all(command.strip())
         reading = read_command(command)
-        read_only = command_is_read_only(command, lambda segment: patterns.read_only_command.search(segment) is not None)[0]
+
+        def listed(segment: str) -> bool:
+            return patterns.read_only_command.search(segment) is not None
+
+        def reads(segment: str) -> bool:
+            return segment_read_only(segment, patterns.read_only_verbs)[0] or listed(segment)
+
+        read_only = command_is_read_only(command, listed, patterns.read_only_verbs)[0]
+        # The check and content lists are read per segment. A segment that only reads is never a check (`echo
+        # pytest`); the whole-command hit is a cheap first test. The output is file content when a segment shows
+        # a file and every other one only reads (`cd docs && cat guide.md`, `git log | head`): `pytest | tail`
+        # and `pytest; cat log` print a check's output, whose failures must still be read.
+        segments = [segment.text for segment in reading.segments]
+        check = hits["check"] is not None and any(
+            hit and not reads(text)
+            for text, hit in zip(segments, segment_hits(command, lambda text: patterns.check.search(text) is not None)))
+        shows = segment_hits(command, lambda text: patterns.content_command.search(text) is not None)
+        content = any(shows) and all(hit or reads(text) for text, hit in zip(segments, shows))
         cached = patterns.remember(patterns.memo_commands, command, (
-            _command_head(reading), read_only, hits["check"] is not None, hits["content"] is not None,
-            hits["link_check"] is not None, reading.writes), len(command))
+            _command_head(reading), read_only, check, content, hits["link_check"] is not None, reading.writes),
+            len(command))
     return cached
 
 

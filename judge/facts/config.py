@@ -105,6 +105,10 @@ class ToolSettings(BaseModel):
     check_item_patterns: list[str] = Field(default_factory=list)
     read_only_names: list[str] = Field(default_factory=list)
     read_only_commands: list[str] = Field(default_factory=list)
+    read_only_verbs: list[str] = Field(
+        default_factory=list,
+        description="GET-like subcommand words of CLIs (list, get, count): a segment whose subcommand words (before "
+                    "its first flag, or the last part of a shortcut: +record-count) name one only reads. Plain words.")
     write_names: list[str] = Field(default_factory=list)
     path_keys: list[str] = Field(default_factory=list)
     command_keys: list[str] = Field(default_factory=list)
@@ -157,7 +161,10 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
                          "universal", "total_claim",
                          # upper_bound / lower_bound: "under 50", "100 이하" / "over 10", "以上" (a bound every
                          # number of the field a read-back lists must keep).
-                         "upper_bound", "lower_bound")
+                         "upper_bound", "lower_bound",
+                         # the operating system's "no such file or directory" in its locales: a call that stopped
+                         # because an input file was missing (read by the offline editor, judge.repair.calls)
+                         "missing_file")
 # Lists read over a whole message region (one literal scan per region), and lists read only in its claim sentences
 # (short: one scan per sentence), so that a long message is not scanned for the literals of every list.
 SPEECH_LISTS = ("claim", "prior_failure", "phantom", "all_clear")
@@ -306,6 +313,7 @@ class CompiledPatterns:
         self.check_item = PhraseMatcher(tools.check_item_patterns)
         self.read_only_name = PhraseMatcher(tools.read_only_names)
         self.read_only_command = PhraseMatcher(tools.read_only_commands)
+        self.read_only_verbs = frozenset(verb.lower() for verb in tools.read_only_verbs)
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)
@@ -386,3 +394,4 @@ class CompiledPatterns:
     total_claim: PhraseMatcher
     upper_bound: PhraseMatcher
     lower_bound: PhraseMatcher
+    missing_file: PhraseMatcher

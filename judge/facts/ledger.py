@@ -22,6 +22,7 @@ from judge.facts.values import (
     is_resource_id,
     listed_counts,
     names_in,
+    number_pattern,
     printed_counts,
     states,
     value_kind,
@@ -315,6 +316,21 @@ class Ledger:
         """Counts a receipt prints ("total: 4", "4 rows")."""
         return printed_counts(action.receipt.content) if action.receipt is not None else frozenset()
 
+    def shows_count(self, action: Action, count: int) -> bool:
+        """Whether one call shows ``count``: the number in its receipt or arguments, that many lines of content it
+        wrote (or rows under a header), or a receipt that lists (a JSON array, bullets, table rows) or prints that
+        many items.
+        The one count check of claims (:attr:`Claim.supported_by`, read by the editor's validators) and of the rules
+        judge's ``unverified-completion``."""
+        content = action.receipt.content if action.receipt is not None else ""
+        number = number_pattern(count)
+        if number.search(content) or number.search(action.text):
+            return True
+        if _written_lines(action) in (count, count + 1):
+            return True
+        # listed: every JSON array's length too (the record_ids a create returned), bullets, table rows, id lines
+        return count in self.listed(action) or count in self.printed(action)
+
     # --- claims -------------------------------------------------------------------------------------------
 
     @property
@@ -341,7 +357,7 @@ class Ledger:
         content = action.receipt.content if action.receipt is not None else ""
         if any(v in content or v in action.text for v in values):
             return True
-        return bool(counts) and not set(counts).isdisjoint(self.listed(action) | self.printed(action))
+        return any(self.shows_count(action, count) for count in counts)
 
     # --- recovery -----------------------------------------------------------------------------------------
 
@@ -643,6 +659,15 @@ def _names_folder_of(text: str, path: str) -> bool:
                 and relative.startswith(folder.rstrip("/") + "/"):
             return True
     return False
+
+
+def _written_lines(action: Action) -> int | None:
+    """How many non-blank lines of content a writing call wrote (None: it wrote no content argument)."""
+    args = action.call.arguments if action.call is not None else None
+    if not action.writes or not isinstance(args, dict):
+        return None
+    content = next((v for k, v in args.items() if k in ("content", "file_text", "new_string", "text") and isinstance(v, str)), None)
+    return None if content is None else len([line for line in content.splitlines() if line.strip()])
 
 
 def ledger_of(trajectory: Trajectory, config: RulesConfig | None = None) -> Ledger:

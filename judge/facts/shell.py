@@ -8,16 +8,19 @@ quotes, so a command holding one is read on its raw text, which can only find mo
 
 Vocabulary (see docs/architecture.md, "Shell commands"): the write markers here are the safety net and always win
 (a command that may write is never read-only, whatever a YAML list says); a segment only reads when the built-in
-program list says so *or* a ``read_only_commands`` pattern of the rules config matches the segment (users extend
-the read-only vocabulary as data). A command only reads when every segment does.
+program list says so, when a CLI's subcommand words name one of the rules config's ``read_only_verbs`` (``list``,
+``get``, ``count``: data, not code), *or* a ``read_only_commands`` pattern of the rules config matches the segment
+(users extend the read-only vocabulary as data). A command only reads when every segment does; it is a check or
+shows file content by its segments (:func:`segment_hits`).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 # Operators that separate commands: chain operators (the last part decides the outcome), pipes, and a single `&`
@@ -41,9 +44,6 @@ _READ_PROGRAMS = {
 }
 _GIT_LISTING = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "--show-current", "show", "get-url"}
 _GIT_READ = {"status", "log", "diff", "show", "branch", "remote", "rev-parse", "ls-files", "blame", "describe"}
-# GET-like subcommand words of CLIs (`lark-cli base record list`, `gh pr view`, `kubectl get`).
-_GET_WORDS = {"list", "ls", "get", "show", "view", "describe", "read", "search", "info", "status", "help", "version", "inspect", "cat",
-              "count", "query", "stats", "summary"}
 # Commands that end a line without a status of their own worth reading: after ``||`` or ``;`` they make the line
 # exit 0; at the end of a pipe they set its status (the checker's is lost).
 _SWALLOWERS = {"true", ":", "echo", "printf"}
@@ -84,7 +84,7 @@ class CommandReading:
         if "--exit-zero" in self.command or "--exit-code=0" in self.command:
             return True
         last = self.segments[-1]
-        head = _words(last.text)[:1]
+        head = words_of(last.text)[:1]
         program = head[0].rsplit("/", 1)[-1] if head else ""
         if last.after in ("||", ";") and (program in _SWALLOWERS or last.text.startswith("exit 0")):
             return True
@@ -158,7 +158,7 @@ def _files_written(command: str, masked: str, segments: list[Segment]) -> tuple[
     """Files named by output redirects, ``tee`` and ``sed -i`` (device files and descriptors excluded)."""
     found = [_target_at(command, m.end()) for m in _REDIRECT.finditer(masked)]
     for segment in segments:
-        words = _words(segment.text)
+        words = words_of(segment.text)
         program = words[0].rsplit("/", 1)[-1] if words else ""
         args = [w for w in words[1:] if not w.startswith("-")]
         if program == "tee":
@@ -185,7 +185,8 @@ def _sed_files(words: list[str]) -> list[str]:
     return operands if scripted else operands[1:]
 
 
-def _words(segment: str) -> list[str]:
+def words_of(segment: str) -> list[str]:
+    """The words of one simple command as the shell splits them, leading ``VAR=value`` assignments dropped."""
     try:
         words = shlex.split(segment)
     except ValueError:
@@ -195,9 +196,11 @@ def _words(segment: str) -> list[str]:
     return words
 
 
-def segment_read_only(segment: str) -> tuple[bool, str]:
-    """Whether one simple command (no operators) only reads, by the built-in program vocabulary."""
-    words = _words(segment)
+def segment_read_only(segment: str, verbs: Collection[str] = frozenset()) -> tuple[bool, str]:
+    """Whether one simple command (no operators) only reads, by the built-in program vocabulary and ``verbs``, the
+    GET-like subcommand words of CLIs (the rules config's ``read_only_verbs``: ``lark-cli base record list``,
+    ``gh pr view``, ``kubectl get``, ``lark-cli base +record-count``)."""
+    words = words_of(segment)
     if not words:
         return True, "assignment only"
     program = words[0].rsplit("/", 1)[-1]
@@ -216,27 +219,51 @@ def segment_read_only(segment: str) -> tuple[bool, str]:
         lists = sub not in ("branch", "remote") or all(w in _GIT_LISTING for w in rest)
         reads = sub in _GIT_READ and lists
         return reads, f"git {sub} {'only reads' if reads else 'may write'}"
-    # A CLI whose subcommand words (before the first flag) include a GET-like verb.
-    verbs = [w.lower() for w in words[1:] if not w.startswith("-")][:4]
+    # A CLI whose subcommand words (before the first flag: a flag's value is no subcommand, `tool create --name
+    # list` creates) include a GET-like verb.
+    subcommands = [w.lower() for w in itertools.takewhile(lambda w: not w.startswith("-"), words[1:])][:4]
     # A shortcut names its verb last (lark-cli base +record-list, +table-get).
-    if any(v in _GET_WORDS or v.lstrip("+").replace("_", "-").rsplit("-", 1)[-1] in _GET_WORDS for v in verbs):
-        return True, f"{program} {' '.join(verbs)} is a GET-like subcommand"
+    if any(v in verbs or v.lstrip("+").replace("_", "-").rsplit("-", 1)[-1] in verbs for v in subcommands):
+        return True, f"{program} {' '.join(subcommands)} is a GET-like subcommand"
     return False, f"{program} may change state"
 
 
-def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None) -> tuple[bool, str]:
+def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None,
+                         verbs: Collection[str] = frozenset()) -> tuple[bool, str]:
     """Whether every segment of ``command`` only reads, with the reason. A write marker outside quotes always
-    makes it a write; a segment reads when the built-in vocabulary says so or ``listed`` (the rules config's
-    ``read_only_commands``) matches it."""
+    makes it a write; a segment reads when the built-in vocabulary or ``verbs`` (the rules config's
+    ``read_only_verbs``) say so, or ``listed`` (its ``read_only_commands``) matches it. An unknown program may
+    write (safety first)."""
     reading = read_command(command)
     if reading.writer is not None:
         return False, reading.writer
     if not reading.segments:
         return False, "empty command"
     for segment in reading.segments:
-        ok, why = segment_read_only(segment.text)
+        ok, why = segment_read_only(segment.text, verbs)
         if not ok and listed is not None and listed(segment.text):
             ok, why = True, "listed as read-only in the rules config"
         if not ok:
             return False, why
     return True, "every part of the command only reads"
+
+
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+
+
+def segment_hits(command: str, matches: ReadOnlyPattern) -> tuple[bool, ...]:
+    """For each segment of ``command``, whether ``matches`` holds on its text with quoted arguments blanked: how the
+    rules config's ``check`` and ``content`` lists read a command, so ``git commit -m "fix tests"`` names no check.
+    A ``bash -c SCRIPT`` segment holds when a segment of SCRIPT does; a command with a command substitution is read
+    on its raw text (it runs whatever the quotes hold)."""
+    reading = read_command(command)
+    hits: list[bool] = []
+    for segment in reading.segments:
+        words = words_of(segment.text)
+        script = next((words[k + 1] for k, word in enumerate(words[:-1])
+                       if k and word.startswith("-") and not word.startswith("--") and "c" in word), None)
+        if words and words[0].rsplit("/", 1)[-1] in _SHELLS and script is not None:
+            hits.append(any(segment_hits(script, matches)))
+        else:
+            hits.append(matches(segment.text if reading.substitution else masked_quotes(segment.text)))
+    return tuple(hits)

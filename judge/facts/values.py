@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any, Literal
 
 from judge.facts.analysis import _PATH_TOKEN, salient_tokens
@@ -220,14 +221,16 @@ _JSON_OPEN = re.compile(r"^[\[{]", re.MULTILINE)
 
 
 def data_values(text: str) -> frozenset[str]:
-    """The data a receipt returns as JSON (after any leading lines of text: "Warning: ...\\n{...}"): its leaf
-    values, strings of 2 to 60 characters and numbers, never its keys, booleans or nulls. An answer that repeats
-    one rests on the receipt ("Stapler, with 2 left" on ``{"Name": "Stapler", "Stock": 2}``)."""
+    """The data a receipt returns as JSON (after any leading lines of text: "Warning: ...\\n{...}", before any
+    trailing ones): its leaf values, strings of 2 to 60 characters and numbers, never its keys, booleans or nulls.
+    An answer that repeats one rests on the receipt ("Stapler, with 2 left" on ``{"Name": "Stapler", "Stock": 2}``)."""
     start = _JSON_OPEN.search(text[:_MAX_JSON])
     if start is None:
         return frozenset()
     try:
-        value = json.loads(text[start.start():_MAX_JSON])
+        # The first JSON value, whatever follows it: a chain prints its other commands' output after it
+        # (`lark-cli ... && notify-send done` -> '{"total": 17}' then "notify-send: command not found").
+        value, _end = json.JSONDecoder().raw_decode(text[start.start():_MAX_JSON])
     except ValueError:
         return frozenset()
     found: set[str] = set()
@@ -250,6 +253,19 @@ def _leaves(value: Any, found: set[str], depth: int) -> None:
         found.add(str(value))
     elif isinstance(value, str) and 2 <= len(value.strip()) <= 60:
         found.add(value.strip())
+
+
+@lru_cache(maxsize=1024)
+def number_pattern(count: int) -> re.Pattern[str]:
+    """``count`` as a whole number in text ("6" in "6 rows", not in "16", "6a" or "6.5")."""
+    return re.compile(rf"(?<![\w.]){count}(?![\w]|\.\d)")
+
+
+def receipt_numbers(text: str) -> set[str]:
+    """The numbers a receipt shows as data: in its JSON (:func:`data_values`), as a count it prints
+    (:func:`printed_counts`), or as a value (:func:`value_tokens`, 3+ digits)."""
+    found = {v for v in value_tokens(text) | data_values(text) if v.isdigit()}
+    return found | {str(n) for n in printed_counts(text)}
 
 
 def states(text: str, value: str) -> bool:

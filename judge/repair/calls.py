@@ -113,9 +113,9 @@ def is_read_only(call: ToolCall) -> tuple[bool, str]:
 
 def command_is_read_only(command: str) -> tuple[bool, str]:
     """Whether every part of a shell command line only reads: :func:`judge.facts.shell.command_is_read_only` with
-    the bundled rules config's ``read_only_commands`` (the vocabulary the fact ledger reads), so the editor and the
-    ledger give one answer; write markers outside quotes always win."""
-    return shell.command_is_read_only(command, _listed_read_only)
+    the bundled rules config's ``read_only_commands`` and ``read_only_verbs`` (the vocabulary the fact ledger
+    reads), so the editor and the ledger give one answer; write markers outside quotes always win."""
+    return shell.command_is_read_only(command, _listed_read_only, default_config().patterns.read_only_verbs)
 
 
 def _listed_read_only(segment: str) -> bool:
@@ -135,6 +135,63 @@ def _says_rejected(text: str) -> bool:
     # Memoised (short texts only: the cache holds them): one routing asks it of the same receipts several times,
     # and logs repeat their error texts.
     return bool(_REJECTED_BEFORE_RUN.search(text))
+
+
+def missing_input(call: ToolCall, receipt: Receipt | None) -> str | None:
+    """Why a failed shell call changed nothing because an input file it names was missing
+    (:func:`missing_input_file`), or None."""
+    file = missing_input_file(call, receipt)
+    return None if file is None else f"the receipt shows its input {file} was missing, so it stopped before doing anything"
+
+
+def missing_input_file(call: ToolCall, receipt: Receipt | None) -> str | None:
+    """The input file whose absence stopped a failed shell call before it did anything, or None.
+
+    The receipt must open with the operating system's "no such file or directory" (the rules config's
+    ``missing_file`` list, in its locales) naming a file one segment of the command takes as an argument
+    (``--json clienti.json``, ``@products.json``, ``--file=a.csv``): the program stopped before it did anything.
+    Safety first: no traceback (the program's own code ran before the error), no redirect or other write marker in
+    the command (the shell opens ``> out`` before the program starts), and every other segment only reads (a chain
+    may have run them before or after the failure)."""
+    command = shell_command(call)
+    if command is None or receipt is None or not receipt_failed(receipt):
+        return None
+    lines = [line for line in (receipt.content or "").splitlines() if line.strip()]
+    patterns = default_config().patterns
+    if not lines or "Traceback (most recent call last)" in receipt.content or patterns.missing_file.search(lines[0]) is None:
+        return None
+    reading = shell.read_command(command)
+    if reading.writer is not None:
+        return None
+    named = [(segment.text, file) for segment in reading.segments
+             if (file := _input_named(shell.words_of(segment.text)[1:], lines[0])) is not None]
+    if len(named) != 1:
+        return None
+    failing, file = named[0]
+    others = " ; ".join(segment.text for segment in reading.segments if segment.text != failing)
+    if others and not command_is_read_only(others)[0]:
+        return None
+    return file
+
+
+# Flags whose value a program writes (`-o out.json`, `--report=r.xml`): a missing directory there is met after the
+# work is done, so it proves nothing about the work.
+_OUTPUT_FLAG = re.compile(r"-o|--(?:out|output|dest|destination|report|log|save|write|target)[\w-]*")
+
+
+def _input_named(arguments: list[str], line: str) -> str | None:
+    """The first argument that names an input file (``a.json``, ``@a.json``, ``--json=a.json``; not the value of an
+    output flag) and that ``line`` names."""
+    previous = ""
+    for word in arguments:
+        flag, value = (word.split("=", 1) if "=" in word else (word, "")) if word.startswith("-") else (previous, word)
+        previous = word
+        if not value or _OUTPUT_FLAG.fullmatch(flag):
+            continue
+        value = value.lstrip("@")
+        if ("." in value or "/" in value) and value in line:
+            return value
+    return None
 
 
 def effects_shown(trajectory: Trajectory, site: CallSite) -> str | None:
@@ -160,6 +217,8 @@ def side_effect_free(site: CallSite, trajectory: Trajectory | None = None) -> tu
         return True, why
     if rejected_before_running(site.receipt):
         return True, "the receipt shows the call was rejected before it ran, so nothing was created"
+    if (missing := missing_input(site.call, site.receipt)) is not None:
+        return True, missing
     return False, f"{why}, and its receipt does not show that nothing was changed"
 
 

@@ -32,6 +32,7 @@ from judge.model import Trajectory
 from judge.repair.calls import (
     CallSite,
     call_sites,
+    missing_input_file,
     receipt_failed,
     side_effect_free,
 )
@@ -257,8 +258,15 @@ def control_conditions(
     if not after:
         return Dependency(kind="control", status="none", call_id=site.call.id, detail="no later decision near the failure")
     checks: list[int] = []
+    # A call that was stopped by a missing input file: a later call that makes that file prepares the input the
+    # retry needs; the decision stands without the failure (the query or plan named the file).
+    missing = missing_input_file(site.call, site.receipt)
+    prepared: list[int] = []
     for later in after:
         assert later.call is not None
+        if missing is not None and missing in later.writes:
+            prepared.append(later.turn)
+            continue
         if is_retry(facts, failed, later):
             extra = f" (read-only checks in between at {', '.join(f'T{t}' for t in checks)})" if checks else ""
             return Dependency(kind="control", status="resolved", call_id=site.call.id, turn=later.turn,
@@ -272,6 +280,9 @@ def control_conditions(
                               detail=f"T{later.turn} changed course ({later.name}) because of the failure; the decision must be re-made",
                               evidence=cited[0].text)
         break
+    if prepared:
+        return Dependency(kind="control", status="resolved", call_id=site.call.id, turn=prepared[0],
+                          detail=f"T{prepared[0]} makes the missing input {missing}; the decision stands without the failure")
     if checks:
         return Dependency(kind="control", status="resolved", call_id=site.call.id, turn=checks[0],
                           detail=f"read-only checks at {', '.join(f'T{t}' for t in checks)} stay valid without the failure")

@@ -132,11 +132,14 @@ def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Det
     sentences: list[SentenceEdit] = []
     states = [resource_state(site, trajectory) for site in failed]
     if any(d.status == "blocking" for d in states):
-        # A call that may have changed state cannot be deleted whatever the text says: no need to read on.
-        blocking = [d for d in states if d.status == "blocking"]
+        # A call that may have changed state cannot be deleted whatever the text says: the text is not read on.
+        # The values later calls took from its receipt (the ledger's, cheap) are named too: the online repair
+        # must keep them.
+        returned = [d for site in failed for d in returned_values(trajectory, site)]
+        blocking = [d for d in [*states, *returned] if d.status == "blocking"]
         return EditResult(**base, kind="remove-failed-call", status="online", route="online-guided",
-                          reason="; ".join(f"resource-state: {d.detail}" for d in blocking),
-                          calls=sorted(deleted), dependencies=states)
+                          reason="; ".join(f"{d.kind}: {d.detail}" for d in blocking),
+                          calls=sorted(deleted), dependencies=[*states, *returned])
     for site, state in zip(failed, states):
         deps.append(state)
         deps.extend(returned_values(trajectory, site))

@@ -19,6 +19,7 @@ from judge.repair.calls import (
     call_sites,
     is_plan_call,
     is_read_only,
+    missing_input,
     receipt_failed,
     rejected_before_running,
 )
@@ -208,7 +209,8 @@ def environment_state(trajectory: Trajectory, prefix: Sequence[Message]) -> tupl
                                             turn=site.turn, reason="no receipt"))
             continue
         failed = receipt_failed(site.receipt)
-        if failed and not read_only and not rejected_before_running(site.receipt):
+        if failed and not read_only and not rejected_before_running(site.receipt) \
+                and missing_input(site.call, site.receipt) is None:
             unknown.append(UnknownWrite(call_id=site.call.id, name=site.call.name, argument_hash=site.call.argument_hash(),
                                         turn=site.turn, reason=f"failed write with no proof nothing changed ({why})"))
             continue

@@ -33,7 +33,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from judge.facts import Action, Claim, Ledger, ledger_of
-from judge.facts.values import is_resource_id, names_in, states, value_tokens
+from judge.facts.values import is_resource_id, names_in, receipt_numbers, states, value_tokens
 from judge.model import Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
@@ -349,6 +349,7 @@ def information_order(original: Trajectory, edited: Trajectory, message_map: Seq
                 findings.append(f"T{value.first.turn} states {value.token!r}, which the original never had (an id changed?)")
         elif before.first.source == "receipt":
             findings.append(f"T{value.first.turn} uses {value.token!r} before any kept receipt returned it")
+    findings += _numbers_written_early(original, edited, asked)
     return ValidatorResult(
         name="information-order",
         passed=not findings,
@@ -356,6 +357,27 @@ def information_order(original: Trajectory, edited: Trajectory, message_map: Seq
         findings=findings,
         kind="order",
     )
+
+
+def _numbers_written_early(original: Trajectory, edited: Trajectory, asked: set[str]) -> list[str]:
+    """Numbers a sentence the edit wrote states before the first kept receipt that shows them ("48 件を取り込みます"
+    two receipts before the import returns 48): the value ledger leaves out numbers under three digits."""
+    written = "\n".join(message_text(m) for m in original.messages if m.role == "assistant")
+    shown = [(action.visible_at, frozenset(receipt_numbers(action.receipt.content)))
+             for action in ledger_of(edited).actions if action.receipt is not None]
+    findings: list[str] = []
+    for index, message in enumerate(edited.messages):
+        if message.role != "assistant":
+            continue
+        seen = frozenset().union(*(numbers for at, numbers in shown if at < index))
+        later = frozenset().union(*(numbers for at, numbers in shown if at > index)) - seen
+        for sentence in split_sentences(message_text(message)):
+            if sentence.text.strip() in written:
+                continue
+            # Numbers of 3+ digits are values: the ledger's first occurrences above read them.
+            early = sorted(n for n in later if len(n) < 3 and n not in asked and states(sentence.text, n))
+            findings += [f"T{message.turn} states {n!r} before any kept receipt showed it" for n in early]
+    return findings
 
 
 def _rule_findings(trajectory: Trajectory) -> list[Issue]:
@@ -497,6 +519,11 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
         sentence = claim.sentence
         if claim.text in written or sentence.hedged or (sentence.mentions_failure and not sentence.resolution):
             continue
+        job = _still_running(facts, claim)
+        if job is not None and not patterns.running.search(claim.text):
+            findings.append(("future-claim", f"T{claim.turn}: {claim.text!r} claims completion while the receipt of the "
+                                             f"{job.name} call of T{job.turn} shows it is not finished"))
+            continue
         why = _claim_unsupported(facts, claim)
         if why is not None:
             findings.append(("flip" if "failed" in why else "order", f"T{claim.turn}: {claim.text!r} {why}"))
@@ -512,6 +539,25 @@ def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
     """Whether the last call seen before message ``index`` failed (the failure its text spoke of is kept)."""
     seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
     return bool(seen) and seen[-1].status in ("failed", "partial", "unknown")
+
+
+def _still_running(facts: Ledger, claim: Claim) -> Action | None:
+    """The job a claim speaks of whose last receipt before it shows a non-terminal status (the ledger's
+    ``running``: still running, queued, ``pending_review``; the status words are the rules vocabularies'), or None.
+    The claim speaks of the job when it names a value of the job's call or receipt, or when the job is the last
+    call before it that may change state; a later successful call of the same job says it finished."""
+    seen = [a for a in facts.actions if a.visible_at < claim.message_index and not a.is_plan]
+    changes = [a for a in seen if not a.read_only]
+    for position in range(len(seen) - 1, -1, -1):
+        job = seen[position]
+        if job.status != "running":
+            continue
+        named = not set(claim.values).isdisjoint(facts.names_of(job))
+        if not (named or (changes and changes[-1] is job)):
+            continue
+        settled = any(later.status == "ok" and later.intent == job.intent for later in seen[position + 1:])
+        return None if settled else job
+    return None
 
 
 def _claim_unsupported(facts: Ledger, claim: Claim) -> str | None:

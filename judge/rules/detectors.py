@@ -13,7 +13,6 @@ text, never the text alone.
 from __future__ import annotations
 
 import bisect
-import json
 import re
 from collections.abc import Callable
 from functools import partial
@@ -372,50 +371,18 @@ def _unsupported_action(an: Analysis, kind: str, prior: list[Action], index: int
     return _bad_referent(an, doing[-1], index), doing[-1]
 
 
-_JSON_START = ("[", "{")
-
-
 def _count_shown(an: Analysis, count: int, prior: list[Action], index: int) -> bool:
-    """Whether a successful call before the claim shows ``count``: the number in a receipt or in the arguments,
-    a JSON list of that length, that many lines of written content, or that many successful calls of one tool."""
-    number = re.compile(rf"(?<![\w.]){count}(?![\w]|\.\d)")
+    """Whether a successful call before the claim shows ``count`` (the ledger's :meth:`~judge.facts.Ledger.shows_count`:
+    the number, a list of that length, that many lines written or items listed), or that many successful calls of
+    one tool (or writes) did."""
     done = [a for a in prior if a.outcome == "ok" and a.receipt_index is not None and a.receipt_index < index]
+    ledger = _ledger(an)
+    if any(ledger.shows_count(action, count) for action in done):
+        return True
     per_tool: dict[str, int] = {}
     for action in done:
         per_tool[action.name] = per_tool.get(action.name, 0) + 1
-        content = action.receipt.content if action.receipt else ""
-        if number.search(content) or number.search(action.text):
-            return True
-        if _json_list_lengths(content, count) or _written_lines(action, count):
-            return True
-        if count in _ledger(an).listed(action):
-            return True  # the receipt lists exactly that many items without printing the number
     return count in per_tool.values() or count == sum(1 for a in done if a.writes)
-
-
-def _json_list_lengths(text: str, count: int) -> bool:
-    stripped = text.strip()
-    if not stripped.startswith(_JSON_START) or len(stripped) > 200_000:
-        return False
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        return False
-    if isinstance(value, list):
-        return len(value) == count
-    return isinstance(value, dict) and any(isinstance(v, list) and len(v) == count for v in value.values())
-
-
-def _written_lines(action: Action, count: int) -> bool:
-    """The call wrote content of ``count`` lines (or ``count`` rows under a header line)."""
-    args = action.call.arguments if action.call is not None else None
-    if not action.writes or not isinstance(args, dict):
-        return False
-    content = next((v for k, v in args.items() if k in ("content", "file_text", "new_string", "text") and isinstance(v, str)), None)
-    if content is None:
-        return False
-    lines = len([ln for ln in content.splitlines() if ln.strip()])
-    return lines in (count, count + 1)
 
 
 def _kind_of(an: Analysis, token: str) -> str:
