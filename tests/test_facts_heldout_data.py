@@ -1,5 +1,6 @@
-"""Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples) and v2
-(tests/fixtures/facts_heldout_v2, editor_counterexamples_v2, written blind after v1 had been read).
+"""Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples), v2, v3 and v4
+(tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones had been read).
+A ``blind`` edition (v4) has its truth committed and no editor run on it yet: its suite is not run through the runner.
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
 bench/editor_counterexamples.py print those, ``--set v1|v2``; docs/facts-heldout.md records the runs): counts,
@@ -47,6 +48,7 @@ class HeldoutSet:
     min_bad_rewrites: int
     min_trajectories_per_tag: int  # every tag of docs/finding-tags.md in at least this many trajectories
     must_have_languages: frozenset[str] = frozenset({"en", "zh", "ja"})  # what its brief named
+    blind: bool = False  # truth committed, no editor run on it yet: the data tests must not run the editor either
 
 
 SETS = {
@@ -57,6 +59,9 @@ SETS = {
     "v3": HeldoutSet("v3", FIXTURES / "facts_heldout_v3", "build_facts_heldout_v3.py", FIXTURES / "editor_counterexamples_v3",
                      "build_counterexamples_v3.py", 60, 8, 15, 36, 12, 4,
                      frozenset({"en", "es", "de", "ko", "pt", "ru", "sv", "fr"})),
+    "v4": HeldoutSet("v4", FIXTURES / "facts_heldout_v4", "build_facts_heldout_v4.py", FIXTURES / "editor_counterexamples_v4",
+                     "build_counterexamples_v4.py", 60, 11, 15, 36, 12, 4,
+                     frozenset({"en", "zh", "ja", "it", "nl", "tr", "id", "uk", "ar"}), blind=True),
 }
 
 
@@ -200,7 +205,9 @@ def test_counterexample_records_import_and_maps_point_at_the_original(cases: lis
         assert set(edit["deleted_calls"]) <= calls, case["id"]
 
 
-def test_counterexample_suite_runs_through_the_runner(cases: list[dict[str, Any]]) -> None:
+def test_counterexample_suite_runs_through_the_runner(edition: HeldoutSet, cases: list[dict[str, Any]]) -> None:
+    if edition.blind:
+        pytest.skip(f"{edition.name}: no editor may run on a blind set before its first measurement")
     runner = _load_module("editor_counterexamples_bench", REPO / "bench" / "editor_counterexamples.py")
     for case in cases:
         outcome = runner.run_case(case)
@@ -214,3 +221,16 @@ def test_benches_name_the_sets_these_tests_read() -> None:
     editor = _load_module("editor_counterexamples_bench_sets", REPO / "bench" / "editor_counterexamples.py")
     assert {name: path.resolve() for name, path in facts.SETS.items()} == {n: s.trajectories for n, s in SETS.items()}
     assert {name: path.resolve() for name, path in editor.SETS.items()} == {n: s.counter / "cases.jsonl" for n, s in SETS.items()}
+
+
+def test_v4_has_three_domains_languages_without_vocabulary_and_origin_cases() -> None:
+    rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
+            for r in _read_jsonl(SETS["v4"].trajectories / f"facts_{fmt}.jsonl")]
+    assert set(Counter(m["domain"] for m in rows).values()) == {22}  # a third each: lark-base, swe, data-infra
+    assert len({m["lang"] for m in rows} - SETS["v4"].must_have_languages) >= 2  # e.g. el, ro, he
+    origin = [m for m in rows if m["group"] == "origin"]
+    assert len(origin) >= 3 and all(m["decisive_turn"] < min(e["turn"] for e in m["expected"]) for m in origin)
+    cases = _read_jsonl(SETS["v4"].counter / "cases.jsonl")
+    reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
+    assert set(reasons) == REASONS and min(reasons.values()) >= 2
+    assert len({c["lang"] for c in cases}) >= 8
