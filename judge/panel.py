@@ -66,6 +66,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from judge import rundir
 from judge.batch import BatchJudge, BatchRunner, batchable
+from judge.collect import fewer_collections
 from judge.config import OptionFile, build_checked, read_option_file
 from judge.judges import Judge, check_judge, is_local, keeps_parts, make_judge
 from judge.model import Trajectory, Usage
@@ -347,12 +348,19 @@ def shares_answers(config: PanelConfig, judges: Mapping[str, Judge]) -> bool:
     return not config.no_shared_cache and any(judge.cacheable for judge in judges.values())
 
 
-def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int) -> str:
-    """The judge-call cache key of one pass (content hash, prompt, provider, model, params, pass: the pass index keeps passes independent)."""
+def key_parts(judge: Judge) -> dict[str, Any]:
+    """What a judge puts in the cache key of each of its passes: its prompt, provider, model and redacted params
+    (a rotated token is the same judge, and no hash of a secret is stored). A run takes them once per judge: built
+    and redacted for every pass, they cost more than the key's hash."""
     identity = judge.cache_identity()
-    # Redacted: a rotated token is the same judge, and no hash of a secret is stored.
-    return cache_key(trajectory=trajectory_hash, prompt=identity["prompt"], provider=identity["provider"],
-                     model=identity["model"], params=redact(identity["params"]), pass_index=pass_index)
+    return {"prompt": identity["prompt"], "provider": identity["provider"], "model": identity["model"],
+            "params": redact(identity["params"])}
+
+
+def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int, parts: Mapping[str, Any] | None = None) -> str:
+    """The judge-call cache key of one pass (content hash, prompt, provider, model, params, pass: the pass index keeps
+    passes independent); ``parts``: the judge's :func:`key_parts`, when the caller keeps them."""
+    return cache_key(trajectory=trajectory_hash, pass_index=pass_index, **(parts if parts is not None else key_parts(judge)))
 
 
 async def run_panel(
@@ -385,7 +393,9 @@ async def run_panel(
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
     """
     run_dir = Path(run_dir)
-    with run_lock(run_dir, "judge panel"):
+    # The collector policy of every streaming pass (judge.collect), as `judge score` runs the panel: without it the
+    # trajectories loaded just before (a library caller's list) were walked by the first collections of the run.
+    with run_lock(run_dir, "judge panel"), fewer_collections():
         return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight,
                                 total=len(trajectories) if isinstance(trajectories, Sized) else total, calls=calls,
                                 shared=shared, on_trajectory=on_trajectory)
@@ -443,6 +453,7 @@ async def _run_panel(
         # On stderr (stdout stays for results): a live bar on a terminal, plain lines per tenth elsewhere.
         tracker = Progress("judging", total=None if total is None else total * len(plans), enabled=progress)
         need_hash = any(judge.cacheable for judge in built.values())
+        identities = {spec: key_parts(judge) for spec, judge in built.items() if judge.cacheable}  # once per run
         checked: set[str] = set()  # judges whose preflight ran (or that had no pass to run yet)
         preflight_calls = 0
         shared_now = [shared]  # dropped after a failure of the cache, so one warning is enough
@@ -480,7 +491,7 @@ async def _run_panel(
         ahead: list[tuple[Trajectory, list[Slot]]] | None = None
         batched: list[tuple[Trajectory, PassPlan, str]] = []
         if config.batch and batch_specs:
-            ahead = [(t, _decide(t, plans, built, store, need_hash, shared, hits, hashes)) for t in trajectories]
+            ahead = [(t, _decide(t, plans, built, store, need_hash, shared, hits, hashes, identities)) for t in trajectories]
             await check({plan.judge for _, slots in ahead for plan, _, decided in slots if decided is None})
             batched = [(t, plan, key) for t, slots in ahead for plan, key, decided in slots
                        if decided is None and plan.judge in batch_specs]
@@ -551,14 +562,14 @@ async def _run_panel(
                 row = verdict.model_dump(mode="json")  # one dump for both stores (neither changes it)
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, row)
                 if verdict.status == "ok" and shared_now[0] is not None and not _share(
-                        shared_now[0], key, judge, trajectory, plan, row, content_hash):
+                        shared_now[0], key, judge, trajectory, plan, row, content_hash, identities[plan.judge]):
                     shared_now[0] = None
             return verdict  # written to verdicts.jsonl by the committer: after the store, so a kill loses nothing
 
         async def produce(collecting: asyncio.Task[dict[str, list[BatchAnswer]]] | None) -> None:
             waiting: list[tuple[Trajectory, PassPlan, str, asyncio.Future[Verdict]]] = []  # for the batch's answers
             decided = ahead if ahead is not None else (
-                (t, _decide(t, plans, built, store, need_hash, shared, hits, hashes)) for t in trajectories)
+                (t, _decide(t, plans, built, store, need_hash, shared, hits, hashes, identities)) for t in trajectories)
             for trajectory, slots in decided:
                 if on_trajectory is not None:
                     await held.acquire()
@@ -725,12 +736,13 @@ Slot = tuple[PassPlan, str, Verdict | None]  # a pass of one trajectory: its pla
 
 def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore,
             need_hash: bool, shared: SharedCache | None = None, hits: list[str] | None = None,
-            hashes: dict[str, str] | None = None) -> list[Slot]:
+            hashes: dict[str, str] | None = None, parts: Mapping[str, Mapping[str, Any]] | None = None) -> list[Slot]:
     """Each pass of one trajectory with its cache key and its verdict when it is decided without a call: from the
     run store (a cached pass), from the cache shared across runs (recorded in the run store at once, as the run's
     record of what it used; its key appended to ``hits``), or unscored ``no_assistant_turn`` for a trajectory
     with no assistant turn. ``None``: the pass must run. The content hash is computed only when some judge is
-    cached (``need_hash``); ``hashes`` gets it under the key of each pass that must run."""
+    cached (``need_hash``); ``hashes`` gets it under the key of each pass that must run. ``parts``: each judge's
+    :func:`key_parts` by spec (taken here when a judge has none)."""
     if not trajectory.has_assistant_turn:
         return [(plan, "", Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
                                    pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
@@ -743,7 +755,7 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
         if not judge.cacheable:
             slots.append((plan, "", None))
             continue
-        key = pass_cache_key(judge, content_hash, plan.pass_index)
+        key = pass_cache_key(judge, content_hash, plan.pass_index, parts.get(plan.judge) if parts is not None else None)
         stored = store.get_verdict(key)
         if stored is None and shared is not None:
             stored = _from_shared(shared, shared_key(key, judge), trajectory, plan)
@@ -794,10 +806,10 @@ def _from_shared(shared: SharedCache, key: str, trajectory: Trajectory, plan: Pa
 
 
 def _share(shared: SharedCache, key: str, judge: Judge, trajectory: Trajectory, plan: PassPlan, row: dict[str, Any],
-           content_hash: str | None = None) -> bool:
+           content_hash: str | None = None, parts: Mapping[str, Any] | None = None) -> bool:
     """Keep a successful verdict (``row``: its JSON form) in the shared cache; False (with a warning) when the cache
-    failed. ``content_hash``: the trajectory's, when it is known already."""
-    identity = judge.cache_identity()
+    failed. ``content_hash``: the trajectory's, when it is known already; ``parts``: the judge's :func:`key_parts`."""
+    identity = parts if parts is not None else key_parts(judge)
     try:
         shared.put(shared_key(key, judge), row, judge=plan.judge,
                    provider=identity["provider"], model=identity["model"], prompt_version=identity["prompt"],
