@@ -629,6 +629,9 @@ async def _run_panel(
                                                       time.monotonic() - tracker.started, makes_calls=flush_rows))
                 window.release()
 
+        # The client-ceiling note looks at the calls' window only: building the judges imports their SDKs (about a
+        # second of CPU in a fresh process), which says nothing of the CPU a call costs.
+        calls_began = (time.monotonic(), time.process_time(), run_queue_wait_s())
         collecting = asyncio.create_task(batches.collect(batched)) if batches is not None else None
         tasks = [*([collecting] if collecting is not None else []), asyncio.create_task(produce(collecting)),
                  asyncio.create_task(commit()), *(asyncio.create_task(worker()) for _ in range(config.concurrency))]
@@ -649,8 +652,9 @@ async def _run_panel(
         # nothing sent is $0, not unknown: None is kept for attempts that no price covers (one cost vocabulary)
         result.cost_this_run_usd = calls.cost_usd if calls.cost_usd is not None or runtime.calls else 0.0
         result.wall_s, result.cpu_s = time.monotonic() - started, time.process_time() - cpu_started
-        result.ceiling = client_ceiling(runtime.calls, result.cpu_s, result.wall_s, config.concurrency,
-                                        calls.latency_s / calls.timed_attempts if calls.timed_attempts else None)
+        result.ceiling = client_ceiling(runtime.calls, time.process_time() - calls_began[1],
+                                        time.monotonic() - calls_began[0], config.concurrency, calls.fastest_s,
+                                        run_queue_wait_s() - calls_began[2])
         result.budget_exceeded = runtime.budget.exceeded
         if batches is not None:
             result.calls += batches.requests  # requests sent in batches are calls too (their attempts are recorded)
@@ -705,7 +709,7 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCal
         if provider is None:
             continue  # rules, replay and other local judges make no call
 
-        on_send, on_attempt = calls.hooks(PREFLIGHT_KEY, "", spec, 0)
+        on_send, on_attempt = calls.hooks(PREFLIGHT_KEY, "", spec, 0, timed=False)
         before = check.calls
         try:
             await complete_with_retries(provider, PREFLIGHT_MESSAGES, runtime=check, estimated_input_tokens=16,
@@ -863,37 +867,56 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
 @dataclass(frozen=True)
 class ClientCeiling:
     """This process was the limit: ``cpu_ms_per_call`` of its CPU per call caps it near ``max_calls_per_s``, below the
-    ``servers_allow_per_s`` that the concurrency at the servers' latency allows (what was reached: ``calls_per_s``)."""
+    ``servers_allow_per_s`` that the concurrency at the servers' latency allows (what was reached: ``calls_per_s``).
+    ``cpu_wait_s`` of the ``wall_s`` the calls took, it was ready to run but waited for a CPU other processes held."""
 
     cpu_ms_per_call: float
     max_calls_per_s: float
     calls_per_s: float
     servers_allow_per_s: float
+    cpu_wait_s: float = 0.0
+    wall_s: float = 0.0
 
     def line(self) -> str:
+        shared = (f"; it also waited {self.cpu_wait_s:.1f} s of {self.wall_s:.1f} s for a CPU that other processes "
+                  "held (a busy host)" if self.cpu_wait_s >= CPU_WAIT_SHOWN * self.wall_s > 0 else "")
         return (f"this process limited the calls, not the servers: {self.cpu_ms_per_call:.1f} ms of CPU per call caps "
                 f"it near {self.max_calls_per_s:.0f} calls/s (it reached {self.calls_per_s:.0f}), below the "
-                f"{self.servers_allow_per_s:.0f} calls/s that --concurrency at the servers' latency allows; more "
-                "concurrency will not help: split the batch over processes (--engine ray)")
+                f"{self.servers_allow_per_s:.0f} calls/s that --concurrency at the servers' latency allows{shared}; "
+                "more concurrency will not help: split the batch over processes (--engine ray)")
 
 
-# The share of its own ceiling a run must reach to count as CPU-bound (a run that spent most of its time waiting
-# on the servers reaches much less), and calls below which the rates say nothing.
+# The share of the calls' wall time a run must have been running or waiting for a CPU to count as CPU-bound (a run
+# that spent most of its time waiting on the servers is far below), and calls below which the rates say nothing.
 CEILING_SHARE, CEILING_MIN_CALLS = 0.7, 50
+CPU_WAIT_SHOWN = 0.1  # the line names the wait for a CPU from this share of the wall time
 
 
-def client_ceiling(calls: int, cpu_s: float, wall_s: float, concurrency: int,
-                   mean_latency_s: float | None) -> ClientCeiling | None:
-    """Whether this process, rather than the servers, limited the call rate (pure): it reached at least
-    :data:`CEILING_SHARE` of the rate its CPU per call allows, and that rate is below what ``concurrency`` calls in
-    flight at the servers' mean latency would give. None when not (or when too few calls were timed to say)."""
-    if calls < CEILING_MIN_CALLS or cpu_s <= 0 or wall_s <= 0 or not mean_latency_s:
+def client_ceiling(calls: int, cpu_s: float, wall_s: float, concurrency: int, latency_s: float | None,
+                   cpu_wait_s: float = 0.0) -> ClientCeiling | None:
+    """Whether this process, rather than the servers, limited the call rate (pure): over the calls' ``wall_s`` it was
+    running (``cpu_s``) or ready to run and waiting for a CPU (``cpu_wait_s``, :func:`run_queue_wait_s`) at least
+    :data:`CEILING_SHARE` of the time, and the rate its CPU per call allows is below what ``concurrency`` calls in
+    flight at the servers' latency (``latency_s``: the quickest answer, the least delayed by this process) would
+    give. None when not (or when too few calls were timed to say)."""
+    if calls < CEILING_MIN_CALLS or cpu_s <= 0 or wall_s <= 0 or not latency_s:
         return None
     per_call = cpu_s / calls
-    most, reached, allowed = 1 / per_call, calls / wall_s, concurrency / mean_latency_s
-    if reached < CEILING_SHARE * most or most >= allowed:
+    most, reached, allowed = 1 / per_call, calls / wall_s, concurrency / latency_s
+    if cpu_s + cpu_wait_s < CEILING_SHARE * wall_s or most >= allowed:
         return None
-    return ClientCeiling(round(per_call * 1000, 2), round(most, 1), round(reached, 1), round(allowed, 1))
+    return ClientCeiling(round(per_call * 1000, 2), round(most, 1), round(reached, 1), round(allowed, 1),
+                         round(cpu_wait_s, 1), round(wall_s, 1))
+
+
+def run_queue_wait_s() -> float:
+    """Seconds this process's main thread has waited for a CPU while ready to run, since it started: the second
+    field of Linux's ``/proc/self/schedstat`` (nanoseconds). 0.0 where the system does not say."""
+    try:
+        with open("/proc/self/schedstat", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float,
