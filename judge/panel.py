@@ -678,6 +678,8 @@ async def _run_panel(
                 if shared is not None:
                     cleanup.callback(shared.close)
                 cleanup.callback(store.close)
+            if shared is not None:  # first (the stack runs it last pushed first): the verdicts it still keeps
+                cleanup.callback(_flush_shared, shared)
 
 
 class PreflightFailed(RuntimeError):
@@ -814,8 +816,8 @@ def _share(shared: SharedCache, key: str, judge: Judge, trajectory: Trajectory, 
     """Keep a successful verdict (``row``: its JSON form) in the shared cache; False (with a warning) when the cache
     failed. ``content_hash``: the trajectory's, when it is known already; ``parts``: the judge's :func:`key_parts`."""
     identity = parts if parts is not None else key_parts(judge)
-    try:
-        shared.put(shared_key(key, judge), row, judge=plan.judge,
+    try:  # kept and stored in chunks (SharedCache.add); the rest when the run ends (_flush_shared)
+        shared.add(shared_key(key, judge), row, judge=plan.judge,
                    provider=identity["provider"], model=identity["model"], prompt_version=identity["prompt"],
                    pass_index=plan.pass_index, trajectory_hash=content_hash or trajectory.content_hash())
     except sqlite3.Error as error:
@@ -823,6 +825,15 @@ def _share(shared: SharedCache, key: str, judge: Judge, trajectory: Trajectory, 
               file=sys.stderr)
         return False
     return True
+
+
+def _flush_shared(shared: SharedCache) -> None:
+    """Store the verdicts the shared cache still keeps (a failure warns: the run does not depend on the cache)."""
+    try:
+        shared.flush()
+    except sqlite3.Error as error:
+        print(f"warning: the shared cache failed ({error}); the run's last verdicts are in its own store only",
+              file=sys.stderr)
 
 
 def _warn(line: str) -> None:
