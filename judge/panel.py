@@ -18,7 +18,8 @@ already hold:
 - a pass the run store does not hold is looked up in the cache shared across runs (:mod:`judge.sharedcache`,
   ``no_shared_cache``/``cache_dir``): a hit is recorded in the run store as the run's answer, ``cached_from:
   "shared"``, costing the run nothing (its original cost kept in ``original_cost_usd``); every new ``ok``
-  verdict is added to it (failures never are);
+  verdict is added to it (failures never are), :data:`judge.sharedcache.PUTS_CHUNK` at a time and the rest when the
+  run ends (a kill loses the kept ones from the shared cache only: the run store holds them);
 - each verdict is written to the store as soon as it completes, and to ``verdicts.jsonl`` in input order (the
   file is rebuilt from the store at the start of every run, so there are no duplicate rows); trajectories are
   streamed, and a pass completed ahead of a slower earlier one waits (at most :data:`WINDOW` of them) for its
