@@ -35,7 +35,7 @@ from pathlib import Path
 
 from judge.judges.llm import LLMJudge
 from judge.model import Trajectory, Usage
-from judge.panel import PanelConfig, run_panel, summary_lines
+from judge.panel import PanelConfig, run_panel, run_queue_wait_s, summary_lines
 from judge.providers import Completion
 from judge.testing.synthetic import synthetic_batch
 
@@ -158,9 +158,10 @@ def measure(label: str, trajectories: list[Trajectory], truth: list[dict], args:
         print(f"  {banner}")
         load_before = os.getloadavg()[0]
         server_cpu_before = process_cpu_s(server.pid)
-        started, cpu_started = time.monotonic(), time.process_time()
+        started, cpu_started, waited_before = time.monotonic(), time.process_time(), run_queue_wait_s()
         result = asyncio.run(run_panel(trajectories, config, run_dir, progress=False))
         wall, cpu = time.monotonic() - started, time.process_time() - cpu_started
+        waited = run_queue_wait_s() - waited_before
         server_cpu_after = process_cpu_s(server.pid)
         calls = server_requests(base_url)
         ideal = calls * args.latency / args.concurrency
@@ -177,6 +178,9 @@ def measure(label: str, trajectories: list[Trajectory], truth: list[dict], args:
         # machine is the way the ratio does, and 1000 / (ms per call) is the most calls/s one core can feed.
         print(f"  client CPU: {cpu:.2f} s = {per_call:.1f} ms per call (target < 4), {1000 / max(per_call, 1e-9):.0f} calls/s "
               f"per core at most; {100 * cpu / wall:.0f}% of one core; load average {load_before:.1f} on {os.cpu_count()} cores")
+        # On a shared host the client also waits for a CPU while ready to run: that time is in the wall, not the CPU.
+        print(f"  CPU wait:   {waited:.2f} s ready to run but waiting for a CPU other processes held "
+              f"({100 * waited / wall:.0f}% of the wall time; 0 on an idle host)")
         print(f"  start-up:   {warm_up:.2f} s importing the SDK and its HTTP transport before the timed run "
               f"(once per process; not in the wall time above)")
         if server_cpu_before is not None and server_cpu_after is not None:

@@ -20,7 +20,7 @@ from judge.batch import batchable
 from judge.judges import Judge, make_judge
 from judge.judges.llm import call_fingerprint
 from judge.model import Trajectory, Usage
-from judge.panel import PanelConfig, PassPlan, pass_cache_key, plan_passes
+from judge.panel import PanelConfig, PassPlan, key_parts, pass_cache_key, plan_passes
 from judge.pricing import PriceTable, load_price_table, price
 from judge.providers import redact
 from judge.providers.errors import AuthError
@@ -96,6 +96,7 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
         rows = {spec: JudgeEstimate(redact(spec), local=judge.provider is None, note=notes.get(spec))
                 for spec, judge in judges.items()}
         seen: set[str] = set()  # the run judges identical content once per pass (judge.panel)
+        parts = {spec: key_parts(judge) for spec, judge in judges.items() if judge.cacheable}
         for trajectory in trajectories:
             estimate.trajectories += 1
             if not trajectory.has_assistant_turn:
@@ -107,7 +108,7 @@ async def estimate_run(trajectories: Iterable[Trajectory], config: PanelConfig, 
                 row.passes += 1
                 if row.local or not judge.cacheable:
                     continue
-                key = pass_cache_key(judge, content_hash, plan.pass_index)
+                key = pass_cache_key(judge, content_hash, plan.pass_index, parts[plan.judge])
                 if key in seen:
                     row.identical += 1
                     continue

@@ -18,7 +18,8 @@ already hold:
 - a pass the run store does not hold is looked up in the cache shared across runs (:mod:`judge.sharedcache`,
   ``no_shared_cache``/``cache_dir``): a hit is recorded in the run store as the run's answer, ``cached_from:
   "shared"``, costing the run nothing (its original cost kept in ``original_cost_usd``); every new ``ok``
-  verdict is added to it (failures never are);
+  verdict is added to it (failures never are), :data:`judge.sharedcache.PUTS_CHUNK` at a time and the rest when the
+  run ends (a kill loses the kept ones from the shared cache only: the run store holds them);
 - each verdict is written to the store as soon as it completes, and to ``verdicts.jsonl`` in input order (the
   file is rebuilt from the store at the start of every run, so there are no duplicate rows); trajectories are
   streamed, and a pass completed ahead of a slower earlier one waits (at most :data:`WINDOW` of them) for its
@@ -66,6 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from judge import rundir
 from judge.batch import BatchJudge, BatchRunner, batchable
+from judge.collect import fewer_collections
 from judge.config import OptionFile, build_checked, read_option_file
 from judge.judges import Judge, check_judge, is_local, keeps_parts, make_judge
 from judge.model import Trajectory, Usage
@@ -347,12 +349,19 @@ def shares_answers(config: PanelConfig, judges: Mapping[str, Judge]) -> bool:
     return not config.no_shared_cache and any(judge.cacheable for judge in judges.values())
 
 
-def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int) -> str:
-    """The judge-call cache key of one pass (content hash, prompt, provider, model, params, pass: the pass index keeps passes independent)."""
+def key_parts(judge: Judge) -> dict[str, Any]:
+    """What a judge puts in the cache key of each of its passes: its prompt, provider, model and redacted params
+    (a rotated token is the same judge, and no hash of a secret is stored). A run takes them once per judge: built
+    and redacted for every pass, they cost more than the key's hash."""
     identity = judge.cache_identity()
-    # Redacted: a rotated token is the same judge, and no hash of a secret is stored.
-    return cache_key(trajectory=trajectory_hash, prompt=identity["prompt"], provider=identity["provider"],
-                     model=identity["model"], params=redact(identity["params"]), pass_index=pass_index)
+    return {"prompt": identity["prompt"], "provider": identity["provider"], "model": identity["model"],
+            "params": redact(identity["params"])}
+
+
+def pass_cache_key(judge: Judge, trajectory_hash: str, pass_index: int, parts: Mapping[str, Any] | None = None) -> str:
+    """The judge-call cache key of one pass (content hash, prompt, provider, model, params, pass: the pass index keeps
+    passes independent); ``parts``: the judge's :func:`key_parts`, when the caller keeps them."""
+    return cache_key(trajectory=trajectory_hash, pass_index=pass_index, **(parts if parts is not None else key_parts(judge)))
 
 
 async def run_panel(
@@ -385,7 +394,9 @@ async def run_panel(
     :class:`PreflightFailed` (before any pass is judged) when ``preflight`` is set and a judge cannot be used.
     """
     run_dir = Path(run_dir)
-    with run_lock(run_dir, "judge panel"):
+    # The collector policy of every streaming pass (judge.collect), as `judge score` runs the panel: without it the
+    # trajectories loaded just before (a library caller's list) were walked by the first collections of the run.
+    with run_lock(run_dir, "judge panel"), fewer_collections():
         return await _run_panel(trajectories, config, run_dir, progress=progress, judges=judges, preflight=preflight,
                                 total=len(trajectories) if isinstance(trajectories, Sized) else total, calls=calls,
                                 shared=shared, on_trajectory=on_trajectory)
@@ -443,6 +454,7 @@ async def _run_panel(
         # On stderr (stdout stays for results): a live bar on a terminal, plain lines per tenth elsewhere.
         tracker = Progress("judging", total=None if total is None else total * len(plans), enabled=progress)
         need_hash = any(judge.cacheable for judge in built.values())
+        identities = {spec: key_parts(judge) for spec, judge in built.items() if judge.cacheable}  # once per run
         checked: set[str] = set()  # judges whose preflight ran (or that had no pass to run yet)
         preflight_calls = 0
         shared_now = [shared]  # dropped after a failure of the cache, so one warning is enough
@@ -480,7 +492,7 @@ async def _run_panel(
         ahead: list[tuple[Trajectory, list[Slot]]] | None = None
         batched: list[tuple[Trajectory, PassPlan, str]] = []
         if config.batch and batch_specs:
-            ahead = [(t, _decide(t, plans, built, store, need_hash, shared, hits, hashes)) for t in trajectories]
+            ahead = [(t, _decide(t, plans, built, store, need_hash, shared, hits, hashes, identities)) for t in trajectories]
             await check({plan.judge for _, slots in ahead for plan, _, decided in slots if decided is None})
             batched = [(t, plan, key) for t, slots in ahead for plan, key, decided in slots
                        if decided is None and plan.judge in batch_specs]
@@ -551,14 +563,14 @@ async def _run_panel(
                 row = verdict.model_dump(mode="json")  # one dump for both stores (neither changes it)
                 store.put_verdict(key, trajectory.id, plan.judge, plan.pass_index, row)
                 if verdict.status == "ok" and shared_now[0] is not None and not _share(
-                        shared_now[0], key, judge, trajectory, plan, row, content_hash):
+                        shared_now[0], key, judge, trajectory, plan, row, content_hash, identities[plan.judge]):
                     shared_now[0] = None
             return verdict  # written to verdicts.jsonl by the committer: after the store, so a kill loses nothing
 
         async def produce(collecting: asyncio.Task[dict[str, list[BatchAnswer]]] | None) -> None:
             waiting: list[tuple[Trajectory, PassPlan, str, asyncio.Future[Verdict]]] = []  # for the batch's answers
             decided = ahead if ahead is not None else (
-                (t, _decide(t, plans, built, store, need_hash, shared, hits, hashes)) for t in trajectories)
+                (t, _decide(t, plans, built, store, need_hash, shared, hits, hashes, identities)) for t in trajectories)
             for trajectory, slots in decided:
                 if on_trajectory is not None:
                     await held.acquire()
@@ -618,6 +630,9 @@ async def _run_panel(
                                                       time.monotonic() - tracker.started, makes_calls=flush_rows))
                 window.release()
 
+        # The client-ceiling note looks at the calls' window only: building the judges imports their SDKs (about a
+        # second of CPU in a fresh process), which says nothing of the CPU a call costs.
+        calls_began = (time.monotonic(), time.process_time(), run_queue_wait_s())
         collecting = asyncio.create_task(batches.collect(batched)) if batches is not None else None
         tasks = [*([collecting] if collecting is not None else []), asyncio.create_task(produce(collecting)),
                  asyncio.create_task(commit()), *(asyncio.create_task(worker()) for _ in range(config.concurrency))]
@@ -638,8 +653,9 @@ async def _run_panel(
         # nothing sent is $0, not unknown: None is kept for attempts that no price covers (one cost vocabulary)
         result.cost_this_run_usd = calls.cost_usd if calls.cost_usd is not None or runtime.calls else 0.0
         result.wall_s, result.cpu_s = time.monotonic() - started, time.process_time() - cpu_started
-        result.ceiling = client_ceiling(runtime.calls, result.cpu_s, result.wall_s, config.concurrency,
-                                        calls.latency_s / calls.timed_attempts if calls.timed_attempts else None)
+        result.ceiling = client_ceiling(runtime.calls, time.process_time() - calls_began[1],
+                                        time.monotonic() - calls_began[0], config.concurrency, calls.fastest_s,
+                                        run_queue_wait_s() - calls_began[2])
         result.budget_exceeded = runtime.budget.exceeded
         if batches is not None:
             result.calls += batches.requests  # requests sent in batches are calls too (their attempts are recorded)
@@ -663,6 +679,8 @@ async def _run_panel(
                 if shared is not None:
                     cleanup.callback(shared.close)
                 cleanup.callback(store.close)
+            if shared is not None:  # first (the stack runs it last pushed first): the verdicts it still keeps
+                cleanup.callback(_flush_shared, shared)
 
 
 class PreflightFailed(RuntimeError):
@@ -694,7 +712,7 @@ async def _preflight(judges: Mapping[str, Judge], specs: set[str], calls: RunCal
         if provider is None:
             continue  # rules, replay and other local judges make no call
 
-        on_send, on_attempt = calls.hooks(PREFLIGHT_KEY, "", spec, 0)
+        on_send, on_attempt = calls.hooks(PREFLIGHT_KEY, "", spec, 0, timed=False)
         before = check.calls
         try:
             await complete_with_retries(provider, PREFLIGHT_MESSAGES, runtime=check, estimated_input_tokens=16,
@@ -725,12 +743,13 @@ Slot = tuple[PassPlan, str, Verdict | None]  # a pass of one trajectory: its pla
 
 def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, Judge], store: RunStore,
             need_hash: bool, shared: SharedCache | None = None, hits: list[str] | None = None,
-            hashes: dict[str, str] | None = None) -> list[Slot]:
+            hashes: dict[str, str] | None = None, parts: Mapping[str, Mapping[str, Any]] | None = None) -> list[Slot]:
     """Each pass of one trajectory with its cache key and its verdict when it is decided without a call: from the
     run store (a cached pass), from the cache shared across runs (recorded in the run store at once, as the run's
     record of what it used; its key appended to ``hits``), or unscored ``no_assistant_turn`` for a trajectory
     with no assistant turn. ``None``: the pass must run. The content hash is computed only when some judge is
-    cached (``need_hash``); ``hashes`` gets it under the key of each pass that must run."""
+    cached (``need_hash``); ``hashes`` gets it under the key of each pass that must run. ``parts``: each judge's
+    :func:`key_parts` by spec (taken here when a judge has none)."""
     if not trajectory.has_assistant_turn:
         return [(plan, "", Verdict(trajectory_id=trajectory.id, judge=redact(plan.judge), pass_index=plan.pass_index,
                                    pass_key=plan.pass_key, status="unscored", reason=NO_ASSISTANT_TURN,
@@ -743,7 +762,7 @@ def _decide(trajectory: Trajectory, plans: list[PassPlan], judges: Mapping[str, 
         if not judge.cacheable:
             slots.append((plan, "", None))
             continue
-        key = pass_cache_key(judge, content_hash, plan.pass_index)
+        key = pass_cache_key(judge, content_hash, plan.pass_index, parts.get(plan.judge) if parts is not None else None)
         stored = store.get_verdict(key)
         if stored is None and shared is not None:
             stored = _from_shared(shared, shared_key(key, judge), trajectory, plan)
@@ -794,12 +813,12 @@ def _from_shared(shared: SharedCache, key: str, trajectory: Trajectory, plan: Pa
 
 
 def _share(shared: SharedCache, key: str, judge: Judge, trajectory: Trajectory, plan: PassPlan, row: dict[str, Any],
-           content_hash: str | None = None) -> bool:
+           content_hash: str | None = None, parts: Mapping[str, Any] | None = None) -> bool:
     """Keep a successful verdict (``row``: its JSON form) in the shared cache; False (with a warning) when the cache
-    failed. ``content_hash``: the trajectory's, when it is known already."""
-    identity = judge.cache_identity()
-    try:
-        shared.put(shared_key(key, judge), row, judge=plan.judge,
+    failed. ``content_hash``: the trajectory's, when it is known already; ``parts``: the judge's :func:`key_parts`."""
+    identity = parts if parts is not None else key_parts(judge)
+    try:  # kept and stored in chunks (SharedCache.add); the rest when the run ends (_flush_shared)
+        shared.add(shared_key(key, judge), row, judge=plan.judge,
                    provider=identity["provider"], model=identity["model"], prompt_version=identity["prompt"],
                    pass_index=plan.pass_index, trajectory_hash=content_hash or trajectory.content_hash())
     except sqlite3.Error as error:
@@ -807,6 +826,15 @@ def _share(shared: SharedCache, key: str, judge: Judge, trajectory: Trajectory, 
               file=sys.stderr)
         return False
     return True
+
+
+def _flush_shared(shared: SharedCache) -> None:
+    """Store the verdicts the shared cache still keeps (a failure warns: the run does not depend on the cache)."""
+    try:
+        shared.flush()
+    except sqlite3.Error as error:
+        print(f"warning: the shared cache failed ({error}); the run's last verdicts are in its own store only",
+              file=sys.stderr)
 
 
 def _warn(line: str) -> None:
@@ -851,37 +879,56 @@ def _write_panel_manifest(run_dir: Path, config: PanelConfig, plans: list[PassPl
 @dataclass(frozen=True)
 class ClientCeiling:
     """This process was the limit: ``cpu_ms_per_call`` of its CPU per call caps it near ``max_calls_per_s``, below the
-    ``servers_allow_per_s`` that the concurrency at the servers' latency allows (what was reached: ``calls_per_s``)."""
+    ``servers_allow_per_s`` that the concurrency at the servers' latency allows (what was reached: ``calls_per_s``).
+    ``cpu_wait_s`` of the ``wall_s`` the calls took, it was ready to run but waited for a CPU other processes held."""
 
     cpu_ms_per_call: float
     max_calls_per_s: float
     calls_per_s: float
     servers_allow_per_s: float
+    cpu_wait_s: float = 0.0
+    wall_s: float = 0.0
 
     def line(self) -> str:
+        shared = (f"; it also waited {self.cpu_wait_s:.1f} s of {self.wall_s:.1f} s for a CPU that other processes "
+                  "held (a busy host)" if self.cpu_wait_s >= CPU_WAIT_SHOWN * self.wall_s > 0 else "")
         return (f"this process limited the calls, not the servers: {self.cpu_ms_per_call:.1f} ms of CPU per call caps "
                 f"it near {self.max_calls_per_s:.0f} calls/s (it reached {self.calls_per_s:.0f}), below the "
-                f"{self.servers_allow_per_s:.0f} calls/s that --concurrency at the servers' latency allows; more "
-                "concurrency will not help: split the batch over processes (--engine ray)")
+                f"{self.servers_allow_per_s:.0f} calls/s that --concurrency at the servers' latency allows{shared}; "
+                "more concurrency will not help: split the batch over processes (--engine ray)")
 
 
-# The share of its own ceiling a run must reach to count as CPU-bound (a run that spent most of its time waiting
-# on the servers reaches much less), and calls below which the rates say nothing.
+# The share of the calls' wall time a run must have been running or waiting for a CPU to count as CPU-bound (a run
+# that spent most of its time waiting on the servers is far below), and calls below which the rates say nothing.
 CEILING_SHARE, CEILING_MIN_CALLS = 0.7, 50
+CPU_WAIT_SHOWN = 0.1  # the line names the wait for a CPU from this share of the wall time
 
 
-def client_ceiling(calls: int, cpu_s: float, wall_s: float, concurrency: int,
-                   mean_latency_s: float | None) -> ClientCeiling | None:
-    """Whether this process, rather than the servers, limited the call rate (pure): it reached at least
-    :data:`CEILING_SHARE` of the rate its CPU per call allows, and that rate is below what ``concurrency`` calls in
-    flight at the servers' mean latency would give. None when not (or when too few calls were timed to say)."""
-    if calls < CEILING_MIN_CALLS or cpu_s <= 0 or wall_s <= 0 or not mean_latency_s:
+def client_ceiling(calls: int, cpu_s: float, wall_s: float, concurrency: int, latency_s: float | None,
+                   cpu_wait_s: float = 0.0) -> ClientCeiling | None:
+    """Whether this process, rather than the servers, limited the call rate (pure): over the calls' ``wall_s`` it was
+    running (``cpu_s``) or ready to run and waiting for a CPU (``cpu_wait_s``, :func:`run_queue_wait_s`) at least
+    :data:`CEILING_SHARE` of the time, and the rate its CPU per call allows is below what ``concurrency`` calls in
+    flight at the servers' latency (``latency_s``: the quickest answer, the least delayed by this process) would
+    give. None when not (or when too few calls were timed to say)."""
+    if calls < CEILING_MIN_CALLS or cpu_s <= 0 or wall_s <= 0 or not latency_s:
         return None
     per_call = cpu_s / calls
-    most, reached, allowed = 1 / per_call, calls / wall_s, concurrency / mean_latency_s
-    if reached < CEILING_SHARE * most or most >= allowed:
+    most, reached, allowed = 1 / per_call, calls / wall_s, concurrency / latency_s
+    if cpu_s + cpu_wait_s < CEILING_SHARE * wall_s or most >= allowed:
         return None
-    return ClientCeiling(round(per_call * 1000, 2), round(most, 1), round(reached, 1), round(allowed, 1))
+    return ClientCeiling(round(per_call * 1000, 2), round(most, 1), round(reached, 1), round(allowed, 1),
+                         round(cpu_wait_s, 1), round(wall_s, 1))
+
+
+def run_queue_wait_s() -> float:
+    """Seconds this process's main thread has waited for a CPU while ready to run, since it started: the second
+    field of Linux's ``/proc/self/schedstat`` (nanoseconds). 0.0 where the system does not say."""
+    try:
+        with open("/proc/self/schedstat", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float,

@@ -29,14 +29,13 @@ fit the budget, with absolute turn numbers; each window's prompt keeps the query
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +64,9 @@ class PromptTemplate:
     path: str
     meta: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def variables(self) -> frozenset[str]:
+        # Read at every render and by every pass's cache key: scanned once (the sections never change).
         return frozenset(m.group(1) for _, text in self.sections for m in _VAR.finditer(text))
 
     def render(self, **values: Any) -> list[dict[str, str]]:
@@ -404,7 +404,9 @@ def _blocks_of(trajectory: Trajectory) -> list[_Block]:
     global _last_blocks
     if _last_blocks is None or _last_blocks[0] is not trajectory:
         _last_blocks = (trajectory, _blocks(trajectory))
-    return [dataclasses.replace(block) for block in _last_blocks[1]]
+    # From the fields' dict, not dataclasses.replace, which looks the fields up again for every block (2.7 -> 1 us;
+    # ~27 blocks for each real trajectory).
+    return [_Block(**vars(block)) for block in _last_blocks[1]]
 
 
 def _blocks(trajectory: Trajectory) -> list[_Block]:

@@ -100,13 +100,17 @@ class RunCalls:
     interrupted: int
     interrupted_usd: float
     cost_usd: float | None = field(default=None)  # paid by this invocation's attempts (failed ones included)
-    latency_s: float = 0.0  # the servers' time over this invocation's timed attempts (the client-ceiling note)
-    timed_attempts: int = 0
+    # The quickest answer of this invocation (preflight requests aside): the servers' latency with the least of this
+    # process's own queueing in it, for the client-ceiling note - a CPU-bound client delays every answer it reads,
+    # so their mean says how busy the client was, not how fast the servers were.
+    fastest_s: float | None = None
     store_id: str | None = None  # the store's id (check_store), recorded in run.json's budget
 
-    def hooks(self, key: str, trajectory_id: str, judge: str, pass_index: int) -> tuple[AttemptHook, AttemptHook]:
+    def hooks(self, key: str, trajectory_id: str, judge: str, pass_index: int,
+              timed: bool = True) -> tuple[AttemptHook, AttemptHook]:
         """``(on_send, on_attempt)`` for the attempts of one call: recorded under ``key`` (the call's cache key)
-        with the trajectory, the judge (or ``teacher:SPEC``) and the pass index."""
+        with the trajectory, the judge (or ``teacher:SPEC``) and the pass index; ``timed`` False leaves their
+        latency out of :attr:`fastest_s` (a preflight's minimal request says nothing of a real call's)."""
 
         def on_send(attempt: Attempt) -> None:
             attempt.record_id = self.store.record_attempt(key, trajectory_id, judge, pass_index, "sent",
@@ -114,9 +118,8 @@ class RunCalls:
 
         def on_attempt(attempt: Attempt) -> None:
             self.cost_usd = add_costs(self.cost_usd, attempt.cost_usd)
-            if attempt.latency_s is not None:
-                self.latency_s += attempt.latency_s
-                self.timed_attempts += 1
+            if timed and attempt.outcome == "ok" and attempt.latency_s is not None:
+                self.fastest_s = attempt.latency_s if self.fastest_s is None else min(self.fastest_s, attempt.latency_s)
             record_outcome(self.store, attempt, key, trajectory_id, judge, pass_index)
 
         return on_send, on_attempt

@@ -37,6 +37,7 @@ from judge.store import cache_key
 CACHE_FILE = "cache.sqlite"
 ENV_DIR = "TRAJUDGE_CACHE_DIR"
 BUSY_TIMEOUT_S = 60.0  # other processes' writes are short: waiting is always better than failing a run
+PUTS_CHUNK = 64  # answers :meth:`SharedCache.add` keeps before it stores them in one transaction
 KEY_VERSION = 1
 SHARED = "shared"  # Verdict.cached_from of an answer taken from this cache
 
@@ -156,6 +157,7 @@ class SharedCache:
         self.path = path
         self._db = db
         self.readonly = readonly
+        self._pending: list[tuple[str, dict[str, Any], dict[str, Any]]] = []  # add()ed, not stored yet
 
     @overload
     @classmethod
@@ -204,7 +206,11 @@ class SharedCache:
             raise
 
     def close(self) -> None:
-        self._db.close()
+        """Store what :meth:`add` keeps (a failure here still closes the file, and raises), then close."""
+        try:
+            self.flush()
+        finally:
+            self._db.close()
 
     def __enter__(self) -> SharedCache:
         return self
@@ -250,6 +256,35 @@ class SharedCache:
              verdict.get("cost_usd"), usage.get("output_tokens"), max(1, int(verdict.get("attempts") or 1)),
              len(text.encode("utf-8")), now, now))
         return cursor.rowcount > 0
+
+    def add(self, key: str, verdict: dict[str, Any], *, judge: str, provider: str, model: str,
+            prompt_version: str | None, pass_index: int, trajectory_hash: str) -> None:
+        """:meth:`put`, kept until :data:`PUTS_CHUNK` answers wait (or :meth:`flush`, :meth:`close`) and then stored in
+        one transaction: a run's puts each committed on their own cost a write of the shared file (and its lock) per
+        verdict. Until then other processes do not see them; a process killed meanwhile loses them here only (its
+        run store holds them). A refused verdict (not ok) raises at once."""
+        if verdict.get("status") != "ok":
+            raise ValueError("only successful verdicts are shared across runs")
+        self._pending.append((key, verdict, {"judge": judge, "provider": provider, "model": model,
+                                             "prompt_version": prompt_version, "pass_index": pass_index,
+                                             "trajectory_hash": trajectory_hash}))
+        if len(self._pending) >= PUTS_CHUNK:
+            self.flush()
+
+    def flush(self) -> int:
+        """Store the answers :meth:`add` keeps, in one transaction; returns how many were new. On a failure they are
+        dropped (the error is raised): the cache saves money, a run never depends on it."""
+        if not self._pending:
+            return 0
+        pending, self._pending = self._pending, []
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            stored = sum(self.put(key, verdict, **fields) for key, verdict, fields in pending)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return stored
 
     def output_tokens_per_call(self, provider: str, model: str, min_calls: int = 5) -> float | None:
         """Mean output tokens per call of the stored answers of ``provider:model`` (a dry run's estimate), or None

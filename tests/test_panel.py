@@ -601,3 +601,96 @@ def test_client_ceiling_says_when_this_process_limited_the_calls(calls: int, cpu
     if ceiling is not None:
         assert ceiling.cpu_ms_per_call == 13.0 and ceiling.max_calls_per_s == 76.9 and ceiling.servers_allow_per_s == 160.0
         assert "13.0 ms of CPU per call caps it near 77 calls/s" in ceiling.line()
+        assert "for a CPU" not in ceiling.line()  # it had a CPU whenever it was ready
+
+
+@pytest.mark.parametrize(("cpu_wait_s", "bound"), [(2.9, True), (0.0, False), (0.5, False)])
+def test_client_ceiling_counts_the_wait_for_a_cpu_on_a_busy_host(cpu_wait_s: float, bound: bool) -> None:
+    # A `judge score` of 600 real trajectories against the simulated server at 10 ms, --concurrency 32, on the
+    # shared 2-core host: 3.4 s on a CPU and 2.9 s ready but waiting for one (/proc/self/schedstat) of 6.4 s. Counted
+    # by its CPU alone the run looked half idle, and no note was printed although the servers waited on it.
+    from judge.panel import client_ceiling
+
+    ceiling = client_ceiling(600, 3.4, 6.4, 32, 0.011, cpu_wait_s)
+    assert (ceiling is not None) == bound
+    if ceiling is not None:
+        assert (ceiling.cpu_wait_s, ceiling.wall_s) == (2.9, 6.4)
+        assert "waited 2.9 s of 6.4 s for a CPU that other processes held" in ceiling.line()
+
+
+def test_the_servers_latency_is_the_quickest_answer_of_a_real_call(tmp_path: Path) -> None:
+    # Each answer a CPU-bound client reads waits for the client: their mean measured the client (0.24 s against a
+    # server answering in 0.01 s). A failed attempt and a preflight's minimal request say nothing of a call's latency.
+    from judge.providers.retry import Attempt
+    from judge.runcalls import open_calls
+
+    with RunStore.for_run(tmp_path) as store:
+        calls = open_calls(store, PanelConfig().call_settings())
+        _, preflight = calls.hooks("preflight", "", "j", 0, timed=False)
+        _, on_attempt = calls.hooks("k", "t", "j", 1)
+        preflight(Attempt(1, "ok", latency_s=0.05))
+        on_attempt(Attempt(1, "timeout", latency_s=0.1))
+        for latency in (0.4, 0.25, 0.3):
+            on_attempt(Attempt(1, "ok", latency_s=latency))
+        assert calls.fastest_s == 0.25
+
+
+# --- per-call work a run does once (issue 27 item 2) ----------------------------------------------
+
+
+class _CountingJudge(BaseJudge):
+    """A cacheable judge that makes no call: counts how often the panel asks for its cache identity, and notes the
+    collector's threshold while it judges."""
+
+    spec, deterministic, cacheable = "counting", False, True
+
+    def __init__(self) -> None:
+        self.identities = 0
+        self.thresholds: list[int] = []
+
+    def cache_identity(self) -> Any:
+        self.identities += 1
+        return {"provider": "p", "model": "m", "prompt": "v1", "params": {"endpoint": "http://h/v1"}}
+
+    async def __call__(self, trajectory, pass_index, **hooks):
+        import gc
+
+        self.thresholds.append(gc.get_threshold()[0])
+        return Verdict(trajectory_id=trajectory.id, judge=self.spec, pass_index=pass_index, pass_key="x", status="ok")
+
+
+def test_a_run_takes_each_judges_cache_identity_once_and_keys_stay_the_same(tmp_path: Path) -> None:
+    from judge.panel import pass_cache_key
+
+    judge = _CountingJudge()
+    trajectories, _ = synthetic_batch(6)
+    config = PanelConfig(judges=["counting"], passes=3)
+    asyncio.run(run_panel(trajectories, config, tmp_path, progress=False, judges={"counting": judge}))
+    # once per planned pass for the manifest, once for the keys: not once more per (trajectory, pass) as before
+    assert judge.identities == 3 + 1
+    stored = {row["key"] for row in _store_rows(tmp_path)}
+    assert stored == {pass_cache_key(judge, t.content_hash(), index) for t in trajectories for index in (1, 2, 3)}
+
+
+def test_the_panel_runs_under_the_streaming_collector_policy(tmp_path: Path) -> None:
+    import gc
+
+    from judge.collect import GC_THRESHOLD
+
+    judge = _CountingJudge()
+    before = gc.get_threshold()
+    trajectories, _ = synthetic_batch(2)
+    asyncio.run(run_panel(trajectories, PanelConfig(judges=["counting"], passes=1), tmp_path, progress=False,
+                          judges={"counting": judge}))
+    # as `judge score` runs it (judge.collect): the young generation collected every GC_THRESHOLD allocations, not
+    # every 700, during the run; the process's own setting back after it
+    assert judge.thresholds == [max(before[0], GC_THRESHOLD)] * 2
+    assert gc.get_threshold() == before
+
+
+def _store_rows(run_dir: Path) -> list[dict[str, Any]]:
+    import sqlite3
+
+    with sqlite3.connect(run_dir / "store.sqlite") as db:
+        db.row_factory = sqlite3.Row
+        return [dict(row) for row in db.execute("SELECT key FROM judge_calls")]

@@ -518,3 +518,27 @@ def test_choose_transport_rejects(setting: str, installed: bool, message: str, m
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (object() if installed else None) if name == "aiohttp" else real(name, *a))
     with pytest.raises(ValueError, match=message):
         choose_transport(setting)
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.parametrize(("url", "loads"), [("http://127.0.0.1:9/v1", False), ("https://llm.example/v1", True)])
+def test_a_plain_http_server_is_reached_without_loading_ca_certificates(
+        transport: str, url: str, loads: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CA bundle costs 20-70 ms of CPU per client, at the start of every run; a plain-http server (a local vLLM,
+    # the simulated judge) never uses it. It was skipped for httpx only, and aiohttp is the default transport.
+    import ssl
+
+    from judge.providers import make_provider
+
+    loaded: list[object] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def load(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loaded.append(args or kwargs)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", load)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    provider = make_provider(f"openai-compatible:m@{url}", {"http_transport": transport, "timeout_s": 5})
+    asyncio.run(provider.aclose())
+    assert bool(loaded) == loads

@@ -166,6 +166,30 @@ def test_only_ok_verdicts_are_stored_and_the_first_answer_is_kept(tmp_path: Path
         assert cache.get("other") is None
 
 
+def test_added_answers_are_stored_in_chunks_and_at_close(tmp_path: Path) -> None:
+    # A run's verdicts were each one autocommitted write of the shared file (and its lock); now they are kept and
+    # stored PUTS_CHUNK at a time, the rest when the run ends. Another process sees them once they are stored.
+    from judge.sharedcache import PUTS_CHUNK
+
+    def add(cache: SharedCache, key: str) -> None:
+        cache.add(key, ok_verdict(), judge="openai:gpt-4o", provider="openai", model="gpt-4o",
+                  prompt_version="judge-v2.1", pass_index=1, trajectory_hash="h")
+
+    with SharedCache.open(tmp_path) as cache, SharedCache.open(tmp_path) as other:
+        for index in range(PUTS_CHUNK - 1):
+            add(cache, f"k{index}")
+        assert other.get("k0") is None  # kept, not stored yet
+        add(cache, "last-of-the-chunk")
+        assert other.get("k0") is not None and other.get("last-of-the-chunk") is not None
+        add(cache, "after")
+        assert other.get("after") is None
+        with pytest.raises(ValueError, match="only successful"):
+            cache.add("bad", {**ok_verdict(), "status": "unscored"}, judge="j", provider="p", model="m",
+                      prompt_version=None, pass_index=1, trajectory_hash="h")
+    with SharedCache.open(tmp_path) as cache:
+        assert cache.get("after") is not None  # stored when the cache was closed
+
+
 def test_stats_and_prune(tmp_path: Path) -> None:
     with SharedCache.open(tmp_path) as cache:
         for index in range(4):

@@ -208,3 +208,17 @@ def test_the_chromium_profile_removal_is_retried_while_a_helper_process_still_wr
     with pytest.raises(OSError, match="not empty"):  # a profile that cannot be removed is still an error
         chromium._remove_profile(stuck, attempts=5)
     assert stuck.attempts == 5
+
+
+# --- the simulated judge server -------------------------------------------------------------------
+
+
+def test_the_simulated_judge_loads_what_it_matches_with_before_its_first_request() -> None:
+    # With an empty truth table nothing was matched at construction, and the first request imported
+    # judge.prompting on the server's loop, delaying every request of the first wave (~0.15 s in the throughput
+    # bench, charged to the client's wall time). A fresh interpreter: this one has judge.prompting loaded already.
+    probe = ("import sys; from judge.testing.simjudge import SimulatedJudge; SimulatedJudge({}); "
+             "print('judge.prompting' in sys.modules)")
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONPATH": child_pythonpath()})
+    assert found.stdout.strip() == "True"

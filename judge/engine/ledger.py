@@ -39,7 +39,7 @@ from judge.store import RunStore
 # RunStore methods a worker may call through the actor (the panel's and the call recorder's).
 STORE_METHODS = frozenset({"get_verdict", "put_verdict", "record_attempt", "finish_attempt", "spent_usd", "in_doubt",
                            "get_answer", "put_answer", "setting", "count_verdicts", "get_part", "put_part"})
-SHARED_METHODS = frozenset({"get", "put", "record_hits"})  # SharedCache methods, the same way
+SHARED_METHODS = frozenset({"get", "put", "add", "flush", "record_hits"})  # SharedCache methods, the same way
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,10 @@ class SimulatedJudge:
     def __init__(self, truth: dict[str, dict[str, Any]] | list[dict[str, Any]], config: SimConfig | None = None):
         self.truth = truth if isinstance(truth, dict) else _index(truth)
         self.config = config or SimConfig()
+        # Matching a request imports judge.prompting (and the trajectory models): ~0.15 s that would otherwise fall
+        # on the first request, while the server's loop holds every other request of the first wave - a cold start
+        # of the simulator that a benchmark would charge to the client (an empty truth table never loads it here).
+        _norm("")
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
 
