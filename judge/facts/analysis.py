@@ -910,11 +910,29 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
         pass_claim=pass_claim,
         actions=tuple(name for name, claim, _ in patterns.action_claims if claim.search_found(text, found) is not None)
         if patterns.actions_always or not patterns.action_literals.isdisjoint(found) else (),
-        counts=tuple(dict.fromkeys(int(n) for m in patterns.count_claim.finditer_found(text, found, low)
-                                   for n in _NUMBER.findall(m.group(0)))),
+        counts=tuple(dict.fromkeys(n for m in patterns.count_claim.finditer_found(text, found, low)
+                                   for n in _claimed_numbers(text, m))),
         future=patterns.future.search_found(text, found) is not None,
         resolution=patterns.resolution_claim.search_found(text, found) is not None,
     )
+
+
+# A number written in groups of three ("1,500", "1 500", "1.500"): a count phrase may match its last group only.
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[,.\u00a0\u202f ]\d{3})+(?![\d])")
+
+
+def _claimed_numbers(text: str, match: re.Match[str]) -> list[int]:
+    """The numbers of a count phrase's match, each whole: "1,500행" claims 1500, not the 500 the phrase matched."""
+    numbers: list[int] = []
+    for number in _NUMBER.finditer(match.group(0)):
+        at = match.start() + number.start()
+        whole = int(number.group())
+        if at >= 2 and text[at - 1] in ",.\u00a0\u202f " and text[at - 2].isdigit():
+            for grouped in _GROUPED.finditer(text, max(0, at - 40), match.end() + 1):
+                if grouped.start() < at < grouped.end():
+                    whole = int(re.sub(r"\D", "", grouped.group()))
+        numbers.append(whole)
+    return numbers
 
 
 def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: str, found: frozenset[str],
