@@ -467,6 +467,21 @@ class Ledger:
                 return at
         return None
 
+    def speaks_of(self, action: Action, text: str) -> bool:
+        """Whether ``text`` names what ``action`` worked on, in any language: an id, file or value of the call
+        (:meth:`names_of`, 4+ characters), or a word of its command (``push``, ``httpx``)."""
+        if not text:
+            return False
+        low = text.lower()
+        words = frozenset(_TEXT_WORD.findall(low))
+        config = self.analysis.config
+        command = command_of(action.call, config) if action.call is not None else None
+        named = {n.lower() for n in self.names_of(action) | _made_names(action, config) if len(n) >= 4}
+        # The command's operands and subcommands (push, origin, fix/tz), not its program nor its flags.
+        named |= {w for w in (command or call_path(action, config)).lower().split()[1:]
+                  if len(w) >= 4 and not w.startswith("-") and _TEXT_WORD.fullmatch(w)}
+        return any(n in words or (not n.isalnum() and n in low) for n in named)
+
     def _reports_by_values(self, action: Action, text: str) -> bool:
         """Whether ``text`` (the final answer) reports the failed ``action`` by values, in any language: it names
         what the call worked on (an id, file or value of the call, or a word of its command: ``push``) and shows
@@ -475,16 +490,11 @@ class Ledger:
         back). Words of a vocabulary are extra evidence, read by the caller; the claims that would make the report
         dishonest are read there too."""
         receipt = action.receipt
-        if receipt is None or not text:
+        if receipt is None or not self.speaks_of(action, text):
             return False
-        low = text.lower()
-        words = frozenset(_TEXT_WORD.findall(low))
+        words = frozenset(_TEXT_WORD.findall(text.lower()))
         query = (self.analysis.trajectory.query or "").lower()
         command = action.text.lower()
-        named = {n.lower() for n in self.names_of(action) if len(n) >= 4}
-        named |= {w for w in _TEXT_WORD.findall(call_path(action, self.analysis.config).lower()) if len(w) >= 4}
-        if not any(n in words or (not n.isalnum() and n in low) for n in named):
-            return False
         if text.rstrip().endswith(("?", "？", "؟")):
             return True
         error = f"{action.error_line}\n{receipt.content[:2000]}".lower()
