@@ -414,7 +414,7 @@ class Ledger:
         command = command_of(action.call, config) if action.call is not None and action.program else None
         if command is not None:
             # A typo corrected: the same command with one word respelled to what the query or the error named.
-            known = f"{self.analysis.trajectory.query or ''}\n{action.receipt.content if action.receipt else ''}"
+            known = f"{index.given}\n{action.receipt.content.lower() if action.receipt else ''}"
             found.append(index.first(
                 index.by_program.get((action.name, action.program), ()), action.order, before,
                 lambda later: redoes(later) and _respelled(command, command_of(later.call, config) or "", known)
@@ -493,7 +493,7 @@ class Ledger:
         if receipt is None or not self.speaks_of(action, text):
             return False
         words = frozenset(_TEXT_WORD.findall(text.lower()))
-        query = (self.analysis.trajectory.query or "").lower()
+        query = self._index().given
         command = action.text.lower()
         if text.rstrip().endswith(("?", "？", "؟")):
             return True
@@ -613,6 +613,9 @@ class _RecoveryIndex:
                     if not places or places[-1] != at:
                         places.append(at)
         self.signals = frozenset(self.signal_at)
+        # What the user gave (the query, user and system messages), lowered: a value from there is no evidence.
+        self.given = "\n".join([an.trajectory.query or "", *(m.content or "" for m in an.trajectory.messages
+                                                            if m.role in ("user", "system"))]).lower()
         self.final_speech = an.speeches[-1] if an.speeches else None
 
     @staticmethod
