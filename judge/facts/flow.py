@@ -165,10 +165,11 @@ def _upstream(ledger: Ledger, node: _Node) -> tuple[_Node, LinkKind, str] | None
             source = _value_source(ledger, token, node.message_index)
             if source is not None:
                 candidates.append((source.message_index, 1, source, "value", token))
-    if action is not None and failing:
+    if action is not None and failing and not candidates:
         # A value the error names that the call did not send (a port in a config, a pin in requirements.txt) and
         # that the agent stated before any receipt showed it: the failure inherits what the agent typed, even when
-        # it looks like the environment's (connection refused on the port the agent wrote).
+        # it looks like the environment's (connection refused on the port the agent wrote). Only when no file or id
+        # link explains the failure: those give the longer chain (the script that holds the value).
         for token in _error_values(action):
             source = _unsupported_source(ledger, token, node.message_index)
             if source is not None:
