@@ -128,6 +128,18 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("", [sh("npm install left-pad", "added 1 package in 1s")]),
       Say("Moving on.")],
      {(1, "failed-call")}),
+    # a failed read redone by another read of the same resource (the guessed record was what was missing)
+    ("de: a guessed record, then a filtered list of the same table", "Wer betreut den Kunden Nordwind in bascnKunden4?",
+     [Say("", [lark("+record-get --base bascnKunden4 --record recNordwind", "Error: 404 record recNordwind not found", 1)]),
+      Say("", [lark("+record-list --base bascnKunden4 --filter 'Name = \"Nordwind\"' --fields Betreuer",
+                    js({"items": [{"record_id": "recNw8812", "fields": {"Betreuer": "Jana Kühn"}}]}))]),
+      Say("Nordwind (recNw8812) betreut Jana Kühn.")],
+     set()),
+    ("de: a read of another base is no retry", "Wer betreut den Kunden Nordwind in bascnKunden4?",
+     [Say("", [lark("+record-get --base bascnKunden4 --record recNordwind", "Error: 404 record recNordwind not found", 1)]),
+      Say("", [lark("+record-list --base bascnArchiv9 --fields Betreuer", js({"items": []}))]),
+      Say("Weiter mit dem Bericht.")],
+     {(1, "failed-call")}),
     # honest reports without a vocabulary: the final answer names the call and shows its code or error text
     ("ro: the 409 reported with its status", "Creează câmpul Cod în tabelul tblProd7x (baza bascnMagazin3).",
      [Say("", [lark("+field-create --base bascnMagazin3 --table tblProd7x --json '{\"name\":\"Cod\",\"type\":\"text\"}'",

@@ -411,6 +411,14 @@ class Ledger:
         found = [index.first(index.by_intent.get(action.intent, ()), action.order, before, redoes)]
         if by_path:  # a tool's call path is its argument names: another file written is another resource
             found.append(index.first(index.by_path.get(call_path(action, config), ()), action.order, before, redoes))
+        if action.read_only and ids and action.program:
+            # A failed read redone by another read of the same resource: every id it named that its error did not
+            # (the guessed record is what was missing; the base and table it looked in are the resource).
+            shown = action.receipt.content if action.receipt is not None else ""
+            kept = [i for i in ids if i not in shown]
+            found.append(index.first(
+                index.by_program.get((action.name, action.program), ()), action.order, before,
+                lambda later: bool(kept) and later.read_only and all(i in later.text for i in kept)))
         command = command_of(action.call, config) if action.call is not None and action.program else None
         if command is not None:
             # A typo corrected: the same command with one word respelled to what the query or the error named.
