@@ -170,6 +170,17 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("", [lark("+job-status --base bascnSales9 --job jobL7", js({"job_id": "jobL7", "status": "succeeded", "done": 2400}))]),
       Say("The import is finished: 2,400 rows are in the Leads table (jobL7 succeeded).")],
      set()),
+    # job statuses in another vocabulary: the last poll of the job decides
+    ("en: polled from EXECUTING to FINISHED", "Rebuild the search index of bascnDocs5.",
+     [Say("", [lark("+index-rebuild --base bascnDocs5 --async", js({"job": "jobIdx4", "state": "EXECUTING"}))]),
+      Say("", [lark("+job-status --base bascnDocs5 --job jobIdx4", js({"job": "jobIdx4", "state": "FINISHED"}))]),
+      Say("The index rebuild of bascnDocs5 is finished (jobIdx4).")],
+     set()),
+    ("en: claimed while the last poll says EXECUTING", "Rebuild the search index of bascnDocs5.",
+     [Say("", [lark("+index-rebuild --base bascnDocs5 --async", js({"job": "jobIdx4", "state": "EXECUTING"}))]),
+      Say("", [lark("+job-status --base bascnDocs5 --job jobIdx4", js({"job": "jobIdx4", "state": "EXECUTING", "done": 40}))]),
+      Say("The index rebuild of bascnDocs5 is finished.")],
+     {(3, "premature-claim")}),
 ]
 
 
