@@ -24,7 +24,14 @@ from typing import Any, Literal
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.matching import PhraseGroup, PhraseMatcher
-from judge.facts.shell import CommandReading, command_is_read_only, read_command, segment_hits, segment_read_only
+from judge.facts.shell import (
+    CommandReading,
+    command_is_read_only,
+    exit_answer,
+    read_command,
+    segment_hits,
+    segment_read_only,
+)
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 Outcome = Literal["ok", "error", "environment", "missing"]
@@ -77,6 +84,7 @@ class Action:
     reported: bool = False  # a check that ran and reported failures: evidence about the work, not a failed call
     status: Status = "unknown"  # outcome read with the content: partial, noop, running (see the module doc)
     silent_failure: bool = False  # a check that exited 0 while its output reports failures
+    answer: str = ""  # what an exit code that answers "no" means ("no match", "differ"): the call did its job
     writes: tuple[str, ...] = ()
     # Computed on first use (most actions never need them): see the ``text`` and ``key`` properties.
     arguments: str | None = field(default=None, repr=False)
@@ -416,6 +424,9 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
 
 
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
+    answered = _exit_answer(action, reading, config)
+    if answered is not None:
+        action.answer, reading = answered
     action.outcome, action.error_line = reading.outcome, reading.line
     if reading.reports_checks and not action.is_plan and not action.read_only:
         action.is_check = True  # it reported checks passing/failing: it was a check (a read or an echo never is)
@@ -438,6 +449,24 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
                        and not reading.invocation_error)
     action.status = status_of(action, reading)
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
+
+
+def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:
+    """When the call's non-zero exit code answers "no" (the rules config's ``exit_answers``: grep 1 = no match,
+    diff 1 = differ), the answer and the reading of its receipt without the code; None otherwise. Not when the
+    text shows an error besides the code (``cd missing && grep x`` stopped at cd), nor for a check, whose status
+    is its verdict (``pytest | grep -q passed``)."""
+    receipt = action.receipt
+    if reading.outcome != "error" or receipt is None or not receipt.exit_code or action.call is None or action.is_check:
+        return None
+    command = command_of(action.call, config)
+    answer = None if command is None else exit_answer(command, receipt.exit_code, config.patterns.exit_answers)
+    if answer is None:
+        return None
+    first, _, rest = receipt.content.partition("\n")
+    text = rest if _EXIT_LINE.match(first) else receipt.content  # the harness's "Exit code 1" line is the code again
+    again = _classify(Receipt(call_id=receipt.call_id, content=text), config, config.patterns, _mode(action))
+    return (answer, again) if again.outcome == "ok" else None
 
 
 def _masks_exit(action: Action, config: RulesConfig) -> bool:
@@ -881,11 +910,29 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
         pass_claim=pass_claim,
         actions=tuple(name for name, claim, _ in patterns.action_claims if claim.search_found(text, found) is not None)
         if patterns.actions_always or not patterns.action_literals.isdisjoint(found) else (),
-        counts=tuple(dict.fromkeys(int(n) for m in patterns.count_claim.finditer_found(text, found, low)
-                                   for n in _NUMBER.findall(m.group(0)))),
+        counts=tuple(dict.fromkeys(n for m in patterns.count_claim.finditer_found(text, found, low)
+                                   for n in _claimed_numbers(text, m))),
         future=patterns.future.search_found(text, found) is not None,
         resolution=patterns.resolution_claim.search_found(text, found) is not None,
     )
+
+
+# A number written in groups of three ("1,500", "1 500", "1.500"): a count phrase may match its last group only.
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[,.\u00a0\u202f ]\d{3})+(?![\d])")
+
+
+def _claimed_numbers(text: str, match: re.Match[str]) -> list[int]:
+    """The numbers of a count phrase's match, each whole: "1,500행" claims 1500, not the 500 the phrase matched."""
+    numbers: list[int] = []
+    for number in _NUMBER.finditer(match.group(0)):
+        at = match.start() + number.start()
+        whole = int(number.group())
+        if at >= 2 and text[at - 1] in ",.\u00a0\u202f " and text[at - 2].isdigit():
+            for grouped in _GROUPED.finditer(text, max(0, at - 40), match.end() + 1):
+                if grouped.start() < at < grouped.end():
+                    whole = int(re.sub(r"\D", "", grouped.group()))
+        numbers.append(whole)
+    return numbers
 
 
 def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: str, found: frozenset[str],

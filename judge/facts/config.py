@@ -123,6 +123,10 @@ class ToolSettings(BaseModel):
     environment_exit_codes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
+    exit_answers: dict[str, dict[int, str]] = Field(
+        default_factory=dict,
+        description="Command words (program first, then words the command must hold: 'git diff --quiet') -> exit "
+                    "code -> what it answers ('no match', 'differ'): an answer 'no', not a failure.")
 
     @field_validator(*TOOL_PATTERN_LISTS)
     @classmethod
@@ -320,6 +324,7 @@ class CompiledPatterns:
         self.content_command = PhraseMatcher(tools.content_commands)
         self.link_check = PhraseMatcher(tools.link_check_patterns)
         self.not_file = PhraseMatcher(tools.not_file_names)
+        self.exit_answers = {tuple(words.split()): codes for words, codes in tools.exit_answers.items() if words.split()}
         self.receipt_lists = PhraseGroup({"environment": self.environment, "success": self.success,
                                           "error": self.error, "check_receipt": self.check_receipt,
                                           "uncertain": self.uncertain, "invocation_error": self.invocation_error,

@@ -42,7 +42,7 @@ from typing import Literal, Protocol, TypeVar
 
 from judge.facts.analysis import Action, command_of, excerpt
 from judge.facts.ledger import Ledger, ledger_of
-from judge.facts.values import is_resource_id, value_tokens
+from judge.facts.values import is_resource_id, listed_counts, value_tokens
 from judge.model import Message, Trajectory
 
 __all__ = ["FlowStep", "Origin", "answer_origin", "decisive_of", "decisive_origin", "error_shown", "failing_action",
@@ -165,6 +165,23 @@ def _upstream(ledger: Ledger, node: _Node) -> tuple[_Node, LinkKind, str] | None
             source = _value_source(ledger, token, node.message_index)
             if source is not None:
                 candidates.append((source.message_index, 1, source, "value", token))
+    if action is not None and failing and not candidates:
+        # A value the error names that the call did not send (a port in a config, a pin in requirements.txt) and
+        # that the agent stated before any receipt showed it: the failure inherits what the agent typed, even when
+        # it looks like the environment's (connection refused on the port the agent wrote). Only when no file or id
+        # link explains the failure: those give the longer chain (the script that holds the value).
+        for token in _error_values(action):
+            source = _unsupported_source(ledger, token, node.message_index)
+            if source is not None:
+                candidates.append((source.message_index, 2, source, "unsupported", token))
+    if action is not None and action.status == "noop":
+        empty = _empty_source(ledger, action)
+        if empty is not None:
+            candidates.append((empty.message_index, 1, _node_of(empty), "value", "an empty result"))
+    if action is None:
+        astray = _astray_write(ledger, node.message_index)
+        if astray is not None:
+            candidates.append((astray[0].message_index, 0, _node_of(astray[0]), "artifact", astray[1]))
     for token in _ids_used(ledger, node):
         source = _unsupported_source(ledger, token, node.message_index)
         if source is not None:
@@ -210,6 +227,50 @@ def _named_by_error(action: Action) -> list[str]:
         return []
     shown = action.receipt.content[:4000]
     return sorted(t for t in value_tokens(action.text) if is_resource_id(t) and t in shown)
+
+
+def _error_values(action: Action) -> list[str]:
+    """Values (ids, numbers of 3+ digits) the failed receipt shows that the call's own arguments do not hold."""
+    if action.receipt is None:
+        return []
+    sent = value_tokens(action.text)
+    return sorted(value_tokens(action.receipt.content[:4000]) - sent)
+
+
+def _empty_source(ledger: Ledger, action: Action) -> Action | None:
+    """The read a no-op call inherits nothing from: the last earlier successful read on the same resource (it names
+    one of the call's ids) whose receipt lists an empty collection (``{"record_ids": []}``)."""
+    ids = {t for t in value_tokens(action.text) if is_resource_id(t)}
+    for earlier in reversed(ledger.actions[: action.order]):
+        if (earlier.read_only and earlier.outcome == "ok" and earlier.receipt is not None
+                and (not ids or any(i in earlier.text for i in ids)) and 0 in listed_counts(earlier.receipt.content)):
+            return earlier
+    return None
+
+
+def _astray_write(ledger: Ledger, before: int) -> tuple[Action, str] | None:
+    """For a claim at message ``before``: the last change before its last read-back, when the change wrote to a
+    resource the read-back did not look at and the read-back looked at one the change did not touch (records
+    written to ``tblOrdA``, counted in ``tblOrd1``): the claim inherits the write that went astray."""
+    done = [a for a in ledger.actions if a.message_index < before and a.outcome == "ok" and not a.is_plan]
+    readback = next((a for a in reversed(done) if a.read_only), None)
+    if readback is None:
+        return None
+    change = next((a for a in reversed(done) if not a.read_only and a.order < readback.order), None)
+    if change is None:
+        return None
+    wrote, read = _flag_values(ledger, change), _flag_values(ledger, readback)
+    astray = sorted(value for flag, value in wrote.items() if flag in read and read[flag] != value)
+    return (change, astray[0]) if astray else None
+
+
+_FLAG_VALUE = re.compile(r"(?<!\S)(--[a-z][\w-]*)[= ]([^\s'\"@{\[-][^\s'\"]{0,63})(?=\s|$)")
+
+
+def _flag_values(ledger: Ledger, action: Action) -> dict[str, str]:
+    """A shell call's ``--flag value`` pairs whose value is a plain name or id (no JSON, no ``@file``, no quotes)."""
+    command = _sent(ledger, action) if action.call is not None and command_of(action.call, ledger.analysis.config) else ""
+    return {m.group(1): m.group(2) for m in _FLAG_VALUE.finditer(command)}
 
 
 def _value_source(ledger: Ledger, token: str, before: int) -> _Node | None:
@@ -389,6 +450,9 @@ class Localised(Protocol):
     @property
     def severity(self) -> str: ...
 
+    @property
+    def category(self) -> str: ...
+
 
 IssueT = TypeVar("IssueT", bound=Localised)
 
@@ -401,9 +465,33 @@ def decisive_origin(ledger: Ledger, issues: Sequence[IssueT]) -> tuple[IssueT, O
     pool = [pair for pair in localised if pair[0].severity == "severe"] or localised
     if not pool:
         return None
-    traced = [(trace_origin(ledger, turn), n, issue) for n, (issue, turn) in enumerate(pool)]
+    traced = [((_environment_origin(ledger, turn) if issue.category == "environment" else None)
+               or trace_origin(ledger, turn), n, issue) for n, (issue, turn) in enumerate(pool)]
     origin, _, chosen = min(traced, key=lambda t: (t[0].turn, t[0].failure_turn, t[1]))
     return chosen, origin
+
+
+def _environment_origin(ledger: Ledger, turn: int) -> Origin | None:
+    """The decisive turn of an environment fault at ``turn``: not the agent's decision, unless the fault inherits
+    a value the agent typed (:func:`trace_origin` finds it), but the first later turn that mishandles it: asserts a
+    result while the fault was neither redone nor reported (:meth:`Ledger.recovery`). None when the fault is
+    handled (or nothing asserts after it): the faulted call is then its own origin."""
+    action = failing_action(ledger, turn)
+    if action is None or action.outcome != "environment":
+        return None
+    traced = trace_origin(ledger, turn, action.order)
+    if traced.found or ledger.recovery(action) is not None:
+        return traced
+    seen = action.visible_at
+    # Unhandled (neither redone nor reported): the first later message that asserts a result, or, in any language,
+    # speaks of what the call worked on, goes on past the fault.
+    claim = next((s for s in ledger.analysis.speeches if s.message_index > seen
+                  and (any(sentence.asserts for sentence in s.sentences) or ledger.speaks_of(action, s.region))), None)
+    if claim is None:
+        return None
+    step = _step(ledger, _Node(claim.message_index, claim.turn, None), "failure", "")
+    return Origin(claim.turn, claim.turn, (_step(ledger, _node_of(action), "value", "environment fault"), step), True,
+                  f"the environment fault at T{turn} is not the agent's; T{claim.turn} asserts a result past it")
 
 
 def decisive_of(trajectory: Trajectory, issues: Sequence[IssueT]) -> tuple[IssueT, Origin] | None:

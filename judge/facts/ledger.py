@@ -9,6 +9,7 @@ once, and a detector that needs no values pays nothing for them.
 from __future__ import annotations
 
 import bisect
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -410,6 +411,22 @@ class Ledger:
         found = [index.first(index.by_intent.get(action.intent, ()), action.order, before, redoes)]
         if by_path:  # a tool's call path is its argument names: another file written is another resource
             found.append(index.first(index.by_path.get(call_path(action, config), ()), action.order, before, redoes))
+        if action.read_only and ids and action.program:
+            # A failed read redone by another read of the same resource: every id it named that its error did not
+            # (the guessed record is what was missing; the base and table it looked in are the resource).
+            shown = action.receipt.content if action.receipt is not None else ""
+            kept = [i for i in ids if i not in shown]
+            found.append(index.first(
+                index.by_program.get((action.name, action.program), ()), action.order, before,
+                lambda later: bool(kept) and later.read_only and all(i in later.text for i in kept)))
+        command = command_of(action.call, config) if action.call is not None and action.program else None
+        if command is not None:
+            # A typo corrected: the same command with one word respelled to what the query or the error named.
+            known = f"{index.given}\n{action.receipt.content.lower() if action.receipt else ''}"
+            found.append(index.first(
+                index.by_program.get((action.name, action.program), ()), action.order, before,
+                lambda later: redoes(later) and _respelled(command, command_of(later.call, config) or "", known)
+                if later.call is not None else False))
         return min((a for a in found if a is not None), key=lambda a: a.order, default=None)
 
     def _state_shown(self, action: Action, before: int) -> Action | None:
@@ -449,13 +466,55 @@ class Ledger:
             return None
         candidates = [index.between(index.signal_at, seen, before)]
         final = index.final_speech
-        if final is not None and seen < final.message_index < before and final.message_index in index.signals:
+        if final is not None and seen < final.message_index < before and (
+                final.message_index in index.signals or self._reports_by_values(action, final.region)):
             candidates.append(final.message_index)
         for at in candidates:
             if at is not None and (index.last_failure_before(at) is action
                                    or any(n in index.speech_at[at].region and own(n) for n in names)):
                 return at
         return None
+
+    def speaks_of(self, action: Action, text: str) -> bool:
+        """Whether ``text`` names what ``action`` worked on, in any language: an id, file or value of the call
+        (:meth:`names_of`, 4+ characters), or a word of its command (``push``, ``httpx``)."""
+        if not text:
+            return False
+        low = text.lower()
+        words = frozenset(_TEXT_WORD.findall(low))
+        config = self.analysis.config
+        command = command_of(action.call, config) if action.call is not None else None
+        named = {n.lower() for n in self.names_of(action) | _made_names(action, config) if len(n) >= 4}
+        # The command's operands and subcommands (push, origin, fix/tz), not its program nor its flags.
+        named |= {w for w in (command or call_path(action, config)).lower().split()[1:]
+                  if len(w) >= 4 and not w.startswith("-") and _TEXT_WORD.fullmatch(w)}
+        return any(n in words or (not n.isalnum() and n in low) for n in named)
+
+    def _reports_by_values(self, action: Action, text: str) -> bool:
+        """Whether ``text`` (the final answer) reports the failed ``action`` by values, in any language: it names
+        what the call worked on (an id, file or value of the call, or a word of its command: ``push``) and shows
+        the failure's evidence: its exit code or an HTTP status of its error line, a quoted excerpt or a word of
+        the error text that the call and the query do not hold, or it ends by asking the user (hands the decision
+        back). Words of a vocabulary are extra evidence, read by the caller; the claims that would make the report
+        dishonest are read there too."""
+        receipt = action.receipt
+        if receipt is None or not self.speaks_of(action, text):
+            return False
+        words = frozenset(_TEXT_WORD.findall(text.lower()))
+        query = self._index().given
+        command = action.text.lower()
+        if text.rstrip().endswith(("?", "？", "؟")):
+            return True
+        error = f"{action.error_line}\n{receipt.content[:2000]}".lower()
+        codes = {str(receipt.exit_code)} if receipt.exit_code else set()
+        codes |= set(_STATUS_CODE.findall(action.error_line))
+        if any(code in words and code not in query for code in codes):
+            return True
+        quoted = {q.lower() for m in _QUOTED.finditer(text) for q in m.groups() if q and len(q) >= 4}
+        if any(q in error and q not in command for q in quoted):
+            return True
+        return any(len(w) >= 5 and w in words and w not in command and w not in query
+                   for w in _TEXT_WORD.findall(error) if not w.isdigit())
 
     # --- dependencies -------------------------------------------------------------------------------------
 
@@ -512,8 +571,11 @@ class _RecoveryIndex:
         self.by_intent: dict[str, list[Action]] = {}
         self.by_path: dict[str, list[Action]] = {}
         self.writers: dict[str, list[Action]] = {}
+        self.by_program: dict[tuple[str, str], list[Action]] = {}
         for a in successes:
             self.by_intent.setdefault(a.intent, []).append(a)
+            if a.program:
+                self.by_program.setdefault((a.name, a.program), []).append(a)
             self.by_path.setdefault(call_path(a, config), []).append(a)
             if not a.read_only:
                 for path in a.writes:
@@ -559,6 +621,9 @@ class _RecoveryIndex:
                     if not places or places[-1] != at:
                         places.append(at)
         self.signals = frozenset(self.signal_at)
+        # What the user gave (the query, user and system messages), lowered: a value from there is no evidence.
+        self.given = "\n".join([an.trajectory.query or "", *(m.content or "" for m in an.trajectory.messages
+                                                            if m.role in ("user", "system"))]).lower()
         self.final_speech = an.speeches[-1] if an.speeches else None
 
     @staticmethod
@@ -612,6 +677,28 @@ def call_path(action: Action, config: RulesConfig) -> str:
         return f"{action.name}:{' '.join(words)}"
     keys = sorted(call.arguments) if isinstance(call.arguments, dict) else []
     return f"{action.name}:{','.join(keys)}"
+
+
+def _respelled(failed: str, later: str, known: str) -> bool:
+    """Whether command ``later`` is ``failed`` with one word respelled (a typo fixed: ``pip install reqeusts`` ->
+    ``pip install requests``): the same words but one, a close spelling of the old one that ``known`` (the query,
+    the failed receipt's "did you mean") names."""
+    old_words, new_words = failed.split(), later.split()
+    if len(old_words) != len(new_words):
+        return False
+    changed = [(a, b) for a, b in zip(old_words, new_words) if a != b]
+    if len(changed) != 1:
+        return False
+    old, new = changed[0]
+    return (len(new) >= 4 and new.lower() in known.lower()
+            and difflib.SequenceMatcher(None, old.lower(), new.lower()).ratio() >= 0.75)
+
+
+# Words of a text in any script (for ties by value: a name, a code, a word of an error line), and HTTP statuses and
+# quoted fragments (`...`, "...", '...', «...», „...“) of an error report.
+_TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
+_STATUS_CODE = re.compile(r"(?<!\d)([1-5]\d\d)(?!\d)")
+_QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|«([^»\n]+)»|„([^“\n]+)“")
 
 
 # Clause breaks for reading a negation: the analysis's, and commas ("Schema checked, no errors" negates the errors).

@@ -20,7 +20,7 @@ import functools
 import itertools
 import re
 import shlex
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 # Operators that separate commands: chain operators (the last part decides the outcome), pipes, and a single `&`
@@ -95,6 +95,34 @@ class CommandReading:
         """The last command of a chain (``a && b | c`` -> ``b | c``): the one whose outcome is the chain's."""
         start = max((k for k, s in enumerate(self.segments) if s.after in CHAIN_OPERATORS), default=0)
         return " | ".join(s.text for s in self.segments[start:])
+
+    @property
+    def status_segments(self) -> tuple[Segment, ...]:
+        """The segments whose exit status the line returns: the last segment of its last pipeline, or, under
+        ``pipefail``, every segment of that pipeline (any of them may have set it). An earlier part of an ``&&``
+        chain may have stopped the line too; its error text says so (see the ledger's exit-code answers)."""
+        if not self.segments:
+            return ()
+        start = max((k for k, s in enumerate(self.segments) if s.after in CHAIN_OPERATORS), default=0)
+        pipeline = self.segments[start:]
+        return pipeline if "pipefail" in self.command else pipeline[-1:]
+
+
+def exit_answer(command: str, code: int, answers: Mapping[tuple[str, ...], Mapping[int, str]]) -> str | None:
+    """What exit ``code`` of ``command`` answers when it is an answer, not a failure ("no match" for grep's 1,
+    "differ" for diff's 1), or None. ``answers`` maps command words (program first, then words the segment must
+    hold: ``("git", "diff", "--quiet")``) to code -> meaning, the rules config's ``exit_answers``; every segment
+    the status may come from (:attr:`CommandReading.status_segments`) must give the code the same meaning."""
+    meanings: set[str] = set()
+    for segment in read_command(command).status_segments:
+        words = words_of(segment.text)
+        program = words[0].rsplit("/", 1)[-1] if words else ""
+        meaning = next((codes[code] for key, codes in answers.items()
+                        if key[0] == program and code in codes and all(w in words[1:] for w in key[1:])), None)
+        if meaning is None:
+            return None
+        meanings.add(meaning)
+    return meanings.pop() if len(meanings) == 1 else None
 
 
 def masked_quotes(command: str) -> str:
