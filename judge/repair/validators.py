@@ -33,7 +33,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from judge.facts import Action, Claim, Ledger, ledger_of
-from judge.facts.values import is_resource_id, names_in, receipt_numbers, states, value_tokens
+from judge.facts.analysis import path_tokens
+from judge.facts.values import is_resource_id, names_in, receipt_numbers, stated_numbers, states, value_tokens
 from judge.model import Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
@@ -91,6 +92,7 @@ def validate_edit(
         no_effects_removed(original, edited, deleted_calls),
         no_dependency_removed(original, edited, message_map, deleted_calls),
         final_answer_supported(original, edited),
+        rewritten_values_supported(original, edited, message_map),
         new_claims_supported(original, edited, message_map),
         rules_judge_clean(original, edited),
     ]
@@ -484,6 +486,65 @@ def final_answer_supported(original: Trajectory, edited: Trajectory) -> Validato
         detail="the final answer lost its support" if findings else "the final answer is still supported",
         findings=findings, kind="unsupported-final",
     )
+
+
+def rewritten_values_supported(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
+    """A rewritten message states no value it changed or added that nothing kept before it shows: held by values,
+    in any language. The values are the ledger's (:func:`~judge.facts.values.names_in`: ids, paths, names, codes)
+    and the numbers prose states (``212,40`` is ``212.40``); a value counts as shown when the query, a kept
+    receipt, or a kept call's arguments before the message state it. Not shown before, but by a later kept receipt:
+    ``order``; by none: ``unsupported-final``."""
+    findings: list[tuple[RefusalKind, str]] = []
+    for index, message in enumerate(edited.messages):
+        if message.role != "assistant" or index >= len(message_map):
+            continue
+        before = original.messages[message_map[index]]
+        text, old_text = message_text(message), message_text(before)
+        if text == old_text:
+            continue
+        shown_before, shown_later = _shown_texts(edited, index)
+        old_names, old_numbers = names_in(old_text) | set(path_tokens(old_text)), set(stated_numbers(old_text))
+        added = sorted(n for n in names_in(text) | set(path_tokens(text)) - old_names if not n.isdigit())
+        added += sorted({_number_text(x) for x in stated_numbers(text) if x not in old_numbers})
+        for value in added:
+            if _shows(shown_before, value):
+                continue
+            kind: RefusalKind = "order" if _shows(shown_later, value) else "unsupported-final"
+            where = "only a later receipt shows" if kind == "order" else "no kept receipt shows"
+            findings.append((kind, f"T{message.turn} states {value!r}, which the edit changed or added and {where}"))
+    return ValidatorResult(
+        name="rewritten-values-supported", passed=not findings,
+        detail="a rewritten message states a value nothing kept shows" if findings else "rewritten values are shown",
+        findings=[f for _, f in findings], kind=findings[0][0] if findings else "unsupported-final",
+    )
+
+
+def _number_text(number: float) -> str:
+    return str(int(number)) if number == int(number) else str(number)
+
+
+def _shown_texts(trajectory: Trajectory, index: int) -> tuple[list[str], list[str]]:
+    """What is shown before message ``index`` (the query, system and user text, receipts, the arguments of calls up
+    to its own: "creating the records with --json" names its own call's flag) and what receipts show after it."""
+    before = [trajectory.query]
+    later: list[str] = []
+    for position, message in enumerate(trajectory.messages):
+        if position <= index:
+            if message.role in ("system", "user", "tool") and position < index:
+                before.append(message.content or "")
+            before += [str(call.arguments) for call in message.tool_calls or []]
+        elif position > index and message.role == "tool":
+            later.append(message.content or "")
+    return before, later
+
+
+def _shows(texts: Sequence[str], value: str) -> bool:
+    """Whether some text states ``value``: a name as a whole word, a number by its value in any grouping."""
+    try:
+        number = float(value)
+    except ValueError:
+        return any(states(text, value) for text in texts)
+    return any(number in stated_numbers(text) for text in texts)
 
 
 # Completion words that make a future-tense sentence a promise of a result ("will be completed", "将完成").
