@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from judge.facts import Action, Claim, Ledger, ledger_of
 from judge.facts.analysis import path_tokens
 from judge.facts.values import is_resource_id, names_in, receipt_numbers, stated_numbers, states, value_tokens
-from judge.model import Trajectory, number_turns
+from judge.model import Message, Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
     call_sites,
@@ -576,6 +576,9 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
                 and not patterns.prior_failure.search(message_text(message)) and message_text(message).strip()
                 and _failed_receipt_kept(facts, index)):
             findings.append(("flip", f"T{message.turn}: the text no longer speaks of the failure its receipt still shows"))
+        elif original_message is not None and (lost := _failure_ties_lost(edited, original_message, message, index)):
+            findings.append(("flip", f"T{message.turn}: the text no longer names {lost}, which tie it to the failed "
+                                     f"receipt it still follows"))
     for claim in facts.claims:
         sentence = claim.sentence
         if claim.text in written or sentence.hedged or (sentence.mentions_failure and not sentence.resolution):
@@ -594,6 +597,31 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
         detail="the edit wrote a claim the receipts do not support" if findings else "no unsupported new claim",
         findings=[f for _, f in findings], kind=kind,
     )
+
+
+def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, index: int) -> str | None:
+    """Values first, in any language: the rewritten message ``index`` answers a failed receipt that is kept (the
+    last call before it failed), its original named what ties it to that failure (a value or name of the call or
+    receipt, the ledger's :meth:`~judge.facts.Ledger.names_of`, or a word of the call's text or receipt), and the
+    rewrite names none of them: a report of the failure turned into something else. Returns the lost ties."""
+    old_text, new_text = message_text(before), message_text(after)
+    if old_text == new_text or not new_text.strip():
+        return None
+    facts = ledger_of(edited)
+    seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
+    if not seen or seen[-1].status not in ("failed", "partial"):
+        return None
+    failed = seen[-1]
+    receipt = failed.receipt.content[:4000] if failed.receipt is not None else ""
+    names, words = facts.names_of(failed) - names_in(edited.query), _stems(failed.text + "\n" + receipt) - _stems(edited.query)
+
+    def ties(text: str) -> set[str]:
+        return set(names_in(text) & names) | set(_stems(text) & words)
+
+    lost = ties(old_text)
+    if not lost or ties(new_text):
+        return None
+    return ", ".join(repr(t) for t in sorted(lost))
 
 
 def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
