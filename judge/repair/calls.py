@@ -48,7 +48,19 @@ class CallSite:
     def failed(self) -> bool:
         """The receipt reports failure: by its flags, or by its content (the ledger's ``failed`` / ``partial``:
         "Error: ..." in a tool result that carries no flag)."""
-        return receipt_failed(self.receipt) or (self.receipt is not None and self.status in ("failed", "partial"))
+        return (receipt_failed(self.receipt) or (self.receipt is not None and self.status in ("failed", "partial"))
+                or refused_read(self.call, self.receipt))
+
+
+def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
+    """A read its program refused although the receipt carries no error flag (curl's ``HTTP/1.1 404`` exits 0): the
+    call only reads or checks and the receipt's first line has a shape of the rules config's ``stopped_receipts``
+    for that program (never the any-program shapes: a file read may begin with "usage:")."""
+    command = shell_command(call)
+    if receipt is None or command is None or receipt_failed(receipt) or not _only_checks(command):
+        return False
+    first = next((line.strip() for line in (receipt.content or "").splitlines() if line.strip()), "")
+    return bool(first) and any(_stopped_matcher(program).search(first) is not None for program in _programs(command)[:1])
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
@@ -157,7 +169,7 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
     appear to be a git repository", pytest's "not found:"). Output before it means work ran first (a make recipe's
     commands, "Successfully installed"), whatever the last line says. In a command line with several segments, the
     others must only read (a chain may have run them), and no write marker may stand outside quotes."""
-    if receipt is None or not receipt_failed(receipt):
+    if receipt is None or not (receipt_failed(receipt) or refused_read(call, receipt)):
         return None
     first = next((line.strip() for line in (receipt.content or "").splitlines() if line.strip()), "")
     if not first:

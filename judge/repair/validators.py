@@ -577,8 +577,10 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
                 and _failed_receipt_kept(facts, index)):
             findings.append(("flip", f"T{message.turn}: the text no longer speaks of the failure its receipt still shows"))
         elif original_message is not None and (lost := _failure_ties_lost(edited, original_message, message, index)):
-            findings.append(("flip", f"T{message.turn}: the text no longer names {lost}, which tie it to the failed "
-                                     f"receipt it still follows"))
+            kind, ties = lost
+            what = "the failed receipt" if kind == "flip" else "the receipt of an unfinished job"
+            findings.append((kind, f"T{message.turn}: the text no longer names {ties}, which tie it to {what} it "
+                                   f"still follows"))
     for claim in facts.claims:
         sentence = claim.sentence
         if claim.text in written or sentence.hedged or (sentence.mentions_failure and not sentence.resolution):
@@ -599,17 +601,18 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
     )
 
 
-def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, index: int) -> str | None:
-    """Values first, in any language: the rewritten message ``index`` answers a failed receipt that is kept (the
-    last call before it failed), its original named what ties it to that failure (a value or name of the call or
-    receipt, the ledger's :meth:`~judge.facts.Ledger.names_of`, or a word of the call's text or receipt), and the
-    rewrite names none of them: a report of the failure turned into something else. Returns the lost ties."""
+def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, index: int) -> tuple[RefusalKind, str] | None:
+    """Values first, in any language: the rewritten message ``index`` answers a kept receipt that did not succeed
+    (the last call before it failed, or its job is still running), its original named what ties it to that receipt
+    (a value or name of the call or receipt, the ledger's :meth:`~judge.facts.Ledger.names_of`, or a word of the
+    call's text or receipt), and the rewrite names none of them: a report of the failure turned into something else
+    (``flip``), or of a running job into a result (``future-claim``). Returns the kind and the lost ties."""
     old_text, new_text = message_text(before), message_text(after)
     if old_text == new_text or not new_text.strip():
         return None
     facts = ledger_of(edited)
     seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
-    if not seen or seen[-1].status not in ("failed", "partial"):
+    if not seen or seen[-1].status not in ("failed", "partial", "running"):
         return None
     failed = seen[-1]
     receipt = failed.receipt.content[:4000] if failed.receipt is not None else ""
@@ -621,7 +624,7 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
     lost = ties(old_text)
     if not lost or ties(new_text):
         return None
-    return ", ".join(repr(t) for t in sorted(lost))
+    return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
 
 
 def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
