@@ -31,6 +31,20 @@ _PLAN_TOOL_RE = re.compile(r"todo|plan", re.IGNORECASE)
 # The receipt shapes that say a program refused to start the work are data: the rules config's
 # ``tools.stopped_receipts`` (program -> patterns, "*" for any program).
 ANY_PROGRAM = "*"
+# A harness's header before the program's output (Claude Code's "Exit code 1"): not output of the program.
+_HARNESS_HEADER = re.compile(r"(?:exit code|exit status|exited with code)\s*[:=]?\s*-?\d+", re.IGNORECASE)
+
+
+def first_output(receipt: Receipt) -> str:
+    """What a receipt shows first: its first non-empty line after a harness header, or, when the program answered
+    with one JSON document (``{"ok": false, "msg": "InvalidParameter ..."}``), that whole document: one response,
+    nothing printed before it."""
+    lines = [line.strip() for line in (receipt.content or "").splitlines() if line.strip()]
+    if lines and _HARNESS_HEADER.fullmatch(lines[0]):
+        lines = lines[1:]
+    if lines and lines[0] in ("{", "[") or (lines and lines[0].startswith("{") and lines[-1].endswith("}")):
+        return "\n".join(lines)
+    return lines[0] if lines else ""
 
 
 @dataclass(frozen=True)
@@ -59,7 +73,7 @@ def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
     command = shell_command(call)
     if receipt is None or command is None or receipt_failed(receipt) or not _only_checks(command):
         return False
-    first = next((line.strip() for line in (receipt.content or "").splitlines() if line.strip()), "")
+    first = first_output(receipt)
     return bool(first) and any(_stopped_matcher(program).search(first) is not None for program in _programs(command)[:1])
 
 
@@ -164,14 +178,14 @@ def _programs(command: str) -> list[str]:
 def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None:
     """Why a failed call changed nothing because its program refused to start the work, or None.
 
-    The receipt's first non-empty line must have a shape of the rules config's ``stopped_receipts`` (for any
+    The receipt's first output (:func:`first_output`) must have a shape of the rules config's ``stopped_receipts`` (for any
     program, or for the program of a segment of the command: pip's "No matching distribution", git's "does not
     appear to be a git repository", pytest's "not found:"). Output before it means work ran first (a make recipe's
     commands, "Successfully installed"), whatever the last line says. In a command line with several segments, the
     others must only read (a chain may have run them), and no write marker may stand outside quotes."""
     if receipt is None or not (receipt_failed(receipt) or refused_read(call, receipt)):
         return None
-    first = next((line.strip() for line in (receipt.content or "").splitlines() if line.strip()), "")
+    first = first_output(receipt)
     if not first:
         return None
     command = shell_command(call)
@@ -184,7 +198,7 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
             return None
         programs += _programs(command)[:1]
     if any(_stopped_matcher(program).search(first) is not None for program in programs):
-        return f"the receipt shows the program refused to start ({first[:80]!r}), so nothing was changed"
+        return f"the receipt shows the call was rejected before it ran ({first[:80]!r}), so nothing was changed"
     return None
 
 

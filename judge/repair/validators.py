@@ -524,17 +524,16 @@ def _number_text(number: float) -> str:
 
 
 def _shown_texts(trajectory: Trajectory, index: int) -> tuple[list[str], list[str]]:
-    """What is shown before message ``index`` (the query, system and user text, receipts, the arguments of calls up
-    to its own: "creating the records with --json" names its own call's flag) and what receipts show after it."""
-    before = [trajectory.query]
+    """What is shown before message ``index`` (the query, system and user text, the ledger's receipts, the
+    arguments of calls up to its own: "creating the records with --json" names its own call's flag) and what
+    receipts show after it."""
+    before = [trajectory.query] + [m.content or "" for m in trajectory.messages[:index] if m.role in ("system", "user")]
     later: list[str] = []
-    for position, message in enumerate(trajectory.messages):
-        if position <= index:
-            if message.role in ("system", "user", "tool") and position < index:
-                before.append(message.content or "")
-            before += [str(call.arguments) for call in message.tool_calls or []]
-        elif position > index and message.role == "tool":
-            later.append(message.content or "")
+    for action in ledger_of(trajectory).actions:
+        if action.message_index <= index:
+            before.append(action.text)
+        if action.receipt is not None:
+            (before if action.visible_at < index else later).append(action.receipt.content or "")
     return before, later
 
 
