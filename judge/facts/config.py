@@ -127,6 +127,9 @@ class ToolSettings(BaseModel):
         default_factory=dict,
         description="Program ('*': any) -> receipt shapes that mean it refused to start the work (usage errors, "
                     "unknown remote, no matching distribution): read by the offline editor on a receipt's first line.")
+    refused_reads: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Program -> first-output shapes of a read it refused although it exited 0 (curl's HTTP/1.1 404).")
     environment_exit_codes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
@@ -138,12 +141,12 @@ class ToolSettings(BaseModel):
             check_pattern(f"tools.{info.field_name}", pattern)
         return value
 
-    @field_validator("stopped_receipts")
+    @field_validator("stopped_receipts", "refused_reads")
     @classmethod
-    def _stopped_compile(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+    def _stopped_compile(cls, value: dict[str, list[str]], info: ValidationInfo) -> dict[str, list[str]]:
         for program, patterns in value.items():
             for pattern in patterns:
-                check_pattern(f"tools.stopped_receipts.{program}", pattern)
+                check_pattern(f"tools.{info.field_name}.{program}", pattern)
         return value
 
 

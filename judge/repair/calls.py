@@ -68,13 +68,13 @@ class CallSite:
 
 def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
     """A read its program refused although the receipt carries no error flag (curl's ``HTTP/1.1 404`` exits 0): the
-    call only reads or checks and the receipt's first line has a shape of the rules config's ``stopped_receipts``
-    for that program (never the any-program shapes: a file read may begin with "usage:")."""
+    call only reads or checks and the receipt's first output has a shape of the rules config's ``refused_reads``
+    for that program."""
     command = shell_command(call)
     if receipt is None or command is None or receipt_failed(receipt) or not _only_checks(command):
         return False
     first = first_output(receipt)
-    return bool(first) and any(_stopped_matcher(program).search(first) is not None for program in _programs(command)[:1])
+    return bool(first) and any(_refused_read_matcher(program).search(first) is not None for program in _programs(command)[:1])
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
@@ -163,6 +163,11 @@ def _stopped_matcher(program: str) -> PhraseMatcher:
     return PhraseMatcher(default_config().tools.stopped_receipts.get(program, []))
 
 
+@functools.lru_cache(maxsize=64)
+def _refused_read_matcher(program: str) -> PhraseMatcher:
+    return PhraseMatcher(default_config().tools.refused_reads.get(program, []))
+
+
 def _programs(command: str) -> list[str]:
     """The program of each segment of a command line (``python -m pip`` is ``pip``), lowered."""
     found: list[str] = []
@@ -197,7 +202,7 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
         if len(reading.segments) > 1 and not _only_checks(" ; ".join(s.text for s in reading.segments[1:])):
             return None
         programs += _programs(command)[:1]
-    if any(_stopped_matcher(program).search(first) is not None for program in programs):
+    if refused_read(call, receipt) or any(_stopped_matcher(program).search(first) is not None for program in programs):
         return f"the receipt shows the call was rejected before it ran ({first[:80]!r}), so nothing was changed"
     return None
 

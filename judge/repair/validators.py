@@ -604,7 +604,7 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
     """Values first, in any language: the rewritten message ``index`` answers a kept receipt that did not succeed
     (the last call before it failed, or its job is still running), its original named what ties it to that receipt
     (a value or name of the call or receipt, the ledger's :meth:`~judge.facts.Ledger.names_of`, or a word of the
-    call's text or receipt), and the rewrite names none of them: a report of the failure turned into something else
+    call's text or receipt), and the rewrite keeps none of those ties: a report of the failure turned into something else
     (``flip``), or of a running job into a result (``future-claim``). Returns the kind and the lost ties."""
     old_text, new_text = message_text(before), message_text(after)
     if old_text == new_text or not new_text.strip():
@@ -615,13 +615,14 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
         return None
     failed = seen[-1]
     receipt = failed.receipt.content[:4000] if failed.receipt is not None else ""
-    names, words = facts.names_of(failed) - names_in(edited.query), _stems(failed.text + "\n" + receipt) - _stems(edited.query)
+    # The task's own words count too: a report of a failed push names the push and its branch, whatever the query says.
+    names, words = facts.names_of(failed), _stems(failed.text + "\n" + receipt)
 
     def ties(text: str) -> set[str]:
         return set(names_in(text) & names) | set(_stems(text) & words)
 
     lost = ties(old_text)
-    if not lost or ties(new_text):
+    if not lost or lost & ties(new_text):  # some tie of the original kept: a rewording, not a new story
         return None
     return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
 
