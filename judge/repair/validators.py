@@ -576,9 +576,9 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
                 and _failed_receipt_kept(facts, index)):
             findings.append(("flip", f"T{message.turn}: the text no longer speaks of the failure its receipt still shows"))
         elif original_message is not None and (lost := _failure_ties_lost(edited, original_message, message, index)):
-            kind, ties = lost
-            what = "the failed receipt" if kind == "flip" else "the receipt of an unfinished job"
-            findings.append((kind, f"T{message.turn}: the text no longer names {ties}, which tie it to {what} it "
+            lost_kind, ties = lost
+            what = "the failed receipt" if lost_kind == "flip" else "the receipt of an unfinished job"
+            findings.append((lost_kind, f"T{message.turn}: the text no longer names {ties}, which tie it to {what} it "
                                    f"still follows"))
     for claim in facts.claims:
         sentence = claim.sentence
