@@ -17,12 +17,12 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from test_editor_segments import refused
+
 from judge.model import Trajectory
 from judge.repair import offline_edit
 from judge.repair.calls import call_sites, side_effect_free
-from judge.repair.editor import apply_edit
 from judge.repair.textref import Detectors, get_detectors
-from judge.repair.validators import validate_edit
 from judge.testing.builders import call, issue, say, tool, trajectory
 
 
@@ -126,15 +126,6 @@ def test_editor_deletes_failures_that_stopped_before_any_effect(case: str, origi
 
 
 # --- rewrites ----------------------------------------------------------------------------------------------------
-
-
-def refused(original: Trajectory, deleted: set[str], rewrite: dict[int, str], detectors: Detectors) -> set[str]:
-    """The refusal kinds of the validators on ``original`` with ``deleted`` calls removed and the assistant texts of
-    ``rewrite`` (edited message index -> new text) replaced, as a rewriter would hand it back."""
-    edited, message_map, _ = apply_edit(original, deleted, [])
-    messages = [m.model_copy(update={"content": rewrite[i]}) if i in rewrite else m for i, m in enumerate(edited.messages)]
-    edited = edited.model_copy(update={"messages": messages})
-    return {r.kind or r.name for r in validate_edit(original, edited, message_map, sorted(deleted), detectors) if not r.passed}
 
 
 def linted(answer: str) -> Trajectory:
