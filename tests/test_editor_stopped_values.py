@@ -49,6 +49,9 @@ FIRST_CALLS: list[tuple[str, str, str, int, bool]] = [
      json.dumps({"ok": False, "code": 400, "msg": "invalid field type: numbr"}, indent=2), 1, True),
     ("ruff-check-reads", "ruff check src/api", "src/api/views.py:3:1: F401 unused import", 1, True),
     ("mypy-reads", "mypy --strict pkg", "pkg/a.py:9: error: Missing return statement", 1, True),
+    ("cd-then-pip", "cd services/api && pip install pandsa", "ERROR: No matching distribution found for pandsa", 1, True),
+    ("usage-then-error", "lark-cli base +record-create --base bascnA1b2 --tabel tblX9y8",
+     "usage: lark-cli base +record-create --base BASE --table TABLE\nerror: unknown flag: --tabel", 2, True),
     # refusals: work ran before the failure, or the command may write
     ("make-ran-recipes", "make bootstrap",
      "mkdir -p build\ncp config.example.yml build/config.yml\n./scripts/migrate.sh\n"
@@ -167,6 +170,8 @@ REWRITES: list[tuple[str, Trajectory, set[str], dict[int, str], str | None]] = [
     ("tr-count-changed", counted("Personel tablosunda 318 kayıt var."), {"c1"}, {4: "Personel tablosunda 381 kayıt var."},
      "unsupported-final"),
     ("pl-count-regrouped", counted("W tabeli jest 318 rekordów."), {"c1"}, {4: "Tabela liczy 318 rekordów."}, None),
+    ("pl-numbered-list", counted("W tabeli jest 318 rekordów."), {"c1"},
+     {4: "Wynik:\n1. tabela `tblStf7`\n2. rekordów: 318"}, None),
     # Welsh: no phrase list of the rules config knows these words; the ties are the branch and the push itself
     ("cy-flip-no-vocabulary", rejected_push("Gwrthodwyd y push i release: mae gan y gangen bell gomitiau newydd."), set(),
      {4: "Mae'r newidiadau ar GitHub nawr."}, "flip"),

@@ -186,8 +186,8 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
     The receipt's first output (:func:`first_output`) must have a shape of the rules config's ``stopped_receipts`` (for any
     program, or for the program of a segment of the command: pip's "No matching distribution", git's "does not
     appear to be a git repository", pytest's "not found:"). Output before it means work ran first (a make recipe's
-    commands, "Successfully installed"), whatever the last line says. In a command line with several segments, the
-    others must only read (a chain may have run them), and no write marker may stand outside quotes."""
+    commands, "Successfully installed"), whatever the last line says. In a command line with several segments, all
+    but the refused one must only read (a chain may have run them), and no write marker may stand outside quotes."""
     if receipt is None or not (receipt_failed(receipt) or refused_read(call, receipt)):
         return None
     first = first_output(receipt)
@@ -199,9 +199,12 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
         reading = shell.read_command(command)
         if reading.writer is not None:
             return None
-        if len(reading.segments) > 1 and not _only_checks(" ; ".join(s.text for s in reading.segments[1:])):
+        # One segment may be the refused program; every other one only reads (``cd app && pip install pandsa``):
+        # a chain may have run them before or after the refusal.
+        writers = [segment.text for segment in reading.segments if not _only_checks(segment.text)]
+        if len(writers) > 1:
             return None
-        programs += _programs(command)[:1]
+        programs += _programs(writers[0] if writers else command)[:1]
     if refused_read(call, receipt) or any(_stopped_matcher(program).search(first) is not None for program in programs):
         return f"the receipt shows the call was rejected before it ran ({first[:80]!r}), so nothing was changed"
     return None

@@ -503,9 +503,9 @@ def rewritten_values_supported(original: Trajectory, edited: Trajectory, message
         if text == old_text:
             continue
         shown_before, shown_later = _shown_texts(edited, index)
-        old_names, old_numbers = names_in(old_text) | set(path_tokens(old_text)), set(stated_numbers(old_text))
+        old_names, old_numbers = names_in(old_text) | set(path_tokens(old_text)), set(stated_numbers(_unlisted(old_text)))
         added = sorted(n for n in names_in(text) | set(path_tokens(text)) - old_names if not n.isdigit())
-        added += sorted({_number_text(x) for x in stated_numbers(text) if x not in old_numbers})
+        added += sorted({_number_text(x) for x in stated_numbers(_unlisted(text)) if x not in old_numbers})
         for value in added:
             if _shows(shown_before, value):
                 continue
@@ -517,6 +517,14 @@ def rewritten_values_supported(original: Trajectory, edited: Trajectory, message
         detail="a rewritten message states a value nothing kept shows" if findings else "rewritten values are shown",
         findings=[f for _, f in findings], kind=findings[0][0] if findings else "unsupported-final",
     )
+
+
+# A numbered list's markers ("1. ", "2) "): the rewrite's layout, not values.
+_LIST_MARKER = re.compile(r"^(\s*)\d{1,2}[.)](?=\s)", re.MULTILINE)
+
+
+def _unlisted(text: str) -> str:
+    return _LIST_MARKER.sub(r"\1", text)
 
 
 def _number_text(number: float) -> str:
