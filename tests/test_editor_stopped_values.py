@@ -108,6 +108,10 @@ DELETIONS: list[tuple[str, Trajectory, bool]] = [
                                 "curl -s https://api.shop.test/v1/customers/88", "{\"id\": 88, \"tila\": \"aktiivinen\"}",
                                 "Asiakkaan 88 tila on aktiivinen.", "Tarkista asiakkaan 88 tila."), True),
     # refusals
+    ("hu-count-only-in-failed-read", trajectory("t", [
+        say("", call("c1", "Bash", command="lark-cli base +record-count --base bascnHr4 --table tblStf7 --fields Név")),
+        tool("c1", "42\nError: --fields is not allowed with +record-count", error=True, exit_code=1),
+        say("42 rekord van a táblában.")], query="Hány rekord van?"), False),
     ("fi-make-ran-recipes", retried("make bootstrap",
                                     "mkdir -p build\ncp config.example.yml build/config.yml\n"
                                     "./scripts/migrate.sh: line 2: flyway: command not found\n"

@@ -481,11 +481,30 @@ def final_answer_supported(original: Trajectory, edited: Trajectory) -> Validato
                 action = ledger_of(original).actions[order]
                 findings.append(f"the final answer states {value!r}, which only the removed or changed receipt of "
                                 f"T{action.turn} {action.name} showed")
+        findings += _plain_numbers_lost(original, edited, before, after, {f.split("'")[1] for f in findings})
     return ValidatorResult(
         name="final-answer-supported", passed=not findings,
         detail="the final answer lost its support" if findings else "the final answer is still supported",
         findings=findings, kind="unsupported-final",
     )
+
+
+def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, after: int, found: set[str]) -> list[str]:
+    """Numbers of 10 or more (or with a fraction) the final answer states as prose reads them, that a plain-text
+    receipt before it showed in the original ("37" printed by ``jq``) and no kept receipt before it shows: what
+    the ledger's values (3+ digits, JSON data) do not cover. Small whole numbers are left out: they coincide."""
+    answer = _unlisted(edited.messages[after].content or "")
+    wanted = {x for x in stated_numbers(answer) if x >= 10 or x != int(x)} - set(stated_numbers(edited.query))
+    if not wanted:
+        return []
+    shown = [a.receipt.content for a in ledger_of(original).actions if a.receipt is not None and a.visible_at < before]
+    kept, _ = _shown_texts(edited, after)
+    lost: list[str] = []
+    for number in sorted(wanted):
+        text = _number_text(number)
+        if text not in found and _shows(shown, text) and not _shows(kept, text):
+            lost.append(f"the final answer states {text!r}, which only a removed or changed receipt showed")
+    return lost
 
 
 def rewritten_values_supported(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
