@@ -71,10 +71,15 @@ def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
     call only reads or checks and the receipt's first output has a shape of the rules config's ``refused_reads``
     for that program."""
     command = shell_command(call)
-    if receipt is None or command is None or receipt_failed(receipt) or not _only_checks(command):
+    if receipt is None or command is None or receipt_failed(receipt):
+        return False
+    # Cheap tests first: every successful call of a trajectory is asked.
+    listed = [program for program in _programs(command) if program in default_config().tools.refused_reads]
+    if not listed:
         return False
     first = first_output(receipt)
-    return bool(first) and any(_refused_read_matcher(program).search(first) is not None for program in _programs(command)[:1])
+    return (bool(first) and any(_refused_read_matcher(program).search(first) is not None for program in listed)
+            and _only_checks(command))
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
