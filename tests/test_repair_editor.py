@@ -234,6 +234,7 @@ def test_validators_pass_on_an_honest_edit(detectors):
     assert names == {"no-reference-to-deleted-failure": True, "no-premature-claim": True,
                      "no-failed-receipt-made-success": True, "information-order": True, "rules-judge": True,
                      "no-side-effects-removed": True, "no-dependency-removed": True, "final-answer-supported": True,
+                     "rewritten-values-supported": True,
                      "new-claims-supported": True}
 
 

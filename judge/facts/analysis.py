@@ -978,5 +978,13 @@ def salient_tokens(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in found if len(t) >= 4))
 
 
+def path_tokens(text: str) -> tuple[str, ...]:
+    """The file paths a text names, whole (``src/util/dates.py``; :func:`salient_tokens` keeps only the last part):
+    a path changed in a folder is a different value."""
+    if not _HAS_EXTENSION.search(text):
+        return ()
+    return tuple(dict.fromkeys(_PATH_TOKEN.findall(text)))
+
+
 def is_doc(path: str) -> bool:
     return path.lower().endswith(_DOC_SUFFIXES)

@@ -91,7 +91,7 @@ def check_pattern(place: str, pattern: str) -> None:
 TOOL_PATTERN_LISTS = (
     "plan_names", "check_patterns", "check_names", "check_receipt_patterns", "check_item_patterns", "read_only_names",
     "read_only_commands", "write_names", "final_names", "content_names", "content_commands", "link_check_patterns",
-    "not_file_names",
+    "not_file_names", "read_only_checks",
 )
 
 
@@ -120,6 +120,16 @@ class ToolSettings(BaseModel):
         description="Checks of links (lychee, linkcheck): HTTP statuses in their receipts are findings, not the environment.")
     not_file_names: list[str] = Field(
         default_factory=list, description="Names that look like files but name products (Vue.js, Node.js).")
+    read_only_checks: list[str] = Field(
+        default_factory=list,
+        description="Checks that only read (ruff check without --fix, mypy, a curl GET): read by the offline editor.")
+    stopped_receipts: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Program ('*': any) -> receipt shapes that mean it refused to start the work (usage errors, "
+                    "unknown remote, no matching distribution): read by the offline editor on a receipt's first line.")
+    refused_reads: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Program -> first-output shapes of a read it refused although it exited 0 (curl's HTTP/1.1 404).")
     environment_exit_codes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
@@ -133,6 +143,14 @@ class ToolSettings(BaseModel):
     def _patterns_compile(cls, value: list[str], info: ValidationInfo) -> list[str]:
         for pattern in value:
             check_pattern(f"tools.{info.field_name}", pattern)
+        return value
+
+    @field_validator("stopped_receipts", "refused_reads")
+    @classmethod
+    def _stopped_compile(cls, value: dict[str, list[str]], info: ValidationInfo) -> dict[str, list[str]]:
+        for program, patterns in value.items():
+            for pattern in patterns:
+                check_pattern(f"tools.{info.field_name}.{program}", pattern)
         return value
 
 
@@ -317,6 +335,7 @@ class CompiledPatterns:
         self.check_item = PhraseMatcher(tools.check_item_patterns)
         self.read_only_name = PhraseMatcher(tools.read_only_names)
         self.read_only_command = PhraseMatcher(tools.read_only_commands)
+        self.read_only_check = PhraseMatcher(tools.read_only_checks)
         self.read_only_verbs = frozenset(verb.lower() for verb in tools.read_only_verbs)
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)

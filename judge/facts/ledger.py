@@ -418,7 +418,8 @@ class Ledger:
             kept = [i for i in ids if i not in shown]
             found.append(index.first(
                 index.by_program.get((action.name, action.program), ()), action.order, before,
-                lambda later: bool(kept) and later.read_only and all(i in later.text for i in kept)))
+                lambda later: bool(kept) and later.read_only and all(i in later.text for i in kept),
+                within=_RETRY_WINDOW))
         command = command_of(action.call, config) if action.call is not None and action.program else None
         if command is not None:
             # A typo corrected: the same command with one word respelled to what the query or the error named.
@@ -426,7 +427,7 @@ class Ledger:
             found.append(index.first(
                 index.by_program.get((action.name, action.program), ()), action.order, before,
                 lambda later: redoes(later) and _respelled(command, command_of(later.call, config) or "", known)
-                if later.call is not None else False))
+                if later.call is not None else False, within=_RETRY_WINDOW))
         return min((a for a in found if a is not None), key=lambda a: a.order, default=None)
 
     def _state_shown(self, action: Action, before: int) -> Action | None:
@@ -627,10 +628,14 @@ class _RecoveryIndex:
         self.final_speech = an.speeches[-1] if an.speeches else None
 
     @staticmethod
-    def first(actions: Sequence[Action], order: int, before: int, passes: Callable[[Action], bool]) -> Action | None:
+    def first(actions: Sequence[Action], order: int, before: int, passes: Callable[[Action], bool],
+              within: int | None = None) -> Action | None:
         """The first action of an ordered list made after call ``order``, seen before message ``before``, that
-        ``passes``."""
-        for k in range(bisect.bisect_right(actions, order, key=lambda a: a.order), len(actions)):
+        ``passes``; with ``within``, only among the next ``within`` actions of the list (a test that rarely passes
+        would otherwise read every later action for every failure: quadratic in a long trajectory)."""
+        start = bisect.bisect_right(actions, order, key=lambda a: a.order)
+        end = len(actions) if within is None else min(len(actions), start + within)
+        for k in range(start, end):
             if actions[k].visible_at < before and passes(actions[k]):
                 return actions[k]
         return None
@@ -677,6 +682,11 @@ def call_path(action: Action, config: RulesConfig) -> str:
         return f"{action.name}:{' '.join(words)}"
     keys = sorted(call.arguments) if isinstance(call.arguments, dict) else []
     return f"{action.name}:{','.join(keys)}"
+
+
+# A retry by another spelling or of a guessed record is among the next successes of the same program: only these are
+# read (a failed call with no such retry would otherwise read every later success of its program).
+_RETRY_WINDOW = 3
 
 
 def _respelled(failed: str, later: str, known: str) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from judge.facts import Status, ledger_of, shell
 from judge.facts.config import default_config
+from judge.facts.matching import PhraseMatcher
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
@@ -27,17 +28,23 @@ SHELL_TOOL_NAMES = {"bash", "shell", "sh", "terminal", "run", "run_command", "ex
 # Planning tools change the harness's plan state (Spec -> TodoList): never deleted offline.
 _PLAN_TOOL_RE = re.compile(r"todo|plan", re.IGNORECASE)
 
-# Receipts that say the call was refused before it ran (argument parsing, validation, usage), in the wording
-# tools actually print. These classify machine-written receipts, not the agent's prose.
-_REJECTED_BEFORE_RUN = re.compile(
-    r"unknown (?:flag|option|argument|command|parameter)|unrecognized (?:arguments?|options?)|unsupported (?:flag|option|argument|parameter)"
-    r"|not supported|invalid (?:argument|value|option|parameter|type|field type|choice|json|syntax)|validation (?:error|failed)"
-    r"|usage:|missing required|required (?:field|argument|parameter|option)|is required|command not found|no such (?:option|command)"
-    r"|syntaxerror|parse error|bad request|\b400\b|\b422\b|did you mean|expected one of|must be one of"
-    r"|不支持|无效|未知(?:选项|参数|命令)|参数错误|缺少(?:必需|必要)?参数|语法错误"
-    r"|サポートされていません|不正な|無効な|不明な(?:オプション|引数|コマンド)|必須",
-    re.IGNORECASE,
-)
+# The receipt shapes that say a program refused to start the work are data: the rules config's
+# ``tools.stopped_receipts`` (program -> patterns, "*" for any program).
+ANY_PROGRAM = "*"
+# A harness's header before the program's output (Claude Code's "Exit code 1"): not output of the program.
+_HARNESS_HEADER = re.compile(r"(?:exit code|exit status|exited with code)\s*[:=]?\s*-?\d+", re.IGNORECASE)
+
+
+def first_output(receipt: Receipt) -> str:
+    """What a receipt shows first: its first non-empty line after a harness header, or, when the program answered
+    with one JSON document (``{"ok": false, "msg": "InvalidParameter ..."}``), that whole document: one response,
+    nothing printed before it."""
+    lines = [line.strip() for line in (receipt.content or "").splitlines() if line.strip()]
+    if lines and _HARNESS_HEADER.fullmatch(lines[0]):
+        lines = lines[1:]
+    if lines and lines[0] in ("{", "[") or (lines and lines[0].startswith("{") and lines[-1].endswith("}")):
+        return "\n".join(lines)
+    return lines[0] if lines else ""
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,24 @@ class CallSite:
     def failed(self) -> bool:
         """The receipt reports failure: by its flags, or by its content (the ledger's ``failed`` / ``partial``:
         "Error: ..." in a tool result that carries no flag)."""
-        return receipt_failed(self.receipt) or (self.receipt is not None and self.status in ("failed", "partial"))
+        return (receipt_failed(self.receipt) or (self.receipt is not None and self.status in ("failed", "partial"))
+                or refused_read(self.call, self.receipt))
+
+
+def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
+    """A read its program refused although the receipt carries no error flag (curl's ``HTTP/1.1 404`` exits 0): the
+    call only reads or checks and the receipt's first output has a shape of the rules config's ``refused_reads``
+    for that program."""
+    command = shell_command(call)
+    if receipt is None or command is None or receipt_failed(receipt):
+        return False
+    # Cheap tests first: every successful call of a trajectory is asked.
+    listed = [program for program in _programs(command) if program in default_config().tools.refused_reads]
+    if not listed:
+        return False
+    first = first_output(receipt)
+    return (bool(first) and any(_refused_read_matcher(program).search(first) is not None for program in listed)
+            and _only_checks(command))
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
@@ -123,18 +147,81 @@ def _listed_read_only(segment: str) -> bool:
 
 
 def rejected_before_running(receipt: Receipt | None) -> bool:
-    """A failed receipt whose text shows the call was refused before it did anything."""
+    """A failed receipt whose text shows, anywhere, a shape of a call refused before it ran (the rules config's
+    ``stopped_receipts`` for any program: usage text, unknown flag, validation error). Tells an argument error from
+    a code error; whether a deletion is safe asks :func:`stopped_before_effect`, which is stricter."""
     if receipt is None or not receipt_failed(receipt):
         return False
     text = receipt.content or ""
-    return _says_rejected(text) if len(text) <= 4096 else bool(_REJECTED_BEFORE_RUN.search(text))
+    return _says_rejected(text) if len(text) <= 4096 else _stopped_matcher(ANY_PROGRAM).search(text) is not None
 
 
 @functools.lru_cache(maxsize=1024)
 def _says_rejected(text: str) -> bool:
     # Memoised (short texts only: the cache holds them): one routing asks it of the same receipts several times,
     # and logs repeat their error texts.
-    return bool(_REJECTED_BEFORE_RUN.search(text))
+    return _stopped_matcher(ANY_PROGRAM).search(text) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _stopped_matcher(program: str) -> PhraseMatcher:
+    return PhraseMatcher(default_config().tools.stopped_receipts.get(program, []))
+
+
+@functools.lru_cache(maxsize=64)
+def _refused_read_matcher(program: str) -> PhraseMatcher:
+    return PhraseMatcher(default_config().tools.refused_reads.get(program, []))
+
+
+def _programs(command: str) -> list[str]:
+    """The program of each segment of a command line (``python -m pip`` is ``pip``), lowered."""
+    found: list[str] = []
+    for segment in shell.read_command(command).segments:
+        words = shell.words_of(segment.text)
+        if len(words) >= 3 and words[0].rsplit("/", 1)[-1].startswith("python") and words[1] == "-m":
+            words = words[2:]
+        if words:
+            found.append(words[0].rsplit("/", 1)[-1].lower())
+    return found
+
+
+def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None:
+    """Why a failed call changed nothing because its program refused to start the work, or None.
+
+    The receipt's first output (:func:`first_output`) must have a shape of the rules config's ``stopped_receipts`` (for any
+    program, or for the program of a segment of the command: pip's "No matching distribution", git's "does not
+    appear to be a git repository", pytest's "not found:"). Output before it means work ran first (a make recipe's
+    commands, "Successfully installed"), whatever the last line says. In a command line with several segments, all
+    but the refused one must only read (a chain may have run them), and no write marker may stand outside quotes."""
+    if receipt is None or not (receipt_failed(receipt) or refused_read(call, receipt)):
+        return None
+    first = first_output(receipt)
+    if not first:
+        return None
+    command = shell_command(call)
+    programs = [ANY_PROGRAM]
+    if command is not None:
+        reading = shell.read_command(command)
+        if reading.writer is not None:
+            return None
+        # One segment may be the refused program; every other one only reads (``cd app && pip install pandsa``):
+        # a chain may have run them before or after the refusal.
+        writers = [segment.text for segment in reading.segments if not _only_checks(segment.text)]
+        if len(writers) > 1:
+            return None
+        programs += _programs(writers[0] if writers else command)[:1]
+    if refused_read(call, receipt) or any(_stopped_matcher(program).search(first) is not None for program in programs):
+        return f"the receipt shows the call was rejected before it ran ({first[:80]!r}), so nothing was changed"
+    return None
+
+
+def _only_checks(command: str) -> bool:
+    """Every segment only reads: a read (:func:`command_is_read_only`) or a check the rules config lists as
+    read-only (``read_only_checks``: ruff check without --fix, mypy, a curl GET)."""
+    patterns = default_config().patterns
+    return shell.command_is_read_only(
+        command, lambda segment: bool(_listed_read_only(segment) or patterns.read_only_check.search(segment)),
+        patterns.read_only_verbs)[0]
 
 
 def missing_input(call: ToolCall, receipt: Receipt | None) -> str | None:
@@ -215,8 +302,11 @@ def side_effect_free(site: CallSite, trajectory: Trajectory | None = None) -> tu
     ok, why = is_read_only(site.call)
     if ok:
         return True, why
-    if rejected_before_running(site.receipt):
-        return True, "the receipt shows the call was rejected before it ran, so nothing was created"
+    command = shell_command(site.call)
+    if command is not None and _only_checks(command):
+        return True, "every part of the command only reads or checks"
+    if (stopped := stopped_before_effect(site.call, site.receipt)) is not None:
+        return True, stopped
     if (missing := missing_input(site.call, site.receipt)) is not None:
         return True, missing
     return False, f"{why}, and its receipt does not show that nothing was changed"

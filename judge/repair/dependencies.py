@@ -35,6 +35,7 @@ from judge.repair.calls import (
     missing_input_file,
     receipt_failed,
     side_effect_free,
+    stopped_before_effect,
 )
 from judge.repair.textref import (
     Detectors,
@@ -122,6 +123,17 @@ def is_retry(facts: Ledger, failed: Action, later: Action) -> bool:
     if failed.name != later.name or call_path(failed, facts.analysis.config) != call_path(later, facts.analysis.config):
         return False
     return not {"--help", "-h", "help"} & set(later.text.replace('"', " ").split())
+
+
+def corrected_retry(facts: Ledger, failed: Action, later: Action) -> bool:
+    """Whether ``later`` runs the same program step as ``failed`` (the same tool and the first two words of its call
+    path: ``npm run``, ``git push``, ``pip install``) with other arguments: the correction of a call its program
+    refused to start."""
+    if failed.name != later.name:
+        return False
+    config = facts.analysis.config
+    words = [call_path(action, config).split(":", 1)[-1].split()[:2] for action in (failed, later)]
+    return bool(words[0]) and words[0] == words[1]
 
 
 def recovery_window(trajectory: Trajectory, site: CallSite, span: int = RECOVERY_TURNS) -> range:
@@ -261,13 +273,16 @@ def control_conditions(
     # A call that was stopped by a missing input file: a later call that makes that file prepares the input the
     # retry needs; the decision stands without the failure (the query or plan named the file).
     missing = missing_input_file(site.call, site.receipt)
+    # A call its program refused to start (a misspelled script, remote or package) is retried by the next call of
+    # the same program step with a corrected argument: "npm run build" after "npm run biuld".
+    stopped = stopped_before_effect(site.call, site.receipt) is not None
     prepared: list[int] = []
     for later in after:
         assert later.call is not None
         if missing is not None and missing in later.writes:
             prepared.append(later.turn)
             continue
-        if is_retry(facts, failed, later):
+        if is_retry(facts, failed, later) or (stopped and corrected_retry(facts, failed, later)):
             extra = f" (read-only checks in between at {', '.join(f'T{t}' for t in checks)})" if checks else ""
             return Dependency(kind="control", status="resolved", call_id=site.call.id, turn=later.turn,
                               detail=f"T{later.turn} retries {site.call.name}; after the edit it is the first attempt{extra}")

@@ -33,8 +33,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from judge.facts import Action, Claim, Ledger, ledger_of
-from judge.facts.values import is_resource_id, names_in, receipt_numbers, states, value_tokens
-from judge.model import Trajectory, number_turns
+from judge.facts.analysis import path_tokens
+from judge.facts.values import is_resource_id, names_in, receipt_numbers, stated_numbers, states, value_tokens
+from judge.model import Message, Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
     call_sites,
@@ -91,6 +92,7 @@ def validate_edit(
         no_effects_removed(original, edited, deleted_calls),
         no_dependency_removed(original, edited, message_map, deleted_calls),
         final_answer_supported(original, edited),
+        rewritten_values_supported(original, edited, message_map),
         new_claims_supported(original, edited, message_map),
         rules_judge_clean(original, edited),
     ]
@@ -479,11 +481,96 @@ def final_answer_supported(original: Trajectory, edited: Trajectory) -> Validato
                 action = ledger_of(original).actions[order]
                 findings.append(f"the final answer states {value!r}, which only the removed or changed receipt of "
                                 f"T{action.turn} {action.name} showed")
+        findings += _plain_numbers_lost(original, edited, before, after, {f.split("'")[1] for f in findings})
     return ValidatorResult(
         name="final-answer-supported", passed=not findings,
         detail="the final answer lost its support" if findings else "the final answer is still supported",
         findings=findings, kind="unsupported-final",
     )
+
+
+def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, after: int, found: set[str]) -> list[str]:
+    """Numbers of 10 or more (or with a fraction) the final answer states as prose reads them, that a plain-text
+    receipt before it showed in the original ("37" printed by ``jq``) and no kept receipt before it shows: what
+    the ledger's values (3+ digits, JSON data) do not cover. Small whole numbers are left out: they coincide."""
+    answer = _unlisted(edited.messages[after].content or "")
+    wanted = {x for x in stated_numbers(answer) if x >= 10 or x != int(x)} - set(stated_numbers(edited.query))
+    if not wanted:
+        return []
+    shown = [a.receipt.content for a in ledger_of(original).actions if a.receipt is not None and a.visible_at < before]
+    kept, _ = _shown_texts(edited, after)
+    lost: list[str] = []
+    for number in sorted(wanted):
+        text = _number_text(number)
+        if text not in found and _shows(shown, text) and not _shows(kept, text):
+            lost.append(f"the final answer states {text!r}, which only a removed or changed receipt showed")
+    return lost
+
+
+def rewritten_values_supported(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
+    """A rewritten message states no value it changed or added that nothing kept before it shows: held by values,
+    in any language. The values are the ledger's (:func:`~judge.facts.values.names_in`: ids, paths, names, codes)
+    and the numbers prose states (``212,40`` is ``212.40``); a value counts as shown when the query, a kept
+    receipt, or a kept call's arguments before the message state it. Not shown before, but by a later kept receipt:
+    ``order``; by none: ``unsupported-final``."""
+    findings: list[tuple[RefusalKind, str]] = []
+    for index, message in enumerate(edited.messages):
+        if message.role != "assistant" or index >= len(message_map):
+            continue
+        before = original.messages[message_map[index]]
+        text, old_text = message_text(message), message_text(before)
+        if text == old_text:
+            continue
+        shown_before, shown_later = _shown_texts(edited, index)
+        old_names, old_numbers = names_in(old_text) | set(path_tokens(old_text)), set(stated_numbers(_unlisted(old_text)))
+        added = sorted(n for n in names_in(text) | set(path_tokens(text)) - old_names if not n.isdigit())
+        added += sorted({_number_text(x) for x in stated_numbers(_unlisted(text)) if x not in old_numbers})
+        for value in added:
+            if _shows(shown_before, value):
+                continue
+            kind: RefusalKind = "order" if _shows(shown_later, value) else "unsupported-final"
+            where = "only a later receipt shows" if kind == "order" else "no kept receipt shows"
+            findings.append((kind, f"T{message.turn} states {value!r}, which the edit changed or added and {where}"))
+    return ValidatorResult(
+        name="rewritten-values-supported", passed=not findings,
+        detail="a rewritten message states a value nothing kept shows" if findings else "rewritten values are shown",
+        findings=[f for _, f in findings], kind=findings[0][0] if findings else "unsupported-final",
+    )
+
+
+# A numbered list's markers ("1. ", "2) "): the rewrite's layout, not values.
+_LIST_MARKER = re.compile(r"^(\s*)\d{1,2}[.)](?=\s)", re.MULTILINE)
+
+
+def _unlisted(text: str) -> str:
+    return _LIST_MARKER.sub(r"\1", text)
+
+
+def _number_text(number: float) -> str:
+    return str(int(number)) if number == int(number) else str(number)
+
+
+def _shown_texts(trajectory: Trajectory, index: int) -> tuple[list[str], list[str]]:
+    """What is shown before message ``index`` (the query, system and user text, the ledger's receipts, the
+    arguments of calls up to its own: "creating the records with --json" names its own call's flag) and what
+    receipts show after it."""
+    before = [trajectory.query] + [m.content or "" for m in trajectory.messages[:index] if m.role in ("system", "user")]
+    later: list[str] = []
+    for action in ledger_of(trajectory).actions:
+        if action.message_index <= index:
+            before.append(action.text)
+        if action.receipt is not None:
+            (before if action.visible_at < index else later).append(action.receipt.content or "")
+    return before, later
+
+
+def _shows(texts: Sequence[str], value: str) -> bool:
+    """Whether some text states ``value``: a name as a whole word, a number by its value in any grouping."""
+    try:
+        number = float(value)
+    except ValueError:
+        return any(states(text, value) for text in texts)
+    return any(number in stated_numbers(text) for text in texts)
 
 
 # Completion words that make a future-tense sentence a promise of a result ("will be completed", "将完成").
@@ -515,6 +602,11 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
                 and not patterns.prior_failure.search(message_text(message)) and message_text(message).strip()
                 and _failed_receipt_kept(facts, index)):
             findings.append(("flip", f"T{message.turn}: the text no longer speaks of the failure its receipt still shows"))
+        elif original_message is not None and (lost := _failure_ties_lost(edited, original_message, message, index)):
+            lost_kind, ties = lost
+            what = "the failed receipt" if lost_kind == "flip" else "the receipt of an unfinished job"
+            findings.append((lost_kind, f"T{message.turn}: the text no longer names {ties}, which tie it to {what} it "
+                                   f"still follows"))
     for claim in facts.claims:
         sentence = claim.sentence
         if claim.text in written or sentence.hedged or (sentence.mentions_failure and not sentence.resolution):
@@ -533,6 +625,33 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
         detail="the edit wrote a claim the receipts do not support" if findings else "no unsupported new claim",
         findings=[f for _, f in findings], kind=kind,
     )
+
+
+def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, index: int) -> tuple[RefusalKind, str] | None:
+    """Values first, in any language: the rewritten message ``index`` answers a kept receipt that did not succeed
+    (the last call before it failed, or its job is still running), its original named what ties it to that receipt
+    (a value or name of the call or receipt, the ledger's :meth:`~judge.facts.Ledger.names_of`, or a word of the
+    call's text or receipt), and the rewrite keeps none of those ties: a report of the failure turned into something else
+    (``flip``), or of a running job into a result (``future-claim``). Returns the kind and the lost ties."""
+    old_text, new_text = message_text(before), message_text(after)
+    if old_text == new_text or not new_text.strip():
+        return None
+    facts = ledger_of(edited)
+    seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
+    if not seen or seen[-1].status not in ("failed", "partial", "running"):
+        return None
+    failed = seen[-1]
+    receipt = failed.receipt.content[:4000] if failed.receipt is not None else ""
+    # The task's own words count too: a report of a failed push names the push and its branch, whatever the query says.
+    names, words = facts.names_of(failed), _stems(failed.text + "\n" + receipt)
+
+    def ties(text: str) -> set[str]:
+        return set(names_in(text) & names) | set(_stems(text) & words)
+
+    lost = ties(old_text)
+    if not lost or lost & ties(new_text):  # some tie of the original kept: a rewording, not a new story
+        return None
+    return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
 
 
 def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
