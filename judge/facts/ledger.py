@@ -16,6 +16,7 @@ from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
+from judge.facts.shell import read_command, words_of
 from judge.facts.values import (
     ValueKind,
     data_values,
@@ -212,6 +213,28 @@ class Ledger:
         if names is None:
             content = action.receipt.content[:4000] if action.receipt is not None else ""
             names = memo[action.order] = names_in(action.text) | value_tokens(content) | frozenset(action.writes)
+        return names
+
+    def objects_of(self, action: Action) -> frozenset[str]:
+        """The names of the objects a call acts on, as a later sentence in any language would state them: the
+        operands of its command (``git push origin fix/tz`` -> ``origin``, ``fix/tz``; ``pip install httpx`` ->
+        ``httpx``; ``--name Fournisseurs`` -> ``Fournisseurs``), never its program, subcommand or flags (a sentence
+        naming "push" may report the push's failure), plus the files it writes or names and its argument values."""
+        memo: dict[int, frozenset[str]] = self.analysis.cache.setdefault("ledger:objects", {})
+        names = memo.get(action.order)
+        if names is None:
+            found: set[str] = set(action.writes) | set(names_in(action.text))
+            command = command_of(action.call, self.analysis.config) if action.call is not None else None
+            if command is not None:
+                for segment in read_command(command).segments:
+                    for word in words_of(segment.text)[2:]:
+                        word = word.strip("'\"@,")
+                        if not word.startswith("-") and "=" not in word and len(word) >= 3:
+                            found.add(word)
+            elif action.call is not None and isinstance(action.call.arguments, dict):
+                found.update(v for v in action.call.arguments.values()
+                             if isinstance(v, str) and 3 <= len(v) <= 80 and "\n" not in v)
+            names = memo[action.order] = frozenset(found)
         return names
 
     def answer_support(self, message_index: int) -> dict[str, int]:

@@ -478,6 +478,9 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     for speech in an.speeches:
         claims = _claims(speech)
         if not claims:
+            value_claim = _value_claim(an, speech)
+            if value_claim is not None:
+                issues.append(value_claim)
             continue
         index = speech.message_index
         prior = _work_before(an, index)
@@ -559,6 +562,58 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             issues.append(_issue(an, "unverified-completion", speech.turn, description, evidence))
             break  # one finding per message
     return issues
+
+
+# Language-neutral signs that a text reports a failure: a cross or warning mark.
+_FAILURE_MARKS = ("❌", "✗", "✘", "⚠", "🚫", "⛔")
+# Words of a failure line that a report of it repeats: an error class, an HTTP or error code.
+_ERROR_WORD = re.compile(r"\b(?:[A-Z][A-Za-z]*(?:Error|Exception|Forbidden|Timeout))\b|\b\d{3,}\b")
+
+
+def _value_claim(an: Analysis, speech: Speech) -> Issue | None:
+    """A final answer that states, in any language, a value of an object whose last state-changing call failed,
+    did nothing, or left its effect unknown, and was never redone nor reported (issue 24 item 1: a claim of state
+    is found by its values as well as by its words).
+
+    The value must be one only that call acted on (an operand, file or argument no successful state-changing call
+    named), stated in a sentence that neither hedges nor speaks of a failure (where the language has words for
+    it) nor repeats the failure's own error words or codes (a report of the failure in any language)."""
+    index = speech.message_index
+    if index != an.final_message_index or speech.has_calls or speech.speaks_of_failure \
+            or any(mark in speech.text for mark in _FAILURE_MARKS):
+        return None
+    prior = _work_before(an, index)
+    ledger = _ledger(an)
+    done: set[str] = set()
+    for action in prior:
+        if action.outcome == "ok" and action.status not in ("noop", "running") and not action.read_only:
+            done |= ledger.objects_of(action) | ledger.names_of(action)  # incl. what its receipt returned
+    for action in reversed(prior):
+        if action.read_only or action.is_check or action.is_plan:
+            continue
+        open_noop = action.status == "noop" and not an.recovered(action, before=index)
+        if not (open_noop or action.outcome == "missing" or _open(an, action, index)) or _acknowledged(an, action, index):
+            continue
+        reported = set(_ERROR_WORD.findall(action.error_line)) - set(_ERROR_WORD.findall(action.text))
+        if any(word in speech.text for word in reported):
+            return None
+        names = sorted(n for n in ledger.objects_of(action) - done if not n.isdigit())
+        for sentence in read_sentences(speech.region, an.patterns):
+            if sentence.hedged or sentence.future or sentence.mentions_failure:
+                continue
+            low = sentence.text.lower()
+            stated = next((n for n in names if re.search(rf"(?<![\w/.-]){re.escape(n.lower())}(?![\w-])", low)), None)
+            if stated is None:
+                continue
+            what = ("succeeded but created or changed nothing" if open_noop
+                    else "has no receipt" if action.outcome == "missing" else "failed and was never redone")
+            description = (f"Claims a result that the receipts do not support: it states {stated}, but the "
+                           f"{action.name} call of T{action.turn} that acted on it {what}.")
+            evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\""
+            if action.receipt is not None:
+                evidence += f" | receipt {_receipt_quote(an, action)}"
+            return _issue(an, "unverified-completion", speech.turn, description, evidence)
+    return None
 
 
 _ECHOES = ("echo", "printf")
