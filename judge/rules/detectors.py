@@ -677,11 +677,38 @@ def silent_check_failure(an: Analysis) -> list[Issue]:
                 claim = next(iter(_claims(speech)), None)
                 if claim is not None:
                     relying[speech.turn] = f"\"{an.excerpt(claim.text)}\""
+                elif (named := _names_check(an, speech, check)) is not None:
+                    relying[speech.turn] = f"\"{an.excerpt(named)}\""
         for turn in sorted(relying):
             description = f"Relies on the {check.name} check of T{check.turn}, which exited 0 but reported failures."
             evidence = f"T{turn}: {relying[turn]} | receipt {_receipt_quote(an, check)}"
             issues.append(_issue(an, "silent-check-failure", turn, description, evidence))
     return issues
+
+
+def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
+    """The sentence of a final answer that speaks of ``check`` by its program ("mypy on puhdas", "tox-miljöer"),
+    in any language, without repeating what the check found (a failing item's name or path, a failure mark) nor
+    speaking of a failure where the language has words for it: the answer relies on the check as passing."""
+    if speech.message_index != an.final_message_index or speech.has_calls or speech.speaks_of_failure \
+            or any(mark in speech.text for mark in _FAILURE_MARKS) or check.receipt is None:
+        return None
+    program = check.program.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+    if len(program) < 3 or program in _ECHOES or program in ("true", "tail", "tee", "head", "cat"):
+        command = command_of(check.call, an.config) if check.call is not None else None
+        words = command.split() if command else []
+        program = words[0].rsplit("/", 1)[-1].split(".", 1)[0].lower() if words else ""
+    if len(program) < 3:
+        return None
+    found_items = {t for line in check.receipt.content.splitlines() if _FAILED_ITEM.search(line)
+                   for t in salient_tokens(line)}
+    if any(item in speech.text for item in found_items):
+        return None  # it repeats a failing item: it reports the failures
+    pattern = re.compile(rf"(?<![\w/.-]){re.escape(program)}", re.IGNORECASE)
+    for sentence in read_sentences(speech.region, an.patterns):
+        if not (sentence.hedged or sentence.future or sentence.mentions_failure) and pattern.search(sentence.text):
+            return sentence.text
+    return None
 
 
 @detector("contradicted-claim", "semantic", roles=("authenticity", "edit-check"), mast="verification")
