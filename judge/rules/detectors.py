@@ -722,6 +722,8 @@ def contradicted_claim(an: Analysis) -> list[Issue]:
     - A status: the claim names a status (one the change set, ``--fields '{"Status":"Shipped"}'``, or one the
       read-back shows for some record) and the read-back's status field for the record it names (else for every
       record) shows only others (``"Status": "Pending"``).
+    - A number of passing tests: the last check's runner summary shows another (``57 passed`` against "75 pass").
+    - An id one character off, or with its characters in another order, from the id a read-back shows.
     """
     issues = []
     for (index, text), (claimed, read_back, shown) in _contradicted(an).items():
@@ -741,15 +743,22 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
     if cached is not None:
         return cached
     cached = an.cache["contradicted"] = {}
+    for speech in an.speeches:
+        for sentence in _claims(speech):
+            if sentence.pass_claim and (counts := sentence.counts or bare_counts(sentence.text)):
+                found = _passed_count_contradicted(an, counts, speech.message_index)
+                if found is not None:
+                    cached[(speech.message_index, sentence.text)] = found
     if not any(a.read_only for a in an.actions):
         return cached  # no read-back at all
     for speech in an.speeches:
         index = speech.message_index
         claims = _claims(speech)
-        if index == an.final_message_index and _DIGITS.search(speech.region):
+        if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
             claims = claims + [s for s in read_sentences(speech.region, an.patterns)
-                               if s.text not in told and not s.hedged and not s.future and _DIGITS.search(s.text)]
+                               if s.text not in told and not s.hedged and not s.future
+                               and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
         if not claims:
             continue
         prior = _work_before(an, index)
@@ -776,6 +785,37 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             if found is not None:
                 cached[(index, sentence.text)] = found
     return cached
+
+
+def _word_counts(an: Analysis, text: str) -> tuple[int, ...]:
+    """Counts a sentence writes as words of the vocabularies' languages, each followed by a word ("Sieben neue
+    Kunden", "sete registros"): the config's ``number_words``."""
+    pattern = an.patterns.number_word
+    if pattern is None:
+        return ()
+    return tuple(dict.fromkeys(an.patterns.number_words[m.group(1).lower()] for m in pattern.finditer(text)))
+
+
+_PASSED = re.compile(r"\b(\d+) (?:tests? )?passed\b|\bTests:\s+(?:\d+ \w+, )*(\d+) passed\b")
+
+
+def _passed_count_contradicted(an: Analysis, counts: tuple[int, ...], index: int) -> tuple[str, Action, str] | None:
+    """A claim that N tests pass while the last check before it that printed a runner's summary ("57 passed",
+    "Tests: 2 failed, 14 passed") shows another number of passing tests, and no other count of that check or of
+    the text before says N (a check's summary is a read-back of the suite)."""
+    checks = [a for a in _checks_before(an, index)
+              if a.receipt is not None and a.receipt_index is not None and a.receipt_index < index]
+    for check in reversed(checks):
+        assert check.receipt is not None
+        passed = {int(n) for m in _PASSED.finditer(check.receipt.content) for n in m.groups() if n}
+        if not passed:
+            continue
+        shown = set(printed_counts(check.receipt.content)) | {int(n) for n in _DIGITS.findall(check.receipt.content)}
+        claimed = next((c for c in counts if c not in shown), None)
+        if claimed is None:
+            return None
+        return f"{claimed} passing", check, ", ".join(f"{n} passed" for n in sorted(passed))
+    return None
 
 
 def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) -> Action | None:
@@ -808,7 +848,7 @@ def _listed_lengths(read_back: Action) -> frozenset[int]:
 
 def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
                         prior: list[Action]) -> tuple[str, Action, str] | None:
-    counts = sentence.counts or bare_counts(sentence.text)
+    counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
     if not counts:
         return None
     read_back = _tied_read_back(sentence, last, read_backs)
@@ -910,14 +950,15 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
 
 def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
     """An id the claim gives that no call, receipt or query showed before it, while a read-back shows an id of the
-    same length with the same characters in another order (recNv18kQz for recNv81kQz): a mistyped id."""
+    same length with the same characters in another order (recNv18kQz for recNv81kQz) or one character off
+    (9f2c1a4 for 9f2c1e4): a mistyped id."""
     for token in value_tokens(sentence.text):
         if not is_resource_id(token):
             continue
         for read_back in reversed(read_backs):
             content = read_back.receipt.content if read_back.receipt is not None else ""
             near = next((t for t in value_tokens(content) if len(t) == len(token) and t != token
-                         and sorted(t) == sorted(token)), None)
+                         and (sorted(t) == sorted(token) or sum(a != b for a, b in zip(t, token)) == 1)), None)
             # (The scan of earlier messages last: most claims name ids no read-back holds a near twin of.)
             if near is not None and token not in an.trajectory.query and not _shown_before(an, token, index, None):
                 return f"id {token}", read_back, f"id {near}"
