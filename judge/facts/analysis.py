@@ -884,11 +884,23 @@ def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
         pass_claim=pass_claim,
         actions=tuple(name for name, claim, _ in patterns.action_claims if claim.search_found(text, found) is not None)
         if patterns.actions_always or not patterns.action_literals.isdisjoint(found) else (),
-        counts=tuple(dict.fromkeys(int(n) for m in patterns.count_claim.finditer_found(text, found, low)
+        counts=tuple(dict.fromkeys(_whole_number(text, m.start(), n) for m in patterns.count_claim.finditer_found(text, found, low)
                                    for n in _NUMBER.findall(m.group(0)))),
         future=patterns.future.search_found(text, found) is not None,
         resolution=patterns.resolution_claim.search_found(text, found) is not None,
     )
+
+
+_GROUPED = re.compile(r"\d{1,3}(?:[,\u00a0\u202f]\d{3})*[,\u00a0\u202f]$")  # "1,500" before the "500" a pattern matched
+
+
+def _whole_number(text: str, start: int, digits: str) -> int:
+    """The number whose digits ``digits`` a count pattern matched at ``start``: with the groups before a thousands
+    separator ("1,500 rows" states 1500, not 500)."""
+    before = _GROUPED.search(text, 0, start) if start and text[start - 1] in ",\u00a0\u202f" else None
+    if before is None or not text.startswith(digits, start):
+        return int(digits)
+    return int(re.sub(r"\D", "", before.group(0)) + digits)
 
 
 def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: str, found: frozenset[str],

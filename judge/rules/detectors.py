@@ -486,6 +486,8 @@ def unverified_completion(an: Analysis) -> list[Issue]:
         prior = _work_before(an, index)
         first_pending = len(prior)
         contradicted = _contradicted(an)
+        if _still_running(an, [c for c in claims if (index, c.text) not in contradicted], index) is not None:
+            continue  # a claim over a job still running: premature-claim's case
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
