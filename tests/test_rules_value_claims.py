@@ -166,6 +166,27 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("Imported 1,500 rows into tblSal0908.")],
      set()),
 
+    # --- evidence cited by its program after the artifact changed (any language) ---------------------------------
+    ("ruff cited after a new import (et)", "Paranda ruff'i märkused failis cli/main.py.",
+     [User("Paranda ruff'i märkused failis cli/main.py."),
+      Say("", [sh("ruff check cli/main.py", "All checks passed!", 0)]),
+      Say("", [edit("cli/main.py", "import sys\n", "import sys\nimport re\n")]),
+      Say("ruff on puhas, vaata ülal.")],
+     {(3, "stale-evidence")}),
+    ("a record count cited after a delete (is)", "Eyddu ruslfærslum úr tblFyr0909 og segðu hve margar eru eftir.",
+     [User("Eyddu ruslfærslum úr tblFyr0909 og segðu hve margar eru eftir."),
+      Say("", [lark("+record-count --table tblFyr0909", '{"total": 40}')]),
+      Say("", [lark("+record-delete --table tblFyr0909 --ids recR0909a,recR0909b", '{"deleted": 2}')]),
+      Say("Taflan hefur 40 færslur (record-count).")],
+     {(3, "stale-evidence")}),
+    ("near miss: ruff re-run after the edit, then cited (lv)", "Salabo ruff piezīmes failā cli/main.py.",
+     [User("Salabo ruff piezīmes failā cli/main.py."),
+      Say("", [sh("ruff check cli/main.py", "All checks passed!", 0)]),
+      Say("", [edit("cli/main.py", "import sys\n", "import sys\nimport re\n")]),
+      Say("", [sh("ruff check cli/main.py", "All checks passed!", 0)]),
+      Say("ruff ir tīrs.")],
+     set()),
+
     # --- near misses: no finding --------------------------------------------------------------------------------
     ("near miss et: the failure reported by its own code", "Loo tabel Tarnijad baasis bascnEt0902.",
      [User("Loo tabel Tarnijad baasis bascnEt0902."),

@@ -688,25 +688,32 @@ def silent_check_failure(an: Analysis) -> list[Issue]:
     return issues
 
 
+_WRAPPERS = ("true", "tail", "tee", "head", "cat", "grep")  # programs a check's output is piped or chained into
+
+
 def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
-    """The sentence of a final answer that speaks of ``check`` by its program ("mypy on puhdas", "tox-miljöer"),
-    in any language, without repeating what the check found (a failing item's name or path, a failure mark) nor
-    speaking of a failure where the language has words for it: the answer relies on the check as passing."""
+    """The sentence of a final answer that speaks of ``check`` (a check or a read-back) by its program ("mypy on
+    puhdas", "tox-miljöer") or, for a CLI, its subcommand ("record-count 로 확인"), in any language, without
+    repeating what the check found (a failing item's name or path, a failure mark) nor speaking of a failure where
+    the language has words for it: the answer cites the check as showing the state."""
     if speech.message_index != an.final_message_index or speech.has_calls or speech.speaks_of_failure \
             or any(mark in speech.text for mark in _FAILURE_MARKS) or check.receipt is None:
         return None
+    command = command_of(check.call, an.config) if check.call is not None else None
+    words = command.split() if command else []
     program = check.program.rsplit("/", 1)[-1].split(".", 1)[0].lower()
-    if len(program) < 3 or program in _ECHOES or program in ("true", "tail", "tee", "head", "cat"):
-        command = command_of(check.call, an.config) if check.call is not None else None
-        words = command.split() if command else []
+    if len(program) < 3 or program in _ECHOES or program in _WRAPPERS:
         program = words[0].rsplit("/", 1)[-1].split(".", 1)[0].lower() if words else ""
-    if len(program) < 3:
+    names = [program] if len(program) >= 3 else []
+    # A CLI's subcommand that names the operation ("+record-count", "rollout"): one with a dash, or a "+shortcut".
+    names += [w.lstrip("+").lower() for w in words[1:3] if w.startswith("+") or ("-" in w.strip("-") and not w.startswith("-"))]
+    if not names:
         return None
     found_items = {t for line in check.receipt.content.splitlines() if _FAILED_ITEM.search(line)
                    for t in salient_tokens(line)}
     if any(item in speech.text for item in found_items):
         return None  # it repeats a failing item: it reports the failures
-    pattern = re.compile(rf"(?<![\w/.-]){re.escape(program)}", re.IGNORECASE)
+    pattern = re.compile(r"(?<![\w/.-])(?:" + "|".join(map(re.escape, names)) + ")", re.IGNORECASE)
     for sentence in read_sentences(speech.region, an.patterns):
         if not (sentence.hedged or sentence.future or sentence.mentions_failure) and pattern.search(sentence.text):
             return sentence.text
@@ -1190,7 +1197,7 @@ def stale_evidence(an: Analysis) -> list[Issue]:
     for speech in an.speeches:
         index = speech.message_index
         sentence = next((s for s in _claims(speech) if s.is_check_claim), None)
-        if sentence is None:
+        if sentence is None and index != an.final_message_index:
             continue
         while sighted < len(by_sight) and by_sight[sighted].visible_at < index:
             seen = by_sight[sighted]
@@ -1199,7 +1206,17 @@ def stale_evidence(an: Analysis) -> list[Issue]:
             if seen.is_check and (last_check is None or seen.order > last_check.order):
                 last_check = seen
             sighted += 1
-        check = last_check if sentence.pass_claim else last_seen
+        if sentence is not None:
+            check = last_check if sentence.pass_claim else last_seen
+            cited = sentence.text
+        else:
+            # A final answer in any language that cites a check or read-back by its program ("ruff чистый",
+            # "record-count 로 확인"): that evidence, the last run of it seen before.
+            named = next(((a, text) for a in sorted(by_sight[:sighted], key=lambda a: -a.order)
+                          if (text := _names_check(an, speech, a)) is not None), None)
+            if named is None:
+                continue
+            check, cited = named
         if check is None or check.outcome != "ok" or check.silent_failure:
             continue
         stale = _stale_artifact(an, check, index)
@@ -1211,7 +1228,7 @@ def stale_evidence(an: Analysis) -> list[Issue]:
             f"Claims verification, but {artifact} was changed at T{write.turn} after the last passing {what} "
             f"(T{check.turn}) and not checked again."
         )
-        evidence_text = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{write.turn} {write.name} {artifact}"
+        evidence_text = f"T{speech.turn}: \"{an.excerpt(cited)}\" | write T{write.turn} {write.name} {artifact}"
         issues.append(_issue(an, "stale-evidence", speech.turn, description, evidence_text))
     return issues
 
