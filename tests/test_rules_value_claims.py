@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, edit, render, sh
+from fixtures.facts_heldout.steps import Say, User, edit, render, sh, todo
 from judge.importers import Source
 from judge.importers.reader import parse_record
 from judge.model import Trajectory
@@ -185,6 +185,29 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("", [edit("cli/main.py", "import sys\n", "import sys\nimport re\n")]),
       Say("", [sh("ruff check cli/main.py", "All checks passed!", 0)]),
       Say("ruff ir tīrs.")],
+     set()),
+
+    # --- ticks of an item that states a count: one call per object, fewer than the count (any language) ----------
+    ("three views ticked after two creates (lv)", "Izveido 3 skatus tabulā tblUzd0910.",
+     [User("Izveido 3 skatus tabulā tblUzd0910."),
+      Say("", [todo(("v", "Izveidot 3 skatus", "in_progress")),
+               lark("+view-create --table tblUzd0910 --name Nedela", '{"view_id": "vewNed0910"}'),
+               lark("+view-create --table tblUzd0910 --name Kavets", '{"view_id": "vewKav0910"}')]),
+      Say("", [todo(("v", "Izveidot 3 skatus", "completed"))])],
+     {(2, "unchecked-tick")}),
+    ("a count check item ticked with no read-back (pt)", "Importe metas.csv e confira a contagem.",
+     [User("Importe metas.csv e confira a contagem."),
+      Say("", [todo(("i", "Importar metas.csv", "in_progress"), ("c", "Conferir a contagem", "pending")),
+               lark("+record-import --table tblMet0911 --file metas.csv", '{"imported": 12}')]),
+      Say("", [todo(("i", "Importar metas.csv", "completed"), ("c", "Conferir a contagem", "completed"))])],
+     {(2, "unchecked-tick")}),
+    ("near miss: three views ticked after three creates (lv)", "Izveido 3 skatus tabulā tblUzd0912.",
+     [User("Izveido 3 skatus tabulā tblUzd0912."),
+      Say("", [todo(("v", "Izveidot 3 skatus", "in_progress")),
+               lark("+view-create --table tblUzd0912 --name Nedela", '{"view_id": "vewNed0912"}'),
+               lark("+view-create --table tblUzd0912 --name Kavets", '{"view_id": "vewKav0912"}'),
+               lark("+view-create --table tblUzd0912 --name Gatavs", '{"view_id": "vewGat0912"}')]),
+      Say("", [todo(("v", "Izveidot 3 skatus", "completed"))])],
      set()),
 
     # --- near misses: no finding --------------------------------------------------------------------------------

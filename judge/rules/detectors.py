@@ -1134,6 +1134,9 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str)
         last = evidence[-1]
     else:
         last = ([a for a in window if not a.is_check] or window)[-1]
+        short = _short_of_count(an, item, window, marked_at)
+        if short is not None:
+            return short, _receipt_quote(an, last)
     if last.failed:
         what = "check" if last.is_check else "call"
         return f"its last {what} (T{last.turn}) failed", _receipt_quote(an, last)
@@ -1147,6 +1150,26 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str)
             return (f"its last check (T{last.turn}) ran on an older version of {artifact}, changed at T{write.turn}",
                     f"check T{last.turn} {last.name} | write T{write.turn} {write.name} {artifact}")
     return None, ""
+
+
+def _short_of_count(an: Analysis, item: str, window: list[Action], marked_at: int) -> str | None:
+    """Why an item that states a count ("3 Ansichten anlegen", "뷰 3개 만들기") is not done, in any language: its work
+    was one call per object (two or more successful calls of one kind), fewer of them than the count, and no
+    receipt of the window shows the count."""
+    counts = bare_counts(item)
+    if not counts:
+        return None
+    per_path: dict[str, int] = {}
+    for action in window:
+        if action.status == "ok" and not action.read_only and not action.is_check:
+            path = call_path(action, an.config)
+            per_path[path] = per_path.get(path, 0) + 1
+    made = max(per_path.values(), default=0)
+    ledger = _ledger(an)
+    for count in counts:
+        if 2 <= made < count and not any(a.outcome == "ok" and ledger.shows_count(a, count) for a in window):
+            return f"it asks for {count}, only {made} calls made them and no receipt shows {count}"
+    return None
 
 
 def _reads_state(an: Analysis, action: Action, values: set[str]) -> bool:
