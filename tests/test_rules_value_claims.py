@@ -14,20 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_rules_issue24_shapes import FORMATS, Expected, _trajectory
 
-from fixtures.facts_heldout.steps import Say, User, edit, render, sh, todo
-from judge.importers import Source
-from judge.importers.reader import parse_record
-from judge.model import Trajectory
+from fixtures.facts_heldout.steps import Say, User, edit, lark, sh, todo
 from judge.rules import run_detectors
-
-FORMATS = ("openai", "anthropic")
-Expected = set[tuple[int, str]]
-
-
-def lark(rest: str, out: str, code: int | None = 0) -> Any:
-    return sh("lark-cli base " + rest, out, code)
-
 
 PUSH_REJECTED = "To gitlab.example:ops/infra.git\n ! [rejected]        release/2.4 -> release/2.4 (non-fast-forward)\nerror: failed to push some refs"
 
@@ -239,13 +229,6 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("There was nothing to apply: no migrations to apply, the database is already current.")],
      set()),
 ]
-
-
-def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, steps, {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
