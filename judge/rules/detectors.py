@@ -39,6 +39,7 @@ from judge.facts.values import (
     header_list_count,
     is_resource_id,
     more_pages,
+    number_pattern,
     numbers_at,
     printed_counts,
     record_numbers,
@@ -606,6 +607,10 @@ def _value_claim(an: Analysis, speech: Speech) -> Issue | None:
             low = sentence.text.lower()
             stated = next((n for n in names if re.search(rf"(?<![\w/.-]){re.escape(n.lower())}(?![\w-])", low)), None)
             if stated is None:
+                # A count of what the open call was to make, that nothing before it showed ("kaikki 300 asiakasta").
+                stated = next((f"the count {c}" for c in bare_counts(sentence.text) if c >= 2
+                               and not _number_shown(an, c, index)), None)
+            if stated is None:
                 continue
             what = ("succeeded but created or changed nothing" if open_noop
                     else "has no receipt" if action.outcome == "missing" else "failed and was never redone")
@@ -616,6 +621,20 @@ def _value_claim(an: Analysis, speech: Speech) -> Issue | None:
                 evidence += f" | receipt {_receipt_quote(an, action)}"
             return _issue(an, "unverified-completion", speech.turn, description, evidence)
     return None
+
+
+def _number_shown(an: Analysis, count: int, index: int) -> bool:
+    """Whether the query, a call's arguments or a receipt before message ``index`` shows the number ``count``."""
+    pattern = number_pattern(count)
+    if pattern.search(an.trajectory.query):
+        return True
+    for action in an.actions:
+        if action.message_index >= index:
+            break
+        if pattern.search(action.text) or (action.receipt is not None and action.visible_at < index
+                                           and pattern.search(action.receipt.content)):
+            return True
+    return False
 
 
 _ECHOES = ("echo", "printf")
