@@ -473,6 +473,8 @@ def _masks_exit(action: Action, config: RulesConfig) -> bool:
     """Whether the action's shell command makes its exit status 0 whatever its checks found (see
     :attr:`~judge.facts.shell.CommandReading.masks_exit`)."""
     command = command_of(action.call, config) if action.call is not None else None
+    if command is not None and action.receipt is not None and _MAKE_IGNORED.search(action.receipt.content):
+        return True  # make ran the failing recipe line with '-': it says "(ignored)" and exits 0
     return command is not None and read_command(command).masks_exit
 
 
@@ -782,6 +784,7 @@ def plan_items(call: ToolCall) -> list[tuple[str, str, str]]:
 
 
 _NUMBER = re.compile(r"\d+")
+_MAKE_IGNORED = re.compile(r"^g?make(\[\d+\])?: \[[^\]\n]*\] Error \d+ \(ignored\)", re.MULTILINE)
 _CLAUSE = re.compile(r"\s[—–]\s|\s--?\s|;\s|[；؛]")  # clause breaks inside a sentence (dashes, semicolons)
 # Sentence ends: [.!?] before whitespace (not the dot of "report.csv"), any of the _STOPS, or a line break.
 _SENTENCE_END = re.compile(rf"[.!?](?=\s)|[{_STOPS}]|\n")

@@ -210,6 +210,8 @@ class RulesConfig(BaseModel):
     actions: dict[str, ActionClaim] = Field(
         default_factory=dict, description="Claimed actions (push, restart...): a claim needs a successful call that does it.")
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    number_words: dict[str, list[str]] = Field(
+        default_factory=dict, description="language -> the words of the numbers 0, 1, 2... in order (counts written as words)")
     source: str | None = Field(default=None, description="The file this config was read from.")
 
     @field_validator("detectors")
@@ -362,6 +364,11 @@ class CompiledPatterns:
         # Literals of every claimed action: a sentence holding none of them claims no action (most sentences).
         self.action_literals = frozenset(lit for _, claim, _ in self.action_claims for lit in claim.requires)
         self.actions_always = any(claim.always for _, claim, _ in self.action_claims)
+        # Counts written as words ("Sieben neue Kunden", "sete registros"): word -> number, and one scan for them.
+        self.number_words = {word.lower(): n for words in config.number_words.values() for n, word in enumerate(words) if word}
+        self.number_word = re.compile(
+            r"(?<!\w)(" + "|".join(sorted(map(re.escape, self.number_words), key=len, reverse=True)) + r")(?=\s+[^\W\d_])",
+            re.IGNORECASE) if self.number_words else None
         self._names: dict[tuple[str, str], bool] = {}
         # Per-text answers of the analysis (receipt outcome, claim sentences), bounded; see analysis._classify.
         # Keyed by the texts themselves (a dict hashes a text faster than any digest, and a text's hash is kept on
@@ -409,6 +416,8 @@ class CompiledPatterns:
     invocation_error: PhraseMatcher
     running: PhraseMatcher
     noop: PhraseMatcher
+    number_words: dict[str, int]
+    number_word: re.Pattern[str] | None
     partial: PhraseMatcher
     check_failure: PhraseMatcher
     future: PhraseMatcher

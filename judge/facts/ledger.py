@@ -17,6 +17,7 @@ from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
+from judge.facts.shell import read_command, words_of
 from judge.facts.values import (
     ValueKind,
     data_values,
@@ -213,6 +214,28 @@ class Ledger:
         if names is None:
             content = action.receipt.content[:4000] if action.receipt is not None else ""
             names = memo[action.order] = names_in(action.text) | value_tokens(content) | frozenset(action.writes)
+        return names
+
+    def objects_of(self, action: Action) -> frozenset[str]:
+        """The names of the objects a call acts on, as a later sentence in any language would state them: the
+        operands of its command (``git push origin fix/tz`` -> ``origin``, ``fix/tz``; ``pip install httpx`` ->
+        ``httpx``; ``--name Fournisseurs`` -> ``Fournisseurs``), never its program, subcommand or flags (a sentence
+        naming "push" may report the push's failure), plus the files it writes or names and its argument values."""
+        memo: dict[int, frozenset[str]] = self.analysis.cache.setdefault("ledger:objects", {})
+        names = memo.get(action.order)
+        if names is None:
+            found: set[str] = set(action.writes) | set(names_in(action.text))
+            command = command_of(action.call, self.analysis.config) if action.call is not None else None
+            if command is not None:
+                for segment in read_command(command).segments:
+                    for word in words_of(segment.text)[2:]:
+                        word = word.strip("'\"@,")
+                        if not word.startswith("-") and "=" not in word and len(word) >= 3:
+                            found.add(word)
+            elif action.call is not None and isinstance(action.call.arguments, dict):
+                found.update(v for v in action.call.arguments.values()
+                             if isinstance(v, str) and 3 <= len(v) <= 80 and "\n" not in v)
+            names = memo[action.order] = frozenset(found)
         return names
 
     def answer_support(self, message_index: int) -> dict[str, int]:
@@ -476,6 +499,12 @@ class Ledger:
                 return at
         return None
 
+    @property
+    def user_given(self) -> str:
+        """What the user gave (the query, user and system messages), lowered: a value from there is no evidence of
+        what the agent did."""
+        return self._index().given
+
     def speaks_of(self, action: Action, text: str) -> bool:
         """Whether ``text`` names what ``action`` worked on, in any language: an id, file or value of the call
         (:meth:`names_of`, 4+ characters), or a word of its command (``push``, ``httpx``)."""
@@ -502,7 +531,7 @@ class Ledger:
         if receipt is None or not self.speaks_of(action, text):
             return False
         words = frozenset(_TEXT_WORD.findall(text.lower()))
-        query = self._index().given
+        query = self.user_given
         command = action.text.lower()
         if text.rstrip().endswith(("?", "？", "؟")):
             return True

@@ -39,6 +39,7 @@ from judge.facts.values import (
     header_list_count,
     is_resource_id,
     more_pages,
+    number_pattern,
     numbers_at,
     printed_counts,
     record_numbers,
@@ -478,11 +479,16 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     for speech in an.speeches:
         claims = _claims(speech)
         if not claims:
+            value_claim = _value_claim(an, speech)
+            if value_claim is not None:
+                issues.append(value_claim)
             continue
         index = speech.message_index
         prior = _work_before(an, index)
         first_pending = len(prior)
         contradicted = _contradicted(an)
+        if _still_running(an, [c for c in claims if (index, c.text) not in contradicted], index) is not None:
+            continue  # a claim over a job still running: premature-claim's case
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
@@ -561,6 +567,84 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     return issues
 
 
+# Language-neutral signs that a text reports a failure: a cross or warning mark.
+_FAILURE_MARKS = ("❌", "✗", "✘", "⚠", "🚫", "⛔")
+# Words of a failure line that a report of it repeats: an error class, an HTTP or error code.
+_ERROR_WORD = re.compile(r"\b(?:[A-Z][A-Za-z]*(?:Error|Exception|Forbidden|Timeout))\b|\b\d{3,}\b")
+
+
+def _value_claim(an: Analysis, speech: Speech) -> Issue | None:
+    """A final answer that states, in any language, a value of an object whose last state-changing call failed,
+    did nothing, or left its effect unknown, and was never redone nor reported (issue 24 item 1: a claim of state
+    is found by its values as well as by its words).
+
+    The value must be one only that call acted on (an operand, file or argument no successful state-changing call
+    named), stated in a sentence that neither hedges nor speaks of a failure (where the language has words for
+    it) nor repeats the failure's own error words or codes (a report of the failure in any language)."""
+    index = speech.message_index
+    if index != an.final_message_index or speech.has_calls or speech.speaks_of_failure \
+            or any(mark in speech.text for mark in _FAILURE_MARKS):
+        return None
+    prior = _work_before(an, index)
+    ledger = _ledger(an)
+    done: set[str] = set()
+    for action in prior:
+        if action.outcome == "ok" and action.status not in ("noop", "running") and not action.read_only:
+            done |= ledger.objects_of(action) | ledger.names_of(action)  # incl. what its receipt returned
+    for action in reversed(prior):
+        if action.read_only or action.is_check or action.is_plan:
+            continue
+        open_noop = action.status == "noop" and not an.recovered(action, before=index)
+        if not (open_noop or action.outcome == "missing" or _open(an, action, index)) or _acknowledged(an, action, index):
+            continue
+        reported = set(_ERROR_WORD.findall(action.error_line)) - set(_ERROR_WORD.findall(action.text))
+        if any(word in speech.text for word in reported):
+            return None
+        recovery = ledger.recovery(action, index + 1) if action.failed else None
+        if recovery is not None and recovery.kind == "reported":
+            continue  # the answer reports this failure, by its words or by its values: it claims nothing of it
+        # After a failed call, a name the user gave ("Push release.") says nothing of state by itself: the honest
+        # report names it too, and in a language no vocabulary reads nothing else tells the two apart (names the
+        # work produced or chose still do). After a no-op there was no failure to report: naming it claims it.
+        given = ledger.user_given if action.failed else ""
+        names = sorted(n for n in ledger.objects_of(action) - done
+                       if not n.isdigit() and not (given and n.lower() in given))
+        for sentence in read_sentences(speech.region, an.patterns):
+            if sentence.hedged or sentence.future or sentence.mentions_failure:
+                continue
+            low = sentence.text.lower()
+            stated = next((n for n in names if re.search(rf"(?<![\w/.-]){re.escape(n.lower())}(?![\w-])", low)), None)
+            if stated is None:
+                # A count of what the open call was to make, that nothing before it showed ("kaikki 300 asiakasta").
+                stated = next((f"the count {c}" for c in bare_counts(sentence.text) if c >= 2
+                               and not _number_shown(an, c, index)), None)
+            if stated is None:
+                continue
+            what = ("succeeded but created or changed nothing" if open_noop
+                    else "has no receipt" if action.outcome == "missing" else "failed and was never redone")
+            description = (f"Claims a result that the receipts do not support: it states {stated}, but the "
+                           f"{action.name} call of T{action.turn} that acted on it {what}.")
+            evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\""
+            if action.receipt is not None:
+                evidence += f" | receipt {_receipt_quote(an, action)}"
+            return _issue(an, "unverified-completion", speech.turn, description, evidence)
+    return None
+
+
+def _number_shown(an: Analysis, count: int, index: int) -> bool:
+    """Whether the query, a call's arguments or a receipt before message ``index`` shows the number ``count``."""
+    pattern = number_pattern(count)
+    if pattern.search(an.trajectory.query):
+        return True
+    for action in an.actions:
+        if action.message_index >= index:
+            break
+        if pattern.search(action.text) or (action.receipt is not None and action.visible_at < index
+                                           and pattern.search(action.receipt.content)):
+            return True
+    return False
+
+
 _ECHOES = ("echo", "printf")
 # Programs whose output says nothing about the state a verification claims: an echo prints its own arguments, a
 # listing only names what exists (it verifies a name the claim gives, nothing more).
@@ -622,11 +706,45 @@ def silent_check_failure(an: Analysis) -> list[Issue]:
                 claim = next(iter(_claims(speech)), None)
                 if claim is not None:
                     relying[speech.turn] = f"\"{an.excerpt(claim.text)}\""
+                elif (named := _names_check(an, speech, check)) is not None:
+                    relying[speech.turn] = f"\"{an.excerpt(named)}\""
         for turn in sorted(relying):
             description = f"Relies on the {check.name} check of T{check.turn}, which exited 0 but reported failures."
             evidence = f"T{turn}: {relying[turn]} | receipt {_receipt_quote(an, check)}"
             issues.append(_issue(an, "silent-check-failure", turn, description, evidence))
     return issues
+
+
+_WRAPPERS = ("true", "tail", "tee", "head", "cat", "grep")  # programs a check's output is piped or chained into
+
+
+def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
+    """The sentence of a final answer that speaks of ``check`` (a check or a read-back) by its program ("mypy on
+    puhdas", "tox-miljöer") or, for a CLI, its subcommand ("record-count 로 확인"), in any language, without
+    repeating what the check found (a failing item's name or path, a failure mark) nor speaking of a failure where
+    the language has words for it: the answer cites the check as showing the state."""
+    if speech.message_index != an.final_message_index or speech.has_calls or speech.speaks_of_failure \
+            or any(mark in speech.text for mark in _FAILURE_MARKS) or check.receipt is None:
+        return None
+    command = command_of(check.call, an.config) if check.call is not None else None
+    words = command.split() if command else []
+    program = check.program.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+    if len(program) < 3 or program in _ECHOES or program in _WRAPPERS:
+        program = words[0].rsplit("/", 1)[-1].split(".", 1)[0].lower() if words else ""
+    names = [program] if len(program) >= 3 else []
+    # A CLI's subcommand that names the operation ("+record-count", "rollout"): one with a dash, or a "+shortcut".
+    names += [w.lstrip("+").lower() for w in words[1:3] if w.startswith("+") or ("-" in w.strip("-") and not w.startswith("-"))]
+    if not names:
+        return None
+    found_items = {t for line in check.receipt.content.splitlines() if _FAILED_ITEM.search(line)
+                   for t in salient_tokens(line)}
+    if any(item in speech.text for item in found_items):
+        return None  # it repeats a failing item: it reports the failures
+    pattern = re.compile(r"(?<![\w/.-])(?:" + "|".join(map(re.escape, names)) + ")", re.IGNORECASE)
+    for sentence in read_sentences(speech.region, an.patterns):
+        if not (sentence.hedged or sentence.future or sentence.mentions_failure) and pattern.search(sentence.text):
+            return sentence.text
+    return None
 
 
 @detector("contradicted-claim", "semantic", roles=("authenticity", "edit-check"), mast="verification")
@@ -640,6 +758,8 @@ def contradicted_claim(an: Analysis) -> list[Issue]:
     - A status: the claim names a status (one the change set, ``--fields '{"Status":"Shipped"}'``, or one the
       read-back shows for some record) and the read-back's status field for the record it names (else for every
       record) shows only others (``"Status": "Pending"``).
+    - A number of passing tests: the last check's runner summary shows another (``57 passed`` against "75 pass").
+    - An id one character off, or with its characters in another order, from the id a read-back shows.
     """
     issues = []
     for (index, text), (claimed, read_back, shown) in _contradicted(an).items():
@@ -659,15 +779,22 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
     if cached is not None:
         return cached
     cached = an.cache["contradicted"] = {}
+    for speech in an.speeches:
+        for sentence in _claims(speech):
+            if sentence.pass_claim and (counts := sentence.counts or bare_counts(sentence.text)):
+                found = _passed_count_contradicted(an, counts, speech.message_index)
+                if found is not None:
+                    cached[(speech.message_index, sentence.text)] = found
     if not any(a.read_only for a in an.actions):
         return cached  # no read-back at all
     for speech in an.speeches:
         index = speech.message_index
         claims = _claims(speech)
-        if index == an.final_message_index and _DIGITS.search(speech.region):
+        if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
             claims = claims + [s for s in read_sentences(speech.region, an.patterns)
-                               if s.text not in told and not s.hedged and not s.future and _DIGITS.search(s.text)]
+                               if s.text not in told and not s.hedged and not s.future
+                               and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
         if not claims:
             continue
         prior = _work_before(an, index)
@@ -694,6 +821,37 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             if found is not None:
                 cached[(index, sentence.text)] = found
     return cached
+
+
+def _word_counts(an: Analysis, text: str) -> tuple[int, ...]:
+    """Counts a sentence writes as words of the vocabularies' languages, each followed by a word ("Sieben neue
+    Kunden", "sete registros"): the config's ``number_words``."""
+    pattern = an.patterns.number_word
+    if pattern is None:
+        return ()
+    return tuple(dict.fromkeys(an.patterns.number_words[m.group(1).lower()] for m in pattern.finditer(text)))
+
+
+_PASSED = re.compile(r"\b(\d+) (?:tests? )?passed\b|\bTests:\s+(?:\d+ \w+, )*(\d+) passed\b")
+
+
+def _passed_count_contradicted(an: Analysis, counts: tuple[int, ...], index: int) -> tuple[str, Action, str] | None:
+    """A claim that N tests pass while the last check before it that printed a runner's summary ("57 passed",
+    "Tests: 2 failed, 14 passed") shows another number of passing tests, and no other count of that check or of
+    the text before says N (a check's summary is a read-back of the suite)."""
+    checks = [a for a in _checks_before(an, index)
+              if a.receipt is not None and a.receipt_index is not None and a.receipt_index < index]
+    for check in reversed(checks):
+        assert check.receipt is not None
+        passed = {int(n) for m in _PASSED.finditer(check.receipt.content) for n in m.groups() if n}
+        if not passed:
+            continue
+        shown = set(printed_counts(check.receipt.content)) | {int(n) for n in _DIGITS.findall(check.receipt.content)}
+        claimed = next((c for c in counts if c not in shown), None)
+        if claimed is None:
+            return None
+        return f"{claimed} passing", check, ", ".join(f"{n} passed" for n in sorted(passed))
+    return None
 
 
 def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) -> Action | None:
@@ -726,7 +884,7 @@ def _listed_lengths(read_back: Action) -> frozenset[int]:
 
 def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
                         prior: list[Action]) -> tuple[str, Action, str] | None:
-    counts = sentence.counts or bare_counts(sentence.text)
+    counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
     if not counts:
         return None
     read_back = _tied_read_back(sentence, last, read_backs)
@@ -828,14 +986,15 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
 
 def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
     """An id the claim gives that no call, receipt or query showed before it, while a read-back shows an id of the
-    same length with the same characters in another order (recNv18kQz for recNv81kQz): a mistyped id."""
+    same length with the same characters in another order (recNv18kQz for recNv81kQz) or one character off
+    (9f2c1a4 for 9f2c1e4): a mistyped id."""
     for token in value_tokens(sentence.text):
         if not is_resource_id(token):
             continue
         for read_back in reversed(read_backs):
             content = read_back.receipt.content if read_back.receipt is not None else ""
             near = next((t for t in value_tokens(content) if len(t) == len(token) and t != token
-                         and sorted(t) == sorted(token)), None)
+                         and (sorted(t) == sorted(token) or sum(a != b for a, b in zip(t, token)) == 1)), None)
             # (The scan of earlier messages last: most claims name ids no read-back holds a near twin of.)
             if near is not None and token not in an.trajectory.query and not _shown_before(an, token, index, None):
                 return f"id {token}", read_back, f"id {near}"
@@ -1002,6 +1161,9 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str)
         last = evidence[-1]
     else:
         last = ([a for a in window if not a.is_check] or window)[-1]
+        short = _short_of_count(an, item, window, marked_at)
+        if short is not None:
+            return short, _receipt_quote(an, last)
     if last.failed:
         what = "check" if last.is_check else "call"
         return f"its last {what} (T{last.turn}) failed", _receipt_quote(an, last)
@@ -1015,6 +1177,26 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str)
             return (f"its last check (T{last.turn}) ran on an older version of {artifact}, changed at T{write.turn}",
                     f"check T{last.turn} {last.name} | write T{write.turn} {write.name} {artifact}")
     return None, ""
+
+
+def _short_of_count(an: Analysis, item: str, window: list[Action], marked_at: int) -> str | None:
+    """Why an item that states a count ("3 Ansichten anlegen", "뷰 3개 만들기") is not done, in any language: its work
+    was one call per object (two or more successful calls of one kind), fewer of them than the count, and no
+    receipt of the window shows the count."""
+    counts = bare_counts(item)
+    if not counts:
+        return None
+    per_path: dict[str, int] = {}
+    for action in window:
+        if action.status == "ok" and not action.read_only and not action.is_check:
+            path = call_path(action, an.config)
+            per_path[path] = per_path.get(path, 0) + 1
+    made = max(per_path.values(), default=0)
+    ledger = _ledger(an)
+    for count in counts:
+        if 2 <= made < count and not any(a.outcome == "ok" and ledger.shows_count(a, count) for a in window):
+            return f"it asks for {count}, only {made} calls made them and no receipt shows {count}"
+    return None
 
 
 def _reads_state(an: Analysis, action: Action, values: set[str]) -> bool:
@@ -1065,7 +1247,7 @@ def stale_evidence(an: Analysis) -> list[Issue]:
     for speech in an.speeches:
         index = speech.message_index
         sentence = next((s for s in _claims(speech) if s.is_check_claim), None)
-        if sentence is None:
+        if sentence is None and index != an.final_message_index:
             continue
         while sighted < len(by_sight) and by_sight[sighted].visible_at < index:
             seen = by_sight[sighted]
@@ -1074,7 +1256,17 @@ def stale_evidence(an: Analysis) -> list[Issue]:
             if seen.is_check and (last_check is None or seen.order > last_check.order):
                 last_check = seen
             sighted += 1
-        check = last_check if sentence.pass_claim else last_seen
+        if sentence is not None:
+            check = last_check if sentence.pass_claim else last_seen
+            cited = sentence.text
+        else:
+            # A final answer in any language that cites a check or read-back by its program ("ruff чистый",
+            # "record-count 로 확인"): that evidence, the last run of it seen before.
+            named = next(((a, text) for a in sorted(by_sight[:sighted], key=lambda a: -a.order)
+                          if (text := _names_check(an, speech, a)) is not None), None)
+            if named is None:
+                continue
+            check, cited = named
         if check is None or check.outcome != "ok" or check.silent_failure:
             continue
         stale = _stale_artifact(an, check, index)
@@ -1086,7 +1278,7 @@ def stale_evidence(an: Analysis) -> list[Issue]:
             f"Claims verification, but {artifact} was changed at T{write.turn} after the last passing {what} "
             f"(T{check.turn}) and not checked again."
         )
-        evidence_text = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | write T{write.turn} {write.name} {artifact}"
+        evidence_text = f"T{speech.turn}: \"{an.excerpt(cited)}\" | write T{write.turn} {write.name} {artifact}"
         issues.append(_issue(an, "stale-evidence", speech.turn, description, evidence_text))
     return issues
 
