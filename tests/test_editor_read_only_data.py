@@ -8,10 +8,14 @@ one (Swahili) with no vocabulary in the rules config: the decision must not depe
 from __future__ import annotations
 
 import pytest
+from test_editor_stopped_values import retried
 
 from judge.facts.values import states
+from judge.model import Trajectory
+from judge.repair import offline_edit
 from judge.repair.calls import call_sites, command_is_read_only, side_effect_free
-from judge.testing.builders import call, say, tool, trajectory
+from judge.repair.textref import Detectors, get_detectors
+from judge.testing.builders import call, issue, say, tool, trajectory
 
 # (case, command, receipt, exit code, final answer, side-effect free)
 CALLS: list[tuple[str, str, str, int, str, bool]] = [
@@ -98,3 +102,57 @@ def test_sql_clients_read_by_their_statements(command: str, reads: bool) -> None
 ])
 def test_a_hyphen_joined_id_is_one_token(text: str, value: str, stated: bool) -> None:
     assert states(text, value) is stated
+
+
+# --- end to end: the editor deletes a read-only failure and refuses only a real reference -------------------------
+
+
+@pytest.fixture(scope="module")
+def detectors() -> Detectors:
+    return get_detectors()
+
+
+# (case, trajectory, edited)
+DELETIONS: list[tuple[str, Trajectory, bool]] = [
+    # the answer quotes commit subjects the kept read printed ("retry failed uploads"): data, not talk of a failure
+    ("pl-git-log-quotes-output", retried("git log --oneline main..origin/relase",
+                                         "fatal: ambiguous argument 'main..origin/relase': unknown revision", 128,
+                                         "git log --oneline main..origin/release",
+                                         "7c1d2e3 retry failed uploads\n0b9a8f7 bump version",
+                                         "Dwa commity: 7c1d2e3 (retry failed uploads) i 0b9a8f7 (bump version).",
+                                         "Jakie commity ma origin/release?"), True),
+    ("sw-psql-select-typo", retried("psql -d duka -At -c 'select count(*) form orders'",
+                                    'ERROR:  syntax error at or near "form"', 1,
+                                    "psql -d duka -At -c 'select count(*) from orders'", "4127",
+                                    "Kuna maagizo 4127.", "Kuna maagizo mangapi?"), True),
+    ("nl-docker-logs-longer-name", retried("docker logs --tail 2 db-1", "Error response from daemon: No such container: db-1",
+                                           1, "docker logs --tail 2 shop-db-1", "ready to accept connections\ncheckpoint complete",
+                                           "Logboek van shop-db-1: de database accepteert verbindingen.",
+                                           "Laat de laatste logregels van de database zien."), True),
+    # near misses: a write that failed is never deleted on a read-only reading
+    ("sw-psql-delete", retried("psql -d duka -c 'delete form orders where id = 7'",
+                               'ERROR:  syntax error at or near "form"', 1,
+                               "psql -d duka -c 'delete from orders where id = 7'", "DELETE 1",
+                               "Agizo 7 limefutwa.", "Futa agizo 7."), False),
+    ("en-terraform-apply", retried("terraform apply -auto-approve", "aws_s3_bucket.logs: Creating...\n"
+                                   "Error: creating S3 bucket: BucketAlreadyExists", 1,
+                                   "terraform apply -auto-approve -var name=logs-2", "Apply complete! Resources: 1 added.",
+                                   "The bucket exists now.", "Create the logs bucket."), False),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "edited"), DELETIONS, ids=[row[0] for row in DELETIONS])
+def test_editor_deletes_read_only_failures(case: str, original: Trajectory, edited: bool, detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert (result.status == "edited") is edited, (case, result.status, result.reason)
+
+
+@pytest.mark.parametrize(("text", "receipt", "left"), [
+    ("Two commits: a1 (retry on 502) and b2.", "a1 fix: retry on 502\nb2 docs", "Two commits: a1 and b2."),
+    ("That failed, so I retried.", "That failed", "That failed, so I retried."),  # two words are no quote
+    ("前のコマンドは失敗しました。", "失敗", "前のコマンドは失敗しました。"),
+])
+def test_unquoted_drops_runs_a_receipt_printed(text: str, receipt: str, left: str) -> None:
+    from judge.repair.dependencies import unquoted  # new here: imported in the test so the rest runs on older code
+
+    assert unquoted(text, [receipt]) == left

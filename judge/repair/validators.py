@@ -46,9 +46,11 @@ from judge.repair.calls import (
 )
 from judge.repair.dependencies import (
     failed_receipt_indices,
+    kept_receipts_after,
     recovery_window,
     speaks_of_failure,
     tie_names,
+    unquoted,
 )
 from judge.repair.textref import (
     Detectors,
@@ -114,6 +116,7 @@ def no_reference_to_deleted_failure(
     orig_failed = failed_receipt_indices(original)
     edited_failed = failed_receipt_indices(edited)
     windows = [recovery_window(original, s) for s in removed]
+    receipts = kept_receipts_after(original, deleted, min((s.message_index for s in removed), default=-1))
     items: list[tuple[int, str, bool, bool]] = []  # (edited index, sentence, names a deleted call, tied by turn alone)
     cues: list[bool] = []
     for index, message in enumerate(edited.messages):
@@ -132,7 +135,7 @@ def no_reference_to_deleted_failure(
     patterns = ledger_of(edited).analysis.config.patterns
     findings: list[str] = []
     for (index, text, names_deleted, turn_only), (is_ref, margin) in zip(
-            items, detectors.failure_reference([t for _, t, _, _ in items], cues)):
+            items, detectors.failure_reference([unquoted(t, receipts) for _, t, _, _ in items], cues)):
         if turn_only and margin < detectors.failure_threshold_with_cue:
             is_ref = False  # tied by turn alone: an explicit failure word does not lower the bar
         # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
