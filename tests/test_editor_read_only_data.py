@@ -147,6 +147,21 @@ def test_editor_deletes_read_only_failures(case: str, original: Trajectory, edit
     assert (result.status == "edited") is edited, (case, result.status, result.reason)
 
 
+def test_a_sentence_the_vocabularies_read_as_a_failure_is_cut_with_the_call(detectors: Detectors) -> None:
+    """Next to the retry, "Sorguda hata var, düzeltiyorum." (tr: an error in the query, fixing it) speaks of the
+    deleted failure in words of the rules vocabularies: it gets the explicit bar, as an English failure word does,
+    and is cut with the call."""
+    original = trajectory("t", [
+        say("", call("c1", "Bash", command="psql -d depo -At -c 'select count(*) form stok'")),
+        tool("c1", 'ERROR:  syntax error at or near "form"', error=True, exit_code=1),
+        say("Sorguda hata var, düzeltiyorum.", call("c2", "Bash", command="psql -d depo -At -c 'select count(*) from stok'")),
+        tool("c2", "8812", exit_code=0),
+        say("Stokta 8812 kayıt var.")], query="Stok tablosunda kaç kayıt var?")
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert result.status == "edited", result.reason
+    assert [s.text for s in result.sentences if s.action == "removed"] == ["Sorguda hata var, düzeltiyorum."], result.sentences
+
+
 @pytest.mark.parametrize(("text", "receipt", "left"), [
     ("Two commits: a1 (retry on 502) and b2.", "a1 fix: retry on 502\nb2 docs", "Two commits: a1 and b2."),
     ("That failed, so I retried.", "That failed", "That failed, so I retried."),  # two words are no quote

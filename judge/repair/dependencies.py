@@ -217,6 +217,8 @@ def textual_context(
         return [], []
     window = recovery_window(trajectory, site)
     own = tie_names(trajectory, [site])
+    deleted_ids = {s.call.id for s in (sites or []) if s.receipt_index in deleted_indices} | {site.call.id}
+    receipts = kept_receipts_after(trajectory, deleted_ids, site.message_index)
     items: list[tuple[int, TextField, Sentence, bool, bool]] = []  # (..., names the call, tied by turn alone)
     fields: tuple[TextField, ...] = ("reasoning", "content")
     for index in range(site.receipt_index + 1, len(trajectory.messages)):
@@ -228,14 +230,15 @@ def textual_context(
         for field_name in fields:
             for sentence in split_sentences(getattr(message, field_name) or ""):
                 names_call = not own.isdisjoint(names_in(sentence.text))
-                cued = index in window or names_call or (latest and speaks_of_failure(trajectory, sentence.text))
+                cued = index in window or names_call or (
+                    latest and speaks_of_failure(trajectory, unquoted(sentence.text, receipts)))
                 if cued or latest:
                     items.append((index, field_name, sentence, names_call, not cued))
     if not items:
         return [Dependency(kind="textual", status="none", call_id=site.call.id, detail="no later text near or about the failure")], []
-    deleted_ids = {s.call.id for s in (sites or []) if s.receipt_index in deleted_indices} | {site.call.id}
-    receipts = kept_receipts_after(trajectory, deleted_ids, site.message_index)
-    verdicts = detectors.failure_reference([unquoted(s.text, receipts) for _, _, s, _, _ in items], [True] * len(items))
+    verdicts = detectors.failure_reference([unquoted(s.text, receipts) for _, _, s, _, _ in items], [True] * len(items),
+                                           [not turn_only and speaks_of_failure(trajectory, unquoted(s.text, receipts))
+                                            for _, _, s, _, turn_only in items])
     final = _final_index(trajectory)
     edits: list[SentenceEdit] = []
     deps: list[Dependency] = []
