@@ -632,8 +632,7 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
         hits = patterns.command_lists.search_all(command.strip())
         reading = read_command(command)
 
-        def listed(segment: str) -> bool:
-            return patterns.read_only_command.search(segment) is not None
+        listed = patterns.listed_read_only
 
         def reads(segment: str) -> bool:
             return segment_read_only(segment, patterns.read_only_verbs)[0] or listed(segment)

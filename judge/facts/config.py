@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from judge.facts.matching import PhraseGroup, PhraseMatcher, lower_pattern
+from judge.facts.shell import sql_read_only
 from judge.schema import Severity
 
 DEFAULT_FILE = "rules-v2.yaml"
@@ -109,6 +110,14 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="GET-like subcommand words of CLIs (list, get, count): a segment whose subcommand words (before "
                     "its first flag, or the last part of a shortcut: +record-count) name one only reads. Plain words.")
+    sql_clients: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Command words of SQL clients (psql, sqlite3, bq query) -> where their SQL is: a flag whose value "
+                    "it is (-c), '#N' for the Nth operand, '!FLAG' for a flag that runs SQL from a file (may write).")
+    read_only_sql: list[str] = Field(
+        default_factory=list,
+        description="First words of SQL statements that only read (select, show, explain): a SQL client segment "
+                    "whose every statement starts with one, and holds no writing word, only reads. Plain words.")
     write_names: list[str] = Field(default_factory=list)
     path_keys: list[str] = Field(default_factory=list)
     command_keys: list[str] = Field(default_factory=list)
@@ -339,6 +348,8 @@ class CompiledPatterns:
         self.read_only_command = PhraseMatcher(tools.read_only_commands)
         self.read_only_check = PhraseMatcher(tools.read_only_checks)
         self.read_only_verbs = frozenset(verb.lower() for verb in tools.read_only_verbs)
+        self.sql_clients = {words: tuple(places) for words, places in tools.sql_clients.items() if words.split()}
+        self.read_only_sql = frozenset(word.lower() for word in tools.read_only_sql)
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)
@@ -389,6 +400,13 @@ class CompiledPatterns:
         memo[key] = value
         memo.chars += chars
         return value
+
+    def listed_read_only(self, segment: str) -> bool:
+        """Whether the rules config says one shell segment only reads: a ``read_only_commands`` pattern matches it,
+        or it is a SQL client running only reading statements (``sql_clients``, ``read_only_sql``). The ledger and
+        the offline editor ask this one question."""
+        return (self.read_only_command.search(segment) is not None
+                or sql_read_only(segment, self.sql_clients, self.read_only_sql))
 
     def name_is(self, kind: str, name: str) -> bool:
         """Whether tool ``name`` matches the tool list ``kind`` (plan_name, write_name, check_name, ...)."""

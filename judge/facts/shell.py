@@ -20,7 +20,7 @@ import functools
 import itertools
 import re
 import shlex
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 # Operators that separate commands: chain operators (the last part decides the outcome), pipes, and a single `&`
@@ -254,6 +254,55 @@ def segment_read_only(segment: str, verbs: Collection[str] = frozenset()) -> tup
     if any(v in verbs or v.lstrip("+").replace("_", "-").rsplit("-", 1)[-1] in verbs for v in subcommands):
         return True, f"{program} {' '.join(subcommands)} is a GET-like subcommand"
     return False, f"{program} may change state"
+
+
+# Words of SQL that change data, schema, sessions or files, anywhere in a statement (a data-modifying CTE, SELECT
+# ... INTO, EXPLAIN ANALYZE runs its statement): the safety net of :func:`sql_read_only`, which always wins.
+_SQL_WRITE = re.compile(
+    r"\b(?:insert|update|delete|merge|upsert|create|drop|alter|truncate|grant|revoke|copy|into|call|do|exec|execute"
+    r"|vacuum|reindex|cluster|lock|attach|detach|load|install|import|export|set|reset|begin|commit|rollback|refresh"
+    r"|comment|analyze|analyse|nextval|setval|output|once)\b|\bpragma\b[^;]*=", re.IGNORECASE)
+_SQL_NOISE = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def sql_read_only(segment: str, clients: Mapping[str, Sequence[str]], statements: Collection[str]) -> bool:
+    """Whether one simple command is a SQL client (``psql -c``, ``sqlite3 DB SQL``, ``bq query SQL``) told to run
+    only statements that read: every statement of the SQL its arguments carry starts with one of ``statements``
+    (the rules config's ``read_only_sql``: select, show, explain...) and holds no word that writes (``_SQL_WRITE``).
+
+    ``clients`` is the rules config's ``sql_clients``: command words (program first, then words the segment must
+    hold: ``bq query``) -> where the SQL is: a flag whose value it is (``-c``, ``--command``), ``#N`` for the Nth
+    operand after the command words, ``!FLAG`` for a flag that runs SQL from elsewhere (``-f file.sql``: it cannot
+    be read, so the segment may write). No SQL found, or SQL that cannot be read: not read-only (safety first)."""
+    words = words_of(segment)
+    if not words:
+        return False
+    program = words[0].rsplit("/", 1)[-1]
+    key = next((k for k in clients if k.split()[0] == program and all(w in words[1:] for w in k.split()[1:])), None)
+    if key is None:
+        return False
+    rest = [w for w in words[1:] if w not in key.split()[1:]]
+    places = clients[key]
+    found: list[str] = []
+    operands = [w for k, w in enumerate(rest) if not w.startswith("-") and not (k and rest[k - 1] in places)]
+    for k, word in enumerate(rest):
+        flag = word.split("=", 1)[0]
+        if f"!{flag}" in places:
+            return False
+        if flag in places and "=" in word:
+            found.append(word.split("=", 1)[1])
+        elif word in places and k + 1 < len(rest):
+            found.append(rest[k + 1])
+    found += [operands[int(p[1:]) - 1] for p in places if p.startswith("#") and 0 < int(p[1:]) <= len(operands)]
+    allowed = {s.lower() for s in statements}
+    return bool(found) and all(_statements_read(sql, allowed) for sql in found)
+
+
+def _statements_read(sql: str, allowed: Collection[str]) -> bool:
+    text = _SQL_NOISE.sub(" ", sql)
+    parts = [p.strip() for p in text.split(";") if p.strip()]
+    return bool(parts) and all(p.split()[0].lower().lstrip("(") in allowed and _SQL_WRITE.search(p) is None
+                               for p in parts)
 
 
 def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None,

@@ -272,7 +272,10 @@ def states(text: str, value: str) -> bool:
     """Whether ``text`` states ``value``: as a whole word for letters and digits ("2" is not in "12"), as a
     substring otherwise (CJK has no word breaks)."""
     if value.isascii():
-        return re.search(rf"(?<![\w.]){re.escape(value)}(?!\w)", text) is not None
+        # A hyphen-joined id is one token: "api-1" is not stated by "shop-api-1" nor "api-1-old".
+        joined = "-" if "-" in value else ""
+        return re.search(rf"(?<![\w.{joined}]){re.escape(value)}(?!\w|-\w)" if joined else
+                         rf"(?<![\w.]){re.escape(value)}(?!\w)", text) is not None
     return value in text
 
 

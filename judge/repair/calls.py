@@ -143,7 +143,7 @@ def command_is_read_only(command: str) -> tuple[bool, str]:
 
 
 def _listed_read_only(segment: str) -> bool:
-    return default_config().patterns.read_only_command.search(segment) is not None
+    return default_config().patterns.listed_read_only(segment)
 
 
 def rejected_before_running(receipt: Receipt | None) -> bool:

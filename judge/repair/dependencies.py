@@ -165,6 +165,35 @@ def tie_names(trajectory: Trajectory, sites: Iterable[CallSite]) -> frozenset[st
     return frozenset(names - names_in(trajectory.query))
 
 
+_QUOTE_WORDS = 3  # a run of this many words a receipt printed is a quote of its output, not the agent's words
+
+
+def unquoted(text: str, receipts: Iterable[str]) -> str:
+    """``text`` without the runs of ``_QUOTE_WORDS`` or more words that one of ``receipts`` printed verbatim: the
+    agent quoting output ("a1b2c3d (retry on 502)", a commit subject) says nothing of its own failure, so the
+    failure-reference embedding reads only the agent's words."""
+    words = text.split()
+    shown = [r for r in receipts if r]
+    keep = [True] * len(words)
+    start = 0
+    while start < len(words):
+        end = start
+        while end < len(words) and any(" ".join(words[start:end + 1]).strip("()[]\"'.,;:") in r for r in shown):
+            end += 1
+        if end - start >= _QUOTE_WORDS:
+            keep[start:end] = [False] * (end - start)
+            start = end
+        else:
+            start += 1
+    return " ".join(w for w, k in zip(words, keep) if k) or text
+
+
+def kept_receipts_after(trajectory: Trajectory, deleted: set[str], after: int) -> list[str]:
+    """The receipt texts of the calls after message ``after`` that the edit keeps."""
+    return [s.receipt.content for s in call_sites(trajectory)
+            if s.call.id not in deleted and s.message_index > after and s.receipt is not None and s.receipt.content]
+
+
 def speaks_of_failure(trajectory: Trajectory, text: str) -> bool:
     """Whether the rules vocabularies (19 languages, data) read ``text`` as speaking of an earlier failure."""
     patterns = ledger_of(trajectory).analysis.config.patterns
@@ -188,6 +217,8 @@ def textual_context(
         return [], []
     window = recovery_window(trajectory, site)
     own = tie_names(trajectory, [site])
+    deleted_ids = {s.call.id for s in (sites or []) if s.receipt_index in deleted_indices} | {site.call.id}
+    receipts = kept_receipts_after(trajectory, deleted_ids, site.message_index)
     items: list[tuple[int, TextField, Sentence, bool, bool]] = []  # (..., names the call, tied by turn alone)
     fields: tuple[TextField, ...] = ("reasoning", "content")
     for index in range(site.receipt_index + 1, len(trajectory.messages)):
@@ -199,12 +230,15 @@ def textual_context(
         for field_name in fields:
             for sentence in split_sentences(getattr(message, field_name) or ""):
                 names_call = not own.isdisjoint(names_in(sentence.text))
-                cued = index in window or names_call or (latest and speaks_of_failure(trajectory, sentence.text))
+                cued = index in window or names_call or (
+                    latest and speaks_of_failure(trajectory, unquoted(sentence.text, receipts)))
                 if cued or latest:
                     items.append((index, field_name, sentence, names_call, not cued))
     if not items:
         return [Dependency(kind="textual", status="none", call_id=site.call.id, detail="no later text near or about the failure")], []
-    verdicts = detectors.failure_reference([s.text for _, _, s, _, _ in items], [True] * len(items))
+    verdicts = detectors.failure_reference([unquoted(s.text, receipts) for _, _, s, _, _ in items], [True] * len(items),
+                                           [not turn_only and speaks_of_failure(trajectory, unquoted(s.text, receipts))
+                                            for _, _, s, _, turn_only in items])
     final = _final_index(trajectory)
     edits: list[SentenceEdit] = []
     deps: list[Dependency] = []

@@ -236,19 +236,24 @@ class Detectors:
     aspect_weight: float = 0.08
     success_threshold_bare: float = 0.15
 
-    def failure_reference(self, sentences: Sequence[str], cues: Sequence[bool]) -> list[tuple[bool, float]]:
+    def failure_reference(self, sentences: Sequence[str], cues: Sequence[bool],
+                          explicit: Sequence[bool] | None = None) -> list[tuple[bool, float]]:
         """Whether each sentence refers to a failure. A reference often sits in one clause ("さっきのはダメだった
-        ので、別の場所を読みます"): the best of the sentence and its clauses counts."""
+        ので、別の場所を読みます"): the best of the sentence and its clauses counts. ``explicit`` marks sentences a
+        caller's failure vocabularies (the rules config's, in its languages) read as speaking of a failure: with a
+        cue they get the explicit bar, as an en/zh/ja failure word does."""
         sentences = list(sentences)
         parts = [[s, *clauses(s)] for s in sentences]
         flat = [p for group in parts for p in group]
         scores = dict(zip(flat, self.failure.margins(flat)))
         margins = [max(scores[p] for p in group) for group in parts]
         out = []
-        for sentence, margin, cue in zip(sentences, margins, cues):
+        spoken = list(explicit) if explicit is not None else [False] * len(sentences)
+        for sentence, margin, cue, said in zip(sentences, margins, cues, spoken):
             threshold = self.failure_threshold
             if cue:
-                threshold = self.failure_threshold_explicit if _FAILURE_WORD.search(sentence) else self.failure_threshold_with_cue
+                threshold = (self.failure_threshold_explicit if said or _FAILURE_WORD.search(sentence)
+                             else self.failure_threshold_with_cue)
             out.append((margin >= threshold, margin))
         return out
 

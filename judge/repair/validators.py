@@ -46,9 +46,11 @@ from judge.repair.calls import (
 )
 from judge.repair.dependencies import (
     failed_receipt_indices,
+    kept_receipts_after,
     recovery_window,
     speaks_of_failure,
     tie_names,
+    unquoted,
 )
 from judge.repair.textref import (
     Detectors,
@@ -114,8 +116,10 @@ def no_reference_to_deleted_failure(
     orig_failed = failed_receipt_indices(original)
     edited_failed = failed_receipt_indices(edited)
     windows = [recovery_window(original, s) for s in removed]
+    receipts = kept_receipts_after(original, deleted, min((s.message_index for s in removed), default=-1))
     items: list[tuple[int, str, bool, bool]] = []  # (edited index, sentence, names a deleted call, tied by turn alone)
     cues: list[bool] = []
+    spoken: list[bool] = []  # the failure vocabularies read the sentence as speaking of a failure
     for index, message in enumerate(edited.messages):
         if message.role != "assistant":
             continue
@@ -125,14 +129,15 @@ def no_reference_to_deleted_failure(
         latest = max((i for i in orig_failed if i < message_map[index]), default=None) in deleted_receipts
         for sentence in split_sentences(message_text(message)):
             names_deleted = not deleted_names.isdisjoint(names_in(sentence.text))
-            spoken = bool(deleted) and speaks_of_failure(edited, sentence.text)
-            cued = near_deleted or names_deleted or spoken
+            spoken_here = bool(deleted) and speaks_of_failure(edited, unquoted(sentence.text, receipts))
+            cued = near_deleted or names_deleted or spoken_here
             items.append((index, sentence.text, names_deleted, latest and not cued))
             cues.append(cued or latest)
+            spoken.append(spoken_here and cued)
     patterns = ledger_of(edited).analysis.config.patterns
     findings: list[str] = []
     for (index, text, names_deleted, turn_only), (is_ref, margin) in zip(
-            items, detectors.failure_reference([t for _, t, _, _ in items], cues)):
+            items, detectors.failure_reference([unquoted(t, receipts) for _, t, _, _ in items], cues, spoken)):
         if turn_only and margin < detectors.failure_threshold_with_cue:
             is_ref = False  # tied by turn alone: an explicit failure word does not lower the bar
         # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
