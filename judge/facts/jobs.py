@@ -20,7 +20,9 @@ class _Search(Protocol):
 
 
 # A status-like field in any serialisation: JSON/YAML keys, `key: value`, `(health: starting)`.
-_FIELD = re.compile(r'"?\b(status|state|phase|conclusion|health)"?\s*[:=]\s*"?([A-Za-z][\w -]{1,30}?)"?\s*(?=[,})\n;]|$)',
+# The key is machine-written (lower case): a record's user field ("Status": "Pending" of an order) is business
+# data, not the state of a job.
+_FIELD = re.compile(r'"?\b((?-i:status|state|phase|conclusion|health))"?\s*[:=]\s*"?([A-Za-z][\w -]{1,30}?)"?\s*(?=[,})\n;]|$)',
                     re.IGNORECASE | re.MULTILINE)
 # A present participle names work still going on ("exporting", "syncing", "starting"), whatever the tool; the
 # few that do not are states reached (a check "failing", a file "missing", "nothing").
@@ -48,12 +50,10 @@ def job_state(text: str, running: _Search | None = None) -> JobState | None:
 
     ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
     ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place."""
-    from judge.facts.values import status_values  # values imports analysis, which imports this module
-
     text = text[:_MAX_TEXT]
     if not text or not _maybe_job(text):
         return None
-    values = set(status_values(text)) | {v.strip().lower() for _, v in _FIELD.findall(text)}
+    values = {v.strip().lower() for _, v in _FIELD.findall(text.replace('\\"', '"'))}
     for value in values:
         if _non_terminal_value(value, running):
             return "non-terminal"

@@ -1316,7 +1316,7 @@ def premature_claim(an: Analysis) -> list[Issue]:
             evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | receipt {_receipt_quote(an, job)}"
             issues.append(_issue(an, "premature-claim", speech.turn, description, evidence))
             continue
-        if not running_claims:
+        if not claims:  # no sentence claims in words (a claim the read-back contradicts is that tag's alone)
             unfinished = _final_answer_over_unfinished(an, speech)
             if unfinished is not None:
                 description = (f"States results in the final answer by the values of the {unfinished.name} call of "
