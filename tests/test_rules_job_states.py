@@ -11,16 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_rules_issue24_shapes import FORMATS, Expected, _trajectory
 
-from fixtures.facts_heldout.steps import Say, User, js, render, sh
+from fixtures.facts_heldout.steps import Say, User, js, sh
 from judge.facts.jobs import job_state, progress_done
-from judge.importers import Source
-from judge.importers.reader import parse_record
-from judge.model import Trajectory
 from judge.rules import run_detectors
 
-FORMATS = ("openai", "anthropic")
-Expected = set[tuple[int, str]]
 PREMATURE = {(3, "premature-claim")}
 
 
@@ -103,13 +99,6 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("Redis is up and healthy.")],
      set()),
 ]
-
-
-def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, steps, {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
