@@ -43,6 +43,7 @@ _PROGRESS_KEY = re.compile(r'"?\bprogress"?\s*[:=]\s*"?(\d+(?:\.\d+)?)(%?)')
 _ACTIVE = re.compile(r'"?\bactive"?\s*[:=]\s*([1-9]\d*)\b')
 _SUCCEEDED = re.compile(r'"?\b(succeeded|completionTime|completed)"?\s*[:=]\s*"?[1-9]')
 _MAX_TEXT = 20_000
+_FIELD_KEYS = ("status", "state", "phase", "conclusion", "health")
 
 
 def job_state(text: str, running: _Search | None = None) -> JobState | None:
@@ -53,15 +54,21 @@ def job_state(text: str, running: _Search | None = None) -> JobState | None:
     text = text[:_MAX_TEXT]
     if not text or not _maybe_job(text):
         return None
-    values = {v.strip().lower() for _, v in _FIELD.findall(text.replace('\\"', '"'))}
-    for value in values:
-        if _non_terminal_value(value, running):
-            return "non-terminal"
-    if _ACTIVE.search(text) and not _SUCCEEDED.search(text):
+    # Each shape is looked for only when a cheap substring test says it can be there (receipts come by the
+    # hundred thousand; most are file contents and short tool messages).
+    if any(key in text for key in _FIELD_KEYS):
+        for _, value in _FIELD.findall(text.replace('\\"', '"')):
+            if _non_terminal_value(value.strip().lower(), running):
+                return "non-terminal"
+    if "active" in text and _ACTIVE.search(text) and not _SUCCEEDED.search(text):
         return "non-terminal"  # a k8s job with pods still active and none succeeded
-    for line in text.splitlines()[:400]:
-        if _waiting_row(line) or _short_of_total(line):
-            return "non-terminal"
+    low = text.lower()
+    waiting = any(cell in low for cell in _WAITING_CELLS)
+    progress = _PROGRESS_WORD.search(text) is not None
+    if waiting or progress:
+        for line in text.splitlines()[:400]:
+            if (waiting and _waiting_row(line)) or (progress and _short_of_total(line)):
+                return "non-terminal"
     return None
 
 
