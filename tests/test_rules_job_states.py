@@ -126,6 +126,8 @@ STATES: list[tuple[str, bool]] = [
     ("app-db-1   postgres:16   Up 3 minutes (healthy)   5432/tcp", False),
     ("[+] Running 2/2\n ✔ Container app-db-1   Started", False),
     ("nothing to commit, working tree clean", False),
+    ('{"name": "id", "state": "string"}', False),
+    ("collected 12 items\n............ [100%]\n12 passed in 0.40s", False),
 ]
 
 

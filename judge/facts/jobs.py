@@ -25,9 +25,9 @@ class _Search(Protocol):
 _FIELD = re.compile(r'"?\b((?-i:status|state|phase|conclusion|health))"?\s*[:=]\s*"?([A-Za-z][\w -]{1,30}?)"?\s*(?=[,})\n;]|$)',
                     re.IGNORECASE | re.MULTILINE)
 # A present participle names work still going on ("exporting", "syncing", "starting"), whatever the tool; the
-# few that do not are states reached (a check "failing", a file "missing", "nothing").
+# few that do not are states reached (a check "failing", a file "missing", "nothing") or a type name ("string").
 _GOING = re.compile(r"[a-z]{3,}ing")
-_REACHED = frozenset({"failing", "missing", "nothing", "passing", "working"})
+_REACHED = frozenset({"failing", "missing", "nothing", "passing", "working", "string", "existing", "matching", "everything"})
 # A table cell that is only a waiting status (gh pr checks, gh run list, kubectl get pods): tab- or column-aligned.
 _CELL_SPLIT = re.compile(r"\t|\s{2,}")
 _WAITING_CELLS = frozenset({"pending", "queued", "in_progress", "in progress", "waiting", "starting", "requested",
