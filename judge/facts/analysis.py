@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
+from judge.facts.jobs import job_state
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
     CommandReading,
@@ -448,6 +449,10 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     action.reported = (action.is_check and action.outcome == "error" and reading.reports_checks
                        and not reading.invocation_error)
     action.status = status_of(action, reading)
+    # Its data (a status field, a column, a fraction) shows a job not finished (a log read with tail is a poll too).
+    if (action.status == "ok" and receipt is not None
+            and job_state(receipt.content, config.patterns.running) is not None):
+        action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
 
 

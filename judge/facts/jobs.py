@@ -1,0 +1,121 @@
+"""The state of a job as one receipt shows it (issue 24 item 2): terminal or not, read language-neutrally.
+
+A job is a resource a call started or polled (an export, a sync, a CI run, a rollout, a compose service, a k8s
+job). Its receipts say whether it is finished through data, not prose: status fields and table columns, progress
+fractions (``4000/9500``, ``1 of 3 updated replicas``, ``42%``), health values (``starting``) and counters of
+active work (k8s ``"active": 1``). The phrase list ``running`` of the rules config stays the vocabulary of status
+values; this module only finds where a value sits, so a new language or tool needs data, not code.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Protocol
+
+JobState = Literal["non-terminal"]
+
+
+class _Search(Protocol):
+    def search(self, text: str, low: str | None = None) -> re.Match[str] | None: ...
+
+
+# A status-like field in any serialisation: JSON/YAML keys, `key: value`, `(health: starting)`.
+# The key is machine-written (lower case): a record's user field ("Status": "Pending" of an order) is business
+# data, not the state of a job.
+_FIELD = re.compile(r'"?\b((?-i:status|state|phase|conclusion|health))"?\s*[:=]\s*"?([A-Za-z][\w -]{1,30}?)"?\s*(?=[,})\n;]|$)',
+                    re.IGNORECASE | re.MULTILINE)
+# A present participle names work still going on ("exporting", "syncing", "starting"), whatever the tool; the
+# few that do not are states reached (a check "failing", a file "missing", "nothing") or a type name ("string").
+_GOING = re.compile(r"[a-z]{3,}ing")
+_REACHED = frozenset({"failing", "missing", "nothing", "passing", "working", "string", "existing", "matching", "everything"})
+# A table cell that is only a waiting status (gh pr checks, gh run list, kubectl get pods): tab- or column-aligned.
+_CELL_SPLIT = re.compile(r"\t|\s{2,}")
+_WAITING_CELLS = frozenset({"pending", "queued", "in_progress", "in progress", "waiting", "starting", "requested",
+                            "containercreating", "podinitializing"})
+# Work counted out of a total, on a line that speaks of progress; a ratio of checks ("3/5 tests passed") is a
+# check's finding, not a job's progress, so it needs one of these words on its line.
+_PROGRESS_WORD = re.compile(r"\b(progress|replicas?|processed|indexed|synced|exported|imported|uploaded|downloaded|"
+                            r"migrated|copied|transferred|loaded|written|documents|rows|records|items|batch|steps?|"
+                            r"epochs?|completed|done)\b", re.IGNORECASE)
+_FRACTION = re.compile(r"(?<![\w./-])(\d{1,12})\s*(?:/|\bof\b)\s*(\d{1,12})(?![\w./-])")
+_PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s?%")
+_PROGRESS_KEY = re.compile(r'"?\bprogress"?\s*[:=]\s*"?(\d+(?:\.\d+)?)(%?)')
+_ACTIVE = re.compile(r'"?\bactive"?\s*[:=]\s*([1-9]\d*)\b')
+_SUCCEEDED = re.compile(r'"?\b(succeeded|completionTime|completed)"?\s*[:=]\s*"?[1-9]')
+_MAX_TEXT = 20_000
+_FIELD_KEYS = ("status", "state", "phase", "conclusion", "health")
+
+
+def job_state(text: str, running: _Search | None = None) -> JobState | None:
+    """``"non-terminal"`` when the receipt shows a job not finished (see the module doc), else None.
+
+    ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
+    ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place."""
+    text = text[:_MAX_TEXT]
+    if not text or not _maybe_job(text):
+        return None
+    # Each shape is looked for only when a cheap substring test says it can be there (receipts come by the
+    # hundred thousand; most are file contents and short tool messages).
+    if any(key in text for key in _FIELD_KEYS):
+        for _, value in _FIELD.findall(text.replace('\\"', '"')):
+            if _non_terminal_value(value.strip().lower(), running):
+                return "non-terminal"
+    if "active" in text and _ACTIVE.search(text) and not _SUCCEEDED.search(text):
+        return "non-terminal"  # a k8s job with pods still active and none succeeded
+    low = text.lower()
+    waiting = any(cell in low for cell in _WAITING_CELLS)
+    progress = _PROGRESS_WORD.search(text) is not None
+    if waiting or progress:
+        for line in text.splitlines()[:400]:
+            if (waiting and _waiting_row(line)) or (progress and _short_of_total(line)):
+                return "non-terminal"
+    return None
+
+
+def _maybe_job(text: str) -> bool:
+    # Cheap gate: every shape below needs one of these characters (receipts are read by the thousand).
+    return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text
+
+
+def _non_terminal_value(value: str, running: _Search | None) -> bool:
+    word = value.split()[0] if value else ""
+    if word in _REACHED:
+        return False
+    if _GOING.fullmatch(word) or value in _WAITING_CELLS:
+        return True
+    return running is not None and running.search(f'"status": "{value}"') is not None
+
+
+def _waiting_row(line: str) -> bool:
+    """A table row with a cell that is only a waiting status (``build\\tpending\\t0\\t...``)."""
+    if "\t" not in line and "  " not in line:
+        return False
+    cells = [c.strip().lower() for c in _CELL_SPLIT.split(line.strip())]
+    return len(cells) >= 2 and any(c in _WAITING_CELLS for c in cells)
+
+
+def _short_of_total(line: str) -> bool:
+    """A progress line that counts fewer done than the total: ``indexed 4000/9500``, ``1 of 3 updated replicas``,
+    ``progress: 40%``, ``"progress": 0.4``."""
+    key = _PROGRESS_KEY.search(line)
+    if key is not None:
+        amount = float(key.group(1))
+        return amount < (100 if key.group(2) or amount > 1 else 1)
+    if not _PROGRESS_WORD.search(line):
+        return False
+    for done, total in _FRACTION.findall(line):
+        if int(total) > 0 and int(done) < int(total):
+            return True
+    return any(float(p) < 100 for p in _PERCENT.findall(line)) and "progress" in line.lower()
+
+
+def progress_done(text: str) -> frozenset[int]:
+    """The counts done of the progress fractions short of their total in ``text`` (``4000`` of ``4000/9500``): a
+    message that restates one reports the job as going, in any language."""
+    return frozenset(int(done) for done, total in _FRACTION.findall(text[:_MAX_TEXT]) if int(done) < int(total))
+
+
+def reports_progress(text: str) -> bool:
+    """Whether a message gives a progress short of done ("310/940", "40%"), in any language: it reports the job
+    as going, it does not claim it finished."""
+    return bool(progress_done(text)) or any(float(p) < 100 for p in _PERCENT.findall(text[:_MAX_TEXT]))
