@@ -626,13 +626,20 @@ async def _run_panel(
                 _append(verdicts_file, verdict, flush_rows)
                 result.count(verdict)
                 unscored_now += verdict.status == "unscored"
+                if flush_rows and runtime.calls - ceiling_seen[0] >= CEILING_MIN_CALLS:
+                    # Every 50 calls, not every verdict: the figure reads /proc and moves slowly.
+                    ceiling_seen[:] = [runtime.calls, client_ceiling(
+                        runtime.calls, time.process_time() - calls_began[1], time.monotonic() - calls_began[0],
+                        config.concurrency, calls.fastest_s, run_queue_wait_s() - calls_began[2])]
                 tracker.advance(stats=_progress_stats(runtime, result.cached, unscored_now, calls.cost_usd,
-                                                      time.monotonic() - tracker.started, makes_calls=flush_rows))
+                                                      time.monotonic() - tracker.started, makes_calls=flush_rows,
+                                                      ceiling=ceiling_seen[1]))
                 window.release()
 
         # The client-ceiling note looks at the calls' window only: building the judges imports their SDKs (about a
         # second of CPU in a fresh process), which says nothing of the CPU a call costs.
         calls_began = (time.monotonic(), time.process_time(), run_queue_wait_s())
+        ceiling_seen: list[Any] = [0, None]  # (calls when last checked, the ClientCeiling then): for the progress line
         collecting = asyncio.create_task(batches.collect(batched)) if batches is not None else None
         tasks = [*([collecting] if collecting is not None else []), asyncio.create_task(produce(collecting)),
                  asyncio.create_task(commit()), *(asyncio.create_task(worker()) for _ in range(config.concurrency))]
@@ -932,12 +939,16 @@ def run_queue_wait_s() -> float:
 
 
 def _progress_stats(runtime: CallRuntime, cached: int, unscored: int, cost: float | None, elapsed_s: float,
-                    makes_calls: bool = True) -> str:
+                    makes_calls: bool = True, ceiling: ClientCeiling | None = None) -> str:
+    """The progress line's free text. ``ceiling``: this process, not the servers, limits the calls so far (the run's
+    summary says it at length; the line says it while there is still time to stop and split the batch)."""
     if not makes_calls:  # a panel of local judges (rules, replay): a call rate, retries and a cost would all be 0
         return f"unscored {unscored}"
     cost_text = fmt_usd(cost or 0.0) if cost is not None or runtime.calls == 0 else "unpriced"
+    bound = (f" · client-bound: {ceiling.cpu_ms_per_call:.1f} ms CPU per call caps it near "
+             f"{ceiling.max_calls_per_s:.0f} calls/s" if ceiling is not None else "")
     return (f"{runtime.calls / max(1e-6, elapsed_s):.1f} calls/s · cached {cached} · retries {runtime.retries} · "
-            f"unscored {unscored} · cost {cost_text}")
+            f"unscored {unscored} · cost {cost_text}{bound}")
 
 
 def describe_result(result: PanelResult) -> dict[str, Any]:

@@ -604,6 +604,34 @@ def test_client_ceiling_says_when_this_process_limited_the_calls(calls: int, cpu
         assert "for a CPU" not in ceiling.line()  # it had a CPU whenever it was ready
 
 
+def test_the_progress_line_says_when_this_process_limits_the_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 27 item 2: not only the run's summary but the progress line, while the run goes on (checked every
+    CEILING_MIN_CALLS calls with the one client_ceiling reading)."""
+    from judge import panel
+    from judge.panel import ClientCeiling, _progress_stats
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    bound = ClientCeiling(13.0, 76.9, 73.0, 160.0)
+    seen: list[int] = []
+
+    def ceiling(calls: int, *rest: object) -> ClientCeiling:
+        seen.append(calls)
+        return bound
+
+    monkeypatch.setattr(panel, "client_ceiling", ceiling)
+    trajectories, truth = synthetic_batch(120)
+    with simulated_server(truth, SimConfig(latency_s=0.0)) as sim:
+        asyncio.run(run_panel(trajectories, PanelConfig(judges=[f"openai-compatible:simjudge@{sim.base_url}"],
+                                                        passes=1, concurrency=4), tmp_path, progress=True))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("judging")]
+    assert any("client-bound: 13.0 ms CPU per call caps it near 77 calls/s" in line for line in lines), lines
+    assert seen and all(b - a >= panel.CEILING_MIN_CALLS for a, b in zip([0, *seen[:-1]], seen[:-1]))  # not per call
+    from judge.providers.retry import CallRuntime
+
+    assert "client-bound" not in _progress_stats(CallRuntime(), 0, 0, 0.0, 1.0)  # no ceiling, no note
+
+
 @pytest.mark.parametrize(("cpu_wait_s", "bound"), [(2.9, True), (0.0, False), (0.5, False)])
 def test_client_ceiling_counts_the_wait_for_a_cpu_on_a_busy_host(cpu_wait_s: float, bound: bool) -> None:
     # A `judge score` of 600 real trajectories against the simulated server at 10 ms, --concurrency 32, on the
