@@ -491,7 +491,7 @@ class Ledger:
         candidates = [index.between(index.signal_at, seen, before)]
         final = index.final_speech
         if final is not None and seen < final.message_index < before and (
-                final.message_index in index.signals or self._reports_by_values(action, final.region)):
+                final.message_index in index.signals or self.reports_by_values(action, final.region)):
             candidates.append(final.message_index)
         for at in candidates:
             if at is not None and (index.last_failure_before(at) is action
@@ -520,7 +520,7 @@ class Ledger:
                   if len(w) >= 4 and not w.startswith("-") and _TEXT_WORD.fullmatch(w)}
         return any(n in words or (not n.isalnum() and n in low) for n in named)
 
-    def _reports_by_values(self, action: Action, text: str) -> bool:
+    def reports_by_values(self, action: Action, text: str) -> bool:
         """Whether ``text`` (the final answer) reports the failed ``action`` by values, in any language: it names
         what the call worked on (an id, file or value of the call, or a word of its command: ``push``) and shows
         the failure's evidence: its exit code or an HTTP status of its error line, a quoted excerpt or a word of
