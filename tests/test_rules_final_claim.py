@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fixtures.facts_heldout.steps import Say, User, edit, js, lark, render, sh
 
+from fixtures.facts_heldout.steps import Say, User, edit, js, lark, render, sh
 from judge.importers import Source
 from judge.importers.reader import parse_record
 from judge.model import Trajectory

@@ -538,6 +538,7 @@ class Ledger:
         error = f"{action.error_line}\n{receipt.content[:2000]}".lower()
         codes = {str(receipt.exit_code)} if receipt.exit_code else set()
         codes |= set(_STATUS_CODE.findall(action.error_line))
+        codes |= set(_ERROR_CODE.findall(action.error_line))  # the tool's own error code ("code 91403")
         if any(code in words and code not in query for code in codes):
             return True
         quoted = {q.lower() for m in _QUOTED.finditer(text) for q in m.groups() if q and len(q) >= 4}
@@ -735,6 +736,7 @@ def _respelled(failed: str, later: str, known: str) -> bool:
 
 # Words of a text in any script (for ties by value: a name, a code, a word of an error line), and HTTP statuses and
 # quoted fragments (`...`, "...", '...', «...», „...“) of an error report.
+_ERROR_CODE = re.compile(r"(?<![\w.-])\d{4,}(?![\w.])")
 _TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
 _STATUS_CODE = re.compile(r"(?<!\d)([1-5]\d\d)(?!\d)")
 _QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|«([^»\n]+)»|„([^“\n]+)“")

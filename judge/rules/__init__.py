@@ -179,10 +179,9 @@ def _add_final_claim(analysis: Analysis, memo: dict[DetectorFn, list[Issue]]) ->
         find = detector_spec(name).find
         if find not in memo:
             memo[find] = find(analysis)
+    flagged = {(i.turn, i.tag or "") for name in enabled for i in memo[detector_spec(name).find]}
     issue = _detectors.final_claim(analysis)
-    if issue is None or issue.tag not in enabled:
-        return
-    if any(i.turn == issue.turn for name in enabled for i in memo[detector_spec(name).find]):
+    if issue is None or issue.tag not in enabled or any(turn == issue.turn for turn, _ in flagged):
         return
     analysis.cache["final_claim"] = issue
     memo[detector_spec(issue.tag).find].append(issue)
