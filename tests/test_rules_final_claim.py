@@ -12,11 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_rules_issue24_shapes import _trajectory  # the real importers, one format at a time
 
-from fixtures.facts_heldout.steps import Say, User, edit, js, lark, render, sh
-from judge.importers import Source
-from judge.importers.reader import parse_record
-from judge.model import Trajectory
+from fixtures.facts_heldout.steps import Say, User, edit, js, lark, sh
 from judge.rules import DETECTORS, run_detectors
 
 FORMATS = ("openai", "anthropic")
@@ -91,13 +89,6 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       User("Asante.")],
      {(1, "noop-success")}),
 ]
-
-
-def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, steps, {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
