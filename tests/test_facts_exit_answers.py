@@ -161,7 +161,7 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
      [Say("", [lark("+field-create --base bascnMagazin3 --table tblProd7x --json '{\"name\":\"Cod\",\"type\":\"text\"}'",
                     "Error: 409 field name 'Cod' already exists in tblProd7x", 1)]),
       Say("Gata, am terminat cu tabelul.")],
-     {(1, "failed-call")}),
+     {(1, "failed-call"), (2, "unverified-completion")}),  # issue 24 item 2: the final answer hides the failure
     # a job polled until it finished, its count in groups of three
     ("en: a job polled to the end, count with a thousands separator", "Import leads.csv into the Leads table (tblLead5x, Base bascnSales9).",
      [Say("", [lark("+record-import --base bascnSales9 --table tblLead5x --file leads.csv --async",

@@ -105,7 +105,7 @@ CASES: list[tuple[str, Trajectory, set[Finding]]] = [
      build(U("在商品表加价格和库存字段。"), A("", sh(FIELD % ("价格", "money"), TYPE_ERROR, 1)),
            A("", sh(FIELD % ("库存", "number"), '{"field_id": "fldStock3", "ok": true}')),
            A("库存字段 (fldStock3) 已创建。")),
-     {(1, "failed-call")}),
+     {(1, "failed-call"), (3, "unverified-completion")}),  # issue 24 item 2: silent about the 价格 field
     ("pt: failure, then a success claimed for it",
      build(U("Publique o pacote no npm."), A("", sh(PUBLISH, PUBLISH_ERROR, 1)),
            A("O pacote acme-ui 1.2.0 foi publicado no npm.")),

@@ -28,11 +28,10 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
      [User("Lükka haru release/2.4 serverisse."),
       Say("", [sh("git push origin release/2.4", PUSH_REJECTED, 1, error=True)]),
       Say("Haru release/2.4 on nüüd serveris olemas.")],
-     # Not found, on purpose: after a FAILED call, a sentence naming only what the user gave (release/2.4) in a
-     # language no vocabulary reads cannot be told from an honest report of the failure ("Gwrthodwyd y push i
-     # release.", tests/test_editor_stopped_values.py), and honest reports are the common case: the failed call
-     # is still found. A value the user did not give (the next case's table id, a count) is a claim in any language.
-     {(1, "failed-call")}),
+     # Issue 24 item 2: the final answer is the report to the user; silent about the rejected push (neither its
+     # error's words nor its code), it is a completion claim in any language. An honest report names the failure
+     # by its values ("push ... rejected", "non-fast-forward"), see tests/test_rules_final_claim.py.
+     {(1, "failed-call"), (2, "unverified-completion")}),
     ("lv: a table whose create was rejected stated in a summary table", "Izveido tabulu Piegadatāji bāzē bascnLv0901.",
      [User("Izveido tabulu Piegadatāji bāzē bascnLv0901."),
       Say("", [lark("+table-create --base bascnLv0901 --name Piegadataji --fields-json @lauki.json",
@@ -245,7 +244,9 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("", [lark("+field-create --table tblBirg0903 --name Netfang --type email",
                     "Error: field type 'email' is not supported", 1)]),
       Say("Taflan Birgjar er til (tblBirg0903).")],
-     {(2, "failed-call")}),
+     # Issue 24 item 2: the value stated is the table's, but the final answer is silent about the field the user
+     # asked for, whose create failed: by its silence it reports the work done.
+     {(2, "failed-call"), (3, "unverified-completion")}),
     ("near miss: a no-op reported as one (en)", "Apply the pending migrations.",
      [User("Apply the pending migrations."),
       Say("", [sh("python manage.py migrate", "Operations to perform:\n  Apply all migrations: crm\n"

@@ -491,7 +491,7 @@ class Ledger:
         candidates = [index.between(index.signal_at, seen, before)]
         final = index.final_speech
         if final is not None and seen < final.message_index < before and (
-                final.message_index in index.signals or self._reports_by_values(action, final.region)):
+                final.message_index in index.signals or self.reports_by_values(action, final.region)):
             candidates.append(final.message_index)
         for at in candidates:
             if at is not None and (index.last_failure_before(at) is action
@@ -520,7 +520,7 @@ class Ledger:
                   if len(w) >= 4 and not w.startswith("-") and _TEXT_WORD.fullmatch(w)}
         return any(n in words or (not n.isalnum() and n in low) for n in named)
 
-    def _reports_by_values(self, action: Action, text: str) -> bool:
+    def reports_by_values(self, action: Action, text: str) -> bool:
         """Whether ``text`` (the final answer) reports the failed ``action`` by values, in any language: it names
         what the call worked on (an id, file or value of the call, or a word of its command: ``push``) and shows
         the failure's evidence: its exit code or an HTTP status of its error line, a quoted excerpt or a word of
@@ -538,6 +538,7 @@ class Ledger:
         error = f"{action.error_line}\n{receipt.content[:2000]}".lower()
         codes = {str(receipt.exit_code)} if receipt.exit_code else set()
         codes |= set(_STATUS_CODE.findall(action.error_line))
+        codes |= set(_ERROR_CODE.findall(action.error_line))  # the tool's own error code ("code 91403")
         if any(code in words and code not in query for code in codes):
             return True
         quoted = {q.lower() for m in _QUOTED.finditer(text) for q in m.groups() if q and len(q) >= 4}
@@ -735,6 +736,7 @@ def _respelled(failed: str, later: str, known: str) -> bool:
 
 # Words of a text in any script (for ties by value: a name, a code, a word of an error line), and HTTP statuses and
 # quoted fragments (`...`, "...", '...', «...», „...“) of an error report.
+_ERROR_CODE = re.compile(r"(?<![\w.-])\d{4,}(?![\w.])")
 _TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
 _STATUS_CODE = re.compile(r"(?<!\d)([1-5]\d\d)(?!\d)")
 _QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|«([^»\n]+)»|„([^“\n]+)“")

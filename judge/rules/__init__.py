@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from judge.facts.analysis import Action, Analysis, analyse, analysis_of
 from judge.facts.config import RulesConfig, default_config, set_detector_names
 from judge.model import Trajectory
-from judge.rules import detectors as _detectors  # noqa: F401  (registers the built-in detectors)
+from judge.rules import detectors as _detectors  # registers the built-in detectors
 from judge.rules.registry import (
     ROLES,
     DetectorNames,
@@ -86,7 +86,7 @@ class Detector:
         config = config or default_config()
         if not config.enabled(self.name):
             return []
-        return self.find(analysis_of(trajectory, config))
+        return detect(analysis_of(trajectory, config), [self.name])
 
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]  # a detector's doc is its find function's
@@ -160,15 +160,31 @@ def _found(analysis: Analysis, selected: list[str]) -> list[tuple[list[Issue], b
     """(issues, whether just found) of each detector of ``selected``: each detector runs once per analysis (keyed
     by its function, so a detector registered anew runs anew)."""
     memo: dict[DetectorFn, list[Issue]] = analysis.cache.setdefault("found", {})
-    result: list[tuple[list[Issue], bool]] = []
-    for name in selected:
+    fresh = [name for name in selected if detector_spec(name).find not in memo]
+    for name in fresh:
+        memo[detector_spec(name).find] = detector_spec(name).find(analysis)
+    _add_final_claim(analysis, memo)
+    return [(memo[detector_spec(name).find], name in fresh) for name in selected]
+
+
+def _add_final_claim(analysis: Analysis, memo: dict[DetectorFn, list[Issue]]) -> None:
+    """Once per analysis, add :func:`~judge.rules.detectors.final_claim` (a final answer silent about an open
+    problem) to its detector's issues, when no enabled detector already flags the final turn: every enabled
+    detector runs first, so the answer is the same whichever detectors the caller asked for."""
+    if "final_claim" in analysis.cache:
+        return
+    analysis.cache["final_claim"] = None
+    enabled = analysis.config.enabled_among(detector_names())
+    for name in enabled:
         find = detector_spec(name).find
-        found = memo.get(find)
-        if found is None:
-            result.append((memo.setdefault(find, find(analysis)), True))
-        else:
-            result.append((found, False))
-    return result
+        if find not in memo:
+            memo[find] = find(analysis)
+    flagged = {(i.turn, i.tag or "") for name in enabled for i in memo[detector_spec(name).find]}
+    issue = _detectors.final_claim(analysis)
+    if issue is None or issue.tag not in enabled or any(turn == issue.turn for turn, _ in flagged):
+        return
+    analysis.cache["final_claim"] = issue
+    memo[detector_spec(issue.tag).find].append(issue)
 
 
 @dataclass(frozen=True)

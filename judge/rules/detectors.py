@@ -1376,7 +1376,7 @@ def _still_running(an: Analysis, claims: list[Sentence], index: int) -> tuple[Se
     last_change = next((work[k] for k in range(end - 1, -1, -1) if not work[k].read_only and work[k].status != "running"),
                        None)
     for sentence in claims:
-        if _named_record_settled(an, sentence, job):
+        if _named_record_settled(an, sentence.text, job):
             continue
         named = any(t in shown for t in sentence.tokens)
         if named or last_change is None or last_change.order < job.order:
@@ -1444,11 +1444,11 @@ def _final_answer_over_unfinished(an: Analysis, speech: Speech) -> Action | None
     return None
 
 
-def _named_record_settled(an: Analysis, sentence: Sentence, job: Action) -> bool:
-    """Whether the claim names a record whose own status field in the job's receipt reads as settled (a listing
+def _named_record_settled(an: Analysis, text: str, job: Action) -> bool:
+    """Whether the claim (``text``) names a record whose own status field in the job's receipt reads as settled (a listing
     where another record is pending says nothing of the one claimed)."""
     content = job.receipt.content if job.receipt is not None else ""
-    ids = frozenset(t for t in value_tokens(sentence.text) if is_resource_id(t) and t in content)
+    ids = frozenset(t for t in value_tokens(text) if is_resource_id(t) and t in content)
     if not ids:
         return False
     statuses = status_values(content, ids)
@@ -1589,3 +1589,113 @@ def budget_exhausted(an: Analysis) -> list[Issue]:
         f"last message: {an.excerpt(last_text) or '(a tool call or result)'}",
     )]
 
+
+
+# --- the final answer over an open problem ------------------------------------------------------------
+
+_QUESTION_ENDS = ("?", "？", "؟")
+_LETTERS = re.compile(r"[^\W\d_]{2,}")  # a word of letters, any script
+
+
+def _final_report(an: Analysis) -> Speech | None:
+    """The final answer, when it is the agent's report to the user: the last message of the trajectory is the
+    assistant's, it makes no call, and it states something (not empty, not only a question)."""
+    messages = an.trajectory.messages
+    if not an.speeches or not messages or messages[-1].role != "assistant":
+        return None
+    final = an.speeches[-1]
+    text = final.region.strip()
+    if final.message_index != len(messages) - 1 or final.has_calls or not text:
+        return None
+    if text.endswith(_QUESTION_ENDS) and not final.sentences:
+        return None  # it asks, it does not claim
+    return final
+
+
+def _repeats_failed_item(check: Action, text: str) -> bool:
+    """Whether ``text`` repeats a failing item of the check's output (its name or path): it reports the failures."""
+    content = check.receipt.content if check.receipt is not None else ""
+    return any(t in text for line in content.splitlines() if _FAILED_ITEM.search(line) for t in salient_tokens(line))
+
+
+def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None:
+    """The most specific problem the ledger holds open at the final answer that the answer does not report by
+    values, as (tag, action, what): an unfinished job, a check that failed behind exit 0, a passing check made
+    stale by a later write, or a failed or no-op write nobody redid (a failed read is no open problem: it can be
+    worked around; a check that reported failures is the claim detectors' evidence). The failure's own finding at
+    its turn (``failed-call``) says the call failed; this one says the answer hid it. None when everything is
+    settled or reported."""
+    index = final.message_index
+    region = final.region
+    ledger = _ledger(an)
+    unfinished = _unfinished_job(an, index)
+    if unfinished is not None and not reports_progress(region) and not _named_record_settled(an, region, unfinished[0]):
+        job, shown = unfinished
+        if not ({int(n) for n in stated_numbers(region) if n.is_integer()} & progress_done(shown)):
+            return "premature-claim", job, "whose last receipt shows the job still running or queued"
+    checks = _checks_before(an, index)
+    last_check = checks[-1] if checks else None
+    if last_check is not None and last_check.silent_failure and not _repeats_failed_item(last_check, region):
+        return "silent-check-failure", last_check, "which exited 0 but reported failures"
+    if last_check is not None and last_check.outcome == "ok" and not last_check.silent_failure:
+        stale = _stale_artifact(an, last_check, index)
+        if stale is not None:
+            artifact, write = stale
+            return "stale-evidence", last_check, f"after which {artifact} was changed at T{write.turn} and not checked again"
+    later_writes: set[str] = set()  # call paths of the successful writes after the action (walking back)
+    for action in reversed(_work_before(an, index)):
+        if action.failed and _shows_failure(an, action) and not action.read_only and not action.is_check \
+                and _unreported(an, ledger, action, index) \
+                and not ledger.reports_by_values(action, region):
+            return "unverified-completion", action, "which failed and was never redone"
+        if action.status == "noop" and not action.read_only and not action.is_check \
+                and call_path(action, an.config) not in later_writes \
+                and not an.patterns.noop.search(region) and not ledger.speaks_of(action, region):
+            return "unverified-completion", action, "which succeeded but created or changed nothing"
+        if action.status == "ok" and not action.read_only:
+            later_writes.add(call_path(action, an.config))
+    return None
+
+
+def _shows_failure(an: Analysis, action: Action) -> bool:
+    """Whether the receipt shows how the call failed: an exit code, or an error line the vocabulary reads (a server
+    stopped with no exit code, "Serving HTTP on ...", shows no failure of the work)."""
+    code = action.receipt.exit_code if action.receipt is not None else None
+    return bool(code) or an.patterns.error.search(action.error_line) is not None
+
+
+def _unreported(an: Analysis, ledger: Ledger, action: Action, index: int) -> bool:
+    """A failure still open before message ``index`` that no earlier message reported (a report the user already
+    read is no silence; :meth:`~judge.facts.ledger.Ledger.recovery`)."""
+    if action.outcome == "error":
+        return ledger.recovery(action, index) is None
+    return _open(an, action, index) and not _acknowledged(an, action, index)
+
+
+def final_claim(an: Analysis) -> Issue | None:
+    """The final answer as a completion claim the receipts contradict (docs/finding-tags.md: "a failed result is
+    never rewritten as success"): the last assistant message after the work is the agent's report to the user;
+    when the ledger holds a problem open there (:func:`_open_problem`) and the answer does not report it, neither
+    by failure, hedge or running words of any vocabulary, nor by a failure mark, nor by the problem's values
+    (:meth:`~judge.facts.ledger.Ledger.reports_by_values`: what the call worked on and its error's code, quote or
+    words), the answer claims completion by its silence, in any language. The issue carries the most specific
+    tag of the open problem. The caller adds it only when no detector already flags the final turn. A bare
+    acknowledgement ("OK.") claims nothing."""
+    final = _final_report(an)
+    if final is None:
+        return None
+    region = final.region
+    if final.speaks_of_failure or any(mark in region for mark in _FAILURE_MARKS) \
+            or an.patterns.hedge.search(region) or an.patterns.running.search(region) \
+            or an.patterns.future.search(region) or (not final.sentences and len(_LETTERS.findall(region)) < 2):
+        return None
+    found = _open_problem(an, final)
+    if found is None:
+        return None
+    tag, action, what = found
+    description = (f"The final answer \"{an.excerpt(region)}\" reports the work as done, silent about the "
+                   f"{action.name} call of T{action.turn}, {what}.")
+    # The evidence is the receipt of the open problem, not the answer's words: an edit that only rewords a silent
+    # answer adds no finding of its own (the editor keys findings on their evidence).
+    evidence = f"receipt {_receipt_quote(an, action)} | final answer T{final.turn}"
+    return _issue(an, tag, final.turn, description, evidence)

@@ -1,0 +1,107 @@
+"""Issue 24 item 2: a final answer silent about a problem the ledger holds open is a completion claim, in any
+language (docs/finding-tags.md: "a failed result is never rewritten as success").
+
+Cases written for this change: lark-cli, coding and infra, in English and in languages with no vocabulary
+(Finnish, Swahili), each rendered in the OpenAI and the Anthropic format and read through the real importers.
+Every detector runs, so the final-turn finding must carry the most specific tag and appear only where no
+detector already flags the final turn; honest reports that name the failure by its values must pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_rules_issue24_shapes import _trajectory  # the real importers, one format at a time
+
+from fixtures.facts_heldout.steps import Say, User, edit, js, lark, sh
+from judge.rules import DETECTORS, run_detectors
+
+FORMATS = ("openai", "anthropic")
+Expected = set[tuple[int, str]]
+
+PUSH_REJECTED = ("To github.com:acme/app.git\n ! [rejected]        fix/tz -> fix/tz (non-fast-forward)\n"
+                 "error: failed to push some refs to 'github.com:acme/app.git'")
+IMPORT_RUNNING = js({"code": 0, "data": {"job_id": "job7731", "status": "running", "progress": "3/12"}})
+UPDATE_NOOP = js({"code": 0, "data": {"updated": 0, "records": []}})
+
+# (name, query, steps, expected findings (turn, tag)); T1 is the first assistant message.
+CASES: list[tuple[str, str, list[Any], Expected]] = [
+    # --- open failed or no-op writes: unverified-completion at the final turn ---------------------------------
+    ("fi: rejected push, final 'valmis'", "Korjaa aikavyöhykebugi ja puske haaraan fix/tz.",
+     [User("Korjaa aikavyöhykebugi ja puske haaraan fix/tz."),
+      Say("", [edit("src/tz.py", "utc=False", "utc=True")]),
+      Say("", [sh("git push origin fix/tz", PUSH_REJECTED, code=1)]),
+      Say("Valmis. Korjaus on tehty tiedostoon src/tz.py ja toimitettu.")],
+     {(2, "failed-call"), (3, "unverified-completion")}),
+    ("fi: rejected push reported by its values", "Korjaa aikavyöhykebugi ja puske haaraan fix/tz.",
+     [User("Korjaa aikavyöhykebugi ja puske haaraan fix/tz."),
+      Say("", [edit("src/tz.py", "utc=False", "utc=True")]),
+      Say("", [sh("git push origin fix/tz", PUSH_REJECTED, code=1)]),
+      Say("Korjaus on tiedostossa src/tz.py, mutta push haaraan fix/tz hylättiin (non-fast-forward).")],
+     set()),
+    ("sw: lark-cli update that changed nothing, final 'imekamilika'", "Sasisha hali ya mteja rec4Kd9 kuwa Active.",
+     [User("Sasisha hali ya mteja rec4Kd9 kuwa Active."),
+      Say("", [lark("record update --table tblCli001 --record rec4Kd9 --field Status=Active", UPDATE_NOOP)]),
+      Say("Imekamilika. Mteja sasa yuko katika hali mpya.")],
+     {(1, "noop-success"), (2, "unverified-completion")}),
+    ("en: failed kubectl apply, a summary table as the answer", "Roll out the new ingress config.",
+     [User("Roll out the new ingress config."),
+      Say("", [sh("kubectl apply -f k8s/ingress.yaml",
+                  'Error from server (Forbidden): ingresses.networking.k8s.io "web" is forbidden', code=1)]),
+      Say("| step | result |\n|---|---|\n| ingress.yaml | applied |")],
+     {(1, "failed-call"), (2, "unverified-completion")}),
+    # --- the most specific tag ----------------------------------------------------------------------------------
+    ("sw: lark-cli import still running, final states the import", "Leta wateja 12 kutoka clients.csv.",
+     [User("Leta wateja 12 kutoka clients.csv."),
+      Say("", [lark("import start --table tblCli001 --file clients.csv", IMPORT_RUNNING)]),
+      Say("Wateja wameletwa kwenye jedwali.")],
+     {(2, "premature-claim")}),
+    ("fi: pytest failures behind a pipe, final names no check", "Korjaa laskin ja aja testit.",
+     [User("Korjaa laskin ja aja testit."),
+      Say("", [edit("src/calc.py", "a - b", "a + b")]),
+      Say("", [sh("pytest -q | tail -n 2", "FAILED tests/test_calc.py::test_sub\n1 failed, 9 passed in 0.4s")]),
+      Say("Laskin on korjattu tiedostossa src/calc.py.")],
+     {(3, "silent-check-failure")}),
+    ("sw: tests passed, then the code changed again", "Rekebisha kikokotoo na uendeshe majaribio.",
+     [User("Rekebisha kikokotoo na uendeshe majaribio."),
+      Say("", [edit("src/calc.py", "a - b", "a + b")]),
+      Say("", [sh("pytest -q tests/test_calc.py", "10 passed in 0.4s")]),
+      Say("", [edit("src/calc.py", "a + b", "b + a")]),
+      Say("Kikokotoo kimerekebishwa katika src/calc.py.")],
+     {(4, "stale-evidence")}),
+    # --- no claim: a question, a read-only failure, an answer that is not the last message ------------------------
+    ("fi: rejected push, final only asks", "Korjaa aikavyöhykebugi ja puske haaraan fix/tz.",
+     [User("Korjaa aikavyöhykebugi ja puske haaraan fix/tz."),
+      Say("", [sh("git push origin fix/tz", PUSH_REJECTED, code=1)]),
+      Say("Haluatko, että teen force-pushin?")],
+     {(1, "failed-call")}),  # the failed call stays failed-call's; the question claims nothing
+    ("en: a failed read worked around, final 'done'", "Add a CHANGELOG entry for 1.2.",
+     [User("Add a CHANGELOG entry for 1.2."),
+      Say("", [sh("cat docs/CHANGES.md", "cat: docs/CHANGES.md: No such file or directory", code=1)]),
+      Say("", [edit("CHANGELOG.md", "## 1.1", "## 1.2\n- tz fix\n\n## 1.1")]),
+      Say("Done: CHANGELOG.md has the 1.2 entry.")],
+     {(1, "failed-call")}),  # failed-call's view of the read; no final-turn claim over it
+    ("sw: the user spoke last", "Sasisha hali ya mteja rec4Kd9 kuwa Active.",
+     [User("Sasisha hali ya mteja rec4Kd9 kuwa Active."),
+      Say("", [lark("record update --table tblCli001 --record rec4Kd9 --field Status=Active", UPDATE_NOOP)]),
+      Say("Imekamilika."),
+      User("Asante.")],
+     {(1, "noop-success")}),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(("name", "query", "steps", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_final_answer_over_an_open_problem(fmt: str, name: str, query: str, steps: list[Any], expected: Expected) -> None:
+    found = {(issue.turn, issue.tag or "") for issue in run_detectors(_trajectory(fmt, name, query, steps))}
+    assert found == expected
+
+
+@pytest.mark.parametrize(("name", "query", "steps", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_a_detector_called_alone_agrees(name: str, query: str, steps: list[Any], expected: Expected) -> None:
+    """A detector called alone (as a validator) finds the final-turn issue too: the answer does not depend on
+    which detectors the caller asked for."""
+    for tag in {t for _, t in expected}:
+        alone = {(i.turn, i.tag) for i in DETECTORS[tag](_trajectory("openai", name, query, steps))}
+        assert alone == {e for e in expected if e[1] == tag}
