@@ -32,7 +32,7 @@ from judge.facts.analysis import (
     read_sentences,
     salient_tokens,
 )
-from judge.facts.jobs import progress_done, reports_progress
+from judge.facts.jobs import job_names, job_state, progress_done, reports_progress, value_going, wait_state
 from judge.facts.ledger import Ledger, call_path
 from judge.facts.values import (
     bare_counts,
@@ -1402,12 +1402,28 @@ def _unfinished_job(an: Analysis, index: int) -> tuple[Action, str] | None:
     start = running[0][last - 1]
     job = work[start]
     shown = (job.receipt.content if job.receipt is not None else "") + job.text
-    ids = {t for t in value_tokens(shown) if is_resource_id(t)}
+    ids = {t for t in value_tokens(shown) if is_resource_id(t)} | job_names(shown)
     for later in work[start + 1 : end]:
-        if later.status == "ok" and (call_path(later, an.config) == call_path(job, an.config)
-                                     or any(i in later.text for i in ids)):
-            return None  # a later receipt about the job shows it finished
+        # A later call is about the job when it names it (in its arguments or its receipt), wherever it comes.
+        content = later.receipt.content if later.receipt is not None else ""
+        if not (call_path(later, an.config) == call_path(job, an.config)
+                or any(i in later.text or i in content for i in ids)):
+            continue
+        if _ended(an, later) is not None or later.status == "ok":
+            return None  # it ended (a failure is unverified-completion's case, not a claim made too early)
     return job, shown
+
+
+def _ended(an: Analysis, action: Action) -> str | None:
+    """How the job an action polled ended: by the exit code of a wait command, else by its receipt's data."""
+    command = command_of(action.call, an.config) if action.call is not None else None
+    receipt = action.receipt
+    waited = None if command is None or receipt is None else wait_state(
+        command, receipt.exit_code if receipt.exit_code is not None else (1 if action.status == "failed" else 0))
+    if waited is not None:
+        return waited
+    state = job_state(receipt.content, an.patterns.running) if receipt is not None else None
+    return state if state != "non-terminal" else None
 
 
 def _final_answer_over_unfinished(an: Analysis, speech: Speech) -> Action | None:
@@ -1452,7 +1468,7 @@ def _named_record_settled(an: Analysis, sentence: Sentence, job: Action) -> bool
     if not ids:
         return False
     statuses = status_values(content, ids)
-    return bool(statuses) and not any(an.patterns.running.search(f'"status": "{v}"') for v in statuses)
+    return bool(statuses) and not any(value_going(v.lower(), an.patterns.running) for v in statuses)
 
 
 @detector("phantom-failure-reference", "semantic", roles=("authenticity", "wording", "edit-check"), mast="reasoning-action")
