@@ -32,7 +32,7 @@ from judge.facts.analysis import (
     read_sentences,
     salient_tokens,
 )
-from judge.facts.jobs import job_names, job_state, progress_done, reports_progress, value_going, wait_state
+from judge.facts.jobs import JobState, job_names, job_state, progress_done, reports_progress, value_going, wait_state
 from judge.facts.ledger import Ledger, call_path
 from judge.facts.values import (
     bare_counts,
@@ -491,6 +491,14 @@ def unverified_completion(an: Analysis) -> list[Issue]:
         contradicted = _contradicted(an)
         if _still_running(an, [c for c in claims if (index, c.text) not in contradicted], index) is not None:
             continue  # a claim over a job still running: premature-claim's case
+        failed = _failed_job(an, [c for c in claims if not speech.mentions_failure], index)
+        if failed is not None:
+            sentence, ender = failed
+            evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | receipt {_receipt_quote(an, ender)}"
+            description = (f"Claims a result that the receipts do not support: the {ender.name} call of T{ender.turn} "
+                           "shows the job ended in failure.")
+            issues.append(_issue(an, "unverified-completion", speech.turn, description, evidence))
+            continue
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
@@ -1386,8 +1394,21 @@ def _still_running(an: Analysis, claims: list[Sentence], index: int) -> tuple[Se
 
 def _unfinished_job(an: Analysis, index: int) -> tuple[Action, str] | None:
     """The last job whose receipt before the message at ``index`` shows it not finished (status ``running``),
-    with the text its call and receipt show, unless a later successful call of the same kind or naming the same
-    job says otherwise before the message."""
+    with the text its call and receipt show, unless a later call naming the job (or of the same kind) shows it
+    ended or succeeded before the message (:func:`_job_end`)."""
+    found = _job_end(an, index)
+    if found is None or found[2] is not None:
+        return None
+    return found[0], found[1]
+
+
+def _job_end(an: Analysis, index: int) -> tuple[Action, str, Action | None, JobState | None] | None:
+    """The last job seen going before the message at ``index`` (status ``running``), the text its call and receipt
+    show, and the later call before the message that settles it with the state it shows (``terminal-failure``,
+    ``terminal-success``, or None for a plain success of that call), or (job, shown, None, None) when none does.
+
+    A later call is about the job when it names it (an id, a k8s kind/name, a run number, in its arguments or its
+    receipt), wherever it comes, or is of the same kind; the first one that ended the job or succeeded settles it."""
     work, positions = _work(an)
     end = bisect.bisect_left(positions, index)  # work[:end] are the actions before the message
     # The running jobs, found once per analysis: the last one before each claim is one bisect, not a scan of every
@@ -1404,17 +1425,37 @@ def _unfinished_job(an: Analysis, index: int) -> tuple[Action, str] | None:
     shown = (job.receipt.content if job.receipt is not None else "") + job.text
     ids = {t for t in value_tokens(shown) if is_resource_id(t)} | job_names(shown)
     for later in work[start + 1 : end]:
-        # A later call is about the job when it names it (in its arguments or its receipt), wherever it comes.
         content = later.receipt.content if later.receipt is not None else ""
         if not (call_path(later, an.config) == call_path(job, an.config)
                 or any(i in later.text or i in content for i in ids)):
             continue
-        if _ended(an, later) is not None or later.status == "ok":
-            return None  # it ended (a failure is unverified-completion's case, not a claim made too early)
-    return job, shown
+        state = _ended(an, later)
+        if state is not None or later.status == "ok":
+            return job, shown, later, state
+    return job, shown, None, None
 
 
-def _ended(an: Analysis, action: Action) -> str | None:
+def _failed_job(an: Analysis, claims: list[Sentence], index: int) -> tuple[Sentence, Action] | None:
+    """A claim of the message at ``index`` over a job whose last state before it is a failure (an export
+    ``"status": "failed"``, a service ``(unhealthy)``, ``gh run watch --exit-status`` exiting 1), and the call that
+    showed it: the claim speaks of the job as in :func:`_still_running`."""
+    found = _job_end(an, index)
+    if found is None:
+        return None
+    job, shown, ender, state = found
+    if ender is None or state != "terminal-failure":
+        return None
+    work, positions = _work(an)
+    end = bisect.bisect_left(positions, index)
+    last_change = next((work[k] for k in range(end - 1, -1, -1) if not work[k].read_only and work[k].status != "running"
+                        and work[k] is not ender), None)
+    for sentence in claims:
+        if any(t in shown for t in sentence.tokens) or last_change is None or last_change.order < job.order:
+            return sentence, ender
+    return None
+
+
+def _ended(an: Analysis, action: Action) -> JobState | None:
     """How the job an action polled ended: by the exit code of a wait command, else by its receipt's data."""
     command = command_of(action.call, an.config) if action.call is not None else None
     receipt = action.receipt
