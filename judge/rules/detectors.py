@@ -1488,16 +1488,30 @@ def _final_answer_over_unfinished(an: Analysis, speech: Speech) -> Action | None
     if value_tokens(region) & value_tokens(shown) or {n for n in stated if n >= 100} & {
             int(n) for n in stated_numbers(shown) if n.is_integer()}:
         return job
-    work, positions = _work(an)
-    at = next((k for k in range(bisect.bisect_left(positions, index) - 1, -1, -1) if work[k] is job), None)
-    started = work[at - 1] if at else None  # the call that started the job, polled by this one
+    ledger = _ledger(an)
+    started = _job_start(an, job, shown, ledger)
     # What the job's calls name (its id, the file it writes), not the words of their commands: an honest report
     # names the job too ("the import will finish soon"), a claim states what it made.
-    ledger = _ledger(an)
-    calls = [job] + ([started] if started is not None and not started.read_only else [])
+    calls = [job] + ([started] if started is not None else [])
     low = region.lower()
     if any(len(n) >= 4 and states(low, n.lower()) for call in calls for n in ledger.names_of(call) | ledger.objects_of(call)):
         return job
+    return None
+
+
+def _job_start(an: Analysis, job: Action, shown: str, ledger: Ledger) -> Action | None:
+    """The call that started the job ``job`` polled: the last state-changing call before it whose arguments or
+    receipt name the job (an id, a k8s kind/name, a run number, a file both name: ``train.log``), wherever it
+    came; None when none does."""
+    names = {n for n in job_names(shown) | ledger.objects_of(job) if len(n) >= 3}
+    if job.receipt is None or not names:
+        return None
+    for earlier in reversed(_work(an)[0]):
+        if earlier.order >= job.order or earlier.read_only:
+            continue
+        content = earlier.receipt.content if earlier.receipt is not None else ""
+        if any(n in earlier.text or n in content for n in names):
+            return earlier
     return None
 
 
