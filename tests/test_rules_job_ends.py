@@ -12,14 +12,11 @@ from typing import Any
 
 import pytest
 from test_rules_issue24_shapes import FORMATS, Expected, _trajectory
+from test_rules_job_states import lark
 
 from fixtures.facts_heldout.steps import Say, User, js, sh
 from judge.facts.jobs import job_names, job_state, wait_state
 from judge.rules import run_detectors
-
-
-def lark(rest: str, out: str) -> Any:
-    return sh("lark-cli " + rest, out)
 
 
 def tags(fmt: str, name: str, query: str, steps: list[Any]) -> set[tuple[int, str]]:
