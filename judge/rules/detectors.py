@@ -1408,7 +1408,8 @@ def _job_end(an: Analysis, index: int) -> tuple[Action, str, Action | None, JobS
     ``terminal-success``, or None for a plain success of that call), or (job, shown, None, None) when none does.
 
     A later call is about the job when it names it (an id, a k8s kind/name, a run number, in its arguments or its
-    receipt), wherever it comes, or is of the same kind; the first one that ended the job or succeeded settles it."""
+    receipt), wherever it comes, or is of the same kind; the last one whose data or exit code shows an end decides,
+    else the first plain success settles it."""
     work, positions = _work(an)
     end = bisect.bisect_left(positions, index)  # work[:end] are the actions before the message
     # The running jobs, found once per analysis: the last one before each claim is one bisect, not a scan of every
@@ -1424,15 +1425,18 @@ def _job_end(an: Analysis, index: int) -> tuple[Action, str, Action | None, JobS
     job = work[start]
     shown = (job.receipt.content if job.receipt is not None else "") + job.text
     ids = {t for t in value_tokens(shown) if is_resource_id(t)} | job_names(shown)
+    settled: tuple[Action, str, Action | None, JobState | None] = (job, shown, None, None)
     for later in work[start + 1 : end]:
         content = later.receipt.content if later.receipt is not None else ""
         if not (call_path(later, an.config) == call_path(job, an.config)
                 or any(i in later.text or i in content for i in ids)):
             continue
         state = _ended(an, later)
-        if state is not None or later.status == "ok":
-            return job, shown, later, state
-    return job, shown, None, None
+        if state is not None:
+            settled = (job, shown, later, state)  # the LAST end seen decides (failed, then re-polled succeeded)
+        elif later.status == "ok" and settled[2] is None:
+            settled = (job, shown, later, None)
+    return settled
 
 
 def _failed_job(an: Analysis, claims: list[Sentence], index: int) -> tuple[Sentence, Action] | None:
