@@ -66,15 +66,16 @@ _ID_FIELD = re.compile(r'"?\b(?:\w+_)?(?:id|name)"?\s*[:=]\s*"?([A-Za-z0-9][\w.-
 _RUN_NUMBER = re.compile(r"(?<![\w.])\d{6,}(?![\w.])")
 
 
-def job_state(text: str, running: _Search | None = None) -> JobState | None:
+def job_state(text: str, running: _Search | None = None, ends: bool = True) -> JobState | None:
     """``"non-terminal"`` when the receipt shows a job not finished (see the module doc); else
     ``"terminal-failure"`` or ``"terminal-success"`` when a status value, a health value, a k8s counter or a
     progress at its total shows how it ended (a failure anywhere in the receipt wins); else None.
 
-    ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
+    ``ends=False`` reads only whether the job is going (every successful receipt is asked that; the end is asked
+    only of the calls about a job). ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
     ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place."""
     text = text[:_MAX_TEXT]
-    if not text or not _maybe_job(text):
+    if not text or not _maybe_job(text, ends):
         return None
     # Each shape is looked for only when a cheap substring test says it can be there (receipts come by the
     # hundred thousand; most are file contents and short tool messages).
@@ -91,7 +92,7 @@ def job_state(text: str, running: _Search | None = None) -> JobState | None:
         for line in text.splitlines()[:400]:
             if (waiting and _waiting_row(line)) or (progress and _short_of_total(line)):
                 return "non-terminal"
-    return _terminal(text, low, progress)
+    return _terminal(text, low, progress) if ends else None
 
 
 def _terminal(text: str, low: str, progress: bool) -> JobState | None:
@@ -137,9 +138,10 @@ def job_names(text: str) -> frozenset[str]:
     return frozenset(_KIND_NAME.findall(text)) | frozenset(_ID_FIELD.findall(text)) | frozenset(_RUN_NUMBER.findall(text))
 
 
-def _maybe_job(text: str) -> bool:
-    # Cheap gate: every shape below needs one of these characters (receipts are read by the thousand).
-    return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text or "  " in text
+def _maybe_job(text: str, ends: bool) -> bool:
+    # Cheap gate: every shape below needs one of these characters (receipts are read by the thousand); an end can
+    # also sit in a space-aligned table cell (gh run list: "completed  CI  8812003411").
+    return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text or (ends and "  " in text)
 
 
 def value_going(value: str, running: _Search | None) -> bool:
