@@ -451,7 +451,7 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     action.status = status_of(action, reading)
     # Its data (a status field, a column, a fraction) shows a job not finished (a log read with tail is a poll too).
     if (action.status == "ok" and receipt is not None
-            and job_state(receipt.content, config.patterns.running) is not None):
+            and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal, Protocol
 
-JobState = Literal["non-terminal"]
+JobState = Literal["non-terminal", "terminal-success", "terminal-failure"]
 
 
 class _Search(Protocol):
@@ -42,23 +42,46 @@ _PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s?%")
 _PROGRESS_KEY = re.compile(r'"?\bprogress"?\s*[:=]\s*"?(\d+(?:\.\d+)?)(%?)')
 _ACTIVE = re.compile(r'"?\bactive"?\s*[:=]\s*([1-9]\d*)\b')
 _SUCCEEDED = re.compile(r'"?\b(succeeded|completionTime|completed)"?\s*[:=]\s*"?[1-9]')
+_FAILED_PODS = re.compile(r'"?\bfailed"?\s*:\s*[1-9]')  # a k8s job's counter of failed pods
+_HEALTH = re.compile(r"\((unhealthy|healthy)\)")  # docker ps: "Up 9 seconds (healthy)"
 _MAX_TEXT = 20_000
 _FIELD_KEYS = ("status", "state", "phase", "conclusion", "health")
+# Status values that end a job, as data: a tool or language adds a word here, not a code path. The waiting ones
+# stay in _WAITING_CELLS and the config's ``running`` list.
+_SUCCESS_VALUES = frozenset({"succeeded", "success", "successful", "completed", "complete", "done", "finished",
+                             "healthy", "ready", "available", "passed", "pass", "ok", "exported", "imported",
+                             "synced", "deployed"})
+_FAILURE_VALUES = frozenset({"failed", "failure", "fail", "error", "errored", "unhealthy", "cancelled", "canceled",
+                             "timed_out", "timedout", "timeout", "aborted", "crashloopbackoff", "backofflimitexceeded",
+                             "imagepullbackoff", "errimagepull", "oomkilled", "rejected",
+                             "startup_failure", "action_required"})
+# Commands that wait for a job's end and say how it ended by their exit code (gh run watch --exit-status,
+# kubectl rollout status, kubectl wait): 0 is success, anything else a failure or a time-out.
+_WAIT_COMMAND = re.compile(r"\bgh\s+run\s+watch\b[^|;&]*--exit-status|\bkubectl\s+(?:rollout\s+status|wait)\b")
+# The names a job goes by in a call or receipt: a k8s kind/name ("deploy/worker", "job.batch/reindex-0412"), an
+# id field's value ("job_id": "imp_301"), a run number of 6+ digits (gh run 9120399001).
+_KIND_NAME = re.compile(r"\b(?:deploy(?:ment)?s?|job|jobs|pod|pods|sts|statefulset|daemonset|ds|service|svc|run)"
+                        r"(?:\.[a-z.]+)?/([A-Za-z0-9][\w.-]{1,62})")
+_ID_FIELD = re.compile(r'"?\b(?:\w+_)?(?:id|name)"?\s*[:=]\s*"?([A-Za-z0-9][\w.-]{2,62})')
+_RUN_NUMBER = re.compile(r"(?<![\w.])\d{6,}(?![\w.])")
 
 
-def job_state(text: str, running: _Search | None = None) -> JobState | None:
-    """``"non-terminal"`` when the receipt shows a job not finished (see the module doc), else None.
+def job_state(text: str, running: _Search | None = None, ends: bool = True) -> JobState | None:
+    """``"non-terminal"`` when the receipt shows a job not finished (see the module doc); else
+    ``"terminal-failure"`` or ``"terminal-success"`` when a status value, a health value, a k8s counter or a
+    progress at its total shows how it ended (a failure anywhere in the receipt wins); else None.
 
-    ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
+    ``ends=False`` reads only whether the job is going (every successful receipt is asked that; the end is asked
+    only of the calls about a job). ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
     ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place."""
     text = text[:_MAX_TEXT]
-    if not text or not _maybe_job(text):
+    if not text or not _maybe_job(text, ends):
         return None
     # Each shape is looked for only when a cheap substring test says it can be there (receipts come by the
     # hundred thousand; most are file contents and short tool messages).
     if any(key in text for key in _FIELD_KEYS):
         for _, value in _FIELD.findall(text.replace('\\"', '"')):
-            if _non_terminal_value(value.strip().lower(), running):
+            if value_going(value.strip().lower(), running):
                 return "non-terminal"
     if "active" in text and _ACTIVE.search(text) and not _SUCCEEDED.search(text):
         return "non-terminal"  # a k8s job with pods still active and none succeeded
@@ -69,15 +92,61 @@ def job_state(text: str, running: _Search | None = None) -> JobState | None:
         for line in text.splitlines()[:400]:
             if (waiting and _waiting_row(line)) or (progress and _short_of_total(line)):
                 return "non-terminal"
+    return _terminal(text, low, progress) if ends else None
+
+
+def _terminal(text: str, low: str, progress: bool) -> JobState | None:
+    """How the job the receipt shows ended, when its data says so (see :func:`job_state`)."""
+    values: list[str] = []
+    if any(key in text for key in _FIELD_KEYS):
+        values += [v.strip().lower() for _, v in _FIELD.findall(text.replace('\\"', '"'))]
+    values += _HEALTH.findall(low)
+    if "\t" in text or "  " in text:
+        values += [c.strip().lower() for line in text.splitlines()[:400] if "\t" in line or "  " in line
+                   for c in _CELL_SPLIT.split(line.strip())]
+    words = [(v, v.split()[0] if v else "") for v in values]
+    if _FAILED_PODS.search(text) or any(v in _FAILURE_VALUES or w in _FAILURE_VALUES for v, w in words):
+        return "terminal-failure"
+    if (_SUCCEEDED.search(text) or any(v in _SUCCESS_VALUES or w in _SUCCESS_VALUES for v, w in words)
+            or (progress and any(_at_total(line) for line in text.splitlines()[:400]))):
+        return "terminal-success"
     return None
 
 
-def _maybe_job(text: str) -> bool:
-    # Cheap gate: every shape below needs one of these characters (receipts are read by the thousand).
-    return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text
+def _at_total(line: str) -> bool:
+    """A progress line that counts all done: ``9500/9500 rows``, ``progress: 100%``."""
+    if not _PROGRESS_WORD.search(line):
+        return False
+    fractions = _FRACTION.findall(line)
+    if fractions and all(int(done) == int(total) > 0 for done, total in fractions):
+        return True
+    return "progress" in line.lower() and any(float(p) >= 100 for p in _PERCENT.findall(line))
 
 
-def _non_terminal_value(value: str, running: _Search | None) -> bool:
+def wait_state(command: str, exit_code: int | None) -> JobState | None:
+    """How a job ended by the exit code of a command that waits for its end (``gh run watch --exit-status``,
+    ``kubectl rollout status``, ``kubectl wait``); None for any other command or an unknown code."""
+    if exit_code is None or not _WAIT_COMMAND.search(command):
+        return None
+    return "terminal-success" if exit_code == 0 else "terminal-failure"
+
+
+def job_names(text: str) -> frozenset[str]:
+    """The names a job goes by in a call or receipt: k8s ``kind/name``, id and name fields' values, run numbers
+    of 6+ digits. A later call or receipt naming one of them is about the same job, wherever it comes."""
+    text = text[:_MAX_TEXT]
+    return frozenset(_KIND_NAME.findall(text)) | frozenset(_ID_FIELD.findall(text)) | frozenset(_RUN_NUMBER.findall(text))
+
+
+def _maybe_job(text: str, ends: bool) -> bool:
+    # Cheap gate: every shape below needs one of these characters (receipts are read by the thousand); an end can
+    # also sit in a space-aligned table cell (gh run list: "completed  CI  8812003411").
+    return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text or (ends and "  " in text)
+
+
+def value_going(value: str, running: _Search | None) -> bool:
+    """Whether a status value (lower case) names work still going on: a present participle ("syncing", in any
+    tool's words), a waiting cell, or a value the config's ``running`` list reads as running."""
     word = value.split()[0] if value else ""
     if word in _REACHED:
         return False

@@ -32,7 +32,7 @@ from judge.facts.analysis import (
     read_sentences,
     salient_tokens,
 )
-from judge.facts.jobs import progress_done, reports_progress
+from judge.facts.jobs import JobState, job_names, job_state, progress_done, reports_progress, value_going, wait_state
 from judge.facts.ledger import Ledger, call_path
 from judge.facts.values import (
     bare_counts,
@@ -491,6 +491,14 @@ def unverified_completion(an: Analysis) -> list[Issue]:
         contradicted = _contradicted(an)
         if _still_running(an, [c for c in claims if (index, c.text) not in contradicted], index) is not None:
             continue  # a claim over a job still running: premature-claim's case
+        failed = _failed_job(an, [c for c in claims if not speech.mentions_failure], index)
+        if failed is not None:
+            sentence, ender = failed
+            evidence = f"T{speech.turn}: \"{an.excerpt(sentence.text)}\" | receipt {_receipt_quote(an, ender)}"
+            description = (f"Claims a result that the receipts do not support: the {ender.name} call of T{ender.turn} "
+                           "shows the job ended in failure.")
+            issues.append(_issue(an, "unverified-completion", speech.turn, description, evidence))
+            continue
         for sentence in claims:
             why: str | None = None
             referent: Action | None = None
@@ -1386,8 +1394,22 @@ def _still_running(an: Analysis, claims: list[Sentence], index: int) -> tuple[Se
 
 def _unfinished_job(an: Analysis, index: int) -> tuple[Action, str] | None:
     """The last job whose receipt before the message at ``index`` shows it not finished (status ``running``),
-    with the text its call and receipt show, unless a later successful call of the same kind or naming the same
-    job says otherwise before the message."""
+    with the text its call and receipt show, unless a later call naming the job (or of the same kind) shows it
+    ended or succeeded before the message (:func:`_job_end`)."""
+    found = _job_end(an, index)
+    if found is None or found[2] is not None:
+        return None
+    return found[0], found[1]
+
+
+def _job_end(an: Analysis, index: int) -> tuple[Action, str, Action | None, JobState | None] | None:
+    """The last job seen going before the message at ``index`` (status ``running``), the text its call and receipt
+    show, and the later call before the message that settles it with the state it shows (``terminal-failure``,
+    ``terminal-success``, or None for a plain success of that call), or (job, shown, None, None) when none does.
+
+    A later call is about the job when it names it (an id, a k8s kind/name, a run number, in its arguments or its
+    receipt), wherever it comes, or is of the same kind; the last one whose data or exit code shows an end decides,
+    else the first plain success settles it."""
     work, positions = _work(an)
     end = bisect.bisect_left(positions, index)  # work[:end] are the actions before the message
     # The running jobs, found once per analysis: the last one before each claim is one bisect, not a scan of every
@@ -1402,12 +1424,51 @@ def _unfinished_job(an: Analysis, index: int) -> tuple[Action, str] | None:
     start = running[0][last - 1]
     job = work[start]
     shown = (job.receipt.content if job.receipt is not None else "") + job.text
-    ids = {t for t in value_tokens(shown) if is_resource_id(t)}
+    ids = {t for t in value_tokens(shown) if is_resource_id(t)} | job_names(shown)
+    settled: tuple[Action, str, Action | None, JobState | None] = (job, shown, None, None)
     for later in work[start + 1 : end]:
-        if later.status == "ok" and (call_path(later, an.config) == call_path(job, an.config)
-                                     or any(i in later.text for i in ids)):
-            return None  # a later receipt about the job shows it finished
-    return job, shown
+        content = later.receipt.content if later.receipt is not None else ""
+        if not (call_path(later, an.config) == call_path(job, an.config)
+                or any(i in later.text or i in content for i in ids)):
+            continue
+        state = _ended(an, later)
+        if state is not None:
+            settled = (job, shown, later, state)  # the LAST end seen decides (failed, then re-polled succeeded)
+        elif later.status == "ok" and settled[2] is None:
+            settled = (job, shown, later, None)
+    return settled
+
+
+def _failed_job(an: Analysis, claims: list[Sentence], index: int) -> tuple[Sentence, Action] | None:
+    """A claim of the message at ``index`` over a job whose last state before it is a failure (an export
+    ``"status": "failed"``, a service ``(unhealthy)``, ``gh run watch --exit-status`` exiting 1), and the call that
+    showed it: the claim speaks of the job as in :func:`_still_running`."""
+    found = _job_end(an, index)
+    if found is None:
+        return None
+    job, shown, ender, state = found
+    if ender is None or state != "terminal-failure":
+        return None
+    work, positions = _work(an)
+    end = bisect.bisect_left(positions, index)
+    last_change = next((work[k] for k in range(end - 1, -1, -1) if not work[k].read_only and work[k].status != "running"
+                        and work[k] is not ender), None)
+    for sentence in claims:
+        if any(t in shown for t in sentence.tokens) or last_change is None or last_change.order < job.order:
+            return sentence, ender
+    return None
+
+
+def _ended(an: Analysis, action: Action) -> JobState | None:
+    """How the job an action polled ended: by the exit code of a wait command, else by its receipt's data."""
+    command = command_of(action.call, an.config) if action.call is not None else None
+    receipt = action.receipt
+    waited = None if command is None or receipt is None else wait_state(
+        command, receipt.exit_code if receipt.exit_code is not None else (1 if action.status == "failed" else 0))
+    if waited is not None:
+        return waited
+    state = job_state(receipt.content, an.patterns.running) if receipt is not None else None
+    return state if state != "non-terminal" else None
 
 
 def _final_answer_over_unfinished(an: Analysis, speech: Speech) -> Action | None:
@@ -1431,16 +1492,30 @@ def _final_answer_over_unfinished(an: Analysis, speech: Speech) -> Action | None
     if value_tokens(region) & value_tokens(shown) or {n for n in stated if n >= 100} & {
             int(n) for n in stated_numbers(shown) if n.is_integer()}:
         return job
-    work, positions = _work(an)
-    at = next((k for k in range(bisect.bisect_left(positions, index) - 1, -1, -1) if work[k] is job), None)
-    started = work[at - 1] if at else None  # the call that started the job, polled by this one
+    ledger = _ledger(an)
+    started = _job_start(an, job, shown, ledger)
     # What the job's calls name (its id, the file it writes), not the words of their commands: an honest report
     # names the job too ("the import will finish soon"), a claim states what it made.
-    ledger = _ledger(an)
-    calls = [job] + ([started] if started is not None and not started.read_only else [])
+    calls = [job] + ([started] if started is not None else [])
     low = region.lower()
     if any(len(n) >= 4 and states(low, n.lower()) for call in calls for n in ledger.names_of(call) | ledger.objects_of(call)):
         return job
+    return None
+
+
+def _job_start(an: Analysis, job: Action, shown: str, ledger: Ledger) -> Action | None:
+    """The call that started the job ``job`` polled: the last state-changing call before it whose arguments or
+    receipt name the job (an id, a k8s kind/name, a run number, a file both name: ``train.log``), wherever it
+    came; None when none does."""
+    names = {n for n in job_names(shown) | ledger.objects_of(job) if len(n) >= 3}
+    if job.receipt is None or not names:
+        return None
+    for earlier in reversed(_work(an)[0]):
+        if earlier.order >= job.order or earlier.read_only:
+            continue
+        content = earlier.receipt.content if earlier.receipt is not None else ""
+        if any(n in earlier.text or n in content for n in names):
+            return earlier
     return None
 
 
@@ -1452,7 +1527,7 @@ def _named_record_settled(an: Analysis, text: str, job: Action) -> bool:
     if not ids:
         return False
     statuses = status_values(content, ids)
-    return bool(statuses) and not any(an.patterns.running.search(f'"status": "{v}"') for v in statuses)
+    return bool(statuses) and not any(value_going(v.lower(), an.patterns.running) for v in statuses)
 
 
 @detector("phantom-failure-reference", "semantic", roles=("authenticity", "wording", "edit-check"), mast="reasoning-action")
