@@ -67,7 +67,7 @@ SETS = {
                      frozenset({"en", "ko", "de", "fr", "es", "pt", "ru", "pl", "vi", "hi", "sv"})),
     "v6": HeldoutSet("v6", FIXTURES / "facts_heldout_v6", "build_facts_heldout_v6.py", FIXTURES / "editor_counterexamples_v6",
                      "build_counterexamples_v6.py", 60, 13, 15, 36, 12, 4,
-                     frozenset({"en", "zh", "ja", "es", "it", "tr", "id", "uk", "ar", "nl", "fr"}), blind=True),
+                     frozenset({"en", "zh", "ja", "es", "it", "tr", "id", "uk", "ar", "nl", "fr"})),
 }
 
 
