@@ -187,3 +187,13 @@ def test_a_quoted_chain_operator_does_not_change_the_intent() -> None:
     assert ledger_of(trajectory).actions[0].intent == "Bash:jq"
     trajectory = build(U("Build it."), A("", sh("cd src && make all", "ok", 0)), A("Finished."))
     assert ledger_of(trajectory).actions[0].intent == "Bash:make all"
+
+
+def test_words_of_gives_a_fresh_list_each_call() -> None:
+    # words_of is memoised: a caller changing the list it got must not change what the next caller reads.
+    from judge.facts.shell import words_of
+
+    first = words_of("FOO=1 grep -q 'a b' file")
+    assert first == ["grep", "-q", "a b", "file"]
+    first.append("changed")
+    assert words_of("FOO=1 grep -q 'a b' file") == ["grep", "-q", "a b", "file"]

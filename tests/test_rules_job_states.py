@@ -117,6 +117,11 @@ STATES: list[tuple[str, bool]] = [
     ("app-db-1   postgres:16   Up 3 seconds (health: starting)   5432/tcp", True),
     ('{"active": 1, "startTime": "2026-01-01T00:00:00Z"}', True),
     ("[load] 4000/9500 rows", True),
+    # The progress word is read case-insensitively on ASCII and non-ASCII text alike (ASCII is searched lowered).
+    ("[LOAD] 4000/9500 ROWS", True),
+    ("[загрузка] 4000/9500 Rows", True),
+    ("[load] 4000/9500 \u017fteps", True),  # LATIN SMALL LETTER LONG S folds to "s" under IGNORECASE
+    ("[LOAD] 9500/9500 ROWS", False),
     ("1 of 3 updated replicas are available", True),
     ('{"task": "t1", "progress": 0.4}', True),
     ('{"id": "r1", "state": "succeeded"}', False),

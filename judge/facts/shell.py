@@ -215,13 +215,19 @@ def _sed_files(words: list[str]) -> list[str]:
 
 def words_of(segment: str) -> list[str]:
     """The words of one simple command as the shell splits them, leading ``VAR=value`` assignments dropped."""
+    return list(_split_words(segment))  # a fresh list: callers may change it, the memo must not
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_words(segment: str) -> tuple[str, ...]:
+    # Memoised like read_command: shlex is slow and the same segments are split again by every reader.
     try:
         words = shlex.split(segment)
     except ValueError:
         words = segment.split()
     while words and _ASSIGNMENT.fullmatch(words[0]):
         words = words[1:]  # leading VAR=value assignments
-    return words
+    return tuple(words)
 
 
 def segment_read_only(segment: str, verbs: Collection[str] = frozenset()) -> tuple[bool, str]:
