@@ -43,7 +43,8 @@ SETS = {"v1": FIXTURES / "editor_counterexamples" / "cases.jsonl",  # --set NAME
         "v3": FIXTURES / "editor_counterexamples_v3" / "cases.jsonl",
         "v4": FIXTURES / "editor_counterexamples_v4" / "cases.jsonl",
         "v5": FIXTURES / "editor_counterexamples_v5" / "cases.jsonl",
-        "v6": FIXTURES / "editor_counterexamples_v6" / "cases.jsonl"}
+        "v6": FIXTURES / "editor_counterexamples_v6" / "cases.jsonl",
+        "v7": FIXTURES / "editor_counterexamples_v7" / "cases.jsonl"}
 CASES = SETS["v1"]
 
 # The editor's dependency kinds and validator names -> the reason kinds of tags.md they stand for.

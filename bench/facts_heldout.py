@@ -49,7 +49,8 @@ from judge.validate import decisive, decisive_issue, first_failed_call_turn
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 SETS = {"v1": FIXTURES / "facts_heldout", "v2": FIXTURES / "facts_heldout_v2",  # --set NAME -> folder of records
         "v3": FIXTURES / "facts_heldout_v3", "v4": FIXTURES / "facts_heldout_v4",
-        "v5": FIXTURES / "facts_heldout_v5", "v6": FIXTURES / "facts_heldout_v6"}
+        "v5": FIXTURES / "facts_heldout_v5", "v6": FIXTURES / "facts_heldout_v6",
+        "v7": FIXTURES / "facts_heldout_v7"}
 HELDOUT = SETS["v1"]
 Finding = tuple[int | None, str]  # (turn, tag)
 # Tags the rules judge used before tags.md fixed the vocabulary -> the tags.md tag for the same defect. Shown as a
