@@ -24,6 +24,7 @@ Each result names the kind of refusal it stands for (``kind``): ``reference``, `
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -428,7 +429,7 @@ def no_effects_removed(original: Trajectory, edited: Trajectory, deleted_calls: 
             kind = "effects"
             findings.append(f"{site.call.id} (T{site.turn} {site.call.name}): {effects}")
             continue
-        free, why = side_effect_free(site)
+        free, why = side_effect_free(site, original)
         if not free:
             findings.append(f"{site.call.id} (T{site.turn} {site.call.name}): {why}")
     return ValidatorResult(
@@ -530,6 +531,7 @@ def rewritten_values_supported(original: Trajectory, edited: Trajectory, message
         old_names, old_numbers = names_in(old_text) | set(path_tokens(old_text)), set(stated_numbers(_unlisted(old_text)))
         added = sorted(n for n in names_in(text) | set(path_tokens(text)) - old_names if not n.isdigit())
         added += sorted({_number_text(x) for x in stated_numbers(_unlisted(text)) if x not in old_numbers})
+        added += [word for word in swapped_words(old_text, text) if word not in added]
         for value in added:
             if _shows(shown_before, value):
                 continue
@@ -541,6 +543,32 @@ def rewritten_values_supported(original: Trajectory, edited: Trajectory, message
         detail="a rewritten message states a value nothing kept shows" if findings else "rewritten values are shown",
         findings=[f for _, f in findings], kind=findings[0][0] if findings else "unsupported-final",
     )
+
+
+# A swap is this many words or fewer on each side; a longer replacement is a rewording, not a changed value.
+_SWAP_WORDS = 3
+
+
+def swapped_words(before: str, after: str) -> list[str]:
+    """Words the rewrite put in place of others inside a sentence it otherwise kept (pure): "27 Februari 2027" made
+    "27 Mac 2027", "v2.4.1" made "v2.4.2", a path's last parts. A cut or an added clause is no swap (what was
+    cut is the failure talk; what is added the other validators read); only replacements of a few words by a few
+    others, in any language and of any shape (the value readers know versions, ids and numbers, not month names)."""
+    found: list[str] = []
+    old_words, new_words = before.split(), after.split()
+    matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "replace" and i2 - i1 <= _SWAP_WORDS and j2 - j1 <= _SWAP_WORDS:
+            old = {w.strip(_EDGE_PUNCTUATION) for w in old_words[i1:i2]}
+            found += [w for word in new_words[j1:j2] if (w := word.strip(_EDGE_PUNCTUATION)) and w not in old
+                      and not _UNSPACED_SCRIPT.search(w)]
+    return found
+
+
+_EDGE_PUNCTUATION = ".,;:!?()[]{}\"'`«»“”。、，：；！？"
+# Scripts written without spaces (CJK, kana, Thai, Lao, Khmer, Myanmar): a space-separated piece there is a clause,
+# not a word, so a changed piece is a rewording.
+_UNSPACED_SCRIPT = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 # A numbered list's markers ("1. ", "2) "): the rewrite's layout, not values.
