@@ -373,6 +373,8 @@ def refused_argument(trajectory: Trajectory, site: CallSite) -> str | None:
                if later.call is not None and later.message_index > site.message_index and later.status == "ok"
                and later.name == site.call.name and (later_command := shell_command(later.call)) is not None
                and set(_programs(later_command)[:1]) & set(programs)]
+    if any(not names_in(line) <= arguments for line in lines):
+        return None  # the receipt shows a value the call did not give (``{"view_id": "vewPip01"}``): work was done
     for line in lines:
         named = sorted(t for t in arguments if t.lower() not in programs and _names_token(line, t))
         for turn, kept in retries:
@@ -380,9 +382,9 @@ def refused_argument(trajectory: Trajectory, site: CallSite) -> str | None:
             if gone:
                 return (f"the receipt shows its program refused the argument {gone[0]!r} before doing anything "
                         f"({line[:80]!r}), and T{turn} ran it again without it")
-        # A line before the refusal that shows a value the call did not give (``view created: vewPl1``, a count)
-        # is output of work that ran first; a bare "Sphinx error:" header, or one naming kept arguments, is not.
-        if not names_in(line) <= arguments or stated_numbers(line):
+        # A count before the refusal is output of work that ran first; a bare "Sphinx error:" header, or a line
+        # naming kept arguments, is not.
+        if stated_numbers(line):
             return None
     return None
 

@@ -553,18 +553,24 @@ def swapped_words(before: str, after: str) -> list[str]:
     """Words the rewrite put in place of others inside a sentence it otherwise kept (pure): "27 Februari 2027" made
     "27 Mac 2027", "v2.4.1" made "v2.4.2", a path's last parts. A cut or an added clause is no swap (what was
     cut is the failure talk; what is added the other validators read); only replacements of a few words by a few
-    others, in any language and of any shape (the value readers know versions, ids and numbers, not month names)."""
+    value-like others (a digit, a path, a dotted name) or of a word beside a number (its unit or month), in any
+    language."""
     found: list[str] = []
     old_words, new_words = before.split(), after.split()
     matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "replace" and i2 - i1 <= _SWAP_WORDS and j2 - j1 <= _SWAP_WORDS:
-            old = {w.strip(_EDGE_PUNCTUATION) for w in old_words[i1:i2]}
-            found += [w for word in new_words[j1:j2] if (w := word.strip(_EDGE_PUNCTUATION)) and w not in old
-                      and not _UNSPACED_SCRIPT.search(w)]
+        if op != "replace" or i2 - i1 > _SWAP_WORDS or j2 - j1 > _SWAP_WORDS:
+            continue
+        # A word beside a number is part of the value (its unit or month: "27 Februari 2027", "212 kB").
+        beside_number = any(_VALUE_WORD.search(old_words[k]) for k in (i1 - 1, i2) if 0 <= k < len(old_words))
+        old = {w.strip(_EDGE_PUNCTUATION) for w in old_words[i1:i2]}
+        found += [w for word in new_words[j1:j2] if (w := word.strip(_EDGE_PUNCTUATION)) and w not in old
+                  and not _UNSPACED_SCRIPT.search(w) and (beside_number or _VALUE_WORD.search(w))]
     return found
 
 
+# A value-like word: a digit, a path or a dotted name ("v2.4.2", "apk/prod/tienda.apk").
+_VALUE_WORD = re.compile(r"\d|\w/\w|\w\.\w")
 _EDGE_PUNCTUATION = ".,;:!?()[]{}\"'`«»“”。、，：；！？"
 # Scripts written without spaces (CJK, kana, Thai, Lao, Khmer, Myanmar): a space-separated piece there is a clause,
 # not a word, so a changed piece is a rewording.
