@@ -324,12 +324,14 @@ _TOKEN_EDGE = "\"'`()[]{}<>,;:=!?"
 
 
 def _argument_tokens(command: str) -> set[str]:
-    """The words a command line gives its programs (not the programs themselves), and the names inside code or
-    quoted arguments (``'import sklaern; ...'`` gives ``sklaern``): what a refusal can name. Three characters or more."""
+    """The words a command line gives its programs (not the programs themselves; ``--flag=value`` gives both parts):
+    what a refusal can name. Three characters or more. A word with spaces is code or text the program runs
+    (``-c 'delete form orders'``, ``-c 'import x'``): an error naming a piece of it is the code's, not a refusal of
+    an argument, so only the whole word counts."""
     tokens: set[str] = set()
     for segment in shell.read_command(command).segments:
         for word in shell.words_of(segment.text)[1:]:
-            pieces = [word, *re.split(r"[\s;(),'\"=]+|\.(?=[A-Za-z_]\w*\()", word)]
+            pieces = [word] if any(c.isspace() for c in word) else [word, *word.split("=", 1)]
             tokens |= {piece.strip(_TOKEN_EDGE) for piece in pieces}
     return {token for token in tokens if len(token) >= 3}
 
@@ -350,7 +352,7 @@ def refused_argument(trajectory: Trajectory, site: CallSite) -> str | None:
 
     Read from the receipt and the later calls, not from any tool's wording: a short receipt (no more than
     ``_REFUSAL_LINES`` lines, no traceback: the program's own code never ran) whose first line names an argument of
-    the call (a typo'd flag ``--al``, a subcommand ``outdate``, a module ``sklaern``, a file ``missing.pem``, a user
+    the call (a typo'd flag ``--al``, a subcommand ``outdate``, a builder ``htm``, a file ``missing.pem``, a user
     ``bakup``), and a later call of the same program that no longer has that argument and succeeded: the program
     checked its arguments before the work, and the correction is the work. Never with a redirect or other write
     marker in the command, nor when another segment may write."""
