@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from judge.importers import Source
 from judge.importers.reader import parse_record
-from judge.model import Trajectory
+from judge.model import Trajectory, number_turns
 from judge.repair import offline_edit
 from judge.repair.textref import Detectors, get_detectors
 from judge.repair.validators import swapped_words, validate_edit
@@ -125,9 +125,8 @@ def test_a_rewrite_that_swaps_the_answers_month_is_unsupported(detectors: Detect
     edited.messages = [m for m in edited.messages if not (m.role == "tool" and m.receipt and m.receipt.call_id == "c1")]
     edited.messages = [m for m in edited.messages if not any(c.id == "c1" for c in m.tool_calls)]
     edited.messages[-1].content = "Sijil tamat pada 3 Julai 2027."
-    from judge.model import number_turns
     number_turns(edited.messages)
-    message_map = [i for i, m in enumerate(original.messages) if not (i in (2, 3))]
+    message_map = [i for i in range(len(original.messages)) if i not in (2, 3)]
     results = validate_edit(original, edited, message_map, ["c1"], detectors)
     failed = {v.kind for v in results if not v.passed}
     assert "unsupported-final" in failed, [(v.name, v.findings) for v in results if not v.passed]

@@ -367,10 +367,14 @@ def refused_argument(trajectory: Trajectory, site: CallSite) -> str | None:
     if not lines or len(lines) > _REFUSAL_LINES or "Traceback (most recent call last)" in text:
         return None
     reading = shell.read_command(command)
-    if reading.writer is not None or len([s for s in reading.segments if not _only_checks(s.text)]) > 1:
+    writers = [segment.text for segment in reading.segments if not _only_checks(segment.text)]
+    if reading.writer is not None or len(writers) > 1:
         return None
-    programs = _programs(command)
-    arguments = _argument_tokens(command)
+    # The refusal must name an argument of the segment that may write: a refused read beside it (``count && notify``)
+    # says nothing of whether that segment ran.
+    refused = writers[0] if writers else command
+    programs = _programs(refused)
+    arguments = _argument_tokens(refused)
     retries = [(later.turn, _argument_tokens(later_command)) for later in ledger_of(trajectory).actions
                if later.call is not None and later.message_index > site.message_index and later.status == "ok"
                and later.name == site.call.name and (later_command := shell_command(later.call)) is not None

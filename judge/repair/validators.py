@@ -553,7 +553,7 @@ def swapped_words(before: str, after: str) -> list[str]:
     """Words the rewrite put in place of others inside a sentence it otherwise kept (pure): "27 Februari 2027" made
     "27 Mac 2027", "v2.4.1" made "v2.4.2", a path's last parts. A cut or an added clause is no swap (what was
     cut is the failure talk; what is added the other validators read); only replacements of a few words by a few
-    value-like others (a digit, a path, a dotted name) or of a word beside a number (its unit or month), in any
+    value-like others (a digit, a path, a dotted name) or of the one word after a number (its unit or month), in any
     language."""
     found: list[str] = []
     old_words, new_words = before.split(), after.split()
@@ -561,8 +561,9 @@ def swapped_words(before: str, after: str) -> list[str]:
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op != "replace" or i2 - i1 > _SWAP_WORDS or j2 - j1 > _SWAP_WORDS:
             continue
-        # A word beside a number is part of the value (its unit or month: "27 Februari 2027", "212 kB").
-        beside_number = any(_VALUE_WORD.search(old_words[k]) for k in (i1 - 1, i2) if 0 <= k < len(old_words))
+        # One word right after a number is part of the value (its unit or month: "27 Februari 2027", "212 kB"); the
+        # verb before it ("has 12", "jest 318") is wording.
+        beside_number = i2 - i1 == 1 and i1 > 0 and bool(re.search(r"\d", old_words[i1 - 1]))
         old = {w.strip(_EDGE_PUNCTUATION) for w in old_words[i1:i2]}
         found += [w for word in new_words[j1:j2] if (w := word.strip(_EDGE_PUNCTUATION)) and w not in old
                   and not _UNSPACED_SCRIPT.search(w) and (beside_number or _VALUE_WORD.search(w))]
