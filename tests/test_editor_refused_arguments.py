@@ -24,6 +24,7 @@ from judge.importers import Source
 from judge.importers.reader import parse_record
 from judge.model import Trajectory, number_turns
 from judge.repair import offline_edit
+from judge.repair.editor import refusal_order
 from judge.repair.textref import Detectors, get_detectors
 from judge.repair.validators import swapped_words, validate_edit
 from judge.testing.builders import issue
@@ -131,3 +132,60 @@ def test_a_rewrite_that_swaps_the_answers_month_is_unsupported(detectors: Detect
     failed = {v.kind for v in results if not v.passed}
     assert "unsupported-final" in failed, [(v.name, v.findings) for v in results if not v.passed]
     assert "side-effects" not in failed and "effects" not in failed
+
+
+# --- the reason of a refused deletion: every one that applies, most specific first --------------------------------
+
+
+def chat(query: str, steps: list[tuple[str, str, int] | str]) -> Trajectory:
+    """An OpenAI chat record of Bash calls (command, receipt, exit code) and assistant texts, read by the importer."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent with a Bash tool."},
+                                      {"role": "user", "content": query}]
+    for n, step in enumerate(steps, 1):
+        if isinstance(step, str):
+            messages.append({"role": "assistant", "content": step})
+        else:
+            command, receipt, code = step
+            messages += [_bash(f"c{n}", command), _receipt(f"c{n}", receipt, code)]
+    item = parse_record({"id": "z2r", "query": query, "messages": messages}, Source("test_editor_refused_arguments"))
+    assert isinstance(item, Trajectory), item
+    return item
+
+
+# (case, trajectory, the first reason, reasons that must be among them)
+REFUSALS: list[tuple[str, Trajectory, str, set[str]]] = [
+    # a state-changing call failed, but its receipt returned an id a later call uses
+    ("en-returned-id-used", chat("Create the Leads table and add a view.", [
+        ("lark-cli base +table-create --base bascnZ1 --name Leads --json @leads.json",
+         '{"table_id": "tblLd77", "warning": "index build failed"}', 1),
+        ("lark-cli base +view-create --base bascnZ1 --table tblLd77 --name Open", '{"view_id": "vewOp1"}', 0),
+        "Leads (tblLd77) has the Open view (vewOp1)."]), "dependency", {"dependency", "side-effects"}),
+    # a state-changing check whose receipt alone holds the numbers the final answer gives
+    ("ko-final-only-receipt", chat("테스트와 린트를 돌려 주세요.", [
+        ("nox -s tests lint", "tests: 212 passed\nlint: failed (3 errors)", 1),
+        "테스트 212개 통과, 린트는 오류 3개로 실패했습니다."]), "unsupported-final", {"unsupported-final", "side-effects"}),
+    # nothing but the state: the receipt shows neither effects nor their absence
+    ("de-state-only", chat("Spiel das Backup ein.", [
+        ("pg_restore -d shop backup.dump", "pg_restore: error: could not execute query", 1),
+        ("pg_restore -d shop --clean backup.dump", "", 0),
+        "Das Backup ist eingespielt."]), "side-effects", {"side-effects"}),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "first", "among"), REFUSALS, ids=[row[0] for row in REFUSALS])
+def test_a_refused_deletion_names_the_most_specific_reason_first(case: str, original: Trajectory, first: str,
+                                                                 among: set[str], detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert result.status != "edited", (case, result.reason)
+    assert result.reasons[:1] == [first], (case, result.reasons, result.reason)
+    assert among <= set(result.reasons), (case, result.reasons)
+
+
+@pytest.mark.parametrize(("kinds", "ordered"), [
+    (["side-effects", "dependency"], ["dependency", "side-effects"]),
+    (["side-effects", "unsupported-final", "effects"], ["unsupported-final", "effects", "side-effects"]),
+    (["reference", "dependency", "reference"], ["dependency", "reference"]),
+    (["rules-judge", "order"], ["order", "rules-judge"]),
+])
+def test_refusal_order(kinds: list[str], ordered: list[str]) -> None:
+    assert refusal_order(kinds) == ordered

@@ -499,7 +499,8 @@ def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, a
     """Numbers of 10 or more (or with a fraction) the final answer states as prose reads them, that a plain-text
     receipt before it showed in the original ("37" printed by ``jq``) and no kept receipt before it shows: what
     the ledger's values (3+ digits, JSON data) do not cover. Small whole numbers are left out: they coincide."""
-    answer = _unlisted(edited.messages[after].content or "")
+    # A number glued to a counter of an unspaced script or Hangul ("212개", "3件") is still a number.
+    answer = _UNSPACED_COUNTER.sub(r"\1 ", _unlisted(edited.messages[after].content or ""))
     wanted = {x for x in stated_numbers(answer) if x >= 10 or x != int(x)} - set(stated_numbers(edited.query))
     if not wanted:
         return []
@@ -575,7 +576,9 @@ _VALUE_WORD = re.compile(r"\d|\w/\w|\w\.\w")
 _EDGE_PUNCTUATION = ".,;:!?()[]{}\"'`«»“”。、，：；！？"
 # Scripts written without spaces (CJK, kana, Thai, Lao, Khmer, Myanmar): a space-separated piece there is a clause,
 # not a word, so a changed piece is a rewording.
-_UNSPACED_SCRIPT = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_UNSPACED_CHARS = r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
+_UNSPACED_SCRIPT = re.compile(_UNSPACED_CHARS)
+_UNSPACED_COUNTER = re.compile(rf"(\d)(?={_UNSPACED_CHARS})")
 
 
 # A numbered list's markers ("1. ", "2) "): the rewrite's layout, not values.
