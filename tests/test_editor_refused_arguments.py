@@ -24,6 +24,7 @@ from judge.importers import Source
 from judge.importers.reader import parse_record
 from judge.model import Trajectory, number_turns
 from judge.repair import offline_edit
+from judge.repair.calls import client_error_document
 from judge.repair.editor import refusal_order
 from judge.repair.textref import Detectors, get_detectors
 from judge.repair.validators import swapped_words, validate_edit
@@ -189,3 +190,39 @@ def test_a_refused_deletion_names_the_most_specific_reason_first(case: str, orig
 ])
 def test_refusal_order(kinds: list[str], ordered: list[str]) -> None:
     assert refusal_order(kinds) == ordered
+
+
+# --- a read the server refused with a JSON error body (exit 0) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "refused"), [
+    ('{"error": {"status": 404, "message": "Not Found"}}', True),
+    ('{"errors": [{"code": "422", "detail": "bad filter"}]}', True),
+    ('{"error": "timeout", "status": 504}', False),  # a server fault, not a refusal of the request
+    ('{"status": 404}', False),  # no error reported: a field of the data
+    ('{"id": 77, "title": "Talvi"}', False),
+    ("HTTP/1.1 404 Not Found", False),
+])
+def test_client_error_document(text: str, refused: bool) -> None:
+    assert client_error_document(text) is refused
+
+
+# (case, trajectory, deletable)
+JSON_REFUSALS: list[tuple[str, Trajectory, bool]] = [
+    ("fi-get-404-json", imported("Mikä on artikkelin otsikko?", "curl -s https://cms.esim.fi/api/articles/talvi-alee",
+                                 '{"error": {"status": 404, "message": "Not Found"}}', 0,
+                                 "curl -s https://cms.esim.fi/api/articles/talvi-ale", '{"id": 12, "title": "Talviale"}',
+                                 "Otsikko on Talviale (id 12)."), True),
+    # a POST is no read: its error body proves nothing about what the server stored
+    ("it-post-error-json", imported("Pubblica l'articolo.", "curl -s -X POST https://cms.esim.it/api/articles -d @a.json",
+                                    '{"id": 4411, "error": {"status": 409, "message": "publish failed"}}', 0,
+                                    "curl -s -X POST https://cms.esim.it/api/articles -d @b.json", '{"id": 4412}',
+                                    "Articolo pubblicato (4412)."), False),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "deletable"), JSON_REFUSALS, ids=[row[0] for row in JSON_REFUSALS])
+def test_a_get_the_server_refused_in_json_is_deletable(case: str, original: Trajectory, deletable: bool,
+                                                       detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert (result.status == "edited") is deletable, (case, result.status, result.reason)

@@ -9,6 +9,7 @@ text). Everything else is treated as a write whose outcome must be known from a 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
 
@@ -79,8 +80,32 @@ def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
     if not listed:
         return False
     first = first_output(receipt)
-    return (bool(first) and any(_refused_read_matcher(program).search(first) is not None for program in listed)
+    return (bool(first) and (any(_refused_read_matcher(program).search(first) is not None for program in listed)
+                             or client_error_document(first))
             and _only_checks(command))
+
+
+_STATUS_KEYS = ("status", "code", "status_code", "statusCode", "http_status")
+
+
+def client_error_document(text: str) -> bool:
+    """Whether ``text`` is one JSON document that reports an error with an HTTP client status (4xx) (pure):
+    ``{"error": {"status": 404, "message": "Not Found"}}``: the server refused the request, whatever the exit code."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(document, dict) or not ({"error", "errors"} & set(document)):
+        return False
+
+    def statuses(value: object) -> list[object]:
+        if isinstance(value, dict):
+            return [v for k, v in value.items() if k in _STATUS_KEYS] + [s for v in value.values() for s in statuses(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in statuses(v)]
+        return []
+
+    return any(str(status).isdigit() and 400 <= int(str(status)) < 500 for status in statuses(document))
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
