@@ -93,6 +93,16 @@ DELETIONS: list[tuple[str, Trajectory, bool]] = [
                                       "Error: UPGRADE FAILED: release shop failed", 1,
                                       "helm upgrade shop ./chart -n prod --timeout 10m", "Release \"shop\" has been upgraded.",
                                       "shop est à jour."), False),
+    # a read the server refused with a JSON error body (exit 0), and a POST with such a body
+    ("fi-get-404-json", imported("Mikä on artikkelin otsikko?", "curl -s https://cms.esim.fi/api/articles/talvi-alee",
+                                 '{"error": {"status": 404, "message": "Not Found"}}', 0,
+                                 "curl -s https://cms.esim.fi/api/articles/talvi-ale", '{"id": 12, "title": "Talviale"}',
+                                 "Otsikko on Talviale (id 12)."), True),
+    # a POST is no read: its error body proves nothing about what the server stored
+    ("it-post-error-json", imported("Pubblica l'articolo.", "curl -s -X POST https://cms.esim.it/api/articles -d @a.json",
+                                    '{"id": 4411, "error": {"status": 409, "message": "publish failed"}}', 0,
+                                    "curl -s -X POST https://cms.esim.it/api/articles -d @b.json", '{"id": 4412}',
+                                    "Articolo pubblicato (4412)."), False),
 ]
 
 
@@ -205,24 +215,3 @@ def test_refusal_order(kinds: list[str], ordered: list[str]) -> None:
 ])
 def test_client_error_document(text: str, refused: bool) -> None:
     assert client_error_document(text) is refused
-
-
-# (case, trajectory, deletable)
-JSON_REFUSALS: list[tuple[str, Trajectory, bool]] = [
-    ("fi-get-404-json", imported("Mikä on artikkelin otsikko?", "curl -s https://cms.esim.fi/api/articles/talvi-alee",
-                                 '{"error": {"status": 404, "message": "Not Found"}}', 0,
-                                 "curl -s https://cms.esim.fi/api/articles/talvi-ale", '{"id": 12, "title": "Talviale"}',
-                                 "Otsikko on Talviale (id 12)."), True),
-    # a POST is no read: its error body proves nothing about what the server stored
-    ("it-post-error-json", imported("Pubblica l'articolo.", "curl -s -X POST https://cms.esim.it/api/articles -d @a.json",
-                                    '{"id": 4411, "error": {"status": 409, "message": "publish failed"}}', 0,
-                                    "curl -s -X POST https://cms.esim.it/api/articles -d @b.json", '{"id": 4412}',
-                                    "Articolo pubblicato (4412)."), False),
-]
-
-
-@pytest.mark.parametrize(("case", "original", "deletable"), JSON_REFUSALS, ids=[row[0] for row in JSON_REFUSALS])
-def test_a_get_the_server_refused_in_json_is_deletable(case: str, original: Trajectory, deletable: bool,
-                                                       detectors: Detectors) -> None:
-    result = offline_edit(original, issue(1), detectors=detectors)
-    assert (result.status == "edited") is deletable, (case, result.status, result.reason)
