@@ -17,7 +17,8 @@ flip, future-claim, side-effects), or ``accept``. Each case goes through the edi
 
 The editor's own words (dependency kinds, validator names) are mapped to tags.md's reason kinds by
 :data:`REASON_KINDS`. A case is **right** when the decision matches and, for a refusal, the expected reason kind is
-among those the editor gave; the decision-only count is printed beside it. When the editor's API changes (the fact
+among those the editor gave; the decision-only count is printed beside it, and how often the first reason the
+editor gives (its most specific, :func:`judge.repair.editor.refusal_order`) is the expected one. When the editor's API changes (the fact
 ledger), only :func:`run_case` and :data:`REASON_KINDS` change.
 """
 
@@ -32,7 +33,7 @@ from typing import Any
 from judge.importers import Source
 from judge.importers.reader import parse_record
 from judge.model import Trajectory
-from judge.repair.editor import offline_edit
+from judge.repair.editor import offline_edit, refusal_order
 from judge.repair.textref import get_detectors
 from judge.repair.validators import ValidatorResult, validate_edit
 from judge.schema import Issue
@@ -79,6 +80,7 @@ class Outcome:
     decision: str  # accept | refuse
     reasons: set[str] = field(default_factory=set)
     detail: str = ""
+    primary: str = ""  # the first reason the editor reports (its most specific), for a refusal
 
 
 def load(record: dict[str, Any], where: str) -> Trajectory:
@@ -107,14 +109,15 @@ def run_case(case: dict[str, Any]) -> Outcome:
             return Outcome("accept", {"cut-missing"} if left else set(), detail)
         reasons = {kind for d in result.dependencies if d.status in ("blocking", "unknown") for kind in REASON_KINDS.get(d.kind, {d.kind})}
         reasons |= {kind for v in result.validators if not v.passed for kind in reason_kinds(v)}
-        return Outcome("refuse", reasons, f"{result.status}: {result.reason}")
+        return Outcome("refuse", reasons, f"{result.status}: {result.reason}", result.reasons[0] if result.reasons else "")
     edited = load(edit["edited"], f"{case['id']} (edited)")
     results = validate_edit(original, edited, edit["message_map"], edit["deleted_calls"], detectors)
     failed = [v for v in results if not v.passed]
     if not failed:
         return Outcome("accept", set(), "validators passed")
     reasons = {kind for v in failed for kind in reason_kinds(v)}
-    return Outcome("refuse", reasons, "; ".join(f"{v.name}: {'; '.join(v.findings) or v.detail}" for v in failed))
+    primary = refusal_order([v.kind or v.name for v in failed])[0]
+    return Outcome("refuse", reasons, "; ".join(f"{v.name}: {'; '.join(v.findings) or v.detail}" for v in failed), primary)
 
 
 def is_right(case: dict[str, Any], outcome: Outcome) -> tuple[bool, bool]:
@@ -142,7 +145,7 @@ def main() -> None:
     path = args.cases or SETS[args.set]
     cases = read_cases(path)
     print(f"suite {args.cases or args.set}: {len(cases)} cases ({path})")
-    decision_right = both_right = 0
+    decision_right = both_right = primary_right = refused_right = 0
     groups: dict[tuple[str, str], list[int]] = {}
     print(f"{'case':36} {'kind':7} {'expected':26} {'editor':40} result")
     for case in cases:
@@ -150,6 +153,9 @@ def main() -> None:
         decided, right = is_right(case, outcome)
         decision_right += decided
         both_right += right
+        if decided and case["expected"]["decision"] == "refuse":
+            refused_right += 1
+            primary_right += outcome.primary == case["expected"]["reason"]
         key = (case["kind"], case["expected"]["decision"])
         groups.setdefault(key, [0, 0])
         groups[key][0] += right
@@ -161,6 +167,7 @@ def main() -> None:
         if args.verbose or not right:
             print(f"    {outcome.detail[:400]}")
     print(f"\nright (decision and reason): {both_right} / {len(cases)}; decision right: {decision_right} / {len(cases)}")
+    print(f"first reason is the expected one: {primary_right} / {refused_right} refusals decided right")
     for (kind, decision), (good, total) in sorted(groups.items()):
         print(f"  {kind:7} expected {decision:6}: {good:2d} / {total:2d} right")
 

@@ -9,12 +9,14 @@ text). Everything else is treated as a write whose outcome must be known from a 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
 
 from judge.facts import Status, ledger_of, shell
 from judge.facts.config import default_config
 from judge.facts.matching import PhraseMatcher
+from judge.facts.values import names_in, stated_numbers
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
@@ -78,8 +80,32 @@ def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
     if not listed:
         return False
     first = first_output(receipt)
-    return (bool(first) and any(_refused_read_matcher(program).search(first) is not None for program in listed)
+    return (bool(first) and (any(_refused_read_matcher(program).search(first) is not None for program in listed)
+                             or client_error_document(first))
             and _only_checks(command))
+
+
+_STATUS_KEYS = ("status", "code", "status_code", "statusCode", "http_status")
+
+
+def client_error_document(text: str) -> bool:
+    """Whether ``text`` is one JSON document that reports an error with an HTTP client status (4xx) (pure):
+    ``{"error": {"status": 404, "message": "Not Found"}}``: the server refused the request, whatever the exit code."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(document, dict) or not ({"error", "errors"} & set(document)):
+        return False
+
+    def statuses(value: object) -> list[object]:
+        if isinstance(value, dict):
+            return [v for k, v in value.items() if k in _STATUS_KEYS] + [s for v in value.values() for s in statuses(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in statuses(v)]
+        return []
+
+    return any(str(status).isdigit() and 400 <= int(str(status)) < 500 for status in statuses(document))
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
@@ -309,7 +335,89 @@ def side_effect_free(site: CallSite, trajectory: Trajectory | None = None) -> tu
         return True, stopped
     if (missing := missing_input(site.call, site.receipt)) is not None:
         return True, missing
+    if trajectory is not None and (refused := refused_argument(trajectory, site)) is not None:
+        return True, refused
     return False, f"{why}, and its receipt does not show that nothing was changed"
+
+
+# A refusal is short; a receipt longer than this printed work as well.
+_REFUSAL_LINES = 3
+# A token followed by a position (``migrate.sql:12:``, ``deploy.sh: line 3``) names code that ran, not an argument
+# the program refused.
+_POSITION_AFTER = re.compile(r"\s*(?::\s*\d|[:,]?\s*line\s+\d)", re.IGNORECASE)
+_TOKEN_EDGE = "\"'`()[]{}<>,;:=!?"
+
+
+def _argument_tokens(command: str) -> set[str]:
+    """The words a command line gives its programs (not the programs themselves; ``--flag=value`` gives both parts):
+    what a refusal can name. Three characters or more. A word with spaces is code or text the program runs
+    (``-c 'delete form orders'``, ``-c 'import x'``): an error naming a piece of it is the code's, not a refusal of
+    an argument, so only the whole word counts."""
+    tokens: set[str] = set()
+    for segment in shell.read_command(command).segments:
+        for word in shell.words_of(segment.text)[1:]:
+            pieces = [word] if any(c.isspace() for c in word) else [word, *word.split("=", 1)]
+            tokens |= {piece.strip(_TOKEN_EDGE) for piece in pieces}
+    return {token for token in tokens if len(token) >= 3}
+
+
+def _names_token(text: str, token: str) -> bool:
+    """Whether ``text`` names ``token`` as a whole word (quotes and brackets delimit it), not followed by a position."""
+    for match in re.finditer(re.escape(token), text):
+        before = text[match.start() - 1] if match.start() else " "
+        after = text[match.end()] if match.end() < len(text) else " "
+        if (before.isspace() or before in _TOKEN_EDGE or before == "-" and token.startswith("-")) and (
+                after.isspace() or after in _TOKEN_EDGE + ".") and not _POSITION_AFTER.match(text, match.end()):
+            return True
+    return False
+
+
+def refused_argument(trajectory: Trajectory, site: CallSite) -> str | None:
+    """Why a failed shell call changed nothing because its program refused one of its arguments, or None.
+
+    Read from the receipt and the later calls, not from any tool's wording: a short receipt (no more than
+    ``_REFUSAL_LINES`` lines, no traceback: the program's own code never ran) whose first line names an argument of
+    the call (a typo'd flag ``--al``, a subcommand ``outdate``, a builder ``htm``, a file ``missing.pem``, a user
+    ``bakup``), and a later call of the same program that no longer has that argument and succeeded: the program
+    checked its arguments before the work, and the correction is the work. Never with a redirect or other write
+    marker in the command, nor when another segment may write."""
+    command = shell_command(site.call)
+    receipt = site.receipt
+    if command is None or receipt is None or not site.failed:
+        return None
+    text = receipt.content or ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and _HARNESS_HEADER.fullmatch(lines[0]):
+        lines = lines[1:]
+    if not lines or len(lines) > _REFUSAL_LINES or "Traceback (most recent call last)" in text:
+        return None
+    reading = shell.read_command(command)
+    writers = [segment.text for segment in reading.segments if not _only_checks(segment.text)]
+    if reading.writer is not None or len(writers) > 1:
+        return None
+    # The refusal must name an argument of the segment that may write: a refused read beside it (``count && notify``)
+    # says nothing of whether that segment ran.
+    refused = writers[0] if writers else command
+    programs = _programs(refused)
+    arguments = _argument_tokens(refused)
+    retries = [(later.turn, _argument_tokens(later_command)) for later in ledger_of(trajectory).actions
+               if later.call is not None and later.message_index > site.message_index and later.status == "ok"
+               and later.name == site.call.name and (later_command := shell_command(later.call)) is not None
+               and set(_programs(later_command)[:1]) & set(programs)]
+    if any(not names_in(line) <= arguments for line in lines):
+        return None  # the receipt shows a value the call did not give (``{"view_id": "vewPip01"}``): work was done
+    for line in lines:
+        named = sorted(t for t in arguments if t.lower() not in programs and _names_token(line, t))
+        for turn, kept in retries:
+            gone = [t for t in named if t not in kept]
+            if gone:
+                return (f"the receipt shows its program refused the argument {gone[0]!r} before doing anything "
+                        f"({line[:80]!r}), and T{turn} ran it again without it")
+        # A count before the refusal is output of work that ran first; a bare "Sphinx error:" header, or a line
+        # naming kept arguments, is not.
+        if stated_numbers(line):
+            return None
+    return None
 
 
 def message_text(message: Message) -> str:

@@ -18,6 +18,7 @@ from judge.model import Message, Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
     call_sites,
+    effects_shown,
     receipt_failed,
 )
 from judge.repair.dependencies import (
@@ -32,7 +33,9 @@ from judge.repair.dependencies import (
 from judge.repair.textref import Detectors, get_detectors, remove_spans, split_sentences
 from judge.repair.validators import (
     ValidatorResult,
+    final_answer_supported,
     find_premature_claims,
+    no_dependency_removed,
     validate_edit,
 )
 from judge.rules import DetectorNames
@@ -68,6 +71,8 @@ class EditResult(BaseModel):
     sentences: list[SentenceEdit] = Field(default_factory=list)
     dependencies: list[Dependency] = Field(default_factory=list)
     validators: list[ValidatorResult] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list, description="Why an edit was refused: refusal kinds of "
+                               "docs/finding-tags.md, most specific first (dependency, unsupported-final, effects, ...).")
     turn_map: dict[int, int | None] = Field(default_factory=dict, description="Original turn -> edited turn (None = removed).")
     message_map: list[int] = Field(default_factory=list, description="Original message index of each edited message.")
     diff: str = ""
@@ -132,14 +137,7 @@ def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Det
     sentences: list[SentenceEdit] = []
     states = [resource_state(site, trajectory) for site in failed]
     if any(d.status == "blocking" for d in states):
-        # A call that may have changed state cannot be deleted whatever the text says: the text is not read on.
-        # The values later calls took from its receipt (the ledger's, cheap) are named too: the online repair
-        # must keep them.
-        returned = [d for site in failed for d in returned_values(trajectory, site)]
-        blocking = [d for d in [*states, *returned] if d.status == "blocking"]
-        return EditResult(**base, kind="remove-failed-call", status="online", route="online-guided",
-                          reason="; ".join(f"{d.kind}: {d.detail}" for d in blocking),
-                          calls=sorted(deleted), dependencies=[*states, *returned])
+        return _refused_for_state(trajectory, failed, states, detectors, base)
     for site, state in zip(failed, states):
         deps.append(state)
         deps.extend(returned_values(trajectory, site))
@@ -153,14 +151,74 @@ def _remove_calls(trajectory: Trajectory, failed: list[CallSite], detectors: Det
     unknown = [d for d in deps if d.status == "unknown"]
     if blocking:
         result.status, result.route = "online", "online-guided"
-        result.reason = "; ".join(f"{d.kind}: {d.detail}" for d in blocking)
+        result.reasons = refusal_order([refusal_kind(trajectory, d) for d in blocking])
+        result.reason = _reason_text(trajectory, blocking)
         return result
     if unknown:
         result.status, result.route = "pending", "pending"
+        result.reasons = refusal_order([refusal_kind(trajectory, d) for d in unknown])
         result.reason = "unknown dependency: " + "; ".join(f"{d.kind}: {d.detail}" for d in unknown)
         return result
     edited, message_map, removed_turns = apply_edit(trajectory, deleted, [s for s in sentences if s.action == "removed"])
     return _finish(trajectory, edited, message_map, removed_turns, sorted(deleted), result, detectors)
+
+
+# Refusal kinds, most specific first (docs/finding-tags.md): a later answer or decision uses the call's values, the
+# final answer loses its only support, the receipt shows partial writes, and only then "it may have changed state".
+REFUSAL_ORDER = ("dependency", "unsupported-final", "effects", "reference", "order", "flip", "future-claim",
+                 "side-effects")
+
+
+def refusal_order(kinds: Sequence[str]) -> list[str]:
+    """The distinct refusal kinds, most specific first (pure): the first is the one users read as the reason."""
+    rank = {kind: i for i, kind in enumerate(REFUSAL_ORDER)}
+    return sorted(dict.fromkeys(kinds), key=lambda kind: rank.get(kind, len(rank)))
+
+
+def refusal_kind(trajectory: Trajectory, dependency: Dependency) -> str:
+    """The refusal kind a blocking or unknown dependency stands for: values or decisions taken from the call are a
+    ``dependency``, text about it a ``reference``, its state ``effects`` when the receipt shows them (the ledger's
+    ``partial``) and ``side-effects`` when it shows nothing either way."""
+    if dependency.kind in ("returned-values", "control"):
+        return "dependency"
+    if dependency.kind == "textual":
+        return "reference"
+    site = next((s for s in call_sites(trajectory) if s.call.id == dependency.call_id), None)
+    return "effects" if site is not None and effects_shown(trajectory, site) is not None else "side-effects"
+
+
+def _reason_text(trajectory: Trajectory, dependencies: Sequence[Dependency]) -> str:
+    rank = {kind: i for i, kind in enumerate(REFUSAL_ORDER)}
+    ordered = sorted(dependencies, key=lambda d: rank[refusal_kind(trajectory, d)])
+    return "; ".join(f"{d.kind}: {d.detail}" for d in ordered)
+
+
+def _refused_for_state(trajectory: Trajectory, failed: list[CallSite], states: list[Dependency], detectors: Detectors,
+                       base: _EditOf) -> EditResult:
+    """A call that may have changed state cannot be deleted whatever the text says; the refusal still names every
+    reason that applies, most specific first, so the online repair knows what to keep: the values and decisions
+    later turns took from it (the ledger's, and the text that cites the failure before a changed course) and, on a
+    trial of the deletion, a final answer that would lose its support."""
+    sites = call_sites(trajectory)
+    deleted = {s.call.id for s in failed}
+    failed_indices = failed_receipt_indices(trajectory)
+    deleted_indices = {s.receipt_index for s in failed if s.receipt_index is not None}
+    deps: list[Dependency] = [*states]
+    cuts: list[SentenceEdit] = []
+    for site in failed:
+        deps.extend(returned_values(trajectory, site))
+        _, text_edits = textual_context(trajectory, site, detectors, failed_indices, deleted_indices, sites)
+        deps.append(control_conditions(trajectory, site, sites, deleted, text_edits))
+        cuts.extend(e for e in text_edits if e.action == "removed")
+    blocking = [d for d in deps if d.status == "blocking"]
+    edited, message_map, _ = apply_edit(trajectory, deleted, cuts)
+    checks = [no_dependency_removed(trajectory, edited, message_map, sorted(deleted)), final_answer_supported(trajectory, edited)]
+    refused = [v for v in checks if not v.passed]
+    kinds = [refusal_kind(trajectory, d) for d in blocking] + [v.kind or v.name for v in refused]
+    reason = "; ".join([_reason_text(trajectory, blocking),
+                        *(f"{v.name}: {'; '.join(v.findings) or v.detail}" for v in refused)])
+    return EditResult(**base, kind="remove-failed-call", status="online", route="online-guided", reason=reason,
+                      reasons=refusal_order(kinds), calls=sorted(deleted), dependencies=deps, validators=refused)
 
 
 def _wording_edit(trajectory: Trajectory, turn: int, quoted: str, detectors: Detectors, base: _EditOf) -> EditResult:
@@ -237,6 +295,7 @@ def _finish(
         result.validators.append(failed[-1])
     if failed:
         result.status, result.route = "pending", "pending"
+        result.reasons = refusal_order([v.kind or v.name for v in failed])
         result.reason = "validator failed: " + "; ".join(f"{v.name} ({'; '.join(v.findings) or v.detail})" for v in failed)
         return result
     cut = sum(1 for s in result.sentences if s.action == "removed")

@@ -24,6 +24,7 @@ Each result names the kind of refusal it stands for (``kind``): ``reference``, `
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -428,7 +429,7 @@ def no_effects_removed(original: Trajectory, edited: Trajectory, deleted_calls: 
             kind = "effects"
             findings.append(f"{site.call.id} (T{site.turn} {site.call.name}): {effects}")
             continue
-        free, why = side_effect_free(site)
+        free, why = side_effect_free(site, original)
         if not free:
             findings.append(f"{site.call.id} (T{site.turn} {site.call.name}): {why}")
     return ValidatorResult(
@@ -498,7 +499,8 @@ def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, a
     """Numbers of 10 or more (or with a fraction) the final answer states as prose reads them, that a plain-text
     receipt before it showed in the original ("37" printed by ``jq``) and no kept receipt before it shows: what
     the ledger's values (3+ digits, JSON data) do not cover. Small whole numbers are left out: they coincide."""
-    answer = _unlisted(edited.messages[after].content or "")
+    # A number glued to a counter of an unspaced script or Hangul ("212개", "3件") is still a number.
+    answer = _UNSPACED_COUNTER.sub(r"\1 ", _unlisted(edited.messages[after].content or ""))
     wanted = {x for x in stated_numbers(answer) if x >= 10 or x != int(x)} - set(stated_numbers(edited.query))
     if not wanted:
         return []
@@ -530,6 +532,7 @@ def rewritten_values_supported(original: Trajectory, edited: Trajectory, message
         old_names, old_numbers = names_in(old_text) | set(path_tokens(old_text)), set(stated_numbers(_unlisted(old_text)))
         added = sorted(n for n in names_in(text) | set(path_tokens(text)) - old_names if not n.isdigit())
         added += sorted({_number_text(x) for x in stated_numbers(_unlisted(text)) if x not in old_numbers})
+        added += [word for word in swapped_words(old_text, text) if word not in added]
         for value in added:
             if _shows(shown_before, value):
                 continue
@@ -541,6 +544,41 @@ def rewritten_values_supported(original: Trajectory, edited: Trajectory, message
         detail="a rewritten message states a value nothing kept shows" if findings else "rewritten values are shown",
         findings=[f for _, f in findings], kind=findings[0][0] if findings else "unsupported-final",
     )
+
+
+# A swap is this many words or fewer on each side; a longer replacement is a rewording, not a changed value.
+_SWAP_WORDS = 3
+
+
+def swapped_words(before: str, after: str) -> list[str]:
+    """Words the rewrite put in place of others inside a sentence it otherwise kept (pure): "27 Februari 2027" made
+    "27 Mac 2027", "v2.4.1" made "v2.4.2", a path's last parts. A cut or an added clause is no swap (what was
+    cut is the failure talk; what is added the other validators read); only replacements of a few words by a few
+    value-like others (a digit, a path, a dotted name) or of the one word after a number (its unit or month), in any
+    language."""
+    found: list[str] = []
+    old_words, new_words = before.split(), after.split()
+    matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "replace" or i2 - i1 > _SWAP_WORDS or j2 - j1 > _SWAP_WORDS:
+            continue
+        # One word right after a number is part of the value (its unit or month: "27 Februari 2027", "212 kB"); the
+        # verb before it ("has 12", "jest 318") is wording.
+        beside_number = i2 - i1 == 1 and i1 > 0 and bool(re.search(r"\d", old_words[i1 - 1]))
+        old = {w.strip(_EDGE_PUNCTUATION) for w in old_words[i1:i2]}
+        found += [w for word in new_words[j1:j2] if (w := word.strip(_EDGE_PUNCTUATION)) and w not in old
+                  and not _UNSPACED_SCRIPT.search(w) and (beside_number or _VALUE_WORD.search(w))]
+    return found
+
+
+# A value-like word: a digit, a path or a dotted name ("v2.4.2", "apk/prod/tienda.apk").
+_VALUE_WORD = re.compile(r"\d|\w/\w|\w\.\w")
+_EDGE_PUNCTUATION = ".,;:!?()[]{}\"'`«»“”。、，：；！？"
+# Scripts written without spaces (CJK, kana, Thai, Lao, Khmer, Myanmar): a space-separated piece there is a clause,
+# not a word, so a changed piece is a rewording.
+_UNSPACED_CHARS = r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
+_UNSPACED_SCRIPT = re.compile(_UNSPACED_CHARS)
+_UNSPACED_COUNTER = re.compile(rf"(\d)(?={_UNSPACED_CHARS})")
 
 
 # A numbered list's markers ("1. ", "2) "): the rewrite's layout, not values.
