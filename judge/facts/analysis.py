@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
+from judge.facts.checks import failure_report
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.jobs import job_state
 from judge.facts.matching import PhraseGroup, PhraseMatcher
@@ -454,6 +455,21 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
             and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
+    if action.is_check and not action.silent_failure and _reports_failure_silently(action, reading, config):
+        # The harness saw a success, the output's structure reports failures: evidence relied on, not a failed call.
+        action.outcome, action.error_line, action.reported, action.status = "ok", "", False, "ok"
+        action.silent_failure = True
+
+
+def _reports_failure_silently(action: Action, reading: Reading, config: RulesConfig) -> bool:
+    """A check the log does not flag (no error flag, exit code 0 or none, no "Exit code N" line) whose output
+    reports failures by structure (:func:`judge.facts.checks.failure_report`), in any language."""
+    receipt = action.receipt
+    if (receipt is None or receipt.is_error or receipt.exit_code or reading.invocation_error
+            or action.outcome not in ("ok", "error") or _EXIT_LINE.match(receipt.content.partition("\n")[0])):
+        return False
+    tools = config.tools
+    return bool(failure_report(receipt.content, tuple(tools.failure_nouns), tuple(tools.failure_statuses)))
 
 
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:
