@@ -33,6 +33,7 @@ from judge.facts.analysis import (
     salient_tokens,
 )
 from judge.facts.checks import failure_lines, failure_values
+from judge.facts.readbacks import bare_listing_count, near_twin, object_names
 from judge.facts.jobs import JobState, job_names, job_state, progress_done, reports_progress, value_going, wait_state
 from judge.facts.ledger import Ledger, call_path
 from judge.facts.values import (
@@ -847,7 +848,8 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
                 found = (_count_contradicted(an, sentence, last, read_backs, prior)
                          or _status_contradicted(an, sentence, last, read_backs))
             found = (found or _total_contradicted(an, sentence, read_backs, prior)
-                     or _bound_contradicted(an, sentence, read_backs) or _id_contradicted(an, sentence, read_backs, index))
+                     or _bound_contradicted(an, sentence, read_backs) or _id_contradicted(an, sentence, read_backs, index)
+                     or (last is not None and _twin_of_changed(sentence, last, read_backs)) or None)
             if found is not None:
                 cached[(index, sentence.text)] = found
     return cached
@@ -891,7 +893,8 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) 
     values = {v for v in (*sentence.tokens, *value_tokens(sentence.text)) if len(v) >= 4}
     for read_back in reversed(read_backs):
         shown = read_back.text + "\n" + (read_back.receipt.content[:20_000] if read_back.receipt is not None else "")
-        if (resources and all(r in shown for r in resources)) or any(v in shown for v in values):
+        if (resources and all(r in shown for r in resources)) or any(v in shown for v in values) \
+                or _lists_folder_of(read_back, last.writes):
             return read_back
     return None
 
@@ -904,6 +907,8 @@ def _listed_lengths(read_back: Action) -> frozenset[int]:
     header a ``--fields Name`` listing prints."""
     content = read_back.receipt.content if read_back.receipt is not None else ""
     shown = collection_counts(content)
+    if not shown and not read_back.shows_content and (bare := bare_listing_count(content)) is not None:
+        shown = frozenset({bare})  # `ls docs/ja`: one name a line
     if not shown:
         field = _FIELDS_FLAG.search(read_back.text)
         count = header_list_count(content, field.group(1)) if field else None
@@ -924,7 +929,8 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
     shown = _listed_lengths(read_back) | printed_counts(content)
     if not shown:
         return None
-    since = [a for a in prior if a.order >= last.order and a.receipt is not None]
+    # What the change itself printed ("created": 6) is what it meant to do; only a later receipt can excuse a count.
+    since = [a for a in prior if a.order > last.order and a.receipt is not None]
     printed = frozenset().union(*(printed_counts(a.receipt.content) for a in since if a.receipt is not None))
     stated = frozenset(int(n) for a in since for n in _STANDALONE.findall(a.text))  # numbers the calls themselves gave
     for count in counts:
@@ -1028,6 +1034,38 @@ def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action],
             # (The scan of earlier messages last: most claims name ids no read-back holds a near twin of.)
             if near is not None and token not in an.trajectory.query and not _shown_before(an, token, index, None):
                 return f"id {token}", read_back, f"id {near}"
+    return None
+
+
+def _lists_folder_of(read_back: Action, written: tuple[str, ...]) -> bool:
+    """Whether a read-back lists the folder of a written file: it names the folder and shows the file's name
+    (``ls docs/ja`` printing ``index.md`` after a write of ``docs/ja/index.md``)."""
+    content = read_back.receipt.content if read_back.receipt is not None else ""
+    for path in written:
+        folder, _, name = path.rstrip("/").rpartition("/")
+        if folder and name and folder in read_back.text and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", content):
+            return True
+    return False
+
+
+def _twin_of_changed(sentence: Sentence, last: Action, read_backs: list[Action]) -> tuple[str, Action, str] | None:
+    """A claim naming an object (an id, an IPv4 address) while the last change acted on a near twin of it
+    (:func:`~judge.facts.readbacks.near_twin`: transposed or one character off) that the read-back after it shows,
+    and neither the change nor the read-back names the claimed object: the claim speaks of an object the work never
+    touched, whatever the language."""
+    claimed = object_names(sentence.text)
+    if not claimed:
+        return None
+    changed = object_names(last.text)
+    for token in claimed - changed:
+        twins = [t for t in changed if near_twin(token, t)]
+        for read_back in reversed(read_backs):
+            content = read_back.receipt.content[:20_000] if read_back.receipt is not None else ""
+            if token in content or token in read_back.text:
+                break
+            twin = next((t for t in twins if t in content), None)
+            if twin is not None:
+                return f"{token}", read_back, f"{twin} (the object T{last.turn} changed)"
     return None
 
 
