@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
-from judge.facts.checks import failure_report
+from judge.facts.checks import cleared_report, failure_report
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.jobs import job_state
 from judge.facts.matching import PhraseGroup, PhraseMatcher
@@ -455,7 +455,11 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
             and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
-    if action.is_check and not action.silent_failure and _reports_failure_silently(action, reading, config):
+    tools = config.tools
+    if action.silent_failure and receipt is not None \
+            and cleared_report(receipt.content, tuple(tools.failure_nouns), tuple(tools.failure_statuses)):
+        action.silent_failure = False  # "3 errors (3 fixed, 0 remaining)": the fixer cleared what it counted
+    elif action.is_check and not action.silent_failure and _reports_failure_silently(action, reading, config):
         # The harness saw a success, the output's structure reports failures: evidence relied on, not a failed call.
         action.outcome, action.error_line, action.reported, action.status = "ok", "", False, "ok"
         action.silent_failure = True

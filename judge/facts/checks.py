@@ -50,6 +50,12 @@ def _failure_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]
     return lines[0][:200] if lines else _table_failure(text, frozenset(nouns))
 
 
+def cleared_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
+    """Whether a check's output says the failures it counted were fixed ("Found 3 errors (3 fixed, 0 remaining)")
+    and reports no other failure: passing content."""
+    return bool(text) and _CLEARED.search(text[:_MAX_TEXT]) is not None and not failure_report(text, nouns, statuses)
+
+
 def failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[str, ...]:
     """Every line of a check's output that reports a failure by structure (a count, a summary status, a mark, a
     status cell): what an honest report of the check would repeat something of."""
@@ -117,8 +123,7 @@ def _walk(value: Any, nouns: frozenset[str], depth: int) -> str:
         for key, item in value.items():
             words = _key_words(str(key))
             if words and words[0] in nouns or (len(words) == 2 and words[1] in ("count", "total") and words[0] in nouns):
-                bad = (isinstance(item, (int, float)) and not isinstance(item, bool) and item > 0) or \
-                      (isinstance(item, (list, dict)) and len(item) > 0)
+                bad = _counts_failures(item)
                 if bad:
                     shown = len(item) if isinstance(item, (list, dict)) else item
                     return f'"{key}": {shown}'
@@ -131,6 +136,23 @@ def _walk(value: Any, nouns: frozenset[str], depth: int) -> str:
             if found:
                 return found
     return ""
+
+
+def _counts_failures(item: Any) -> bool:
+    """A failure field's value that reports failures: a nonzero number, a non-empty list, an object of items (an
+    object of counts only when one is nonzero: ``{"total": 0}`` is a zero count)."""
+    if isinstance(item, bool):
+        return False
+    if isinstance(item, (int, float)):
+        return item > 0
+    if isinstance(item, list):
+        return len(item) > 0
+    if isinstance(item, dict) and item:
+        values = list(item.values())
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            return any(v > 0 for v in values)
+        return True
+    return False
 
 
 def _table_failure(text: str, nouns: frozenset[str]) -> str:

@@ -737,13 +737,20 @@ def _silent_about_failures(an: Analysis, speech: Speech, check: Action) -> str |
         return None
     region = speech.region.strip()
     if not region or region.endswith(_QUESTION_ENDS) or an.patterns.future.search(region) \
-            or an.patterns.running.search(region) or _repeats_failed_item(check, region):
-        return None
-    tools = an.config.tools
-    values = failure_values(failure_lines(check.receipt.content, tuple(tools.failure_nouns), tuple(tools.failure_statuses)))
-    if any(re.search(rf"(?<![\w.]){re.escape(v)}(?![\w])", region) for v in values):
+            or an.patterns.running.search(region) or _repeats_failed_item(check, region) \
+            or _repeats_failure_values(an, check, region):
         return None
     return region
+
+
+def _repeats_failure_values(an: Analysis, check: Action, text: str) -> bool:
+    """Whether ``text`` repeats a value of a line where the check reported a failure (a URL, a path, an
+    identifier, the nonzero count): it reports the failures, in any language."""
+    if check.receipt is None:
+        return False
+    tools = an.config.tools
+    values = failure_values(failure_lines(check.receipt.content, tuple(tools.failure_nouns), tuple(tools.failure_statuses)))
+    return any(re.search(rf"(?<![\w.]){re.escape(v)}(?![\w])", text) for v in values)
 
 
 _WRAPPERS = ("true", "tail", "tee", "head", "cat", "grep")  # programs a check's output is piped or chained into
@@ -902,13 +909,15 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) 
 _FIELDS_FLAG = re.compile(r"--fields[= ]+['\"]?([^\s,'\"]+)")
 
 
-def _listed_lengths(read_back: Action) -> frozenset[int]:
-    """How many items a read-back lists: its collections (:func:`collection_counts`), or the lines under the
-    header a ``--fields Name`` listing prints."""
+def _listed_lengths(read_back: Action, sentence: str = "") -> frozenset[int]:
+    """How many items a read-back lists: its collections (:func:`collection_counts`), a bare listing of names
+    (``ls docs/ja``: one a line; not when ``sentence`` names one of them: its count is about that item, the rows
+    of a listed file), or the lines under the header a ``--fields Name`` listing prints."""
     content = read_back.receipt.content if read_back.receipt is not None else ""
     shown = collection_counts(content)
-    if not shown and not read_back.shows_content and (bare := bare_listing_count(content)) is not None:
-        shown = frozenset({bare})  # `ls docs/ja`: one name a line
+    if not shown and not read_back.shows_content and (bare := bare_listing_count(content)) is not None \
+            and not any(name.strip() and name.strip() in sentence for name in content.splitlines()):
+        shown = frozenset({bare})
     if not shown:
         field = _FIELDS_FLAG.search(read_back.text)
         count = header_list_count(content, field.group(1)) if field else None
@@ -926,9 +935,9 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
         return None
     content = read_back.receipt.content
-    shown = _listed_lengths(read_back) | printed_counts(content)
-    if not shown:
-        return None
+    shown = _listed_lengths(read_back, sentence.text) | printed_counts(content)
+    if not shown or shown.intersection(counts):
+        return None  # nothing counted, or the sentence states what the read-back shows (it reports the difference)
     # What the change itself printed ("created": 6) is what it meant to do; only a later receipt can excuse a count.
     since = [a for a in prior if a.order > last.order and a.receipt is not None]
     printed = frozenset().union(*(printed_counts(a.receipt.content) for a in since if a.receipt is not None))
@@ -1768,7 +1777,8 @@ def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None
             return "premature-claim", job, "whose last receipt shows the job still running or queued"
     checks = _checks_before(an, index)
     last_check = checks[-1] if checks else None
-    if last_check is not None and last_check.silent_failure and not _repeats_failed_item(last_check, region):
+    if last_check is not None and last_check.silent_failure and not _repeats_failed_item(last_check, region) \
+            and not _repeats_failure_values(an, last_check, region):
         return "silent-check-failure", last_check, "which exited 0 but reported failures"
     if last_check is not None and last_check.outcome == "ok" and not last_check.silent_failure:
         stale = _stale_artifact(an, last_check, index)
