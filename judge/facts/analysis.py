@@ -472,8 +472,16 @@ def _reports_failure_silently(action: Action, reading: Reading, config: RulesCon
     if (receipt is None or receipt.is_error or receipt.exit_code or reading.invocation_error
             or action.outcome not in ("ok", "error") or _EXIT_LINE.match(receipt.content.partition("\n")[0])):
         return False
+    if action.outcome == "error" and receipt.exit_code is None and not _echoes_masked_recipe(receipt.content):
+        return False  # no exit code and its text reads as a failure: a failed check the log shows as such
     tools = config.tools
     return bool(failure_report(receipt.content, tuple(tools.failure_nouns), tuple(tools.failure_statuses)))
+
+
+def _echoes_masked_recipe(content: str) -> bool:
+    """Whether a receipt's first lines echo a command whose exit status is masked (make prints the recipe it runs:
+    ``cargo test --workspace || true``): the failures it prints after it were swallowed."""
+    return any(read_command(line).masks_exit for line in content.splitlines()[:3] if line.strip())
 
 
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:

@@ -116,13 +116,19 @@ def _key_words(key: str) -> list[str]:
     return [w for w in re.split(r"[\W_]+", spaced.lower()) if w]
 
 
+_COUNTING_WORDS = frozenset({"num", "n", "number", "count", "total", "tests", "test", "checks", "check", "cases",
+                             "specs", "items", "records", "rows", "files", "rules", "links", "suites"})
+
+
 def _walk(value: Any, nouns: frozenset[str], depth: int) -> str:
     if depth > 6:
         return ""
     if isinstance(value, dict):
         for key, item in value.items():
             words = _key_words(str(key))
-            if words and words[0] in nouns or (len(words) == 2 and words[1] in ("count", "total") and words[0] in nouns):
+            # "errors", "error_count", "numFailedTests": a failure noun, the rest only counting words
+            # ("failure_threshold" or "error_rate" is a setting, not a count).
+            if any(w in nouns for w in words) and all(w in nouns or w in _COUNTING_WORDS for w in words):
                 bad = _counts_failures(item)
                 if bad:
                     shown = len(item) if isinstance(item, (list, dict)) else item
