@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_rules_issue24_shapes import FORMATS, Expected, _trajectory
+from test_rules_issue24_shapes import FORMATS, Expected
+from test_rules_job_ends import tags
 
 from fixtures.facts_heldout.steps import Say, User, edit, js, lark, sh, write
 from judge.facts.config import default_config
-from judge.rules import run_detectors
 
 SC, CC = "silent-check-failure", "contradicted-claim"
 
@@ -144,7 +144,7 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize(("name", "query", "steps", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_checks_and_read_backs_by_structure(fmt: str, name: str, query: str, steps: list[Any], expected: Expected) -> None:
-    found = {(issue.turn, issue.tag or "") for issue in run_detectors(_trajectory(fmt, name, query, steps))}
+    found = tags(fmt, name, query, steps)
     assert {f for f in found if f[1] in (SC, CC)} == expected, found
 
 

@@ -33,9 +33,9 @@ from judge.facts.analysis import (
     salient_tokens,
 )
 from judge.facts.checks import failure_lines, failure_values
-from judge.facts.readbacks import bare_listing_count, near_twin, object_names
 from judge.facts.jobs import JobState, job_names, job_state, progress_done, reports_progress, value_going, wait_state
 from judge.facts.ledger import Ledger, call_path
+from judge.facts.readbacks import bare_listing_count, near_twin, object_names
 from judge.facts.values import (
     bare_counts,
     collection_counts,
