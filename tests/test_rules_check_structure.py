@@ -177,3 +177,21 @@ def test_failure_report_reads_structure(text: str, fails: bool) -> None:
     from judge.facts.checks import failure_report  # the new module (imported here so the table above runs on BASE)
 
     assert bool(failure_report(text, tuple(_TOOLS.failure_nouns), tuple(_TOOLS.failure_statuses))) is fails
+
+
+# (command, whether its exit status says nothing about what it checked)
+MASKS: list[tuple[str, bool]] = [
+    ("sqlfluff lint models/ --nofail", True),
+    ("vale --no-exit docs/", True),
+    ("trivy fs --exit-code 0 .", True),
+    ("tfsec infra/ --soft-fail", True),
+    ("trivy fs --exit-code 1 .", False),
+    ("vale docs/", False),
+]
+
+
+@pytest.mark.parametrize(("command", "masked"), MASKS)
+def test_exit_zero_flags_mask_the_exit(command: str, masked: bool) -> None:
+    from judge.facts.shell import read_command
+
+    assert read_command(command).masks_exit is masked

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
-from judge.facts.checks import cleared_report, failure_report
+from judge.facts.checks import cleared_report, failure_report, failure_summary
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.jobs import job_state
 from judge.facts.matching import PhraseGroup, PhraseMatcher
@@ -472,10 +472,15 @@ def _reports_failure_silently(action: Action, reading: Reading, config: RulesCon
     if (receipt is None or receipt.is_error or receipt.exit_code or reading.invocation_error
             or action.outcome not in ("ok", "error") or _EXIT_LINE.match(receipt.content.partition("\n")[0])):
         return False
-    if action.outcome == "error" and receipt.exit_code is None and not _echoes_masked_recipe(receipt.content):
-        return False  # no exit code and its text reads as a failure: a failed check the log shows as such
     tools = config.tools
-    return bool(failure_report(receipt.content, tuple(tools.failure_nouns), tuple(tools.failure_statuses)))
+    nouns, statuses = tuple(tools.failure_nouns), tuple(tools.failure_statuses)
+    if action.outcome == "error" and receipt.exit_code is None and not _echoes_masked_recipe(receipt.content) \
+            and not failure_summary(receipt.content, nouns, statuses):
+        # No exit code, and only rows that say FAIL (an agent's own script printing per-item verdicts): read as a
+        # failed check, as the log's text shows it; a runner's summary ("2 failed, 10 passed") behind a success is
+        # the wrapper's exit 0 (a harness writes "Exit code N" when it was not).
+        return False
+    return bool(failure_report(receipt.content, nouns, statuses))
 
 
 def _echoes_masked_recipe(content: str) -> bool:

@@ -50,6 +50,17 @@ def _failure_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]
     return lines[0][:200] if lines else _table_failure(text, frozenset(nouns))
 
 
+def failure_summary(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
+    """Whether a check's output sums its failures up: a failure field (``"errors": 3``) or a nonzero count next
+    to a failure noun ("2 failed, 10 passed"), beyond rows that each say FAIL."""
+    if not text:
+        return False
+    text = text[:_MAX_TEXT]
+    counted = _patterns(nouns, statuses)[0]
+    return bool(_json_failure(text, frozenset(nouns))) or any(
+        counted.search(line) for line in text.splitlines() if not _CLEARED.search(line))
+
+
 def cleared_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
     """Whether a check's output says the failures it counted were fixed ("Found 3 errors (3 fixed, 0 remaining)")
     and reports no other failure: passing content."""
