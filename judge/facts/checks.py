@@ -43,6 +43,8 @@ def failure_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...])
 
 @lru_cache(maxsize=4096)
 def _failure_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> str:
+    if not _may_report(text, nouns, statuses):
+        return ""  # no failure word nor mark anywhere (most passing outputs): one scan
     found = _json_failure(text, frozenset(nouns))
     if found:
         return found
@@ -56,6 +58,8 @@ def failure_summary(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]
     if not text:
         return False
     text = text[:_MAX_TEXT]
+    if not _may_report(text, nouns, statuses):
+        return False
     counted = _patterns(nouns, statuses)[0]
     return bool(_json_failure(text, frozenset(nouns))) or any(
         counted.search(line) for line in text.splitlines() if not _CLEARED.search(line))
@@ -75,10 +79,29 @@ def failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) 
 
 @lru_cache(maxsize=1024)
 def _failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[str, ...]:
-    counted, upper, row = _patterns(nouns, statuses)
-    return tuple(line.strip() for line in text.splitlines()
-                 if line.strip() and not _CLEARED.search(line)
-                 and (counted.search(line) or upper.search(line) or row.search(line) or _FAIL_MARK.match(line)))
+    if not _may_report(text, nouns, statuses):
+        return ()
+    # Each pattern runs once over the whole text; the lines of its hits are the failing lines.
+    starts = {text.rfind("\n", 0, m.start()) + 1 for pattern in (*_patterns(nouns, statuses), _FAIL_MARK)
+              for m in pattern.finditer(text)}
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        line = text[start:end if end >= 0 else len(text)].strip()
+        if line and not _CLEARED.search(line):
+            lines.append(line)
+    return tuple(lines)
+
+
+def _may_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
+    """A cheap gate: the text holds a failure noun or status (any case) or a failure mark."""
+    return _gate(nouns, statuses).search(text.lower()) is not None or _FAIL_MARK.search(text) is not None
+
+
+@lru_cache(maxsize=16)
+def _gate(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> re.Pattern[str]:
+    words = sorted({w.lower() for w in (*nouns, *statuses) if w}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, words)) or "(?!)")  # on lowered text: faster than IGNORECASE
 
 
 _ITEM = re.compile(r"https?://\S+|[\w.-]*[/\\][\w./\\-]+|\b\w+\.\w{1,5}\b|\b[a-z]+[A-Z]\w*|\b\w*_\w+|\b\w*\d\w*[A-Za-z]\w*|\b[1-9]\d*\b")
@@ -105,7 +128,7 @@ def _patterns(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[re.Pat
     upper = re.compile(rf"(?<![\w-])(?:{status.upper()})(?![\w-])(?!\s*[:=]\s*0\b)")
     # A row's status cell: the status word between cell borders (pipes, tabs, wide gaps, a bracket, a line edge),
     # or before the item it judges (a URL, a path).
-    row = re.compile(rf"{_CELL_BEFORE}(?:{status})(?![\w-]){_CELL_AFTER}", re.IGNORECASE)
+    row = re.compile(rf"{_CELL_BEFORE}(?:{status})(?![\w-]){_CELL_AFTER}", re.IGNORECASE | re.MULTILINE)
     return counted, upper, row
 
 
