@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
+from judge.facts.checks import cleared_report, failure_report, failure_summary
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.jobs import job_state
 from judge.facts.matching import PhraseGroup, PhraseMatcher
@@ -454,6 +455,38 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
             and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
+    tools = config.tools
+    if action.silent_failure and receipt is not None \
+            and cleared_report(receipt.content, tuple(tools.failure_nouns), tuple(tools.failure_statuses)):
+        action.silent_failure = False  # "3 errors (3 fixed, 0 remaining)": the fixer cleared what it counted
+    elif action.is_check and not action.silent_failure and _reports_failure_silently(action, reading, config):
+        # The harness saw a success, the output's structure reports failures: evidence relied on, not a failed call.
+        action.outcome, action.error_line, action.reported, action.status = "ok", "", False, "ok"
+        action.silent_failure = True
+
+
+def _reports_failure_silently(action: Action, reading: Reading, config: RulesConfig) -> bool:
+    """A check the log does not flag (no error flag, exit code 0 or none, no "Exit code N" line) whose output
+    reports failures by structure (:func:`judge.facts.checks.failure_report`), in any language."""
+    receipt = action.receipt
+    if (receipt is None or receipt.is_error or receipt.exit_code or reading.invocation_error
+            or action.outcome not in ("ok", "error") or _EXIT_LINE.match(receipt.content.partition("\n")[0])):
+        return False
+    tools = config.tools
+    nouns, statuses = tuple(tools.failure_nouns), tuple(tools.failure_statuses)
+    if action.outcome == "error" and receipt.exit_code is None and not _echoes_masked_recipe(receipt.content) \
+            and not failure_summary(receipt.content, nouns, statuses):
+        # No exit code, and only rows that say FAIL (an agent's own script printing per-item verdicts): read as a
+        # failed check, as the log's text shows it; a runner's summary ("2 failed, 10 passed") behind a success is
+        # the wrapper's exit 0 (a harness writes "Exit code N" when it was not).
+        return False
+    return bool(failure_report(receipt.content, nouns, statuses))
+
+
+def _echoes_masked_recipe(content: str) -> bool:
+    """Whether a receipt's first lines echo a command whose exit status is masked (make prints the recipe it runs:
+    ``cargo test --workspace || true``): the failures it prints after it were swallowed."""
+    return any(read_command(line).masks_exit for line in content.splitlines()[:3] if line.strip())
 
 
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:

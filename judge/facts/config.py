@@ -142,6 +142,19 @@ class ToolSettings(BaseModel):
     environment_exit_codes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
+    failure_nouns: list[str] = Field(
+        default_factory=lambda: [
+            "failed", "failing", "failure", "failures", "error", "errors", "broken", "invalid", "vulnerability",
+            "vulnerabilities", "violation", "violations", "problem", "problems", "mismatch", "mismatches", "leak",
+            "leaks", "finding", "findings", "misspelling", "misspellings", "typo", "typos", "unreachable"],
+        description="Plain nouns and participles of a check's report that count failures ('2 failed', 'errors: 3', "
+                    "a JSON field 'vulnerabilities': [...], a table column 'Vulnerability'): tools print English "
+                    "mostly; a nonzero count or a non-empty list next to one is a failure, zero never.")
+    failure_statuses: list[str] = Field(
+        default_factory=lambda: ["fail", "failed", "failure", "error", "broken", "invalid", "mismatch", "dead",
+                                 "rejected", "vulnerable", "not ok"],
+        description="Status words of a check's row or summary ('| FAIL |', '** TEST FAILED **', '... broken "
+                    "https://...'): a row whose status cell holds one reports a failure.")
     exit_answers: dict[str, dict[int, str]] = Field(
         default_factory=dict,
         description="Command words (program first, then words the command must hold: 'git diff --quiet') -> exit "

@@ -54,6 +54,11 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
 ReadOnlyPattern = Callable[[str], bool]
 
 
+# Flags that tell a checker to exit 0 whatever it found (ruff/pylint --exit-zero, trivy --exit-code 0, sqlfluff
+# --nofail, vale --no-exit, tfsec/checkov --soft-fail).
+_EXIT_ZERO_FLAGS = re.compile(r"(?<![\w-])(?:--exit-zero|--exit-code[= ]0\b|--nofail|--no-exit|--soft-fail)(?![\w-])")
+
+
 @dataclass(frozen=True)
 class Segment:
     """One simple command of a command line, with the operator that preceded it ("" for the first)."""
@@ -81,7 +86,7 @@ class CommandReading:
         (``--exit-zero``)."""
         if not self.segments:
             return False
-        if "--exit-zero" in self.command or "--exit-code=0" in self.command:
+        if _EXIT_ZERO_FLAGS.search(self.command):
             return True
         last = self.segments[-1]
         head = words_of(last.text)[:1]

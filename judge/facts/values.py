@@ -102,7 +102,8 @@ def listed_counts(text: str) -> frozenset[int]:
     return frozenset(found)
 
 
-_RECORD_LINE = re.compile(r"^\s*[|\s]*(?:rec|row|id)[A-Za-z0-9_-]{3,}\b")
+# A record id holds a digit: a header cell such as "record_id" is no record.
+_RECORD_LINE = re.compile(r"^\s*[|\s]*(?:rec|row|id)(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{3,}\b")
 
 
 def _json_lengths(value: Any, found: set[int], depth: int) -> None:

@@ -1,0 +1,209 @@
+"""What a check's output reports by its STRUCTURE, whatever its exit code (issue 24 item 2).
+
+A check is a call whose job is to report problems (tests, linters, validators, audits, scanners, link and spell
+checkers, dry runs). Its receipt reports failure when its content says so by shape, not by a sentence of some
+language: a nonzero count next to a failure noun ("2 failed", "with 1 failure", "3 records failed validation"),
+a field named by a failure noun holding a nonzero number or a non-empty list (``"errors": 3``,
+``"vulnerabilities": [...]``), an upper-case summary status (``FAILED``, ``** TEST FAILED **``) or a failure
+mark opening a line (``✗``, ``✖``), a table or log row whose status cell is a failure status (``| FAIL |``,
+``(guide: line 12) broken https://...``), a table whose header names a failure noun with rows under it. Zero
+counts ("0 failed", ``"errors": 0``, ``[]``) are passing content, never failure. The nouns and statuses are data
+(:class:`judge.facts.config.ToolSettings`: ``failure_nouns``, ``failure_statuses``): tools print them in English
+mostly, whatever the language of the agent.
+
+Pure functions of their text, memoised per (text, vocabulary).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+_MAX_TEXT = 40_000
+# Line-opening marks checkers print before a failing item (✗ testElevationGain, ✖ 2 errors, ❌ link).
+_FAIL_MARK = re.compile(r"^\s*[✗✘✖❌×]\s*\S", re.MULTILINE)
+_CELL_BEFORE = r"(?:^|[|│┃\t(\[]|\)\s|\]\s|\s{2,}|\.\.\.\s|:\s{2,})"
+_CELL_AFTER = r"(?=\s*$|\s*[|│┃\t)\]]|\s{2,}|\s+(?:https?://|[\w.-]*/|\S+\.\w{1,5}\b)|:\s)"
+# A count that a fixer cleared: "Found 3 errors (3 fixed, 0 remaining)".
+_CLEARED = re.compile(r"\b0 remaining\b|\ball (?:\d+ )?(?:fixed|resolved)\b", re.IGNORECASE)
+_TABLE_SPLIT = re.compile(r"\s*[|│┃]\s*|\t|\s{2,}")
+
+
+def failure_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> str:
+    """The line (or field) of a check's output that reports failures by structure; "" when none does.
+
+    ``nouns`` are failure nouns and participles (failed, errors, vulnerabilities, broken); ``statuses`` the
+    status words a row or summary holds (fail, failed, error, broken, invalid)."""
+    if not text or not (nouns or statuses):
+        return ""
+    return _failure_report(text[:_MAX_TEXT], nouns, statuses)
+
+
+@lru_cache(maxsize=4096)
+def _failure_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> str:
+    if not _may_report(text, nouns, statuses):
+        return ""  # no failure word nor mark anywhere (most passing outputs): one scan
+    found = _json_failure(text, frozenset(nouns))
+    if found:
+        return found
+    lines = _failure_lines(text, nouns, statuses)
+    return lines[0][:200] if lines else _table_failure(text, frozenset(nouns))
+
+
+def failure_summary(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
+    """Whether a check's output sums its failures up: a failure field (``"errors": 3``) or a nonzero count next
+    to a failure noun ("2 failed, 10 passed"), beyond rows that each say FAIL."""
+    if not text:
+        return False
+    text = text[:_MAX_TEXT]
+    if not _may_report(text, nouns, statuses):
+        return False
+    counted = _patterns(nouns, statuses)[0]
+    return bool(_json_failure(text, frozenset(nouns))) or any(
+        counted.search(line) for line in text.splitlines() if not _CLEARED.search(line))
+
+
+def cleared_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
+    """Whether a check's output says the failures it counted were fixed ("Found 3 errors (3 fixed, 0 remaining)")
+    and reports no other failure: passing content."""
+    return bool(text) and _CLEARED.search(text[:_MAX_TEXT]) is not None and not failure_report(text, nouns, statuses)
+
+
+def failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[str, ...]:
+    """Every line of a check's output that reports a failure by structure (a count, a summary status, a mark, a
+    status cell): what an honest report of the check would repeat something of."""
+    return _failure_lines(text[:_MAX_TEXT], nouns, statuses) if text else ()
+
+
+@lru_cache(maxsize=1024)
+def _failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[str, ...]:
+    if not _may_report(text, nouns, statuses):
+        return ()
+    # Each pattern runs once over the whole text; the lines of its hits are the failing lines.
+    starts = {text.rfind("\n", 0, m.start()) + 1 for pattern in (*_patterns(nouns, statuses), _FAIL_MARK)
+              for m in pattern.finditer(text)}
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        line = text[start:end if end >= 0 else len(text)].strip()
+        if line and not _CLEARED.search(line):
+            lines.append(line)
+    return tuple(lines)
+
+
+def _may_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
+    """A cheap gate: the text holds a failure noun or status (any case) or a failure mark."""
+    return _gate(nouns, statuses).search(text.lower()) is not None or _FAIL_MARK.search(text) is not None
+
+
+@lru_cache(maxsize=16)
+def _gate(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> re.Pattern[str]:
+    words = sorted({w.lower() for w in (*nouns, *statuses) if w}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, words)) or "(?!)")  # on lowered text: faster than IGNORECASE
+
+
+_ITEM = re.compile(r"https?://\S+|[\w.-]*[/\\][\w./\\-]+|\b\w+\.\w{1,5}\b|\b[a-z]+[A-Z]\w*|\b\w*_\w+|\b\w*\d\w*[A-Za-z]\w*|\b[1-9]\d*\b")
+
+
+def failure_values(lines: tuple[str, ...]) -> frozenset[str]:
+    """The values of failing lines that a report of them would repeat, in any language: the failing items' URLs,
+    paths, file names and identifiers (``testElevationGain``, ``conflict_merge``, ``recCl18``) and the nonzero
+    counts ("2" of "2 failed")."""
+    return frozenset(m.group(0).rstrip(".,:;)") for line in lines for m in _ITEM.finditer(line))
+
+
+@lru_cache(maxsize=16)
+def _patterns(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    noun = "|".join(sorted(map(re.escape, nouns), key=len, reverse=True)) or "(?!)"
+    status = "|".join(sorted(map(re.escape, statuses), key=len, reverse=True)) or "(?!)"
+    # A nonzero count, at most two words, a failure noun ("3 records failed", "1 failure"), or a noun with its
+    # count after a colon or sign ("errors: 3", "FAILED=2", "failures (2)").
+    counted = re.compile(
+        rf"(?<![\w.,:/#-])[1-9]\d*\s+(?:[^\W\d]+\s+){{0,2}}?(?:{noun})(?![\w-])"
+        rf"|(?<![\w-])(?:{noun})(?:[_ ]?(?:count|total))?\s*(?:[:=]|\()\s*[1-9]\d*(?![\d.])",
+        re.IGNORECASE)
+    # An upper-case summary status standing alone ("FAILED", "** TEST FAILED **", "... FAILED"), not "FAILED=0".
+    upper = re.compile(rf"(?<![\w-])(?:{status.upper()})(?![\w-])(?!\s*[:=]\s*0\b)")
+    # A row's status cell: the status word between cell borders (pipes, tabs, wide gaps, a bracket, a line edge),
+    # or before the item it judges (a URL, a path).
+    row = re.compile(rf"{_CELL_BEFORE}(?:{status})(?![\w-]){_CELL_AFTER}", re.IGNORECASE | re.MULTILINE)
+    return counted, upper, row
+
+
+def _json_failure(text: str, nouns: frozenset[str]) -> str:
+    """A JSON field named by a failure noun that holds a nonzero number or a non-empty list or object."""
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return ""
+    try:
+        value = json.loads(text[start:])
+    except ValueError:
+        return ""
+    return _walk(value, nouns, 0)
+
+
+def _key_words(key: str) -> list[str]:
+    # "error_count", "failedTests", "vulnerabilities" -> their words
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", key)
+    return [w for w in re.split(r"[\W_]+", spaced.lower()) if w]
+
+
+_COUNTING_WORDS = frozenset({"num", "n", "number", "count", "total", "tests", "test", "checks", "check", "cases",
+                             "specs", "items", "records", "rows", "files", "rules", "links", "suites"})
+
+
+def _walk(value: Any, nouns: frozenset[str], depth: int) -> str:
+    if depth > 6:
+        return ""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            words = _key_words(str(key))
+            # "errors", "error_count", "numFailedTests": a failure noun, the rest only counting words
+            # ("failure_threshold" or "error_rate" is a setting, not a count).
+            if any(w in nouns for w in words) and all(w in nouns or w in _COUNTING_WORDS for w in words):
+                bad = _counts_failures(item)
+                if bad:
+                    shown = len(item) if isinstance(item, (list, dict)) else item
+                    return f'"{key}": {shown}'
+            found = _walk(item, nouns, depth + 1)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for item in value[:200]:
+            found = _walk(item, nouns, depth + 1)
+            if found:
+                return found
+    return ""
+
+
+def _counts_failures(item: Any) -> bool:
+    """A failure field's value that reports failures: a nonzero number, a non-empty list, an object of items (an
+    object of counts only when one is nonzero: ``{"total": 0}`` is a zero count)."""
+    if isinstance(item, bool):
+        return False
+    if isinstance(item, (int, float)):
+        return item > 0
+    if isinstance(item, list):
+        return len(item) > 0
+    if isinstance(item, dict) and item:
+        values = list(item.values())
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            return any(v > 0 for v in values)
+        return True
+    return False
+
+
+def _table_failure(text: str, nouns: frozenset[str]) -> str:
+    """A table whose header names a failure noun (``│ Library │ Vulnerability │ Severity │``) with a row under it."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for position, line in enumerate(lines[:-1]):
+        cells = [c.strip().lower() for c in _TABLE_SPLIT.split(line.strip().strip("|│┃")) if c.strip()]
+        if len(cells) < 2 or not any(c in nouns for c in cells):
+            continue
+        for later in lines[position + 1:position + 4]:
+            row = [c for c in _TABLE_SPLIT.split(later.strip().strip("|│┃")) if c.strip()]
+            if len(row) == len(cells) and not re.fullmatch(r"[\s|│┃+:=─━-]*", later):
+                return later.strip()[:200]
+    return ""
