@@ -809,8 +809,12 @@ def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, 
     if unknown:
         lows = [region.lower() for _, _, region in unknown]
         founds = patterns.speech_lists.gate.find_many(lows)
+        # An agent repeats its sentences within a trajectory ("Running the tests now.", "All tests pass.") in
+        # messages that differ elsewhere: each distinct sentence is read once (readings are shared, never changed).
+        sentences: dict[str, Sentence] = {}
         for (position, text, region), low, found in zip(unknown, lows, founds):
-            readings[position] = patterns.remember(memo, text, _read_region(region, low, found, patterns), len(text))
+            readings[position] = patterns.remember(memo, text, _read_region(region, low, found, patterns, sentences),
+                                                   len(text))
     speeches = []
     for index, (region, sentences, speaks_of_failure, phantom) in zip(indexes, readings):
         message = messages[index]
@@ -834,9 +838,10 @@ def _read_speech(
 
 
 def _read_region(
-    region: str, low: str, found: frozenset[str], patterns: CompiledPatterns
+    region: str, low: str, found: frozenset[str], patterns: CompiledPatterns, read: dict[str, Sentence] | None = None
 ) -> tuple[str, list[Sentence], bool, str | None]:
-    """:func:`_read_speech` of a clipped region, its lowered text and the literals that occur in it."""
+    """:func:`_read_speech` of a clipped region, its lowered text and the literals that occur in it; ``read`` keeps
+    the claim sentences already read (by their text), shared between the regions of one trajectory."""
     sentences: list[Sentence] = []
     matches = patterns.claim.finditer_found(region, found, low) if found else []
     if matches and "```" in region:
@@ -858,7 +863,14 @@ def _read_region(
             seen.add(at)
             start = ends[at - 1] if at else 0
             stop = ends[at] if at < len(ends) else len(region)
-            sentences.append(_claim_sentence(region[start:stop].strip(), patterns))
+            piece = region[start:stop].strip()
+            if read is None:
+                sentences.append(_claim_sentence(piece, patterns))
+                continue
+            sentence = read.get(piece)
+            if sentence is None:
+                sentence = read[piece] = _claim_sentence(piece, patterns)
+            sentences.append(sentence)
     if not found:
         return region, sentences, False, None
     speaks_of_failure = _beyond_all_clear(patterns.prior_failure, patterns, region, found, low) is not None
