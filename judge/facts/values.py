@@ -271,6 +271,8 @@ def receipt_numbers(text: str) -> set[str]:
 def states(text: str, value: str) -> bool:
     """Whether ``text`` states ``value``: as a whole word for letters and digits ("2" is not in "12"), as a
     substring otherwise (CJK has no word breaks)."""
+    if value not in text:
+        return False  # every match below is the value itself: no need to build (and compile) its pattern
     if value.isascii():
         # A hyphen-joined id is one token: "api-1" is not stated by "shop-api-1" nor "api-1-old".
         joined = "-" if "-" in value else ""
