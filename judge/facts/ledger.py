@@ -635,6 +635,7 @@ class _RecoveryIndex:
         self.check_claim_at: list[int] = []
         self.bare_claim_at: list[int] = []
         self.claim_values: dict[str, list[int]] = {}
+        values_of: dict[str, set[str]] = {}  # a sentence repeated in several messages is read once
         for speech in an.speeches:
             at = speech.message_index
             if speech.speaks_of_failure or any(_negated(s, an.patterns) for s in speech.sentences):
@@ -642,7 +643,9 @@ class _RecoveryIndex:
             for sentence in speech.sentences:
                 if not sentence.asserts:
                     continue
-                values = set(sentence.tokens) | value_tokens(sentence.text)
+                values = values_of.get(sentence.text)
+                if values is None:
+                    values = values_of[sentence.text] = set(sentence.tokens) | value_tokens(sentence.text)
                 for kind, where in ((sentence.resolution, self.resolution_at), (sentence.is_check_claim, self.check_claim_at),
                                     (not values, self.bare_claim_at)):
                     if kind and (not where or where[-1] != at):
@@ -763,7 +766,12 @@ def _made_names(action: Action, config: RulesConfig) -> frozenset[str]:
     """The names a call gives what it makes (see :data:`_MADE_NAME`), from its command line or its arguments."""
     command = command_of(action.call, config) if action.call is not None else None
     text = command if command is not None else action.text
+    if "name" not in text and "title" not in text:
+        return _NO_NAMES  # every form of _MADE_NAME holds one of these words (most calls name nothing)
     return frozenset(next(g for g in m.groups() if g) for m in _MADE_NAME.finditer(text))
+
+
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 def _basename(path: str) -> str:

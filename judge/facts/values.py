@@ -181,10 +181,13 @@ _STATUS_PAIR = re.compile(r"""["']?\b""" + _STATUS_KEY + r"""\b["']?\s*[:=|]\s*[
 _STATUS_KEY_RE = re.compile(_STATUS_KEY + "$", re.IGNORECASE)
 
 
+@lru_cache(maxsize=256)
 def status_values(text: str, near: frozenset[str] = frozenset()) -> frozenset[str]:
     """The values of the status fields a text shows (lower-cased): of a JSON receipt, the ``status``/``state``
     fields of the objects that hold one of ``near`` (a record the claim names) when some do, else of every
-    object; of other text (and of escaped JSON in a command line), ``status: X`` / ``--set status=X`` pairs."""
+    object; of other text (and of escaped JSON in a command line), ``status: X`` / ``--set status=X`` pairs.
+
+    Memoised (the answer is immutable): the claims of a trajectory are held against the same read-backs."""
     text = text[:_MAX_JSON]
     stripped = text.strip()
     if stripped[:1] in ("[", "{"):
