@@ -18,7 +18,7 @@ import bisect
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
@@ -294,7 +294,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
             receipted.append(action)
 
     _classify_actions(receipted, config, patterns)
-    speeches = _speeches(messages, spoken, config, patterns)
+    read: dict[str, Sentence] = {}
+    speeches = _speeches(messages, spoken, config, patterns, read)
 
     # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
     # Resolved when every earlier call under the same source id had its receipt before the reuse.
@@ -318,6 +319,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
         multi_agent=len(names) > 1,
         duplicate_call_ids=duplicates,
         orphan_receipts=orphans,
+        cache={"sentences": read},  # the claim sentences read, by text (see read_sentences)
     )
 
 
@@ -794,9 +796,10 @@ _CLAUSE = re.compile(r"\s[—–]\s|\s--?\s|;\s|[；؛]")  # clause breaks insid
 _SENTENCE_END = re.compile(rf"[.!?](?=\s)|[{_STOPS}]|\n")
 
 
-def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, patterns: CompiledPatterns) -> list[Speech]:
+def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, patterns: CompiledPatterns,
+              read: dict[str, Sentence]) -> list[Speech]:
     """The :class:`Speech` of each assistant message at ``indexes``; the texts the memo does not know are read
-    together, with one literal scan of them all."""
+    together, with one literal scan of them all. ``read`` collects the claim sentences read, by text."""
     memo = patterns.memo_speeches
     readings: list[Any] = []
     unknown: list[tuple[int, str, str]] = []  # (position in readings, text, region)
@@ -811,9 +814,8 @@ def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, 
         founds = patterns.speech_lists.gate.find_many(lows)
         # An agent repeats its sentences within a trajectory ("Running the tests now.", "All tests pass.") in
         # messages that differ elsewhere: each distinct sentence is read once (readings are shared, never changed).
-        sentences: dict[str, Sentence] = {}
         for (position, text, region), low, found in zip(unknown, lows, founds):
-            readings[position] = patterns.remember(memo, text, _read_region(region, low, found, patterns, sentences),
+            readings[position] = patterns.remember(memo, text, _read_region(region, low, found, patterns, read),
                                                    len(text))
     speeches = []
     for index, (region, sentences, speaks_of_failure, phantom) in zip(indexes, readings):
@@ -885,18 +887,24 @@ def clip(text: str, head: int, tail: int) -> str:
     return text[:head] + "\n" + (text[-tail:] if tail else "")
 
 
-def read_sentences(text: str, patterns: CompiledPatterns) -> list[Sentence]:
+def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Sentence] | None = None) -> list[Sentence]:
     """Every sentence of ``text`` read as a claim sentence is (``is_claim`` false where no claim phrase starts
     it): the statements of an answer ("11月の合計は 25,800 円です") whose numbers the language-neutral checks hold
-    against receipts in any language."""
+    against receipts in any language. ``read``: claim sentences already read, by text (the analysis's
+    ``cache["sentences"]``); each is copied, not read again."""
     found: list[Sentence] = []
     start = 0
     for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
         piece = text[start:end].strip()
         start = end
         if piece:
+            is_claim = patterns.claim.search(piece) is not None
+            known = read.get(piece) if read else None
+            if known is not None:
+                found.append(replace(known, is_claim=is_claim))
+                continue
             sentence = _claim_sentence(piece, patterns)
-            sentence.is_claim = patterns.claim.search(piece) is not None
+            sentence.is_claim = is_claim
             found.append(sentence)
     return found
 
