@@ -13,6 +13,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc
@@ -707,14 +708,20 @@ def call_path(action: Action, config: RulesConfig) -> str:
         return action.name
     command = command_of(call, config)
     if command is not None:
-        words: list[str] = []
-        for word in command.split():
-            if word.startswith("-") or "=" in word or word in ("&&", "|", ";") or len(words) == 4:
-                break
-            words.append(word)
-        return f"{action.name}:{' '.join(words)}"
+        return f"{action.name}:{_leading_words(command)}"
     keys = sorted(call.arguments) if isinstance(call.arguments, dict) else []
     return f"{action.name}:{','.join(keys)}"
+
+
+@lru_cache(maxsize=4096)
+def _leading_words(command: str) -> str:
+    """A command's words before its first flag, value or operator (at most four); memoised: commands repeat."""
+    words: list[str] = []
+    for word in command.split():
+        if word.startswith("-") or "=" in word or word in ("&&", "|", ";") or len(words) == 4:
+            break
+        words.append(word)
+    return " ".join(words)
 
 
 # A retry by another spelling or of a guessed record is among the next successes of the same program: only these are
