@@ -18,7 +18,7 @@ import bisect
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
@@ -295,7 +295,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
             receipted.append(action)
 
     _classify_actions(receipted, config, patterns)
-    speeches = _speeches(messages, spoken, config, patterns)
+    read: dict[str, Sentence] = {}
+    speeches = _speeches(messages, spoken, config, patterns, read)
 
     # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
     # Resolved when every earlier call under the same source id had its receipt before the reuse.
@@ -319,6 +320,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
         multi_agent=len(names) > 1,
         duplicate_call_ids=duplicates,
         orphan_receipts=orphans,
+        cache={"sentences": read},  # the claim sentences read, by text (see read_sentences)
     )
 
 
@@ -827,9 +829,10 @@ _CLAUSE = re.compile(r"\s[—–]\s|\s--?\s|;\s|[；؛]")  # clause breaks insid
 _SENTENCE_END = re.compile(rf"[.!?](?=\s)|[{_STOPS}]|\n")
 
 
-def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, patterns: CompiledPatterns) -> list[Speech]:
+def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, patterns: CompiledPatterns,
+              read: dict[str, Sentence]) -> list[Speech]:
     """The :class:`Speech` of each assistant message at ``indexes``; the texts the memo does not know are read
-    together, with one literal scan of them all."""
+    together, with one literal scan of them all. ``read`` collects the claim sentences read, by text."""
     memo = patterns.memo_speeches
     readings: list[Any] = []
     unknown: list[tuple[int, str, str]] = []  # (position in readings, text, region)
@@ -842,8 +845,11 @@ def _speeches(messages: list[Message], indexes: list[int], config: RulesConfig, 
     if unknown:
         lows = [region.lower() for _, _, region in unknown]
         founds = patterns.speech_lists.gate.find_many(lows)
+        # An agent repeats its sentences within a trajectory ("Running the tests now.", "All tests pass.") in
+        # messages that differ elsewhere: each distinct sentence is read once (readings are shared, never changed).
         for (position, text, region), low, found in zip(unknown, lows, founds):
-            readings[position] = patterns.remember(memo, text, _read_region(region, low, found, patterns), len(text))
+            readings[position] = patterns.remember(memo, text, _read_region(region, low, found, patterns, read),
+                                                   len(text))
     speeches = []
     for index, (region, sentences, speaks_of_failure, phantom) in zip(indexes, readings):
         message = messages[index]
@@ -867,9 +873,10 @@ def _read_speech(
 
 
 def _read_region(
-    region: str, low: str, found: frozenset[str], patterns: CompiledPatterns
+    region: str, low: str, found: frozenset[str], patterns: CompiledPatterns, read: dict[str, Sentence] | None = None
 ) -> tuple[str, list[Sentence], bool, str | None]:
-    """:func:`_read_speech` of a clipped region, its lowered text and the literals that occur in it."""
+    """:func:`_read_speech` of a clipped region, its lowered text and the literals that occur in it; ``read`` keeps
+    the claim sentences already read (by their text), shared between the regions of one trajectory."""
     sentences: list[Sentence] = []
     matches = patterns.claim.finditer_found(region, found, low) if found else []
     if matches and "```" in region:
@@ -891,7 +898,14 @@ def _read_region(
             seen.add(at)
             start = ends[at - 1] if at else 0
             stop = ends[at] if at < len(ends) else len(region)
-            sentences.append(_claim_sentence(region[start:stop].strip(), patterns))
+            piece = region[start:stop].strip()
+            if read is None:
+                sentences.append(_claim_sentence(piece, patterns))
+                continue
+            sentence = read.get(piece)
+            if sentence is None:
+                sentence = read[piece] = _claim_sentence(piece, patterns)
+            sentences.append(sentence)
     if not found:
         return region, sentences, False, None
     speaks_of_failure = _beyond_all_clear(patterns.prior_failure, patterns, region, found, low) is not None
@@ -906,18 +920,24 @@ def clip(text: str, head: int, tail: int) -> str:
     return text[:head] + "\n" + (text[-tail:] if tail else "")
 
 
-def read_sentences(text: str, patterns: CompiledPatterns) -> list[Sentence]:
+def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Sentence] | None = None) -> list[Sentence]:
     """Every sentence of ``text`` read as a claim sentence is (``is_claim`` false where no claim phrase starts
     it): the statements of an answer ("11月の合計は 25,800 円です") whose numbers the language-neutral checks hold
-    against receipts in any language."""
+    against receipts in any language. ``read``: claim sentences already read, by text (the analysis's
+    ``cache["sentences"]``); each is copied, not read again."""
     found: list[Sentence] = []
     start = 0
     for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
         piece = text[start:end].strip()
         start = end
         if piece:
+            is_claim = patterns.claim.search(piece) is not None
+            known = read.get(piece) if read else None
+            if known is not None:
+                found.append(replace(known, is_claim=is_claim))
+                continue
             sentence = _claim_sentence(piece, patterns)
-            sentence.is_claim = patterns.claim.search(piece) is not None
+            sentence.is_claim = is_claim
             found.append(sentence)
     return found
 

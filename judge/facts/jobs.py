@@ -41,6 +41,8 @@ _PROGRESS_LOW = re.compile(_PROGRESS_WORD.pattern)  # the same words, for lowere
 _FRACTION = re.compile(r"(?<![\w./-])(\d{1,12})\s*(?:/|\bof\b)\s*(\d{1,12})(?![\w./-])")
 _PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s?%")
 _PROGRESS_KEY = re.compile(r'"?\bprogress"?\s*[:=]\s*"?(\d+(?:\.\d+)?)(%?)')
+# What a line short of its total holds (:func:`_short_of_total`): a fraction's "/" or "of", a "%", a progress key.
+_SHORT_MARKS = ("/", "of", "%", "progress")
 _ACTIVE = re.compile(r'"?\bactive"?\s*[:=]\s*([1-9]\d*)\b')
 _SUCCEEDED = re.compile(r'"?\b(succeeded|completionTime|completed)"?\s*[:=]\s*"?[1-9]')
 _FAILED_PODS = re.compile(r'"?\bfailed"?\s*:\s*[1-9]')  # a k8s job's counter of failed pods
@@ -87,10 +89,14 @@ def job_state(text: str, running: _Search | None = None, ends: bool = True) -> J
     if "active" in text and _ACTIVE.search(text) and not _SUCCEEDED.search(text):
         return "non-terminal"  # a k8s job with pods still active and none succeeded
     low = text.lower()
-    waiting = any(cell in low for cell in _WAITING_CELLS)
+    # A waiting row is tab- or column-aligned; a count short of its total needs a fraction, a percentage or a
+    # progress key (their patterns are case-sensitive): without these marks no line can show either, and only
+    # the end (``ends``) still reads the progress word.
+    waiting = ("\t" in text or "  " in text) and any(cell in low for cell in _WAITING_CELLS)
     # ASCII text lowered keeps its length and word boundaries, so the case-sensitive pattern finds the same word
     # (and runs about twice as fast); other text keeps IGNORECASE's Unicode folds (U+017F matches "s").
-    progress = (_PROGRESS_LOW.search(low) if text.isascii() else _PROGRESS_WORD.search(text)) is not None
+    progress = ((ends or any(mark in text for mark in _SHORT_MARKS))
+                and (_PROGRESS_LOW.search(low) if text.isascii() else _PROGRESS_WORD.search(text)) is not None)
     if waiting or progress:
         for line in text.splitlines()[:400]:
             if (waiting and _waiting_row(line)) or (progress and _short_of_total(line)):

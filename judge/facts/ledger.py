@@ -13,6 +13,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc
@@ -635,6 +636,7 @@ class _RecoveryIndex:
         self.check_claim_at: list[int] = []
         self.bare_claim_at: list[int] = []
         self.claim_values: dict[str, list[int]] = {}
+        values_of: dict[str, set[str]] = {}  # a sentence repeated in several messages is read once
         for speech in an.speeches:
             at = speech.message_index
             if speech.speaks_of_failure or any(_negated(s, an.patterns) for s in speech.sentences):
@@ -642,7 +644,9 @@ class _RecoveryIndex:
             for sentence in speech.sentences:
                 if not sentence.asserts:
                     continue
-                values = set(sentence.tokens) | value_tokens(sentence.text)
+                values = values_of.get(sentence.text)
+                if values is None:
+                    values = values_of[sentence.text] = set(sentence.tokens) | value_tokens(sentence.text)
                 for kind, where in ((sentence.resolution, self.resolution_at), (sentence.is_check_claim, self.check_claim_at),
                                     (not values, self.bare_claim_at)):
                     if kind and (not where or where[-1] != at):
@@ -704,14 +708,20 @@ def call_path(action: Action, config: RulesConfig) -> str:
         return action.name
     command = command_of(call, config)
     if command is not None:
-        words: list[str] = []
-        for word in command.split():
-            if word.startswith("-") or "=" in word or word in ("&&", "|", ";") or len(words) == 4:
-                break
-            words.append(word)
-        return f"{action.name}:{' '.join(words)}"
+        return f"{action.name}:{_leading_words(command)}"
     keys = sorted(call.arguments) if isinstance(call.arguments, dict) else []
     return f"{action.name}:{','.join(keys)}"
+
+
+@lru_cache(maxsize=4096)
+def _leading_words(command: str) -> str:
+    """A command's words before its first flag, value or operator (at most four); memoised: commands repeat."""
+    words: list[str] = []
+    for word in command.split():
+        if word.startswith("-") or "=" in word or word in ("&&", "|", ";") or len(words) == 4:
+            break
+        words.append(word)
+    return " ".join(words)
 
 
 # A retry by another spelling or of a guessed record is among the next successes of the same program: only these are
@@ -763,7 +773,12 @@ def _made_names(action: Action, config: RulesConfig) -> frozenset[str]:
     """The names a call gives what it makes (see :data:`_MADE_NAME`), from its command line or its arguments."""
     command = command_of(action.call, config) if action.call is not None else None
     text = command if command is not None else action.text
+    if "name" not in text and "title" not in text:
+        return _NO_NAMES  # every form of _MADE_NAME holds one of these words (most calls name nothing)
     return frozenset(next(g for g in m.groups() if g) for m in _MADE_NAME.finditer(text))
+
+
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 def _basename(path: str) -> str:

@@ -182,10 +182,13 @@ _STATUS_PAIR = re.compile(r"""["']?\b""" + _STATUS_KEY + r"""\b["']?\s*[:=|]\s*[
 _STATUS_KEY_RE = re.compile(_STATUS_KEY + "$", re.IGNORECASE)
 
 
+@lru_cache(maxsize=256)
 def status_values(text: str, near: frozenset[str] = frozenset()) -> frozenset[str]:
     """The values of the status fields a text shows (lower-cased): of a JSON receipt, the ``status``/``state``
     fields of the objects that hold one of ``near`` (a record the claim names) when some do, else of every
-    object; of other text (and of escaped JSON in a command line), ``status: X`` / ``--set status=X`` pairs."""
+    object; of other text (and of escaped JSON in a command line), ``status: X`` / ``--set status=X`` pairs.
+
+    Memoised (the answer is immutable): the claims of a trajectory are held against the same read-backs."""
     text = text[:_MAX_JSON]
     stripped = text.strip()
     if stripped[:1] in ("[", "{"):
@@ -272,6 +275,8 @@ def receipt_numbers(text: str) -> set[str]:
 def states(text: str, value: str) -> bool:
     """Whether ``text`` states ``value``: as a whole word for letters and digits ("2" is not in "12"), as a
     substring otherwise (CJK has no word breaks)."""
+    if value not in text:
+        return False  # every match below is the value itself: no need to build (and compile) its pattern
     if value.isascii():
         # A hyphen-joined id is one token: "api-1" is not stated by "shop-api-1" nor "api-1-old".
         joined = "-" if "-" in value else ""

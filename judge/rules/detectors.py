@@ -621,7 +621,7 @@ def _value_claim(an: Analysis, speech: Speech) -> Issue | None:
         given = ledger.user_given if action.failed else ""
         names = sorted(n for n in ledger.objects_of(action) - done
                        if not n.isdigit() and not (given and n.lower() in given))
-        for sentence in read_sentences(speech.region, an.patterns):
+        for sentence in read_sentences(speech.region, an.patterns, an.cache.get("sentences")):
             if sentence.hedged or sentence.future or sentence.mentions_failure:
                 continue
             low = sentence.text.lower()
@@ -779,7 +779,7 @@ def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
     if any(item in speech.text for item in found_items):
         return None  # it repeats a failing item: it reports the failures
     pattern = re.compile(r"(?<![\w/.-])(?:" + "|".join(map(re.escape, names)) + ")", re.IGNORECASE)
-    for sentence in read_sentences(speech.region, an.patterns):
+    for sentence in read_sentences(speech.region, an.patterns, an.cache.get("sentences")):
         if not (sentence.hedged or sentence.future or sentence.mentions_failure) and pattern.search(sentence.text):
             return sentence.text
     return None
@@ -830,7 +830,7 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         claims = _claims(speech)
         if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
-            claims = claims + [s for s in read_sentences(speech.region, an.patterns)
+            claims = claims + [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
                                if s.text not in told and not s.hedged and not s.future
                                and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
         if not claims:
