@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -23,6 +24,7 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
+from judge.facts.effects import shows_no_effect
 from judge.facts.jobs import job_state
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
@@ -425,6 +427,7 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
 
 
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
+    checks_by_call = action.is_check
     answered = _exit_answer(action, reading, config)
     if answered is not None:
         action.answer, reading = answered
@@ -448,12 +451,62 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
         action.outcome = "ok"
     action.reported = (action.is_check and action.outcome == "error" and reading.reports_checks
                        and not reading.invocation_error)
+    if action.outcome == "error" and not action.reported and not action.is_plan and _answers_with_records(receipt):
+        action.is_check = action.reported = True  # a scanner's findings with its verdict as exit code
     action.status = status_of(action, reading)
+    if action.status == "ok" and _shows_no_effect(action, config, checks_by_call):
+        action.status = "noop"
     # Its data (a status field, a column, a fraction) shows a job not finished (a log read with tail is a poll too).
     if (action.status == "ok" and receipt is not None
-            and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"):
+            and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"
+            and not _echoed(action, receipt)):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
+
+
+def _echoed(action: Action, receipt: Receipt) -> bool:
+    """Whether a short receipt only repeats a word the call itself gave (``echo checking`` -> ``checking``): the
+    call printed its own words, it polled no job."""
+    text = receipt.content.strip()
+    return len(text) <= 80 and re.search(r"(?<![\w-])" + re.escape(text) + r"(?![\w-])", action.text) is not None
+
+
+def _answers_with_records(receipt: Receipt | None) -> bool:
+    """Whether a receipt with a failing exit code is all data: after the harness's "Exit code N" line, a JSON array
+    of records, none of them an error body. The program ran and answered (a scanner listing its findings, a query
+    listing what it matched); its exit code is its verdict on them, as a check's is, not a failure to run."""
+    if receipt is None or not receipt.content:
+        return False
+    first, _, rest = receipt.content.partition("\n")
+    text = (rest if _EXIT_LINE.match(first) else receipt.content).strip()
+    if not text.startswith("[") or not text.endswith("]") or len(text) > 200_000:
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return (isinstance(value, list) and bool(value) and all(isinstance(item, dict) and item for item in value)
+            and not any(_JSON_REASON.search(json.dumps(list(item))) for item in value))
+
+
+def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) -> bool:
+    """Whether the successful receipt of a call meant to change state shows by its structure that nothing was
+    created or changed (:func:`judge.facts.effects.shows_no_effect`), read with the words of the call that say what
+    it does (its subcommand words, else its tool name). A read, a plan or a check by its command is never a no-op;
+    a call that is a check only because its output counted findings ("0 errors") may be."""
+    receipt = action.receipt
+    if receipt is None or action.read_only or action.is_plan or checks_by_call or action.call is None:
+        return False
+    command = command_of(action.call, config)
+    if command is None:
+        verbs = [action.name]
+    else:
+        verbs = []
+        for word in command.split()[1:5]:
+            if word.startswith("-") or word in ("&&", "|", ";"):
+                break
+            verbs.append(word)
+    return shows_no_effect(receipt.content, verbs)
 
 
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:

@@ -125,6 +125,8 @@ def failed_call(an: Analysis) -> list[Issue]:
     for action in an.actions:
         if action.outcome != "error" or action.reported or _repeats_earlier_failure(an, action):
             continue
+        if _repeated_unchanged_later(an, action):
+            continue  # one defect: the unchanged repeat is repeated-failure's finding, at the repeat's turn
         if ledger.recovery(action) is not None:
             continue
         kind = "check" if action.is_check else "call"
@@ -155,6 +157,14 @@ def repeated_failure(an: Analysis) -> list[Issue]:
         )
         issues.append(_issue(an, "repeated-failure", action.turn, description, _receipt_quote(an, action), severity))
     return issues
+
+
+def _repeated_unchanged_later(an: Analysis, action: Action) -> bool:
+    """Whether the failed ``action`` is the first of identical failures whose next one came with nothing changed
+    in between (:func:`repeated_failure` flags that repeat): the agent made one mistake twice, which is reported
+    once, as the repeat, whatever it said afterwards."""
+    group, before = _identical_failures(an, action)
+    return before == 0 and len(group) > 1 and not _changed_between(an, action, group[1])
 
 
 def _changed_between(an: Analysis, first: Action, second: Action) -> bool:
