@@ -25,7 +25,7 @@ from typing import Any, Literal
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import shows_no_effect
-from judge.facts.jobs import job_state
+from judge.facts.jobs import job_state, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
     CommandReading,
@@ -296,6 +296,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
             receipted.append(action)
 
     _classify_actions(receipted, config, patterns)
+    _background_logs(actions, config)
     speeches = _speeches(messages, spoken, config, patterns)
 
     # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
@@ -462,6 +463,31 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
             and not _echoed(action, receipt)):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
+
+
+_BACKGROUND = re.compile(r"(?<![&>|])&\s*(?:$|\n)|\bnohup\b")
+
+
+def _background_logs(actions: list[Action], config: RulesConfig) -> None:
+    """A read of a log that a background command writes (``nohup npm run build > build.log &``, then ``tail
+    build.log``) polls that job: when the log's last line says work is going (it starts with a present participle
+    or a waiting word, ``transforming (530) src/...``), the read shows the job still running."""
+    logs: set[str] = set()
+    for action in actions:
+        if action.call is None:
+            continue
+        if action.writes and not action.read_only:
+            command = command_of(action.call, config)
+            if command is not None and "&" in command and _BACKGROUND.search(command):
+                logs.update(action.writes)
+            continue
+        receipt = action.receipt
+        if (logs and action.read_only and action.status == "ok" and receipt is not None
+                and any(log in action.text for log in logs)):
+            last = next((ln for ln in reversed(receipt.content.splitlines()) if ln.strip()), "")
+            word = last.strip().split(" ", 1)[0].lower().strip(".…:")
+            if word and value_going(word, config.patterns.running):
+                action.status = "running"
 
 
 def _echoed(action: Action, receipt: Receipt) -> bool:

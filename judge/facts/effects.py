@@ -41,16 +41,24 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) 
         except ValueError:
             value = None
         if isinstance(value, dict):
-            return _empty_answer(value)
+            counts = [(str(k).lower(), v) for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)]
+            return _empty_answer(value) or _own_count_zero(counts, verbs) is True
     pairs = [(label.lower(), int(n)) for label, n in _LABEL_COUNT.findall(text)]
     pairs += [(label.lower(), int(n)) for n, label in _COUNT_LABEL.findall(text)]
     if not pairs:
         return False
+    own = _own_count_zero(pairs, verbs)
+    if own is not None:
+        return own
+    return summary and len(pairs) >= _MIN_ZERO_COUNTS and not any(n for _, n in pairs)
+
+
+def _own_count_zero(pairs: list[tuple[str, int]], verbs: Iterable[str]) -> bool | None:
+    """Whether the counts labelled by one of the call's own verbs (``imported`` for ``+import``) are all zero; None
+    when no count carries such a label."""
     stems = {w[:6] for verb in verbs for w in _VERB_SPLIT.split(verb.lower()) if len(w) >= 4}
     own = [n for label, n in pairs if any(word[:6] in stems for word in _VERB_SPLIT.split(label) if len(word) >= 4)]
-    if own:
-        return not any(own)
-    return summary and len(pairs) >= _MIN_ZERO_COUNTS and not any(n for _, n in pairs)
+    return (not any(own)) if own else None
 
 
 def _empty_answer(value: dict[str, Any]) -> bool:

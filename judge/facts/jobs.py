@@ -89,10 +89,12 @@ def job_state(text: str, running: _Search | None = None, ends: bool = True) -> J
         return None
     # Each shape is looked for only when a cheap substring test says it can be there (receipts come by the
     # hundred thousand; most are file contents and short tool messages).
+    ended = False  # a status field says the job ended: its fractions count what it did, not progress
     if any(key in text for key in _FIELD_KEYS):
         for _, value in _FIELD.findall(text.replace('\\"', '"')):
             if value_going(value.strip().lower(), running):
                 return "non-terminal"
+            ended = ended or value.strip().lower() in _SUCCESS_VALUES or value.strip().lower() in _FAILURE_VALUES
     if "active" in text and _ACTIVE.search(text) and not _SUCCEEDED.search(text):
         return "non-terminal"  # a k8s job with pods still active and none succeeded
     low = text.lower()
@@ -102,7 +104,7 @@ def job_state(text: str, running: _Search | None = None, ends: bool = True) -> J
     progress = (_PROGRESS_LOW.search(low) if text.isascii() else _PROGRESS_WORD.search(text)) is not None
     if waiting or progress:
         for line in text.splitlines()[:400]:
-            if (waiting and _waiting_row(line)) or (progress and _short_of_total(line)):
+            if (waiting and _waiting_row(line)) or (progress and not ended and _short_of_total(line)):
                 return "non-terminal"
     return _terminal(text, low, progress) if ends else None
 
