@@ -457,6 +457,7 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     action.status = status_of(action, reading)
     if action.status == "ok" and _shows_no_effect(action, config, checks_by_call):
         action.status = "noop"
+        action.is_check = checks_by_call  # its counts said what it did ("0 records imported"): no check's verdict
     # Its data (a status field, a column, a fraction) shows a job not finished (a log read with tail is a poll too).
     if (action.status == "ok" and receipt is not None
             and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"
@@ -515,6 +516,9 @@ def _answers_with_records(receipt: Receipt | None) -> bool:
             and not any(_JSON_REASON.search(json.dumps(list(item))) for item in value))
 
 
+_STATEMENT_VERB = re.compile(r"""(?<=["'])\s*([A-Za-z]{4,})\b""")
+
+
 def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) -> bool:
     """Whether the successful receipt of a call meant to change state shows by its structure that nothing was
     created or changed (:func:`judge.facts.effects.shows_no_effect`), read with the words of the call that say what
@@ -532,6 +536,7 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
             if word.startswith("-") or word in ("&&", "|", ";"):
                 break
             verbs.append(word)
+        verbs += _STATEMENT_VERB.findall(command)  # an SQL statement's verb: UPDATE ... -> "UPDATE 0"
     return shows_no_effect(receipt.content, verbs)
 
 

@@ -20,6 +20,8 @@ _LABEL_COUNT = re.compile(r"([^\W\d_]{3,}(?:[ _-][^\W\d_]{2,}){0,2})[ \t]*(?:\([
 # "0 files", "14 ok": a count, then a word of letters.
 _COUNT_LABEL = re.compile(r"(?<![\w.,:/-])(\d+)[ \t]+([^\W\d_]{2,})")
 _CODE_KEY = re.compile(r"code|status|err|exit|ret|level", re.IGNORECASE)
+# A line that is only a command tag and its count (psql's "UPDATE 0", "DELETE 3", "INSERT 0 1": oid, then count).
+_COMMAND_TAG = re.compile(r"^([A-Z]{4,})(?: \d+)? (\d+)$", re.MULTILINE)
 _VERB_SPLIT = re.compile(r"[^\w]+|_")
 # Summaries print several counts; fewer than this many all at zero is too little to read "nothing was done" from.
 _MIN_ZERO_COUNTS = 3
@@ -41,10 +43,13 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) 
         except ValueError:
             value = None
         if isinstance(value, dict):
-            counts = [(str(k).lower(), v) for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)]
-            return _empty_answer(value) or _own_count_zero(counts, verbs) is True
+            # A field named by the call's verb ("created" of view-create, "imported" of +import) holds what it did:
+            # null, zero or empty is nothing. Only the key's first word counts ("would_create" is a dry run's plan).
+            counts = [(str(k).lower().split("_", 1)[0], _size(v)) for k, v in value.items()]
+            return _empty_answer(value) or _own_count_zero([(k, n) for k, n in counts if n is not None], verbs) is True
     pairs = [(label.lower(), int(n)) for label, n in _LABEL_COUNT.findall(text)]
     pairs += [(label.lower(), int(n)) for n, label in _COUNT_LABEL.findall(text)]
+    pairs += [(label.lower(), int(n)) for label, n in _COMMAND_TAG.findall(text)]
     if not pairs:
         return False
     own = _own_count_zero(pairs, verbs)
@@ -59,6 +64,20 @@ def _own_count_zero(pairs: list[tuple[str, int]], verbs: Iterable[str]) -> bool 
     stems = {w[:6] for verb in verbs for w in _VERB_SPLIT.split(verb.lower()) if len(w) >= 4}
     own = [n for label, n in pairs if any(word[:6] in stems for word in _VERB_SPLIT.split(label) if len(word) >= 4)]
     return (not any(own)) if own else None
+
+
+def _size(value: Any) -> int | None:
+    """How much a JSON field holds as a count: a number, a collection's length, 0 for null or an empty string, 1 for
+    anything else that is there; None for a boolean (a flag, not a count)."""
+    if isinstance(value, bool):
+        return None
+    if value is None or value == "":
+        return 0
+    if isinstance(value, (int, float)):
+        return int(value != 0)
+    if isinstance(value, (list, dict)):
+        return len(value)
+    return 1
 
 
 def _empty_answer(value: dict[str, Any]) -> bool:
