@@ -547,7 +547,8 @@ class Ledger:
             if not shown:
                 return False
             for name in shown:
-                text = text.replace(name, " ")
+                if f"`{name}`" not in text:  # a quoted excerpt of the error stays evidence of a report
+                    text = text.replace(name, " ")
         words = frozenset(_TEXT_WORD.findall(text.lower()))
         query = self.user_given
         command = action.text.lower()
