@@ -20,6 +20,7 @@ _LABEL_COUNT = re.compile(r"([^\W\d_]{3,}(?:[ _-][^\W\d_]{2,}){0,2})[ \t]*(?:\([
 # "0 files", "14 ok": a count, then a word of letters.
 _COUNT_LABEL = re.compile(r"(?<![\w.,:/-])(\d+)[ \t]+([^\W\d_]{2,})")
 _CODE_KEY = re.compile(r"code|status|err|exit|ret|level", re.IGNORECASE)
+_ZERO = re.compile(r"(?<![\w.,])0(?![\w.,%])")
 # A line that is only a command tag and its count (psql's "UPDATE 0", "DELETE 3", "INSERT 0 1": oid, then count).
 _COMMAND_TAG = re.compile(r"^([A-Z]{4,})(?: \d+)? (\d+)$", re.MULTILINE)
 _VERB_SPLIT = re.compile(r"[^\w]+|_")
@@ -35,7 +36,7 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) 
     that verb above zero, is a no-op. ``summary=False`` skips the all-counts-zero reading (a check's summary of
     zero findings is its answer, not a no-op)."""
     text = text[:_MAX_TEXT].strip()
-    if not text or ("0" not in text and text[0] != "{"):
+    if not text:
         return False
     if text[0] == "{":
         try:
@@ -47,6 +48,8 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) 
             # null, zero or empty is nothing. Only the key's first word counts ("would_create" is a dry run's plan).
             counts = [(str(k).lower().split("_", 1)[0], _size(v)) for k, v in value.items()]
             return _empty_answer(value) or _own_count_zero([(k, n) for k, n in counts if n is not None], verbs) is True
+    if _ZERO.search(text) is None:
+        return False  # every reading below needs a count of zero (most receipts have none: one fast scan)
     pairs = [(label.lower(), int(n)) for label, n in _LABEL_COUNT.findall(text)]
     pairs += [(label.lower(), int(n)) for n, label in _COUNT_LABEL.findall(text)]
     pairs += [(label.lower(), int(n)) for label, n in _COMMAND_TAG.findall(text)]
