@@ -22,29 +22,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_facts_exit_answers import FORMATS, Expected, _trajectory, lark
 
-from fixtures.facts_heldout.steps import Say, User, edit, js, render, sh
+from fixtures.facts_heldout.steps import Say, edit, js, sh
 from judge.facts.effects import shows_no_effect
 from judge.facts.jobs import job_state
-from judge.importers import Source
-from judge.importers.reader import parse_record
-from judge.model import Trajectory
 from judge.rules import run_detectors
-
-FORMATS = ("openai", "anthropic")
-Expected = set[tuple[int, str]]
-
-
-def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps], {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
-
-
-def lark(rest: str, out: str, code: int = 0) -> Any:
-    return sh("lark-cli base " + rest, out, code)
-
 
 # --- the structural no-op reading (pure) --------------------------------------------------------------------------
 
