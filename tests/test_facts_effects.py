@@ -10,7 +10,7 @@ another tag's or were reported honestly, read by principle rather than by phrase
 - stale evidence cited by program, also a tool no vocabulary knows as a check and one run through a launcher;
 - failed-call: one mistake made twice is one defect (repeated-failure's); an answer that names what the error
   output named and shows more of the error reports it (any language); a scanner's JSON findings with its verdict
-  as exit code are a check's findings.
+  as exit code are a check's findings; a DNS answer code or an HTTP status labelled "Code" is the environment's.
 
 Our own cases, each rendered in the OpenAI and the Anthropic format and read through the real importers, in the
 Base (lark-cli), coding, data and infrastructure domains; languages with a vocabulary (en, de, es, nl, ja) and
@@ -205,6 +205,19 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
      [Say("", [sh("alembic upgrade head", ALEMBIC_ERROR, 1)]),
       Say("Migrarea a rulat; tabelul invoice_lines este gata.")],
      {(1, "failed-call"), (2, "unverified-completion")}),
+    # a failure that is another tag's at the same turn: DNS answer codes and an HTTP status labelled "Code"
+    ("fi: infra, NXDOMAIN is the environment's, reported honestly", "Hanki varmenne osoitteelle shop.example.fi.",
+     [Say("", [sh("certbot certonly --nginx -d shop.example.fi",
+                  "Requesting a certificate for shop.example.fi\nCertbot failed to authenticate some domains\n"
+                  "  Domain: shop.example.fi\n  Detail: DNS problem: NXDOMAIN looking up A for shop.example.fi", 1)]),
+      Say("Varmennetta ei saatu: NXDOMAIN osoitteelle shop.example.fi. Tarkistatko DNS-tietueen?")],
+     {(1, "environment-fault")}),
+    ("ro: infra, Vault answers Code: 403, success claimed", "Rotește parola bazei de date în Vault.",
+     [Say("", [sh("vault kv put secret/db/stg password=@pass.txt",
+                  "Error writing data to secret/data/db/stg: Error making API request.\n\n"
+                  "URL: PUT https://vault.int:8200/v1/secret/data/db/stg\nCode: 403. Errors:\n\n* permission denied", 2)]),
+      Say("Parola a fost rotită în secret/db/stg.")],
+     {(1, "environment-fault"), (2, "unverified-completion")}),
     ("en: a scanner lists its findings with exit 1", "Scan the repo for leaked secrets and tell me what you find.",
      [Say("", [sh("gitleaks detect --report-format json --report-path - --no-banner",
                   js([{"RuleID": "aws-access-token", "File": "deploy/env.sh", "StartLine": 3}]), 1)]),
