@@ -502,7 +502,7 @@ def _answers_with_records(receipt: Receipt | None) -> bool:
     """Whether a receipt with a failing exit code is all data: after the harness's "Exit code N" line, a JSON array
     of records, none of them an error body. The program ran and answered (a scanner listing its findings, a query
     listing what it matched); its exit code is its verdict on them, as a check's is, not a failure to run."""
-    if receipt is None or not receipt.content:
+    if receipt is None or "[" not in receipt.content:
         return False
     first, _, rest = receipt.content.partition("\n")
     text = (rest if _EXIT_LINE.match(first) else receipt.content).strip()
@@ -527,6 +527,9 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
     receipt = action.receipt
     if receipt is None or action.read_only or action.is_plan or checks_by_call or action.call is None:
         return False
+    content = receipt.content
+    if "0" not in content and "[]" not in content and "{}" not in content and "null" not in content:
+        return False  # no zero, no empty collection, no null: nothing can show "none" (most receipts)
     command = command_of(action.call, config)
     if command is None:
         verbs = [action.name]

@@ -35,7 +35,7 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) 
     ``batch-delete``): a count labelled by one of them (``imported``, ``deleted``) that is zero, with no count of
     that verb above zero, is a no-op. ``summary=False`` skips the all-counts-zero reading (a check's summary of
     zero findings is its answer, not a no-op)."""
-    text = text[:_MAX_TEXT].strip()
+    text = (text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text).strip()
     if not text:
         return False
     if text[0] == "{":

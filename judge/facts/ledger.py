@@ -526,9 +526,17 @@ class Ledger:
         text that repeats what the output named speaks of that output."""
         if action.receipt is None or not text:
             return frozenset()
+        # The text's names, read once per text (every failure asks about the same final answer), then looked up in
+        # each receipt: cheaper than reading the names of every failed receipt.
+        memo: dict[str, tuple[str, ...]] = self.analysis.cache.setdefault("ledger:text_names", {})
+        names = memo.get(text)
+        if names is None:
+            names = memo[text] = tuple(n for n in salient_tokens(text) if len(n) >= 4)
+        if not names:
+            return frozenset()
+        content = action.receipt.content[:2000]
         given = self.user_given
-        return frozenset(n for n in salient_tokens(action.receipt.content[:2000])
-                         if len(n) >= 4 and n in text and n not in action.text and n.lower() not in given)
+        return frozenset(n for n in names if n in content and n not in action.text and n.lower() not in given)
 
     def reports_by_values(self, action: Action, text: str) -> bool:
         """Whether ``text`` (the final answer) reports the failed ``action`` by values, in any language: it names

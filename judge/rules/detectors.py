@@ -1333,8 +1333,12 @@ def _cited_evidence(an: Analysis, action: Action) -> bool:
             or action.status != "ok" or action.call is None or an.final_message_index is None):
         return False
     final = an.speeches[-1] if an.speeches else None
-    if final is None or final.message_index != an.final_message_index or not action.program \
-            or action.program.lower() not in final.region.lower() or not _HAS_EXTENSION.search(action.text):
+    if final is None or final.message_index != an.final_message_index or not action.program:
+        return False
+    low: str | None = an.cache.get("final_region_low")
+    if low is None:
+        low = an.cache["final_region_low"] = final.region.lower()
+    if action.program.lower() not in low or not _HAS_EXTENSION.search(action.text):
         return False
     return _names_check(an, final, action) is not None
 
