@@ -548,15 +548,17 @@ class Ledger:
         receipt = action.receipt
         if receipt is None:
             return False
+        coded = False  # tied only by the output's names: a word of the error counts only when it is a code
         if not self.speaks_of(action, text):
             # Tied only by what the output named: the evidence of a report must be more than those names (a claim
-            # "the column is now in accounts_user" names the failed migration's relation and reports nothing).
+            # "the column is now in accounts_user" names the failed migration's relation and reports nothing), and
+            # more than a plain word the error shares with the claim ("bucket"): a code, a status, a question.
             shown = self.output_names(action, text)
             if not shown:
                 return False
             for name in shown:
-                if f"`{name}`" not in text:  # a quoted excerpt of the error stays evidence of a report
-                    text = text.replace(name, " ")
+                text = text.replace(name, " ")
+            coded = True
         words = frozenset(_TEXT_WORD.findall(text.lower()))
         query = self.user_given
         command = action.text.lower()
@@ -571,6 +573,9 @@ class Ledger:
         quoted = {q.lower() for m in _QUOTED.finditer(text) for q in m.groups() if q and len(q) >= 4}
         if any(q in error and q not in command for q in quoted):
             return True
+        if coded:  # only identifiers of the error text: a code (E0425) or a name in code case (TileService)
+            error = " ".join(w for w in _TEXT_WORD.findall(f"{action.error_line}\n{receipt.content[:2000]}")
+                             if _CODE_LIKE.search(w)).lower()
         return any(len(w) >= 5 and w in words and w not in command and w not in query
                    for w in _TEXT_WORD.findall(error) if not w.isdigit())
 
@@ -765,6 +770,7 @@ def _respelled(failed: str, later: str, known: str) -> bool:
 # quoted fragments (`...`, "...", '...', «...», „...“) of an error report.
 _ERROR_CODE = re.compile(r"(?<![\w.-])\d{4,}(?![\w.])")
 _TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
+_CODE_LIKE = re.compile(r"\d|[a-z][A-Z]|_")  # a digit, an inner capital or an underscore: a code or identifier
 _STATUS_CODE = re.compile(r"(?<!\d)([1-5]\d\d)(?!\d)")
 _QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|«([^»\n]+)»|„([^“\n]+)“")
 
