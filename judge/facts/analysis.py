@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.effects import shows_no_effect
+from judge.facts.effects import may_show_no_effect, shows_no_effect
 from judge.facts.jobs import job_state, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
@@ -527,10 +527,11 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
     receipt = action.receipt
     if receipt is None or action.read_only or action.is_plan or checks_by_call or action.call is None:
         return False
-    content = receipt.content
-    if "0" not in content and "[]" not in content and "{}" not in content and "null" not in content:
+    if not may_show_no_effect(receipt.content):
         return False  # no zero, no empty collection, no null: nothing can show "none" (most receipts)
     command = command_of(action.call, config)
+    if command is None and action.writes:
+        return False  # an editor's file write: its receipt shows the file, not a count of what it did
     if command is None:
         verbs = [action.name]
     else:
