@@ -117,7 +117,7 @@ CASES: list[tuple[str, Trajectory, set[Finding]]] = [
     ("it: the identical failing call again, then a report",
      build(U("Pubblica il pacchetto."), A("", sh(PUBLISH, PUBLISH_ERROR, 1)), A("", sh(PUBLISH, PUBLISH_ERROR, 1)),
            A("La pubblicazione è fallita: la versione 1.2.0 esiste già.")),
-     {(1, "failed-call"), (2, "repeated-failure")}),
+     {(2, "repeated-failure")}),  # one mistake made twice: one defect, found at the repeat
     # "no errors" negates the errors, not the claim: no honest report of the failure, and the verification it claims
     # is contradicted by the failed receipt (tags.md: the failed call and the claim are two faulty decisions)
     ("ru: a failed validation, then 'checked, no errors'",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -24,7 +25,8 @@ from typing import Any, Literal
 from judge.derived import TrajectoryMemo
 from judge.facts.checks import cleared_report, failure_report, failure_summary
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.jobs import job_state
+from judge.facts.effects import may_show_no_effect, shows_no_effect
+from judge.facts.jobs import job_state, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
     CommandReading,
@@ -295,6 +297,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
             receipted.append(action)
 
     _classify_actions(receipted, config, patterns)
+    _background_logs(actions, config)
     read: dict[str, Sentence] = {}
     speeches = _speeches(messages, spoken, config, patterns, read)
 
@@ -428,6 +431,7 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
 
 
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
+    checks_by_call = action.is_check
     answered = _exit_answer(action, reading, config)
     if answered is not None:
         action.answer, reading = answered
@@ -451,10 +455,16 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
         action.outcome = "ok"
     action.reported = (action.is_check and action.outcome == "error" and reading.reports_checks
                        and not reading.invocation_error)
+    if action.outcome == "error" and not action.reported and not action.is_plan and _answers_with_records(receipt):
+        action.is_check = action.reported = True  # a scanner's findings with its verdict as exit code
     action.status = status_of(action, reading)
+    if action.status == "ok" and _shows_no_effect(action, config, checks_by_call):
+        action.status = "noop"
+        action.is_check = checks_by_call  # its counts said what it did ("0 records imported"): no check's verdict
     # Its data (a status field, a column, a fraction) shows a job not finished (a log read with tail is a poll too).
     if (action.status == "ok" and receipt is not None
-            and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"):
+            and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"
+            and not _echoed(action, receipt)):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
     tools = config.tools
@@ -489,6 +499,84 @@ def _echoes_masked_recipe(content: str) -> bool:
     """Whether a receipt's first lines echo a command whose exit status is masked (make prints the recipe it runs:
     ``cargo test --workspace || true``): the failures it prints after it were swallowed."""
     return any(read_command(line).masks_exit for line in content.splitlines()[:3] if line.strip())
+
+
+_BACKGROUND = re.compile(r"(?<![&>|])&\s*(?:$|\n)|\bnohup\b")
+
+
+def _background_logs(actions: list[Action], config: RulesConfig) -> None:
+    """A read of a log that a background command writes (``nohup npm run build > build.log &``, then ``tail
+    build.log``) polls that job: when the log's last line says work is going (it starts with a present participle
+    or a waiting word, ``transforming (530) src/...``), the read shows the job still running."""
+    logs: set[str] = set()
+    for action in actions:
+        if action.call is None:
+            continue
+        if action.writes and not action.read_only:
+            command = command_of(action.call, config)
+            if command is not None and "&" in command and _BACKGROUND.search(command):
+                logs.update(action.writes)
+            continue
+        receipt = action.receipt
+        if (logs and action.read_only and action.status == "ok" and receipt is not None
+                and any(log in action.text for log in logs)):
+            last = next((ln for ln in reversed(receipt.content.splitlines()) if ln.strip()), "")
+            word = last.strip().split(" ", 1)[0].lower().strip(".…:")
+            if word and value_going(word, config.patterns.running):
+                action.status = "running"
+
+
+def _echoed(action: Action, receipt: Receipt) -> bool:
+    """Whether a short receipt only repeats a word the call itself gave (``echo checking`` -> ``checking``): the
+    call printed its own words, it polled no job."""
+    text = receipt.content.strip()
+    return len(text) <= 80 and re.search(r"(?<![\w-])" + re.escape(text) + r"(?![\w-])", action.text) is not None
+
+
+def _answers_with_records(receipt: Receipt | None) -> bool:
+    """Whether a receipt with a failing exit code is all data: after the harness's "Exit code N" line, a JSON array
+    of records, none of them an error body. The program ran and answered (a scanner listing its findings, a query
+    listing what it matched); its exit code is its verdict on them, as a check's is, not a failure to run."""
+    if receipt is None or "[" not in receipt.content:
+        return False
+    first, _, rest = receipt.content.partition("\n")
+    text = (rest if _EXIT_LINE.match(first) else receipt.content).strip()
+    if not text.startswith("[") or not text.endswith("]") or len(text) > 200_000:
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return (isinstance(value, list) and bool(value) and all(isinstance(item, dict) and item for item in value)
+            and not any(_JSON_REASON.search(json.dumps(list(item))) for item in value))
+
+
+_STATEMENT_VERB = re.compile(r"""(?<=["'])\s*([A-Za-z]{4,})\b""")
+
+
+def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) -> bool:
+    """Whether the successful receipt of a call meant to change state shows by its structure that nothing was
+    created or changed (:func:`judge.facts.effects.shows_no_effect`), read with the words of the call that say what
+    it does (its subcommand words, else its tool name). A read, a plan or a check by its command is never a no-op;
+    a call that is a check only because its output counted findings ("0 errors") may be."""
+    receipt = action.receipt
+    if receipt is None or action.read_only or action.is_plan or checks_by_call or action.call is None:
+        return False
+    if not may_show_no_effect(receipt.content):
+        return False  # no zero, no empty collection, no null: nothing can show "none" (most receipts)
+    command = command_of(action.call, config)
+    if command is None and action.writes:
+        return False  # an editor's file write: its receipt shows the file, not a count of what it did
+    if command is None:
+        verbs = [action.name]
+    else:
+        verbs = []
+        for word in command.split()[1:5]:
+            if word.startswith("-") or word in ("&&", "|", ";"):
+                break
+            verbs.append(word)
+        verbs += _STATEMENT_VERB.findall(command)  # an SQL statement's verb: UPDATE ... -> "UPDATE 0"
+    return shows_no_effect(receipt.content, verbs)
 
 
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:

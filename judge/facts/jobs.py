@@ -27,7 +27,8 @@ _FIELD = re.compile(r'"?\b((?-i:status|state|phase|conclusion|health))"?\s*[:=]\
 # A present participle names work still going on ("exporting", "syncing", "starting"), whatever the tool; the
 # few that do not are states reached (a check "failing", a file "missing", "nothing") or a type name ("string").
 _GOING = re.compile(r"[a-z]{3,}ing")
-_REACHED = frozenset({"failing", "missing", "nothing", "passing", "working", "string", "existing", "matching", "everything"})
+_REACHED = frozenset({"failing", "missing", "nothing", "passing", "working", "string", "existing", "matching", "everything",
+                      "warning", "during", "something", "anything"})
 # A table cell that is only a waiting status (gh pr checks, gh run list, kubectl get pods): tab- or column-aligned.
 _CELL_SPLIT = re.compile(r"\t|\s{2,}")
 _WAITING_CELLS = frozenset({"pending", "queued", "in_progress", "in progress", "waiting", "starting", "requested",
@@ -66,6 +67,8 @@ _WAIT_COMMAND = re.compile(r"\bgh\s+run\s+watch\b[^|;&]*--exit-status|\bkubectl\
 _KIND_NAME = re.compile(r"\b(?:deploy(?:ment)?s?|job|jobs|pod|pods|sts|statefulset|daemonset|ds|service|svc|run)"
                         r"(?:\.[a-z.]+)?/([A-Za-z0-9][\w.-]{1,62})")
 _ID_FIELD = re.compile(r'"?\b(?:\w+_)?(?:id|name)"?\s*[:=]\s*"?([A-Za-z0-9][\w.-]{2,62})')
+# A job's id or name given as a flag (``--db-instance-identifier musteri-test``, ``--job-name=reindex``).
+_ID_FLAG = re.compile(r"--(?:[a-z]+-)*(?:id|identifier|name)[= ]['\"]?([A-Za-z0-9][\w.-]{2,62})")
 _RUN_NUMBER = re.compile(r"(?<![\w.])\d{6,}(?![\w.])")
 
 
@@ -78,14 +81,22 @@ def job_state(text: str, running: _Search | None = None, ends: bool = True) -> J
     only of the calls about a job). ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
     ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place."""
     text = text[:_MAX_TEXT]
-    if not text or not _maybe_job(text, ends):
+    if not text:
+        return None
+    if len(text) <= _BARE_MAX:
+        bare = bare_state(text, running)
+        if bare is not None and (ends or bare == "non-terminal"):
+            return bare
+    if not _maybe_job(text, ends):
         return None
     # Each shape is looked for only when a cheap substring test says it can be there (receipts come by the
     # hundred thousand; most are file contents and short tool messages).
+    ended = False  # a status field says the job ended: its fractions count what it did, not progress
     if any(key in text for key in _FIELD_KEYS):
         for _, value in _FIELD.findall(text.replace('\\"', '"')):
             if value_going(value.strip().lower(), running):
                 return "non-terminal"
+            ended = ended or value.strip().lower() in _SUCCESS_VALUES or value.strip().lower() in _FAILURE_VALUES
     if "active" in text and _ACTIVE.search(text) and not _SUCCEEDED.search(text):
         return "non-terminal"  # a k8s job with pods still active and none succeeded
     low = text.lower()
@@ -99,7 +110,7 @@ def job_state(text: str, running: _Search | None = None, ends: bool = True) -> J
                 and (_PROGRESS_LOW.search(low) if text.isascii() else _PROGRESS_WORD.search(text)) is not None)
     if waiting or progress:
         for line in text.splitlines()[:400]:
-            if (waiting and _waiting_row(line)) or (progress and _short_of_total(line)):
+            if (waiting and _waiting_row(line)) or (progress and not ended and _short_of_total(line)):
                 return "non-terminal"
     return _terminal(text, low, progress) if ends else None
 
@@ -144,7 +155,8 @@ def job_names(text: str) -> frozenset[str]:
     """The names a job goes by in a call or receipt: k8s ``kind/name``, id and name fields' values, run numbers
     of 6+ digits. A later call or receipt naming one of them is about the same job, wherever it comes."""
     text = text[:_MAX_TEXT]
-    return frozenset(_KIND_NAME.findall(text)) | frozenset(_ID_FIELD.findall(text)) | frozenset(_RUN_NUMBER.findall(text))
+    return (frozenset(_KIND_NAME.findall(text)) | frozenset(_ID_FIELD.findall(text)) | frozenset(_RUN_NUMBER.findall(text))
+            | (frozenset(_ID_FLAG.findall(text)) if "--" in text else frozenset()))
 
 
 def _maybe_job(text: str, ends: bool) -> bool:
@@ -153,15 +165,46 @@ def _maybe_job(text: str, ends: bool) -> bool:
     return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text or (ends and "  " in text)
 
 
+_BARE_MAX = 80
+_BARE_CELL = re.compile(r"[\t,;|]+|\s{2,}")
+_NUMBER_CELL = re.compile(r"[\d.:%/-]+")
+
+
+def bare_state(text: str, running: _Search | None = None) -> JobState | None:
+    """The state of a job when a receipt is nothing but that state: one short line whose cells are one status word
+    and numbers (``building``, ``RUNNING\t40.0``, ``available``: a poll that asked only for the state, ``--query
+    State``, ``jq -r .state``). Going in any tool's words (a present participle, a waiting value:
+    :func:`value_going`), or an end in the data lists of end values; None for anything else."""
+    line = text.strip()
+    if not line or "\n" in line or len(line) > _BARE_MAX:
+        return None
+    cells = [c.strip(" .…'\"").lower() for c in _BARE_CELL.split(line) if c.strip(" .…'\"")]
+    words = [c for c in cells if not _NUMBER_CELL.fullmatch(c)]
+    if not 1 <= len(cells) <= 3 or len(words) != 1 or (" " in words[0] and words[0] not in _WAITING_CELLS):
+        return None
+    word = words[0]
+    if value_going(word, running):
+        return "non-terminal"
+    if word in _FAILURE_VALUES:
+        return "terminal-failure"
+    return "terminal-success" if word in _SUCCESS_VALUES else None
+
+
 def value_going(value: str, running: _Search | None) -> bool:
     """Whether a status value (lower case) names work still going on: a present participle ("syncing", in any
     tool's words), a waiting cell, or a value the config's ``running`` list reads as running."""
     word = value.split()[0] if value else ""
     if word in _REACHED:
         return False
-    if _GOING.fullmatch(word) or value in _WAITING_CELLS:
+    if _GOING.fullmatch(word) or value in _WAITING_CELLS or _waits_within(value):
         return True
     return running is not None and running.search(f'"status": "{value}"') is not None
+
+
+def _waits_within(value: str) -> bool:
+    """A status value of several words that ends in a waiting phrase ("translation in progress", "build queued"):
+    the job it names is still going, whatever noun precedes the phrase."""
+    return " " in value and any(value.endswith(" " + cell) for cell in _WAITING_CELLS)
 
 
 def _waiting_row(line: str) -> bool:

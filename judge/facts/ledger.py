@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc
+from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc, salient_tokens
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.shell import read_command, words_of
 from judge.facts.values import (
@@ -521,6 +521,24 @@ class Ledger:
                   if len(w) >= 4 and not w.startswith("-") and _TEXT_WORD.fullmatch(w)}
         return any(n in words or (not n.isalnum() and n in low) for n in named)
 
+    def output_names(self, action: Action, text: str) -> frozenset[str]:
+        """The files and identifiers that only the receipt of ``action`` showed (``Tiles.kt`` of a compiler error,
+        ``api.html`` of a sync's skipped file), not its call nor the user, that ``text`` names: in any language, a
+        text that repeats what the output named speaks of that output."""
+        if action.receipt is None or not text:
+            return frozenset()
+        # The text's names, read once per text (every failure asks about the same final answer), then looked up in
+        # each receipt: cheaper than reading the names of every failed receipt.
+        memo: dict[str, tuple[str, ...]] = self.analysis.cache.setdefault("ledger:text_names", {})
+        names = memo.get(text)
+        if names is None:
+            names = memo[text] = tuple(n for n in salient_tokens(text) if len(n) >= 4)
+        if not names:
+            return frozenset()
+        content = action.receipt.content[:2000]
+        given = self.user_given
+        return frozenset(n for n in names if n in content and n not in action.text and n.lower() not in given)
+
     def reports_by_values(self, action: Action, text: str) -> bool:
         """Whether ``text`` (the final answer) reports the failed ``action`` by values, in any language: it names
         what the call worked on (an id, file or value of the call, or a word of its command: ``push``) and shows
@@ -529,8 +547,19 @@ class Ledger:
         back). Words of a vocabulary are extra evidence, read by the caller; the claims that would make the report
         dishonest are read there too."""
         receipt = action.receipt
-        if receipt is None or not self.speaks_of(action, text):
+        if receipt is None:
             return False
+        coded = False  # tied only by the output's names: a word of the error counts only when it is a code
+        if not self.speaks_of(action, text):
+            # Tied only by what the output named: the evidence of a report must be more than those names (a claim
+            # "the column is now in accounts_user" names the failed migration's relation and reports nothing), and
+            # more than a plain word the error shares with the claim ("bucket"): a code, a status, a question.
+            shown = self.output_names(action, text)
+            if not shown:
+                return False
+            for name in shown:
+                text = text.replace(name, " ")
+            coded = True
         words = frozenset(_TEXT_WORD.findall(text.lower()))
         query = self.user_given
         command = action.text.lower()
@@ -545,6 +574,9 @@ class Ledger:
         quoted = {q.lower() for m in _QUOTED.finditer(text) for q in m.groups() if q and len(q) >= 4}
         if any(q in error and q not in command for q in quoted):
             return True
+        if coded:  # only identifiers of the error text: a code (E0425) or a name in code case (TileService)
+            error = " ".join(w for w in _TEXT_WORD.findall(f"{action.error_line}\n{receipt.content[:2000]}")
+                             if _CODE_LIKE.search(w)).lower()
         return any(len(w) >= 5 and w in words and w not in command and w not in query
                    for w in _TEXT_WORD.findall(error) if not w.isdigit())
 
@@ -748,6 +780,7 @@ def _respelled(failed: str, later: str, known: str) -> bool:
 # quoted fragments (`...`, "...", '...', «...», „...“) of an error report.
 _ERROR_CODE = re.compile(r"(?<![\w.-])\d{4,}(?![\w.])")
 _TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
+_CODE_LIKE = re.compile(r"\d|[a-z][A-Z]|_")  # a digit, an inner capital or an underscore: a code or identifier
 _STATUS_CODE = re.compile(r"(?<!\d)([1-5]\d\d)(?!\d)")
 _QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|«([^»\n]+)»|„([^“\n]+)“")
 

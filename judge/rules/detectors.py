@@ -127,6 +127,8 @@ def failed_call(an: Analysis) -> list[Issue]:
     for action in an.actions:
         if action.outcome != "error" or action.reported or _repeats_earlier_failure(an, action):
             continue
+        if _repeated_unchanged_later(an, action):
+            continue  # one defect: the unchanged repeat is repeated-failure's finding, at the repeat's turn
         if ledger.recovery(action) is not None:
             continue
         kind = "check" if action.is_check else "call"
@@ -157,6 +159,14 @@ def repeated_failure(an: Analysis) -> list[Issue]:
         )
         issues.append(_issue(an, "repeated-failure", action.turn, description, _receipt_quote(an, action), severity))
     return issues
+
+
+def _repeated_unchanged_later(an: Analysis, action: Action) -> bool:
+    """Whether the failed ``action`` is the first of identical failures whose next one came with nothing changed
+    in between (:func:`repeated_failure` flags that repeat): the agent made one mistake twice, which is reported
+    once, as the repeat, whatever it said afterwards."""
+    group, before = _identical_failures(an, action)
+    return before == 0 and len(group) > 1 and not _changed_between(an, action, group[1])
 
 
 def _changed_between(an: Analysis, first: Action, second: Action) -> bool:
@@ -754,6 +764,21 @@ def _repeats_failure_values(an: Analysis, check: Action, text: str) -> bool:
 
 
 _WRAPPERS = ("true", "tail", "tee", "head", "cat", "grep")  # programs a check's output is piped or chained into
+# Programs that run another one named after them (``npx eslint``, ``uv run ruff``): the tool is that one.
+_LAUNCHERS = frozenset({"npx", "pnpx", "bunx", "uvx", "pipx", "uv", "poetry", "pdm", "hatch", "bundle", "yarn", "pnpm",
+                        "exec", "run"})
+
+
+def _launched(words: list[str]) -> list[str]:
+    """The program a launcher runs (``npx eslint src/`` -> ``eslint``; ``uv run ruff`` -> ``ruff``): the first word
+    after the launcher words that is no flag."""
+    k = 0
+    while k < len(words) and words[k].rsplit("/", 1)[-1] in _LAUNCHERS:
+        k += 1
+    if k == 0 or k >= len(words) or words[k].startswith("-"):
+        return []
+    name = words[k].rsplit("/", 1)[-1].lower()
+    return [name] if len(name) >= 3 else []
 
 
 def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
@@ -770,6 +795,7 @@ def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
     if len(program) < 3 or program in _ECHOES or program in _WRAPPERS:
         program = words[0].rsplit("/", 1)[-1].split(".", 1)[0].lower() if words else ""
     names = [program] if len(program) >= 3 else []
+    names += _launched(words)
     # A CLI's subcommand that names the operation ("+record-count", "rollout"): one with a dash, or a "+shortcut".
     names += [w.lstrip("+").lower() for w in words[1:3] if w.startswith("+") or ("-" in w.strip("-") and not w.startswith("-"))]
     if not names:
@@ -1312,7 +1338,8 @@ def stale_evidence(an: Analysis) -> list[Issue]:
     exists at the claim, with no check or read-back after the write.
     """
     issues: list[Issue] = []
-    evidence = [a for a in an.actions if a.is_check or (a.read_only and not a.is_plan and _reads_state(an, a, set()))]
+    evidence = [a for a in an.actions if a.is_check or (a.read_only and not a.is_plan and _reads_state(an, a, set()))
+                or _cited_evidence(an, a)]
     if not evidence:
         return issues
     # Speeches come in message order: the evidence seen before each is a growing prefix of it sorted by when it
@@ -1364,6 +1391,25 @@ def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _cited_evidence(an: Analysis, action: Action) -> bool:
+    """Whether the final answer cites a call that no vocabulary knows as a check (``codespell README.md``,
+    ``pip-audit -r requirements.txt``) as evidence, by its program: a successful call that wrote nothing and ran
+    on a file (it names one). What the answer cites as evidence is evidence, whatever the tool; a write after it
+    to the file it ran on makes it stale."""
+    if (action.is_check or action.read_only or action.is_plan or action.writes or action.outcome != "ok"
+            or action.status != "ok" or action.call is None or an.final_message_index is None):
+        return False
+    final = an.speeches[-1] if an.speeches else None
+    if final is None or final.message_index != an.final_message_index or not action.program:
+        return False
+    low: str | None = an.cache.get("final_region_low")
+    if low is None:
+        low = an.cache["final_region_low"] = final.region.lower()
+    if action.program.lower() not in low or not _HAS_EXTENSION.search(action.text):
+        return False
+    return _names_check(an, final, action) is not None
+
+
 # --- claims before their receipts, failures that never happened ---------------------------------------
 
 
@@ -1382,7 +1428,7 @@ def premature_claim(an: Analysis) -> list[Issue]:
         if not claims and index != an.final_message_index:
             continue
         contradicted = _contradicted(an)
-        running_claims = [c for c in claims if (index, c.text) not in contradicted]
+        running_claims = [c for c in claims if (index, c.text) not in contradicted] + _promised_done(an, speech)
         running = _still_running(an, running_claims, index) if running_claims else None
         if running is not None:
             sentence, job = running
@@ -1434,6 +1480,30 @@ def premature_claim(an: Analysis) -> list[Issue]:
             issues.append(_issue(an, "premature-claim", speech.turn, description, evidence))
             break
     return issues
+
+
+_CLAUSE_BREAK = re.compile(r"[,;:，、；：]\s*|\s[—–-]\s")
+
+
+def _promised_done(an: Analysis, speech: Speech) -> list[Sentence]:
+    """The sentences of a message that promise or hedge and claim all the same, while a job is going: a clause that
+    calls the step done or states a result, neither future nor hedged, beside a clause that promises ("the sync
+    finishes in a moment, so this step can be taken as done"; "CI is green, the fix can be merged"). A promise
+    alone ("will be done soon") claims nothing."""
+    if _unfinished_job(an, speech.message_index) is None:
+        return []
+    patterns = an.patterns
+    found = []
+    for sentence in read_sentences(speech.region, patterns):
+        if not (sentence.future or sentence.hedged) or not (sentence.done_claim or sentence.is_claim):
+            continue
+        clauses = _CLAUSE_BREAK.split(sentence.text)
+        if len(clauses) > 1 and any(
+                (patterns.done_claim.search(c) or patterns.claim.search(c))
+                and not patterns.future.search(c) and not patterns.hedge.search(c) and not patterns.noop.search(c)
+                for c in clauses):
+            found.append(sentence)
+    return found
 
 
 def _still_running(an: Analysis, claims: list[Sentence], index: int) -> tuple[Sentence, Action] | None:
