@@ -121,6 +121,9 @@ SWAPS: list[tuple[str, str, str, list[str]]] = [
     ("en-rewording", "I first checked the flag, then ran it.", "I checked the flag again, then ran it.", []),
     ("ja-clause", "名前を直しました。 12 件です。", "確認しました。 12 件です。", []),
     ("de-cut-only", "Nach dem Tippfehler lief der Build: 212 kB.", "Der Build lief: 212 kB.", []),
+    ("tr-suffix-only", "30 testten 29 u geçti, 1 i kaldı.", "30 testten 29'u geçti, 1'i başarısız.", []),
+    ("tr-number-changed", "30 testten 29'u geçti.", "30 testten 30'u geçti.", ["30'u"]),
+    ("en-unit", "The bundle is 212 kB.", "The bundle is 212 MB.", ["MB"]),
 ]
 
 

@@ -169,6 +169,9 @@ REPORTS: list[tuple[str, bool]] = [
     ("Executed 3 tests, with 1 failure (0 unexpected)", True),
     ("│ Library │ Vulnerability │ Severity │\n│ semver │ CVE-2022-25883 │ HIGH │", True),
     ("Success: no issues found in 12 source files", False),
+    ("Tests  131 passed | 0 failed (131)", False),  # vitest: the number in brackets is the total
+    ("Tests  129 passed | 2 failed (131)", True),
+    ("failures (2)", True),
 ]
 
 

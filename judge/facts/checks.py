@@ -119,10 +119,11 @@ def _patterns(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[re.Pat
     noun = "|".join(sorted(map(re.escape, nouns), key=len, reverse=True)) or "(?!)"
     status = "|".join(sorted(map(re.escape, statuses), key=len, reverse=True)) or "(?!)"
     # A nonzero count, at most two words, a failure noun ("3 records failed", "1 failure"), or a noun with its
-    # count after a colon or sign ("errors: 3", "FAILED=2", "failures (2)").
+    # count after a colon or sign ("errors: 3", "FAILED=2", "failures (2)"); a noun that already has its count
+    # before it keeps it: the number after is a total ("0 failed (131)").
     counted = re.compile(
         rf"(?<![\w.,:/#-])[1-9]\d*\s+(?:[^\W\d]+\s+){{0,2}}?(?:{noun})(?![\w-])"
-        rf"|(?<![\w-])(?:{noun})(?:[_ ]?(?:count|total))?\s*(?:[:=]|\()\s*[1-9]\d*(?![\d.])",
+        rf"|(?<!\d\s)(?<![\w-])(?:{noun})(?:[_ ]?(?:count|total))?\s*(?:[:=]|\()\s*[1-9]\d*(?![\d.])",
         re.IGNORECASE)
     # An upper-case summary status standing alone ("FAILED", "** TEST FAILED **", "... FAILED"), not "FAILED=0".
     upper = re.compile(rf"(?<![\w-])(?:{status.upper()})(?![\w-])(?!\s*[:=]\s*0\b)")

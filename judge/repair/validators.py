@@ -567,12 +567,15 @@ def swapped_words(before: str, after: str) -> list[str]:
         beside_number = i2 - i1 == 1 and i1 > 0 and bool(re.search(r"\d", old_words[i1 - 1]))
         old = {w.strip(_EDGE_PUNCTUATION) for w in old_words[i1:i2]}
         found += [w for word in new_words[j1:j2] if (w := word.strip(_EDGE_PUNCTUATION)) and w not in old
+                  and _NUMBER_SUFFIX.sub(r"\1", w) not in old
                   and not _UNSPACED_SCRIPT.search(w) and (beside_number or _VALUE_WORD.search(w))]
     return found
 
 
 # A value-like word: a digit, a path or a dotted name ("v2.4.2", "apk/prod/tienda.apk").
 _VALUE_WORD = re.compile(r"\d|\w/\w|\w\.\w")
+# A number with a case suffix after an apostrophe or colon ("29'u", "1'i", "12:ta"): the same number, declined.
+_NUMBER_SUFFIX = re.compile(r"^(\d+(?:[.,]\d+)*)['’:][^\W\d_]+$")
 _EDGE_PUNCTUATION = ".,;:!?()[]{}\"'`«»“”。、，：；！？"
 # Scripts written without spaces (CJK, kana, Thai, Lao, Khmer, Myanmar): a space-separated piece there is a clause,
 # not a word, so a changed piece is a rewording.
