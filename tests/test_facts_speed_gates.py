@@ -4,6 +4,8 @@ what it lets through), and the claim sentences an analysis reads once and shares
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from judge.facts.analysis import analyse, read_sentences
@@ -66,8 +68,10 @@ def _trajectory(texts: list[str]) -> Trajectory:
 
 def test_repeated_claim_sentence_read_once_and_shared() -> None:
     config = default_config()
-    analysis = analyse(_trajectory(["I've updated calc.py; all tests pass. (step 1)",
-                                    "I've updated calc.py; all tests pass. (step 2)"]), config)
+    # Texts no other test speaks (the speech memo is process-wide: a message it knows is not read again).
+    tag = uuid.uuid4().hex[:8]
+    analysis = analyse(_trajectory([f"I've updated calc.py; all tests pass. (step 1, {tag})",
+                                    f"I've updated calc.py; all tests pass. (step 2, {tag})"]), config)
     first, second = (speech.sentences for speech in analysis.speeches)
     assert first and first[0] is second[0]
     assert analysis.cache["sentences"][first[0].text] is first[0]
