@@ -26,7 +26,6 @@ from judge.facts.analysis import (
     Analysis,
     Sentence,
     Speech,
-    command_of,
     is_doc,
     plan_items,
     read_sentences,
@@ -789,7 +788,7 @@ def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
     if speech.message_index != an.final_message_index or speech.has_calls or speech.speaks_of_failure \
             or any(mark in speech.text for mark in _FAILURE_MARKS) or check.receipt is None:
         return None
-    command = command_of(check.call, an.config) if check.call is not None else None
+    command = check.command
     words = command.split() if command else []
     program = check.program.rsplit("/", 1)[-1].split(".", 1)[0].lower()
     if len(program) < 3 or program in _ECHOES or program in _WRAPPERS:
@@ -1154,7 +1153,7 @@ def _acknowledged(an: Analysis, action: Action, before: int) -> bool:
 
 
 def _is_shell(an: Analysis, action: Action) -> bool:
-    return action.call is not None and command_of(action.call, an.config) is not None
+    return action.command is not None
 
 
 # --- plans --------------------------------------------------------------------------------------------
@@ -1598,7 +1597,7 @@ def _failed_job(an: Analysis, claims: list[Sentence], index: int) -> tuple[Sente
 
 def _ended(an: Analysis, action: Action) -> JobState | None:
     """How the job an action polled ended: by the exit code of a wait command, else by its receipt's data."""
-    command = command_of(action.call, an.config) if action.call is not None else None
+    command = action.command
     receipt = action.receipt
     waited = None if command is None or receipt is None else wait_state(
         command, receipt.exit_code if receipt.exit_code is not None else (1 if action.status == "failed" else 0))
