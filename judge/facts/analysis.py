@@ -161,6 +161,8 @@ class Speech:
     mentions_failure: bool  # a claiming message that speaks of a failure or problem: it reports one, not hides it
     speaks_of_failure: bool = False  # the region has failure words at all (prior_failure list)
     phantom: str | None = None  # the sentence that refers to an earlier failure ("that failed, retry"), if any
+    # The sentences that assert (see judge.rules.detectors._claims), found on first use: three detectors ask.
+    claims: list[Sentence] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -259,7 +259,10 @@ def noop_success(an: Analysis) -> list[Issue]:
 def _claims(speech: Speech) -> list[Sentence]:
     """The sentences that claim a result: not hedged, negated or future, and not speaking of a failure (unless
     they say the failure was handled: "the error is fixed" claims a result)."""
-    return [s for s in speech.sentences if s.asserts]
+    claims = speech.claims
+    if claims is None:
+        claims = speech.claims = [s for s in speech.sentences if s.asserts]
+    return claims
 
 
 def _ledger(an: Analysis) -> Ledger:
