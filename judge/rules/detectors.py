@@ -880,8 +880,9 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         for sentence in claims:
             found = None
             if last is not None:
-                found = (_count_contradicted(an, sentence, last, read_backs, prior)
-                         or _status_contradicted(an, sentence, last, read_backs))
+                tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
+                found = (_count_contradicted(an, sentence, last, tied, prior)
+                         or _status_contradicted(an, sentence, last, tied))
             found = (found or _total_contradicted(an, sentence, read_backs, prior)
                      or _bound_contradicted(an, sentence, read_backs) or _id_contradicted(an, sentence, read_backs, index)
                      or (last is not None and _twin_of_changed(sentence, last, read_backs)) or None)
@@ -954,12 +955,11 @@ def _listed_lengths(read_back: Action, sentence: str = "") -> frozenset[int]:
     return shown
 
 
-def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
+def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_back: Action | None,
                         prior: list[Action]) -> tuple[str, Action, str] | None:
     counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
     if not counts:
         return None
-    read_back = _tied_read_back(sentence, last, read_backs)
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
         return None
     content = read_back.receipt.content
@@ -977,8 +977,7 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
 
 
 def _status_contradicted(an: Analysis, sentence: Sentence, last: Action,
-                         read_backs: list[Action]) -> tuple[str, Action, str] | None:
-    read_back = _tied_read_back(sentence, last, read_backs)
+                         read_back: Action | None) -> tuple[str, Action, str] | None:
     if read_back is None or read_back.receipt is None:
         return None
     content = read_back.receipt.content
