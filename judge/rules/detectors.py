@@ -1547,7 +1547,14 @@ def _job_end(an: Analysis, index: int) -> tuple[Action, str, Action | None, JobS
 
     A later call is about the job when it names it (an id, a k8s kind/name, a run number, in its arguments or its
     receipt), wherever it comes, or is of the same kind; the last one whose data or exit code shows an end decides,
-    else the first plain success settles it."""
+    else the first plain success settles it. Found once per message (three readings of each claim ask)."""
+    memo: dict[int, tuple[Action, str, Action | None, JobState | None] | None] = an.cache.setdefault("job_end", {})
+    if index not in memo:
+        memo[index] = _find_job_end(an, index)
+    return memo[index]
+
+
+def _find_job_end(an: Analysis, index: int) -> tuple[Action, str, Action | None, JobState | None] | None:
     work, positions = _work(an)
     end = bisect.bisect_left(positions, index)  # work[:end] are the actions before the message
     # The running jobs, found once per analysis: the last one before each claim is one bisect, not a scan of every
