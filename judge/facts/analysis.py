@@ -593,13 +593,22 @@ def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple
     if reading.outcome != "error" or receipt is None or not receipt.exit_code or action.call is None or action.is_check:
         return None
     command = action.command
-    answer = None if command is None else exit_answer(command, receipt.exit_code, config.patterns.exit_answers)
+    answer = None if command is None else _exit_answer_of(command, receipt.exit_code, config.patterns)
     if answer is None:
         return None
     first, _, rest = receipt.content.partition("\n")
     text = rest if _EXIT_LINE.match(first) else receipt.content  # the harness's "Exit code 1" line is the code again
     again = _classify(Receipt(call_id=receipt.call_id, content=text), config, config.patterns, _mode(action))
     return (answer, again) if again.outcome == "ok" else None
+
+
+def _exit_answer_of(command: str, code: int, patterns: CompiledPatterns) -> str | None:
+    """:func:`~judge.facts.shell.exit_answer` of the config's ``exit_answers``, memoised per config."""
+    memo = patterns.memo_exit_answers
+    key = (command, code)
+    if key in memo:
+        return memo[key]
+    return patterns.remember(memo, key, exit_answer(command, code, patterns.exit_answers), len(command))
 
 
 def _masks_exit(action: Action, config: RulesConfig) -> bool:
