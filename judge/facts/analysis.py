@@ -93,6 +93,9 @@ class Action:
     # Computed on first use (most actions never need them): see the ``text`` and ``key`` properties.
     arguments: str | None = field(default=None, repr=False)
     identity: str | None = field(default=None, repr=False)
+    # The shell command of the call (:func:`command_of`), read once when the action is made: detectors and the
+    # ledger ask for it a hundred times a trajectory.
+    command: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def text(self) -> str:
@@ -158,6 +161,8 @@ class Speech:
     mentions_failure: bool  # a claiming message that speaks of a failure or problem: it reports one, not hides it
     speaks_of_failure: bool = False  # the region has failure words at all (prior_failure list)
     phantom: str | None = None  # the sentence that refers to an earlier failure ("that failed, retry"), if any
+    # The sentences that assert (see judge.rules.detectors._claims), found on first use: three detectors ask.
+    claims: list[Sentence] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -513,7 +518,7 @@ def _background_logs(actions: list[Action], config: RulesConfig) -> None:
         if action.call is None:
             continue
         if action.writes and not action.read_only:
-            command = command_of(action.call, config)
+            command = action.command
             if command is not None and "&" in command and _BACKGROUND.search(command):
                 logs.update(action.writes)
             continue
@@ -564,7 +569,7 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
         return False
     if not may_show_no_effect(receipt.content):
         return False  # no zero, no empty collection, no null: nothing can show "none" (most receipts)
-    command = command_of(action.call, config)
+    command = action.command
     if command is None and action.writes:
         return False  # an editor's file write: its receipt shows the file, not a count of what it did
     if command is None:
@@ -587,8 +592,8 @@ def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple
     receipt = action.receipt
     if reading.outcome != "error" or receipt is None or not receipt.exit_code or action.call is None or action.is_check:
         return None
-    command = command_of(action.call, config)
-    answer = None if command is None else exit_answer(command, receipt.exit_code, config.patterns.exit_answers)
+    command = action.command
+    answer = None if command is None else _exit_answer_of(command, receipt.exit_code, config.patterns)
     if answer is None:
         return None
     first, _, rest = receipt.content.partition("\n")
@@ -597,10 +602,19 @@ def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple
     return (answer, again) if again.outcome == "ok" else None
 
 
+def _exit_answer_of(command: str, code: int, patterns: CompiledPatterns) -> str | None:
+    """:func:`~judge.facts.shell.exit_answer` of the config's ``exit_answers``, memoised per config."""
+    memo = patterns.memo_exit_answers
+    key = (command, code)
+    if key in memo:
+        return memo[key]
+    return patterns.remember(memo, key, exit_answer(command, code, patterns.exit_answers), len(command))
+
+
 def _masks_exit(action: Action, config: RulesConfig) -> bool:
     """Whether the action's shell command makes its exit status 0 whatever its checks found (see
     :attr:`~judge.facts.shell.CommandReading.masks_exit`)."""
-    command = command_of(action.call, config) if action.call is not None else None
+    command = action.command
     if command is not None and action.receipt is not None and _MAKE_IGNORED.search(action.receipt.content):
         return True  # make ran the failing recipe line with '-': it says "(ignored)" and exits 0
     return command is not None and read_command(command).masks_exit
@@ -834,6 +848,7 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         link_check=link_check,
         program=program,
         writes=writes,
+        command=command,
     )
 
 

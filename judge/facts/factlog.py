@@ -12,7 +12,7 @@ scrubs the text before it reaches a prompt (the log repeats receipt text).
 
 from __future__ import annotations
 
-from judge.facts.analysis import Action, command_of, excerpt
+from judge.facts.analysis import Action, excerpt
 from judge.facts.config import default_config
 from judge.facts.flow import error_shown
 from judge.facts.ledger import Ledger
@@ -74,7 +74,7 @@ def _fit(lines: list[str], priority: list[bool], budget: int) -> tuple[list[str]
 
 
 def _what(ledger: Ledger, action: Action) -> str:
-    command = command_of(action.call, ledger.analysis.config) if action.call is not None else None
+    command = action.command
     return excerpt(f"{action.name} {command if command is not None else action.text}", 70)
 
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
-from judge.facts.analysis import Action, command_of, excerpt
+from judge.facts.analysis import Action, excerpt
 from judge.facts.ledger import Ledger, ledger_of
 from judge.facts.values import is_resource_id, listed_counts, value_tokens
 from judge.model import Message, Trajectory
@@ -269,7 +269,7 @@ _FLAG_VALUE = re.compile(r"(?<!\S)(--[a-z][\w-]*)[= ]([^\s'\"@{\[-][^\s'\"]{0,63
 
 def _flag_values(ledger: Ledger, action: Action) -> dict[str, str]:
     """A shell call's ``--flag value`` pairs whose value is a plain name or id (no JSON, no ``@file``, no quotes)."""
-    command = _sent(ledger, action) if action.call is not None and command_of(action.call, ledger.analysis.config) else ""
+    command = _sent(ledger, action) if action.command else ""
     return {m.group(1): m.group(2) for m in _FLAG_VALUE.finditer(command)}
 
 
@@ -328,7 +328,7 @@ def _step(ledger: Ledger, node: _Node, link: LinkKind, value: str) -> FlowStep:
 
 def _sent(ledger: Ledger, action: Action) -> str:
     """What a call sent: its shell command, else its arguments."""
-    command = command_of(action.call, ledger.analysis.config) if action.call is not None else None
+    command = action.command
     return command if command is not None else action.text
 
 

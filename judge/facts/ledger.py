@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, command_of, is_doc, salient_tokens
+from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.shell import read_command, words_of
 from judge.facts.values import (
@@ -226,7 +226,7 @@ class Ledger:
         names = memo.get(action.order)
         if names is None:
             found: set[str] = set(action.writes) | set(names_in(action.text))
-            command = command_of(action.call, self.analysis.config) if action.call is not None else None
+            command = action.command
             if command is not None:
                 for segment in read_command(command).segments:
                     for word in words_of(segment.text)[2:]:
@@ -420,7 +420,7 @@ class Ledger:
         a name is the same (creating the next field is not a retry of the failed one)."""
         config = self.analysis.config
         index = self._index()
-        by_path = action.read_only or (action.call is not None and command_of(action.call, config) is not None)
+        by_path = action.read_only or action.command is not None
         ids = [t for t in value_tokens(action.text) if is_resource_id(t)]
         made = _made_names(action, config)
 
@@ -444,13 +444,13 @@ class Ledger:
                 index.by_program.get((action.name, action.program), ()), action.order, before,
                 lambda later: bool(kept) and later.read_only and all(i in later.text for i in kept),
                 within=_RETRY_WINDOW))
-        command = command_of(action.call, config) if action.call is not None and action.program else None
+        command = action.command if action.program else None
         if command is not None:
             # A typo corrected: the same command with one word respelled to what the query or the error named.
             known = f"{index.given}\n{action.receipt.content.lower() if action.receipt else ''}"
             found.append(index.first(
                 index.by_program.get((action.name, action.program), ()), action.order, before,
-                lambda later: redoes(later) and _respelled(command, command_of(later.call, config) or "", known)
+                lambda later: redoes(later) and _respelled(command, later.command or "", known)
                 if later.call is not None else False, within=_RETRY_WINDOW))
         return min((a for a in found if a is not None), key=lambda a: a.order, default=None)
 
@@ -514,7 +514,7 @@ class Ledger:
         low = text.lower()
         words = frozenset(_TEXT_WORD.findall(low))
         config = self.analysis.config
-        command = command_of(action.call, config) if action.call is not None else None
+        command = action.command
         named = {n.lower() for n in self.names_of(action) | _made_names(action, config) if len(n) >= 4}
         # The command's operands and subcommands (push, origin, fix/tz), not its program nor its flags.
         named |= {w for w in (command or call_path(action, config)).lower().split()[1:]
@@ -738,7 +738,7 @@ def call_path(action: Action, config: RulesConfig) -> str:
     call = action.call
     if call is None:
         return action.name
-    command = command_of(call, config)
+    command = action.command
     if command is not None:
         return f"{action.name}:{_leading_words(command)}"
     keys = sorted(call.arguments) if isinstance(call.arguments, dict) else []
@@ -804,7 +804,7 @@ _MADE_NAME = re.compile(r"--(?:name|title)[= ](?:\"([^\"]+)\"|'([^']+)'|([^\s'\"
 
 def _made_names(action: Action, config: RulesConfig) -> frozenset[str]:
     """The names a call gives what it makes (see :data:`_MADE_NAME`), from its command line or its arguments."""
-    command = command_of(action.call, config) if action.call is not None else None
+    command = action.command
     text = command if command is not None else action.text
     if "name" not in text and "title" not in text:
         return _NO_NAMES  # every form of _MADE_NAME holds one of these words (most calls name nothing)

@@ -26,7 +26,6 @@ from judge.facts.analysis import (
     Analysis,
     Sentence,
     Speech,
-    command_of,
     is_doc,
     plan_items,
     read_sentences,
@@ -260,7 +259,10 @@ def noop_success(an: Analysis) -> list[Issue]:
 def _claims(speech: Speech) -> list[Sentence]:
     """The sentences that claim a result: not hedged, negated or future, and not speaking of a failure (unless
     they say the failure was handled: "the error is fixed" claims a result)."""
-    return [s for s in speech.sentences if s.asserts]
+    claims = speech.claims
+    if claims is None:
+        claims = speech.claims = [s for s in speech.sentences if s.asserts]
+    return claims
 
 
 def _ledger(an: Analysis) -> Ledger:
@@ -789,7 +791,7 @@ def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
     if speech.message_index != an.final_message_index or speech.has_calls or speech.speaks_of_failure \
             or any(mark in speech.text for mark in _FAILURE_MARKS) or check.receipt is None:
         return None
-    command = command_of(check.call, an.config) if check.call is not None else None
+    command = check.command
     words = command.split() if command else []
     program = check.program.rsplit("/", 1)[-1].split(".", 1)[0].lower()
     if len(program) < 3 or program in _ECHOES or program in _WRAPPERS:
@@ -878,8 +880,9 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         for sentence in claims:
             found = None
             if last is not None:
-                found = (_count_contradicted(an, sentence, last, read_backs, prior)
-                         or _status_contradicted(an, sentence, last, read_backs))
+                tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
+                found = (_count_contradicted(an, sentence, last, tied, prior)
+                         or _status_contradicted(an, sentence, last, tied))
             found = (found or _total_contradicted(an, sentence, read_backs, prior)
                      or _bound_contradicted(an, sentence, read_backs) or _id_contradicted(an, sentence, read_backs, index)
                      or (last is not None and _twin_of_changed(sentence, last, read_backs)) or None)
@@ -952,12 +955,11 @@ def _listed_lengths(read_back: Action, sentence: str = "") -> frozenset[int]:
     return shown
 
 
-def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
+def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_back: Action | None,
                         prior: list[Action]) -> tuple[str, Action, str] | None:
     counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
     if not counts:
         return None
-    read_back = _tied_read_back(sentence, last, read_backs)
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
         return None
     content = read_back.receipt.content
@@ -975,8 +977,7 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
 
 
 def _status_contradicted(an: Analysis, sentence: Sentence, last: Action,
-                         read_backs: list[Action]) -> tuple[str, Action, str] | None:
-    read_back = _tied_read_back(sentence, last, read_backs)
+                         read_back: Action | None) -> tuple[str, Action, str] | None:
     if read_back is None or read_back.receipt is None:
         return None
     content = read_back.receipt.content
@@ -1154,7 +1155,7 @@ def _acknowledged(an: Analysis, action: Action, before: int) -> bool:
 
 
 def _is_shell(an: Analysis, action: Action) -> bool:
-    return action.call is not None and command_of(action.call, an.config) is not None
+    return action.command is not None
 
 
 # --- plans --------------------------------------------------------------------------------------------
@@ -1546,7 +1547,14 @@ def _job_end(an: Analysis, index: int) -> tuple[Action, str, Action | None, JobS
 
     A later call is about the job when it names it (an id, a k8s kind/name, a run number, in its arguments or its
     receipt), wherever it comes, or is of the same kind; the last one whose data or exit code shows an end decides,
-    else the first plain success settles it."""
+    else the first plain success settles it. Found once per message (three readings of each claim ask)."""
+    memo: dict[int, tuple[Action, str, Action | None, JobState | None] | None] = an.cache.setdefault("job_end", {})
+    if index not in memo:
+        memo[index] = _find_job_end(an, index)
+    return memo[index]
+
+
+def _find_job_end(an: Analysis, index: int) -> tuple[Action, str, Action | None, JobState | None] | None:
     work, positions = _work(an)
     end = bisect.bisect_left(positions, index)  # work[:end] are the actions before the message
     # The running jobs, found once per analysis: the last one before each claim is one bisect, not a scan of every
@@ -1598,7 +1606,7 @@ def _failed_job(an: Analysis, claims: list[Sentence], index: int) -> tuple[Sente
 
 def _ended(an: Analysis, action: Action) -> JobState | None:
     """How the job an action polled ended: by the exit code of a wait command, else by its receipt's data."""
-    command = command_of(action.call, an.config) if action.call is not None else None
+    command = action.command
     receipt = action.receipt
     waited = None if command is None or receipt is None else wait_state(
         command, receipt.exit_code if receipt.exit_code is not None else (1 if action.status == "failed" else 0))
