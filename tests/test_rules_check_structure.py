@@ -75,6 +75,12 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("", [sh("pytest -q", "..........\n10 passed in 0.3s")]),
       Say("All 10 tests pass now.")],
      set()),
+    ("eslint with warnings only, exit 0 (es)", "Pasa el linter por el frontend.",
+     [User("Pasa el linter por el frontend."),
+      Say("", [sh("npx eslint src/", "/src/api.js\n  3:1  warning  Unexpected console statement  no-console\n\n"
+                  "✖ 3 problems (0 errors, 3 warnings)", code=0)]),
+      Say("El linter pasa sin errores (3 avisos de console.log).")],
+     set()),
     ("vale with zero counts (nl)", "Controleer de stijl van de docs.",
      [User("Controleer de stijl van de docs."),
       Say("", [sh("vale docs/", "✔ 0 errors, 0 warnings and 0 suggestions in 3 files.")]),
@@ -172,6 +178,8 @@ REPORTS: list[tuple[str, bool]] = [
     ("Tests  131 passed | 0 failed (131)", False),  # vitest: the number in brackets is the total
     ("Tests  129 passed | 2 failed (131)", True),
     ("failures (2)", True),
+    ("/src/a.js\n  3:1  warning  Unexpected console statement  no-console\n\n✖ 3 problems (0 errors, 3 warnings)", False),
+    ("✖ 3 problems (1 error, 2 warnings)", True),  # eslint: an error among them fails
 ]
 
 

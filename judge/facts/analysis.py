@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
-from judge.facts.checks import cleared_report, failure_report, failure_summary
+from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import may_show_no_effect, shows_no_effect
 from judge.facts.jobs import job_state, value_going
@@ -680,7 +680,9 @@ def _classify_hits(
         # A success by its flags: the content may still say the job is only queued, that nothing was created,
         # or (a check) that some of what it checked failed.
         shows = "running" if hit("running") else "noop" if hit("noop") else ""
-        failures = hit("check_failure") is not None
+        counted = hit("check_failure")
+        # "3 problems (0 errors, 3 warnings)": a total whose breakdown counts no failure is no failed check.
+        failures = counted is not None and not zero_breakdown(_line_at(window, counted.start()), patterns.failure_nouns)
         if not (reports_checks or shows or failures):
             return _OK
         return Reading("ok", "", reports_checks, shows=shows, reports_failures=failures)

@@ -62,7 +62,8 @@ def failure_summary(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]
         return False
     counted = _patterns(nouns, statuses)[0]
     return bool(_json_failure(text, frozenset(nouns))) or any(
-        counted.search(line) for line in text.splitlines() if not _CLEARED.search(line))
+        counted.search(line) for line in text.splitlines()
+        if not _CLEARED.search(line) and not zero_breakdown(line, nouns))
 
 
 def cleared_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
@@ -88,9 +89,26 @@ def _failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...])
     for start in sorted(starts):
         end = text.find("\n", start)
         line = text[start:end if end >= 0 else len(text)].strip()
-        if line and not _CLEARED.search(line):
+        if line and not _CLEARED.search(line) and not zero_breakdown(line, nouns):
             lines.append(line)
     return tuple(lines)
+
+
+_BREAKDOWN = re.compile(r"\(([^()]{1,120})\)")
+_COUNTED_WORD = re.compile(r"(\d+)\s+([^\W\d]+)")
+
+
+def zero_breakdown(line: str, nouns: tuple[str, ...]) -> bool:
+    """Whether a line's bracketed breakdown of its total counts zero of every failure noun it names ("✖ 3 problems
+    (0 errors, 3 warnings)": eslint's warnings only, exit 0): the total is not failures. "1 failure (0 unexpected)"
+    names no failure noun in its brackets and stays a failure."""
+    groups = _BREAKDOWN.findall(line)
+    lowered = {noun.lower() for noun in nouns} if groups else set()
+    for group in groups:
+        failing = [int(count) for count, word in _COUNTED_WORD.findall(group) if word.lower() in lowered]
+        if failing and not any(failing):
+            return True
+    return False
 
 
 def _may_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:

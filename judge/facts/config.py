@@ -363,6 +363,7 @@ class CompiledPatterns:
         self.read_only_verbs = frozenset(verb.lower() for verb in tools.read_only_verbs)
         self.sql_clients = {words: tuple(places) for words, places in tools.sql_clients.items() if words.split()}
         self.read_only_sql = frozenset(word.lower() for word in tools.read_only_sql)
+        self.failure_nouns = tuple(noun.lower() for noun in tools.failure_nouns)
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)
