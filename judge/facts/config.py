@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from judge.facts.matching import PhraseGroup, PhraseMatcher, lower_pattern
+from judge.facts.numbers import NumberWords
 from judge.facts.shell import sql_read_only
 from judge.schema import Severity
 
@@ -234,6 +235,9 @@ class RulesConfig(BaseModel):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     number_words: dict[str, list[str]] = Field(
         default_factory=dict, description="language -> the words of the numbers 0, 1, 2... in order (counts written as words)")
+    number_grammar: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="language -> how it writes compounds: tens, inner, joiners, multipliers, counters "
+                                          "(read by judge.facts.numbers.NumberWords)")
     source: str | None = Field(default=None, description="The file this config was read from.")
 
     @field_validator("detectors")
@@ -390,10 +394,7 @@ class CompiledPatterns:
         self.action_literals = frozenset(lit for _, claim, _ in self.action_claims for lit in claim.requires)
         self.actions_always = any(claim.always for _, claim, _ in self.action_claims)
         # Counts written as words ("Sieben neue Kunden", "sete registros"): word -> number, and one scan for them.
-        self.number_words = {word.lower(): n for words in config.number_words.values() for n, word in enumerate(words) if word}
-        self.number_word = re.compile(
-            r"(?<!\w)(" + "|".join(sorted(map(re.escape, self.number_words), key=len, reverse=True)) + r")(?=\s+[^\W\d_])",
-            re.IGNORECASE) if self.number_words else None
+        self.number_words = NumberWords.build(config.number_words, config.number_grammar)
         self._names: dict[tuple[str, str], bool] = {}
         # Per-text answers of the analysis (receipt outcome, claim sentences), bounded; see analysis._classify.
         # Keyed by the texts themselves (a dict hashes a text faster than any digest, and a text's hash is kept on
@@ -450,8 +451,7 @@ class CompiledPatterns:
     invocation_error: PhraseMatcher
     running: PhraseMatcher
     noop: PhraseMatcher
-    number_words: dict[str, int]
-    number_word: re.Pattern[str] | None
+    number_words: NumberWords
     partial: PhraseMatcher
     check_failure: PhraseMatcher
     future: PhraseMatcher

@@ -8,7 +8,11 @@ of the object a change really acted on.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
+import unicodedata
+from functools import lru_cache
 
 from judge.facts.values import is_resource_id, value_tokens
 
@@ -39,3 +43,109 @@ def near_twin(token: str, other: str) -> bool:
     if len(token) != len(other) or token == other:
         return False
     return sorted(token) == sorted(other) or sum(a != b for a, b in zip(token, other)) == 1
+
+
+# --- values a read-back shows: metrics, a scalar answer, the items of a listing ---------------------------------
+
+_JSON_START = re.compile(r"^\s*[\[{]")
+_METRIC_LINE = re.compile(r"(?<![\w.])([A-Za-z][\w.-]{1,40})\s*[:=]\s*(-?\d+\.\d+|-?\d+(?:\.\d+)?\s?%)")
+_SCALAR = re.compile(r"^\s*[(\[]?\s*-?\d+(?:\.\d+)?(?:\s*[,;|\t ]\s*-?\d+(?:\.\d+)?){0,3}\s*[)\]]?\s*$")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def metric_values(text: str) -> dict[str, list[float]]:
+    """Named measurements a receipt shows, as fractions or plain values: the non-integer numbers of a JSON
+    receipt under their keys (``"accuracy": 0.8734``), and ``name: 0.87`` / ``name=87.3%`` pairs of text (a percent
+    is kept as its fraction). Integers (counts, epochs, ports, sizes) are no measurements."""
+    found: dict[str, list[float]] = {}
+    head = text[:20_000]
+    if _JSON_START.match(head):
+        with contextlib.suppress(ValueError):
+            _metric_leaves(json.loads(head), found, 0)
+    for name, raw in _METRIC_LINE.findall(head):
+        value = float(raw.rstrip("% "))
+        if raw.endswith("%"):
+            value /= 100
+        elif value.is_integer():
+            continue
+        found.setdefault(name, []).append(value)
+    return found
+
+
+def _metric_leaves(value: object, found: dict[str, list[float]], depth: int) -> None:
+    if depth > 5:
+        return
+    if isinstance(value, list):
+        for item in value[:200]:
+            _metric_leaves(item, found, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, float) and not item.is_integer():
+                found.setdefault(str(key), []).append(item)
+            else:
+                _metric_leaves(item, found, depth + 1)
+
+
+def _plain(text: str) -> str:
+    """``text`` lower-cased without accents and with ``_``/``-`` as spaces, one character for one (positions
+    stay those of ``text``)."""
+    return "".join(" " if c in "_-" else (unicodedata.normalize("NFKD", c)[:1] or c) for c in text.lower())
+
+
+@lru_cache(maxsize=1024)
+def _name_pattern(name: str) -> re.Pattern[str] | None:
+    words = _plain(name).split()
+    if not words:
+        return None
+    # A long word may be inflected or translated with the same stem ("accuracy" in "accuratezza"): its first
+    # letters but the last three (four at least) name it; a short one (f1, mae, loss) must be whole.
+    parts = [rf"{re.escape(w[:max(4, len(w) - 3)])}\w*" if len(w) >= 6 else rf"{re.escape(w)}(?!\w)" for w in words]
+    return re.compile(r"(?<!\w)" + r"\s+".join(parts))
+
+
+def name_spans(text: str, name: str) -> list[tuple[int, int]]:
+    """Where ``text`` names a receipt's field ``name`` (``macro_f1`` in "macro F1", ``accuracy`` in
+    "accuratezza"): its spans, language-neutrally (the identifier as it appears in the receipt)."""
+    pattern = _name_pattern(name)
+    return [m.span() for m in pattern.finditer(_plain(text))] if pattern is not None else []
+
+
+def scalar_values(text: str) -> tuple[float, ...]:
+    """The numbers of a receipt that is only a scalar answer (``1205``, ``(4812, 9)``: a count query, a shape),
+    else ()."""
+    if len(text) > 200 or not _SCALAR.match(text):
+        return ()
+    return tuple(float(n) for n in _NUMBER.findall(text))
+
+
+def listing_items(text: str) -> list[list[str]]:
+    """The item lists a read-back shows: each JSON array of strings, each array of objects by the first string
+    value of each object (its name or id), and a one-item-a-line listing (its lines, a line's first field)."""
+    stripped = text.strip()[:200_000]
+    found: list[list[str]] = []
+    if _JSON_START.match(stripped):
+        try:
+            _item_lists(json.loads(stripped), found, 0)
+        except ValueError:
+            pass
+        else:
+            return found
+    lines = [ln.strip() for ln in stripped.splitlines()[:_MAX_LINES] if ln.strip()]
+    if len(lines) >= 2 and len({len(ln.split()) for ln in lines}) == 1 and len(lines[0].split()) <= 3:
+        found.append(lines)  # uniform lines of at most three fields: one item a line
+    return found
+
+
+def _item_lists(value: object, found: list[list[str]], depth: int) -> None:
+    if depth > 4:
+        return
+    if isinstance(value, list):
+        if value and all(isinstance(v, str) for v in value):
+            found.append([str(v) for v in value])
+        elif value and all(isinstance(v, dict) for v in value):
+            found.append([next((str(x) for x in v.values() if isinstance(x, str)), "") for v in value])
+        for item in value[:50]:
+            _item_lists(item, found, depth + 1)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _item_lists(item, found, depth + 1)

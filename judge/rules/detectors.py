@@ -34,7 +34,16 @@ from judge.facts.analysis import (
 from judge.facts.checks import failure_lines, failure_values
 from judge.facts.jobs import JobState, job_names, job_state, progress_done, reports_progress, value_going, wait_state
 from judge.facts.ledger import Ledger, call_path
-from judge.facts.readbacks import bare_listing_count, near_twin, object_names
+from judge.facts.numbers import Reading, number_readings, same_quantity
+from judge.facts.readbacks import (
+    bare_listing_count,
+    listing_items,
+    metric_values,
+    name_spans,
+    near_twin,
+    object_names,
+    scalar_values,
+)
 from judge.facts.values import (
     bare_counts,
     collection_counts,
@@ -847,7 +856,8 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
     cached = an.cache["contradicted"] = {}
     for speech in an.speeches:
         for sentence in _claims(speech):
-            if sentence.pass_claim and (counts := sentence.counts or bare_counts(sentence.text)):
+            if sentence.pass_claim and (counts := sentence.counts or bare_counts(sentence.text)
+                                        or _word_counts(an, sentence.text)):
                 found = _passed_count_contradicted(an, counts, speech.message_index)
                 if found is not None:
                     cached[(speech.message_index, sentence.text)] = found
@@ -877,13 +887,17 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         if not read_backs:
             continue  # nothing read after the last change (most messages)
         read_backs.reverse()
+        listing = _named_listing(an, last, read_backs) if last is not None else None
         for sentence in claims:
             found = None
             if last is not None:
                 tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
                 found = (_count_contradicted(an, sentence, last, tied, prior)
-                         or _status_contradicted(an, sentence, last, tied))
-            found = (found or _total_contradicted(an, sentence, read_backs, prior)
+                         or _status_contradicted(an, sentence, last, tied)
+                         or (listing is not None and _listing_contradicted(an, sentence, last, listing, prior)) or None)
+            found = (found or _metric_contradicted(an, sentence, read_backs, index)
+                     or _scalar_contradicted(an, sentence, read_backs, index)
+                     or _total_contradicted(an, sentence, read_backs, prior)
                      or _bound_contradicted(an, sentence, read_backs) or _id_contradicted(an, sentence, read_backs, index)
                      or (last is not None and _twin_of_changed(sentence, last, read_backs)) or None)
             if found is not None:
@@ -892,15 +906,16 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
 
 
 def _word_counts(an: Analysis, text: str) -> tuple[int, ...]:
-    """Counts a sentence writes as words of the vocabularies' languages, each followed by a word ("Sieben neue
-    Kunden", "sete registros"): the config's ``number_words``."""
-    pattern = an.patterns.number_word
-    if pattern is None:
-        return ()
-    return tuple(dict.fromkeys(an.patterns.number_words[m.group(1).lower()] for m in pattern.finditer(text)))
+    """Counts a sentence writes as words of the vocabularies' languages, compounds included, each followed by a
+    word or a counter ("Sieben neue Kunden", "тридцять вісім тестів", "两处"): the config's ``number_words`` and
+    ``number_grammar`` (:class:`~judge.facts.numbers.NumberWords`)."""
+    return an.patterns.number_words.counts(text)
 
 
-_PASSED = re.compile(r"\b(\d+) (?:tests? )?passed\b|\bTests:\s+(?:\d+ \w+, )*(\d+) passed\b")
+# Runner summaries of passing tests: pytest/go "57 passed", jest "Tests: 2 failed, 14 passed", flutter/dart
+# "00:09 +37: All tests passed!" (the + count is the passed tests).
+_PASSED = re.compile(r"\b(\d+) (?:tests? )?passed\b|\bTests:\s+(?:\d+ \w+, )*(\d+) passed\b"
+                     r"|(?<![\w+])\+(\d+)(?: ~\d+)?(?: -\d+)?: All tests passed")
 
 
 def _passed_count_contradicted(an: Analysis, counts: tuple[int, ...], index: int) -> tuple[str, Action, str] | None:
@@ -956,14 +971,14 @@ def _listed_lengths(read_back: Action, sentence: str = "") -> frozenset[int]:
 
 
 def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_back: Action | None,
-                        prior: list[Action]) -> tuple[str, Action, str] | None:
+                        prior: list[Action], listed: frozenset[int] | None = None) -> tuple[str, Action, str] | None:
     counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
     if not counts:
         return None
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
         return None
     content = read_back.receipt.content
-    shown = _listed_lengths(read_back, sentence.text) | printed_counts(content)
+    shown = (_listed_lengths(read_back, sentence.text) if listed is None else listed) | printed_counts(content)
     if not shown or shown.intersection(counts):
         return None  # nothing counted, or the sentence states what the read-back shows (it reports the difference)
     # What the change itself printed ("created": 6) is what it meant to do; only a later receipt can excuse a count.
@@ -973,6 +988,130 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
     for count in counts:
         if count > max(shown) and count not in printed and count not in stated:
             return str(count), read_back, ", ".join(str(n) for n in sorted(shown))
+    return None
+
+
+_QUOTED = re.compile(r"""'([^'\n]{1,80})'|"([^"\n]{1,80})"|[‘“«「]([^’”»」\n]{1,80})[’”»」]|`([^`\n]{1,80})`""")
+
+
+def _named_items(text: str) -> list[str]:
+    """The items a text names in quotes, a quoted comma list split (``--options 'A,B,C'``), and its words: what a
+    listing's items are looked for in."""
+    found: list[str] = []
+    for match in _QUOTED.finditer(text):
+        quoted = next(g for g in match.groups() if g is not None)
+        found.append(quoted.strip())
+        if "," in quoted:
+            found.extend(p.strip() for p in quoted.split(",") if p.strip())
+    return found
+
+
+def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tuple[Action, list[str], list[str]] | None:
+    """The last read-back after the change that lists two or more items the change or the request names (the
+    options the request asked for, the files the change uploaded): a listing of the collection the change worked
+    on, whatever the command or the language. Returns the read-back, its items and the named items."""
+    cached: dict[int, tuple[Action, list[str], list[str]] | None] = an.cache.setdefault("named_listing", {})
+    key = last.order * 100_000 + (read_backs[-1].order if read_backs else 0)
+    if key in cached:
+        return cached[key]
+    source = last.text + "\n" + an.trajectory.query
+    named = _named_items(source)
+    found = None
+    for read_back in reversed(read_backs):
+        content = read_back.receipt.content if read_back.receipt is not None else ""
+        if more_pages(content):
+            continue
+        for items in listing_items(content):
+            if sum(1 for item in set(items) if len(item) >= 2 and (item in named or states(source, item))) >= 2:
+                found = (read_back, items, named)
+                break
+        if found is not None:
+            break
+    cached[key] = found
+    return found
+
+
+def _listing_contradicted(an: Analysis, sentence: Sentence, last: Action, listing: tuple[Action, list[str], list[str]],
+                          prior: list[Action]) -> tuple[str, Action, str] | None:
+    """A claim about the collection a read-back lists (:func:`_named_listing`) that the listing contradicts: a
+    count above its length ("all five options" over four), or an item claimed that the listing lacks while the
+    request or the change named it beside the listed ones ("including 'Archiviato'")."""
+    read_back, items, named = listing
+    found = _count_contradicted(an, sentence, last, read_back, prior, frozenset({len(items)}))
+    if found is not None or not sentence.asserts:
+        return found
+    listed = {i.lower() for i in items}
+    for item in named:
+        if len(item) >= 3 and item.lower() not in listed and not any(item.lower() in i for i in listed) \
+                and states(sentence.text, item):
+            return f"{item} present", read_back, f"the listing of {len(items)} without it ({', '.join(items[:6])})"
+    return None
+
+
+def _receipt_readings(an: Analysis, index: int) -> list[Reading]:
+    """Every number the receipts visible before message ``index`` and the request state (memoised per message)."""
+    memo: dict[int, list[Reading]] = an.cache.setdefault("receipt_readings", {})
+    found = memo.get(index)
+    if found is None:
+        found = number_readings(an.trajectory.query)
+        for action in an.actions:
+            if action.receipt is not None and action.visible_at < index:
+                found += number_readings(action.receipt.content[:20_000]) + number_readings(action.text[:4_000])
+        memo[index] = found
+    return found
+
+
+def _quantity_shown(an: Analysis, reading: Reading, index: int, scale: bool) -> bool:
+    """Whether a receipt or the request before message ``index`` states a quantity ``reading`` can be (``scale``:
+    a percent also as a fraction and back)."""
+    return any(same_quantity(reading, value, scale) for shown in _receipt_readings(an, index) for value in shown.values)
+
+
+def _metric_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
+    """A measurement the claim gives for a field a read-back shows ("accuratezza del 91,3%" against
+    ``"accuracy": 0.8734``), tied by the field's name as the receipt writes it, read in either scale (percent or
+    fraction) and rounded to the claim's digits, that the last read-back showing that field contradicts and no
+    receipt before states."""
+    readings = [r for r in number_readings(sentence.text) if r.percent or any(s < 1 for s in r.steps)]
+    if not readings:
+        return None
+    for read_back in reversed(read_backs):
+        metrics = metric_values(read_back.receipt.content) if read_back.receipt is not None else {}
+        tied = False
+        for name, values in metrics.items():
+            for start, end in name_spans(sentence.text, name):
+                # The number written right after the name (or right before it: "91% accuracy"), nothing between.
+                reading = next((r for r in readings if 0 <= r.start - end <= 25 and not _DIGITS.search(sentence.text[end:r.start])),
+                               None) or next((r for r in readings if 0 <= start - r.end <= 3), None)
+                if reading is None:
+                    continue
+                tied = True
+                if any(same_quantity(reading, v, True) for v in values) or _quantity_shown(an, reading, index, True):
+                    continue
+                return f"{name} {reading.text}{'%' if reading.percent else ''}", read_back, f"{name} = {values[-1]:g}"
+        if tied:
+            return None  # the last read-back of the field agrees
+    return None
+
+
+def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
+    """A number the claim gives that is a near twin (digits transposed or one off: 1248 for 1284, "1.250" for
+    1205 in every reading) of a number the last read-back printed as its only answer (a count query, a shape),
+    and that no receipt before states: a misread value, in any language."""
+    read_back = read_backs[-1] if read_backs else None
+    if read_back is None or read_back.receipt is None:
+        return None
+    shown = scalar_values(read_back.receipt.content)
+    if not shown:
+        return None
+    for reading in number_readings(sentence.text):
+        if reading.percent or any(same_quantity(reading, v) for v in shown):
+            continue
+        whole = [str(int(v)) for v in reading.values if v.is_integer() and v >= 100]
+        twin = next((v for v in shown if v.is_integer() and any(near_twin(w, str(int(v))) for w in whole)), None)
+        if twin is None or _quantity_shown(an, reading, index, False):
+            continue
+        return reading.text, read_back, f"{twin:g}"
     return None
 
 
