@@ -48,7 +48,7 @@ def near_twin(token: str, other: str) -> bool:
 # --- values a read-back shows: metrics, a scalar answer, the items of a listing ---------------------------------
 
 _JSON_START = re.compile(r"^\s*[\[{]")
-_METRIC_LINE = re.compile(r"(?<![\w.])([A-Za-z][\w.-]{1,40})\s*[:=]\s*(-?\d+\.\d+|-?\d+(?:\.\d+)?\s?%)")
+_METRIC_LINE = re.compile(r"(?<![\w.])([A-Za-z][\w.-]{1,40})\s*[:=]\s*(-?\d+(?:\.\d+)?\s?%|-?\d+\.\d+)")
 _SCALAR = re.compile(r"^\s*[(\[]?\s*-?\d+(?:\.\d+)?(?:\s*[,;|\t ]\s*-?\d+(?:\.\d+)?){0,3}\s*[)\]]?\s*$")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 

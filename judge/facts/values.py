@@ -305,8 +305,16 @@ def states(text: str, value: str) -> bool:
 _STATED_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:([,.\u00a0\u202f ])\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)(?![\w])")
 # A number directly followed by a word ("6 suppliers", "12 kayıt", "6件"): a count of things. Not a date, a time or
 # a unit ("11月", "3 ms", "50 €"), and not part of a version, id or path (CJK text puts no space before it: "には6件").
-_BARE_COUNT = re.compile(r"(?<![A-Za-z0-9_.,:/#-])(\d{1,5})(?![\d.,:/-])\s?(?=[^\W\d_])(?![年月日時分秒号號点時間]|"
-                         r"(?:ms|s|sec|min|h|px|kb|mb|gb|tb|k|x|%|am|pm|st|nd|rd|th|d|w|m|y|v)\b)", re.IGNORECASE)
+_NOUN_AFTER = (r"\s?(?=[^\W\d_])(?![年月日時分秒号號点時間]|"
+               r"(?:ms|s|sec|min|h|px|kb|mb|gb|tb|k|x|%|am|pm|st|nd|rd|th|d|w|m|y|v)\b)")
+_BARE_COUNT = re.compile(r"(?<![A-Za-z0-9_.,:/#-])(\d{1,5})(?![\d.,:/-])" + _NOUN_AFTER, re.IGNORECASE)
+_COUNTED = re.compile(_NOUN_AFTER, re.IGNORECASE)
+
+
+def counts_things(text: str, end: int) -> bool:
+    """Whether the number that ends at ``end`` in ``text`` is followed by a word that is no unit, date or time
+    part ("1.250 righe", "6件"; not "3 ms", "11月", "2 pm"): a count of things."""
+    return _COUNTED.match(text, end) is not None
 
 
 def stated_numbers(text: str) -> list[float]:

@@ -47,6 +47,7 @@ from judge.facts.readbacks import (
 from judge.facts.values import (
     bare_counts,
     collection_counts,
+    counts_things,
     header_list_count,
     is_resource_id,
     more_pages,
@@ -1095,9 +1096,10 @@ def _metric_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Acti
 
 
 def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
-    """A number the claim gives that is a near twin (digits transposed or one off: 1248 for 1284, "1.250" for
-    1205 in every reading) of a number the last read-back printed as its only answer (a count query, a shape),
-    and that no receipt before states: a misread value, in any language."""
+    """A count the claim gives (a number followed by a word that is no unit) that is a near twin (digits
+    transposed or one off: 1248 for 1284, "1.250" for 1205 in every reading) of a number the last read-back printed
+    as its only answer (a count query, a shape), and that no receipt before states: a misread value, in any
+    language."""
     read_back = read_backs[-1] if read_backs else None
     if read_back is None or read_back.receipt is None:
         return None
@@ -1105,7 +1107,8 @@ def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Acti
     if not shown:
         return None
     for reading in number_readings(sentence.text):
-        if reading.percent or any(same_quantity(reading, v) for v in shown):
+        # Counts only: not a duration, a date, a port or a version ("1250 ms", "2025年", ":8080").
+        if reading.percent or not counts_things(sentence.text, reading.end) or any(same_quantity(reading, v) for v in shown):
             continue
         whole = [str(int(v)) for v in reading.values if v.is_integer() and v >= 100]
         twin = next((v for v in shown if v.is_integer() and any(near_twin(w, str(int(v))) for w in whole)), None)
