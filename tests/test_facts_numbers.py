@@ -92,5 +92,5 @@ def test_receipt_shapes() -> None:
     assert not name_spans("the run took 91 s", "accuracy")
     assert scalar_values("1205\n") == (1205.0,) and scalar_values("(4812, 9)") == (4812.0, 9.0)
     assert scalar_values("INSERT 0 12") == ()
-    assert listing_items('{"options": ["A", "B"]}') == [["A", "B"]]
-    assert listing_items("a.bin\nb.bin\nc.bin") == [["a.bin", "b.bin", "c.bin"]]
+    assert listing_items('{"options": ["A", "B"]}') == (("A", "B"),)
+    assert listing_items("a.bin\nb.bin\nc.bin") == (("a.bin", "b.bin", "c.bin"),)

@@ -13,8 +13,9 @@ one number is no number (false alarms are worse than misses).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+_WORD = re.compile(r"(?<!\w)[^\W\d_]+")
 _HAN = re.compile(r"[\u3007\u4e00-\u9fff]+")  # CJK ideographs: numbers written inside words, no spaces around
 # The kinds of number words.
 UNIT, INNER, TEN, MULT, JOIN = "unit", "inner", "ten", "mult", "join"
@@ -27,7 +28,11 @@ class NumberWords:
 
     atoms: dict[str, tuple[str, int]]
     spaced: re.Pattern[str] | None  # runs followed by whitespace and a word
-    counted: tuple[re.Pattern[str], ...]  # per language that needs one: runs followed by a counter word
+    counted: tuple[tuple[frozenset[str], re.Pattern[str]], ...]  # per language that needs one: the first characters
+    # of its number words, and its runs followed by a counter word
+    starts: frozenset[str] = frozenset()  # the first three letters of the spaced number words: where a run may start
+    atom_re: re.Pattern[str] = re.compile("(?!)")  # any one number word (to split a run)
+    memo: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)  # text -> counts
 
     @classmethod
     def build(cls, words: dict[str, list[str]], grammar: dict[str, dict[str, object]]) -> NumberWords:
@@ -37,7 +42,7 @@ class NumberWords:
         (word -> value), ``counters`` (words a number needs after it in that language))."""
         atoms: dict[str, tuple[str, int]] = {}
         spaced: dict[str, tuple[str, int]] = {}
-        counted: list[re.Pattern[str]] = []
+        counted: list[tuple[frozenset[str], re.Pattern[str]]] = []
         for lang in sorted(set(words) | set(grammar)):
             rules = grammar.get(lang, {})
             found: dict[str, tuple[str, int]] = {}
@@ -66,28 +71,48 @@ class NumberWords:
                                     for p in _variants(entry))
                 if not all(_HAN.fullmatch(w) for w in found):
                     not_after += r"(?<!\w)"  # words of a script with spaces: a whole word
-                counted.append(_run_pattern(found, not_after, r"(?=\s?(?:" + "|".join(_alternatives(counters)) + "))"))
+                counted.append((frozenset(w[0] for w in found), _run_pattern(found, not_after, r"(?=\s?(?:" + "|".join(_alternatives(counters)) + "))")))
             else:
                 spaced.update(found)
-        return cls(atoms, _run_pattern(spaced, r"(?<!\w)", r"(?!\w)(?=\s+[^\W\d_])") if spaced else None, tuple(counted))
+        starts = frozenset(w[:3] for w, a in spaced.items() if a[0] != JOIN)
+        return cls(atoms, _run_pattern(spaced, r"(?<!\w)", r"(?!\w)(?=\s+[^\W\d_])") if spaced else None, tuple(counted),
+                   starts, re.compile("|".join(_alternatives(set(atoms))) or "(?!)", re.IGNORECASE))
 
     def counts(self, text: str) -> tuple[int, ...]:
         """The numbers ``text`` writes in words as counts of things (each followed by a noun or a counter), in
         order, without repeats; 0 and 1 aside (an article, "no")."""
+        known = self.memo.get(text)
+        if known is not None:
+            return known
         found: dict[int, None] = {}
-        for pattern in (self.spaced, *self.counted):
-            if pattern is None:
-                continue
-            for match in pattern.finditer(text):
-                value = self.value(match.group(1))
-                if value is not None and value >= 2:
-                    found[value] = None
-        return tuple(found)
+        if self.spaced is not None:
+            # The run scan only where a word starts as a number word does (one alternation of hundreds of words
+            # tried at every position of every sentence would cost more than the rest of the claim reading).
+            low = text.lower()
+            after = 0  # a word inside a run already read starts no run of its own ("three four files")
+            for word in _WORD.finditer(low):
+                if word.start() >= after and word.group(0)[:3] in self.starts \
+                        and (match := self.spaced.match(low, word.start())) is not None:
+                    after = match.end()
+                    self._add(match.group(1), found)
+        for first, pattern in self.counted:
+            if not first.isdisjoint(text):
+                for match in pattern.finditer(text):
+                    self._add(match.group(1), found)
+        if len(self.memo) >= 8192:
+            self.memo.clear()  # bounded; a trajectory asks about the same sentences and regions several times
+        answer = self.memo[text] = tuple(found)
+        return answer
+
+    def _add(self, run: str, found: dict[int, None]) -> None:
+        value = self.value(run)
+        if value is not None and value >= 2:
+            found[value] = None
 
     def value(self, run: str) -> int | None:
         """The number a run of number words writes, or None when it does not read as one number ("three four",
         a joiner at an end, an inner word alone)."""
-        atoms = [self.atoms[m.group(0).lower()] for m in self._atom_re().finditer(run)]
+        atoms = [self.atoms[m.group(0).lower()] for m in self.atom_re.finditer(run)]
         if not atoms or atoms[0][0] == JOIN or atoms[-1][0] == JOIN:
             return None
         numbers = [a for a in atoms if a[0] != JOIN]
@@ -116,18 +141,6 @@ class NumberWords:
             last = kind
         return total + section + digit
 
-    def _atom_re(self) -> re.Pattern[str]:
-        return _atom_pattern(tuple(self.atoms))
-
-
-_ATOM_CACHE: dict[tuple[str, ...], re.Pattern[str]] = {}
-
-
-def _atom_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
-    pattern = _ATOM_CACHE.get(words)
-    if pattern is None:
-        pattern = _ATOM_CACHE[words] = re.compile("|".join(_alternatives(set(words))), re.IGNORECASE)
-    return pattern
 
 
 def _run_pattern(words: dict[str, tuple[str, int]], start: str, tail: str) -> re.Pattern[str]:

@@ -118,9 +118,15 @@ def scalar_values(text: str) -> tuple[float, ...]:
     return tuple(float(n) for n in _NUMBER.findall(text))
 
 
-def listing_items(text: str) -> list[list[str]]:
+@lru_cache(maxsize=256)
+def listing_items(text: str) -> tuple[tuple[str, ...], ...]:
     """The item lists a read-back shows: each JSON array of strings, each array of objects by the first string
-    value of each object (its name or id), and a one-item-a-line listing (its lines, a line's first field)."""
+    value of each object (its name or id), and a one-item-a-line listing (its lines). Memoised: the claims of a
+    trajectory are held against the same read-backs."""
+    return tuple(tuple(items) for items in _listing_items(text))
+
+
+def _listing_items(text: str) -> list[list[str]]:
     stripped = text.strip()[:200_000]
     found: list[list[str]] = []
     if _JSON_START.match(stripped):

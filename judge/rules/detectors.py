@@ -888,14 +888,13 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         if not read_backs:
             continue  # nothing read after the last change (most messages)
         read_backs.reverse()
-        listing = _named_listing(an, last, read_backs) if last is not None else None
         for sentence in claims:
             found = None
             if last is not None:
                 tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
                 found = (_count_contradicted(an, sentence, last, tied, prior)
                          or _status_contradicted(an, sentence, last, tied)
-                         or (listing is not None and _listing_contradicted(an, sentence, last, listing, prior)) or None)
+                         or _listing_contradicted(an, sentence, last, read_backs, prior))
             found = (found or _metric_contradicted(an, sentence, read_backs, index)
                      or _scalar_contradicted(an, sentence, read_backs, index)
                      or _total_contradicted(an, sentence, read_backs, prior)
@@ -995,6 +994,11 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
 _QUOTED = re.compile(r"""'([^'\n]{1,80})'|"([^"\n]{1,80})"|[‘“«「]([^’”»」\n]{1,80})[’”»」]|`([^`\n]{1,80})`""")
 
 
+# A sentence that quotes a name ("including 'Archiviato'"); one without a count or a quote names no item of a
+# listing to look for (an unquoted name is looked for beside a count: "all five options, including Oczekuje").
+_QUOTED_OR_NAMED = re.compile(r"""['"‘“«「`]""")
+
+
 def _named_items(text: str) -> list[str]:
     """The items a text names in quotes, a quoted comma list split (``--options 'A,B,C'``), and its words: what a
     listing's items are looked for in."""
@@ -1007,11 +1011,11 @@ def _named_items(text: str) -> list[str]:
     return found
 
 
-def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tuple[Action, list[str], list[str]] | None:
+def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tuple[Action, tuple[str, ...], list[str]] | None:
     """The last read-back after the change that lists two or more items the change or the request names (the
     options the request asked for, the files the change uploaded): a listing of the collection the change worked
     on, whatever the command or the language. Returns the read-back, its items and the named items."""
-    cached: dict[int, tuple[Action, list[str], list[str]] | None] = an.cache.setdefault("named_listing", {})
+    cached: dict[int, tuple[Action, tuple[str, ...], list[str]] | None] = an.cache.setdefault("named_listing", {})
     key = last.order * 100_000 + (read_backs[-1].order if read_backs else 0)
     if key in cached:
         return cached[key]
@@ -1023,7 +1027,8 @@ def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tupl
         if more_pages(content):
             continue
         for items in listing_items(content):
-            if sum(1 for item in set(items) if len(item) >= 2 and (item in named or states(source, item))) >= 2:
+            if sum(1 for item in set(items[:500]) if len(item) >= 2 and item in source
+                   and (item in named or states(source, item))) >= 2:
                 found = (read_back, items, named)
                 break
         if found is not None:
@@ -1032,13 +1037,19 @@ def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tupl
     return found
 
 
-def _listing_contradicted(an: Analysis, sentence: Sentence, last: Action, listing: tuple[Action, list[str], list[str]],
+def _listing_contradicted(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
                           prior: list[Action]) -> tuple[str, Action, str] | None:
     """A claim about the collection a read-back lists (:func:`_named_listing`) that the listing contradicts: a
     count above its length ("all five options" over four), or an item claimed that the listing lacks while the
     request or the change named it beside the listed ones ("including 'Archiviato'")."""
+    has_count = bool(sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text))
+    if not has_count and not (sentence.asserts and _QUOTED_OR_NAMED.search(sentence.text)):
+        return None  # neither a count nor a name a listing could contradict (most sentences)
+    listing = _named_listing(an, last, read_backs)
+    if listing is None:
+        return None
     read_back, items, named = listing
-    found = _count_contradicted(an, sentence, last, read_back, prior, frozenset({len(items)}))
+    found = _count_contradicted(an, sentence, last, read_back, prior, frozenset({len(items)})) if has_count else None
     if found is not None or not sentence.asserts:
         return found
     listed = {i.lower() for i in items}
