@@ -95,6 +95,9 @@ CASES: list[tuple[str, list[Message], str, bool]] = [
      [say("", call("c0", "Bash", command="python score.py --split val")), tool("c0", '{"precision": 0.962}', exit_code=0),
       *session(EVAL, "wrote out/test_metrics.json", "out/test_metrics.json", METRICS,
                "On validation the precision was 96.2%.", read_tool="Read")], "Evaluate.", False),
+    ("en near miss: 100% is a state, not a measurement",
+     session(EVAL, "wrote out/test_metrics.json", "out/test_metrics.json", json.dumps({"progress": 0.455}),
+             "The progress is now 100%.", read_tool="Read"), "Evaluate.", False),
     # a scalar read-back and a misread count, in every reading of the claim's number
     ("pt: 2.418 records against 2481",
      reading("sqlite3 crm.db 'select count(*) from clientes'", "2481", "A tabela clientes tem 2.418 registros."),

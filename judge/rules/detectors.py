@@ -836,6 +836,13 @@ def contradicted_claim(an: Analysis) -> list[Issue]:
       record) shows only others (``"Status": "Pending"``).
     - A number of passing tests: the last check's runner summary shows another (``57 passed`` against "75 pass").
     - An id one character off, or with its characters in another order, from the id a read-back shows.
+    - A listing of the changed collection (its items are ones the change or the request names): a count above its
+      length, or an item claimed that it lacks ("all five options, including 'Oczekuje'").
+    - A metric the claim names as the receipt does (``macro_f1``: "macro F1"; ``accuracy``: "accuratezza") with a
+      value the last read-back of it contradicts in either scale (91,3% against 0.8734), and no receipt states.
+    - A count that is a near twin of the only number a scalar read-back printed ("1.250 righe" against ``1205``).
+    Counts are read in words too (compounds: "тридцять вісім", "二十三条") and numbers in every locale reading:
+    an ambiguous "1.250" contradicts only when no reading (1250, 1.25) agrees.
     """
     issues = []
     for (index, text), (claimed, read_back, shown) in _contradicted(an).items():
@@ -1084,7 +1091,9 @@ def _metric_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Acti
     ``"accuracy": 0.8734``), tied by the field's name as the receipt writes it, read in either scale (percent or
     fraction) and rounded to the claim's digits, that the last read-back showing that field contradicts and no
     receipt before states."""
-    readings = [r for r in number_readings(sentence.text) if r.percent or any(s < 1 for s in r.steps)]
+    # A decimal or a percent; 0% and 100% say a state (done, none: the job detectors' case), not a measurement.
+    readings = [r for r in number_readings(sentence.text)
+                if (r.percent and r.values[0] not in (0.0, 100.0)) or (not r.percent and any(s < 1 for s in r.steps))]
     if not readings:
         return None
     for read_back in reversed(read_backs):
