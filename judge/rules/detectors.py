@@ -312,9 +312,19 @@ def _bad_referent(an: Analysis, action: Action, before: int) -> str | None:
         return f"the {action.name} call of T{action.turn} hit a fault that leaves its effect unknown, and nothing confirmed it since"
     if action.failed and not an.recovered(action, before=before):
         if action.reported:
+            if _passed_on_current(an, action):
+                return None  # its findings were evidence; the fixed work passed the same check since
             return f"the {action.name} check of T{action.turn} reported failures"
         return f"the {action.name} call of T{action.turn} failed"
     return None
+
+
+def _passed_on_current(an: Analysis, check: Action) -> bool:
+    """Whether a check that reported failures ran again later and passed, with nothing written after that pass:
+    a claim that read the failing run as evidence (a diagnosis) is satisfied by the passing run on the current
+    version of the work, wherever the claim sits."""
+    later = an.recovered(check)
+    return later is not None and not any(a.writes for a in an.actions[later.order + 1:])
 
 
 # Receipts that show nothing: no output and no exit code (a silent success and a silent no-op look the same).
@@ -1454,7 +1464,8 @@ def premature_claim(an: Analysis) -> list[Issue]:
         first_pending = len(_work(an)[0]) - len(pending)
         successes = an.cache.get("successes")
         if successes is None:
-            successes = an.cache["successes"] = [a for a in an.actions if a.outcome == "ok"]
+            # A check that reported failures has a receipt too: its findings are evidence a message may name.
+            successes = an.cache["successes"] = [a for a in an.actions if a.outcome == "ok" or a.reported]
         for sentence in claims:
             found: tuple[str, Action] | None = None
             for token in sentence.tokens:
