@@ -58,7 +58,9 @@ _SUCCESS_VALUES = frozenset({"succeeded", "success", "successful", "completed", 
 _FAILURE_VALUES = frozenset({"failed", "failure", "fail", "error", "errored", "unhealthy", "cancelled", "canceled",
                              "timed_out", "timedout", "timeout", "aborted", "crashloopbackoff", "backofflimitexceeded",
                              "imagepullbackoff", "errimagepull", "oomkilled", "rejected",
-                             "startup_failure", "action_required"})
+                             "startup_failure", "action_required",
+                             # slurm's ends other than COMPLETED (sacct/squeue State)
+                             "out_of_memory", "node_fail", "boot_fail", "preempted", "deadline"})
 # Commands that wait for a job's end and say how it ended by their exit code (gh run watch --exit-status,
 # kubectl rollout status, kubectl wait): 0 is success, anything else a failure or a time-out.
 _WAIT_COMMAND = re.compile(r"\bgh\s+run\s+watch\b[^|;&]*--exit-status|\bkubectl\s+(?:rollout\s+status|wait)\b")
@@ -72,17 +74,23 @@ _ID_FLAG = re.compile(r"--(?:[a-z]+-)*(?:id|identifier|name)[= ]['\"]?([A-Za-z0-
 _RUN_NUMBER = re.compile(r"(?<![\w.])\d{6,}(?![\w.])")
 
 
-def job_state(text: str, running: _Search | None = None, ends: bool = True) -> JobState | None:
+def job_state(text: str, running: _Search | None = None, ends: bool = True,
+              names: frozenset[str] = frozenset()) -> JobState | None:
     """``"non-terminal"`` when the receipt shows a job not finished (see the module doc); else
     ``"terminal-failure"`` or ``"terminal-success"`` when a status value, a health value, a k8s counter or a
     progress at its total shows how it ended (a failure anywhere in the receipt wins); else None.
 
     ``ends=False`` reads only whether the job is going (every successful receipt is asked that; the end is asked
     only of the calls about a job). ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
-    ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place."""
+    ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place. A table with a state
+    column is read by that column (:func:`column_state`; ``names``: the job's ids, to read its own rows)."""
     text = text[:_MAX_TEXT]
     if not text:
         return None
+    if _STATE_HEADER.search(text, 0, _HEADER_CHARS):
+        column = column_state(text, running, names)
+        if column is not None and (ends or column == "non-terminal"):
+            return column
     if len(text) <= _BARE_MAX:
         bare = bare_state(text, running)
         if bare is not None and (ends or bare == "non-terminal"):
@@ -165,6 +173,74 @@ def _maybe_job(text: str, ends: bool) -> bool:
     return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text or (ends and "  " in text)
 
 
+# The header cells of a table's state column (squeue's ST/STATE, sacct's State, airflow's state, kubectl's STATUS).
+_STATE_COLUMNS = frozenset({"state", "status", "st", "phase", "conclusion"})
+# Scheduler state codes of a state column (squeue's ST): going, and ended in failure. Longer values are read as
+# any status value (a participle, the waiting and end lists).
+_GOING_CODES = frozenset({"r", "pd", "cg", "cf", "s", "rq", "rf", "rs", "rh"})
+_FAILED_CODES = frozenset({"f", "to", "ca", "oom", "nf", "bf", "dl", "pr"})
+# Header words of a readiness column: the table lists services (pods, containers), whose steady state is running.
+_SERVICE_COLUMNS = frozenset({"ready", "available", "up-to-date", "restarts", "ports", "health", "replicas"})
+_STEADY_VALUES = frozenset({"running", "up", "active"})
+_HEADER_LINES = 4
+_HEADER_CHARS = 600
+_STATE_HEADER = re.compile(r"(?<![\w-])(?:state|status|st|phase|conclusion)(?![\w-])", re.IGNORECASE)  # a header sits within the first lines (after a psql box border)
+_WORD_SPAN = re.compile(r"\S+")
+
+
+def column_states(text: str, names: frozenset[str] = frozenset()) -> list[str]:
+    """:func:`state_table`'s values."""
+    return state_table(text, names)[0]
+
+
+def state_table(text: str, names: frozenset[str] = frozenset()) -> tuple[list[str], bool]:
+    """The values of a table's state column, one per row, in lower case: the header names the column
+    (``STATE``, ``ST``, ``| state |``), a row's value is the cell under it (pipe-separated, or the word that
+    overlaps the header's span in an aligned table: squeue right-aligns, kubectl left-aligns). When some rows name
+    one of ``names`` (the job's id), only those rows: a listing of runs holds yesterday's too. Second: whether the
+    header has a readiness column (kubectl's READY, docker's PORTS): its rows are services, whose ``Running`` is the
+    state they are meant to stay in, not work going on."""
+    lines = text[:_MAX_TEXT].splitlines()[:400]
+    for at, header in enumerate(lines[:_HEADER_LINES]):
+        rows: list[tuple[str, str]] = []
+        if "|" in header:
+            cells = [c.strip().lower() for c in header.strip().strip("|").split("|")]
+            column = next((k for k, c in enumerate(cells) if c in _STATE_COLUMNS), None)
+            if column is None or len(cells) < 2:
+                continue
+            for line in lines[at + 1:]:
+                row = [c.strip() for c in line.strip().strip("|").split("|")]
+                if len(row) == len(cells) and row[column].strip("-+ "):
+                    rows.append((line, row[column].lower()))
+        else:
+            spans = [(m.start(), m.end(), m.group().lower()) for m in _WORD_SPAN.finditer(header)]
+            found = next(((start, end) for start, end, word in spans if word in _STATE_COLUMNS), None)
+            if found is None or len(spans) < 2:
+                continue
+            for line in lines[at + 1:]:
+                under = [m.group() for m in _WORD_SPAN.finditer(line) if m.start() < found[1] and m.end() > found[0]]
+                if len(under) == 1 and under[0].strip("-="):
+                    rows.append((line, under[0].lower()))
+        named = [value for line, value in rows if any(n in line for n in names)]
+        return named or [value for _, value in rows], any(w in _SERVICE_COLUMNS for w in _WORD_SPAN.findall(header.lower()))
+    return [], False
+
+
+def column_state(text: str, running: _Search | None = None, names: frozenset[str] = frozenset()) -> JobState | None:
+    """The state a table's state column shows (:func:`column_states`): going when a row is going (a participle, a
+    waiting value, a scheduler code such as ``R``/``PD``), else failed when a row ended in failure, else succeeded
+    when a row shows a success value; None without such a column."""
+    values, services = state_table(text, names)
+    if not values:
+        return None
+    if any(v in _GOING_CODES or value_going(v, running) for v in values
+           if not (services and v in _STEADY_VALUES)):
+        return "non-terminal"
+    if any(v in _FAILED_CODES or v in _FAILURE_VALUES for v in values):
+        return "terminal-failure"
+    return "terminal-success" if any(v in _SUCCESS_VALUES for v in values) else None
+
+
 _BARE_MAX = 80
 _BARE_CELL = re.compile(r"[\t,;|]+|\s{2,}")
 _NUMBER_CELL = re.compile(r"[\d.:%/-]+")
@@ -240,3 +316,12 @@ def reports_progress(text: str) -> bool:
     """Whether a message gives a progress short of done ("310/940", "40%"), in any language: it reports the job
     as going, it does not claim it finished."""
     return bool(progress_done(text)) or any(float(p) < 100 for p in _PERCENT.findall(text[:_MAX_TEXT]))
+
+
+_WORD = re.compile(r"[A-Za-z_]{2,}")
+
+
+def states_failure(text: str) -> bool:
+    """Whether a text repeats a job's failure state (``FAILED``, ``TIMEOUT``, ``OUT_OF_MEMORY``, ``CrashLoopBackOff``):
+    a report that quotes the state reports the failure, in whatever language it is written around it."""
+    return any(word.lower() in _FAILURE_VALUES for word in _WORD.findall(text[:_MAX_TEXT]))
