@@ -72,6 +72,8 @@ _ID_FIELD = re.compile(r'"?\b(?:\w+_)?(?:id|name)"?\s*[:=]\s*"?([A-Za-z0-9][\w.-
 # A job's id or name given as a flag (``--db-instance-identifier musteri-test``, ``--job-name=reindex``).
 _ID_FLAG = re.compile(r"--(?:[a-z]+-)*(?:id|identifier|name)[= ]['\"]?([A-Za-z0-9][\w.-]{2,62})")
 _RUN_NUMBER = re.compile(r"(?<![\w.])\d{6,}(?![\w.])")
+# A number a receipt gives as a job's ("Submitted batch job 55121", LSF's "Job <3301> is submitted"): any length.
+_JOB_NUMBER = re.compile(r"\bjob\s+<?(\d{2,})\b", re.IGNORECASE)
 
 
 def job_state(text: str, running: _Search | None = None, ends: bool = True,
@@ -161,10 +163,11 @@ def wait_state(command: str, exit_code: int | None) -> JobState | None:
 
 def job_names(text: str) -> frozenset[str]:
     """The names a job goes by in a call or receipt: k8s ``kind/name``, id and name fields' values, run numbers
-    of 6+ digits. A later call or receipt naming one of them is about the same job, wherever it comes."""
+    of 6+ digits, a number given as a job's (``Submitted batch job 55121``). A later call or receipt naming one of them is about the same job, wherever it comes."""
     text = text[:_MAX_TEXT]
     return (frozenset(_KIND_NAME.findall(text)) | frozenset(_ID_FIELD.findall(text)) | frozenset(_RUN_NUMBER.findall(text))
-            | (frozenset(_ID_FLAG.findall(text)) if "--" in text else frozenset()))
+            | (frozenset(_ID_FLAG.findall(text)) if "--" in text else frozenset())
+            | (frozenset(_JOB_NUMBER.findall(text)) if "ob" in text else frozenset()))
 
 
 def _maybe_job(text: str, ends: bool) -> bool:

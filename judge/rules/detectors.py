@@ -1657,13 +1657,18 @@ def _failed_poll(an: Analysis, index: int) -> Action | None:
     return poll
 
 
+_ASKED_NUMBER = re.compile(r"(?<=[\s=])\d{4,}(?![\w.])")
+
+
 def _asks_of_one(action: Action) -> bool:
     """Whether a call names the thing its receipt answers about (an id or job name in its arguments that the
     receipt shows: ``sacct -j 771990``, ``+job-status --job imp_4410``): a poll of one job, not a listing."""
     receipt = action.receipt
     if receipt is None:
         return False
-    asked = {t for t in value_tokens(action.text) if is_resource_id(t)} | job_names(action.text)
+    # An id, a job name, or a number given in the command (``-j 55120``) that the receipt shows.
+    asked = ({t for t in value_tokens(action.text) if is_resource_id(t)} | job_names(action.text)
+             | set(_ASKED_NUMBER.findall(action.text)))
     return any(name in receipt.content for name in asked)
 
 
