@@ -328,3 +328,24 @@ def states_failure(text: str) -> bool:
     """Whether a text repeats a job's failure state (``FAILED``, ``TIMEOUT``, ``OUT_OF_MEMORY``, ``CrashLoopBackOff``):
     a report that quotes the state reports the failure, in whatever language it is written around it."""
     return any(word.lower() in _FAILURE_VALUES for word in _WORD.findall(text[:_MAX_TEXT]))
+
+
+# Machine keys of a load's count of records it turned away ("errors_seen": 1000, "rows_rejected": 20,
+# "rejected": 3, "failed_rows": 7): a nonzero one beside a success means the load was partial.
+_REJECTED_KEY = re.compile(r'"?\b((?:rows?_|records?_)?(?:rejected|errors?_seen|error_rows|errored|failed_rows|rows_(?:error|failed))'
+                           r'(?:_count|_rows)?)"?\s*[:=]\s*"?([1-9]\d*)\b')
+_PARTIAL_STATE = re.compile(r"partial(?:ly)?[_ -]?\w*")
+
+
+def partial_load(text: str) -> str | None:
+    """Why a load or copy that reported success shows it turned part of its input away, or None: a row of its
+    state column in a failure state or a partial one (Snowflake's ``PARTIALLY_LOADED``, ``LOAD_FAILED``), or a
+    nonzero count under a key of rejected records (``"errors_seen": 1000``, ``rows_rejected=20``). Read from the
+    receipt's data, whatever language the tool speaks around it."""
+    text = text[:_MAX_TEXT]
+    if _STATE_HEADER.search(text, 0, _HEADER_CHARS):
+        for value in column_states(text):
+            if value in _FAILURE_VALUES or _PARTIAL_STATE.fullmatch(value) or value.endswith(("_failed", "_error")):
+                return f"a row's state is {value}"
+    found = _REJECTED_KEY.search(text)
+    return f"{found.group(1)} = {found.group(2)}" if found else None
