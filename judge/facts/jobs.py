@@ -89,7 +89,7 @@ def job_state(text: str, running: _Search | None = None, ends: bool = True,
     text = text[:_MAX_TEXT]
     if not text:
         return None
-    if _STATE_HEADER.search(text, 0, _HEADER_CHARS):
+    if _has_state_header(text):  # a table: a header and rows
         column = column_state(text, running, names)
         if column is not None and (ends or column == "non-terminal"):
             return column
@@ -187,8 +187,22 @@ _SERVICE_COLUMNS = frozenset({"ready", "available", "up-to-date", "restarts", "p
 _STEADY_VALUES = frozenset({"running", "up", "active"})
 _HEADER_LINES = 4
 _HEADER_CHARS = 600
+# What every state column's name holds (state, Status, STATE, ST, phase, conclusion): one case-sensitive scan.
+_HEADER_GATE = re.compile("tat|ST|hase|HASE|onclusion|ONCLUSION")
 _STATE_HEADER = re.compile(r"(?<![\w-])(?:state|status|st|phase|conclusion)(?![\w-])", re.IGNORECASE)  # a header sits within the first lines (after a psql box border)
 _WORD_SPAN = re.compile(r"\S+")
+
+
+def _has_state_header(text: str) -> bool:
+    """Cheap gate of :func:`column_states`: several lines, and a state column's name in the first of them."""
+    if "\n" not in text or _HEADER_GATE.search(text, 0, _HEADER_CHARS) is None:
+        return False
+    end = -1
+    for _ in range(_HEADER_LINES):
+        end = text.find("\n", end + 1)
+        if end < 0:
+            break
+    return _STATE_HEADER.search(text, 0, end if end > 0 else _HEADER_CHARS) is not None
 
 
 def column_states(text: str, names: frozenset[str] = frozenset()) -> list[str]:
@@ -203,14 +217,16 @@ def state_table(text: str, names: frozenset[str] = frozenset()) -> tuple[list[st
     one of ``names`` (the job's id), only those rows: a listing of runs holds yesterday's too. Second: whether the
     header has a readiness column (kubectl's READY, docker's PORTS): its rows are services, whose ``Running`` is the
     state they are meant to stay in, not work going on."""
-    lines = text[:_MAX_TEXT].splitlines()[:400]
-    for at, header in enumerate(lines[:_HEADER_LINES]):
+    lines: list[str] = []
+    for at, header in enumerate(text.split("\n", _HEADER_LINES)[:_HEADER_LINES]):
         rows: list[tuple[str, str]] = []
+        header = header.rstrip("\r")
         if "|" in header:
             cells = [c.strip().lower() for c in header.strip().strip("|").split("|")]
             column = next((k for k, c in enumerate(cells) if c in _STATE_COLUMNS), None)
             if column is None or len(cells) < 2:
                 continue
+            lines = text[:_MAX_TEXT].splitlines()[:400]
             for line in lines[at + 1:]:
                 row = [c.strip() for c in line.strip().strip("|").split("|")]
                 if len(row) == len(cells) and row[column].strip("-+ "):
@@ -220,6 +236,7 @@ def state_table(text: str, names: frozenset[str] = frozenset()) -> tuple[list[st
             found = next(((start, end) for start, end, word in spans if word in _STATE_COLUMNS), None)
             if found is None or len(spans) < 2:
                 continue
+            lines = text[:_MAX_TEXT].splitlines()[:400]
             for line in lines[at + 1:]:
                 under = [m.group() for m in _WORD_SPAN.finditer(line) if m.start() < found[1] and m.end() > found[0]]
                 if len(under) == 1 and under[0].strip("-="):
@@ -334,6 +351,8 @@ def states_failure(text: str) -> bool:
 # "rejected": 3, "failed_rows": 7): a nonzero one beside a success means the load was partial.
 _REJECTED_KEY = re.compile(r'"?\b((?:rows?_|records?_)?(?:rejected|errors?_seen|error_rows|errored|failed_rows|rows_(?:error|failed))'
                            r'(?:_count|_rows)?)"?\s*[:=]\s*"?([1-9]\d*)\b')
+_REJECTED_LITERALS = ("rejected", "errors_seen", "error_seen", "error_rows", "errored", "failed_rows", "rows_error",
+                      "rows_failed", "records_error", "records_failed")
 _PARTIAL_STATE = re.compile(r"partial(?:ly)?[_ -]?\w*")
 
 
@@ -343,9 +362,10 @@ def partial_load(text: str) -> str | None:
     nonzero count under a key of rejected records (``"errors_seen": 1000``, ``rows_rejected=20``). Read from the
     receipt's data, whatever language the tool speaks around it."""
     text = text[:_MAX_TEXT]
-    if _STATE_HEADER.search(text, 0, _HEADER_CHARS):
+    if _has_state_header(text):
         for value in column_states(text):
             if value in _FAILURE_VALUES or _PARTIAL_STATE.fullmatch(value) or value.endswith(("_failed", "_error")):
                 return f"a row's state is {value}"
-    found = _REJECTED_KEY.search(text)
+    # Every rejected-count key holds one of these (machine keys are lower case): most receipts hold none.
+    found = _REJECTED_KEY.search(text) if any(k in text for k in _REJECTED_LITERALS) else None
     return f"{found.group(1)} = {found.group(2)}" if found else None

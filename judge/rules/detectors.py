@@ -333,8 +333,12 @@ def _passed_on_current(an: Analysis, check: Action) -> bool:
     """Whether a check that reported failures ran again later and passed, with nothing written after that pass:
     a claim that read the failing run as evidence (a diagnosis) is satisfied by the passing run on the current
     version of the work, wherever the claim sits."""
-    later = an.recovered(check)
-    return later is not None and not any(a.writes for a in an.actions[later.order + 1:])
+    memo: dict[int, bool] = an.cache.setdefault("passed_on_current", {})
+    answer = memo.get(check.order)
+    if answer is None:
+        later = an.recovered(check)
+        answer = memo[check.order] = later is not None and not any(a.writes for a in an.actions[later.order + 1:])
+    return answer
 
 
 # Receipts that show nothing: no output and no exit code (a silent success and a silent no-op look the same).
@@ -1640,6 +1644,13 @@ def _failed_poll(an: Analysis, index: int) -> Action | None:
     State FAILED, an import job ``"state": "failed"``; a read only: a call that changes state may have asked for
     the state it shows, ``cancel`` -> ``cancelled``), when no later call before the message names the job and
     shows another state: a job polled once, with no call of the log seen starting it."""
+    memo: dict[int, Action | None] = an.cache.setdefault("failed_poll", {})
+    if index not in memo:
+        memo[index] = _find_failed_poll(an, index)
+    return memo[index]
+
+
+def _find_failed_poll(an: Analysis, index: int) -> Action | None:
     polls: list[Action] | None = an.cache.get("failed_polls")
     if polls is None:
         polls = an.cache["failed_polls"] = [
