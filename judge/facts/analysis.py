@@ -26,7 +26,7 @@ from judge.derived import TrajectoryMemo
 from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import may_show_no_effect, shows_no_effect
-from judge.facts.jobs import job_state, value_going
+from judge.facts.jobs import job_state, partial_load, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
     CommandReading,
@@ -463,6 +463,10 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if action.outcome == "error" and not action.reported and not action.is_plan and _answers_with_records(receipt):
         action.is_check = action.reported = True  # a scanner's findings with its verdict as exit code
     action.status = status_of(action, reading)
+    # A load that "succeeded" but whose data shows records turned away: part of the work failed.
+    if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
+            and receipt is not None and (why := partial_load(receipt.content)) is not None:
+        action.outcome, action.status, action.error_line = "error", "partial", why
     if action.status == "ok" and _shows_no_effect(action, config, checks_by_call):
         action.status = "noop"
         action.is_check = checks_by_call  # its counts said what it did ("0 records imported"): no check's verdict

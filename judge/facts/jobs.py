@@ -58,7 +58,9 @@ _SUCCESS_VALUES = frozenset({"succeeded", "success", "successful", "completed", 
 _FAILURE_VALUES = frozenset({"failed", "failure", "fail", "error", "errored", "unhealthy", "cancelled", "canceled",
                              "timed_out", "timedout", "timeout", "aborted", "crashloopbackoff", "backofflimitexceeded",
                              "imagepullbackoff", "errimagepull", "oomkilled", "rejected",
-                             "startup_failure", "action_required"})
+                             "startup_failure", "action_required",
+                             # slurm's ends other than COMPLETED (sacct/squeue State)
+                             "out_of_memory", "node_fail", "boot_fail", "preempted", "deadline"})
 # Commands that wait for a job's end and say how it ended by their exit code (gh run watch --exit-status,
 # kubectl rollout status, kubectl wait): 0 is success, anything else a failure or a time-out.
 _WAIT_COMMAND = re.compile(r"\bgh\s+run\s+watch\b[^|;&]*--exit-status|\bkubectl\s+(?:rollout\s+status|wait)\b")
@@ -70,19 +72,27 @@ _ID_FIELD = re.compile(r'"?\b(?:\w+_)?(?:id|name)"?\s*[:=]\s*"?([A-Za-z0-9][\w.-
 # A job's id or name given as a flag (``--db-instance-identifier musteri-test``, ``--job-name=reindex``).
 _ID_FLAG = re.compile(r"--(?:[a-z]+-)*(?:id|identifier|name)[= ]['\"]?([A-Za-z0-9][\w.-]{2,62})")
 _RUN_NUMBER = re.compile(r"(?<![\w.])\d{6,}(?![\w.])")
+# A number a receipt gives as a job's ("Submitted batch job 55121", LSF's "Job <3301> is submitted"): any length.
+_JOB_NUMBER = re.compile(r"\bjob\s+<?(\d{2,})\b", re.IGNORECASE)
 
 
-def job_state(text: str, running: _Search | None = None, ends: bool = True) -> JobState | None:
+def job_state(text: str, running: _Search | None = None, ends: bool = True,
+              names: frozenset[str] = frozenset()) -> JobState | None:
     """``"non-terminal"`` when the receipt shows a job not finished (see the module doc); else
     ``"terminal-failure"`` or ``"terminal-success"`` when a status value, a health value, a k8s counter or a
     progress at its total shows how it ended (a failure anywhere in the receipt wins); else None.
 
     ``ends=False`` reads only whether the job is going (every successful receipt is asked that; the end is asked
     only of the calls about a job). ``running`` is the rules config's compiled ``running`` list: a status value it reads as running (given as
-    ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place."""
+    ``"status": "<value>"``) is non-terminal too, so the vocabulary is extended in one place. A table with a state
+    column is read by that column (:func:`column_state`; ``names``: the job's ids, to read its own rows)."""
     text = text[:_MAX_TEXT]
     if not text:
         return None
+    if _has_state_header(text):  # a table: a header and rows
+        column = column_state(text, running, names)
+        if column is not None and (ends or column == "non-terminal"):
+            return column
     if len(text) <= _BARE_MAX:
         bare = bare_state(text, running)
         if bare is not None and (ends or bare == "non-terminal"):
@@ -153,16 +163,102 @@ def wait_state(command: str, exit_code: int | None) -> JobState | None:
 
 def job_names(text: str) -> frozenset[str]:
     """The names a job goes by in a call or receipt: k8s ``kind/name``, id and name fields' values, run numbers
-    of 6+ digits. A later call or receipt naming one of them is about the same job, wherever it comes."""
+    of 6+ digits, a number given as a job's (``Submitted batch job 55121``). A later call or receipt naming one of them is about the same job, wherever it comes."""
     text = text[:_MAX_TEXT]
     return (frozenset(_KIND_NAME.findall(text)) | frozenset(_ID_FIELD.findall(text)) | frozenset(_RUN_NUMBER.findall(text))
-            | (frozenset(_ID_FLAG.findall(text)) if "--" in text else frozenset()))
+            | (frozenset(_ID_FLAG.findall(text)) if "--" in text else frozenset())
+            | (frozenset(_JOB_NUMBER.findall(text)) if "ob" in text else frozenset()))
 
 
 def _maybe_job(text: str, ends: bool) -> bool:
     # Cheap gate: every shape below needs one of these characters (receipts are read by the thousand); an end can
     # also sit in a space-aligned table cell (gh run list: "completed  CI  8812003411").
     return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text or (ends and "  " in text)
+
+
+# The header cells of a table's state column (squeue's ST/STATE, sacct's State, airflow's state, kubectl's STATUS).
+_STATE_COLUMNS = frozenset({"state", "status", "st", "phase", "conclusion"})
+# Scheduler state codes of a state column (squeue's ST): going, and ended in failure. Longer values are read as
+# any status value (a participle, the waiting and end lists).
+_GOING_CODES = frozenset({"r", "pd", "cg", "cf", "s", "rq", "rf", "rs", "rh"})
+_FAILED_CODES = frozenset({"f", "to", "ca", "oom", "nf", "bf", "dl", "pr"})
+# Header words of a readiness column: the table lists services (pods, containers), whose steady state is running.
+_SERVICE_COLUMNS = frozenset({"ready", "available", "up-to-date", "restarts", "ports", "health", "replicas"})
+_STEADY_VALUES = frozenset({"running", "up", "active"})
+_HEADER_LINES = 4
+_HEADER_CHARS = 600
+# What every state column's name holds (state, Status, STATE, ST, phase, conclusion): one case-sensitive scan.
+_HEADER_GATE = re.compile("tat|ST|hase|HASE|onclusion|ONCLUSION")
+_STATE_HEADER = re.compile(r"(?<![\w-])(?:state|status|st|phase|conclusion)(?![\w-])", re.IGNORECASE)  # a header sits within the first lines (after a psql box border)
+_WORD_SPAN = re.compile(r"\S+")
+
+
+def _has_state_header(text: str) -> bool:
+    """Cheap gate of :func:`column_states`: several lines, and a state column's name in the first of them."""
+    if "\n" not in text or _HEADER_GATE.search(text, 0, _HEADER_CHARS) is None:
+        return False
+    end = -1
+    for _ in range(_HEADER_LINES):
+        end = text.find("\n", end + 1)
+        if end < 0:
+            break
+    return _STATE_HEADER.search(text, 0, end if end > 0 else _HEADER_CHARS) is not None
+
+
+def column_states(text: str, names: frozenset[str] = frozenset()) -> list[str]:
+    """:func:`state_table`'s values."""
+    return state_table(text, names)[0]
+
+
+def state_table(text: str, names: frozenset[str] = frozenset()) -> tuple[list[str], bool]:
+    """The values of a table's state column, one per row, in lower case: the header names the column
+    (``STATE``, ``ST``, ``| state |``), a row's value is the cell under it (pipe-separated, or the word that
+    overlaps the header's span in an aligned table: squeue right-aligns, kubectl left-aligns). When some rows name
+    one of ``names`` (the job's id), only those rows: a listing of runs holds yesterday's too. Second: whether the
+    header has a readiness column (kubectl's READY, docker's PORTS): its rows are services, whose ``Running`` is the
+    state they are meant to stay in, not work going on."""
+    lines: list[str] = []
+    for at, header in enumerate(text.split("\n", _HEADER_LINES)[:_HEADER_LINES]):
+        rows: list[tuple[str, str]] = []
+        header = header.rstrip("\r")
+        if "|" in header:
+            cells = [c.strip().lower() for c in header.strip().strip("|").split("|")]
+            column = next((k for k, c in enumerate(cells) if c in _STATE_COLUMNS), None)
+            if column is None or len(cells) < 2:
+                continue
+            lines = text[:_MAX_TEXT].splitlines()[:400]
+            for line in lines[at + 1:]:
+                row = [c.strip() for c in line.strip().strip("|").split("|")]
+                if len(row) == len(cells) and row[column].strip("-+ "):
+                    rows.append((line, row[column].lower()))
+        else:
+            spans = [(m.start(), m.end(), m.group().lower()) for m in _WORD_SPAN.finditer(header)]
+            found = next(((start, end) for start, end, word in spans if word in _STATE_COLUMNS), None)
+            if found is None or len(spans) < 2:
+                continue
+            lines = text[:_MAX_TEXT].splitlines()[:400]
+            for line in lines[at + 1:]:
+                under = [m.group() for m in _WORD_SPAN.finditer(line) if m.start() < found[1] and m.end() > found[0]]
+                if len(under) == 1 and under[0].strip("-="):
+                    rows.append((line, under[0].lower()))
+        named = [value for line, value in rows if any(n in line for n in names)]
+        return named or [value for _, value in rows], any(w in _SERVICE_COLUMNS for w in _WORD_SPAN.findall(header.lower()))
+    return [], False
+
+
+def column_state(text: str, running: _Search | None = None, names: frozenset[str] = frozenset()) -> JobState | None:
+    """The state a table's state column shows (:func:`column_states`): going when a row is going (a participle, a
+    waiting value, a scheduler code such as ``R``/``PD``), else failed when a row ended in failure, else succeeded
+    when a row shows a success value; None without such a column."""
+    values, services = state_table(text, names)
+    if not values:
+        return None
+    if any(v in _GOING_CODES or value_going(v, running) for v in values
+           if not (services and v in _STEADY_VALUES)):
+        return "non-terminal"
+    if any(v in _FAILED_CODES or v in _FAILURE_VALUES for v in values):
+        return "terminal-failure"
+    return "terminal-success" if any(v in _SUCCESS_VALUES for v in values) else None
 
 
 _BARE_MAX = 80
@@ -240,3 +336,36 @@ def reports_progress(text: str) -> bool:
     """Whether a message gives a progress short of done ("310/940", "40%"), in any language: it reports the job
     as going, it does not claim it finished."""
     return bool(progress_done(text)) or any(float(p) < 100 for p in _PERCENT.findall(text[:_MAX_TEXT]))
+
+
+_WORD = re.compile(r"[A-Za-z_]{2,}")
+
+
+def states_failure(text: str) -> bool:
+    """Whether a text repeats a job's failure state (``FAILED``, ``TIMEOUT``, ``OUT_OF_MEMORY``, ``CrashLoopBackOff``):
+    a report that quotes the state reports the failure, in whatever language it is written around it."""
+    return any(word.lower() in _FAILURE_VALUES for word in _WORD.findall(text[:_MAX_TEXT]))
+
+
+# Machine keys of a load's count of records it turned away ("errors_seen": 1000, "rows_rejected": 20,
+# "rejected": 3, "failed_rows": 7): a nonzero one beside a success means the load was partial.
+_REJECTED_KEY = re.compile(r'"?\b((?:rows?_|records?_)?(?:rejected|errors?_seen|error_rows|errored|failed_rows|rows_(?:error|failed))'
+                           r'(?:_count|_rows)?)"?\s*[:=]\s*"?([1-9]\d*)\b')
+_REJECTED_LITERALS = ("rejected", "errors_seen", "error_seen", "error_rows", "errored", "failed_rows", "rows_error",
+                      "rows_failed", "records_error", "records_failed")
+_PARTIAL_STATE = re.compile(r"partial(?:ly)?[_ -]?\w*")
+
+
+def partial_load(text: str) -> str | None:
+    """Why a load or copy that reported success shows it turned part of its input away, or None: a row of its
+    state column in a failure state or a partial one (Snowflake's ``PARTIALLY_LOADED``, ``LOAD_FAILED``), or a
+    nonzero count under a key of rejected records (``"errors_seen": 1000``, ``rows_rejected=20``). Read from the
+    receipt's data, whatever language the tool speaks around it."""
+    text = text[:_MAX_TEXT]
+    if _has_state_header(text):
+        for value in column_states(text):
+            if value in _FAILURE_VALUES or _PARTIAL_STATE.fullmatch(value) or value.endswith(("_failed", "_error")):
+                return f"a row's state is {value}"
+    # Every rejected-count key holds one of these (machine keys are lower case): most receipts hold none.
+    found = _REJECTED_KEY.search(text) if any(k in text for k in _REJECTED_LITERALS) else None
+    return f"{found.group(1)} = {found.group(2)}" if found else None
