@@ -48,10 +48,12 @@ from judge.repair.calls import (
 from judge.repair.dependencies import (
     failed_receipt_indices,
     kept_receipts_after,
+    own_words,
+    quoted_uses,
     recovery_window,
     speaks_of_failure,
+    status_cells,
     tie_names,
-    unquoted,
 )
 from judge.repair.textref import (
     Detectors,
@@ -117,7 +119,9 @@ def no_reference_to_deleted_failure(
     orig_failed = failed_receipt_indices(original)
     edited_failed = failed_receipt_indices(edited)
     windows = [recovery_window(original, s) for s in removed]
-    receipts = kept_receipts_after(original, deleted, min((s.message_index for s in removed), default=-1))
+    first_removed = min((s.message_index for s in removed), default=-1)
+    receipts = kept_receipts_after(original, deleted, first_removed)
+    cells = status_cells(original, deleted, first_removed)
     items: list[tuple[int, str, bool, bool]] = []  # (edited index, sentence, names a deleted call, tied by turn alone)
     cues: list[bool] = []
     spoken: list[bool] = []  # the failure vocabularies read the sentence as speaking of a failure
@@ -130,7 +134,7 @@ def no_reference_to_deleted_failure(
         latest = max((i for i in orig_failed if i < message_map[index]), default=None) in deleted_receipts
         for sentence in split_sentences(message_text(message)):
             names_deleted = not deleted_names.isdisjoint(names_in(sentence.text))
-            spoken_here = bool(deleted) and speaks_of_failure(edited, unquoted(sentence.text, receipts))
+            spoken_here = bool(deleted) and speaks_of_failure(edited, own_words(sentence.text, receipts, cells))
             cued = near_deleted or names_deleted or spoken_here
             items.append((index, sentence.text, names_deleted, latest and not cued))
             cues.append(cued or latest)
@@ -138,7 +142,7 @@ def no_reference_to_deleted_failure(
     patterns = ledger_of(edited).analysis.config.patterns
     findings: list[str] = []
     for (index, text, names_deleted, turn_only), (is_ref, margin) in zip(
-            items, detectors.failure_reference([unquoted(t, receipts) for _, t, _, _ in items], cues, spoken)):
+            items, detectors.failure_reference([own_words(t, receipts, cells) for _, t, _, _ in items], cues, spoken)):
         if turn_only and margin < detectors.failure_threshold_with_cue:
             is_ref = False  # tied by turn alone: an explicit failure word does not lower the bar
         # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
@@ -461,6 +465,15 @@ def no_dependency_removed(original: Trajectory, edited: Trajectory, message_map:
             if dependency.value in text:
                 findings.append(f"T{message.turn} still uses {dependency.value!r}, returned by the removed "
                                 f"{site.call.name} call of T{site.turn}")
+        for value, index in quoted_uses(original, site):
+            at = kept_at.get(index)
+            if at is None:
+                continue
+            message = edited.messages[at]
+            text = message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls)
+            if value in text:
+                findings.append(f"T{message.turn} still uses {value!r}, which only the removed {site.call.name} call "
+                                f"of T{site.turn} quoted")
     return ValidatorResult(
         name="no-dependency-removed", passed=not findings,
         detail="a kept message depends on a removed call" if findings else "nothing kept depends on a removed call",

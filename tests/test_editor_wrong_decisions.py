@@ -1,0 +1,241 @@
+"""Issue 24 item 3 (Z5): the offline editor's wrong decisions, by principle.
+
+Cases written here (not from any held-out set), in several languages, one of them (Swahili, Finnish) with no
+vocabulary in the rules config, read through the real importer (OpenAI chat records). Table-driven.
+
+- a later sentence that reports a kept listing (its rows' cells, a status column with ``failed``) does not talk of a
+  deleted failure: sharing the listing's words is no reference;
+- a value the deleted receipt quoted (an error's hint: "did you mean 'Stichtag'?") that the next call then uses is a
+  returned-value dependency, in any language; a value the call sent itself, or that another receipt showed first,
+  is not;
+- the next call of the same program with the refused word respelt ("npm run tests" -> "npm test") is the correction
+  of a call its program refused to start, not a change of course.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from judge.importers import Source
+from judge.importers.reader import parse_record
+from judge.model import Trajectory, number_turns
+from judge.repair import offline_edit
+from judge.repair.textref import Detectors, get_detectors
+from judge.repair.validators import validate_edit
+from judge.testing.builders import issue
+
+
+@pytest.fixture(scope="module")
+def detectors() -> Detectors:
+    return get_detectors()
+
+
+def _bash(call_id: str, command: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": "Bash", "arguments": json.dumps({"command": command})}}]}
+
+
+def chat(query: str, steps: list[tuple[str, str, int] | str]) -> Trajectory:
+    """An OpenAI chat record of Bash calls (command, receipt, exit code) and assistant texts, read by the importer.
+    A text right before a call goes into that call's message."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent with a Bash tool."},
+                                      {"role": "user", "content": query}]
+    text: str | None = None
+    for n, step in enumerate(steps, 1):
+        if isinstance(step, str):
+            if n < len(steps) and not isinstance(steps[n], str):
+                text = step
+                continue
+            messages.append({"role": "assistant", "content": step})
+        else:
+            command, receipt, code = step
+            call = _bash(f"c{n}", command)
+            call["content"], text = text, None
+            messages += [call, {"role": "tool", "tool_call_id": f"c{n}", "name": "Bash", "content": receipt,
+                                "exit_code": code}]
+    item = parse_record({"id": "z5", "query": query, "messages": messages}, Source("test_editor_wrong_decisions"))
+    assert isinstance(item, Trajectory), item
+    return item
+
+
+def without_first_call(original: Trajectory) -> tuple[Trajectory, list[int]]:
+    """The rewriter output that drops the first call and its receipt and keeps everything else verbatim."""
+    drop = {i for i, m in enumerate(original.messages)
+            if any(c.id == "c1" for c in m.tool_calls) or (m.receipt is not None and m.receipt.call_id == "c1")}
+    message_map = [i for i in range(len(original.messages)) if i not in drop]
+    edited = original.model_copy(deep=True)
+    edited.messages = [edited.messages[i] for i in message_map]
+    number_turns(edited.messages)
+    return edited, message_map
+
+
+# --- a sentence that reports a kept listing is no reference to the deleted failure -------------------------------
+
+LISTINGS: list[tuple[str, Trajectory]] = [
+    ("de-status-column", chat("Zeig die letzten Läufe des Jobs nightly_export.", [
+        ("jobctl runs list --job nightly_exprot", "job nightly_exprot not found", 1),
+        ("jobctl runs list --job nightly_export --limit 3", "nightly_export run-0412 success\n"
+         "nightly_export run-0411 success\nnightly_export run-0410 failed", 0),
+        "Letzte Läufe von nightly_export: run-0412 success, run-0411 success, run-0410 failed."])),
+    ("sw-status-column", chat("Onyesha mizunguko ya mwisho ya kazi ripoti_wiki.", [
+        ("jobctl runs list --job ripoti_wki", "job ripoti_wki not found", 1),
+        ("jobctl runs list --job ripoti_wiki --limit 3", "ripoti_wiki r-88 success\nripoti_wiki r-87 failed\n"
+         "ripoti_wiki r-86 success", 0),
+        "Mizunguko ya mwisho ya ripoti_wiki: r-88 success, r-87 failed, r-86 success."])),
+    ("pt-table-cells", chat("Quais clientes ativos há na tabela tblCl5 (Base bascnVd2)?", [
+        ("lark-cli base +record-list --base bascnVd2 --table tblC15 --filter \"Ativo = true\"",
+         "Error: 404 TableIdNotFound: tblC15", 1),
+        ("lark-cli base +record-list --base bascnVd2 --table tblCl5 --filter \"Ativo = true\" --fields Nome",
+         "recCl1  Almeida lda\nrecCl4  Barros sa\nrecCl7  Costa lda", 0),
+        "Há três clientes ativos: Almeida lda, Barros sa e Costa lda."])),
+]
+
+
+@pytest.mark.parametrize(("case", "original"), LISTINGS, ids=[row[0] for row in LISTINGS])
+def test_a_sentence_reporting_a_kept_listing_is_no_reference(case: str, original: Trajectory,
+                                                             detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert result.status == "edited", (case, result.reason)
+    assert not result.sentences, (case, [s.text for s in result.sentences])
+    edited, message_map = without_first_call(original)
+    failed = [v for v in validate_edit(original, edited, message_map, ["c1"], detectors) if not v.passed]
+    assert not failed, (case, [(v.name, v.findings) for v in failed])
+
+
+# A sentence that talks of the deleted failure is still one (the control of the rows above).
+REFERENCES: list[tuple[str, Trajectory]] = [
+    ("en-first-try", chat("Show the last runs of nightly_export.", [
+        ("jobctl runs list --job nightly_exprot", "job nightly_exprot not found", 1),
+        ("jobctl runs list --job nightly_export --limit 2", "nightly_export run-0412 success\n"
+         "nightly_export run-0411 failed", 0),
+        "My first attempt used a misspelt job name, so the listing failed before I corrected it.\n"
+        "Runs: run-0412 success, run-0411 failed."])),
+]
+
+
+@pytest.mark.parametrize(("case", "original"), REFERENCES, ids=[row[0] for row in REFERENCES])
+def test_a_sentence_about_the_deleted_failure_is_still_cut(case: str, original: Trajectory,
+                                                           detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert [s.text for s in result.sentences if s.action == "removed"][:1] == [
+        "My first attempt used a misspelt job name, so the listing failed before I corrected it."], (case, result.reason)
+
+
+# --- a value the deleted receipt quoted and the next call used -------------------------------------------------------
+
+# (case, trajectory, the deletion must be refused for a dependency)
+HINTS: list[tuple[str, Trajectory, bool]] = [
+    ("de-field-hint", chat("Liste die überfälligen Aufgaben in tblAu3 (Base bascnAu1).", [
+        ("lark-cli base +record-list --base bascnAu1 --table tblAu3 --filter \"Frist < TODAY()\"",
+         "Error: 400 FieldNameNotFound: 'Frist' (did you mean 'Stichtag'?)", 1),
+        "Ich nehme das vorgeschlagene Feld.",
+        ("lark-cli base +record-list --base bascnAu1 --table tblAu3 --filter \"Stichtag < TODAY()\" --fields Titel",
+         "recAu2  Rechnung senden", 0),
+        "Überfällig: Rechnung senden."]), True),
+    ("fi-field-hint", chat("Listaa myöhässä olevat tehtävät taulusta tblTe4 (Base bascnTe1).", [
+        ("lark-cli base +record-list --base bascnTe1 --table tblTe4 --filter \"Määräaika < TODAY()\"",
+         "Error: 400 FieldNameNotFound: 'Määräaika' (did you mean 'Eräpäivä'?)", 1),
+        ("lark-cli base +record-list --base bascnTe1 --table tblTe4 --filter \"Eräpäivä < TODAY()\" --fields Otsikko",
+         "recTe5  Lasku lähettämättä", 0),
+        "Myöhässä: Lasku lähettämättä."]), True),
+    ("ko-field-hint", chat("bascnKo2 의 tblKo7 에서 마감이 지난 작업을 보여 줘.", [
+        ("lark-cli base +record-list --base bascnKo2 --table tblKo7 --filter \"기한 < TODAY()\"",
+         "Error: 400 FieldNameNotFound: '기한' (did you mean '마감일'?)", 1),
+        ("lark-cli base +record-list --base bascnKo2 --table tblKo7 --filter \"마감일 < TODAY()\" --fields 제목",
+         "recKo3  계약 갱신", 0),
+        "마감이 지난 작업: 계약 갱신."]), True),
+    # controls: the quoted value is the call's own argument; the value the retry uses came from another receipt
+    ("en-own-argument", chat("List the overdue tasks in tblEn3 (Base bascnEn1).", [
+        ("lark-cli base +record-list --base bascnEn1 --table tblEn3 --filter \"Due < TODAY()\"",
+         "Error: 400 FieldNameNotFound: 'Due'", 1),
+        ("lark-cli base +field-list --base bascnEn1 --table tblEn3", "fldEn1  Title\nfldEn2  Deadline", 0),
+        ("lark-cli base +record-list --base bascnEn1 --table tblEn3 --filter \"Deadline < TODAY()\" --fields Title",
+         "recEn4  Send invoice", 0),
+        "Overdue: Send invoice."]), False),
+    ("sw-shown-by-another-receipt", chat("Orodhesha kazi zilizochelewa katika tblSw3 (Base bascnSw1).", [
+        ("lark-cli base +record-list --base bascnSw1 --table tblSw3 --filter \"Tarehe < TODAY()\"",
+         "Error: 400 FieldNameNotFound: 'Tarehe' (did you mean 'Mwisho'?)", 1),
+        ("lark-cli base +field-list --base bascnSw1 --table tblSw3", "fldSw1  Kichwa\nfldSw2  Mwisho", 0),
+        ("lark-cli base +record-list --base bascnSw1 --table tblSw3 --filter \"Mwisho < TODAY()\" --fields Kichwa",
+         "recSw4  Tuma ankara", 0),
+        "Zilizochelewa: Tuma ankara."]), False),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "dependent"), HINTS, ids=[row[0] for row in HINTS])
+def test_a_value_only_the_deleted_receipt_quoted_is_a_dependency(case: str, original: Trajectory, dependent: bool,
+                                                                detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    if dependent:
+        assert result.status != "edited", (case, result.reason)
+        assert result.reasons[:1] == ["dependency"], (case, result.reasons, result.reason)
+    else:
+        assert result.status == "edited", (case, result.reason)
+
+
+def test_a_rewrite_that_keeps_the_hinted_value_is_refused(detectors: Detectors) -> None:
+    original = HINTS[0][1]
+    edited, message_map = without_first_call(original)
+    failed = [v for v in validate_edit(original, edited, message_map, ["c1"], detectors) if not v.passed]
+    assert "dependency" in {v.kind for v in failed}, [(v.name, v.findings) for v in failed]
+
+
+# --- the same program with the refused word respelt is a corrected retry ---------------------------------------------
+
+RESPELT: list[tuple[str, Trajectory]] = [
+    ("pl-npm-script", chat("Uruchom testy jednostkowe.", [
+        ("npm run tests", 'npm ERR! Missing script: "tests"', 1),
+        "Skrypt nazywa się test.",
+        ("npm test", "Test Files  4 passed (4)\n     Tests  52 passed (52)", 0),
+        "52 testy przeszły w 4 plikach."])),
+    ("hu-npm-script", chat("Futtasd a lintet.", [
+        ("npm run lnt", 'npm ERR! Missing script: "lnt"', 1),
+        ("npm run lint", "0 problems", 0),
+        "A lint lefutott, 0 hiba."])),
+]
+
+
+@pytest.mark.parametrize(("case", "original"), RESPELT, ids=[row[0] for row in RESPELT])
+def test_the_respelt_call_of_the_same_program_is_its_correction(case: str, original: Trajectory,
+                                                                detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert result.status == "edited", (case, result.reason)
+    control = [d for d in result.dependencies if d.kind == "control"]
+    assert all(d.status != "blocking" for d in control), (case, control)
+
+
+# --- a read that failed by its content, not its exit code ------------------------------------------------------------
+
+# (case, trajectory, the editor deletes the first call)
+CONTENT_FAILURES: list[tuple[str, Trajectory, bool]] = [
+    ("zh-kubectl-namespace", chat("billing 命名空间里有哪些 deployment？", [
+        ("kubectl get deployments -n biling", "No resources found in biling namespace.", 0),
+        ("kubectl get deployments -n billing -o name", "deployment.apps/invoice-api\ndeployment.apps/ledger", 0),
+        "billing 里有 2 个 deployment：invoice-api 和 ledger。"]), True),
+    ("et-kubectl-namespace", chat("Millised podid töötavad nimeruumis arve?", [
+        ("kubectl get pods -n arvee", "No resources found in arvee namespace.", 0),
+        ("kubectl get pods -n arve -o name", "pod/arve-api-7c9d-x2", 0),
+        "Nimeruumis arve töötab üks pod: arve-api-7c9d-x2."]), True),
+    # the answer named no argument of the call: nothing shows it failed
+    ("en-empty-listing", chat("Which pods run in billing?", [
+        ("kubectl get pods -n billing", "No resources found.", 0),
+        ("kubectl get pods -A -o name", "pod/invoice-api-1", 0),
+        "No pods run in billing."]), False),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "deleted"), CONTENT_FAILURES, ids=[row[0] for row in CONTENT_FAILURES])
+def test_a_read_that_failed_by_its_content_is_deletable(case: str, original: Trajectory, deleted: bool,
+                                                        detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert (result.status == "edited") is deleted, (case, result.reason)
+    if deleted:
+        assert result.removed_calls == ["c1"]
+        assert result.edited is not None and result.edited.messages is not original.messages
+        assert all(a is not b for a, b in zip(result.edited.messages, original.messages))
