@@ -114,10 +114,10 @@ def returned_values(trajectory: Trajectory, site: CallSite) -> list[Dependency]:
     for quoted, index in quoted_uses(trajectory, site):
         if quoted in known:
             continue
-        turn = trajectory.messages[index].turn
+        used_at = trajectory.messages[index].turn
         found.append(Dependency(
-            kind="returned-values", status="blocking", call_id=site.call.id, turn=turn,
-            detail=f"T{turn} uses {quoted!r}, which only the deleted receipt quoted", evidence=quoted,
+            kind="returned-values", status="blocking", call_id=site.call.id, turn=used_at,
+            detail=f"T{used_at} uses {quoted!r}, which only the deleted receipt quoted", evidence=quoted,
         ))
     return found
 
