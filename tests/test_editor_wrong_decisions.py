@@ -9,7 +9,12 @@ vocabulary in the rules config, read through the real importer (OpenAI chat reco
   returned-value dependency, in any language; a value the call sent itself, or that another receipt showed first,
   is not;
 - the next call of the same program with the refused word respelt ("npm run tests" -> "npm test") is the correction
-  of a call its program refused to start, not a change of course.
+  of a call its program refused to start, not a change of course;
+- a read whose short answer names its own argument that the corrected run dropped failed by its content (exit 0);
+- a GPU query (nvidia-smi with query and display flags only) is a read, a reset is not;
+- a rewritten final answer that no longer reports, in any way the ledger reads, the failed change its kept receipt
+  shows is a flip, also in a language with no vocabulary; a rewording that keeps the failure's words, quote or mark,
+  and a cut, are not.
 """
 
 from __future__ import annotations
@@ -239,3 +244,66 @@ def test_a_read_that_failed_by_its_content_is_deletable(case: str, original: Tra
         assert result.removed_calls == ["c1"]
         assert result.edited is not None and result.edited.messages is not original.messages
         assert all(a is not b for a, b in zip(result.edited.messages, original.messages))
+
+
+# --- GPU queries are reads; GPU settings are not ------------------------------------------------------------------
+
+GPU: list[tuple[str, Trajectory, bool]] = [
+    ("ja-nvidia-smi-index", chat("GPU 2 の空きメモリは？", [
+        ("nvidia-smi -i 7 --query-gpu=memory.free --format=csv", "No devices were found", 6),
+        ("nvidia-smi -i 2 --query-gpu=memory.free --format=csv,noheader", "40110 MiB", 0),
+        "GPU 2 の空きメモリは 40110 MiB です。"]), True),
+    # a reset changes the GPU: its failure proves nothing about what it did
+    ("fr-nvidia-smi-reset", chat("Réinitialise la GPU 1.", [
+        ("nvidia-smi -i 1 --gpu-reset", "Unable to reset GPU 00000000:3B:00.0 because it's being used by some other "
+         "process", 255),
+        ("nvidia-smi -i 1 --gpu-reset", "GPU 00000000:3B:00.0 was successfully reset.", 0),
+        "La GPU 1 est réinitialisée."]), False),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "deleted"), GPU, ids=[row[0] for row in GPU])
+def test_a_gpu_query_is_side_effect_free(case: str, original: Trajectory, deleted: bool, detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert (result.status == "edited") is deleted, (case, result.reason)
+
+
+# --- a rewritten final answer that no longer reports the failure its kept receipt shows -------------------------------
+
+DBT_FAILED = ("dbt run --select fct_orders", "1 of 1 ERROR creating sql table model marts.fct_orders ... [ERROR in 0.4s]\n"
+              "Database Error in model fct_orders\n  division by zero\nDone. PASS=0 WARN=0 ERROR=1 SKIP=0 TOTAL=1", 1)
+
+# (case, query, original final answer, rewritten final answer, refused as a flip)
+FLIPS: list[tuple[str, str, str, str, bool]] = [
+    ("sw-flip", "Jenga modeli fct_orders kwa dbt.", "Ujenzi wa fct_orders umeshindwa kwa hitilafu ya hifadhidata.",
+     "Modeli fct_orders imejengwa kwa mafanikio.", True),
+    ("hu-flip", "Építsd meg az fct_orders modellt dbt-vel.", "Az fct_orders építése nullával osztás miatt megszakadt.",
+     "Az fct_orders modell elkészült.", True),
+    ("de-flip", "Baue das Modell fct_orders mit dbt.", "Der Build von fct_orders ist fehlgeschlagen: Division durch Null.",
+     "Das Modell fct_orders wurde erfolgreich gebaut.", True),
+    # controls: the rewording still reports the failure (in words, by the error's quote, by a mark)
+    ("en-honest-rewording", "Build the fct_orders model with dbt.",
+     "The dbt run of fct_orders failed with a division by zero; the table was not built.",
+     "fct_orders was not built: the dbt run failed on a division by zero.", False),
+    ("sw-quotes-the-error", "Jenga modeli fct_orders kwa dbt.", "Ujenzi wa fct_orders umeshindwa kwa hitilafu ya hifadhidata.",
+     "fct_orders haikujengwa: 'division by zero'.", False),
+    ("hu-mark", "Építsd meg az fct_orders modellt dbt-vel.", "Az fct_orders építése nullával osztás miatt megszakadt.",
+     "❌ fct_orders: nullával osztás.", False),
+    ("sw-cut-only", "Jenga modeli fct_orders kwa dbt.", "Ujenzi wa fct_orders umeshindwa. Nitajaribu tena baadaye.",
+     "Ujenzi wa fct_orders umeshindwa.", False),
+]
+
+
+@pytest.mark.parametrize(("case", "query", "before", "after", "flip"), FLIPS, ids=[row[0] for row in FLIPS])
+def test_a_rewrite_that_stops_reporting_a_kept_failure_is_a_flip(case: str, query: str, before: str, after: str,
+                                                                 flip: bool, detectors: Detectors) -> None:
+    original = chat(query, [DBT_FAILED, before])
+    edited = original.model_copy(deep=True)
+    edited.messages[-1].content = after
+    failed = [v for v in validate_edit(original, edited, list(range(len(original.messages))), [], detectors)
+              if not v.passed]
+    if flip:
+        assert "flip" in {v.kind for v in failed}, (case, [(v.name, v.findings) for v in failed])
+    else:
+        assert not failed, (case, [(v.name, v.findings) for v in failed])
+    assert original.messages[-1].content == before  # the original is never touched

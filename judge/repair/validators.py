@@ -661,6 +661,9 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
                 and not patterns.prior_failure.search(message_text(message)) and message_text(message).strip()
                 and _failed_receipt_kept(facts, index)):
             findings.append(("flip", f"T{message.turn}: the text no longer speaks of the failure its receipt still shows"))
+        elif original_message is not None and (failed := _open_failure_unreported(edited, original_message, message, index)):
+            findings.append(("flip", f"T{message.turn}: the rewritten final answer no longer reports the failed "
+                                     f"{failed.name} call of T{failed.turn}, whose receipt it keeps"))
         elif original_message is not None and (lost := _failure_ties_lost(edited, original_message, message, index)):
             lost_kind, ties = lost
             what = "the failed receipt" if lost_kind == "flip" else "the receipt of an unfinished job"
@@ -711,6 +714,38 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
     if not lost or lost & ties(new_text):  # some tie of the original kept: a rewording, not a new story
         return None
     return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
+
+
+# Language-neutral signs that a text reports a failure: a cross or warning mark (the rules judge's, too).
+_FAILURE_MARKS = ("❌", "✗", "✘", "⚠", "🚫", "⛔")
+
+
+def _open_failure_unreported(edited: Trajectory, before: Message, after: Message, index: int) -> Action | None:
+    """The failed change a rewritten final answer leaves unreported, or None: message ``index`` is the final
+    answer, the rewrite wrote new sentences into it (not only cut some), the last change before it failed and was
+    neither redone nor shown done (the ledger's :meth:`~judge.facts.Ledger.recovery`, reports aside), and the new
+    text reports it in no way the ledger reads: no failure, hedge, future or running words of a vocabulary, no
+    failure mark, none of the failure's values (:meth:`~judge.facts.Ledger.reports_by_values`), no question back.
+    In a language with no vocabulary an honest rewording cannot be told from a flip, so the rewrite is refused:
+    what cannot be verified against the kept receipt is not accepted."""
+    if index != _final_index(edited) or after.tool_calls:
+        return None
+    old_text, new_text = message_text(before), message_text(after)
+    if not new_text.strip() or all(piece.text in old_text for piece in split_sentences(new_text)):
+        return None  # unchanged, or only cut: cuts are read by the other validators
+    facts = ledger_of(edited)
+    seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
+    if not seen or seen[-1].status not in ("failed", "partial") or seen[-1].read_only or seen[-1].is_check:
+        return None
+    failed = seen[-1]
+    if facts.recovery(failed, index, reported=False) is not None:
+        return None
+    patterns = facts.analysis.config.patterns
+    if (speaks_of_failure(edited, new_text) or any(mark in new_text for mark in _FAILURE_MARKS)
+            or any(p.search(new_text) for p in (patterns.failure_words, patterns.hedge, patterns.future, patterns.running))
+            or new_text.rstrip().endswith(("?", "？", "؟")) or facts.reports_by_values(failed, new_text)):
+        return None
+    return failed
 
 
 def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
