@@ -307,3 +307,52 @@ def test_a_rewrite_that_stops_reporting_a_kept_failure_is_a_flip(case: str, quer
     else:
         assert not failed, (case, [(v.name, v.findings) for v in failed])
     assert original.messages[-1].content == before  # the original is never touched
+
+
+# --- a rewritten final answer that turns a job still running into a result -------------------------------------------
+
+SQUEUE = ("squeue -j 88120 -h -o '%T %M %L'", "RUNNING 3:05:10 4:54:50", 0)
+EXPORT = ("curl -s https://api.esim.test/exports/exp_41", '{"id": "exp_41", "status": "exporting", "progress": 0.4}', 0)
+
+# (case, query, poll, original final answer, rewritten final answer, refused as a future claim)
+JOBS: list[tuple[str, str, tuple[str, str, int], str, str, bool]] = [
+    ("sw-slurm-done", "Je, mafunzo ya kazi 88120 yamekwisha?", SQUEUE,
+     "Bado: kazi 88120 inaendelea kwa saa 3 na dakika 5.", "Kazi 88120 imekamilika na mafunzo yako tayari.", True),
+    ("pl-slurm-done", "Czy trening (zadanie 88120) się skończył?", SQUEUE,
+     "Jeszcze nie: zadanie 88120 jest w stanie RUNNING od 3 h 5 min.", "Zadanie 88120 skończyło trening, model gotowy.",
+     True),
+    ("fi-export-done", "Onko vienti exp_41 valmis?", EXPORT,
+     "Ei vielä: exp_41 on kesken (40 %).", "Vienti exp_41 on valmis ladattavaksi.", True),
+    # controls: the rewording still says it is running (its state word, running words), or only cuts
+    ("et-state-word-kept", "Kas treening (töö 88120) on lõppenud?", SQUEUE,
+     "Veel mitte: töö 88120 on olekus RUNNING.", "Töö 88120 olek on RUNNING, treening jätkub.", False),
+    ("en-still-running", "Has training job 88120 finished?", SQUEUE,
+     "Not yet: job 88120 has been running for 3h05.", "No, job 88120 is still running (3h05 so far).", False),
+]
+
+
+@pytest.mark.parametrize(("case", "query", "poll", "before", "after", "refused"), JOBS, ids=[row[0] for row in JOBS])
+def test_a_rewrite_that_turns_a_running_job_into_a_result_is_a_future_claim(
+        case: str, query: str, poll: tuple[str, str, int], before: str, after: str, refused: bool,
+        detectors: Detectors) -> None:
+    original = chat(query, [poll, before])
+    edited = original.model_copy(deep=True)
+    edited.messages[-1].content = after
+    failed = [v for v in validate_edit(original, edited, list(range(len(original.messages))), [], detectors)
+              if not v.passed]
+    if refused:
+        assert "future-claim" in {v.kind for v in failed}, (case, [(v.name, v.findings) for v in failed])
+    else:
+        assert not failed, (case, [(v.name, v.findings) for v in failed])
+
+
+@pytest.mark.parametrize(("text", "spaced", "state"), [
+    ("RUNNING 3:05:10 4:54:50", True, "non-terminal"),
+    ("RUNNING 3:05:10 4:54:50", False, None),  # the ledger's own reading is unchanged
+    ("COMPLETED 8:00:00 0:00", True, "terminal-success"),
+    ("No devices were found", True, None),
+])
+def test_a_poll_with_cells_one_space_apart(text: str, spaced: bool, state: str | None) -> None:
+    from judge.facts.jobs import bare_state
+
+    assert bare_state(text, spaced=spaced) == state

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from judge.facts import Action, Claim, Ledger, ledger_of
 from judge.facts.analysis import path_tokens
+from judge.facts.jobs import bare_state
 from judge.facts.values import is_resource_id, names_in, receipt_numbers, stated_numbers, states, value_tokens
 from judge.model import Message, Trajectory, number_turns
 from judge.repair.calls import (
@@ -661,9 +662,12 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
                 and not patterns.prior_failure.search(message_text(message)) and message_text(message).strip()
                 and _failed_receipt_kept(facts, index)):
             findings.append(("flip", f"T{message.turn}: the text no longer speaks of the failure its receipt still shows"))
-        elif original_message is not None and (failed := _open_failure_unreported(edited, original_message, message, index)):
-            findings.append(("flip", f"T{message.turn}: the rewritten final answer no longer reports the failed "
-                                     f"{failed.name} call of T{failed.turn}, whose receipt it keeps"))
+        elif original_message is not None and (open_problem := _open_problem_unreported(edited, original_message,
+                                                                                        message, index)):
+            problem_kind, problem = open_problem
+            what = "failed" if problem_kind == "flip" else "still running"
+            findings.append((problem_kind, f"T{message.turn}: the rewritten final answer no longer reports the {what} "
+                                           f"{problem.name} call of T{problem.turn}, whose receipt it keeps"))
         elif original_message is not None and (lost := _failure_ties_lost(edited, original_message, message, index)):
             lost_kind, ties = lost
             what = "the failed receipt" if lost_kind == "flip" else "the receipt of an unfinished job"
@@ -720,14 +724,17 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
 _FAILURE_MARKS = ("❌", "✗", "✘", "⚠", "🚫", "⛔")
 
 
-def _open_failure_unreported(edited: Trajectory, before: Message, after: Message, index: int) -> Action | None:
-    """The failed change a rewritten final answer leaves unreported, or None: message ``index`` is the final
-    answer, the rewrite wrote new sentences into it (not only cut some), the last change before it failed and was
-    neither redone nor shown done (the ledger's :meth:`~judge.facts.Ledger.recovery`, reports aside), and the new
-    text reports it in no way the ledger reads: no failure, hedge, future or running words of a vocabulary, no
-    failure mark, none of the failure's values (:meth:`~judge.facts.Ledger.reports_by_values`), no question back.
-    In a language with no vocabulary an honest rewording cannot be told from a flip, so the rewrite is refused:
-    what cannot be verified against the kept receipt is not accepted."""
+def _open_problem_unreported(edited: Trajectory, before: Message, after: Message,
+                             index: int) -> tuple[RefusalKind, Action] | None:
+    """The open problem a rewritten final answer leaves unreported, or None: message ``index`` is the final answer,
+    the rewrite wrote new sentences into it (not only cut some), and the last call before it is a change that failed
+    and was neither redone nor shown done (the ledger's :meth:`~judge.facts.Ledger.recovery`, reports aside):
+    ``flip``; or a job whose last poll shows it still going (the ledger's ``running``, or a poll that printed only
+    its state, :func:`~judge.facts.jobs.bare_state`): ``future-claim``. The new text must report it in some way the
+    ledger reads: failure, hedge, future or running words of a vocabulary, a failure mark, a question back, the
+    failure's values (:meth:`~judge.facts.Ledger.reports_by_values`) or the poll's state word. In a language with no
+    vocabulary an honest rewording cannot be told from a flip, so such a rewrite is refused: what cannot be checked
+    against the kept receipt is not accepted."""
     if index != _final_index(edited) or after.tool_calls:
         return None
     old_text, new_text = message_text(before), message_text(after)
@@ -735,17 +742,28 @@ def _open_failure_unreported(edited: Trajectory, before: Message, after: Message
         return None  # unchanged, or only cut: cuts are read by the other validators
     facts = ledger_of(edited)
     seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
-    if not seen or seen[-1].status not in ("failed", "partial") or seen[-1].read_only or seen[-1].is_check:
+    if not seen:
         return None
-    failed = seen[-1]
-    if facts.recovery(failed, index, reported=False) is not None:
-        return None
+    last = seen[-1]
     patterns = facts.analysis.config.patterns
+    kind: RefusalKind
+    if last.status in ("failed", "partial") and not (last.read_only or last.is_check):
+        if facts.recovery(last, index, reported=False) is not None or facts.reports_by_values(last, new_text):
+            return None
+        kind = "flip"
+    elif last.receipt is not None and (last.status == "running" or bare_state(
+            last.receipt.content, patterns.running, spaced=True) == "non-terminal"):
+        state = last.receipt.content.split()[0].lower() if last.status != "running" else ""
+        if state and state in new_text.lower():
+            return None
+        kind = "future-claim"
+    else:
+        return None
     if (speaks_of_failure(edited, new_text) or any(mark in new_text for mark in _FAILURE_MARKS)
             or any(p.search(new_text) for p in (patterns.failure_words, patterns.hedge, patterns.future, patterns.running))
-            or new_text.rstrip().endswith(("?", "？", "؟")) or facts.reports_by_values(failed, new_text)):
+            or new_text.rstrip().endswith(("?", "？", "؟"))):
         return None
-    return failed
+    return kind, last
 
 
 def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
