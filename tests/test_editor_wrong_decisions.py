@@ -356,3 +356,18 @@ def test_a_poll_with_cells_one_space_apart(text: str, spaced: bool, state: str |
     from judge.facts.jobs import bare_state
 
     assert bare_state(text, spaced=spaced) == state
+
+
+# --- a value glued to text of an unspaced script is still a value a rewrite can swap ----------------------------------
+
+@pytest.mark.parametrize(("case", "before", "after", "words"), [
+    ("ja-path-after-colon", "最後のチェックポイント：runs/mt/step_12000.pt", "最後のチェックポイント：runs/mt/final.pt",
+     ["runs/mt/final.pt"]),
+    ("zh-version-glued", "已发布版本v2.4.1。", "已发布版本v2.4.2。", ["v2.4.2"]),
+    ("th-rewording-only", "สร้างไฟล์ report.pdf แล้ว", "ไฟล์ report.pdf สร้างเสร็จแล้ว", []),
+    ("ja-rewording-only", "名前を直しました。 12 件です。", "確認しました。 12 件です。", []),
+])
+def test_swapped_values_glued_to_unspaced_text(case: str, before: str, after: str, words: list[str]) -> None:
+    from judge.repair.validators import swapped_words
+
+    assert swapped_words(before, after) == words, case

@@ -571,7 +571,7 @@ def swapped_words(before: str, after: str) -> list[str]:
     value-like others (a digit, a path, a dotted name) or of the one word after a number (its unit or month), in any
     language."""
     found: list[str] = []
-    old_words, new_words = before.split(), after.split()
+    old_words, new_words = _spaced_words(before), _spaced_words(after)
     matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op != "replace" or i2 - i1 > _SWAP_WORDS or j2 - j1 > _SWAP_WORDS:
@@ -586,6 +586,13 @@ def swapped_words(before: str, after: str) -> list[str]:
     return found
 
 
+def _spaced_words(text: str) -> list[str]:
+    """The words of ``text``, a run of an unspaced script (CJK, kana, Thai...) and its punctuation cutting a word
+    too: a value glued to such text ("チェックポイント：runs/mt/final.pt") stands as a word of its own, and the
+    script's runs drop out (a changed run is a rewording there, not a value)."""
+    return [piece for word in text.split() for piece in _UNSPACED_RUN.split(word) if piece]
+
+
 # A value-like word: a digit, a path or a dotted name ("v2.4.2", "apk/prod/tienda.apk").
 _VALUE_WORD = re.compile(r"\d|\w/\w|\w\.\w")
 # A number with a case suffix after an apostrophe or colon ("29'u", "1'i", "12:ta"): the same number, declined.
@@ -595,6 +602,7 @@ _EDGE_PUNCTUATION = ".,;:!?()[]{}\"'`«»“”。、，：；！？"
 # not a word, so a changed piece is a rewording.
 _UNSPACED_CHARS = r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 _UNSPACED_SCRIPT = re.compile(_UNSPACED_CHARS)
+_UNSPACED_RUN = re.compile(rf"(?:{_UNSPACED_CHARS}|[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20])+")
 _UNSPACED_COUNTER = re.compile(rf"(\d)(?={_UNSPACED_CHARS})")
 
 
