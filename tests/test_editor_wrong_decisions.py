@@ -289,6 +289,8 @@ FLIPS: list[tuple[str, str, str, str, bool]] = [
      "fct_orders haikujengwa: 'division by zero'.", False),
     ("hu-mark", "Építsd meg az fct_orders modellt dbt-vel.", "Az fct_orders építése nullával osztás miatt megszakadt.",
      "❌ fct_orders: nullával osztás.", False),
+    ("sw-error-word-kept", "Jenga modeli fct_orders kwa dbt.", "Ujenzi wa fct_orders umeshindwa kwa hitilafu ya hifadhidata.",
+     "fct_orders: Database Error, jedwali halikujengwa.", False),
     ("sw-cut-only", "Jenga modeli fct_orders kwa dbt.", "Ujenzi wa fct_orders umeshindwa. Nitajaribu tena baadaye.",
      "Ujenzi wa fct_orders umeshindwa.", False),
 ]

@@ -758,6 +758,13 @@ def _open_problem_unreported(edited: Trajectory, before: Message, after: Message
     if last.status in ("failed", "partial") and not (last.read_only or last.is_check):
         if facts.recovery(last, index, reported=False) is not None or facts.reports_by_values(last, new_text):
             return None
+        # A word of the error output that is not what the call worked on ties the text to the failure ("push" of
+        # "failed to push some refs"); the object itself does not ("fct_sales" is the failure's and the claim's word
+        # alike: the ledger's objects_of, never the program or its subcommand).
+        receipt = last.receipt.content[:4000] if last.receipt is not None else ""
+        objects = _stems(" ".join(facts.objects_of(last)))
+        if _stems(new_text) & (_stems(receipt) - objects):
+            return None
         kind = "flip"
     elif last.receipt is not None and (last.status == "running" or bare_state(
             last.receipt.content, patterns.running, spaced=True) == "non-terminal"):
