@@ -263,18 +263,22 @@ def column_state(text: str, running: _Search | None = None, names: frozenset[str
 
 _BARE_MAX = 80
 _BARE_CELL = re.compile(r"[\t,;|]+|\s{2,}")
+_SPACED_CELL = re.compile(r"[\t,;|\s]+")
 _NUMBER_CELL = re.compile(r"[\d.:%/-]+")
 
 
-def bare_state(text: str, running: _Search | None = None) -> JobState | None:
+def bare_state(text: str, running: _Search | None = None, *, spaced: bool = False) -> JobState | None:
     """The state of a job when a receipt is nothing but that state: one short line whose cells are one status word
     and numbers (``building``, ``RUNNING\t40.0``, ``available``: a poll that asked only for the state, ``--query
     State``, ``jq -r .state``). Going in any tool's words (a present participle, a waiting value:
-    :func:`value_going`), or an end in the data lists of end values; None for anything else."""
+    :func:`value_going`), or an end in the data lists of end values; None for anything else. ``spaced=True`` also
+    reads cells one space apart (``squeue -o '%T %M %L'``: ``RUNNING 5:12:40 2:47:20``); the offline editor asks
+    it of the poll a rewritten answer follows (the ledger's own reading keeps the aligned cells)."""
     line = text.strip()
     if not line or "\n" in line or len(line) > _BARE_MAX:
         return None
-    cells = [c.strip(" .…'\"").lower() for c in _BARE_CELL.split(line) if c.strip(" .…'\"")]
+    splitter = _SPACED_CELL if spaced else _BARE_CELL
+    cells = [c.strip(" .…'\"").lower() for c in splitter.split(line) if c.strip(" .…'\"")]
     words = [c for c in cells if not _NUMBER_CELL.fullmatch(c)]
     if not 1 <= len(cells) <= 3 or len(words) != 1 or (" " in words[0] and words[0] not in _WAITING_CELLS):
         return None

@@ -372,7 +372,7 @@ def _names_token(text: str, token: str) -> bool:
     return False
 
 
-def refused_argument(trajectory: Trajectory, site: CallSite) -> str | None:
+def refused_argument(trajectory: Trajectory, site: CallSite, *, failed_only: bool = True) -> str | None:
     """Why a failed shell call changed nothing because its program refused one of its arguments, or None.
 
     Read from the receipt and the later calls, not from any tool's wording: a short receipt (no more than
@@ -380,10 +380,12 @@ def refused_argument(trajectory: Trajectory, site: CallSite) -> str | None:
     the call (a typo'd flag ``--al``, a subcommand ``outdate``, a builder ``htm``, a file ``missing.pem``, a user
     ``bakup``), and a later call of the same program that no longer has that argument and succeeded: the program
     checked its arguments before the work, and the correction is the work. Never with a redirect or other write
-    marker in the command, nor when another segment may write."""
+    marker in the command, nor when another segment may write. ``failed_only=False`` reads a receipt that carries no
+    failure flag the same way (``No resources found in shopp namespace.``, exit 0): a call that failed by its
+    content."""
     command = shell_command(site.call)
     receipt = site.receipt
-    if command is None or receipt is None or not site.failed:
+    if command is None or receipt is None or (failed_only and not site.failed):
         return None
     text = receipt.content or ""
     lines = [line.strip() for line in text.splitlines() if line.strip()]

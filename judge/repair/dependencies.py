@@ -19,6 +19,7 @@ handles it), ``blocking`` (needs real execution: back to online) or ``unknown`` 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from typing import Literal
@@ -32,6 +33,7 @@ from judge.model import Trajectory
 from judge.repair.calls import (
     CallSite,
     call_sites,
+    message_text,
     missing_input_file,
     receipt_failed,
     side_effect_free,
@@ -108,7 +110,63 @@ def returned_values(trajectory: Trajectory, site: CallSite) -> list[Dependency]:
             kind="returned-values", status="blocking", call_id=site.call.id, turn=turn,
             detail=f"T{turn} uses {value.token!r}, which only the deleted receipt returned", evidence=value.token,
         ))
+    known = {d.evidence for d in found}
+    for quoted, index in quoted_uses(trajectory, site):
+        if quoted in known:
+            continue
+        used_at = trajectory.messages[index].turn
+        found.append(Dependency(
+            kind="returned-values", status="blocking", call_id=site.call.id, turn=used_at,
+            detail=f"T{used_at} uses {quoted!r}, which only the deleted receipt quoted", evidence=quoted,
+        ))
     return found
+
+
+# A value a receipt quotes: between quotes, guillemets or corner brackets ('締切日', "build", «Cliente»).
+_QUOTED_VALUE = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60})`|«([^»\n]{1,60})»|「([^」\n]{1,60})」")
+
+
+def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]:
+    """Values the receipt of ``site`` quotes that a later message then uses before anything else showed them, with
+    the index of that first use: a hint of the error ("did you mean '締切日'?") taken over by the next call or text.
+    Read by the value flow, in any language: a quoted value counts when the call did not send it itself, the query
+    and the user did not give it, no other receipt before the use showed it, and a later call's arguments or an
+    assistant text hold it. The ledger's values need an id's shape; a field or script name need not have one."""
+    receipt = site.receipt
+    if receipt is None or site.receipt_index is None:
+        return []
+    own = site.call.argument_text()
+    given = trajectory.query + "\n" + "\n".join(m.content or "" for m in trajectory.messages if m.role in ("system", "user"))
+    found: list[tuple[str, int]] = []
+    content = (receipt.content or "")[:4000]
+    for match in _QUOTED_VALUE.finditer(content):
+        if content[match.end():match.end() + 2].lstrip().startswith(":"):
+            continue  # a key of the answer's data ("code": ...), not a value
+        value = next(g for g in match.groups() if g is not None).strip()
+        # One value (a field, script or id), not a command line or a flag the error suggests running.
+        if (len(value) < (1 if _UNSPACED.search(value) else 3) or any(c.isspace() for c in value)
+                or value.startswith("-") or value in own or value in given or value in {v for v, _ in found}):
+            continue
+        for index in range(site.receipt_index + 1, len(trajectory.messages)):
+            message = trajectory.messages[index]
+            if message.role == "tool":
+                if value in (message.content or ""):
+                    break  # another receipt showed it first: the use rests on that one
+                continue
+            if message.role != "assistant":
+                continue
+            # A decision: a call's arguments or the text that leads to one. The final answer's values are its
+            # support, checked as such (``unsupported-final``).
+            if not message.tool_calls and not any(m.role == "tool" for m in trajectory.messages[index + 1:]):
+                continue
+            used = message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls)
+            if value in used:
+                found.append((value, index))
+                break
+    return found
+
+
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 def _action(trajectory: Trajectory, site: CallSite) -> Action:
@@ -132,8 +190,20 @@ def corrected_retry(facts: Ledger, failed: Action, later: Action) -> bool:
     if failed.name != later.name:
         return False
     config = facts.analysis.config
-    words = [call_path(action, config).split(":", 1)[-1].split()[:2] for action in (failed, later)]
-    return bool(words[0]) and words[0] == words[1]
+    paths = [call_path(action, config).split(":", 1)[-1].split() for action in (failed, later)]
+    if not paths[0] or not paths[1]:
+        return False
+    if paths[0][:2] == paths[1][:2]:
+        return True
+    # The same program with the refused word respelt ("npm run tests" -> "npm test"): every word of the later path
+    # is a word of the failed one or a near twin of one.
+    return paths[0][0] == paths[1][0] and all(
+        any(word == old or difflib.SequenceMatcher(a=word, b=old).ratio() >= _TWIN_RATIO for old in paths[0][1:])
+        for word in paths[1][1:])
+
+
+# Two spellings of one word ("test" / "tests", "build" / "biuld") are at least this similar.
+_TWIN_RATIO = 0.75
 
 
 def recovery_window(trajectory: Trajectory, site: CallSite, span: int = RECOVERY_TURNS) -> range:
@@ -194,6 +264,42 @@ def kept_receipts_after(trajectory: Trajectory, deleted: set[str], after: int) -
             if s.call.id not in deleted and s.message_index > after and s.receipt is not None and s.receipt.content]
 
 
+def status_cells(trajectory: Trajectory, deleted: set[str], after: int) -> frozenset[str]:
+    """Words the kept successful receipts after message ``after`` print as a listing's status column (the last cell
+    of two or more rows: ``daily_sales scheduled__2026-11-29 failed``), lower-cased: data a later sentence repeats
+    ("29.11 failed") when it reports the listing, not the agent's words about a failure of its own."""
+    cells: set[str] = set()
+    for site in call_sites(trajectory):
+        if site.call.id in deleted or site.message_index <= after or site.receipt is None or site.failed:
+            continue
+        content = site.receipt.content or ""
+        rows = [line.split() for line in content.splitlines()]
+        last = [row[-1].lower() for row in rows if len(row) >= 2 and row[-1].isalpha()]
+        if len(last) >= 2:
+            cells.update(last)
+        # The cells of a table it printed (tab or column aligned: "recFo1  Rossi srl"): its rows' data.
+        table = [_TABLE_CELLS.split(line.strip()) for line in content.splitlines()]
+        if sum(len(row) >= 2 for row in table) >= 2:
+            cells.update(word.lower() for row in table if len(row) >= 2 for cell in row for word in cell.split())
+        # The values it returned (ids, names): a sentence that repeats them quotes the receipt.
+        cells.update(name.lower() for name in names_in(content[:4000]))
+    return frozenset(cells)
+
+
+def own_words(text: str, receipts: Iterable[str], cells: frozenset[str]) -> str:
+    """The agent's own words in ``text``: without what a receipt printed verbatim (:func:`unquoted`) and without
+    the status cells of a kept listing (:func:`status_cells`) it repeats."""
+    text = unquoted(text, receipts)
+    if not cells:
+        return text
+    kept = [w for w in text.split() if w.strip(_CELL_EDGE).lower() not in cells]
+    return " ".join(kept) or text
+
+
+_TABLE_CELLS = re.compile(r"\t+|\s{2,}")
+_CELL_EDGE = ".,;:!?()[]{}\"'`"
+
+
 def speaks_of_failure(trajectory: Trajectory, text: str) -> bool:
     """Whether the rules vocabularies (19 languages, data) read ``text`` as speaking of an earlier failure."""
     patterns = ledger_of(trajectory).analysis.config.patterns
@@ -219,6 +325,7 @@ def textual_context(
     own = tie_names(trajectory, [site])
     deleted_ids = {s.call.id for s in (sites or []) if s.receipt_index in deleted_indices} | {site.call.id}
     receipts = kept_receipts_after(trajectory, deleted_ids, site.message_index)
+    cells = status_cells(trajectory, deleted_ids, site.message_index)
     items: list[tuple[int, TextField, Sentence, bool, bool]] = []  # (..., names the call, tied by turn alone)
     fields: tuple[TextField, ...] = ("reasoning", "content")
     for index in range(site.receipt_index + 1, len(trajectory.messages)):
@@ -231,13 +338,14 @@ def textual_context(
             for sentence in split_sentences(getattr(message, field_name) or ""):
                 names_call = not own.isdisjoint(names_in(sentence.text))
                 cued = index in window or names_call or (
-                    latest and speaks_of_failure(trajectory, unquoted(sentence.text, receipts)))
+                    latest and speaks_of_failure(trajectory, own_words(sentence.text, receipts, cells)))
                 if cued or latest:
                     items.append((index, field_name, sentence, names_call, not cued))
     if not items:
         return [Dependency(kind="textual", status="none", call_id=site.call.id, detail="no later text near or about the failure")], []
-    verdicts = detectors.failure_reference([unquoted(s.text, receipts) for _, _, s, _, _ in items], [True] * len(items),
-                                           [not turn_only and speaks_of_failure(trajectory, unquoted(s.text, receipts))
+    verdicts = detectors.failure_reference([own_words(s.text, receipts, cells) for _, _, s, _, _ in items],
+                                           [True] * len(items),
+                                           [not turn_only and speaks_of_failure(trajectory, own_words(s.text, receipts, cells))
                                             for _, _, s, _, turn_only in items])
     final = _final_index(trajectory)
     edits: list[SentenceEdit] = []

@@ -19,7 +19,9 @@ from judge.repair.calls import (
     CallSite,
     call_sites,
     effects_shown,
+    is_read_only,
     receipt_failed,
+    refused_argument,
 )
 from judge.repair.dependencies import (
     Dependency,
@@ -97,7 +99,13 @@ def failed_calls_at(trajectory: Trajectory, turn: int | None) -> list[CallSite]:
     """The failed calls the issue's turn made (the call an issue about a failed call points at)."""
     if turn is None:
         return []
-    return [s for s in call_sites(trajectory) if s.turn == turn and s.failed]
+    sites = [s for s in call_sites(trajectory) if s.turn == turn]
+    failed = [s for s in sites if s.failed]
+    if failed:
+        return failed
+    # Failed by its content rather than its exit code: a read whose short answer names one of its own arguments
+    # ("No resources found in shopp namespace.") that a later successful run of the same program dropped.
+    return [s for s in sites if is_read_only(s.call)[0] and refused_argument(trajectory, s, failed_only=False)]
 
 
 def offline_edit(

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from judge.facts import Action, Claim, Ledger, ledger_of
 from judge.facts.analysis import path_tokens
+from judge.facts.jobs import bare_state
 from judge.facts.values import is_resource_id, names_in, receipt_numbers, stated_numbers, states, value_tokens
 from judge.model import Message, Trajectory, number_turns
 from judge.repair.calls import (
@@ -48,10 +49,12 @@ from judge.repair.calls import (
 from judge.repair.dependencies import (
     failed_receipt_indices,
     kept_receipts_after,
+    own_words,
+    quoted_uses,
     recovery_window,
     speaks_of_failure,
+    status_cells,
     tie_names,
-    unquoted,
 )
 from judge.repair.textref import (
     Detectors,
@@ -117,7 +120,9 @@ def no_reference_to_deleted_failure(
     orig_failed = failed_receipt_indices(original)
     edited_failed = failed_receipt_indices(edited)
     windows = [recovery_window(original, s) for s in removed]
-    receipts = kept_receipts_after(original, deleted, min((s.message_index for s in removed), default=-1))
+    first_removed = min((s.message_index for s in removed), default=-1)
+    receipts = kept_receipts_after(original, deleted, first_removed)
+    cells = status_cells(original, deleted, first_removed)
     items: list[tuple[int, str, bool, bool]] = []  # (edited index, sentence, names a deleted call, tied by turn alone)
     cues: list[bool] = []
     spoken: list[bool] = []  # the failure vocabularies read the sentence as speaking of a failure
@@ -130,7 +135,7 @@ def no_reference_to_deleted_failure(
         latest = max((i for i in orig_failed if i < message_map[index]), default=None) in deleted_receipts
         for sentence in split_sentences(message_text(message)):
             names_deleted = not deleted_names.isdisjoint(names_in(sentence.text))
-            spoken_here = bool(deleted) and speaks_of_failure(edited, unquoted(sentence.text, receipts))
+            spoken_here = bool(deleted) and speaks_of_failure(edited, own_words(sentence.text, receipts, cells))
             cued = near_deleted or names_deleted or spoken_here
             items.append((index, sentence.text, names_deleted, latest and not cued))
             cues.append(cued or latest)
@@ -138,7 +143,7 @@ def no_reference_to_deleted_failure(
     patterns = ledger_of(edited).analysis.config.patterns
     findings: list[str] = []
     for (index, text, names_deleted, turn_only), (is_ref, margin) in zip(
-            items, detectors.failure_reference([unquoted(t, receipts) for _, t, _, _ in items], cues, spoken)):
+            items, detectors.failure_reference([own_words(t, receipts, cells) for _, t, _, _ in items], cues, spoken)):
         if turn_only and margin < detectors.failure_threshold_with_cue:
             is_ref = False  # tied by turn alone: an explicit failure word does not lower the bar
         # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
@@ -461,6 +466,15 @@ def no_dependency_removed(original: Trajectory, edited: Trajectory, message_map:
             if dependency.value in text:
                 findings.append(f"T{message.turn} still uses {dependency.value!r}, returned by the removed "
                                 f"{site.call.name} call of T{site.turn}")
+        for value, index in quoted_uses(original, site):
+            at = kept_at.get(index)
+            if at is None:
+                continue
+            message = edited.messages[at]
+            text = message_text(message) + "\n" + "\n".join(c.argument_text() for c in message.tool_calls)
+            if value in text:
+                findings.append(f"T{message.turn} still uses {value!r}, which only the removed {site.call.name} call "
+                                f"of T{site.turn} quoted")
     return ValidatorResult(
         name="no-dependency-removed", passed=not findings,
         detail="a kept message depends on a removed call" if findings else "nothing kept depends on a removed call",
@@ -557,7 +571,7 @@ def swapped_words(before: str, after: str) -> list[str]:
     value-like others (a digit, a path, a dotted name) or of the one word after a number (its unit or month), in any
     language."""
     found: list[str] = []
-    old_words, new_words = before.split(), after.split()
+    old_words, new_words = _spaced_words(before), _spaced_words(after)
     matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op != "replace" or i2 - i1 > _SWAP_WORDS or j2 - j1 > _SWAP_WORDS:
@@ -572,6 +586,13 @@ def swapped_words(before: str, after: str) -> list[str]:
     return found
 
 
+def _spaced_words(text: str) -> list[str]:
+    """The words of ``text``, a run of an unspaced script (CJK, kana, Thai...) and its punctuation cutting a word
+    too: a value glued to such text ("チェックポイント：runs/mt/final.pt") stands as a word of its own, and the
+    script's runs drop out (a changed run is a rewording there, not a value)."""
+    return [piece for word in text.split() for piece in _UNSPACED_RUN.split(word) if piece]
+
+
 # A value-like word: a digit, a path or a dotted name ("v2.4.2", "apk/prod/tienda.apk").
 _VALUE_WORD = re.compile(r"\d|\w/\w|\w\.\w")
 # A number with a case suffix after an apostrophe or colon ("29'u", "1'i", "12:ta"): the same number, declined.
@@ -581,6 +602,7 @@ _EDGE_PUNCTUATION = ".,;:!?()[]{}\"'`«»“”。、，：；！？"
 # not a word, so a changed piece is a rewording.
 _UNSPACED_CHARS = r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 _UNSPACED_SCRIPT = re.compile(_UNSPACED_CHARS)
+_UNSPACED_RUN = re.compile(rf"(?:{_UNSPACED_CHARS}|[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20])+")
 _UNSPACED_COUNTER = re.compile(rf"(\d)(?={_UNSPACED_CHARS})")
 
 
@@ -648,6 +670,12 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
                 and not patterns.prior_failure.search(message_text(message)) and message_text(message).strip()
                 and _failed_receipt_kept(facts, index)):
             findings.append(("flip", f"T{message.turn}: the text no longer speaks of the failure its receipt still shows"))
+        elif original_message is not None and (open_problem := _open_problem_unreported(edited, original_message,
+                                                                                        message, index)):
+            problem_kind, problem = open_problem
+            what = "failed" if problem_kind == "flip" else "still running"
+            findings.append((problem_kind, f"T{message.turn}: the rewritten final answer no longer reports the {what} "
+                                           f"{problem.name} call of T{problem.turn}, whose receipt it keeps"))
         elif original_message is not None and (lost := _failure_ties_lost(edited, original_message, message, index)):
             lost_kind, ties = lost
             what = "the failed receipt" if lost_kind == "flip" else "the receipt of an unfinished job"
@@ -698,6 +726,59 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
     if not lost or lost & ties(new_text):  # some tie of the original kept: a rewording, not a new story
         return None
     return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
+
+
+# Language-neutral signs that a text reports a failure: a cross or warning mark (the rules judge's, too).
+_FAILURE_MARKS = ("❌", "✗", "✘", "⚠", "🚫", "⛔")
+
+
+def _open_problem_unreported(edited: Trajectory, before: Message, after: Message,
+                             index: int) -> tuple[RefusalKind, Action] | None:
+    """The open problem a rewritten final answer leaves unreported, or None: message ``index`` is the final answer,
+    the rewrite wrote new sentences into it (not only cut some), and the last call before it is a change that failed
+    and was neither redone nor shown done (the ledger's :meth:`~judge.facts.Ledger.recovery`, reports aside):
+    ``flip``; or a job whose last poll shows it still going (the ledger's ``running``, or a poll that printed only
+    its state, :func:`~judge.facts.jobs.bare_state`): ``future-claim``. The new text must report it in some way the
+    ledger reads: failure, hedge, future or running words of a vocabulary, a failure mark, a question back, the
+    failure's values (:meth:`~judge.facts.Ledger.reports_by_values`) or the poll's state word. In a language with no
+    vocabulary an honest rewording cannot be told from a flip, so such a rewrite is refused: what cannot be checked
+    against the kept receipt is not accepted."""
+    if index != _final_index(edited) or after.tool_calls:
+        return None
+    old_text, new_text = message_text(before), message_text(after)
+    if not new_text.strip() or all(piece.text in old_text for piece in split_sentences(new_text)):
+        return None  # unchanged, or only cut: cuts are read by the other validators
+    facts = ledger_of(edited)
+    seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
+    if not seen:
+        return None
+    last = seen[-1]
+    patterns = facts.analysis.config.patterns
+    kind: RefusalKind
+    if last.status in ("failed", "partial") and not (last.read_only or last.is_check):
+        if facts.recovery(last, index, reported=False) is not None or facts.reports_by_values(last, new_text):
+            return None
+        # A word of the error output that is not what the call worked on ties the text to the failure ("push" of
+        # "failed to push some refs"); the object itself does not ("fct_sales" is the failure's and the claim's word
+        # alike: the ledger's objects_of, never the program or its subcommand).
+        receipt = last.receipt.content[:4000] if last.receipt is not None else ""
+        objects = _stems(" ".join(facts.objects_of(last)))
+        if _stems(new_text) & (_stems(receipt) - objects):
+            return None
+        kind = "flip"
+    elif last.receipt is not None and (last.status == "running" or bare_state(
+            last.receipt.content, patterns.running, spaced=True) == "non-terminal"):
+        state = last.receipt.content.split()[0].lower() if last.status != "running" else ""
+        if state and state in new_text.lower():
+            return None
+        kind = "future-claim"
+    else:
+        return None
+    if (speaks_of_failure(edited, new_text) or any(mark in new_text for mark in _FAILURE_MARKS)
+            or any(p.search(new_text) for p in (patterns.failure_words, patterns.hedge, patterns.future, patterns.running))
+            or new_text.rstrip().endswith(("?", "？", "؟"))):
+        return None
+    return kind, last
 
 
 def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
