@@ -519,6 +519,8 @@ class Ledger:
         # The command's operands and subcommands (push, origin, fix/tz), not its program nor its flags.
         named |= {w for w in (command or call_path(action, config)).lower().split()[1:]
                   if len(w) >= 4 and not w.startswith("-") and _TEXT_WORD.fullmatch(w)}
+        # The values of a JSON operand ('{"Status":"Afgehandel"}'): what the call was to write, as a report names it.
+        named |= {v.lower() for w in self.objects_of(action) if w[:1] in "{[" for v in data_values(w) if len(v) >= 4}
         return any(n in words or (not n.isalnum() and n in low) for n in named)
 
     def output_names(self, action: Action, text: str) -> frozenset[str]:
@@ -569,7 +571,7 @@ class Ledger:
         codes = {str(receipt.exit_code)} if receipt.exit_code else set()
         codes |= set(_STATUS_CODE.findall(action.error_line))
         codes |= set(_ERROR_CODE.findall(action.error_line))  # the tool's own error code ("code 91403")
-        if any(code in words and code not in query for code in codes):
+        if any(code in words and code not in query and (len(code) >= 2 or _stated_code(text, code)) for code in codes):
             return True
         quoted = {q.lower() for m in _QUOTED.finditer(text) for q in m.groups() if q and len(q) >= 4}
         if any(q in error and q not in command for q in quoted):
@@ -849,3 +851,9 @@ def _written_lines(action: Action) -> int | None:
 def ledger_of(trajectory: Trajectory, config: RulesConfig | None = None) -> Ledger:
     """The ledger of ``trajectory``: built once per trajectory object and config, shared by every reader."""
     return Ledger(analysis_of(trajectory, config or default_config()))
+
+
+def _stated_code(text: str, code: str) -> bool:
+    """Whether a one-digit ``code`` stands in ``text`` as a word that is not a list's number ("1. Read the ids"):
+    a numbered summary is no report of an exit code."""
+    return any(text[:m.start()].rsplit("\n", 1)[-1].strip(" \t*-#>") for m in re.finditer(rf"(?<!\w){code}(?!\w)", text))
