@@ -455,7 +455,8 @@ def no_dependency_removed(original: Trajectory, edited: Trajectory, message_map:
         action = facts.action_for(site.call.id)
         if action is None:
             continue
-        for dependency in facts.dependents(action):
+        # Sorted: the ledger's values come from sets, and a report must read the same on every run.
+        for dependency in sorted(facts.dependents(action), key=lambda d: (d.message_index, d.value or "")):
             if dependency.kind not in ("returned-values", "textual") or not dependency.value:
                 continue
             at = kept_at.get(dependency.message_index)
