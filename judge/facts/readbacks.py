@@ -8,13 +8,11 @@ of the object a change really acted on.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 import unicodedata
 from functools import lru_cache
 
-from judge.facts.values import is_resource_id, value_tokens
+from judge.facts.values import is_resource_id, json_document, value_tokens
 
 _BARE_LINE = re.compile(r"^\s*[^\s|│]+\s*$")
 _IP = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])")
@@ -59,9 +57,9 @@ def metric_values(text: str) -> dict[str, list[float]]:
     is kept as its fraction). Integers (counts, epochs, ports, sizes) are no measurements."""
     found: dict[str, list[float]] = {}
     head = text[:20_000]
-    if _JSON_START.match(head):
-        with contextlib.suppress(ValueError):
-            _metric_leaves(json.loads(head), found, 0)
+    document = json_document(text) if len(text) <= 20_000 else None
+    if document is not None:
+        _metric_leaves(document, found, 0)
     for name, raw in _METRIC_LINE.findall(head):
         value = float(raw.rstrip("% "))
         if raw.endswith("%"):
@@ -129,13 +127,10 @@ def listing_items(text: str) -> tuple[tuple[str, ...], ...]:
 def _listing_items(text: str) -> list[list[str]]:
     stripped = text.strip()[:200_000]
     found: list[list[str]] = []
-    if _JSON_START.match(stripped):
-        try:
-            _item_lists(json.loads(stripped), found, 0)
-        except ValueError:
-            pass
-        else:
-            return found
+    document = json_document(text) if _JSON_START.match(stripped) else None
+    if document is not None:
+        _item_lists(document, found, 0)
+        return found
     lines = [ln.strip() for ln in stripped.splitlines()[:_MAX_LINES] if ln.strip()]
     if len(lines) >= 2 and len({len(ln.split()) for ln in lines}) == 1 and len(lines[0].split()) <= 3:
         found.append(lines)  # uniform lines of at most three fields: one item a line

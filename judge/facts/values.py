@@ -90,6 +90,20 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S")
 _MAX_JSON = 200_000
 
 
+@lru_cache(maxsize=512)
+def json_document(text: str) -> Any:
+    """The JSON value a receipt is as a whole (stripped, it opens with ``[`` or ``{``, holds at most ``_MAX_JSON``
+    characters and parses), else None. Memoised: the listing, collection, record, metric and item readers all read
+    the same receipts, and parse each once. The value is shared: readers walk it and never change it."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{" or len(stripped) > _MAX_JSON:
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return None
+
+
 def listed_counts(text: str) -> frozenset[int]:
     """The numbers of items a receipt lists: the length of each JSON array in it (to depth 4), the number of
     rows of a table (lines under a header rule), of bullet lines, and of record-id lines; never a number it only
@@ -98,13 +112,10 @@ def listed_counts(text: str) -> frozenset[int]:
     found: set[int] = set()
     if not stripped:
         return frozenset()
-    if stripped[0] in "[{" and len(stripped) <= _MAX_JSON:
-        try:
-            _json_lengths(json.loads(stripped), found, 0)
-        except ValueError:
-            pass
-        else:
-            return frozenset(found)
+    value = json_document(text)
+    if value is not None:
+        _json_lengths(value, found, 0)
+        return frozenset(found)
     lines = [ln for ln in stripped.splitlines() if ln.strip()]
     rule = next((i for i, ln in enumerate(lines) if _TABLE_RULE.match(ln)), None)
     if rule is not None and rule <= 2:
@@ -155,9 +166,8 @@ def collection_counts(text: str) -> frozenset[int]:
     if not stripped:
         return frozenset()
     if stripped[0] in "[{" and len(stripped) <= _MAX_JSON:
-        try:
-            value = json.loads(stripped)
-        except ValueError:
+        value = json_document(text)
+        if value is None:
             lines = [ln.strip() for ln in stripped.splitlines() if ln.strip()]
             if len(lines) > 1 and all(ln.startswith("{") and ln.endswith("}") for ln in lines):
                 return frozenset({len(lines)})  # JSON lines: one record a line
@@ -348,12 +358,8 @@ def bare_counts(text: str) -> tuple[int, ...]:
 def record_numbers(text: str) -> dict[str, list[float]]:
     """Field -> the numbers of that field in the records a JSON read-back lists (the objects of its collections),
     for fields that hold a number in every record that has them: what a total or a bound is held against."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "[{" or len(stripped) > _MAX_JSON:
-        return {}
-    try:
-        value = json.loads(stripped)
-    except ValueError:
+    value = json_document(text)
+    if value is None:
         return {}
     records: list[dict[str, Any]] = []
     _records(value, records, 0)
