@@ -20,6 +20,9 @@
 - **Shared cache** (autouse): each test gets its own empty cache folder (``TRAJUDGE_CACHE_DIR``), so no test
   reads or writes the user's cache, and no test's answers save another test its calls.
 
+- **detectors**: the editor's text-reference detectors (:func:`judge.repair.textref.get_detectors`), shared by
+  the session (the embedding model loads once per process).
+
 - **Secrets** (autouse): the secrets a test registered (judge.secrets) are forgotten after it, so
   that one test's key is not scrubbed from another's output.
 
@@ -33,12 +36,16 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from judge.secrets import forget_secrets
 from judge.testing.fake_provider import FakeProviders
 from judge.testing.synthetic import synthetic_batch
+
+if TYPE_CHECKING:
+    from judge.repair.textref import Detectors
 
 _GUARD_DIR = Path(__file__).resolve().parent / "netguard"
 if _GUARD_DIR.is_dir() and str(_GUARD_DIR) not in sys.path:  # a copy of this file elsewhere has it on PYTHONPATH
@@ -107,3 +114,11 @@ def batch(tmp_path: Path) -> Path:
     path = tmp_path / "batch.jsonl"
     path.write_text("".join(t.to_json_line() + "\n" for t in trajectories))
     return path
+
+
+@pytest.fixture(scope="session")
+def detectors() -> Detectors:
+    """The editor's text-reference detectors, one set for the session."""
+    from judge.repair.textref import get_detectors  # imported here: most test modules never load the editor
+
+    return get_detectors()

@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from judge.model import Message, Trajectory
 from judge.repair import offline_edit
 from judge.repair.editor import EditResult, apply_edit
-from judge.repair.textref import Detectors, get_detectors
+from judge.repair.textref import Detectors
 from judge.repair.validators import find_premature_claims, validate_edit
 from judge.testing.builders import call, issue, say, tool, trajectory
 
@@ -25,11 +25,6 @@ CREATE = "lark-cli base +record-create --base bascnShop01 --table tblProd01 --js
 BAD = CREATE + " --records products.json"
 UNKNOWN_FLAG = "Error: unknown flag: --records\nRun 'lark-cli base +record-create --help' for usage."
 CREATED = json.dumps({"record_ids": [f"recP{i}a9Kx2" for i in range(6)]})
-
-
-@pytest.fixture(scope="module")
-def detectors() -> Detectors:
-    return get_detectors()
 
 
 def failed_first(*rest: Message, query: str = "Add the 6 sample products to the Products table.") -> Trajectory:

@@ -14,7 +14,7 @@ from judge.facts.values import states
 from judge.model import Trajectory
 from judge.repair import offline_edit
 from judge.repair.calls import call_sites, command_is_read_only, side_effect_free
-from judge.repair.textref import Detectors, get_detectors
+from judge.repair.textref import Detectors
 from judge.testing.builders import call, issue, say, tool, trajectory
 
 # (case, command, receipt, exit code, final answer, side-effect free)
@@ -105,11 +105,6 @@ def test_a_hyphen_joined_id_is_one_token(text: str, value: str, stated: bool) ->
 
 
 # --- end to end: the editor deletes a read-only failure and refuses only a real reference -------------------------
-
-
-@pytest.fixture(scope="module")
-def detectors() -> Detectors:
-    return get_detectors()
 
 
 # (case, trajectory, edited)

@@ -12,9 +12,7 @@ artisan, rake, python -c, psql -f, helm, lark-cli), read through the real import
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
 
 import pytest
 
@@ -26,30 +24,16 @@ from judge.model import Trajectory, number_turns
 from judge.repair import offline_edit
 from judge.repair.calls import client_error_document
 from judge.repair.editor import refusal_order
-from judge.repair.textref import Detectors, get_detectors
+from judge.repair.textref import Detectors
 from judge.repair.validators import swapped_words, validate_edit
-from judge.testing.builders import issue
-
-
-@pytest.fixture(scope="module")
-def detectors() -> Detectors:
-    return get_detectors()
-
-
-def _bash(call_id: str, command: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": "Bash", "arguments": json.dumps({"command": command})}}]}
-
-
-def _receipt(call_id: str, content: str, code: int) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "name": "Bash", "content": content, "exit_code": code}
+from judge.testing.builders import bash_call, bash_chat, bash_receipt, issue
 
 
 def imported(query: str, failed: str, receipt: str, code: int, retry: str, retry_receipt: str, answer: str) -> Trajectory:
     """T1 fails, T2 runs the corrected call, T3 answers: an OpenAI chat record read by the real importer."""
     record = {"id": "z2", "query": query, "messages": [
         {"role": "system", "content": "You are a coding agent with a Bash tool."}, {"role": "user", "content": query},
-        _bash("c1", failed), _receipt("c1", receipt, code), _bash("c2", retry), _receipt("c2", retry_receipt, 0),
+        bash_call("c1", failed), bash_receipt("c1", receipt, code), bash_call("c2", retry), bash_receipt("c2", retry_receipt, 0),
         {"role": "assistant", "content": answer}]}
     item = parse_record(record, Source("test_editor_refused_arguments"))
     assert isinstance(item, Trajectory), item
@@ -152,18 +136,8 @@ def test_a_rewrite_that_swaps_the_answers_month_is_unsupported(detectors: Detect
 
 
 def chat(query: str, steps: list[tuple[str, str, int] | str]) -> Trajectory:
-    """An OpenAI chat record of Bash calls (command, receipt, exit code) and assistant texts, read by the importer."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent with a Bash tool."},
-                                      {"role": "user", "content": query}]
-    for n, step in enumerate(steps, 1):
-        if isinstance(step, str):
-            messages.append({"role": "assistant", "content": step})
-        else:
-            command, receipt, code = step
-            messages += [_bash(f"c{n}", command), _receipt(f"c{n}", receipt, code)]
-    item = parse_record({"id": "z2r", "query": query, "messages": messages}, Source("test_editor_refused_arguments"))
-    assert isinstance(item, Trajectory), item
-    return item
+    """Bash calls and assistant texts, each text its own message."""
+    return bash_chat(query, steps, record_id="z2r")
 
 
 # (case, trajectory, the first reason, reasons that must be among them)

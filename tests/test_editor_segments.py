@@ -18,15 +18,9 @@ from judge.facts import ledger_of
 from judge.model import Message, Trajectory
 from judge.repair import offline_edit
 from judge.repair.editor import apply_edit
-from judge.repair.textref import Detectors, get_detectors
+from judge.repair.textref import Detectors
 from judge.repair.validators import validate_edit
 from judge.testing.builders import call, issue, say, tool, trajectory
-
-
-@pytest.fixture(scope="module")
-def detectors() -> Detectors:
-    return get_detectors()
-
 
 # --- check and content lists, per segment ----------------------------------------------------------------------
 

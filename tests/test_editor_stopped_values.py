@@ -22,14 +22,8 @@ from test_editor_segments import refused
 from judge.model import Trajectory
 from judge.repair import offline_edit
 from judge.repair.calls import call_sites, side_effect_free
-from judge.repair.textref import Detectors, get_detectors
+from judge.repair.textref import Detectors
 from judge.testing.builders import call, issue, say, tool, trajectory
-
-
-@pytest.fixture(scope="module")
-def detectors() -> Detectors:
-    return get_detectors()
-
 
 # --- side effects: the first call of a one-call trajectory -------------------------------------------------------
 

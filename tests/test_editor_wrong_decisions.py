@@ -19,54 +19,22 @@ vocabulary in the rules config, read through the real importer (OpenAI chat reco
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge.importers import Source
-from judge.importers.reader import parse_record
 from judge.model import Trajectory, number_turns
 from judge.repair import offline_edit
-from judge.repair.textref import Detectors, get_detectors
+from judge.repair.textref import Detectors
 from judge.repair.validators import validate_edit
-from judge.testing.builders import issue
-
-
-@pytest.fixture(scope="module")
-def detectors() -> Detectors:
-    return get_detectors()
-
-
-def _bash(call_id: str, command: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": "Bash", "arguments": json.dumps({"command": command})}}]}
+from judge.testing.builders import bash_chat, issue
 
 
 def chat(query: str, steps: list[tuple[str, str, int] | str]) -> Trajectory:
-    """An OpenAI chat record of Bash calls (command, receipt, exit code) and assistant texts, read by the importer.
-    A text right before a call goes into that call's message."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent with a Bash tool."},
-                                      {"role": "user", "content": query}]
-    text: str | None = None
-    for n, step in enumerate(steps, 1):
-        if isinstance(step, str):
-            if n < len(steps) and not isinstance(steps[n], str):
-                text = step
-                continue
-            messages.append({"role": "assistant", "content": step})
-        else:
-            command, receipt, code = step
-            call = _bash(f"c{n}", command)
-            call["content"], text = text, None
-            messages += [call, {"role": "tool", "tool_call_id": f"c{n}", "name": "Bash", "content": receipt,
-                                "exit_code": code}]
-    item = parse_record({"id": "z5", "query": query, "messages": messages}, Source("test_editor_wrong_decisions"))
-    assert isinstance(item, Trajectory), item
-    return item
+    """Bash calls and assistant texts; a text right before a call goes into that call's message."""
+    return bash_chat(query, steps, record_id="z5", text_joins_next_call=True)
 
 
 def without_first_call(original: Trajectory) -> tuple[Trajectory, list[int]]:

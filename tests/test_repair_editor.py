@@ -14,7 +14,6 @@ from judge.model import Message
 from judge.repair import offline_edit
 from judge.repair.calls import call_sites
 from judge.repair.editor import apply_edit
-from judge.repair.textref import get_detectors
 from judge.repair.validators import (
     information_order,
     no_failed_receipt_made_success,
@@ -22,11 +21,6 @@ from judge.repair.validators import (
     no_reference_to_deleted_failure,
     validate_edit,
 )
-
-
-@pytest.fixture(scope="module")
-def detectors():
-    return get_detectors()  # the embedding model loads once for the module
 
 
 def deps(result, kind):

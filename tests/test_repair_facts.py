@@ -11,16 +11,10 @@ import pytest
 from judge.model import Trajectory
 from judge.repair import offline_edit
 from judge.repair.editor import apply_edit
-from judge.repair.textref import get_detectors
 from judge.repair.validators import ValidatorResult, validate_edit
 from judge.testing.builders import call, issue, say, tool, trajectory
 
 BATCH = "lark-cli base record batch-create --table tblOrd001 --json @orders.json"
-
-
-@pytest.fixture(scope="module")
-def detectors():  # type: ignore[no-untyped-def]
-    return get_detectors()
 
 
 def base_session() -> Trajectory:

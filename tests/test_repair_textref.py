@@ -19,16 +19,9 @@ from judge.repair.textref import (
     FAILURE_REFERENCES,
     ORDINARY_TEXT,
     clauses,
-    get_detectors,
     remove_spans,
     split_sentences,
 )
-
-
-@pytest.fixture(scope="module")
-def detectors():
-    return get_detectors()
-
 
 # Held-out: none of these is an exemplar. Written by us, en/zh/ja, with the two sentences of the brief.
 REFERENCES = [

@@ -10,6 +10,7 @@ checks. Turn numbers are assigned by :func:`judge.model.number_turns`, as an imp
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,3 +83,45 @@ def scored(found: Cluster) -> ScoredIssue:
 
 
 __all__ = ["QUERY", "SYSTEM", "call", "cluster", "issue", "say", "scored", "tool", "trajectory", "user", "verdict"]
+
+
+def bash_call(call_id: str, command: str) -> dict[str, Any]:
+    """An OpenAI chat assistant message (a raw record, before import) that calls the Bash tool once."""
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": "Bash", "arguments": json.dumps({"command": command})}}]}
+
+
+def bash_receipt(call_id: str, content: str, exit_code: int) -> dict[str, Any]:
+    """The OpenAI chat tool message answering :func:`bash_call`, with its exit code."""
+    return {"role": "tool", "tool_call_id": call_id, "name": "Bash", "content": content, "exit_code": exit_code}
+
+
+def bash_chat(query: str, steps: Sequence[tuple[str, str, int] | str], *, record_id: str = "chat",
+              text_joins_next_call: bool = False) -> Trajectory:
+    """An OpenAI chat record of Bash calls ``(command, receipt, exit code)`` and assistant texts, read by the real
+    importer (so turns, receipts and exit codes are what a user's file would give). Call ids are ``c<step>``.
+
+    With ``text_joins_next_call`` a text right before a call is that call's message content (the agent says what it
+    does, then calls), as most agents write; otherwise every text is its own assistant message.
+    """
+    from judge.importers import Source  # the importers pull the format registry: only tests that build records need it
+    from judge.importers.reader import parse_record
+
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent with a Bash tool."},
+                                      {"role": "user", "content": query}]
+    text: str | None = None
+    for n, step in enumerate(steps, 1):
+        if isinstance(step, str):
+            if text_joins_next_call and n < len(steps) and not isinstance(steps[n], str):
+                text = step
+                continue
+            messages.append({"role": "assistant", "content": step})
+        else:
+            command, content, code = step
+            call = bash_call(f"c{n}", command)
+            call["content"], text = text, None
+            messages += [call, bash_receipt(f"c{n}", content, code)]
+    item = parse_record({"id": record_id, "query": query, "messages": messages}, Source(f"bash_chat:{record_id}"))
+    if not isinstance(item, Trajectory):
+        raise ValueError(f"bash_chat built a record the importer rejects: {item}")
+    return item
