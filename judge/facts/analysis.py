@@ -35,6 +35,7 @@ from judge.facts.shell import (
     read_command,
     segment_hits,
     segment_read_only,
+    words_of,
 )
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
@@ -796,10 +797,43 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
             for text, hit in zip(segments, segment_hits(command, lambda text: patterns.check.search(text) is not None)))
         shows = segment_hits(command, lambda text: patterns.content_command.search(text) is not None)
         content = any(shows) and all(hit or reads(text) for text, hit in zip(segments, shows))
+        writes = reading.writes + tuple(w for w in _structured_writes(reading, patterns, reads) if w not in reading.writes)
+        read_only = read_only and not writes
         cached = patterns.remember(patterns.memo_commands, command, (
-            _command_head(reading), read_only, check, content, hits["link_check"] is not None, reading.writes),
+            _command_head(reading), read_only, check, content, hits["link_check"] is not None, writes),
             len(command))
     return cached
+
+
+# A write target worth a version: a file or folder path (a dot or a slash), not a flag, setting or variable.
+_WRITE_TARGET = re.compile(r"[^\s=$`-][^\s=$`]*[./][^\s=$`]*")
+
+
+def _structured_writes(reading: CommandReading, patterns: CompiledPatterns,
+                       reads: Callable[[str], bool]) -> tuple[str, ...]:
+    """The files a command line writes by its structure, beyond redirects and ``sed -i`` (issue 24 item 2): the
+    value of an output flag (``pandoc -o out.pdf``, ``script.py --output=r.csv``) and the last operand of a program
+    that writes there (``cp a.py src/app.py``, ``ffmpeg -y -i in.mov out.mp4``); flag names and programs are data
+    (``tools.output_flags``, ``tools.last_operand_writers``). A segment that only reads writes nothing (``grep -o``)."""
+    flags, writers = patterns.output_flags, patterns.last_operand_writers
+    if not flags and not writers:
+        return ()
+    found: list[str] = []
+    for segment in reading.segments:
+        words = words_of(segment.text)
+        if len(words) < 2 or reads(segment.text):
+            continue
+        for position, word in enumerate(words[1:], 1):
+            name, eq, value = word.partition("=")
+            if name in flags and name.startswith("--") and eq:
+                found.append(value)
+            elif word in flags and position + 1 < len(words):
+                found.append(words[position + 1])
+        if words[0].rsplit("/", 1)[-1] in writers:
+            operands = [w for w in words[1:] if not w.startswith("-")]
+            if len(operands) >= 2:
+                found.append(operands[-1])
+    return tuple(dict.fromkeys(f for f in found if _WRITE_TARGET.fullmatch(f)))
 
 
 _NAME_KINDS = ("plan_name", "write_name", "read_only_name", "check_name", "content_name")
