@@ -37,6 +37,7 @@ from judge.facts.shell import (
     segment_read_only,
     words_of,
 )
+from judge.jsonenc import canonical_json
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 Outcome = Literal["ok", "error", "environment", "missing"]
@@ -107,7 +108,7 @@ class Action:
 
     @property
     def key(self) -> str:
-        """Tool name + canonical arguments: identical calls share it."""
+        """Tool name + canonical arguments (without the prose keys of the config): identical calls share it."""
         if self.identity is None:
             self.identity = f"{self.name}\x00{self.text}"
         return self.identity
@@ -874,6 +875,12 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         read_only = read_only_name or _is_view(call)
         is_check = check_name
         shows_content = content_name or _is_view(call)
+    identity = None
+    if isinstance(call.arguments, dict) and not patterns.prose_keys.isdisjoint(call.arguments):
+        # The agent's prose about the call (a Bash ``description``) is no part of what it does: a re-issue that only
+        # words it differently, in any language, is the same call.
+        kept = {k: v for k, v in call.arguments.items() if k not in patterns.prose_keys}
+        identity = f"{name}\x00{canonical_json(kept)}"
     return Action(
         order=order,
         turn=message.turn or 0,
@@ -881,6 +888,7 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         call=call,
         name=name,
         intent=intent,
+        identity=identity,
         is_plan=is_plan,
         is_check=is_check and not is_plan,
         read_only=read_only and not is_plan,

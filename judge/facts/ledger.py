@@ -519,6 +519,10 @@ class Ledger:
         # The command's operands and subcommands (push, origin, fix/tz), not its program nor its flags.
         named |= {w for w in (command or call_path(action, config)).lower().split()[1:]
                   if len(w) >= 4 and not w.startswith("-") and _TEXT_WORD.fullmatch(w)}
+        # The paths and hosts inside a remote operand ("deploy@10.0.4.7:/srv/backup/" -> "/srv/backup", "10.0.4.7"):
+        # a report names the folder or host, not the whole operand.
+        named |= {p.rstrip("/") for w in (command or "").lower().split()[1:] if ("@" in w or ":" in w) and not w.startswith("-")
+                  for p in _REMOTE_PARTS.split(w) if ("/" in p.rstrip("/") or "." in p) and len(p.rstrip("/")) >= 4}
         # The values of a JSON operand ('{"Status":"Afgehandel"}'): what the call was to write, as a report names it.
         named |= {v.lower() for w in self.objects_of(action) if w[:1] in "{[" for v in data_values(w) if len(v) >= 4}
         return any(n in words or (not n.isalnum() and n in low) for n in named)
@@ -780,6 +784,7 @@ def _respelled(failed: str, later: str, known: str) -> bool:
 
 # Words of a text in any script (for ties by value: a name, a code, a word of an error line), and HTTP statuses and
 # quoted fragments (`...`, "...", '...', «...», „...“) of an error report.
+_REMOTE_PARTS = re.compile(r"[@:]")  # user@host:path, the parts of a remote operand (scp, rsync, git remotes)
 _ERROR_CODE = re.compile(r"(?<![\w.-])\d{4,}(?![\w.])")
 _TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
 _CODE_LIKE = re.compile(r"\d|[a-z][A-Z]|_")  # a digit, an inner capital or an underscore: a code or identifier

@@ -652,6 +652,9 @@ def _value_claim(an: Analysis, speech: Speech) -> Issue | None:
     for action in reversed(prior):
         if action.read_only or action.is_check or action.is_plan:
             continue
+        group, place = _identical_failures(an, action)
+        if place < len(group) - 1 and group[-1].message_index < index:
+            continue  # one mistake made twice: the last identical failure stands for it (and its report for both)
         open_noop = action.status == "noop" and not an.recovered(action, before=index)
         if not (open_noop or action.outcome == "missing" or _open(an, action, index)) or _acknowledged(an, action, index):
             continue
@@ -1366,7 +1369,7 @@ def unchecked_tick(an: Analysis) -> list[Issue]:
             old = status.get(key)
             if _newly_completed(an, index, state, old):
                 start = since.get(key, previous_update) if old == "in_progress" else previous_update
-                why, evidence = _unsupported_completion(an, start, index, text)
+                why, evidence = _unsupported_completion(an, start, index, text, own=old == "in_progress")
                 if why:
                     description = f"Todo item \"{an.excerpt(text)}\" marked completed, but {why}."
                     issues.append(_issue(an, "unchecked-tick", turn, description, evidence))
@@ -1420,14 +1423,18 @@ def _newly_completed(an: Analysis, index: int, state: str, old: str | None) -> b
     return old is not None or bool(_work_before(an, index))
 
 
-def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str) -> tuple[str | None, str]:
+def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str,
+                            own: bool = False) -> tuple[str | None, str]:
     """Why marking ``item`` completed is not supported by the calls of its window (None when it is).
 
     A check item ("check the samples", "Testy przechodzą", "回读确认") needs a check or a read-back of the state in
     its window (an echo prints its own words, a listing only names files: neither checked anything), and the last
     of them must have passed on the current version of what it covers. Any other item needs its last non-check
     call to have succeeded: a check that fails after an item's own work (saving a draft) speaks about the next
-    item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct).
+    item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct). When the window is the
+    item's own (``own``: the plan set it in progress, by its status field), a check run in it speaks about the item,
+    in any language: when the last such check passed, it must have run on the current version of what it covers
+    (a tick resting on a check that a later write of its window made stale). A failing one keeps the rule above.
     """
     window = [
         a for a in an.actions
@@ -1438,7 +1445,11 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str)
             return "every call made while it was in progress failed", _receipt_quote(an, window[-1])
         return "no call was made while it was in progress", "no tool call between the plan updates"
     documents = bool(window[-1].writes) and all(is_doc(p) for p in window[-1].writes) and window[-1].outcome == "ok"
-    if an.patterns.check_item.search(item) and not documents:
+    own_checks = [a for a in window if a.is_check] if own and not documents else []
+    if own_checks and own_checks[-1].outcome == "ok" and not own_checks[-1].silent_failure \
+            and not an.patterns.check_item.search(item):
+        last = own_checks[-1]  # the passing check of the item's own window: its evidence, whatever words it uses
+    elif an.patterns.check_item.search(item) and not documents:
         # (An item whose work wrote documentation, "Document the validation", speaks of a check; it is not one.)
         values = {v for v in (*salient_tokens(item), *value_tokens(item)) if len(v) >= 3}
         evidence = [a for a in window if a.is_check or (a.read_only and _reads_state(an, a, values))]
