@@ -141,6 +141,7 @@ class Sentence:
     counts: tuple[int, ...] = ()  # claimed counts ("6 records written"): each must be shown by a receipt
     future: bool = False  # future or promised ("will be done", "将在...完成"): claims nothing done yet
     resolution: bool = False  # says an earlier problem was handled ("the error is fixed"): a claim despite its failure words
+    item: bool = False  # an item of a "what I did" list in a report: a claim by its structure, read by its values
 
     @property
     def asserts(self) -> bool:
@@ -307,6 +308,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
     _background_logs(actions, config)
     read: dict[str, Sentence] = {}
     speeches = _speeches(messages, spoken, config, patterns, read)
+    if actions:
+        _read_summaries(speeches, messages, patterns, read)
 
     # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
     # Resolved when every earlier call under the same source id had its receipt before the reuse.
@@ -1062,6 +1065,60 @@ def _read_region(
     speaks_of_failure = _beyond_all_clear(patterns.prior_failure, patterns, region, found, low) is not None
     phantom = patterns.phantom.search_found(region, found, low)
     return region, sentences, speaks_of_failure, (_sentence_around(region, phantom.start()) if phantom else None)
+
+
+# An item of a numbered or bulleted list: its marker ("1.", "2)", "-", "・", "①") and its text; a checkbox item is a
+# plan (unchecked-tick's), not a summary.
+_LIST_ITEM = re.compile(r"^[ \t]*(?:(?:\d{1,2}[.)]|[-*+])[ \t]+|[•・●▪‣◦\u2460-\u2473][ \t]*)(?!\[[ xX]?\])(\S[^\n]*)$",
+                        re.MULTILINE)
+
+
+def _read_summaries(speeches: list[Speech], messages: list[Message], patterns: CompiledPatterns,
+                    read: dict[str, Sentence]) -> None:
+    """Read the numbered or bulleted "what I did" lists of the agent's reports as claims, one per item (issue 24
+    item 2), by their structure, in any language: a report is an assistant message that makes no call, after work,
+    with no call of the agent after it before the user speaks again. An item that a claim sentence already covers is
+    not read twice; a list headed by a future or hedged line ("Next steps:") is a plan; a heading is no item. The
+    list number is no value of the claim (the marker is cut off)."""
+    called_after = False  # whether an assistant call comes after the message, before the next user message
+    reports: list[Speech] = []
+    by_index = {speech.message_index: speech for speech in speeches}
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "user":
+            called_after = False
+        elif message.role == "assistant":
+            if message.tool_calls:
+                called_after = True
+            elif not called_after and index in by_index:
+                reports.append(by_index[index])
+    first_work = next((i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_calls), None)
+    for speech in reports:
+        if first_work is None or speech.message_index < first_work:
+            continue
+        region = speech.region
+        if "\n" not in region:
+            continue
+        fences = [m.span() for m in _FENCE.finditer(region)] if "```" in region else []
+        items: list[Sentence] = []
+        known = [s.text for s in speech.sentences]
+        for match in _LIST_ITEM.finditer(region):
+            piece = match.group(1).strip()
+            if not piece or piece.endswith((":", "：")) or any(a <= match.start() < b for a, b in fences):
+                continue
+            if any(piece in text or text in piece for text in known):
+                continue
+            heading = region[:match.start()].rstrip("\n").rsplit("\n", 1)[-1] if match.start() else ""
+            heading = "" if _LIST_ITEM.match(heading) else heading
+            if heading and (patterns.future.search(heading) or patterns.hedge.search(heading)):
+                continue
+            sentence = read.get(piece)
+            if sentence is None:
+                sentence = read[piece] = _claim_sentence(piece, patterns)
+            items.append(replace(sentence, is_claim=True, item=True))
+        if items:
+            speech.sentences = [*speech.sentences, *items]
+            speech.mentions_failure = speech.speaks_of_failure
 
 
 def clip(text: str, head: int, tail: int) -> str:

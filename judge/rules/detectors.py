@@ -528,11 +528,14 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     issues = []
     for speech in an.speeches:
         claims = _claims(speech)
-        if not claims:
+        if all(c.item for c in claims):
+            # No claim by words (a list's items only): the answer's values are read first, as for any answer.
             value_claim = _value_claim(an, speech) or _final_answer_over_failed_job(an, speech)
             if value_claim is not None:
                 issues.append(value_claim)
-            continue
+                continue
+            if not claims:
+                continue
         index = speech.message_index
         prior = _work_before(an, index)
         first_pending = len(prior)
@@ -562,19 +565,21 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                            "failed and was never redone successfully")
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
             named: list[Action] = []
-            for token in sentence.tokens if why is None else ():
+            for token in _item_tokens(sentence) if why is None else ():
                 last = _last_naming(an, token, first_pending)
                 kind = _kind_of(an, token)
                 if last is not None:
                     named.append(last)
                     why = _bad_referent(an, last, index)
+                    if why is not None and sentence.item and last.failed and _ledger(an).reports_by_values(last, sentence.text):
+                        why = None  # the item reports the failure by its values ("3. deploy.yaml: 403")
                     if why is None and creation and kind == "path" and not _produced(an, token, index):
                         why = f"no call wrote or produced {token} (T{last.turn} {last.name} only read or named it)"
                 elif _first_naming(an, token, first_pending) is not None:
                     continue  # named only by a call at or after the claim: premature-claim's case
                 elif creation and kind == "path" and not _produced(an, token, index):
                     why = f"no call wrote or produced {token}"
-                elif _checked_name(kind, sentence) and not _shown_before(an, token, index, speech.name):
+                elif (_checked_name(kind, sentence) or sentence.item) and not _shown_before(an, token, index, speech.name):
                     why = f"{token} appears in no call or receipt before it"
                 if why is not None:
                     referent = last
@@ -597,13 +602,14 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                         why, referent = f"no receipt shows the count {count}", None
                         break
             if why is None and not named and not sentence.pass_claim and not sentence.actions and prior \
-                    and not speech.mentions_failure and not (sentence.is_check_claim and _checks_before(an, index)):
+                    and not sentence.item and not speech.mentions_failure \
+                    and not (sentence.is_check_claim and _checks_before(an, index)):
                 # "Created X" speaks of the last write, whatever ran after it (a server, a listing).
                 writes = [a for a in prior if a.writes] if creation else []
                 referent = writes[-1] if writes else prior[-1]
                 why = _bad_referent(an, referent, index)
             final = index == an.final_message_index and not speech.has_calls
-            if why is None and final and not speech.mentions_failure and sentence.done_claim:
+            if why is None and final and not speech.mentions_failure and sentence.done_claim and not sentence.item:
                 # A final claim over a failure never redone and never owned up to; when the claim names its
                 # objects, only a failed check still contradicts it (the work it names may be fine, its
                 # verification is not).
@@ -623,6 +629,15 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             issues.append(_issue(an, "unverified-completion", speech.turn, description, evidence))
             break  # one finding per message
     return issues
+
+
+def _item_tokens(sentence: Sentence) -> tuple[str, ...]:
+    """The names a claim is judged by: its salient tokens, and for an item of a "what I did" list also the resource
+    ids it states (``tblOld44``): each item is tied to its own receipts by its own values."""
+    if not sentence.item:
+        return sentence.tokens
+    ids = tuple(t for t in sorted(value_tokens(sentence.text)) if is_resource_id(t) and t not in sentence.tokens)
+    return (*sentence.tokens, *ids) if ids else sentence.tokens
 
 
 # Language-neutral signs that a text reports a failure: a cross or warning mark.
