@@ -305,7 +305,8 @@ class Ledger:
             at = check.message_index + 1
             files = dict.fromkeys(p for a in self.actions if a.writes and a.status in ("ok", "partial") for p in a.writes)
             for path in files:
-                before = self.version_at(path, at)
+                # A command line that writes and then checks (``cp new.json snap.json && pytest``) ran on its own write.
+                before = self.version_at(path, check.visible_at + 1 if path in check.writes else at)
                 named = path in check.text or _basename(path) in check.text or _names_folder_of(check.text, path)
                 if named or (check.is_check and not is_doc(path) and (before or self._edited_later(path, at))):
                     bound[path] = before
@@ -485,7 +486,7 @@ class Ledger:
         names = {n for n in self.names_of(action) if len(n) >= 4 and not states(self.analysis.trajectory.query, n)}
 
         def own(name: str) -> bool:  # only the failed call named it: a claim naming it speaks of the failure
-            return not index.shown_after(name, action.order)
+            return not index.shown_after(name, action.order) and not index.shown_before(name, action.order)
 
         if any(index.between(index.claim_values.get(n, []), seen, before) is not None and own(n) for n in names):
             return None
@@ -680,8 +681,8 @@ class _RecoveryIndex:
             if speech.speaks_of_failure or any(_negated(s, an.patterns) for s in speech.sentences):
                 self.signal_at.append(at)
             for sentence in speech.sentences:
-                if not sentence.asserts:
-                    continue
+                if not sentence.asserts or sentence.item:
+                    continue  # (a list item claims by structure: the claim detectors hold it to its receipts)
                 values = values_of.get(sentence.text)
                 if values is None:
                     values = values_of[sentence.text] = set(sentence.tokens) | value_tokens(sentence.text)
@@ -731,6 +732,12 @@ class _RecoveryIndex:
         """Whether a state-changing success made after call ``order`` names or shows ``name``."""
         start = bisect.bisect_right(self.change_orders, order)
         return any(name in a.text or (a.receipt is not None and name in a.receipt.content) for a in self.changes[start:])
+
+    def shown_before(self, name: str, order: int) -> bool:
+        """Whether a state-changing success made before call ``order`` names or shows ``name`` (a claim naming it,
+        "table tblX created", speaks of that success, not of the failure that named it too)."""
+        end = bisect.bisect_left(self.change_orders, order)
+        return any(name in a.text or (a.receipt is not None and name in a.receipt.content) for a in self.changes[:end])
 
     def last_failure_before(self, index: int) -> Action | None:
         """The last failed call (in call order) whose receipt was seen before message ``index``."""

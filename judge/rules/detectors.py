@@ -556,6 +556,8 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             creation = sentence.creation
             if (index, sentence.text) in contradicted:
                 continue  # a read-back shows another value: contradicted-claim's case
+            if sentence.item and any(a.failed and _ledger(an).reports_by_values(a, sentence.text) for a in prior):
+                continue  # the item reports a failure by its values ("3. report to ops@example.com: 550"): no claim
             if sentence.resolution:
                 # "The earlier error is fixed": the failure must have been redone successfully since.
                 still_open = [a for a in prior if _open(an, a, index)]
@@ -571,8 +573,6 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                 if last is not None:
                     named.append(last)
                     why = _bad_referent(an, last, index)
-                    if why is not None and sentence.item and last.failed and _ledger(an).reports_by_values(last, sentence.text):
-                        why = None  # the item reports the failure by its values ("3. deploy.yaml: 403")
                     if why is None and creation and kind == "path" and not _produced(an, token, index):
                         why = f"no call wrote or produced {token} (T{last.turn} {last.name} only read or named it)"
                 elif _first_naming(an, token, first_pending) is not None:
@@ -1587,7 +1587,7 @@ def stale_evidence(an: Analysis) -> list[Issue]:
         if check is None or check.outcome != "ok" or check.silent_failure:
             continue
         stale = _stale_artifact(an, check, index)
-        if stale is None:
+        if stale is None or _checked_again(an, evidence, check, stale[0], index):
             continue
         artifact, write = stale
         what = "check" if check.is_check else "read-back"
@@ -1598,6 +1598,16 @@ def stale_evidence(an: Analysis) -> list[Issue]:
         evidence_text = f"T{speech.turn}: \"{an.excerpt(cited)}\" | write T{write.turn} {write.name} {artifact}"
         issues.append(_issue(an, "stale-evidence", speech.turn, description, evidence_text))
     return issues
+
+
+def _checked_again(an: Analysis, evidence: list[Action], check: Action, artifact: str, index: int) -> bool:
+    """Whether a later passing check or read-back, seen before message ``index``, ran on the current version of
+    ``artifact`` (``cp new.json snap.json && pytest``): the answer citing the earlier one is not left on stale
+    evidence."""
+    ledger = _ledger(an)
+    current = ledger.version_at(artifact, index)
+    return any(e.order > check.order and e.visible_at < index and e.outcome == "ok" and not e.silent_failure
+               and ledger.bound_versions(e).get(artifact) == current for e in evidence)
 
 
 def _basename(path: str) -> str:
