@@ -306,7 +306,7 @@ class Ledger:
             files = dict.fromkeys(p for a in self.actions if a.writes and a.status in ("ok", "partial") for p in a.writes)
             for path in files:
                 # A command line that writes and then checks (``cp new.json snap.json && pytest``) ran on its own write.
-                before = self.version_at(path, check.visible_at + 1 if path in check.writes else at)
+                before = self.version_at(path, check.visible_at + 1 if _written_before_last(check, path) else at)
                 named = path in check.text or _basename(path) in check.text or _names_folder_of(check.text, path)
                 if named or (check.is_check and not is_doc(path) and (before or self._edited_later(path, at))):
                     bound[path] = before
@@ -830,6 +830,14 @@ _NO_NAMES: frozenset[str] = frozenset()
 
 def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _written_before_last(action: Action, path: str) -> bool:
+    """Whether a command line writes ``path`` in a segment before its last one (``cp a b && pytest``): what the
+    last segment (the check) ran on is that write."""
+    if path not in action.writes or action.command is None:
+        return False
+    return any(path in segment.text for segment in read_command(action.command).segments[:-1])
 
 
 _WORD = re.compile(r"""[^\s"'\\=]+""")

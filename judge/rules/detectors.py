@@ -1460,11 +1460,7 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str,
             return "every call made while it was in progress failed", _receipt_quote(an, window[-1])
         return "no call was made while it was in progress", "no tool call between the plan updates"
     documents = bool(window[-1].writes) and all(is_doc(p) for p in window[-1].writes) and window[-1].outcome == "ok"
-    own_checks = [a for a in window if a.is_check] if own and not documents else []
-    if own_checks and own_checks[-1].outcome == "ok" and not own_checks[-1].silent_failure \
-            and not an.patterns.check_item.search(item):
-        last = own_checks[-1]  # the passing check of the item's own window: its evidence, whatever words it uses
-    elif an.patterns.check_item.search(item) and not documents:
+    if an.patterns.check_item.search(item) and not documents:
         # (An item whose work wrote documentation, "Document the validation", speaks of a check; it is not one.)
         values = {v for v in (*salient_tokens(item), *value_tokens(item)) if len(v) >= 3}
         evidence = [a for a in window if a.is_check or (a.read_only and _reads_state(an, a, values))]
@@ -1492,6 +1488,15 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str,
             artifact, write = stale
             return (f"its last check (T{last.turn}) ran on an older version of {artifact}, changed at T{write.turn}",
                     f"check T{last.turn} {last.name} | write T{write.turn} {write.name} {artifact}")
+    checks = [a for a in window if a.is_check] if own and not documents else []
+    if checks and checks[-1] is not last and checks[-1].outcome == "ok" and not checks[-1].silent_failure:
+        # The passing check of the item's own window is its evidence too, whatever words the item uses.
+        check = checks[-1]
+        stale = _stale_artifact(an, check, marked_at)
+        if stale is not None:
+            artifact, write = stale
+            return (f"the check of its own window (T{check.turn}) ran on an older version of {artifact}, changed at "
+                    f"T{write.turn}", f"check T{check.turn} {check.name} | write T{write.turn} {write.name} {artifact}")
     return None, ""
 
 
@@ -1607,6 +1612,7 @@ def _checked_again(an: Analysis, evidence: list[Action], check: Action, artifact
     ledger = _ledger(an)
     current = ledger.version_at(artifact, index)
     return any(e.order > check.order and e.visible_at < index and e.outcome == "ok" and not e.silent_failure
+               and (e.is_check or not check.is_check)  # a read-back does not re-run a check
                and ledger.bound_versions(e).get(artifact) == current for e in evidence)
 
 
