@@ -35,7 +35,9 @@ from judge.facts.shell import (
     read_command,
     segment_hits,
     segment_read_only,
+    words_of,
 )
+from judge.jsonenc import canonical_json
 from judge.model import Message, Receipt, ToolCall, Trajectory
 
 Outcome = Literal["ok", "error", "environment", "missing"]
@@ -106,7 +108,7 @@ class Action:
 
     @property
     def key(self) -> str:
-        """Tool name + canonical arguments: identical calls share it."""
+        """Tool name + canonical arguments (without the prose keys of the config): identical calls share it."""
         if self.identity is None:
             self.identity = f"{self.name}\x00{self.text}"
         return self.identity
@@ -139,6 +141,7 @@ class Sentence:
     counts: tuple[int, ...] = ()  # claimed counts ("6 records written"): each must be shown by a receipt
     future: bool = False  # future or promised ("will be done", "将在...完成"): claims nothing done yet
     resolution: bool = False  # says an earlier problem was handled ("the error is fixed"): a claim despite its failure words
+    item: bool = False  # an item of a "what I did" list in a report: a claim by its structure, read by its values
 
     @property
     def asserts(self) -> bool:
@@ -305,6 +308,8 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
     _background_logs(actions, config)
     read: dict[str, Sentence] = {}
     speeches = _speeches(messages, spoken, config, patterns, read)
+    if actions:
+        _read_summaries(speeches, messages, patterns, read)
 
     # Importers make reused ids unique (``id#2``) and record the renaming: still a reused id in the source log.
     # Resolved when every earlier call under the same source id had its receipt before the reuse.
@@ -796,10 +801,43 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
             for text, hit in zip(segments, segment_hits(command, lambda text: patterns.check.search(text) is not None)))
         shows = segment_hits(command, lambda text: patterns.content_command.search(text) is not None)
         content = any(shows) and all(hit or reads(text) for text, hit in zip(segments, shows))
+        writes = reading.writes + tuple(w for w in _structured_writes(reading, patterns, reads) if w not in reading.writes)
+        read_only = read_only and not writes
         cached = patterns.remember(patterns.memo_commands, command, (
-            _command_head(reading), read_only, check, content, hits["link_check"] is not None, reading.writes),
+            _command_head(reading), read_only, check, content, hits["link_check"] is not None, writes),
             len(command))
     return cached
+
+
+# A write target worth a version: a file or folder path (a dot or a slash), not a flag, setting or variable.
+_WRITE_TARGET = re.compile(r"[^\s=$`-][^\s=$`]*[./][^\s=$`]*")
+
+
+def _structured_writes(reading: CommandReading, patterns: CompiledPatterns,
+                       reads: Callable[[str], bool]) -> tuple[str, ...]:
+    """The files a command line writes by its structure, beyond redirects and ``sed -i`` (issue 24 item 2): the
+    value of an output flag (``pandoc -o out.pdf``, ``script.py --output=r.csv``) and the last operand of a program
+    that writes there (``cp a.py src/app.py``, ``ffmpeg -y -i in.mov out.mp4``); flag names and programs are data
+    (``tools.output_flags``, ``tools.last_operand_writers``). A segment that only reads writes nothing (``grep -o``)."""
+    flags, writers = patterns.output_flags, patterns.last_operand_writers
+    if not flags and not writers:
+        return ()
+    found: list[str] = []
+    for segment in reading.segments:
+        words = words_of(segment.text)
+        if len(words) < 2 or reads(segment.text):
+            continue
+        for position, word in enumerate(words[1:], 1):
+            name, eq, value = word.partition("=")
+            if name in flags and name.startswith("--") and eq:
+                found.append(value)
+            elif word in flags and position + 1 < len(words):
+                found.append(words[position + 1])
+        if words[0].rsplit("/", 1)[-1] in writers:
+            operands = [w for w in words[1:] if not w.startswith("-")]
+            if len(operands) >= 2:
+                found.append(operands[-1])
+    return tuple(dict.fromkeys(f for f in found if _WRITE_TARGET.fullmatch(f)))
 
 
 _NAME_KINDS = ("plan_name", "write_name", "read_only_name", "check_name", "content_name")
@@ -840,6 +878,12 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         read_only = read_only_name or _is_view(call)
         is_check = check_name
         shows_content = content_name or _is_view(call)
+    identity = None
+    if isinstance(call.arguments, dict) and not patterns.prose_keys.isdisjoint(call.arguments):
+        # The agent's prose about the call (a Bash ``description``) is no part of what it does: a re-issue that only
+        # words it differently, in any language, is the same call.
+        kept = {k: v for k, v in call.arguments.items() if k not in patterns.prose_keys}
+        identity = f"{name}\x00{canonical_json(kept)}"
     return Action(
         order=order,
         turn=message.turn or 0,
@@ -847,6 +891,7 @@ def _make_action(order: int, index: int, message: Message, call: ToolCall, confi
         call=call,
         name=name,
         intent=intent,
+        identity=identity,
         is_plan=is_plan,
         is_check=is_check and not is_plan,
         read_only=read_only and not is_plan,
@@ -1020,6 +1065,60 @@ def _read_region(
     speaks_of_failure = _beyond_all_clear(patterns.prior_failure, patterns, region, found, low) is not None
     phantom = patterns.phantom.search_found(region, found, low)
     return region, sentences, speaks_of_failure, (_sentence_around(region, phantom.start()) if phantom else None)
+
+
+# An item of a numbered or bulleted list: its marker ("1.", "2)", "-", "・", "①") and its text; a checkbox item is a
+# plan (unchecked-tick's), not a summary.
+_LIST_ITEM = re.compile(r"^[ \t]*(?:(?:\d{1,2}[.)]|[-*+])[ \t]+|[•・●▪‣◦\u2460-\u2473][ \t]*)(?!\[[ xX]?\])(\S[^\n]*)$",
+                        re.MULTILINE)
+
+
+def _read_summaries(speeches: list[Speech], messages: list[Message], patterns: CompiledPatterns,
+                    read: dict[str, Sentence]) -> None:
+    """Read the numbered or bulleted "what I did" lists of the agent's reports as claims, one per item (issue 24
+    item 2), by their structure, in any language: a report is an assistant message that makes no call, after work,
+    with no call of the agent after it before the user speaks again. An item that a claim sentence already covers is
+    not read twice; a list headed by a future or hedged line ("Next steps:") is a plan; a heading is no item. The
+    list number is no value of the claim (the marker is cut off)."""
+    called_after = False  # whether an assistant call comes after the message, before the next user message
+    reports: list[Speech] = []
+    by_index = {speech.message_index: speech for speech in speeches}
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "user":
+            called_after = False
+        elif message.role == "assistant":
+            if message.tool_calls:
+                called_after = True
+            elif not called_after and index in by_index:
+                reports.append(by_index[index])
+    first_work = next((i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_calls), None)
+    for speech in reports:
+        if first_work is None or speech.message_index < first_work:
+            continue
+        region = speech.region
+        if "\n" not in region:
+            continue
+        fences = [m.span() for m in _FENCE.finditer(region)] if "```" in region else []
+        items: list[Sentence] = []
+        known = [s.text for s in speech.sentences]
+        for match in _LIST_ITEM.finditer(region):
+            piece = match.group(1).strip()
+            if not piece or piece.endswith((":", "：")) or any(a <= match.start() < b for a, b in fences):
+                continue
+            if any(piece in text or text in piece for text in known):
+                continue
+            heading = region[:match.start()].rstrip("\n").rsplit("\n", 1)[-1] if match.start() else ""
+            heading = "" if _LIST_ITEM.match(heading) else heading
+            if heading and (patterns.future.search(heading) or patterns.hedge.search(heading)):
+                continue
+            sentence = read.get(piece)
+            if sentence is None:
+                sentence = read[piece] = _claim_sentence(piece, patterns)
+            items.append(replace(sentence, is_claim=True, item=True))
+        if items:
+            speech.sentences = [*speech.sentences, *items]
+            speech.mentions_failure = speech.speaks_of_failure
 
 
 def clip(text: str, head: int, tail: int) -> str:

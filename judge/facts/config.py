@@ -156,6 +156,17 @@ class ToolSettings(BaseModel):
                                  "rejected", "vulnerable", "not ok"],
         description="Status words of a check's row or summary ('| FAIL |', '** TEST FAILED **', '... broken "
                     "https://...'): a row whose status cell holds one reports a failure.")
+    prose_keys: list[str] = Field(
+        default_factory=list,
+        description="Argument names whose value is the agent's prose about a call, not what it does (Claude Code's "
+                    "Bash 'description'): two calls that differ only there are the same call, in any language.")
+    output_flags: list[str] = Field(
+        default_factory=list,
+        description="Flags whose value is a file the command writes (-o, --output): a later write to the checked "
+                    "artifact makes a new version of it, whatever the program. Plain flag names.")
+    last_operand_writers: list[str] = Field(
+        default_factory=list,
+        description="Programs whose last operand is the file they write (cp, mv, ffmpeg, convert). Plain names.")
     exit_answers: dict[str, dict[int, str]] = Field(
         default_factory=dict,
         description="Command words (program first, then words the command must hold: 'git diff --quiet') -> exit "
@@ -368,6 +379,9 @@ class CompiledPatterns:
         self.sql_clients = {words: tuple(places) for words, places in tools.sql_clients.items() if words.split()}
         self.read_only_sql = frozenset(word.lower() for word in tools.read_only_sql)
         self.failure_nouns = tuple(noun.lower() for noun in tools.failure_nouns)
+        self.output_flags = frozenset(tools.output_flags)
+        self.prose_keys = frozenset(tools.prose_keys)
+        self.last_operand_writers = frozenset(tools.last_operand_writers)
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)

@@ -305,7 +305,8 @@ class Ledger:
             at = check.message_index + 1
             files = dict.fromkeys(p for a in self.actions if a.writes and a.status in ("ok", "partial") for p in a.writes)
             for path in files:
-                before = self.version_at(path, at)
+                # A command line that writes and then checks (``cp new.json snap.json && pytest``) ran on its own write.
+                before = self.version_at(path, check.visible_at + 1 if _written_before_last(check, path) else at)
                 named = path in check.text or _basename(path) in check.text or _names_folder_of(check.text, path)
                 if named or (check.is_check and not is_doc(path) and (before or self._edited_later(path, at))):
                     bound[path] = before
@@ -485,7 +486,7 @@ class Ledger:
         names = {n for n in self.names_of(action) if len(n) >= 4 and not states(self.analysis.trajectory.query, n)}
 
         def own(name: str) -> bool:  # only the failed call named it: a claim naming it speaks of the failure
-            return not index.shown_after(name, action.order)
+            return not index.shown_after(name, action.order) and not index.shown_before(name, action.order)
 
         if any(index.between(index.claim_values.get(n, []), seen, before) is not None and own(n) for n in names):
             return None
@@ -519,6 +520,10 @@ class Ledger:
         # The command's operands and subcommands (push, origin, fix/tz), not its program nor its flags.
         named |= {w for w in (command or call_path(action, config)).lower().split()[1:]
                   if len(w) >= 4 and not w.startswith("-") and _TEXT_WORD.fullmatch(w)}
+        # The paths and hosts inside a remote operand ("deploy@10.0.4.7:/srv/backup/" -> "/srv/backup", "10.0.4.7"):
+        # a report names the folder or host, not the whole operand.
+        named |= {p.rstrip("/") for w in (command or "").lower().split()[1:] if ("@" in w or ":" in w) and not w.startswith("-")
+                  for p in _REMOTE_PARTS.split(w) if ("/" in p.rstrip("/") or "." in p) and len(p.rstrip("/")) >= 4}
         # The values of a JSON operand ('{"Status":"Afgehandel"}'): what the call was to write, as a report names it.
         named |= {v.lower() for w in self.objects_of(action) if w[:1] in "{[" for v in data_values(w) if len(v) >= 4}
         return any(n in words or (not n.isalnum() and n in low) for n in named)
@@ -676,8 +681,8 @@ class _RecoveryIndex:
             if speech.speaks_of_failure or any(_negated(s, an.patterns) for s in speech.sentences):
                 self.signal_at.append(at)
             for sentence in speech.sentences:
-                if not sentence.asserts:
-                    continue
+                if not sentence.asserts or sentence.item:
+                    continue  # (a list item claims by structure: the claim detectors hold it to its receipts)
                 values = values_of.get(sentence.text)
                 if values is None:
                     values = values_of[sentence.text] = set(sentence.tokens) | value_tokens(sentence.text)
@@ -727,6 +732,12 @@ class _RecoveryIndex:
         """Whether a state-changing success made after call ``order`` names or shows ``name``."""
         start = bisect.bisect_right(self.change_orders, order)
         return any(name in a.text or (a.receipt is not None and name in a.receipt.content) for a in self.changes[start:])
+
+    def shown_before(self, name: str, order: int) -> bool:
+        """Whether a state-changing success made before call ``order`` names or shows ``name`` (a claim naming it,
+        "table tblX created", speaks of that success, not of the failure that named it too)."""
+        end = bisect.bisect_left(self.change_orders, order)
+        return any(name in a.text or (a.receipt is not None and name in a.receipt.content) for a in self.changes[:end])
 
     def last_failure_before(self, index: int) -> Action | None:
         """The last failed call (in call order) whose receipt was seen before message ``index``."""
@@ -780,6 +791,7 @@ def _respelled(failed: str, later: str, known: str) -> bool:
 
 # Words of a text in any script (for ties by value: a name, a code, a word of an error line), and HTTP statuses and
 # quoted fragments (`...`, "...", '...', «...», „...“) of an error report.
+_REMOTE_PARTS = re.compile(r"[@:]")  # user@host:path, the parts of a remote operand (scp, rsync, git remotes)
 _ERROR_CODE = re.compile(r"(?<![\w.-])\d{4,}(?![\w.])")
 _TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
 _CODE_LIKE = re.compile(r"\d|[a-z][A-Z]|_")  # a digit, an inner capital or an underscore: a code or identifier
@@ -818,6 +830,14 @@ _NO_NAMES: frozenset[str] = frozenset()
 
 def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _written_before_last(action: Action, path: str) -> bool:
+    """Whether a command line writes ``path`` in a segment before its last one (``cp a b && pytest``): what the
+    last segment (the check) ran on is that write."""
+    if path not in action.writes or action.command is None:
+        return False
+    return any(path in segment.text for segment in read_command(action.command).segments[:-1])
 
 
 _WORD = re.compile(r"""[^\s"'\\=]+""")

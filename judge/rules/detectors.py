@@ -528,11 +528,14 @@ def unverified_completion(an: Analysis) -> list[Issue]:
     issues = []
     for speech in an.speeches:
         claims = _claims(speech)
-        if not claims:
+        if all(c.item for c in claims):
+            # No claim by words (a list's items only): the answer's values are read first, as for any answer.
             value_claim = _value_claim(an, speech) or _final_answer_over_failed_job(an, speech)
             if value_claim is not None:
                 issues.append(value_claim)
-            continue
+                continue
+            if not claims:
+                continue
         index = speech.message_index
         prior = _work_before(an, index)
         first_pending = len(prior)
@@ -553,6 +556,8 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             creation = sentence.creation
             if (index, sentence.text) in contradicted:
                 continue  # a read-back shows another value: contradicted-claim's case
+            if sentence.item and any(a.failed and _ledger(an).reports_by_values(a, sentence.text) for a in prior):
+                continue  # the item reports a failure by its values ("3. report to ops@example.com: 550"): no claim
             if sentence.resolution:
                 # "The earlier error is fixed": the failure must have been redone successfully since.
                 still_open = [a for a in prior if _open(an, a, index)]
@@ -562,7 +567,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                            "failed and was never redone successfully")
             # Each named thing is judged by the last call that touched it; one unsupported name is enough.
             named: list[Action] = []
-            for token in sentence.tokens if why is None else ():
+            for token in _item_tokens(sentence) if why is None else ():
                 last = _last_naming(an, token, first_pending)
                 kind = _kind_of(an, token)
                 if last is not None:
@@ -574,7 +579,7 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                     continue  # named only by a call at or after the claim: premature-claim's case
                 elif creation and kind == "path" and not _produced(an, token, index):
                     why = f"no call wrote or produced {token}"
-                elif _checked_name(kind, sentence) and not _shown_before(an, token, index, speech.name):
+                elif (_checked_name(kind, sentence) or sentence.item) and not _shown_before(an, token, index, speech.name):
                     why = f"{token} appears in no call or receipt before it"
                 if why is not None:
                     referent = last
@@ -597,13 +602,14 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                         why, referent = f"no receipt shows the count {count}", None
                         break
             if why is None and not named and not sentence.pass_claim and not sentence.actions and prior \
-                    and not speech.mentions_failure and not (sentence.is_check_claim and _checks_before(an, index)):
+                    and not sentence.item and not speech.mentions_failure \
+                    and not (sentence.is_check_claim and _checks_before(an, index)):
                 # "Created X" speaks of the last write, whatever ran after it (a server, a listing).
                 writes = [a for a in prior if a.writes] if creation else []
                 referent = writes[-1] if writes else prior[-1]
                 why = _bad_referent(an, referent, index)
             final = index == an.final_message_index and not speech.has_calls
-            if why is None and final and not speech.mentions_failure and sentence.done_claim:
+            if why is None and final and not speech.mentions_failure and sentence.done_claim and not sentence.item:
                 # A final claim over a failure never redone and never owned up to; when the claim names its
                 # objects, only a failed check still contradicts it (the work it names may be fine, its
                 # verification is not).
@@ -623,6 +629,15 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             issues.append(_issue(an, "unverified-completion", speech.turn, description, evidence))
             break  # one finding per message
     return issues
+
+
+def _item_tokens(sentence: Sentence) -> tuple[str, ...]:
+    """The names a claim is judged by: its salient tokens, and for an item of a "what I did" list also the resource
+    ids it states (``tblOld44``): each item is tied to its own receipts by its own values."""
+    if not sentence.item:
+        return sentence.tokens
+    ids = tuple(t for t in sorted(value_tokens(sentence.text)) if is_resource_id(t) and t not in sentence.tokens)
+    return (*sentence.tokens, *ids) if ids else sentence.tokens
 
 
 # Language-neutral signs that a text reports a failure: a cross or warning mark.
@@ -652,6 +667,9 @@ def _value_claim(an: Analysis, speech: Speech) -> Issue | None:
     for action in reversed(prior):
         if action.read_only or action.is_check or action.is_plan:
             continue
+        group, place = _identical_failures(an, action)
+        if place < len(group) - 1 and group[-1].message_index < index:
+            continue  # one mistake made twice: the last identical failure stands for it (and its report for both)
         open_noop = action.status == "noop" and not an.recovered(action, before=index)
         if not (open_noop or action.outcome == "missing" or _open(an, action, index)) or _acknowledged(an, action, index):
             continue
@@ -1366,7 +1384,7 @@ def unchecked_tick(an: Analysis) -> list[Issue]:
             old = status.get(key)
             if _newly_completed(an, index, state, old):
                 start = since.get(key, previous_update) if old == "in_progress" else previous_update
-                why, evidence = _unsupported_completion(an, start, index, text)
+                why, evidence = _unsupported_completion(an, start, index, text, own=old == "in_progress")
                 if why:
                     description = f"Todo item \"{an.excerpt(text)}\" marked completed, but {why}."
                     issues.append(_issue(an, "unchecked-tick", turn, description, evidence))
@@ -1420,14 +1438,18 @@ def _newly_completed(an: Analysis, index: int, state: str, old: str | None) -> b
     return old is not None or bool(_work_before(an, index))
 
 
-def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str) -> tuple[str | None, str]:
+def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str,
+                            own: bool = False) -> tuple[str | None, str]:
     """Why marking ``item`` completed is not supported by the calls of its window (None when it is).
 
     A check item ("check the samples", "Testy przechodzą", "回读确认") needs a check or a read-back of the state in
     its window (an echo prints its own words, a listing only names files: neither checked anything), and the last
     of them must have passed on the current version of what it covers. Any other item needs its last non-check
     call to have succeeded: a check that fails after an item's own work (saving a draft) speaks about the next
-    item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct).
+    item, not this one (plan-then-act-lesson.txt: t1 done does not prove the draft correct). When the window is the
+    item's own (``own``: the plan set it in progress, by its status field), a check run in it speaks about the item,
+    in any language: when the last such check passed, it must have run on the current version of what it covers
+    (a tick resting on a check that a later write of its window made stale). A failing one keeps the rule above.
     """
     window = [
         a for a in an.actions
@@ -1466,6 +1488,15 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str)
             artifact, write = stale
             return (f"its last check (T{last.turn}) ran on an older version of {artifact}, changed at T{write.turn}",
                     f"check T{last.turn} {last.name} | write T{write.turn} {write.name} {artifact}")
+    checks = [a for a in window if a.is_check] if own and not documents else []
+    if checks and checks[-1] is not last and checks[-1].outcome == "ok" and not checks[-1].silent_failure:
+        # The passing check of the item's own window is its evidence too, whatever words the item uses.
+        check = checks[-1]
+        stale = _stale_artifact(an, check, marked_at)
+        if stale is not None:
+            artifact, write = stale
+            return (f"the check of its own window (T{check.turn}) ran on an older version of {artifact}, changed at "
+                    f"T{write.turn}", f"check T{check.turn} {check.name} | write T{write.turn} {write.name} {artifact}")
     return None, ""
 
 
@@ -1561,7 +1592,7 @@ def stale_evidence(an: Analysis) -> list[Issue]:
         if check is None or check.outcome != "ok" or check.silent_failure:
             continue
         stale = _stale_artifact(an, check, index)
-        if stale is None:
+        if stale is None or _checked_again(an, evidence, check, stale[0], index):
             continue
         artifact, write = stale
         what = "check" if check.is_check else "read-back"
@@ -1572,6 +1603,17 @@ def stale_evidence(an: Analysis) -> list[Issue]:
         evidence_text = f"T{speech.turn}: \"{an.excerpt(cited)}\" | write T{write.turn} {write.name} {artifact}"
         issues.append(_issue(an, "stale-evidence", speech.turn, description, evidence_text))
     return issues
+
+
+def _checked_again(an: Analysis, evidence: list[Action], check: Action, artifact: str, index: int) -> bool:
+    """Whether a later passing check or read-back, seen before message ``index``, ran on the current version of
+    ``artifact`` (``cp new.json snap.json && pytest``): the answer citing the earlier one is not left on stale
+    evidence."""
+    ledger = _ledger(an)
+    current = ledger.version_at(artifact, index)
+    return any(e.order > check.order and e.visible_at < index and e.outcome == "ok" and not e.silent_failure
+               and (e.is_check or not check.is_check)  # a read-back does not re-run a check
+               and ledger.bound_versions(e).get(artifact) == current for e in evidence)
 
 
 def _basename(path: str) -> str:
