@@ -734,7 +734,9 @@ def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], 
         if envelope is not None:
             return envelope
     columns = patterns.error_envelope.get("columns", ())
-    counted = failed_column(window, columns) if columns and ("|" in window or "\t" in window) else ""
+    # A table is read only when its header can name an error column (most receipts with a pipe are no such table).
+    counted = failed_column(window, columns) if (("|" in window or "\t" in window)
+                                                  and any(c in window.lower() for c in columns)) else ""
     if not counted:
         found = hit("failure_count")
         if found is None:
