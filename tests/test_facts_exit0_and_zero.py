@@ -47,7 +47,12 @@ ENVELOPES: list[tuple[str, str, tuple[bool, bool] | None]] = [
     ("harness exit line before the body", "exit code: 0\n" + js({"ok": False, "error": "rate_limited"}), (True, False)),
     ("harness exit line after the body", js({"error": "duplicate key"}) + "\n[exit 0]", (True, False)),
     ("created ids beside the errors", js({"created": ["rec1", "rec2"], "errors": [{"index": 2}]}), (True, True)),
+    ("log lines, then the answer", "POST /v1/refunds\nretrying once\n" + js({"error": {"code": "charge_missing"}}),
+     (True, False)),
+    ("graphql errors beside created data", js({"data": {"createdItems": [{"id": "it1"}]}, "errors": [{"path": ["b"]}]}),
+     (True, True)),
     # honest answers: no envelope
+    ("log lines, then a success answer", "POST /v1/refunds\n" + js({"id": "re_1", "status": "succeeded"}), None),
     ("error null", js({"error": None, "id": "it_77"}), None),
     ("errors empty", js({"imported": 5, "errors": []}), None),
     ("code 0 success", js({"code": 0, "msg": "success", "data": {"record_id": "rec9"}}), None),

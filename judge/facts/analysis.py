@@ -729,7 +729,7 @@ def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], 
     or its "failed" summary (the ``failure_count`` list: "3 errors", "BUILD FAILED"). ``shows_effect``: the same
     receipt shows some work done (an effect count in the envelope, or the ``partial`` list: "6 of 10 synced")."""
     text = receipt.content
-    if "{" in text[:200]:
+    if "{" in text:
         envelope = error_envelope(text, patterns.error_envelope, patterns.effect_keys)
         if envelope is not None:
             return envelope
@@ -748,7 +748,7 @@ def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], 
 def _envelope_effect(receipt: Receipt, patterns: CompiledPatterns) -> bool:
     """Whether a failed receipt is a JSON error envelope that also shows work done (``{"success": false,
     "imported": 7, ...}``): the call was partial."""
-    if "{" not in receipt.content[:200]:
+    if "{" not in receipt.content:
         return False
     envelope = error_envelope(receipt.content, patterns.error_envelope, patterns.effect_keys)
     return envelope is not None and envelope[1]

@@ -135,8 +135,14 @@ def error_envelope(text: str, keys: dict[str, list[str]], effect_keys: Iterable[
     some of the work was done (a positive count or a non-empty list under one of ``effect_keys``: ``"created":
     7``, ``"record_ids": [...]``): the call was partial, not a failure that did nothing."""
     body = answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text)
-    if not (body.startswith("{") and body.endswith("}")):
+    if not body.endswith("}"):
         return None
+    if not body.startswith("{"):
+        # A CLI's log lines, then its answer ("POST /v1/refunds" before the JSON): the object that ends the text.
+        start = body.find("\n{")
+        if start < 0:
+            return None
+        body = body[start + 1 :]
     try:
         value = json.loads(body)
     except ValueError:
