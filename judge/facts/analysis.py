@@ -25,7 +25,7 @@ from typing import Any, Literal
 from judge.derived import TrajectoryMemo
 from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.effects import error_envelope, failed_column, may_show_no_effect, shows_no_effect
+from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect
 from judge.facts.jobs import job_state, partial_load, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
@@ -470,6 +470,9 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if action.outcome == "error" and not action.reported and not action.is_plan and _answers_with_records(receipt):
         action.is_check = action.reported = True  # a scanner's findings with its verdict as exit code
     action.status = status_of(action, reading)
+    if action.status == "noop" and receipt is not None and "{" in receipt.content \
+            and json_shows_effect(receipt.content, config.patterns.effect_keys):
+        action.status = "ok"  # "updated": 0 beside "inserted": 12: a zero of one part, the write did something
     # A load that "succeeded" but whose data shows records turned away: part of the work failed.
     if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
             and receipt is not None and (why := partial_load(receipt.content)) is not None:
@@ -592,7 +595,7 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
                 break
             verbs.append(word)
         verbs += _STATEMENT_VERB.findall(command)  # an SQL statement's verb: UPDATE ... -> "UPDATE 0"
-    return shows_no_effect(receipt.content, verbs)
+    return shows_no_effect(receipt.content, verbs, effect_keys=config.patterns.effect_keys)
 
 
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:

@@ -175,7 +175,7 @@ class ToolSettings(BaseModel):
     effect_keys: list[str] = Field(
         default_factory=lambda: [
             "created", "inserted", "added", "updated", "modified", "imported", "written", "synced", "processed",
-            "succeeded", "successful", "uploaded", "sent", "applied", "copied", "migrated", "transferred", "saved",
+            "success", "succeeded", "successful", "uploaded", "sent", "applied", "copied", "migrated", "transferred", "saved",
             "deleted", "ids", "items", "records", "rows", "results"],
         description="Words of a JSON key that counts what a write did ('created', 'synced_count', 'record_ids'): a "
                     "positive count or a non-empty list under one, in an error envelope, shows the call was partial.")

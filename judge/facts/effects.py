@@ -36,13 +36,16 @@ def may_show_no_effect(text: str) -> bool:
             or "\n0" in text)
 
 
-def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) -> bool:
+def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True,
+                    effect_keys: Iterable[str] = ()) -> bool:
     """Whether the receipt ``text`` of a successful state-changing call shows that it created or changed nothing.
 
     ``verbs`` are the words of the call that say what it does (its subcommand words: ``record-import``,
     ``batch-delete``): a count labelled by one of them (``imported``, ``deleted``) that is zero, with no count of
     that verb above zero, is a no-op. ``summary=False`` skips the all-counts-zero reading (a check's summary of
-    zero findings is its answer, not a no-op)."""
+    zero findings is its answer, not a no-op). ``effect_keys`` (the config's ``tools.effect_keys``) name the JSON
+    counts of what a write did: when every count of a JSON answer is zero and one of them is such a count
+    (``{"id": "dep_12", "devices": 0, "stats": {"success": 0, "failure": 0}}``), nothing was done."""
     text = (text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text).strip()
     if not text:
         return False
@@ -55,7 +58,8 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) 
             # A field named by the call's verb ("created" of view-create, "imported" of +import) holds what it did:
             # null, zero or empty is nothing. Only the key's first word counts ("would_create" is a dry run's plan).
             counts = [(str(k).lower().split("_", 1)[0], _size(v)) for k, v in value.items()]
-            return _empty_answer(value) or _own_count_zero([(k, n) for k, n in counts if n is not None], verbs) is True
+            return (_empty_answer(value) or _own_count_zero([(k, n) for k, n in counts if n is not None], verbs) is True
+                    or _counts_all_zero(value, frozenset(k.lower() for k in effect_keys)))
     if _ZERO.search(text) is None:
         return False  # every reading below needs a count of zero (most receipts have none: one fast scan)
     pairs = [(label.lower(), int(n)) for label, n in _LABEL_COUNT.findall(text)]
@@ -91,6 +95,36 @@ def _size(value: Any) -> int | None:
     return 1
 
 
+def _counts_all_zero(value: dict[str, Any], effect_keys: frozenset[str]) -> bool:
+    """A JSON answer (nested objects included) whose every count is zero and every collection empty, with at least
+    one zero count of an effect (``"success": 0``, ``"updated_rows": 0``): strings (an id, a state) may stand beside
+    them, as a job record's do, but the counts say the job did nothing. Status codes and flags are not counts."""
+    if not effect_keys:
+        return False
+    effect_zero = False
+    stack: list[tuple[dict[str, Any], int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        for key, item in current.items():
+            if isinstance(item, bool) or item is None or isinstance(item, str):
+                continue
+            if isinstance(item, dict):
+                if depth < 3:
+                    stack.append((item, depth + 1))
+                continue
+            if isinstance(item, list):
+                if item:
+                    return False
+                continue
+            if not isinstance(item, (int, float)) or _CODE_KEY.search(str(key)):
+                continue
+            if item:
+                return False
+            words = _VERB_SPLIT.split(re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower())
+            effect_zero = effect_zero or not effect_keys.isdisjoint(words)
+    return effect_zero
+
+
 def _empty_answer(value: dict[str, Any]) -> bool:
     """A JSON object that holds at least one collection or count and nothing else but empty collections, zeros,
     booleans, nulls and status codes: what it would have returned (ids, records, a count) is empty. A string field (an id, a
@@ -99,6 +133,9 @@ def _empty_answer(value: dict[str, Any]) -> bool:
     for key, item in value.items():
         if isinstance(item, bool) or item is None or (isinstance(item, int) and _CODE_KEY.search(key)):
             continue  # a flag, or a status code ("code": 0 is success, not a count of nothing)
+        if isinstance(item, dict) and item and _empty_answer(item):
+            seen = True  # a nested answer that holds nothing ({"data": {"update": {"items": [], "product": null}}})
+            continue
         if not (isinstance(item, (list, dict, int, float)) and not item):
             return False
         seen = True
@@ -185,6 +222,19 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:119] + "…"
 
 
+def json_shows_effect(text: str, effect_keys: Iterable[str]) -> bool:
+    """Whether a JSON answer shows work done: a positive count or a non-empty collection under an effect key
+    (``{"inserted": 12, "updated": 0}``): a zero beside it is a part that had nothing to do, not a no-op."""
+    body = answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text)
+    if not (body.startswith("{") and body.endswith("}")):
+        return False
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and _shows_effect(value, frozenset(k.lower() for k in effect_keys))
+
+
 def _failed_status(value: Any, failed: Iterable[str], with_message: bool) -> bool:
     """A status value that says the call failed: a failure state, or an HTTP status of 400 and above when a message
     stands beside it (a bare number may be a record's field)."""
@@ -206,14 +256,16 @@ def _failed_code(value: Any) -> bool:
 def _shows_effect(value: dict[str, Any], effect_keys: frozenset[str]) -> bool:
     """Whether an error envelope (without its error fields: the ids an error names were not made) also shows work
     done: a positive count or a non-empty collection under a key whose words include an effect key (``created``,
-    ``synced_count``, ``record_ids``), here or one level down (``data``)."""
-    for depth_value in (value, *(v for v in value.values() if isinstance(v, dict))):
+    ``synced_count``, ``record_ids``), here or up to two levels down (``data``, ``data.rows``)."""
+    nested = [v for v in value.values() if isinstance(v, dict)]
+    for depth_value in (value, *nested, *(w for v in nested for w in v.values() if isinstance(w, dict))):
         for key, item in depth_value.items():
             words = set(_VERB_SPLIT.split(re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower()))
             if words.isdisjoint(effect_keys):
                 continue
-            size = _size(item)
-            if size and not isinstance(item, str):
+            if isinstance(item, (str, dict)):
+                continue  # a name says nothing of a count; an object's counts are read a level down
+            if _size(item):
                 return True
     return False
 
