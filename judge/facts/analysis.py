@@ -25,7 +25,7 @@ from typing import Any, Literal
 from judge.derived import TrajectoryMemo
 from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.effects import may_show_no_effect, shows_no_effect
+from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect
 from judge.facts.jobs import job_state, partial_load, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
@@ -377,6 +377,10 @@ class Reading:
     invocation_error: bool = False  # the command itself was wrong (not found, bad option): nothing was checked
     shows: str = ""  # what the content adds to the outcome: "partial", "noop", "running" or "" (see Status)
     reports_failures: bool = False  # it reports failed checks ("2 failed", "FAIL:"), whatever its exit code
+    # A failure its content shows behind an explicit success (exit 0): an error envelope, a count of errors. This
+    # reading says "error"; ``exit0`` is the reading the success had, kept for a check, a plan or a read, whose
+    # exit-0 failures are not failed calls (a check's are silent-check-failure's).
+    exit0: Reading | None = None
 
 
 # Receipt reading modes: the text says nothing for file content (flags only); HTTP statuses and network errors
@@ -442,6 +446,9 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
 
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     checks_by_call = action.is_check
+    if reading.exit0 is not None and (checks_by_call or reading.reports_checks or action.is_plan or action.read_only):
+        # A check's failures behind exit 0 are silent-check-failure's (one finding, not two); a read shows data.
+        reading = reading.exit0
     answered = _exit_answer(action, reading, config)
     if answered is not None:
         action.answer, reading = answered
@@ -468,6 +475,9 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if action.outcome == "error" and not action.reported and not action.is_plan and _answers_with_records(receipt):
         action.is_check = action.reported = True  # a scanner's findings with its verdict as exit code
     action.status = status_of(action, reading)
+    if action.status == "noop" and receipt is not None and "{" in receipt.content \
+            and json_shows_effect(receipt.content, config.patterns.effect_keys):
+        action.status = "ok"  # "updated": 0 beside "inserted": 12: a zero of one part, the write did something
     # A load that "succeeded" but whose data shows records turned away: part of the work failed.
     if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
             and receipt is not None and (why := partial_load(receipt.content)) is not None:
@@ -590,7 +600,7 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
                 break
             verbs.append(word)
         verbs += _STATEMENT_VERB.findall(command)  # an SQL statement's verb: UPDATE ... -> "UPDATE 0"
-    return shows_no_effect(receipt.content, verbs)
+    return shows_no_effect(receipt.content, verbs, effect_keys=config.patterns.effect_keys)
 
 
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:
@@ -692,9 +702,14 @@ def _classify_hits(
         counted = hit("check_failure")
         # "3 problems (0 errors, 3 warnings)": a total whose breakdown counts no failure is no failed check.
         failures = counted is not None and not zero_breakdown(_line_at(window, counted.start()), patterns.failure_nouns)
-        if not (reports_checks or shows or failures):
-            return _OK
-        return Reading("ok", "", reports_checks, shows=shows, reports_failures=failures)
+        success = _OK if not (reports_checks or shows or failures) else Reading(
+            "ok", "", reports_checks, shows=shows, reports_failures=failures)
+        behind = _failure_behind_success(receipt, window, hit, patterns) if mode == NORMAL else None
+        if behind is None:
+            return success
+        line, effect = behind
+        return Reading("error", line, reports_checks, shows="partial" if effect else "", reports_failures=failures,
+                       exit0=success)
     if error is not None and not explicit_failure and not environment and hit("noop") is not None:
         # "warning: unknown flag --upsert ignored" with no exit code: the tool went on and did nothing (a no-op).
         warned = _line_at(window, error.start()).lower()
@@ -709,8 +724,42 @@ def _classify_hits(
                        shows="partial" if hit("partial") else "")
     invocation = reports_checks and hit("invocation_error") is not None
     return Reading("error", line or f"exit code {receipt.exit_code}", reports_checks, False, invocation,
-                   shows="partial" if hit("partial") else "",
+                   shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) else "",
                    reports_failures=reports_checks or hit("check_failure") is not None)
+
+
+def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], re.Match[str] | None],
+                            patterns: CompiledPatterns) -> tuple[str, bool] | None:
+    """The failure a receipt's content shows although its flags say success (exit 0, "exit code: 0", no flag):
+    ``(line, shows_effect)``, or None. Read by structure first: a JSON error envelope
+    (:func:`judge.facts.effects.error_envelope`: ``{"error": {...}}``, ``{"ok": false}``, ``{"code": 99991663,
+    "msg": ...}``), a summary table with an error column above zero, then the run's own count of errors above zero
+    or its "failed" summary (the ``failure_count`` list: "3 errors", "BUILD FAILED"). ``shows_effect``: the same
+    receipt shows some work done (an effect count in the envelope, or the ``partial`` list: "6 of 10 synced")."""
+    text = receipt.content
+    if "{" in text:
+        envelope = error_envelope(text, patterns.error_envelope, patterns.effect_keys)
+        if envelope is not None:
+            return envelope
+    columns = patterns.error_envelope.get("columns", ())
+    # A table is read only when its header can name an error column (most receipts with a pipe are no such table).
+    counted = failed_column(window, columns) if (("|" in window or "\t" in window)
+                                                  and any(c in window.lower() for c in columns)) else ""
+    if not counted:
+        found = hit("failure_count")
+        if found is None:
+            return None
+        counted = _line_at(window, found.start())
+    return counted, hit("partial") is not None
+
+
+def _envelope_effect(receipt: Receipt, patterns: CompiledPatterns) -> bool:
+    """Whether a failed receipt is a JSON error envelope that also shows work done (``{"success": false,
+    "imported": 7, ...}``): the call was partial."""
+    if "{" not in receipt.content:
+        return False
+    envelope = error_envelope(receipt.content, patterns.error_envelope, patterns.effect_keys)
+    return envelope is not None and envelope[1]
 
 
 def _reason_after_exit_line(window: str, patterns: CompiledPatterns) -> str:

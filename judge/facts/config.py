@@ -167,6 +167,29 @@ class ToolSettings(BaseModel):
     last_operand_writers: list[str] = Field(
         default_factory=list,
         description="Programs whose last operand is the file they write (cp, mv, ffmpeg, convert). Plain names.")
+    error_envelope: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "error": ["error", "err", "error_message", "errormessage", "errmsg_detail", "exception", "fault"],
+            "flag": ["ok", "success", "succeeded", "successful"],
+            "status": ["status", "state", "result"],
+            "errors": ["errors", "failures", "error_list", "failed_items", "failed_records"],
+            "code": ["code", "errcode", "error_code", "errno", "ret", "retcode", "status_code"],
+            "message": ["msg", "message", "errmsg", "error_description", "detail", "description", "reason"],
+            "failed_states": ["error", "failed", "failure", "fail", "rejected", "aborted"],
+            "columns": ["error", "errors", "failed", "failures", "failure", "fail"],
+        },
+        description="A tool's JSON error envelope by the role of its fields (judge.facts.effects.error_envelope): "
+                    "'error' holds the error, 'flag' is a success flag (false = failed), 'status' a state "
+                    "('failed_states') or an HTTP status >= 400 beside a 'message', 'errors' a list of errors, "
+                    "'code' an API result code beside a 'message' (0 and 2xx are success); 'columns' name a summary "
+                    "table's error column. API field names, the same in every language.")
+    effect_keys: list[str] = Field(
+        default_factory=lambda: [
+            "created", "inserted", "added", "updated", "modified", "imported", "written", "synced", "processed",
+            "success", "succeeded", "successful", "uploaded", "sent", "applied", "copied", "migrated", "transferred", "saved",
+            "deleted", "ids", "items", "records", "rows", "results"],
+        description="Words of a JSON key that counts what a write did ('created', 'synced_count', 'record_ids'): a "
+                    "positive count or a non-empty list under one, in an error envelope, shows the call was partial.")
     exit_answers: dict[str, dict[int, str]] = Field(
         default_factory=dict,
         description="Command words (program first, then words the command must hold: 'git diff --quiet') -> exit "
@@ -209,6 +232,9 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
                          # nothing created, checks that failed), what a failed one's adds (some effect), and in
                          # claims: the future tense and "the earlier problem was handled".
                          "running", "noop", "partial", "check_failure", "future", "resolution_claim",
+                         # failure_count: a run's own summary counting errors above zero ("3 errors", "BUILD
+                         # FAILED"): behind an explicit exit 0, a call that is no check failed.
+                         "failure_count",
                          # all_clear: "no errors", "0 failed", "sorunsuz": failure and negation words inside one
                          # say nothing failed (a claim, not a report of a failure nor a negated claim).
                          "all_clear",
@@ -382,6 +408,8 @@ class CompiledPatterns:
         self.output_flags = frozenset(tools.output_flags)
         self.prose_keys = frozenset(tools.prose_keys)
         self.last_operand_writers = frozenset(tools.last_operand_writers)
+        self.error_envelope = {role: [name.lower() for name in names] for role, names in tools.error_envelope.items()}
+        self.effect_keys = tuple(key.lower() for key in tools.effect_keys)
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)
@@ -393,7 +421,8 @@ class CompiledPatterns:
                                           "error": self.error, "check_receipt": self.check_receipt,
                                           "uncertain": self.uncertain, "invocation_error": self.invocation_error,
                                           "running": self.running, "noop": self.noop, "partial": self.partial,
-                                          "check_failure": self.check_failure})
+                                          "check_failure": self.check_failure,
+                                          "failure_count": self.failure_count})
         self.command_lists = PhraseGroup(
             {"read_only": self.read_only_command, "check": self.check, "content": self.content_command,
              "link_check": self.link_check})
@@ -468,6 +497,7 @@ class CompiledPatterns:
     number_words: NumberWords
     partial: PhraseMatcher
     check_failure: PhraseMatcher
+    failure_count: PhraseMatcher
     future: PhraseMatcher
     resolution_claim: PhraseMatcher
     all_clear: PhraseMatcher

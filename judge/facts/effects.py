@@ -36,13 +36,16 @@ def may_show_no_effect(text: str) -> bool:
             or "\n0" in text)
 
 
-def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) -> bool:
+def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True,
+                    effect_keys: Iterable[str] = ()) -> bool:
     """Whether the receipt ``text`` of a successful state-changing call shows that it created or changed nothing.
 
     ``verbs`` are the words of the call that say what it does (its subcommand words: ``record-import``,
     ``batch-delete``): a count labelled by one of them (``imported``, ``deleted``) that is zero, with no count of
     that verb above zero, is a no-op. ``summary=False`` skips the all-counts-zero reading (a check's summary of
-    zero findings is its answer, not a no-op)."""
+    zero findings is its answer, not a no-op). ``effect_keys`` (the config's ``tools.effect_keys``) name the JSON
+    counts of what a write did: when every count of a JSON answer is zero and one of them is such a count
+    (``{"id": "dep_12", "devices": 0, "stats": {"success": 0, "failure": 0}}``), nothing was done."""
     text = (text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text).strip()
     if not text:
         return False
@@ -55,7 +58,8 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True) 
             # A field named by the call's verb ("created" of view-create, "imported" of +import) holds what it did:
             # null, zero or empty is nothing. Only the key's first word counts ("would_create" is a dry run's plan).
             counts = [(str(k).lower().split("_", 1)[0], _size(v)) for k, v in value.items()]
-            return _empty_answer(value) or _own_count_zero([(k, n) for k, n in counts if n is not None], verbs) is True
+            return (_empty_answer(value) or _own_count_zero([(k, n) for k, n in counts if n is not None], verbs) is True
+                    or _counts_all_zero(value, frozenset(k.lower() for k in effect_keys)))
     if _ZERO.search(text) is None:
         return False  # every reading below needs a count of zero (most receipts have none: one fast scan)
     pairs = [(label.lower(), int(n)) for label, n in _LABEL_COUNT.findall(text)]
@@ -91,6 +95,36 @@ def _size(value: Any) -> int | None:
     return 1
 
 
+def _counts_all_zero(value: dict[str, Any], effect_keys: frozenset[str]) -> bool:
+    """A JSON answer (nested objects included) whose every count is zero and every collection empty, with at least
+    one zero count of an effect (``"success": 0``, ``"updated_rows": 0``): strings (an id, a state) may stand beside
+    them, as a job record's do, but the counts say the job did nothing. Status codes and flags are not counts."""
+    if not effect_keys:
+        return False
+    effect_zero = False
+    stack: list[tuple[dict[str, Any], int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        for key, item in current.items():
+            if isinstance(item, bool) or item is None or isinstance(item, str):
+                continue
+            if isinstance(item, dict):
+                if depth < 3:
+                    stack.append((item, depth + 1))
+                continue
+            if isinstance(item, list):
+                if item:
+                    return False
+                continue
+            if not isinstance(item, (int, float)) or _CODE_KEY.search(str(key)):
+                continue
+            if item:
+                return False
+            words = _VERB_SPLIT.split(re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower())
+            effect_zero = effect_zero or not effect_keys.isdisjoint(words)
+    return effect_zero
+
+
 def _empty_answer(value: dict[str, Any]) -> bool:
     """A JSON object that holds at least one collection or count and nothing else but empty collections, zeros,
     booleans, nulls and status codes: what it would have returned (ids, records, a count) is empty. A string field (an id, a
@@ -99,7 +133,160 @@ def _empty_answer(value: dict[str, Any]) -> bool:
     for key, item in value.items():
         if isinstance(item, bool) or item is None or (isinstance(item, int) and _CODE_KEY.search(key)):
             continue  # a flag, or a status code ("code": 0 is success, not a count of nothing)
+        if isinstance(item, dict) and item and _empty_answer(item):
+            seen = True  # a nested answer that holds nothing ({"data": {"update": {"items": [], "product": null}}})
+            continue
         if not (isinstance(item, (list, dict, int, float)) and not item):
             return False
         seen = True
     return seen
+
+
+# A harness's own line giving the exit status ("exit code: 0", "[exit 0]", "returncode=0", "Exit code 1"): it frames
+# the answer, it is not part of it.
+_EXIT_LINE = re.compile(r"^\s*\[?\s*(?:exit(?:ed)?(?: with)?(?: status| code)?|exit_?code|return ?code|"
+                        r"returncode|rc)\s*[:=]?\s*-?\d+\s*\]?\s*$", re.IGNORECASE)
+
+
+def answer_body(text: str) -> str:
+    """``text`` without the harness's exit-status lines at its start and end (``exit code: 0`` before a JSON body,
+    ``[exit 0]`` after it, Claude Code's ``Exit code 1`` header): the tool's own answer."""
+    lines = text.strip().splitlines()
+    while lines and (not lines[0].strip() or _EXIT_LINE.match(lines[0])):
+        lines.pop(0)
+    while lines and (not lines[-1].strip() or _EXIT_LINE.match(lines[-1])):
+        lines.pop()
+    return "\n".join(lines)
+
+
+def error_envelope(text: str, keys: dict[str, list[str]], effect_keys: Iterable[str]) -> tuple[str, bool] | None:
+    """Whether a tool's answer is a JSON error envelope, read by its structure: ``(line, shows_effect)`` or None,
+    ``line`` being the answer's line that holds the failing field.
+
+    ``keys`` (the rules config's ``tools.error_envelope``) names the envelope's fields by role: ``error`` (a field
+    that holds the error when there is one: ``{"error": {...}}``, ``"error": null`` is none), ``flag`` (a success
+    flag: ``{"ok": false}``), ``status`` (a state: ``{"status": "failed"}``, or an HTTP status of 400 and above
+    beside a ``message``), ``errors`` (a list of errors: non-empty is a failure, ``[]`` none), ``code`` (an API's
+    result code beside a ``message``: ``{"code": 1254045, "msg": ...}``; 0 and 2xx are success) and ``message``;
+    ``failed_states`` are the failure values of a status. ``shows_effect`` is whether the same answer shows that
+    some of the work was done (a positive count or a non-empty list under one of ``effect_keys``: ``"created":
+    7``, ``"record_ids": [...]``): the call was partial, not a failure that did nothing."""
+    body = answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text)
+    if not body.endswith("}"):
+        return None
+    if not body.startswith("{"):
+        # A CLI's log lines, then its answer ("POST /v1/refunds" before the JSON): the object that ends the text.
+        start = body.find("\n{")
+        if start < 0:
+            return None
+        body = body[start + 1 :]
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    fields = {str(key).lower(): (str(key), item) for key, item in value.items()}
+
+    def field(role: str) -> tuple[str, Any] | None:
+        return next((fields[name] for name in keys.get(role, ()) if name in fields), None)
+
+    message = field("message")
+    why = ""
+    if (found := field("error")) is not None and found[1] not in (None, False, "", [], {}, 0):
+        why = f'"{found[0]}": {_short(found[1])}'
+    elif (found := field("flag")) is not None and found[1] is False:
+        why = f'"{found[0]}": false' + (f' ({_short(message[1])})' if message else "")
+    elif (found := field("errors")) is not None and isinstance(found[1], (list, dict)) and found[1]:
+        why = f'"{found[0]}": {_short(found[1])}'
+    elif (found := field("status")) is not None and _failed_status(found[1], keys.get("failed_states", ()),
+                                                                   message is not None):
+        why = f'"{found[0]}": {_short(found[1])}' + (f' ({_short(message[1])})' if message else "")
+    elif (found := field("code")) is not None and message is not None and _failed_code(found[1]):
+        why = f'"{found[0]}": {found[1]}, "{message[0]}": {_short(message[1])}'
+    if not why:
+        return None
+    # The evidence is the answer's own line that holds the failing field (one-line JSON: the whole answer), as a
+    # failure line read by the phrase lists would be.
+    at = body.find(why[: why.index('"', 1) + 1])
+    if at >= 0:
+        end = body.find("\n", at)
+        why = body[body.rfind("\n", 0, at) + 1 : end if end >= 0 else len(body)].strip()
+    failing = {name for role in ("error", "errors", "message") for name in keys.get(role, ())}
+    return why, _shows_effect({k: v for k, v in value.items() if str(k).lower() not in failing},
+                              frozenset(k.lower() for k in effect_keys))
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def json_shows_effect(text: str, effect_keys: Iterable[str]) -> bool:
+    """Whether a JSON answer shows work done: a positive count or a non-empty collection under an effect key
+    (``{"inserted": 12, "updated": 0}``): a zero beside it is a part that had nothing to do, not a no-op."""
+    body = answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text)
+    if not (body.startswith("{") and body.endswith("}")):
+        return False
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and _shows_effect(value, frozenset(k.lower() for k in effect_keys))
+
+
+def _failed_status(value: Any, failed: Iterable[str], with_message: bool) -> bool:
+    """A status value that says the call failed: a failure state, or an HTTP status of 400 and above when a message
+    stands beside it (a bare number may be a record's field)."""
+    if isinstance(value, str) and value.strip().lower() in {s.lower() for s in failed}:
+        return True
+    number = value if isinstance(value, int) and not isinstance(value, bool) else (
+        int(value) if isinstance(value, str) and value.isdigit() else None)
+    return with_message and number is not None and 400 <= number <= 599
+
+
+def _failed_code(value: Any) -> bool:
+    """An API result code that is not success: a non-zero number outside 2xx (Feishu/Lark ``code``, WeChat
+    ``errcode``; 0 and 200 are success)."""
+    number = value if isinstance(value, int) and not isinstance(value, bool) else (
+        int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else None)
+    return number is not None and number != 0 and not 200 <= number <= 299
+
+
+def _shows_effect(value: dict[str, Any], effect_keys: frozenset[str]) -> bool:
+    """Whether an error envelope (without its error fields: the ids an error names were not made) also shows work
+    done: a positive count or a non-empty collection under a key whose words include an effect key (``created``,
+    ``synced_count``, ``record_ids``), here or up to two levels down (``data``, ``data.rows``)."""
+    nested = [v for v in value.values() if isinstance(v, dict)]
+    for depth_value in (value, *nested, *(w for v in nested for w in v.values() if isinstance(w, dict))):
+        for key, item in depth_value.items():
+            words = set(_VERB_SPLIT.split(re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower()))
+            if words.isdisjoint(effect_keys):
+                continue
+            if isinstance(item, (str, dict)):
+                continue  # a name says nothing of a count; an object's counts are read a level down
+            if _size(item):
+                return True
+    return False
+
+
+def failed_column(text: str, nouns: Iterable[str]) -> str:
+    """A summary table whose header names an error or failure column with a count above zero under it
+    (``| synced | errors |`` / ``| 12 | 3 |``): the row, or ""."""
+    wanted = {noun.lower() for noun in nouns}
+    lines = [ln for ln in text[:_MAX_TEXT].splitlines() if ln.strip()]
+    for position, line in enumerate(lines[:-1]):
+        cells = [c.strip().lower() for c in _CELLS.split(line.strip().strip("|│┃")) if c.strip()]
+        columns = [k for k, cell in enumerate(cells) if cell in wanted]
+        if len(cells) < 2 or not columns:
+            continue
+        for later in lines[position + 1:position + 4]:
+            row = [c.strip() for c in _CELLS.split(later.strip().strip("|│┃")) if c.strip()]
+            if len(row) != len(cells):
+                continue
+            if any(row[k].isdigit() and int(row[k]) > 0 for k in columns):
+                return later.strip()[:200]
+    return ""
+
+
+_CELLS = re.compile(r"\s*[|│┃]\s*|\t|\s{2,}")
