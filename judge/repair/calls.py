@@ -18,6 +18,7 @@ from judge.facts.config import default_config
 from judge.facts.matching import PhraseMatcher
 from judge.facts.values import names_in, stated_numbers
 from judge.model import Message, Receipt, ToolCall, Trajectory
+from judge.repair.outcomes import error_document, http_client_status
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
 _READ_TOOL_NAMES = {
@@ -81,8 +82,16 @@ def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
         return False
     first = first_output(receipt)
     return (bool(first) and (any(_refused_read_matcher(program).search(first) is not None for program in listed)
-                             or client_error_document(first))
+                             or client_error_document(first) or _refused_by_data(receipt.content or ""))
             and _only_checks(command))
+
+
+def _refused_by_data(text: str) -> bool:
+    """A read's answer that carries only an error (``{"errors": "Not Found"}``: no data came back), or a 4xx status
+    line as its first or last line (``curl -w '\\nHTTP %{http_code}'``): the server refused the read (pure)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    edges = "\n".join(lines[:1] + lines[-1:])
+    return error_document(text) or http_client_status(edges) is not None
 
 
 _STATUS_KEYS = ("status", "code", "status_code", "statusCode", "http_status")
@@ -165,7 +174,8 @@ def command_is_read_only(command: str) -> tuple[bool, str]:
     """Whether every part of a shell command line only reads: :func:`judge.facts.shell.command_is_read_only` with
     the bundled rules config's ``read_only_commands`` and ``read_only_verbs`` (the vocabulary the fact ledger
     reads), so the editor and the ledger give one answer; write markers outside quotes always win."""
-    return shell.command_is_read_only(command, _listed_read_only, default_config().patterns.read_only_verbs)
+    patterns = default_config().patterns
+    return shell.command_is_read_only(command, _listed_read_only, patterns.read_only_verbs, patterns.write_verbs)
 
 
 def _listed_read_only(segment: str) -> bool:
@@ -247,7 +257,7 @@ def _only_checks(command: str) -> bool:
     patterns = default_config().patterns
     return shell.command_is_read_only(
         command, lambda segment: bool(_listed_read_only(segment) or patterns.read_only_check.search(segment)),
-        patterns.read_only_verbs)[0]
+        patterns.read_only_verbs, patterns.write_verbs)[0]
 
 
 def missing_input(call: ToolCall, receipt: Receipt | None) -> str | None:
