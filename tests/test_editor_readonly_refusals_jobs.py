@@ -141,6 +141,12 @@ DELETIONS: list[tuple[str, str, list[Step], str]] = [
         ("call", "f2", "az webapp list -g prod-rg --query 'length(@)'", "4", 0),
         ("say", "Kikundi prod-rg kina programu 4 za wavuti."),
     ], "accept"),
+    ("ko-flag-suggested", "열린 PR 목록 보여줘.", [
+        ("call", "m1", "gh pr list --stat open",
+         "unknown flag: --stat\nDid you mean this?\n\t--state", 1),
+        ("call", "m2", "gh pr list --state open", "88\tFix login redirect\tfix/login\tOPEN", 0),
+        ("say", "열린 PR은 88번 하나입니다 (Fix login redirect)."),
+    ], "accept"),  # an option name the error suggests is the program's interface, not a returned value
     # Refusals: a value the failed lookup returned flows into a later call (dependency) ...
     ("es-curl-suggestion", "¿Cuál es el correo del cliente cus_Q7?", [
         ("call", "g1", "curl -s https://pay.example/v1/customers/cus_Q7",

@@ -49,6 +49,7 @@ from judge.repair.calls import (
 from judge.repair.dependencies import (
     failed_receipt_indices,
     kept_receipts_after,
+    option_name,
     own_words,
     quoted_uses,
     recovery_window,
@@ -354,7 +355,8 @@ def information_order(original: Trajectory, edited: Trajectory, message_map: Seq
     # original never had is a changed id. Both read from the ledgers' first occurrences.
     facts, kept = ledger_of(original), ledger_of(edited)
     asked = value_tokens(edited.query + "\n" + "\n".join(m.content for m in edited.messages if m.role in ("system", "user")))
-    early = sorted((v for v in kept.values.values() if v.first.source in ("argument", "text") and v.token not in asked),
+    early = sorted((v for v in kept.values.values() if v.first.source in ("argument", "text") and v.token not in asked
+                    and not option_name(v.token)),
                    key=lambda v: (v.first.message_index, v.token))
     for value in early:
         before = facts.values.get(value.token)
@@ -458,7 +460,7 @@ def no_dependency_removed(original: Trajectory, edited: Trajectory, message_map:
             continue
         # Sorted: the ledger's values come from sets, and a report must read the same on every run.
         for dependency in sorted(facts.dependents(action), key=lambda d: (d.message_index, d.value or "")):
-            if dependency.kind not in ("returned-values", "textual") or not dependency.value:
+            if dependency.kind not in ("returned-values", "textual") or not dependency.value or option_name(dependency.value):
                 continue
             at = kept_at.get(dependency.message_index)
             if at is None:
