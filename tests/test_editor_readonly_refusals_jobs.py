@@ -80,6 +80,11 @@ STRUCTURE = [
 CHECKS = [  # HTTP reads: the editor's read_only_checks
     ("curl -s https://api.example/v1/items/7", True),
     ("curl -s -X DELETE https://api.example/v1/items/7", False),
+    ("curl -s -o /dev/null -w '%{http_code}' https://api.example/v1/ping", True),
+    ("curl -s -o ping.json https://api.example/v1/ping", False),
+    ("curl -sSo /dev/null https://api.example/v1/ping", True),
+    ("curl -s --output=/tmp/p.json https://api.example/v1/ping", False),
+    ("curl -s -do /dev/null https://api.example/v1/ping", False),
     ("http https://api.example/v1/items page==2 Accept:application/json", True),
     ("http https://api.example/v1/items name=mug", False),
     ("http POST https://api.example/v1/items", False),
@@ -121,6 +126,11 @@ DELETIONS: list[tuple[str, str, list[Step], str]] = [
          "HTTP/1.1 404 Not Found\nContent-Type: application/json\n\n{\"detail\": \"unknown sku\"}", 0),
         ("call", "c2", "http GET https://inv.example/api/sku/KB-220", '{"sku": "KB-220", "on_hand": 37}', 0),
         ("say", "KB-220 の在庫は 37 個です。"),
+    ], "accept"),
+    ("pt-curl-status-only", "O endpoint de saúde do serviço responde?", [
+        ("call", "n1", "curl -s -o /dev/null -w '%{http_code}' http://localhost:8080/helth", "404", 0),
+        ("call", "n2", "curl -s -o /dev/null -w '%{http_code}' http://localhost:8080/health", "200", 0),
+        ("say", "Sim: /health responde 200."),
     ], "accept"),
     ("de-journalctl-unit", "Wann wurde der Dienst billing zuletzt gestartet?", [
         ("call", "d1", "journalctl -u billing.service --sinse yesterday --no-pager",

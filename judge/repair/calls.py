@@ -82,8 +82,22 @@ def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
         return False
     first = first_output(receipt)
     return (bool(first) and (any(_refused_read_matcher(program).search(first) is not None for program in listed)
-                             or client_error_document(first) or _refused_by_data(receipt.content or ""))
+                             or client_error_document(first) or _refused_by_data(receipt.content or "")
+                             or _status_asked_refused(command, receipt.content or ""))
             and _only_checks(command))
+
+
+# A write-out that prints the response's status code (curl -w '%{http_code}'), and a line that is only a 4xx code.
+_STATUS_WRITE_OUT = re.compile(r"%\{(?:http_code|response_code)\}")
+_CLIENT_STATUS_LINE = re.compile(r"(?:HTTP\s*)?4\d\d")
+
+
+def _status_asked_refused(command: str, text: str) -> bool:
+    """The command asked for the response's status code and the receipt's last line is a 4xx code alone (pure):
+    ``curl -s -o /dev/null -w '%{http_code}' URL`` printing ``404``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (bool(lines) and _STATUS_WRITE_OUT.search(command) is not None
+            and _CLIENT_STATUS_LINE.fullmatch(lines[-1]) is not None)
 
 
 def _refused_by_data(text: str) -> bool:
