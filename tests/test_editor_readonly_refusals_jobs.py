@@ -347,8 +347,9 @@ RECEIPTS = [
     ('{"order": 5, "approved": false}', "refused"),
     ("HTTP/1.1 422 Unprocessable Entity\n\n{\"field\": \"email\"}", "refused"),
     ("Status=Rendering\nCompletedChunks=3", "going"),
-    ('{"state": "exporting", "rows": 10}', "going"),
+    ("Phase: Transcoding\nFrames: 1200", "going"),
     ("Status=Completed\nCompletedChunks=120", None),
+    ("Name:  web-7c9\nStatus:  Running\nIP:  10.0.3.4", None),  # a pod's steady state, not a job going
 ]
 
 

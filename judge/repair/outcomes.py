@@ -17,7 +17,7 @@ import re
 
 from judge.facts import Action, Status
 from judge.facts.config import default_config
-from judge.facts.jobs import job_state, value_going
+from judge.facts.jobs import value_going
 
 # A status line of an HTTP client answer: curl -i's "HTTP/1.1 409 Conflict", -w's "HTTP 404", httpie's header line.
 _HTTP_STATUS = re.compile(r"^\s*HTTP(?:/[\d.]+)?\s+(4\d\d)\b", re.IGNORECASE | re.MULTILINE)
@@ -86,22 +86,25 @@ def refusal_shown(text: str) -> str | None:
     return None
 
 
+# States a service or pod stays in while it works ("Status: Running" of kubectl describe): steady, not a job going.
+_STEADY = frozenset({"running", "up", "active", "online", "serving"})
+
+
 @functools.lru_cache(maxsize=4096)
 def job_going(text: str) -> bool:
-    """Whether a receipt shows a job still going (pure, memoised): :func:`judge.facts.jobs.job_state` reads it so,
-    or a ``key: value`` / ``Key=Value`` line of an outcome key (any case: a render farm's ``Status=Rendering``)
-    holds a value :func:`judge.facts.jobs.value_going` reads as going."""
-    text = text[:_MAX_TEXT]
+    """Whether a receipt the ledger read as finished shows a job still going by a ``key: value`` / ``Key=Value``
+    line of an outcome key in any case (a render farm's ``Status=Rendering``; the ledger's
+    :func:`judge.facts.jobs.job_state` reads machine-written lower-case keys) whose value
+    :func:`judge.facts.jobs.value_going` reads as going and is no steady state of a service (pure, memoised)."""
     running = default_config().patterns.running
-    if job_state(text, running, ends=False) == "non-terminal":
-        return True
-    return any(key.lower() in _OUTCOME_KEYS and value_going(value.strip().lower(), running)
-               for key, value in _KEY_LINE.findall(text))
+    return any(key.lower() in _OUTCOME_KEYS and (word := value.strip().lower()) not in _STEADY
+               and value_going(word, running) for key, value in _KEY_LINE.findall(text[:_MAX_TEXT]))
 
 
 def going_value(text: str) -> str | None:
     """The state word of a top-level key of a receipt's document, or of a ``key: value`` line, that reads as going
-    (``Rendering``, ``"state": "running"``), or None (pure): the word an honest report of the poll keeps."""
+    (``Rendering``, ``"state": "running"``), or None (pure): the word an honest report of the poll keeps (a steady
+    ``running`` too, when the ledger read the job as running)."""
     text = text[:_MAX_TEXT]
     running = default_config().patterns.running
     document = _document(text)
