@@ -224,7 +224,10 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
                          "upper_bound", "lower_bound",
                          # the operating system's "no such file or directory" in its locales: a call that stopped
                          # because an input file was missing (read by the offline editor, judge.repair.calls)
-                         "missing_file")
+                         "missing_file",
+                         # completion: "done", "完成", "selesai" (a future sentence holding one promises a result;
+                         # read by the offline editor's validators, judge.repair.validators)
+                         "completion")
 # Lists read over a whole message region (one literal scan per region), and lists read only in its claim sentences
 # (short: one scan per sentence), so that a long message is not scanned for the literals of every list.
 SPEECH_LISTS = ("claim", "prior_failure", "phantom", "all_clear")
@@ -478,3 +481,4 @@ class CompiledPatterns:
     upper_bound: PhraseMatcher
     lower_bound: PhraseMatcher
     missing_file: PhraseMatcher
+    completion: PhraseMatcher

@@ -645,12 +645,6 @@ def _shows(texts: Sequence[str], value: str) -> bool:
     return any(number in stated_numbers(text) for text in texts)
 
 
-# Completion words that make a future-tense sentence a promise of a result ("will be completed", "将完成").
-_COMPLETION = re.compile(r"\b(complete|completed|finish|finished|succeed|succeeded|done|ready|created|imported|saved|"
-                         r"added|written|uploaded|deployed)\b|完成|成功|完了|완료|fertig|abgeschlossen|terminé|terminado|"
-                         r"concluído|готов", re.IGNORECASE)
-
-
 def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
     """Sentences the edit wrote (not in the original) claim nothing the receipts do not show: no future-tense
     claim, no claim before the receipt of the call it speaks of (a claim in the message that makes the call, in
@@ -667,7 +661,7 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
             text = piece.text.strip()
             if text in written:
                 continue
-            if patterns.future.search(text) and (patterns.claim.search(text) or _COMPLETION.search(text)):
+            if patterns.future.search(text) and (patterns.claim.search(text) or patterns.completion.search(text)):
                 findings.append(("future-claim", f"T{message.turn}: {text!r} promises a result"))
         original_message = original.messages[message_map[index]] if index < len(message_map) else None
         if (original_message is not None and patterns.prior_failure.search(message_text(original_message))
