@@ -271,6 +271,9 @@ REWRITES: list[tuple[str, str, str, str, int, str, str, str]] = [
      '{"status": "declined", "failure_code": "charge_disputed"}', 0,
      "Marejesho ya oda 66 yamekataliwa: charge_disputed.",
      "Oda 66 haikurudishiwa pesa: jibu ni declined, charge_disputed.", "accept"),
+    ("en-read-cancelled-order", "What is the state of order 55?", "curl -s https://shop.example/api/orders/55",
+     '{"id": 55, "status": "cancelled", "total": 18.5}', 0,
+     "Order 55 is cancelled (total 18.5).", "Order 55 (total 18.5) has the status cancelled.", "accept"),
     # 3. jobs whose last poll shows them still going
     ("en-render-farm", "Is the render of shot 40 finished?", "deadlinecommand -GetJob 64f0aa21 | grep -E 'Status|Chunks'",
      "Status=Rendering\nCompletedChunks=96\nTotalChunks=120", 0,
@@ -359,6 +362,15 @@ RECEIPTS = [
     ("Status=Completed\nCompletedChunks=120", None),
     ("Name:  web-7c9\nStatus:  Running\nIP:  10.0.3.4", None),  # a pod's steady state, not a job going
 ]
+
+
+def test_a_reads_resource_status_is_no_refusal() -> None:
+    """A GET of an order that is cancelled: the order's status, not an answer refusing the read."""
+    from judge.repair.outcomes import refusal_shown
+
+    assert refusal_shown('{"id": 55, "status": "cancelled"}', request=False) is None
+    assert refusal_shown('{"id": 55, "status": "cancelled"}', request=True) is not None
+    assert refusal_shown('{"error": {"message": "no such order"}}', request=False) is not None
 
 
 @pytest.mark.parametrize(("receipt", "expected"), RECEIPTS)

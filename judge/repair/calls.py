@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from judge.facts import Status, ledger_of, shell
+from judge.facts import Action, Status, ledger_of, shell
 from judge.facts.config import default_config
 from judge.facts.matching import PhraseMatcher
 from judge.facts.values import names_in, stated_numbers
@@ -263,6 +263,12 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
     if refused_read(call, receipt) or any(_stopped_matcher(program).search(first) is not None for program in programs):
         return f"the receipt shows the call was rejected before it ran ({first[:80]!r}), so nothing was changed"
     return None
+
+
+def only_reads(action: Action) -> bool:
+    """Whether a ledger action only reads: the ledger says so, or its command only reads or checks
+    (:func:`_only_checks`: a curl GET, which the ledger does not list)."""
+    return action.read_only or action.is_check or (action.command is not None and _only_checks(action.command))
 
 
 def _only_checks(command: str) -> bool:

@@ -59,11 +59,13 @@ def error_document(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def refusal_shown(text: str) -> str | None:
+def refusal_shown(text: str, request: bool = True) -> str | None:
     """Why a receipt shows its request was refused or declined, read from its data, or None (pure, memoised):
-    an error-only document (:func:`error_document`), a 4xx HTTP status line, a top-level outcome key whose value is
-    one of the rules config's ``tools.refusal_values`` (``"status": "declined"``, ``decision: denied``), or a grant
-    key of ``tools.grant_keys`` set false (``"approved": false``)."""
+    an error-only document (:func:`error_document`), a 4xx HTTP status line, or, for a ``request`` (a call that
+    asked for a change: a read's document describes a resource, whose ``"status": "cancelled"`` is the order's, not
+    an answer to the read), a top-level outcome key whose value is one of the rules config's
+    ``tools.refusal_values`` (``"status": "declined"``, ``decision: denied``) or a grant key of ``tools.grant_keys``
+    set false (``"approved": false``)."""
     text = text[:_MAX_TEXT]
     if not text.strip():
         return None
@@ -71,6 +73,8 @@ def refusal_shown(text: str) -> str | None:
         return "the receipt is an error document"
     if (status := http_client_status(text)) is not None:
         return f"the receipt shows HTTP {status}"
+    if not request:
+        return None
     tools = default_config().tools
     refusals = {value.lower() for value in tools.refusal_values}
     grants = {key.lower() for key in tools.grant_keys}
@@ -118,12 +122,14 @@ def going_value(text: str) -> str | None:
 
 def outcome_of(action: Action) -> Status:
     """The ledger's status of ``action``, made ``failed`` when its receipt answered with a refusal
-    (:func:`refusal_shown`) and ``running`` when it shows a job still going (:func:`job_going`), where the ledger
+    (:func:`refusal_shown`; a read's resource status is no refusal) and ``running`` when it shows a job still going (:func:`job_going`), where the ledger
     read neither (its status ``ok``, ``unknown`` or ``noop``)."""
     if action.status not in ("ok", "unknown", "noop") or action.receipt is None or action.is_plan:
         return action.status
+    from judge.repair.calls import only_reads  # here: calls reads this module's error documents
+
     content = action.receipt.content or ""
-    if refusal_shown(content) is not None:
+    if refusal_shown(content, request=not only_reads(action)) is not None:
         return "failed"
     if job_going(content):
         return "running"
