@@ -70,6 +70,8 @@ STRUCTURE = [
     ("lark-cli base +set-status --record rec1 --value done", False),   # a read verb last, a write verb first
     ("lark-cli base record list --delete-all", False),                 # a write flag
     ("mytool jobs get-or-create --name nightly", False),
+    ("lark-cli base +record-list --table tblOrders --start-time 2026-12-01", True),  # a parameter, not an action
+    ("lark-cli task list --update-time-from 2026-12-01", True),
     ("kubectl -n shop get pods", True),
     ("gcloud run services describe api --region europe-west1", True),
     ("aws s3api list-objects-v2 --bucket logs", True),

@@ -276,14 +276,23 @@ def segment_read_only(segment: str, verbs: Collection[str] = frozenset(),
 _WORD_PARTS = re.compile(r"[-_+.:=]+")
 
 
+# The last part of a flag that names a parameter of a read, not an action (--start-time, --updated-from,
+# --created-after): the verb before it says which records to read.
+_PARAMETER_PARTS = frozenset({"time", "date", "at", "from", "to", "after", "before", "since", "until", "offset",
+                              "page", "index", "line", "row", "by"})
+
+
 def _write_word(words: Sequence[str], writes: Collection[str]) -> str | None:
     """The first of ``words`` (subcommand words, flag names; a flag's value after ``=`` is not read) one of whose
-    parts (split at ``-``, ``_``, ``+``, ``.``) is one of ``writes``, or None (pure)."""
+    parts (split at ``-``, ``_``, ``+``, ``.``) is one of ``writes``, or None (pure). A flag whose last part names a
+    parameter (``--start-time``, ``--update-time-from``) selects what to read and is no write."""
     if not writes:
         return None
     for word in words:
-        head = word.split("=", 1)[0]
-        if any(part in writes for part in _WORD_PARTS.split(head) if part):
+        parts = [part for part in _WORD_PARTS.split(word.split("=", 1)[0]) if part]
+        if word.startswith("-") and parts and parts[-1] in _PARAMETER_PARTS:
+            continue
+        if any(part in writes for part in parts):
             return word
     return None
 
