@@ -837,9 +837,9 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
         listed = patterns.listed_read_only
 
         def reads(segment: str) -> bool:
-            return segment_read_only(segment, patterns.read_only_verbs)[0] or listed(segment)
+            return segment_read_only(segment, patterns.read_only_verbs, patterns.write_verbs)[0] or listed(segment)
 
-        read_only = command_is_read_only(command, listed, patterns.read_only_verbs)[0]
+        read_only = command_is_read_only(command, listed, patterns.read_only_verbs, patterns.write_verbs)[0]
         # The check and content lists are read per segment. A segment that only reads is never a check (`echo
         # pytest`); the whole-command hit is a cheap first test. The output is file content when a segment shows
         # a file and every other one only reads (`cd docs && cat guide.md`, `git log | head`): `pytest | tail`

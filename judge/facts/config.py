@@ -111,6 +111,10 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="GET-like subcommand words of CLIs (list, get, count): a segment whose subcommand words (before "
                     "its first flag, or the last part of a shortcut: +record-count) name one only reads. Plain words.")
+    write_verbs: list[str] = Field(
+        default_factory=list,
+        description="Subcommand words that write (create, delete, set, refund): one as a part of a subcommand word "
+                    "or a flag name (+status-set, --delete) makes a segment a write, whatever read verb it holds.")
     sql_clients: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Command words of SQL clients (psql, sqlite3, bq query) -> where their SQL is: a flag whose value "
@@ -140,6 +144,17 @@ class ToolSettings(BaseModel):
     refused_reads: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Program -> first-output shapes of a read it refused although it exited 0 (curl's HTTP/1.1 404).")
+    refusal_values: list[str] = Field(
+        default_factory=list,
+        description="Values of a response's own outcome key (status, state, decision) that say the request was "
+                    "refused or declined (declined, denied, rejected): read by the offline editor's validators.")
+    grant_keys: list[str] = Field(
+        default_factory=list,
+        description="Keys of a response whose false value says the request was not granted (approved, allowed).")
+    error_meta_keys: list[str] = Field(
+        default_factory=list,
+        description="Keys that may stand beside error/errors in a document that answers only with an error "
+                    "(message, code, request_id): no data came back.")
     environment_exit_codes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
@@ -246,7 +261,10 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
                          "upper_bound", "lower_bound",
                          # the operating system's "no such file or directory" in its locales: a call that stopped
                          # because an input file was missing (read by the offline editor, judge.repair.calls)
-                         "missing_file")
+                         "missing_file",
+                         # completion: "done", "完成", "selesai" (a future sentence holding one promises a result;
+                         # read by the offline editor's validators, judge.repair.validators)
+                         "completion")
 # Lists read over a whole message region (one literal scan per region), and lists read only in its claim sentences
 # (short: one scan per sentence), so that a long message is not scanned for the literals of every list.
 SPEECH_LISTS = ("claim", "prior_failure", "phantom", "all_clear")
@@ -402,6 +420,7 @@ class CompiledPatterns:
         self.read_only_command = PhraseMatcher(tools.read_only_commands)
         self.read_only_check = PhraseMatcher(tools.read_only_checks)
         self.read_only_verbs = frozenset(verb.lower() for verb in tools.read_only_verbs)
+        self.write_verbs = frozenset(verb.lower() for verb in tools.write_verbs)
         self.sql_clients = {words: tuple(places) for words, places in tools.sql_clients.items() if words.split()}
         self.read_only_sql = frozenset(word.lower() for word in tools.read_only_sql)
         self.failure_nouns = tuple(noun.lower() for noun in tools.failure_nouns)
@@ -506,3 +525,4 @@ class CompiledPatterns:
     upper_bound: PhraseMatcher
     lower_bound: PhraseMatcher
     missing_file: PhraseMatcher
+    completion: PhraseMatcher

@@ -235,10 +235,13 @@ def _split_words(segment: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-def segment_read_only(segment: str, verbs: Collection[str] = frozenset()) -> tuple[bool, str]:
+def segment_read_only(segment: str, verbs: Collection[str] = frozenset(),
+                      writes: Collection[str] = frozenset()) -> tuple[bool, str]:
     """Whether one simple command (no operators) only reads, by the built-in program vocabulary and ``verbs``, the
     GET-like subcommand words of CLIs (the rules config's ``read_only_verbs``: ``lark-cli base record list``,
-    ``gh pr view``, ``kubectl get``, ``lark-cli base +record-count``)."""
+    ``gh pr view``, ``kubectl get``, ``lark-cli base +record-count``). ``writes`` (the rules config's
+    ``write_verbs``) wins over ``verbs``: a part of a subcommand word or of a flag name that names a write
+    (``+status-set``, ``list --delete``) makes the segment a write."""
     words = words_of(segment)
     if not words:
         return True, "assignment only"
@@ -261,10 +264,37 @@ def segment_read_only(segment: str, verbs: Collection[str] = frozenset()) -> tup
     # A CLI whose subcommand words (before the first flag: a flag's value is no subcommand, `tool create --name
     # list` creates) include a GET-like verb.
     subcommands = [w.lower() for w in itertools.takewhile(lambda w: not w.startswith("-"), words[1:])][:4]
+    written = _write_word(subcommands + [w.lower() for w in words[1:] if w.startswith("-")], writes)
+    if written is not None:
+        return False, f"{program} {written} names a write"
     # A shortcut names its verb last (lark-cli base +record-list, +table-get).
     if any(v in verbs or v.lstrip("+").replace("_", "-").rsplit("-", 1)[-1] in verbs for v in subcommands):
         return True, f"{program} {' '.join(subcommands)} is a GET-like subcommand"
     return False, f"{program} may change state"
+
+
+_WORD_PARTS = re.compile(r"[-_+.:=]+")
+
+
+# The last part of a flag that names a parameter of a read, not an action (--start-time, --updated-from,
+# --created-after): the verb before it says which records to read.
+_PARAMETER_PARTS = frozenset({"time", "date", "at", "from", "to", "after", "before", "since", "until", "offset",
+                              "page", "index", "line", "row", "by"})
+
+
+def _write_word(words: Sequence[str], writes: Collection[str]) -> str | None:
+    """The first of ``words`` (subcommand words, flag names; a flag's value after ``=`` is not read) one of whose
+    parts (split at ``-``, ``_``, ``+``, ``.``) is one of ``writes``, or None (pure). A flag whose last part names a
+    parameter (``--start-time``, ``--update-time-from``) selects what to read and is no write."""
+    if not writes:
+        return None
+    for word in words:
+        parts = [part for part in _WORD_PARTS.split(word.split("=", 1)[0]) if part]
+        if word.startswith("-") and parts and parts[-1] in _PARAMETER_PARTS:
+            continue
+        if any(part in writes for part in parts):
+            return word
+    return None
 
 
 # Words of SQL that change data, schema, sessions or files, anywhere in a statement (a data-modifying CTE, SELECT
@@ -317,10 +347,11 @@ def _statements_read(sql: str, allowed: Collection[str]) -> bool:
 
 
 def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None,
-                         verbs: Collection[str] = frozenset()) -> tuple[bool, str]:
+                         verbs: Collection[str] = frozenset(), writes: Collection[str] = frozenset()) -> tuple[bool, str]:
     """Whether every segment of ``command`` only reads, with the reason. A write marker outside quotes always
     makes it a write; a segment reads when the built-in vocabulary or ``verbs`` (the rules config's
-    ``read_only_verbs``) say so, or ``listed`` (its ``read_only_commands``) matches it. An unknown program may
+    ``read_only_verbs``, unless a ``writes`` word: its ``write_verbs``) say so, or ``listed`` (its
+    ``read_only_commands``) matches it. An unknown program may
     write (safety first)."""
     reading = read_command(command)
     if reading.writer is not None:
@@ -328,7 +359,7 @@ def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None,
     if not reading.segments:
         return False, "empty command"
     for segment in reading.segments:
-        ok, why = segment_read_only(segment.text, verbs)
+        ok, why = segment_read_only(segment.text, verbs, writes)
         if not ok and listed is not None and listed(segment.text):
             ok, why = True, "listed as read-only in the rules config"
         if not ok:

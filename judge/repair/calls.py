@@ -13,11 +13,12 @@ import json
 import re
 from dataclasses import dataclass
 
-from judge.facts import Status, ledger_of, shell
+from judge.facts import Action, Status, ledger_of, shell
 from judge.facts.config import default_config
 from judge.facts.matching import PhraseMatcher
 from judge.facts.values import names_in, stated_numbers
 from judge.model import Message, Receipt, ToolCall, Trajectory
+from judge.repair.outcomes import error_document, http_client_status
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
 _READ_TOOL_NAMES = {
@@ -81,8 +82,30 @@ def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
         return False
     first = first_output(receipt)
     return (bool(first) and (any(_refused_read_matcher(program).search(first) is not None for program in listed)
-                             or client_error_document(first))
+                             or client_error_document(first) or _refused_by_data(receipt.content or "")
+                             or _status_asked_refused(command, receipt.content or ""))
             and _only_checks(command))
+
+
+# A write-out that prints the response's status code (curl -w '%{http_code}'), and a line that is only a 4xx code.
+_STATUS_WRITE_OUT = re.compile(r"%\{(?:http_code|response_code)\}")
+_CLIENT_STATUS_LINE = re.compile(r"(?:HTTP\s*)?4\d\d")
+
+
+def _status_asked_refused(command: str, text: str) -> bool:
+    """The command asked for the response's status code and the receipt's last line is a 4xx code alone (pure):
+    ``curl -s -o /dev/null -w '%{http_code}' URL`` printing ``404``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (bool(lines) and _STATUS_WRITE_OUT.search(command) is not None
+            and _CLIENT_STATUS_LINE.fullmatch(lines[-1]) is not None)
+
+
+def _refused_by_data(text: str) -> bool:
+    """A read's answer that carries only an error (``{"errors": "Not Found"}``: no data came back), or a 4xx status
+    line as its first or last line (``curl -w '\\nHTTP %{http_code}'``): the server refused the read (pure)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    edges = "\n".join(lines[:1] + lines[-1:])
+    return error_document(text) or http_client_status(edges) is not None
 
 
 _STATUS_KEYS = ("status", "code", "status_code", "statusCode", "http_status")
@@ -165,7 +188,8 @@ def command_is_read_only(command: str) -> tuple[bool, str]:
     """Whether every part of a shell command line only reads: :func:`judge.facts.shell.command_is_read_only` with
     the bundled rules config's ``read_only_commands`` and ``read_only_verbs`` (the vocabulary the fact ledger
     reads), so the editor and the ledger give one answer; write markers outside quotes always win."""
-    return shell.command_is_read_only(command, _listed_read_only, default_config().patterns.read_only_verbs)
+    patterns = default_config().patterns
+    return shell.command_is_read_only(command, _listed_read_only, patterns.read_only_verbs, patterns.write_verbs)
 
 
 def _listed_read_only(segment: str) -> bool:
@@ -241,13 +265,19 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
     return None
 
 
+def only_reads(action: Action) -> bool:
+    """Whether a ledger action only reads: the ledger says so, or its command only reads or checks
+    (:func:`_only_checks`: a curl GET, which the ledger does not list)."""
+    return action.read_only or action.is_check or (action.command is not None and _only_checks(action.command))
+
+
 def _only_checks(command: str) -> bool:
     """Every segment only reads: a read (:func:`command_is_read_only`) or a check the rules config lists as
     read-only (``read_only_checks``: ruff check without --fix, mypy, a curl GET)."""
     patterns = default_config().patterns
     return shell.command_is_read_only(
         command, lambda segment: bool(_listed_read_only(segment) or patterns.read_only_check.search(segment)),
-        patterns.read_only_verbs)[0]
+        patterns.read_only_verbs, patterns.write_verbs)[0]
 
 
 def missing_input(call: ToolCall, receipt: Receipt | None) -> str | None:

@@ -103,7 +103,9 @@ def returned_values(trajectory: Trajectory, site: CallSite) -> list[Dependency]:
         return []
     found: list[Dependency] = []
     for value, uses in sorted(facts.returned_by(action), key=lambda pair: pair[0].token):
-        if not uses:
+        # An option name a usage error lists (``--json-output``) is the program's interface, not a value of the
+        # world, as in :func:`quoted_uses`: the next call that uses it is the corrected retry.
+        if not uses or option_name(value.token):
             continue
         turn = uses[0].turn
         found.append(Dependency(
@@ -120,6 +122,16 @@ def returned_values(trajectory: Trajectory, site: CallSite) -> list[Dependency]:
             detail=f"T{used_at} uses {quoted!r}, which only the deleted receipt quoted", evidence=quoted,
         ))
     return found
+
+
+_OPTION = re.compile(r"--?[A-Za-z][\w-]*")
+
+
+def option_name(token: str) -> bool:
+    """Whether a value token is a program's option name (``--json-output``, ``-n``; not ``-100123``, a negative
+    id) (pure): the program's interface, which a usage error lists and the corrected retry uses, not a value a
+    receipt returned from the world."""
+    return _OPTION.fullmatch(token) is not None
 
 
 # A value a receipt quotes: between quotes, guillemets or corner brackets ('締切日', "build", «Cliente»).

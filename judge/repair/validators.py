@@ -35,7 +35,7 @@ from pydantic import BaseModel
 
 from judge.facts import Action, Claim, Ledger, ledger_of
 from judge.facts.analysis import path_tokens
-from judge.facts.jobs import bare_state
+from judge.facts.jobs import bare_state, progress_done
 from judge.facts.values import is_resource_id, names_in, receipt_numbers, stated_numbers, states, value_tokens
 from judge.model import Message, Trajectory, number_turns
 from judge.repair.calls import (
@@ -49,6 +49,7 @@ from judge.repair.calls import (
 from judge.repair.dependencies import (
     failed_receipt_indices,
     kept_receipts_after,
+    option_name,
     own_words,
     quoted_uses,
     recovery_window,
@@ -56,6 +57,7 @@ from judge.repair.dependencies import (
     status_cells,
     tie_names,
 )
+from judge.repair.outcomes import going_value, outcome_of
 from judge.repair.textref import (
     Detectors,
     Sentence,
@@ -353,7 +355,8 @@ def information_order(original: Trajectory, edited: Trajectory, message_map: Seq
     # original never had is a changed id. Both read from the ledgers' first occurrences.
     facts, kept = ledger_of(original), ledger_of(edited)
     asked = value_tokens(edited.query + "\n" + "\n".join(m.content for m in edited.messages if m.role in ("system", "user")))
-    early = sorted((v for v in kept.values.values() if v.first.source in ("argument", "text") and v.token not in asked),
+    early = sorted((v for v in kept.values.values() if v.first.source in ("argument", "text") and v.token not in asked
+                    and not option_name(v.token)),
                    key=lambda v: (v.first.message_index, v.token))
     for value in early:
         before = facts.values.get(value.token)
@@ -457,7 +460,7 @@ def no_dependency_removed(original: Trajectory, edited: Trajectory, message_map:
             continue
         # Sorted: the ledger's values come from sets, and a report must read the same on every run.
         for dependency in sorted(facts.dependents(action), key=lambda d: (d.message_index, d.value or "")):
-            if dependency.kind not in ("returned-values", "textual") or not dependency.value:
+            if dependency.kind not in ("returned-values", "textual") or not dependency.value or option_name(dependency.value):
                 continue
             at = kept_at.get(dependency.message_index)
             if at is None:
@@ -642,12 +645,6 @@ def _shows(texts: Sequence[str], value: str) -> bool:
     return any(number in stated_numbers(text) for text in texts)
 
 
-# Completion words that make a future-tense sentence a promise of a result ("will be completed", "将完成").
-_COMPLETION = re.compile(r"\b(complete|completed|finish|finished|succeed|succeeded|done|ready|created|imported|saved|"
-                         r"added|written|uploaded|deployed)\b|完成|成功|完了|완료|fertig|abgeschlossen|terminé|terminado|"
-                         r"concluído|готов", re.IGNORECASE)
-
-
 def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
     """Sentences the edit wrote (not in the original) claim nothing the receipts do not show: no future-tense
     claim, no claim before the receipt of the call it speaks of (a claim in the message that makes the call, in
@@ -664,7 +661,7 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
             text = piece.text.strip()
             if text in written:
                 continue
-            if patterns.future.search(text) and (patterns.claim.search(text) or _COMPLETION.search(text)):
+            if patterns.future.search(text) and (patterns.claim.search(text) or patterns.completion.search(text)):
                 findings.append(("future-claim", f"T{message.turn}: {text!r} promises a result"))
         original_message = original.messages[message_map[index]] if index < len(message_map) else None
         if (original_message is not None and patterns.prior_failure.search(message_text(original_message))
@@ -713,7 +710,7 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
         return None
     facts = ledger_of(edited)
     seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
-    if not seen or seen[-1].status not in ("failed", "partial", "running"):
+    if not seen or outcome_of(seen[-1]) not in ("failed", "partial", "running"):
         return None
     failed = seen[-1]
     receipt = failed.receipt.content[:4000] if failed.receipt is not None else ""
@@ -726,7 +723,7 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
     lost = ties(old_text)
     if not lost or lost & ties(new_text):  # some tie of the original kept: a rewording, not a new story
         return None
-    return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
+    return ("future-claim" if outcome_of(failed) == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
 
 
 # Language-neutral signs that a text reports a failure: a cross or warning mark (the rules judge's, too).
@@ -754,9 +751,10 @@ def _open_problem_unreported(edited: Trajectory, before: Message, after: Message
     if not seen:
         return None
     last = seen[-1]
+    status = outcome_of(last)
     patterns = facts.analysis.config.patterns
     kind: RefusalKind
-    if last.status in ("failed", "partial") and not (last.read_only or last.is_check):
+    if status in ("failed", "partial") and not (last.read_only or last.is_check):
         if facts.recovery(last, index, reported=False) is not None or facts.reports_by_values(last, new_text):
             return None
         # A word of the error output that is not what the call worked on ties the text to the failure ("push" of
@@ -767,16 +765,23 @@ def _open_problem_unreported(edited: Trajectory, before: Message, after: Message
         if _stems(new_text) & (_stems(receipt) - objects):
             return None
         kind = "flip"
-    elif last.receipt is not None and (last.status == "running" or bare_state(
+    elif last.receipt is not None and (status == "running" or bare_state(
             last.receipt.content, patterns.running, spaced=True) == "non-terminal"):
-        state = last.receipt.content.split()[0].lower() if last.status != "running" else ""
-        if state and state in new_text.lower():
+        content = last.receipt.content
+        state = going_value(content) or (content.split()[0].lower() if last.status != "running" else "")
+        # The poll's state word, or the count it had done so far (180 of 200), kept: the job is reported going.
+        if (state and state in new_text.lower()) or (progress_done(content) & {int(n) for n in stated_numbers(new_text) if n == int(n)}):
             return None
         kind = "future-claim"
     else:
         return None
+    # Words that report the problem. Future and hedge words report a failure honestly ("I will retry", "probably
+    # a typo"), but over a job still going they are the promise itself ("it will surely finish in minutes"): only
+    # running words (or the state word, the progress count, read above) report that.
+    reporting = ((patterns.failure_words, patterns.running)
+                 + ((patterns.future, patterns.hedge) if kind == "flip" else ()))
     if (speaks_of_failure(edited, new_text) or any(mark in new_text for mark in _FAILURE_MARKS)
-            or any(p.search(new_text) for p in (patterns.failure_words, patterns.hedge, patterns.future, patterns.running))
+            or any(p.search(new_text) for p in reporting)
             or new_text.rstrip().endswith(("?", "？", "؟"))):
         return None
     return kind, last
@@ -785,7 +790,7 @@ def _open_problem_unreported(edited: Trajectory, before: Message, after: Message
 def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
     """Whether the last call seen before message ``index`` failed (the failure its text spoke of is kept)."""
     seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
-    return bool(seen) and seen[-1].status in ("failed", "partial", "unknown")
+    return bool(seen) and outcome_of(seen[-1]) in ("failed", "partial", "unknown")
 
 
 def _still_running(facts: Ledger, claim: Claim) -> Action | None:
@@ -797,12 +802,12 @@ def _still_running(facts: Ledger, claim: Claim) -> Action | None:
     changes = [a for a in seen if not a.read_only]
     for position in range(len(seen) - 1, -1, -1):
         job = seen[position]
-        if job.status != "running":
+        if outcome_of(job) != "running":
             continue
         named = not set(claim.values).isdisjoint(facts.names_of(job))
         if not (named or (changes and changes[-1] is job)):
             continue
-        settled = any(later.status == "ok" and later.intent == job.intent for later in seen[position + 1:])
+        settled = any(outcome_of(later) == "ok" and later.intent == job.intent for later in seen[position + 1:])
         return None if settled else job
     return None
 
@@ -817,6 +822,6 @@ def _claim_unsupported(facts: Ledger, claim: Claim) -> str | None:
     if own and not claim.supported_by:
         return f"claims a result in the message that makes the {own[0].name} call, before its receipt"
     prior = [a for a in facts.actions if a.visible_at < index and not a.read_only and not a.is_plan]
-    if prior and prior[-1].status in ("failed", "partial", "unknown", "noop") and not claim.supported_by:
+    if prior and outcome_of(prior[-1]) in ("failed", "partial", "unknown", "noop") and not claim.supported_by:
         return f"claims a result although the {prior[-1].name} call of T{prior[-1].turn} failed"
     return None
