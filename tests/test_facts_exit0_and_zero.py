@@ -26,6 +26,7 @@ from judge.facts import ledger_of
 from judge.facts.config import default_config
 from judge.facts.effects import answer_body, error_envelope
 from judge.rules import run_detectors
+from judge.testing.builders import bash_chat
 
 FORMATS = ("openai", "anthropic", "atif")
 Expected = set[tuple[int, str]]
@@ -283,3 +284,12 @@ def test_end_to_end(fmt: str, name: str, query: str, steps: list[Any], expected:
     trajectory = _trajectory(fmt, name, query, steps)
     found = {(issue.turn, issue.tag) for issue in run_detectors(trajectory)}
     assert found == expected
+
+
+@pytest.mark.xfail(strict=True, reason="known false alarm (docs/facts-heldout.md, Z7-Z9): failure_count cannot tell a "
+                                       "run's own errors from errors it counts in the data it read")
+def test_a_count_of_errors_found_in_the_data_is_no_failed_run() -> None:
+    trajectory = bash_chat("Summarize data/orders.csv.", [
+        ("python tools/summarize.py data/orders.csv", "rows: 4000\nerrors: 3 (malformed dates)\nexit code: 0", 0),
+        "The file has 4000 rows; 3 have malformed dates."], record_id="data-errors")
+    assert [(issue.turn, issue.tag) for issue in run_detectors(trajectory)] == []
