@@ -18,7 +18,7 @@ from judge.facts.config import default_config
 from judge.facts.matching import PhraseMatcher
 from judge.facts.values import names_in, stated_numbers
 from judge.model import Message, Receipt, ToolCall, Trajectory
-from judge.repair.outcomes import error_document, http_client_status
+from judge.repair.outcomes import error_document, http_client_status, job_going, refusal_shown
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
 _READ_TOOL_NAMES = {
@@ -263,6 +263,21 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
     if refused_read(call, receipt) or any(_stopped_matcher(program).search(first) is not None for program in programs):
         return f"the receipt shows the call was rejected before it ran ({first[:80]!r}), so nothing was changed"
     return None
+
+
+def outcome_of(action: Action) -> Status:
+    """The ledger's status of ``action``, made ``failed`` when its receipt answered with a refusal
+    (:func:`judge.repair.outcomes.refusal_shown`; a read's resource status is no refusal) and ``running`` when it
+    shows a job still going (:func:`judge.repair.outcomes.job_going`), where the ledger read neither (its status
+    ``ok``, ``unknown`` or ``noop``). It lives here, not in outcomes, because it asks :func:`only_reads`."""
+    if action.status not in ("ok", "unknown", "noop") or action.receipt is None or action.is_plan:
+        return action.status
+    content = action.receipt.content or ""
+    if refusal_shown(content, request=not only_reads(action)) is not None:
+        return "failed"
+    if job_going(content):
+        return "running"
+    return action.status
 
 
 def only_reads(action: Action) -> bool:

@@ -6,7 +6,7 @@ API answers a refusal with exit code 0 and a document (``{"error": {"code": "cha
 a rewrite that turns either into a success must still be refused. This module reads those shapes as data, in no
 human language: the status values, grant keys and error-document keys are the rules config's
 (``tools.refusal_values``, ``tools.grant_keys``, ``tools.error_meta_keys``); the job states are
-:mod:`judge.facts.jobs`'s. :func:`outcome_of` gives the ledger's status, made ``failed`` or ``running`` by them.
+:mod:`judge.facts.jobs`'s. :func:`judge.repair.calls.outcome_of` gives the ledger's status, made ``failed`` or ``running`` by them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import functools
 import json
 import re
 
-from judge.facts import Action, Status
 from judge.facts.config import default_config
 from judge.facts.jobs import value_going
 
@@ -118,19 +117,3 @@ def going_value(text: str) -> str | None:
         if key.lower() in _OUTCOME_KEYS and value_going(word, running):
             return word
     return None
-
-
-def outcome_of(action: Action) -> Status:
-    """The ledger's status of ``action``, made ``failed`` when its receipt answered with a refusal
-    (:func:`refusal_shown`; a read's resource status is no refusal) and ``running`` when it shows a job still going (:func:`job_going`), where the ledger
-    read neither (its status ``ok``, ``unknown`` or ``noop``)."""
-    if action.status not in ("ok", "unknown", "noop") or action.receipt is None or action.is_plan:
-        return action.status
-    from judge.repair.calls import only_reads  # here: calls reads this module's error documents
-
-    content = action.receipt.content or ""
-    if refusal_shown(content, request=not only_reads(action)) is not None:
-        return "failed"
-    if job_going(content):
-        return "running"
-    return action.status

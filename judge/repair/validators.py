@@ -43,6 +43,7 @@ from judge.repair.calls import (
     call_sites,
     effects_shown,
     message_text,
+    outcome_of,
     receipt_failed,
     side_effect_free,
 )
@@ -57,7 +58,7 @@ from judge.repair.dependencies import (
     status_cells,
     tie_names,
 )
-from judge.repair.outcomes import going_value, outcome_of
+from judge.repair.outcomes import going_value
 from judge.repair.textref import (
     Detectors,
     Sentence,
