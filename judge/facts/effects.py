@@ -9,6 +9,7 @@ A count smaller than asked but above zero is ``partial``, not a no-op, and is no
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -148,6 +149,23 @@ _EXIT_LINE = re.compile(r"^\s*\[?\s*(?:exit(?:ed)?(?: with)?(?: status| code)?|e
                         r"returncode|rc)\s*[:=]?\s*-?\d+\s*\]?\s*$", re.IGNORECASE)
 
 
+MAX_JSON = 200_000  # the longest receipt read as one JSON document
+
+
+@functools.lru_cache(maxsize=512)
+def json_document(text: str) -> Any:
+    """The JSON value a receipt is as a whole (stripped, it opens with ``[`` or ``{``, holds at most ``MAX_JSON``
+    characters and parses), else None. Memoised: the listing, collection, record, metric and item readers all read
+    the same receipts, and parse each once. The value is shared: readers walk it and never change it."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{" or len(stripped) > MAX_JSON:
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return None
+
+
 def answer_body(text: str) -> str:
     """``text`` without the harness's exit-status lines at its start and end (``exit code: 0`` before a JSON body,
     ``[exit 0]`` after it, Claude Code's ``Exit code 1`` header): the tool's own answer."""
@@ -180,10 +198,7 @@ def error_envelope(text: str, keys: dict[str, list[str]], effect_keys: Iterable[
         if start < 0:
             return None
         body = body[start + 1 :]
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return None
+    value = json_document(body)
     if not isinstance(value, dict):
         return None
     fields = {str(key).lower(): (str(key), item) for key, item in value.items()}
@@ -228,10 +243,7 @@ def json_shows_effect(text: str, effect_keys: Iterable[str]) -> bool:
     body = answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text)
     if not (body.startswith("{") and body.endswith("}")):
         return False
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return False
+    value = json_document(body)
     return isinstance(value, dict) and _shows_effect(value, frozenset(k.lower() for k in effect_keys))
 
 

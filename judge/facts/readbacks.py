@@ -12,7 +12,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from judge.facts.values import is_resource_id, json_document, value_tokens
+from judge.facts.effects import json_document
+from judge.facts.values import is_resource_id, value_tokens
 
 _BARE_LINE = re.compile(r"^\s*[^\s|│]+\s*$")
 _IP = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])")

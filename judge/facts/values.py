@@ -12,6 +12,8 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from judge.facts.analysis import _PATH_TOKEN, salient_tokens
+from judge.facts.effects import MAX_JSON as _MAX_JSON
+from judge.facts.effects import json_document  # the one memoised parse of a receipt, for the readers below
 
 ValueKind = Literal["id", "number", "path", "flag"]
 
@@ -87,21 +89,6 @@ def is_resource_id(token: str) -> bool:
 
 _TABLE_RULE = re.compile(r"^[\s|+:=-]*-{3,}[\s|+:=-]*$")  # a table's rule line (---+---, |---|)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S")
-_MAX_JSON = 200_000
-
-
-@lru_cache(maxsize=512)
-def json_document(text: str) -> Any:
-    """The JSON value a receipt is as a whole (stripped, it opens with ``[`` or ``{``, holds at most ``_MAX_JSON``
-    characters and parses), else None. Memoised: the listing, collection, record, metric and item readers all read
-    the same receipts, and parse each once. The value is shared: readers walk it and never change it."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "[{" or len(stripped) > _MAX_JSON:
-        return None
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        return None
 
 
 def listed_counts(text: str) -> frozenset[int]:
