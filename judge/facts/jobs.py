@@ -173,7 +173,8 @@ def job_names(text: str) -> frozenset[str]:
 def _maybe_job(text: str, ends: bool) -> bool:
     # Cheap gate: every shape below needs one of these characters (receipts are read by the thousand); an end can
     # also sit in a space-aligned table cell (gh run list: "completed  CI  8812003411").
-    return any(c in text for c in (":", "=", "/", "%", "\t")) or " of " in text or (ends and "  " in text)
+    return (":" in text or "=" in text or "/" in text or "%" in text or "\t" in text or " of " in text
+            or (ends and "  " in text))
 
 
 # The header cells of a table's state column (squeue's ST/STATE, sacct's State, airflow's state, kubectl's STATUS).

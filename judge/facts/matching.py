@@ -372,12 +372,12 @@ class LiteralGate:
             starts.append(at)
             at += len(low) + 1
         last = len(lows) - 1
-        hits: list[list[str] | None] = [None] * len(lows)
+        hits: dict[int, list[str]] = {}  # only the texts that hold a literal: most of a batch holds none
         for literal in present:
             at = joined.find(literal)
             while at >= 0:
                 text = bisect.bisect_right(starts, at) - 1
-                held = hits[text]
+                held = hits.get(text)
                 if held is None:
                     hits[text] = [literal]
                 else:
@@ -385,7 +385,10 @@ class LiteralGate:
                 if text == last:
                     break
                 at = joined.find(literal, starts[text + 1])  # the next text that holds it
-        return [frozenset(held) if held else _NOTHING for held in hits]
+        result = [_NOTHING] * len(lows)
+        for text, held in hits.items():
+            result[text] = frozenset(held)
+        return result
 
 
 TRIE_MIN_ROOTS = 60  # below this many roots, a substring test per root is as fast as a trie scan
