@@ -155,6 +155,14 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="Keys that may stand beside error/errors in a document that answers only with an error "
                     "(message, code, request_id): no data came back.")
+    error_only_keys: list[str] = Field(
+        default_factory=list,
+        description="Keys only an answer that describes an error carries (detail, documentation_url): a read's JSON "
+                    "answer of error_meta_keys only, holding one of them, brought no data back (a refused read).")
+    steady_states: list[str] = Field(
+        default_factory=list,
+        description="States a service or pod stays in while it works (running, up, active): in a readiness table "
+                    "or a service's status line they are steady, not a job going. Plain lower-case tokens.")
     environment_exit_codes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
@@ -429,6 +437,13 @@ class CompiledPatterns:
         self.last_operand_writers = frozenset(tools.last_operand_writers)
         self.error_envelope = {role: [name.lower() for name in names] for role, names in tools.error_envelope.items()}
         self.effect_keys = tuple(key.lower() for key in tools.effect_keys)
+        # What a receipt answered by its data (judge.facts.answers): refusals, error answers, steady states.
+        self.refusal_values = frozenset(value.lower() for value in tools.refusal_values)
+        self.grant_keys = frozenset(key.lower() for key in tools.grant_keys)
+        self.error_meta_keys = frozenset(key.lower() for key in tools.error_meta_keys)
+        self.error_only_keys = frozenset(key.lower() for key in tools.error_only_keys)
+        self.steady_states = frozenset(state.lower() for state in tools.steady_states)
+        self.refused_reads = {program: PhraseMatcher(shapes) for program, shapes in tools.refused_reads.items()}
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)
