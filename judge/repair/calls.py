@@ -355,7 +355,8 @@ def refused_argument(trajectory: Trajectory, site: CallSite, *, failed_only: boo
     programs = _programs(refused)
     arguments = _argument_tokens(refused)
     retries = [(later.turn, _argument_tokens(later_command)) for later in ledger_of(trajectory).actions
-               if later.call is not None and later.message_index > site.message_index and later.status == "ok"
+               if later.call is not None and later.message_index > site.message_index
+               and later.status in ("ok", "running", "noop")  # the program took its arguments and answered
                and later.name == site.call.name and (later_command := shell_command(later.call)) is not None
                and set(_programs(later_command)[:1]) & set(programs)]
     if any(not names_in(line) <= arguments for line in lines):
