@@ -577,9 +577,12 @@ def _only_reads(action: Action, patterns: CompiledPatterns) -> bool:
     command = action.command
     if command is None:
         return False
-    return command_is_read_only(
-        command, lambda segment: patterns.listed_read_only(segment) or patterns.read_only_check.search(segment) is not None,
-        patterns.read_only_verbs, patterns.write_verbs)[0]
+    known = patterns.memo_reads.get(command)
+    if known is None:
+        known = patterns.remember(patterns.memo_reads, command, command_is_read_only(
+            command, lambda segment: patterns.listed_read_only(segment) or patterns.read_only_check.search(segment) is not None,
+            patterns.read_only_verbs, patterns.write_verbs)[0], len(command))
+    return known
 
 
 def _background_logs(actions: list[Action], config: RulesConfig) -> None:

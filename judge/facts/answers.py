@@ -153,7 +153,8 @@ def status_asked_refused(command: str, text: str) -> bool:
     return bool(lines) and _CLIENT_STATUS_LINE.fullmatch(lines[-1]) is not None
 
 
-def programs(command: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def programs(command: str) -> tuple[str, ...]:
     """The program of each segment of a command line, lowered, a wrapped command's too (``python -m pip`` is
     ``pip``; ``ssh r1 'snmpget ...'`` is ``ssh`` and ``snmpget``; ``sudo -u app cat x`` is ``sudo`` and ``cat``)."""
     found: list[str] = []
@@ -166,7 +167,7 @@ def programs(command: str) -> list[str]:
         inner = wrapped_command(segment.text)
         if inner is not None and inner != command:
             found += programs(inner)
-    return found
+    return tuple(found)
 
 
 _WORD = re.compile(r"[^\W\d_]{4,}")

@@ -482,6 +482,8 @@ class CompiledPatterns:
         self.memo_names: Memo[str, tuple[bool, ...]] = Memo()  # tool name -> its kinds (analysis._name_kinds)
         # (command, exit code) -> what the code answers (analysis._exit_answer): commands and codes repeat.
         self.memo_exit_answers: Memo[tuple[str, int], str | None] = Memo()
+        # command -> whether it only reads or checks (analysis._only_reads: the refusal reader asks every call).
+        self.memo_reads: Memo[str, bool] = Memo()
 
     MEMO_LIMIT = 20000
     MEMO_CHARS = MEMO_LIMIT * 512  # what MEMO_LIMIT texts of 512 characters hold (before: longer texts were digested)
