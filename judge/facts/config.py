@@ -191,26 +191,14 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="Programs whose last operand is the file they write (cp, mv, ffmpeg, convert). Plain names.")
     error_envelope: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "error": ["error", "err", "error_message", "errormessage", "errmsg_detail", "exception", "fault"],
-            "flag": ["ok", "success", "succeeded", "successful"],
-            "status": ["status", "state", "result"],
-            "errors": ["errors", "failures", "error_list", "failed_items", "failed_records"],
-            "code": ["code", "errcode", "error_code", "errno", "ret", "retcode", "status_code"],
-            "message": ["msg", "message", "errmsg", "error_description", "detail", "description", "reason"],
-            "failed_states": ["error", "failed", "failure", "fail", "rejected", "aborted"],
-            "columns": ["error", "errors", "failed", "failures", "failure", "fail"],
-        },
+        default_factory=dict,
         description="A tool's JSON error envelope by the role of its fields (judge.facts.effects.error_envelope): "
                     "'error' holds the error, 'flag' is a success flag (false = failed), 'status' a state "
                     "('failed_states') or an HTTP status >= 400 beside a 'message', 'errors' a list of errors, "
                     "'code' an API result code beside a 'message' (0 and 2xx are success); 'columns' name a summary "
                     "table's error column. API field names, the same in every language.")
     effect_keys: list[str] = Field(
-        default_factory=lambda: [
-            "created", "inserted", "added", "updated", "modified", "imported", "written", "synced", "processed",
-            "success", "succeeded", "successful", "uploaded", "sent", "applied", "copied", "migrated", "transferred", "saved",
-            "deleted", "ids", "items", "records", "rows", "results"],
+        default_factory=list,
         description="Words of a JSON key that counts what a write did ('created', 'synced_count', 'record_ids'): a "
                     "positive count or a non-empty list under one, in an error envelope, shows the call was partial.")
     exit_answers: dict[str, dict[int, str]] = Field(
