@@ -230,3 +230,27 @@ def test_a_wrapped_command_is_read_by_what_it_runs(command: str, reads: bool) ->
     assert command_is_read_only(command)[0] is reads
     trajectory = _load("openai", "wrapped", "Check it.", [(command, "ok", 0)], "Checked.")
     assert ledger_of(trajectory).actions[0].read_only is reads
+
+
+# --- a read's answer that holds no data, only an error (language-neutral: keys and values) -----------------------
+ERROR_ONLY = [
+    ('{"detail": "Nicht gefunden."}', True),
+    ('{"status": 404, "message": "нет такой стойки"}', True),
+    ('{"code": "410", "msg": "已删除"}', True),
+    ('{"message": "Not Found", "documentation_url": "https://docs.example/rest"}', True),
+    ('{"message": "pong"}', False),                               # a ping's answer
+    ('{"status": "ok", "message": "pong"}', False),
+    ('{"code": 0, "message": "success"}', False),                 # an API's success code
+    ('{"title": "Standup", "message": "hoje às 10h"}', False),    # a record, not an error
+    ('{"id": 7, "detail": "rack in row B"}', False),              # data beside it
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ERROR_ONLY, ids=[row[0] for row in ERROR_ONLY])
+def test_error_only_answer(text: str, expected: bool) -> None:
+    from judge.facts.answers import error_only_answer
+    from judge.facts.config import default_config
+
+    patterns = default_config().patterns
+    assert error_only_answer(text, patterns.error_meta_keys, patterns.error_only_keys,
+                             patterns.error_envelope["failed_states"]) is expected
