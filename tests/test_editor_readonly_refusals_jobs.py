@@ -366,19 +366,29 @@ RECEIPTS = [
 ]
 
 
+def _refusal(text: str, request: bool = True) -> str | None:
+    """The ledger's one reader of refusals (judge.facts.answers), with the bundled config's lists."""
+    from judge.facts.answers import refusal  # here, so the other rows run on a tree without it
+    from judge.facts.config import default_config
+
+    patterns = default_config().patterns
+    found = refusal(text, request, patterns.refusal_values, patterns.grant_keys, patterns.error_meta_keys)
+    return found[0] if found is not None else None
+
+
 def test_a_reads_resource_status_is_no_refusal() -> None:
     """A GET of an order that is cancelled: the order's status, not an answer refusing the read."""
-    from judge.repair.outcomes import refusal_shown
-
-    assert refusal_shown('{"id": 55, "status": "cancelled"}', request=False) is None
-    assert refusal_shown('{"id": 55, "status": "cancelled"}', request=True) is not None
-    assert refusal_shown('{"error": {"message": "no such order"}}', request=False) is not None
+    assert _refusal('{"id": 55, "status": "cancelled"}', request=False) is None
+    assert _refusal('{"id": 55, "status": "cancelled"}', request=True) is not None
+    assert _refusal('{"error": {"message": "no such order"}}', request=False) is not None
 
 
 @pytest.mark.parametrize(("receipt", "expected"), RECEIPTS)
 def test_receipt_readings(receipt: str, expected: str | None) -> None:
-    from judge.repair.outcomes import job_going, refusal_shown  # here, so the other rows run on a tree without it
+    from judge.facts.answers import job_going
+    from judge.facts.config import default_config
 
-    refused = refusal_shown(receipt) is not None
-    going = job_going(receipt)
+    patterns = default_config().patterns
+    refused = _refusal(receipt) is not None
+    going = job_going(receipt, patterns.running, patterns.steady_states)
     assert (refused, going) == (expected == "refused", expected == "going")

@@ -18,11 +18,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from judge.facts.answers import client_error_document
 from judge.importers import Source
 from judge.importers.reader import parse_record
 from judge.model import Trajectory, number_turns
 from judge.repair import offline_edit
-from judge.repair.calls import client_error_document
 from judge.repair.editor import refusal_order
 from judge.repair.textref import Detectors
 from judge.repair.validators import swapped_words, validate_edit

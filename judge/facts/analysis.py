@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
+from judge.facts import answers
 from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect
@@ -91,6 +92,9 @@ class Action:
     status: Status = "unknown"  # outcome read with the content: partial, noop, running (see the module doc)
     silent_failure: bool = False  # a check that exited 0 while its output reports failures
     answer: str = ""  # what an exit code that answers "no" means ("no match", "differ"): the call did its job
+    # Why its data shows the request refused or answered with an error only, behind a success flag ("the receipt's
+    # status is 'declined'", "the read was refused ('HTTP/2 404')"): judge.facts.answers; its status is "failed".
+    refusal: str = ""
     writes: tuple[str, ...] = ()
     # Computed on first use (most actions never need them): see the ``text`` and ``key`` properties.
     arguments: str | None = field(default=None, repr=False)
@@ -305,6 +309,7 @@ def analyse(trajectory: Trajectory, config: RulesConfig) -> Analysis:
             receipted.append(action)
 
     _classify_actions(receipted, config, patterns)
+    _read_answers(receipted, patterns)
     _background_logs(actions, config)
     read: dict[str, Sentence] = {}
     speeches = _speeches(messages, spoken, config, patterns, read)
@@ -526,6 +531,58 @@ def _echoes_masked_recipe(content: str) -> bool:
 
 
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(?:$|\n)|\bnohup\b")
+
+
+def _read_answers(actions: list[Action], patterns: CompiledPatterns) -> None:
+    """What each receipt the outcome reading left ``ok`` / ``unknown`` / ``noop`` answered by its data
+    (:mod:`judge.facts.answers`, read once here for the judge, the gate and the editor): a refusal or an error-only
+    answer makes it ``failed`` (with :attr:`Action.refusal`), a state line of a job going makes it ``running``. A
+    read's document describes a resource (its ``"status": "cancelled"`` is the order's): only an error answer or a
+    refused-read shape is a refusal of a read. A read of a file shows the file, not an answer of a service."""
+    for action in actions:
+        receipt = action.receipt
+        if action.status not in ("ok", "unknown", "noop") or receipt is None or action.is_plan or not receipt.content:
+            continue
+        content = receipt.content
+        why = None
+        if not action.shows_content:
+            reads = _only_reads(action, patterns)
+            lists = (patterns.refusal_values, patterns.grant_keys, patterns.error_meta_keys)
+            found = answers.refusal(content, not reads, *lists)
+            if found is not None and found[1] and answers.stem(found[1]) in (own := answers.own_stems(action.name,
+                                                                                                      action.text)):
+                found = answers.refusal(content, not reads, *lists, own)  # "cancelled" answers a cancel call
+            why = found[0] if found is not None else None
+            if why is None and reads and action.command is not None and not receipt.is_error \
+                    and not receipt.exit_code:
+                why = answers.refused_read(action.command, content, patterns.refused_reads)
+            if why is None and reads and "{" in content and answers.error_only_answer(
+                    content, patterns.error_meta_keys, patterns.error_only_keys,
+                    patterns.error_envelope.get("failed_states", ())):
+                why = "the read answered with an error only, no data"
+        if why is not None:
+            action.refusal = why
+            action.status, action.outcome = "failed", "error"
+            action.error_line = action.error_line or answers.first_output(content)[:200] or why
+        elif answers.job_going(content, patterns.running, patterns.steady_states) \
+                and not _echoed(action, receipt):
+            action.status = "running"
+
+
+def _only_reads(action: Action, patterns: CompiledPatterns) -> bool:
+    """Whether an action only reads or checks: the ledger's read-only or check, or a command every segment of which
+    only reads or is a check the rules config lists as read-only (``read_only_checks``: a curl GET, mypy)."""
+    if action.read_only or action.is_check:
+        return True
+    command = action.command
+    if command is None:
+        return False
+    known = patterns.memo_reads.get(command)
+    if known is None:
+        known = patterns.remember(patterns.memo_reads, command, command_is_read_only(
+            command, lambda segment: patterns.listed_read_only(segment) or patterns.read_only_check.search(segment) is not None,
+            patterns.read_only_verbs, patterns.write_verbs)[0], len(command))
+    return known
 
 
 def _background_logs(actions: list[Action], config: RulesConfig) -> None:

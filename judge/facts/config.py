@@ -155,6 +155,14 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="Keys that may stand beside error/errors in a document that answers only with an error "
                     "(message, code, request_id): no data came back.")
+    error_only_keys: list[str] = Field(
+        default_factory=list,
+        description="Keys only an answer that describes an error carries (detail, documentation_url): a read's JSON "
+                    "answer of error_meta_keys only, holding one of them, brought no data back (a refused read).")
+    steady_states: list[str] = Field(
+        default_factory=list,
+        description="States a service or pod stays in while it works (running, up, active): in a readiness table "
+                    "or a service's status line they are steady, not a job going. Plain lower-case tokens.")
     environment_exit_codes: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Program -> exit codes that mean a network, auth or resource fault (curl 6: could not resolve host).")
@@ -183,26 +191,14 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="Programs whose last operand is the file they write (cp, mv, ffmpeg, convert). Plain names.")
     error_envelope: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "error": ["error", "err", "error_message", "errormessage", "errmsg_detail", "exception", "fault"],
-            "flag": ["ok", "success", "succeeded", "successful"],
-            "status": ["status", "state", "result"],
-            "errors": ["errors", "failures", "error_list", "failed_items", "failed_records"],
-            "code": ["code", "errcode", "error_code", "errno", "ret", "retcode", "status_code"],
-            "message": ["msg", "message", "errmsg", "error_description", "detail", "description", "reason"],
-            "failed_states": ["error", "failed", "failure", "fail", "rejected", "aborted"],
-            "columns": ["error", "errors", "failed", "failures", "failure", "fail"],
-        },
+        default_factory=dict,
         description="A tool's JSON error envelope by the role of its fields (judge.facts.effects.error_envelope): "
                     "'error' holds the error, 'flag' is a success flag (false = failed), 'status' a state "
                     "('failed_states') or an HTTP status >= 400 beside a 'message', 'errors' a list of errors, "
                     "'code' an API result code beside a 'message' (0 and 2xx are success); 'columns' name a summary "
                     "table's error column. API field names, the same in every language.")
     effect_keys: list[str] = Field(
-        default_factory=lambda: [
-            "created", "inserted", "added", "updated", "modified", "imported", "written", "synced", "processed",
-            "success", "succeeded", "successful", "uploaded", "sent", "applied", "copied", "migrated", "transferred", "saved",
-            "deleted", "ids", "items", "records", "rows", "results"],
+        default_factory=list,
         description="Words of a JSON key that counts what a write did ('created', 'synced_count', 'record_ids'): a "
                     "positive count or a non-empty list under one, in an error envelope, shows the call was partial.")
     exit_answers: dict[str, dict[int, str]] = Field(
@@ -429,6 +425,13 @@ class CompiledPatterns:
         self.last_operand_writers = frozenset(tools.last_operand_writers)
         self.error_envelope = {role: [name.lower() for name in names] for role, names in tools.error_envelope.items()}
         self.effect_keys = tuple(key.lower() for key in tools.effect_keys)
+        # What a receipt answered by its data (judge.facts.answers): refusals, error answers, steady states.
+        self.refusal_values = frozenset(value.lower() for value in tools.refusal_values)
+        self.grant_keys = frozenset(key.lower() for key in tools.grant_keys)
+        self.error_meta_keys = frozenset(key.lower() for key in tools.error_meta_keys)
+        self.error_only_keys = frozenset(key.lower() for key in tools.error_only_keys)
+        self.steady_states = frozenset(state.lower() for state in tools.steady_states)
+        self.refused_reads = {program: PhraseMatcher(shapes) for program, shapes in tools.refused_reads.items()}
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)
@@ -467,6 +470,8 @@ class CompiledPatterns:
         self.memo_names: Memo[str, tuple[bool, ...]] = Memo()  # tool name -> its kinds (analysis._name_kinds)
         # (command, exit code) -> what the code answers (analysis._exit_answer): commands and codes repeat.
         self.memo_exit_answers: Memo[tuple[str, int], str | None] = Memo()
+        # command -> whether it only reads or checks (analysis._only_reads: the refusal reader asks every call).
+        self.memo_reads: Memo[str, bool] = Memo()
 
     MEMO_LIMIT = 20000
     MEMO_CHARS = MEMO_LIMIT * 512  # what MEMO_LIMIT texts of 512 characters hold (before: longer texts were digested)

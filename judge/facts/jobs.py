@@ -9,6 +9,7 @@ values; this module only finds where a value sits, so a new language or tool nee
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal, Protocol
 
@@ -185,7 +186,17 @@ _GOING_CODES = frozenset({"r", "pd", "cg", "cf", "s", "rq", "rf", "rs", "rh"})
 _FAILED_CODES = frozenset({"f", "to", "ca", "oom", "nf", "bf", "dl", "pr"})
 # Header words of a readiness column: the table lists services (pods, containers), whose steady state is running.
 _SERVICE_COLUMNS = frozenset({"ready", "available", "up-to-date", "restarts", "ports", "health", "replicas"})
-_STEADY_VALUES = frozenset({"running", "up", "active"})
+
+
+@functools.lru_cache(maxsize=1)
+def _steady_values() -> frozenset[str]:
+    """The states a service stays in while it works (the rules config's ``tools.steady_states``: one list for the
+    ledger's tables and state lines). Read lazily: the config module reads this one's neighbours at import."""
+    from judge.facts.config import default_config
+
+    return default_config().patterns.steady_states
+
+
 _HEADER_LINES = 4
 _HEADER_CHARS = 600
 # What every state column's name holds (state, Status, STATE, ST, phase, conclusion): one case-sensitive scan.
@@ -255,7 +266,7 @@ def column_state(text: str, running: _Search | None = None, names: frozenset[str
     if not values:
         return None
     if any(v in _GOING_CODES or value_going(v, running) for v in values
-           if not (services and v in _STEADY_VALUES)):
+           if not (services and v in _steady_values())):
         return "non-terminal"
     if any(v in _FAILED_CODES or v in _FAILURE_VALUES for v in values):
         return "terminal-failure"

@@ -347,7 +347,8 @@ def _statements_read(sql: str, allowed: Collection[str]) -> bool:
 
 
 def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None,
-                         verbs: Collection[str] = frozenset(), writes: Collection[str] = frozenset()) -> tuple[bool, str]:
+                         verbs: Collection[str] = frozenset(), writes: Collection[str] = frozenset(),
+                         _depth: int = 0) -> tuple[bool, str]:
     """Whether every segment of ``command`` only reads, with the reason. A write marker outside quotes always
     makes it a write; a segment reads when the built-in vocabulary or ``verbs`` (the rules config's
     ``read_only_verbs``, unless a ``writes`` word: its ``write_verbs``) say so, or ``listed`` (its
@@ -359,6 +360,14 @@ def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None,
     if not reading.segments:
         return False, "empty command"
     for segment in reading.segments:
+        inner = wrapped_command(segment.text)
+        if inner is not None and _depth < _MAX_WRAPS:
+            # A wrapper runs the command it is given (sudo, timeout, ssh host '...', kubectl exec -- ...): that
+            # command's structure decides, its write markers included (they sat inside the wrapper's quotes).
+            ok, why = command_is_read_only(inner, listed, verbs, writes, _depth + 1)
+            if not ok:
+                return False, f"{why} (run by {words_of(segment.text)[0]})"
+            continue
         ok, why = segment_read_only(segment.text, verbs, writes)
         if not ok and listed is not None and listed(segment.text):
             ok, why = True, "listed as read-only in the rules config"
@@ -368,6 +377,69 @@ def command_is_read_only(command: str, listed: ReadOnlyPattern | None = None,
 
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_MAX_WRAPS = 4  # sudo timeout 30 ssh host 'kubectl exec p -- cat x': deeper nesting is read as the wrapper itself
+
+# Programs that run another command given as their operands, with the options of theirs that take a value (the
+# wrapped command starts at the first other operand): sudo -u app CMD, timeout -s KILL 30 CMD, nice -n 5 CMD.
+_PREFIX_WRAPPERS: dict[str, frozenset[str]] = {
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "--user", "--group", "--host",
+                       "--prompt", "--role", "--type", "--other-user", "--chdir", "--close-from"}),
+    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
+    "env": frozenset({"-u", "-C", "--unset", "--chdir", "-S", "--split-string"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "nohup": frozenset(), "time": frozenset({"-f", "-o", "--format", "--output"}), "stdbuf": frozenset(),
+    "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}), "chrt": frozenset(),
+}
+# Wrappers whose first operand is not the command: timeout's duration. (ssh's host, docker exec's container and
+# kubectl exec's pod are read by :func:`wrapped_command` itself.)
+_SKIPPED_OPERANDS = {"timeout": 1}
+_SSH_VALUE_OPTIONS = frozenset("bcDEeFIiJLlmOopQRSWw")
+_EXEC_VALUE_OPTIONS = frozenset({"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys",
+                                 "-c", "--container", "-n", "--namespace", "--context", "--index"})
+
+
+def wrapped_command(segment: str) -> str | None:
+    """The command line a wrapper segment runs, or None when the segment is no wrapper or runs nothing given
+    (``env`` alone prints the environment; ``ssh host`` alone opens a shell; pure): ``sudo -u app cat x`` ->
+    ``cat x``; ``timeout 30 psql -c 'select 1'``; ``env A=1 kubectl get pods``; ``ssh -p 22 host 'show ip route'``
+    (the remote shell reads the joined operands); ``kubectl exec -n ns pod -- cat /etc/x``; ``docker exec -it c ls``;
+    ``bash -c 'script'``."""
+    words = words_of(segment)
+    if len(words) < 2:
+        return None
+    program = words[0].rsplit("/", 1)[-1]
+    rest = words[1:]
+    if program in _PREFIX_WRAPPERS:
+        valued = _PREFIX_WRAPPERS[program]
+        at = 0
+        while at < len(rest) and rest[at].startswith("-") and rest[at] != "--":
+            at += 2 if rest[at] in valued else 1
+        at += 1 if at < len(rest) and rest[at] == "--" else 0
+        while program == "env" and at < len(rest) and _ASSIGNMENT.fullmatch(rest[at]):
+            at += 1
+        at += _SKIPPED_OPERANDS.get(program, 0)
+        return shlex.join(rest[at:]) if at < len(rest) else None
+    if program == "ssh":
+        at = 0
+        while at < len(rest) and rest[at].startswith("-"):
+            flag = rest[at]
+            at += 2 if len(flag) == 2 and flag[1] in _SSH_VALUE_OPTIONS else 1
+        # ssh joins the operands after the host with spaces; the remote shell splits them again.
+        return " ".join(rest[at + 1:]) if at + 1 < len(rest) else None
+    if program in _SHELLS:
+        script = next((rest[k + 1] for k, word in enumerate(rest[:-1])
+                       if word.startswith("-") and not word.startswith("--") and "c" in word), None)
+        return script
+    sub = [w for w in rest if not w.startswith("-")][:2]
+    if program in ("kubectl", "oc") and sub[:1] == ["exec"] and "--" in rest:
+        return shlex.join(rest[rest.index("--") + 1:]) or None
+    if program in ("docker", "podman") and "exec" in sub:
+        operands = rest[rest.index("exec") + 1:]
+        at = 0
+        while at < len(operands) and operands[at].startswith("-"):
+            at += 2 if operands[at] in _EXEC_VALUE_OPTIONS else 1
+        return shlex.join(operands[at + 1:]) if at + 1 < len(operands) else None
+    return None
 
 
 def segment_hits(command: str, matches: ReadOnlyPattern) -> tuple[bool, ...]:

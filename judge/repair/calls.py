@@ -9,16 +9,17 @@ text). Everything else is treated as a write whose outcome must be known from a 
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass
 
-from judge.facts import Action, Status, ledger_of, shell
+from judge.facts import Status, ledger_of, shell
+from judge.facts.answers import first_output as _first_output
+from judge.facts.answers import programs as _programs
+from judge.facts.answers import refused_read as _refused_read
 from judge.facts.config import default_config
 from judge.facts.matching import PhraseMatcher
 from judge.facts.values import names_in, stated_numbers
 from judge.model import Message, Receipt, ToolCall, Trajectory
-from judge.repair.outcomes import error_document, http_client_status, job_going, refusal_shown
 
 # Tools whose name alone says they read (Claude Code, SWE-agent, OpenHands, MCP-style names).
 _READ_TOOL_NAMES = {
@@ -39,15 +40,9 @@ _HARNESS_HEADER = re.compile(r"(?:exit code|exit status|exited with code)\s*[:=]
 
 
 def first_output(receipt: Receipt) -> str:
-    """What a receipt shows first: its first non-empty line after a harness header, or, when the program answered
-    with one JSON document (``{"ok": false, "msg": "InvalidParameter ..."}``), that whole document: one response,
-    nothing printed before it."""
-    lines = [line.strip() for line in (receipt.content or "").splitlines() if line.strip()]
-    if lines and _HARNESS_HEADER.fullmatch(lines[0]):
-        lines = lines[1:]
-    if lines and lines[0] in ("{", "[") or (lines and lines[0].startswith("{") and lines[-1].endswith("}")):
-        return "\n".join(lines)
-    return lines[0] if lines else ""
+    """What a receipt shows first (:func:`judge.facts.answers.first_output`): its first non-empty line after a
+    harness header, or the whole JSON document the program answered with."""
+    return _first_output(receipt.content or "")
 
 
 @dataclass(frozen=True)
@@ -60,75 +55,25 @@ class CallSite:
     receipt: Receipt | None
     receipt_index: int | None
     status: Status = "unknown"  # the fact ledger's status of the call (read from exit code and content)
+    refusal: str = ""  # the ledger's reading of a refusal or error answer behind a success flag (Action.refusal)
 
     @property
     def failed(self) -> bool:
         """The receipt reports failure: by its flags, or by its content (the ledger's ``failed`` / ``partial``:
         "Error: ..." in a tool result that carries no flag)."""
-        return (receipt_failed(self.receipt) or (self.receipt is not None and self.status in ("failed", "partial"))
-                or refused_read(self.call, self.receipt))
+        return receipt_failed(self.receipt) or (self.receipt is not None and self.status in ("failed", "partial"))
 
 
 def refused_read(call: ToolCall, receipt: Receipt | None) -> bool:
     """A read its program refused although the receipt carries no error flag (curl's ``HTTP/1.1 404`` exits 0): the
-    call only reads or checks and the receipt's first output has a shape of the rules config's ``refused_reads``
-    for that program."""
+    call only reads or checks and the receipt has a refused-read shape of its program
+    (:func:`judge.facts.answers.refused_read`, the reader the ledger uses)."""
     command = shell_command(call)
     if receipt is None or command is None or receipt_failed(receipt):
         return False
-    # Cheap tests first: every successful call of a trajectory is asked.
-    listed = [program for program in _programs(command) if program in default_config().tools.refused_reads]
-    if not listed:
-        return False
-    first = first_output(receipt)
-    return (bool(first) and (any(_refused_read_matcher(program).search(first) is not None for program in listed)
-                             or client_error_document(first) or _refused_by_data(receipt.content or "")
-                             or _status_asked_refused(command, receipt.content or ""))
+    patterns = default_config().patterns
+    return (_refused_read(command, receipt.content or "", patterns.refused_reads) is not None
             and _only_checks(command))
-
-
-# A write-out that prints the response's status code (curl -w '%{http_code}'), and a line that is only a 4xx code.
-_STATUS_WRITE_OUT = re.compile(r"%\{(?:http_code|response_code)\}")
-_CLIENT_STATUS_LINE = re.compile(r"(?:HTTP\s*)?4\d\d")
-
-
-def _status_asked_refused(command: str, text: str) -> bool:
-    """The command asked for the response's status code and the receipt's last line is a 4xx code alone (pure):
-    ``curl -s -o /dev/null -w '%{http_code}' URL`` printing ``404``."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return (bool(lines) and _STATUS_WRITE_OUT.search(command) is not None
-            and _CLIENT_STATUS_LINE.fullmatch(lines[-1]) is not None)
-
-
-def _refused_by_data(text: str) -> bool:
-    """A read's answer that carries only an error (``{"errors": "Not Found"}``: no data came back), or a 4xx status
-    line as its first or last line (``curl -w '\\nHTTP %{http_code}'``): the server refused the read (pure)."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    edges = "\n".join(lines[:1] + lines[-1:])
-    return error_document(text) or http_client_status(edges) is not None
-
-
-_STATUS_KEYS = ("status", "code", "status_code", "statusCode", "http_status")
-
-
-def client_error_document(text: str) -> bool:
-    """Whether ``text`` is one JSON document that reports an error with an HTTP client status (4xx) (pure):
-    ``{"error": {"status": 404, "message": "Not Found"}}``: the server refused the request, whatever the exit code."""
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return False
-    if not isinstance(document, dict) or not ({"error", "errors"} & set(document)):
-        return False
-
-    def statuses(value: object) -> list[object]:
-        if isinstance(value, dict):
-            return [v for k, v in value.items() if k in _STATUS_KEYS] + [s for v in value.values() for s in statuses(v)]
-        if isinstance(value, list):
-            return [s for v in value for s in statuses(v)]
-        return []
-
-    return any(str(status).isdigit() and 400 <= int(str(status)) < 500 for status in statuses(document))
 
 
 def receipt_failed(receipt: Receipt | None) -> bool:
@@ -142,7 +87,7 @@ def call_sites(trajectory: Trajectory) -> list[CallSite]:
     """Every tool call in message order, paired with its receipt: the fact ledger's actions (by call id, else,
     in formats that pair by position, the first unanswered call of the receipt's turn). Read from the ledger
     built once per trajectory object; each call returns a new list."""
-    return [CallSite(a.call, a.turn, a.message_index, a.receipt, a.receipt_index, a.status)
+    return [CallSite(a.call, a.turn, a.message_index, a.receipt, a.receipt_index, a.status, a.refusal)
             for a in ledger_of(trajectory).actions if a.call is not None]
 
 
@@ -218,23 +163,6 @@ def _stopped_matcher(program: str) -> PhraseMatcher:
     return PhraseMatcher(default_config().tools.stopped_receipts.get(program, []))
 
 
-@functools.lru_cache(maxsize=64)
-def _refused_read_matcher(program: str) -> PhraseMatcher:
-    return PhraseMatcher(default_config().tools.refused_reads.get(program, []))
-
-
-def _programs(command: str) -> list[str]:
-    """The program of each segment of a command line (``python -m pip`` is ``pip``), lowered."""
-    found: list[str] = []
-    for segment in shell.read_command(command).segments:
-        words = shell.words_of(segment.text)
-        if len(words) >= 3 and words[0].rsplit("/", 1)[-1].startswith("python") and words[1] == "-m":
-            words = words[2:]
-        if words:
-            found.append(words[0].rsplit("/", 1)[-1].lower())
-    return found
-
-
 def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None:
     """Why a failed call changed nothing because its program refused to start the work, or None.
 
@@ -263,27 +191,6 @@ def stopped_before_effect(call: ToolCall, receipt: Receipt | None) -> str | None
     if refused_read(call, receipt) or any(_stopped_matcher(program).search(first) is not None for program in programs):
         return f"the receipt shows the call was rejected before it ran ({first[:80]!r}), so nothing was changed"
     return None
-
-
-def outcome_of(action: Action) -> Status:
-    """The ledger's status of ``action``, made ``failed`` when its receipt answered with a refusal
-    (:func:`judge.repair.outcomes.refusal_shown`; a read's resource status is no refusal) and ``running`` when it
-    shows a job still going (:func:`judge.repair.outcomes.job_going`), where the ledger read neither (its status
-    ``ok``, ``unknown`` or ``noop``). It lives here, not in outcomes, because it asks :func:`only_reads`."""
-    if action.status not in ("ok", "unknown", "noop") or action.receipt is None or action.is_plan:
-        return action.status
-    content = action.receipt.content or ""
-    if refusal_shown(content, request=not only_reads(action)) is not None:
-        return "failed"
-    if job_going(content):
-        return "running"
-    return action.status
-
-
-def only_reads(action: Action) -> bool:
-    """Whether a ledger action only reads: the ledger says so, or its command only reads or checks
-    (:func:`_only_checks`: a curl GET, which the ledger does not list)."""
-    return action.read_only or action.is_check or (action.command is not None and _only_checks(action.command))
 
 
 def _only_checks(command: str) -> bool:
@@ -448,7 +355,8 @@ def refused_argument(trajectory: Trajectory, site: CallSite, *, failed_only: boo
     programs = _programs(refused)
     arguments = _argument_tokens(refused)
     retries = [(later.turn, _argument_tokens(later_command)) for later in ledger_of(trajectory).actions
-               if later.call is not None and later.message_index > site.message_index and later.status == "ok"
+               if later.call is not None and later.message_index > site.message_index
+               and later.status in ("ok", "running", "noop")  # the program took its arguments and answered
                and later.name == site.call.name and (later_command := shell_command(later.call)) is not None
                and set(_programs(later_command)[:1]) & set(programs)]
     if any(not names_in(line) <= arguments for line in lines):

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from judge.facts import Action, Claim, Ledger, ledger_of
 from judge.facts.analysis import path_tokens
+from judge.facts.answers import going_value
 from judge.facts.jobs import bare_state, progress_done
 from judge.facts.values import is_resource_id, names_in, receipt_numbers, stated_numbers, states, value_tokens
 from judge.model import Message, Trajectory, number_turns
@@ -43,7 +44,6 @@ from judge.repair.calls import (
     call_sites,
     effects_shown,
     message_text,
-    outcome_of,
     receipt_failed,
     side_effect_free,
 )
@@ -58,7 +58,6 @@ from judge.repair.dependencies import (
     status_cells,
     tie_names,
 )
-from judge.repair.outcomes import going_value
 from judge.repair.textref import (
     Detectors,
     Sentence,
@@ -711,7 +710,7 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
         return None
     facts = ledger_of(edited)
     seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
-    if not seen or outcome_of(seen[-1]) not in ("failed", "partial", "running"):
+    if not seen or seen[-1].status not in ("failed", "partial", "running"):
         return None
     failed = seen[-1]
     receipt = failed.receipt.content[:4000] if failed.receipt is not None else ""
@@ -724,7 +723,7 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
     lost = ties(old_text)
     if not lost or lost & ties(new_text):  # some tie of the original kept: a rewording, not a new story
         return None
-    return ("future-claim" if outcome_of(failed) == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
+    return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
 
 
 # Language-neutral signs that a text reports a failure: a cross or warning mark (the rules judge's, too).
@@ -752,7 +751,7 @@ def _open_problem_unreported(edited: Trajectory, before: Message, after: Message
     if not seen:
         return None
     last = seen[-1]
-    status = outcome_of(last)
+    status = last.status
     patterns = facts.analysis.config.patterns
     kind: RefusalKind
     if status in ("failed", "partial") and not (last.read_only or last.is_check):
@@ -769,7 +768,7 @@ def _open_problem_unreported(edited: Trajectory, before: Message, after: Message
     elif last.receipt is not None and (status == "running" or bare_state(
             last.receipt.content, patterns.running, spaced=True) == "non-terminal"):
         content = last.receipt.content
-        state = going_value(content) or (content.split()[0].lower() if last.status != "running" else "")
+        state = going_value(content, patterns.running) or (content.split()[0].lower() if last.status != "running" else "")
         # The poll's state word, or the count it had done so far (180 of 200), kept: the job is reported going.
         if (state and state in new_text.lower()) or (progress_done(content) & {int(n) for n in stated_numbers(new_text) if n == int(n)}):
             return None
@@ -791,7 +790,7 @@ def _open_problem_unreported(edited: Trajectory, before: Message, after: Message
 def _failed_receipt_kept(facts: Ledger, index: int) -> bool:
     """Whether the last call seen before message ``index`` failed (the failure its text spoke of is kept)."""
     seen = [a for a in facts.actions if a.visible_at < index and not a.is_plan]
-    return bool(seen) and outcome_of(seen[-1]) in ("failed", "partial", "unknown")
+    return bool(seen) and seen[-1].status in ("failed", "partial", "unknown")
 
 
 def _still_running(facts: Ledger, claim: Claim) -> Action | None:
@@ -803,12 +802,12 @@ def _still_running(facts: Ledger, claim: Claim) -> Action | None:
     changes = [a for a in seen if not a.read_only]
     for position in range(len(seen) - 1, -1, -1):
         job = seen[position]
-        if outcome_of(job) != "running":
+        if job.status != "running":
             continue
         named = not set(claim.values).isdisjoint(facts.names_of(job))
         if not (named or (changes and changes[-1] is job)):
             continue
-        settled = any(outcome_of(later) == "ok" and later.intent == job.intent for later in seen[position + 1:])
+        settled = any(later.status == "ok" and later.intent == job.intent for later in seen[position + 1:])
         return None if settled else job
     return None
 
@@ -823,6 +822,6 @@ def _claim_unsupported(facts: Ledger, claim: Claim) -> str | None:
     if own and not claim.supported_by:
         return f"claims a result in the message that makes the {own[0].name} call, before its receipt"
     prior = [a for a in facts.actions if a.visible_at < index and not a.read_only and not a.is_plan]
-    if prior and outcome_of(prior[-1]) in ("failed", "partial", "unknown", "noop") and not claim.supported_by:
+    if prior and prior[-1].status in ("failed", "partial", "unknown", "noop") and not claim.supported_by:
         return f"claims a result although the {prior[-1].name} call of T{prior[-1].turn} failed"
     return None

@@ -31,6 +31,7 @@ from judge.facts.analysis import (
     read_sentences,
     salient_tokens,
 )
+from judge.facts.answers import going_value
 from judge.facts.checks import failure_lines, failure_values
 from judge.facts.jobs import (
     JobState,
@@ -1949,6 +1950,9 @@ def _final_answer_over_unfinished(an: Analysis, speech: Speech) -> Action | None
     if (an.patterns.running.search(region) or an.patterns.hedge.search(region) or an.patterns.future.search(region)
             or reports_progress(region) or stated & progress_done(shown)):
         return None
+    state = going_value(job.receipt.content if job.receipt is not None else "", an.patterns.running)
+    if state and state in region.lower():
+        return None  # it restates the receipt's own state word ("Status=Rendering" -> "still Rendering"): a report
     # Ids, and numbers of 3+ digits (a total, a PR number: 412 is no HTTP status here), shown by the job.
     if value_tokens(region) & value_tokens(shown) or {n for n in stated if n >= 100} & {
             int(n) for n in stated_numbers(shown) if n.is_integer()}:
