@@ -449,8 +449,9 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # A request the server refused (its own 4xx status line) checked nothing, whatever its URL says (a test send
     # answered 400): a failed call, not a check's findings.
     # (A read answered 404 may be the point: a deletion confirmed. Only a call that asked for something counts.)
-    refused = ("" if action.link_check or action.read_only or action.receipt is None or action.command is None
-               or not sends_request(action.command) else refused_request(action.receipt.content))
+    command = action.command
+    refused = ("" if action.link_check or action.read_only or action.receipt is None or command is None
+               or "://" not in command or not sends_request(command) else refused_request(action.receipt.content))
     if refused:
         action.is_check = False
         if reading.outcome == "ok":

@@ -888,7 +888,9 @@ _ID_SUFFIXES = ("_id", "_name", "id", "name", "_key", "key")
 def _argument_objects(action: Action, flags: frozenset[str], actions: frozenset[str]) -> tuple[ObjectKey, ...]:
     """The remote objects a tool call of its own names (no command line): its arguments keyed by an object word,
     bare or with an id / name suffix (``table_id``, ``fieldId``, ``webhook``), and the URLs its values hold."""
-    arguments = action.call.arguments if action.call is not None and isinstance(action.call.arguments, dict) else {}
+    if action.writes or action.call is None or not isinstance(action.call.arguments, dict):
+        return ()  # (a file-writing tool names its file, a file artifact already)
+    arguments = action.call.arguments
     pairs: list[tuple[str, str]] = []
     keys: list[ObjectKey] = []
     for key, value in arguments.items():

@@ -1635,8 +1635,10 @@ def _cited_evidence(an: Analysis, action: Action) -> bool:
     low: str | None = an.cache.get("final_region_low")
     if low is None:
         low = an.cache["final_region_low"] = final.region.lower()
-    launched = _launched(action.command.split()) if action.command else []
-    if not any(name in low for name in (action.program.lower(), *launched)) or not _HAS_EXTENSION.search(action.text):
+    if action.program.lower() not in low and not (
+            action.command and any(name in low for name in _launched(action.command.split()))):
+        return False
+    if not _HAS_EXTENSION.search(action.text):
         return False
     return _names_check(an, final, action) is not None
 
