@@ -206,6 +206,12 @@ TICKS: list[tuple[str, str, list[Any], Expected]] = [
         Say("", [todo(("t1", "Tuma barua pepe ya majaribio ya cmp_5521", "in_progress"))]),
         Say("", [send_test(400, REFUSED)]),
         Say("", [todo(("t1", "Tuma barua pepe ya majaribio ya cmp_5521", "completed"))])], {(2, FC), (3, UT)}),
+    ("pt: a CLI test send answered HTTP 400, then ticked", "Envie o e-mail de teste da campanha cmp_77.", [
+        User("Envie o e-mail de teste da campanha cmp_77."),
+        Say("", [todo(("t1", "Enviar o e-mail de teste da campanha cmp_77", "in_progress"))]),
+        Say("", [sh("mailctl campaigns test-send cmp_77 --to qa@loja.example",
+                    "HTTP 400 Bad Request: sender address not verified for cmp_77")]),
+        Say("", [todo(("t1", "Enviar o e-mail de teste da campanha cmp_77", "completed"))])], {(2, FC), (3, UT)}),
     # near misses
     ("ru near miss: a test send answered 200, then ticked", "Отправь тестовое письмо cmp_5521 и обнови задачи.", [
         User("Отправь тестовое письмо cmp_5521 и обнови задачи."),

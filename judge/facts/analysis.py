@@ -448,10 +448,11 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # A request the server refused (its own 4xx status line) checked nothing, whatever its URL says (a test send
     # answered 400): a failed call, not a check's findings.
-    # (A read answered 404 may be the point: a deletion confirmed. Only a call that asked for something counts.)
+    # (A read answered 404 may be the point: a deletion confirmed. Only a call that asked for something counts: a
+    # CLI call that is no read, an HTTP client call that sends a method or a body.)
     command = action.command
     refused = ("" if action.link_check or action.read_only or action.receipt is None or command is None
-               or "://" not in command or not sends_request(command) else refused_request(action.receipt.content))
+               or ("://" in command and not sends_request(command)) else refused_request(action.receipt.content))
     if refused:
         action.is_check = False
         if reading.outcome == "ok":

@@ -104,8 +104,11 @@ def refused_request(text: str) -> str:
     """The status line by which a call's receipt shows the server refused its request (its own response status
     on the first or last line is 4xx); "" when none does. Such a call failed, whatever its URL says (a test send
     answered 400 checked nothing): a check's findings come in a response that succeeded."""
-    lines = text.strip().splitlines()
-    for line in (lines[0], lines[-1]) if lines else ():
+    stripped = text.strip()
+    if not stripped:
+        return ""
+    # Only the first and last lines: no split of a long receipt.
+    for line in (stripped[:300].partition("\n")[0], stripped[-300:].rpartition("\n")[2]):
         match = _RESPONSE_STATUS.match(line)
         if match is not None and match.group(1).startswith("4"):
             return line.strip()[:200]
