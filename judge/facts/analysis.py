@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts import answers
-from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
+from judge.facts.checks import cleared_report, failure_report, failure_summary, refused_request, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect
 from judge.facts.jobs import job_state, partial_load, value_going
@@ -36,6 +36,7 @@ from judge.facts.shell import (
     read_command,
     segment_hits,
     segment_read_only,
+    sends_request,
     words_of,
 )
 from judge.jsonenc import canonical_json
@@ -450,15 +451,27 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
 
 
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
+    # A request the server refused (its own 4xx status line) checked nothing, whatever its URL says (a test send
+    # answered 400): a failed call, not a check's findings.
+    # (A read answered 404 may be the point: a deletion confirmed. Only a call that asked for something counts: a
+    # CLI call that is no read, an HTTP client call that sends a method or a body.)
+    command = action.command
+    refused = ("" if action.link_check or action.read_only or action.receipt is None or command is None
+               or ("://" in command and not sends_request(command)) else refused_request(action.receipt.content))
+    if refused:
+        action.is_check = False
+        if reading.outcome == "ok":
+            reading = Reading("error", refused)
     checks_by_call = action.is_check
-    if reading.exit0 is not None and (checks_by_call or reading.reports_checks or action.is_plan or action.read_only):
+    if reading.exit0 is not None and not refused \
+            and (checks_by_call or reading.reports_checks or action.is_plan or action.read_only):
         # A check's failures behind exit 0 are silent-check-failure's (one finding, not two); a read shows data.
         reading = reading.exit0
     answered = _exit_answer(action, reading, config)
     if answered is not None:
         action.answer, reading = answered
     action.outcome, action.error_line = reading.outcome, reading.line
-    if reading.reports_checks and not action.is_plan and not action.read_only:
+    if reading.reports_checks and not action.is_plan and not action.read_only and not refused:
         action.is_check = True  # it reported checks passing/failing: it was a check (a read or an echo never is)
     receipt = action.receipt
     # Exit codes some programs reserve for network / auth faults (curl 6: could not resolve host).

@@ -94,6 +94,27 @@ def _failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...])
     return tuple(lines)
 
 
+# The status line of an HTTP client's own response ("HTTP 400" printed by curl -w, "HTTP/1.1 422 ...",
+# "http_code=404"), on the receipt's first or last line.
+_RESPONSE_STATUS = re.compile(r"^\s*(?:HTTP(?:/\d(?:\.\d)?)?\s+|(?:http_code|status_code|http_status)\s*[:=]\s*)([1-5]\d\d)\b",
+                              re.IGNORECASE)
+
+
+def refused_request(text: str) -> str:
+    """The status line by which a call's receipt shows the server refused its request (its own response status
+    on the first or last line is 4xx); "" when none does. Such a call failed, whatever its URL says (a test send
+    answered 400 checked nothing): a check's findings come in a response that succeeded."""
+    stripped = text.strip()
+    if not stripped:
+        return ""
+    # Only the first and last lines: no split of a long receipt.
+    for line in (stripped[:300].partition("\n")[0], stripped[-300:].rpartition("\n")[2]):
+        match = _RESPONSE_STATUS.match(line)
+        if match is not None and match.group(1).startswith("4"):
+            return line.strip()[:200]
+    return ""
+
+
 _BREAKDOWN = re.compile(r"\(([^()]{1,120})\)")
 _COUNTED_WORD = re.compile(r"(\d+)\s+([^\W\d]+)")
 
@@ -112,8 +133,14 @@ def zero_breakdown(line: str, nouns: tuple[str, ...]) -> bool:
 
 
 def _may_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
-    """A cheap gate: the text holds a failure noun or status (any case) or a failure mark."""
-    return _gate(nouns, statuses).search(text.lower()) is not None or _FAIL_MARK.search(text) is not None
+    """A cheap gate: the text holds a failure noun or status (any case), a failure mark or a false pass field."""
+    return (_gate(nouns, statuses).search(text.lower()) is not None or _FAIL_MARK.search(text) is not None
+            or _FALSE_PASS.search(text) is not None)
+
+
+# A validator's verdict field ("valid": false, "passed": false): API field names, the same in every language.
+_PASS_FIELDS = frozenset({"valid", "passed", "ok", "success", "conforms", "compliant"})
+_FALSE_PASS = re.compile(r'"(?:is_?|all_?)?(?:valid|passed|ok|success|conforms|compliant)"\s*:\s*false\b', re.IGNORECASE)
 
 
 @lru_cache(maxsize=16)
@@ -136,11 +163,12 @@ def failure_values(lines: tuple[str, ...]) -> frozenset[str]:
 def _patterns(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     noun = "|".join(sorted(map(re.escape, nouns), key=len, reverse=True)) or "(?!)"
     status = "|".join(sorted(map(re.escape, statuses), key=len, reverse=True)) or "(?!)"
-    # A nonzero count, at most two words, a failure noun ("3 records failed", "1 failure"), or a noun with its
+    # A nonzero count, at most two words, a failure noun ("3 records failed", "1 failure"; not the value of another
+    # key, "changed=1 unreachable=0", and after a comma only as a CSV cell, "rows,37 invalid", not "1,200"), or a noun with its
     # count after a colon or sign ("errors: 3", "FAILED=2", "failures (2)"); a noun that already has its count
     # before it keeps it: the number after is a total ("0 failed (131)").
     counted = re.compile(
-        rf"(?<![\w.,:/#-])[1-9]\d*\s+(?:[^\W\d]+\s+){{0,2}}?(?:{noun})(?![\w-])"
+        rf"(?<![\w.:/#=-])(?<!\d,)[1-9]\d*\s+(?:[^\W\d]+\s+){{0,2}}?(?:{noun})(?![\w-])"
         rf"|(?<!\d\s)(?<![\w-])(?:{noun})(?:[_ ]?(?:count|total))?\s*(?:[:=]|\()\s*[1-9]\d*(?![\d.])",
         re.IGNORECASE)
     # An upper-case summary status standing alone ("FAILED", "** TEST FAILED **", "... FAILED"), not "FAILED=0".
@@ -148,7 +176,11 @@ def _patterns(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[re.Pat
     # A row's status cell: the status word between cell borders (pipes, tabs, wide gaps, a bracket, a line edge),
     # or before the item it judges (a URL, a path).
     row = re.compile(rf"{_CELL_BEFORE}(?:{status})(?![\w-]){_CELL_AFTER}", re.IGNORECASE | re.MULTILINE)
-    return counted, upper, row
+    # A CSV row whose cell is a failure status ("412,invalid,email missing '@'"): a whole cell between commas, on a
+    # line that holds a number (a header row, "row,status,error", names columns).
+    csv = re.compile(rf"^(?=[^\n]*\d)[^\n]*,\s*(?:{status})\s*(?:,|$)|^\s*(?:{status})\s*,(?=[^\n]*\d)",
+                     re.IGNORECASE | re.MULTILINE)
+    return counted, upper, row, csv
 
 
 def _json_failure(text: str, nouns: frozenset[str]) -> str:
@@ -181,6 +213,9 @@ def _walk(value: Any, nouns: frozenset[str], depth: int) -> str:
             words = _key_words(str(key))
             # "errors", "error_count", "numFailedTests": a failure noun, the rest only counting words
             # ("failure_threshold" or "error_rate" is a setting, not a count).
+            if item is False and any(w in _PASS_FIELDS for w in words) \
+                    and all(w in _PASS_FIELDS or w in ("is", "all") for w in words):
+                return f'"{key}": false'  # the check's own verdict field says it did not pass
             if any(w in nouns for w in words) and all(w in nouns or w in _COUNTING_WORDS for w in words):
                 bad = _counts_failures(item)
                 if bad:

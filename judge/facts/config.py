@@ -190,6 +190,19 @@ class ToolSettings(BaseModel):
     last_operand_writers: list[str] = Field(
         default_factory=list,
         description="Programs whose last operand is the file they write (cp, mv, ffmpeg, convert). Plain names.")
+    in_place_flags: list[str] = Field(
+        default_factory=list,
+        description="Flags that make a program rewrite the files it is given (jupyter nbconvert --inplace): each "
+                    "file operand of that command is written. Plain flag names.")
+    object_flags: list[str] = Field(
+        default_factory=list,
+        description="Flag names (without dashes) whose value names a remote object a CLI call acts on (--base, "
+                    "--table, --field, --webhook, --host): a write names the object by their values, a check or "
+                    "read-back covers the object its values name and every object under it (issue 24 item 2).")
+    action_segments: list[str] = Field(
+        default_factory=list,
+        description="Last URL path segments that name an action on the resource before them (/test, /verify, "
+                    "/validate): a call to .../wh_31/test acts on .../wh_31.")
     error_envelope: dict[str, list[str]] = Field(
         default_factory=dict,
         description="A tool's JSON error envelope by the role of its fields (judge.facts.effects.error_envelope): "
@@ -423,6 +436,9 @@ class CompiledPatterns:
         self.output_flags = frozenset(tools.output_flags)
         self.prose_keys = frozenset(tools.prose_keys)
         self.last_operand_writers = frozenset(tools.last_operand_writers)
+        self.in_place_flags = frozenset(tools.in_place_flags)
+        self.object_flags = frozenset(flag.lower() for flag in tools.object_flags)
+        self.action_segments = frozenset(segment.lower() for segment in tools.action_segments)
         self.error_envelope = {role: [name.lower() for name in names] for role, names in tools.error_envelope.items()}
         self.effect_keys = tuple(key.lower() for key in tools.effect_keys)
         # What a receipt answered by its data (judge.facts.answers): refusals, error answers, steady states.

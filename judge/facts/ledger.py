@@ -18,7 +18,7 @@ from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
-from judge.facts.shell import read_command, words_of
+from judge.facts.shell import ObjectKey, object_keys, read_command, url_key, words_of
 from judge.facts.values import (
     ValueKind,
     data_values,
@@ -265,8 +265,43 @@ class Ledger:
         names = list(action.writes)
         if not action.is_check:
             shown = action.text + "\n" + (action.receipt.content[:2000] if action.receipt is not None else "")
-            names += sorted(t for t in value_tokens(shown) if is_resource_id(t))
+            objects = self.objects_named(action)
+            # An id that is an object flag's value is named by its object: the base or table holding a field is
+            # not changed by a write to the field.
+            keyed = {value for _, pairs in objects for _, value in pairs}
+            names += sorted(t for t in value_tokens(shown) if is_resource_id(t) and t not in keyed)
+            names += [name for name, _ in objects]
         return tuple(dict.fromkeys(names))
+
+    def objects_named(self, action: Action) -> tuple[ObjectKey, ...]:
+        """The remote objects a call names by structure (:func:`judge.facts.shell.object_keys`): its command's
+        object flags and URLs, or (a tool of its own) the arguments keyed by an object word (``field_id``,
+        ``webhook``) and the URLs they hold. Identity, never wording: the same object is the same values."""
+        memo: dict[int, tuple[ObjectKey, ...]] = self.analysis.cache.setdefault("ledger:named-objects", {})
+        found = memo.get(action.order)
+        if found is None:
+            patterns = self.analysis.patterns
+            flags, actions = patterns.object_flags, patterns.action_segments
+            if action.command is not None:
+                found = object_keys(action.command, flags, actions)
+            else:
+                found = _argument_objects(action, flags, actions)
+            memo[action.order] = found
+        return found
+
+    def _written_objects(self) -> dict[str, frozenset[tuple[str, str]]]:
+        """Every remote object some write names -> its identity (memoised per trajectory)."""
+        cache = self.analysis.cache
+        written: dict[str, frozenset[tuple[str, str]]] | None = cache.get("ledger:written-objects")
+        if written is None:
+            written = {}
+            for action in self.actions:
+                if action.is_plan or action.read_only or action.is_check or action.status not in ("ok", "partial"):
+                    continue
+                for name, pairs in self.objects_named(action):
+                    written.setdefault(name, pairs)
+            cache["ledger:written-objects"] = written
+        return written
 
     @property
     def versions(self) -> dict[str, list[Version]]:
@@ -282,12 +317,16 @@ class Ledger:
         if found is None:
             found = memo[artifact] = []
             resource = is_resource_id(artifact)
+            remote = self._written_objects().get(artifact)
             for action in self.actions:
                 if action.is_plan or action.read_only or action.status not in ("ok", "partial"):
                     continue
                 if artifact in action.writes or (resource and not action.is_check and (
                         artifact in action.text
-                        or (action.receipt is not None and artifact in action.receipt.content[:2000]))):
+                        or (action.receipt is not None and artifact in action.receipt.content[:2000]))) \
+                        or (remote is not None and not action.is_check
+                            and any(remote <= pairs for _, pairs in self.objects_named(action))):
+                    # (A remote object changes when a write names it or an object under it.)
                     found.append(Version(artifact, len(found) + 1, action.order, action.visible_at))
         return found
 
@@ -306,13 +345,24 @@ class Ledger:
             files = dict.fromkeys(p for a in self.actions if a.writes and a.status in ("ok", "partial") for p in a.writes)
             for path in files:
                 # A command line that writes and then checks (``cp new.json snap.json && pytest``) ran on its own write.
-                before = self.version_at(path, check.visible_at + 1 if _written_before_last(check, path) else at)
+                # A one-command call's own output (papermill's executed notebook) is the version it wrote; in a
+                # chain, only a write before the last segment is (``pytest && cp new.py app.py`` ran before the cp).
+                own = _written_before_last(check, path) or (path in check.writes and (
+                    check.command is None or len(read_command(check.command).segments) == 1))
+                before = self.version_at(path, check.visible_at + 1 if own else at)
                 named = path in check.text or _basename(path) in check.text or _names_folder_of(check.text, path)
                 if named or (check.is_check and not is_doc(path) and (before or self._edited_later(path, at))):
                     bound[path] = before
+            covered = self.objects_named(check)
+            keyed = {value for _, pairs in covered for _, value in pairs}
             for token in value_tokens(check.text):
-                if is_resource_id(token) and token not in bound:
+                if is_resource_id(token) and token not in bound and token not in keyed:
                     bound[token] = self.version_at(token, at)
+            if covered:
+                # A check of an object covers every object under it (a formula check of a table, its fields).
+                for name, pairs in self._written_objects().items():
+                    if name not in bound and any(key <= pairs for _, key in covered):
+                        bound[name] = self.version_at(name, at)
             memo[check.order] = bound
         return bound
 
@@ -830,6 +880,34 @@ _NO_NAMES: frozenset[str] = frozenset()
 
 def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+_ID_SUFFIXES = ("_id", "_name", "id", "name", "_key", "key")
+
+
+def _argument_objects(action: Action, flags: frozenset[str], actions: frozenset[str]) -> tuple[ObjectKey, ...]:
+    """The remote objects a tool call of its own names (no command line): its arguments keyed by an object word,
+    bare or with an id / name suffix (``table_id``, ``fieldId``, ``webhook``), and the URLs its values hold."""
+    if action.writes or action.call is None or not isinstance(action.call.arguments, dict):
+        return ()  # (a file-writing tool names its file, a file artifact already)
+    arguments = action.call.arguments
+    pairs: list[tuple[str, str]] = []
+    keys: list[ObjectKey] = []
+    for key, value in arguments.items():
+        if not isinstance(value, str) or not value or len(value) > 300 or value in action.writes:
+            continue  # (a file the call writes is a file artifact already)
+        word = re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower().replace("-", "_")
+        for suffix in _ID_SUFFIXES:
+            if word.endswith(suffix) and word != suffix:
+                word = word[: -len(suffix)].rstrip("_")
+                break
+        if word.replace("_", "-") in flags or word in flags:
+            pairs.append((word, value))
+        elif value.startswith(("http://", "https://")) and (found := url_key(value.split()[0], actions)) is not None:
+            keys.append(found)
+    if pairs:
+        keys.insert(0, ("/".join(v for _, v in pairs), frozenset(pairs)))
+    return tuple(keys)
 
 
 def _written_before_last(action: Action, path: str) -> bool:

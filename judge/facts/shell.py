@@ -458,3 +458,66 @@ def segment_hits(command: str, matches: ReadOnlyPattern) -> tuple[bool, ...]:
         else:
             hits.append(matches(segment.text if reading.substitution else masked_quotes(segment.text)))
     return tuple(hits)
+
+
+ObjectKey = tuple[str, frozenset[tuple[str, str]]]
+"""A remote object a call names: a readable name and its identity, a set of (kind, value) pairs; an object is
+under another when its pairs hold all of the other's."""
+
+_URL = re.compile(r"https?://[^\s'\"<>`|;]+")
+_VERSION_SEGMENT = re.compile(r"v\d+(?:\.\d+)*|api", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def object_keys(command: str, flags: frozenset[str], actions: frozenset[str]) -> tuple[ObjectKey, ...]:
+    """The remote objects a command line names by its structure (issue 24 item 2): per segment, the values of its
+    object flags (``--base B --table T --field F`` -> ``B/T/F``, one object under ``B/T``) and each URL, as its
+    host and path (``.../webhooks/v1/wh_31/test`` acts on ``.../webhooks/v1/wh_31``: a last segment in ``actions``
+    names an action, not an object). A URL is keyed by each prefix of its path, so a listing of a collection covers
+    its members; a host alone is no object."""
+    keys: list[ObjectKey] = []
+    for segment in read_command(command).segments:
+        words = words_of(segment.text)
+        pairs: list[tuple[str, str]] = []
+        for position, word in enumerate(words[1:], 1):
+            if not word.startswith("--"):
+                continue
+            name, eq, value = word[2:].partition("=")
+            if name.lower() not in flags:
+                continue
+            if not eq:
+                value = words[position + 1] if position + 1 < len(words) else ""
+            if value and not value.startswith("-"):
+                pairs.append((name.lower(), value))
+        if pairs:
+            keys.append(("/".join(v for _, v in pairs), frozenset(pairs)))
+        for match in _URL.finditer(segment.text):
+            key = url_key(match.group(), actions)
+            if key is not None:
+                keys.append(key)
+    return tuple(dict.fromkeys(keys))
+
+
+def url_key(url: str, actions: Collection[str]) -> ObjectKey | None:
+    """A URL's object: host and path without query, fragment and a last action segment; each path prefix is one
+    pair (``host/a``, ``host/a/b``), so an object under a listed collection holds the collection's pairs. None
+    when nothing but the host and version segments is left."""
+    rest = url.split("://", 1)[-1].split("?", 1)[0].split("#", 1)[0]
+    host, _, path = rest.partition("/")
+    parts = [p for p in path.split("/") if p]
+    if parts and parts[-1].lower() in actions:
+        parts = parts[:-1]
+    if not host or not any(not _VERSION_SEGMENT.fullmatch(p) for p in parts):
+        return None
+    prefixes = [f"{host}/" + "/".join(parts[:k]) for k in range(1, len(parts) + 1)]
+    return prefixes[-1], frozenset(("url", p) for p in prefixes)
+
+
+_SENDS = re.compile(r"""(?:^|\s)(?:-X|--request)\s*['"]?(?:POST|PUT|PATCH|DELETE)\b|(?:^|\s)(?:-d|--data(?:-\w+)?|--json|-F|--form)(?:\s|=)"""
+                    r"|(?:^|\s)(?:https?|xh)\s+(?:POST|PUT|PATCH|DELETE)\s", re.IGNORECASE)
+
+
+def sends_request(command: str) -> bool:
+    """Whether a command line sends an HTTP request that asks for something (a method other than GET, or a body):
+    a refusal of it (4xx) is its failure; a read answered 404 may be the point (a deletion confirmed)."""
+    return _SENDS.search(command) is not None

@@ -821,7 +821,7 @@ def _repeats_failure_values(an: Analysis, check: Action, text: str) -> bool:
 _WRAPPERS = ("true", "tail", "tee", "head", "cat", "grep")  # programs a check's output is piped or chained into
 # Programs that run another one named after them (``npx eslint``, ``uv run ruff``): the tool is that one.
 _LAUNCHERS = frozenset({"npx", "pnpx", "bunx", "uvx", "pipx", "uv", "poetry", "pdm", "hatch", "bundle", "yarn", "pnpm",
-                        "exec", "run"})
+                        "exec", "run", "jupyter"})
 
 
 def _launched(words: list[str]) -> list[str]:
@@ -1623,10 +1623,11 @@ def _basename(path: str) -> str:
 
 def _cited_evidence(an: Analysis, action: Action) -> bool:
     """Whether the final answer cites a call that no vocabulary knows as a check (``codespell README.md``,
-    ``pip-audit -r requirements.txt``) as evidence, by its program: a successful call that wrote nothing and ran
-    on a file (it names one). What the answer cites as evidence is evidence, whatever the tool; a write after it
-    to the file it ran on makes it stale."""
-    if (action.is_check or action.read_only or action.is_plan or action.writes or action.outcome != "ok"
+    ``pip-audit -r requirements.txt``, ``jupyter nbconvert --execute qc.ipynb``) as evidence, by its program: a
+    successful call that ran on a file (it names one; what it writes, an executed copy, is its own output). What
+    the answer cites as evidence is evidence, whatever the tool; a write after it to the file it ran on makes it
+    stale."""
+    if (action.is_check or action.read_only or action.is_plan or action.outcome != "ok"
             or action.status != "ok" or action.call is None or an.final_message_index is None):
         return False
     final = an.speeches[-1] if an.speeches else None
@@ -1635,7 +1636,10 @@ def _cited_evidence(an: Analysis, action: Action) -> bool:
     low: str | None = an.cache.get("final_region_low")
     if low is None:
         low = an.cache["final_region_low"] = final.region.lower()
-    if action.program.lower() not in low or not _HAS_EXTENSION.search(action.text):
+    if action.program.lower() not in low and not (
+            action.command and any(name in low for name in _launched(action.command.split()))):
+        return False
+    if not _HAS_EXTENSION.search(action.text):
         return False
     return _names_check(an, final, action) is not None
 
