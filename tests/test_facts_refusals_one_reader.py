@@ -254,3 +254,47 @@ def test_error_only_answer(text: str, expected: bool) -> None:
     patterns = default_config().patterns
     assert error_only_answer(text, patterns.error_meta_keys, patterns.error_only_keys,
                              patterns.error_envelope["failed_states"]) is expected
+
+
+# --- one status-line reader: the judge's refused request (a test send answered 400) and the answers' refusal -----
+# (text, the refused status line it shows)
+STATUS_LINES = [
+    ('{"errors": ["bad address"]}\nHTTP 400', "HTTP 400"),              # curl -w's last line
+    ("HTTP/1.1 409 Conflict\ncontent-type: application/json\n\n{}", "HTTP/1.1 409 Conflict"),  # curl -i
+    ('{"id": 3}\nhttp_code=422', "http_code=422"),
+    ('{"id": 3}\nHTTP 201', ""),                                      # a success
+    ("GET /a 200\nHTTP 404 /favicon.ico\nGET /b 200", ""),            # a log line in the middle: another request's
+    ("", ""),
+]
+
+
+@pytest.mark.parametrize(("text", "line"), STATUS_LINES, ids=[f"row{n}" for n in range(len(STATUS_LINES))])
+def test_one_reader_of_a_response_status_line(text: str, line: str) -> None:
+    from judge.facts.answers import http_client_status, refused_status_line
+
+    assert refused_status_line(text) == line
+    assert (http_client_status(text) is not None) is bool(line)
+
+
+# A read answered "not found" is the read-back of a deletion when an earlier call deleted that object (any client:
+# an HTTP DELETE, a CLI's delete verb); of an object nobody deleted it is a failed lookup.
+DELETION_READBACKS = [
+    ("en-http-delete-then-404", "curl -s -X DELETE https://api.shop.example/v2/hooks/hk_5", '{"deleted": true}',
+     "curl -s -w '\\nHTTP %{http_code}' https://api.shop.example/v2/hooks/hk_5", '{"error": "not_found"}\nHTTP 404',
+     "ok"),
+    ("ja-cli-delete-then-not-found", "lark-cli base record delete --table tblA --record rec9", '{"code": 0}',
+     "lark-cli base record get --table tblA --record rec9", '{"error": {"code": "NOT_FOUND"}}', "ok"),
+    ("en-other-hook-404", "curl -s -X DELETE https://api.shop.example/v2/hooks/hk_5", '{"deleted": true}',
+     "curl -s -w '\\nHTTP %{http_code}' https://api.shop.example/v2/hooks/hk_6", '{"error": "not_found"}\nHTTP 404',
+     "failed"),
+]
+
+
+@pytest.mark.parametrize(("case", "delete", "deleted", "read", "answer", "status"), DELETION_READBACKS,
+                         ids=[row[0] for row in DELETION_READBACKS])
+def test_a_deletions_read_back_answered_not_found_is_no_failure(case: str, delete: str, deleted: str, read: str,
+                                                                answer: str, status: str) -> None:
+    trajectory = _load("openai", case, "Delete it and confirm.", [(delete, deleted, 0), (read, answer, 0)],
+                       "Deleted; the read-back answers not found.")
+    action = ledger_of(trajectory).actions[1]
+    assert action.status == status, action.refusal

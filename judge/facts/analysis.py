@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts import answers
-from judge.facts.checks import cleared_report, failure_report, failure_summary, refused_request, zero_breakdown
+from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect
 from judge.facts.jobs import job_state, partial_load, value_going
@@ -33,6 +33,7 @@ from judge.facts.shell import (
     CommandReading,
     command_is_read_only,
     exit_answer,
+    object_keys,
     read_command,
     segment_hits,
     segment_read_only,
@@ -457,9 +458,10 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # CLI call that is no read, an HTTP client call that sends a method or a body.)
     command = action.command
     refused = ("" if action.link_check or action.read_only or action.receipt is None or command is None
-               or ("://" in command and not sends_request(command)) else refused_request(action.receipt.content))
+               or ("://" in command and not sends_request(command)) else answers.refused_status_line(action.receipt.content))
     if refused:
         action.is_check = False
+        action.refusal = f"the receipt shows {refused}"
         if reading.outcome == "ok":
             reading = Reading("error", refused)
     checks_by_call = action.is_check
@@ -546,14 +548,25 @@ def _echoes_masked_recipe(content: str) -> bool:
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(?:$|\n)|\bnohup\b")
 
 
+# A call that deletes (an HTTP DELETE, a delete/remove/destroy verb) and an answer that the object is not there
+# (a 404/410 status, an API's not-found code): language-neutral shapes.
+_DELETES = re.compile(r"""(?:^|\s)(?:-X|--request)\s*['"]?DELETE\b|(?:^|\s)(?:https?|xh)\s+DELETE\s"""
+                      r"|\b(?:delete|remove|destroy|rm|del)\b", re.IGNORECASE)
+_NOT_FOUND = re.compile(r"\b(?:404|410)\b|not[\s_-]?found|no[\s_-]?such|resource[\s_-]missing", re.IGNORECASE)
+
+
 def _read_answers(actions: list[Action], patterns: CompiledPatterns) -> None:
     """What each receipt the outcome reading left ``ok`` / ``unknown`` / ``noop`` answered by its data
     (:mod:`judge.facts.answers`, read once here for the judge, the gate and the editor): a refusal or an error-only
     answer makes it ``failed`` (with :attr:`Action.refusal`), a state line of a job going makes it ``running``. A
     read's document describes a resource (its ``"status": "cancelled"`` is the order's): only an error answer or a
     refused-read shape is a refusal of a read. A read of a file shows the file, not an answer of a service."""
+    deleted: set[str] = set()  # the objects earlier calls deleted: a read of one answered "not found" confirms it
     for action in actions:
         receipt = action.receipt
+        if action.command is not None and action.status == "ok" and _DELETES.search(action.command):
+            deleted.update(name for name, _ in object_keys(action.command, patterns.object_flags,
+                                                           patterns.action_segments))
         if action.status not in ("ok", "unknown", "noop") or receipt is None or action.is_plan or not receipt.content:
             continue
         content = receipt.content
@@ -573,6 +586,10 @@ def _read_answers(actions: list[Action], patterns: CompiledPatterns) -> None:
                     content, patterns.error_meta_keys, patterns.error_only_keys,
                     patterns.error_envelope.get("failed_states", ())):
                 why = "the read answered with an error only, no data"
+        if why is not None and deleted and reads and _NOT_FOUND.search(content) and action.command is not None \
+                and any(name in deleted for name, _ in object_keys(action.command, patterns.object_flags,
+                                                                   patterns.action_segments)):
+            why = None  # the deletion's read-back: "not found" is what it was meant to show
         if why is not None:
             action.refusal = why
             action.status, action.outcome = "failed", "error"

@@ -28,8 +28,11 @@ from judge.facts.shell import read_command, words_of, wrapped_command
 
 REFUSED = "refused"  # the kind of a refusal or error answer (Action.refusal_kind), beside the reason
 
-# A status line of an HTTP client answer: curl -i's "HTTP/1.1 409 Conflict", -w's "HTTP 404", httpie's header line.
-_HTTP_STATUS = re.compile(r"^\s*HTTP(?:/[\d.]+)?\s+(4\d\d)\b", re.IGNORECASE | re.MULTILINE)
+# The status line of an HTTP client's own response: curl -i's "HTTP/1.1 409 Conflict", -w's "HTTP 404" or
+# "http_code=404", httpie's header line; read on the receipt's first or last line only (a line in the middle is some
+# other response's: a log, a listing of requests).
+_RESPONSE_STATUS = re.compile(r"^\s*(?:HTTP(?:/\d(?:\.\d)?)?\s+|(?:http_code|status_code|http_status)\s*[:=]\s*)([1-5]\d\d)\b",
+                              re.IGNORECASE)
 # Keys of a response's own outcome (top level of its document, or a ``key: value`` line): not a record's field.
 OUTCOME_KEYS = ("status", "state", "outcome", "result", "decision", "phase", "stage")
 _KEY_LINE = re.compile(r"^\s*\"?([A-Za-z_]+)\"?\s*[:=]\s*\"?([A-Za-z][\w -]{0,40}?)\"?\s*,?\s*$", re.MULTILINE)
@@ -74,9 +77,24 @@ def first_output(text: str) -> str:
     return lines[0] if lines else ""
 
 
+def refused_status_line(text: str) -> str:
+    """The status line by which a receipt shows the server refused the request (its own response status, on the
+    first or last line, is 4xx: ``HTTP/2 403``, ``HTTP 404``, ``http_code=422``); "" when none does (pure)."""
+    stripped = text.strip()
+    if not stripped:
+        return ""
+    # Only the first and last lines: no split of a long receipt.
+    for line in (stripped[:300].partition("\n")[0], stripped[-300:].rpartition("\n")[2]):
+        match = _RESPONSE_STATUS.match(line)
+        if match is not None and match.group(1).startswith("4"):
+            return line.strip()[:200]
+    return ""
+
+
 def http_client_status(text: str) -> int | None:
-    """The 4xx status of an HTTP status line the receipt prints (``HTTP/2 403``, ``HTTP 404``), or None (pure)."""
-    match = _HTTP_STATUS.search(text[:MAX_TEXT])
+    """The 4xx status of the receipt's own response status line (:func:`refused_status_line`), or None (pure)."""
+    line = refused_status_line(text)
+    match = _RESPONSE_STATUS.match(line) if line else None
     return int(match.group(1)) if match else None
 
 

@@ -94,27 +94,6 @@ def _failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...])
     return tuple(lines)
 
 
-# The status line of an HTTP client's own response ("HTTP 400" printed by curl -w, "HTTP/1.1 422 ...",
-# "http_code=404"), on the receipt's first or last line.
-_RESPONSE_STATUS = re.compile(r"^\s*(?:HTTP(?:/\d(?:\.\d)?)?\s+|(?:http_code|status_code|http_status)\s*[:=]\s*)([1-5]\d\d)\b",
-                              re.IGNORECASE)
-
-
-def refused_request(text: str) -> str:
-    """The status line by which a call's receipt shows the server refused its request (its own response status
-    on the first or last line is 4xx); "" when none does. Such a call failed, whatever its URL says (a test send
-    answered 400 checked nothing): a check's findings come in a response that succeeded."""
-    stripped = text.strip()
-    if not stripped:
-        return ""
-    # Only the first and last lines: no split of a long receipt.
-    for line in (stripped[:300].partition("\n")[0], stripped[-300:].rpartition("\n")[2]):
-        match = _RESPONSE_STATUS.match(line)
-        if match is not None and match.group(1).startswith("4"):
-            return line.strip()[:200]
-    return ""
-
-
 _BREAKDOWN = re.compile(r"\(([^()]{1,120})\)")
 _COUNTED_WORD = re.compile(r"(\d+)\s+([^\W\d]+)")
 
