@@ -444,10 +444,15 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
         _set_outcome(action, cached, config)
 
 
+_HTTP_CLIENTS = frozenset({"curl", "wget", "http", "https", "xh"})
+
+
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     checks_by_call = action.is_check
-    if reading.exit0 is not None and (checks_by_call or reading.reports_checks or action.is_plan or action.read_only):
-        # A check's failures behind exit 0 are silent-check-failure's (one finding, not two); a read shows data.
+    if reading.exit0 is not None and (checks_by_call or reading.reports_checks or action.is_plan
+                                      or (action.read_only and action.program not in _HTTP_CLIENTS)):
+        # A check's failures behind exit 0 are silent-check-failure's (one finding, not two); a read shows data
+        # (an HTTP GET's body is the server's answer to that request: its error envelope is the call's failure).
         reading = reading.exit0
     answered = _exit_answer(action, reading, config)
     if answered is not None:
