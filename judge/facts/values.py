@@ -351,6 +351,8 @@ _CELL_NUMBER = re.compile(r"(?:^|\|)\s*(\d{1,3}(?:[,.\u00a0\u202f ']\d{3})+|\d+)
 def cell_counts(text: str) -> tuple[int, ...]:
     """Counts a line states as table cells or as a label's value (see ``_CELL_NUMBER``), their grouping read
     ("2.210.442", "1,200"): a claim in a summary table or a key-value list, in any language."""
+    if "|" not in text and ":" not in text and "：" not in text:
+        return ()  # neither a cell nor a label (most sentences)
     found: list[int] = []
     for match in _CELL_NUMBER.finditer(text.strip()):
         raw = match.group(1) or match.group(2)

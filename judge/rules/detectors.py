@@ -1185,7 +1185,7 @@ def _zero_left_contradicted(an: Analysis, sentence: Sentence, region: str, last:
     the last read-back after the change, a query of the same object that answers with one number (``jq '.total'``
     of ``.../contacts/duplicates`` after ``dedupe --object contacts``), counts some, and the message never states
     that number: the check the change was meant to pass still finds what it counts."""
-    if 0 not in cell_counts(sentence.text) or not read_backs:
+    if not read_backs or "0" not in sentence.text or 0 not in cell_counts(sentence.text):
         return None
     read_back = read_backs[-1]
     shown = scalar_values(read_back.receipt.content) if read_back.receipt is not None else ()
@@ -1230,9 +1230,12 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
     field a one-number query asked for), the name tied as the receipt writes it (its stem: "reads", "mapped",
     "duplicate_rate"), that the last read-back stating that quantity contradicts in every reading and scale, and
     no receipt or the request states. A bound ("above 95%", "below 1%") is held as a bound."""
-    readings = number_readings(sentence.text)
-    if not readings:
+    if not _DIGITS.search(sentence.text):
         return None
+    quantities_of = [(r, read_back_quantities(r.text[:2_000], r.receipt.content)) for r in read_backs if r.receipt is not None]
+    if not any(quantities for _, quantities in quantities_of):
+        return None  # no read-back names a number (most)
+    readings = number_readings(sentence.text)
     text = sentence.text
     for at, reading in enumerate(readings):
         # The words around the number, up to the next number each side: the label a table cell, a list item or a
@@ -1245,10 +1248,7 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
         bound = upper or lower
         if bound is not None:
             before = before[:bound.start()] + " " + before[bound.end():]  # "rate above 95%": the bound sits between
-        for read_back in reversed(read_backs):
-            if read_back.receipt is None:
-                continue
-            quantities = read_back_quantities(read_back.text[:2_000], read_back.receipt.content)
+        for read_back, quantities in reversed(quantities_of):
             tied = [q for q in quantities if q.percent == reading.percent or not q.percent
                     if any(_labels(before, after, w) for w in q.words())]
             if not tied:
