@@ -631,7 +631,66 @@ def unverified_completion(an: Analysis) -> list[Issue]:
             description = f"Claims a result that the receipts do not support: {why}."
             issues.append(_issue(an, "unverified-completion", speech.turn, description, evidence))
             break  # one finding per message
+    repeated = _claim_over_repeated_error(an, {i.turn for i in issues})
+    if repeated is not None:
+        issues.append(repeated)
     return issues
+
+
+def _claim_over_repeated_error(an: Analysis, flagged: set[int | None]) -> Issue | None:
+    """The final answer reports the work (a claim in words, or a report that states something: "Done: etl.py now
+    runs cleanly") while the command it worked on printed the same error line on every run (:func:`_repeated_error`:
+    two or more, none free of it, whatever the exit codes said), and the answer neither speaks of a failure nor
+    repeats the error's values: the error was never got past. Only when nothing flags that turn already (a job, a
+    read-back, a failed call own it)."""
+    speech = _final_report(an)
+    if speech is None or speech.turn in flagged or speech.speaks_of_failure \
+            or speech.text.rstrip().endswith(_QUESTION_ENDS):
+        return None  # it reports a problem, or asks the user
+    index = speech.message_index
+    contradicted = _contradicted(an)
+    if any(i == index for i, _ in contradicted) or _still_running(an, _claims(speech), index) is not None:
+        return None
+    found = _repeated_error(an, index)
+    if found is None:
+        return None
+    run, line = found
+    if any(token in speech.region for token in salient_tokens(line) if len(token) >= 3):
+        return None  # it names what failed: it reports the error
+    description = (f"Claims a result while every run of the {run.name} call, the last at T{run.turn}, printed the "
+                   f"same error and none got past it.")
+    evidence = f"T{speech.turn}: \"{an.excerpt(speech.region)}\" | receipt {_receipt_quote(an, run)}"
+    return _issue(an, "unverified-completion", speech.turn, description, evidence)
+
+
+def _repeated_error(an: Analysis, index: int) -> tuple[Action, str] | None:
+    """The last run (before message ``index``) of a command that ran two or more times, no check nor plan, each
+    with a successful outcome, when every run printed the same last error line (the config's ``error`` list read line by line: a NameError, a
+    ReferenceError, a compiler's error): what was tried in between changed nothing. Returns the run and the line."""
+    runs: dict[str, list[Action]] = {}
+    for action in _work_before(an, index):
+        if action.receipt is not None and not action.is_check and not action.is_plan and not action.read_only:
+            runs.setdefault(action.intent, []).append(action)
+    # Runs the ledger saw fail are the failure detectors' (failed-call, repeated-failure, the final claim over an
+    # open failure); these are the ones whose exit code hid the error (nbconvert --allow-errors, ipython -c).
+    found: tuple[Action, str] | None = None
+    for group in runs.values():
+        if len(group) < 2 or any(a.outcome != "ok" for a in group):
+            continue
+        lines = {_last_error_line(an, a.receipt.content) for a in group if a.receipt is not None}
+        line = next(iter(lines)) if len(lines) == 1 else ""
+        if line and (found is None or group[-1].order > found[0].order):
+            found = (group[-1], line)
+    return found
+
+
+def _last_error_line(an: Analysis, content: str) -> str:
+    """The last line of a receipt the config's ``error`` list matches (the exception's own line, after its
+    traceback), or ""."""
+    for line in reversed(content[-8_000:].splitlines()[-200:]):
+        if line.strip() and an.patterns.error.search(line):
+            return line.strip()
+    return ""
 
 
 def _item_tokens(sentence: Sentence) -> tuple[str, ...]:
