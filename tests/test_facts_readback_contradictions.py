@@ -208,6 +208,17 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
     ("other quantity en", "Load invoices_dec.csv into shop.db.",
      [Say("", [LOAD]), Say("", [sh(COUNT, "118")]), Say("Loaded the invoices into shop.db in 120 seconds; 118 invoices are there.")],
      set()),
+    # a key of the read-back's envelope ("code": 0) beside a number that counts another noun (en)
+    ("envelope key en", "Add the three new clients to tblCl4.",
+     [Say("", [BATCH]), Say("", [sh(RECORD_COUNT, js({"code": 0, "data": {"total": 60}}))]),
+      Say("Updated the code in 3 files and added the clients to tblCl4.")],
+     set()),
+    # the claim enumerates what it removed, and the listing shows what is left (en)
+    ("removed items en", "Remove ports 9090 and 9443 from pool web.",
+     [Say("", [sh("lbctl pool web remove-members --ports 9090,9443,9553", "ok")]),
+      Say("", [sh(POOL_PORTS, "8080\n8443")]),
+      Say("Removed ports 9090, 9443 and 9553; 8080 and 8443 remain in pool web.")],
+     set()),
     ("squeue completed ko", "클러스터에서 align.sh 를 실행해 주세요.",
      [Say("", [sh("sbatch align.sh", "Submitted batch job 7730154")]),
       Say("", [sh("sacct -j 7730154 --format=JobID,State,ExitCode -P", SACCT_DONE)]),

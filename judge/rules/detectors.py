@@ -1307,9 +1307,11 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
         bound = upper or lower
         if bound is not None:
             before = before[:bound.start()] + " " + before[bound.end():]  # "rate above 95%": the bound sits between
+        # A number followed by a noun counts that noun ("the code in 3 files" counts files): only the noun ties it.
+        counted = not reading.percent and counts_things(text, reading.end)
         for read_back, quantities in reversed(quantities_of):
             tied = [q for q in quantities if q.percent == reading.percent or not q.percent
-                    if any(_labels(before, after, w) for w in q.words())]
+                    if any(_labels("" if counted else before, after, w) for w in q.words())]
             if not tied:
                 continue
             if upper or lower:
