@@ -44,6 +44,9 @@ def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory
 
 LOAD = sh("python etl/load_invoices.py --db shop.db --csv invoices_dec.csv", "loaded invoices_dec.csv")
 COUNT = "sqlite3 shop.db 'select count(*) from invoices'"
+PSQL_LOAD = "psql -q -d shop -f load/orders_from_staging.sql"
+PSQL_COUNT = "psql -d shop -c 'select count(*) from orders'"
+PSQL_COUNT_OUT = " count \n-------\n   118\n(1 row)\n"
 SEGMENT_BUILD = sh("crmctl segments build --name winter --filter 'last_order<90d'", "segment winter: build started\nstate: done")
 SEGMENT_GET = "crmctl segments get winter"
 SEGMENT_BODY = "name: winter\nmembers: 1840\nstatus: ready\nupdated: 2026-12-01T09:12:00Z"
@@ -90,6 +93,17 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
      [Say("", [sh("python etl/load.py --db shop.db --table faktury faktury.csv", "ok")]),
       Say("", [sh("sqlite3 shop.db 'select count(*) from faktury'", "118")]),
       Say("Hotovo: v shop.db je 120 faktur.")],
+     {(3, CC)}),
+    # psql's boxed one-column result, tied by the table the claim names before its counter (ko)
+    ("psql count ko", "staging_orders (120건) 를 orders 테이블에 적재해 주세요.",
+     [Say("", [sh(PSQL_LOAD, "")]), Say("", [sh(PSQL_COUNT, PSQL_COUNT_OUT)]),
+      Say("orders 테이블에 120건을 적재했습니다.")],
+     {(3, CC)}),
+    # a CSV report's rows by their labels (ru)
+    ("csv report ru", "Проверь leads.csv валидатором.",
+     [Say("", [sh("leadcheck validate leads.csv --report qc/leads.csv", "report written")]),
+      Say("", [sh("cat qc/leads.csv", "status,count\nvalid,1163\ninvalid,37")]),
+      Say("Проверка пройдена: valid 1200, invalid 0.")],
      {(3, CC)}),
     # a key-value read-back (de)
     ("key value de", "Baue das Segment winter neu auf.",
@@ -163,6 +177,15 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
     ("error then clean run en", "Make etl.py run cleanly.",
      [Say("", [sh(IPYTHON, PY_ERROR)]), Say("", [edit("etl.py", "rows = conn.execute(q)", "conn = db.connect('etl.db')\nrows = conn.execute(q)")]),
       Say("", [sh(IPYTHON, "loaded 412 rows into etl.db")]), Say("Done: etl.py now runs cleanly.")],
+     set()),
+    ("psql count agrees ko", "staging_orders (120건) 를 orders 테이블에 적재해 주세요.",
+     [Say("", [sh(PSQL_LOAD, "")]), Say("", [sh(PSQL_COUNT, PSQL_COUNT_OUT.replace("118", "120"))]),
+      Say("orders 테이블에 120건을 적재했습니다.")],
+     set()),
+    ("csv report restated ru", "Проверь leads.csv валидатором.",
+     [Say("", [sh("leadcheck validate leads.csv --report qc/leads.csv", "report written")]),
+      Say("", [sh("cat qc/leads.csv", "status,count\nvalid,1163\ninvalid,37")]),
+      Say("Проверка: valid 1163, invalid 37 — 37 строк надо исправить.")],
      set()),
     ("count agrees en", "Load invoices_dec.csv into shop.db.",
      [Say("", [LOAD]), Say("", [sh(COUNT, "118")]), Say("Done: loaded 118 invoices into shop.db.")],
@@ -251,6 +274,10 @@ QUANTITIES: list[tuple[str, str, str, list[Quantity]]] = [
      [Quantity("ok", 3), Quantity("changed", 1), Quantity("unreachable", 0), Quantity("failed", 0)]),
     ("flagstat", FLAGSTAT, FLAGSTAT_OUT.splitlines()[0], [Quantity("in total QC-passed reads + QC-failed reads", 2000000)]),
     ("scalar of a count query", COUNT, "118", [Quantity("count invoices", 118)]),
+    ("psql one-column result", PSQL_COUNT, PSQL_COUNT_OUT, [Quantity("count orders", 118)]),
+    ("csv rows by label", "cat qc/leads.csv", "status,count\nvalid,1163\ninvalid,37",
+     [Quantity("count valid", 1163), Quantity("count invalid", 37)]),
+    ("prose is no table", "cat notes.txt", "loaded 412 rows\ninto etl.db now", []),
     ("scalar of a jq key", DUPLICATES, "4", [Quantity("total duplicates", 4)]),
     ("records are no quantities", "lark-cli base +record-list --table tblCl4",
      js([{"Name": "A", "Edad": 30}, {"Name": "B", "Edad": 41}]), []),

@@ -200,6 +200,7 @@ def read_back_quantities(command: str, content: str) -> tuple[Quantity, ...]:
     if document is not None:
         _json_quantities(document, "", found, 0)
     elif not scalar_values(text):
+        found.extend(_table_quantities(text, command))
         for key, raw, percent in _KEY_LINE.findall(text):
             found.append(Quantity(key.strip(), float(raw), bool(percent)))
         for key, raw, percent in _KEY_PAIR.findall(text):
@@ -212,6 +213,52 @@ def read_back_quantities(command: str, content: str) -> tuple[Quantity, ...]:
         if key:
             found.append(Quantity(key, shown[0]))
     return tuple(found)
+
+
+_RULE_LINE = re.compile(r"^[\s|+:=-]+$")
+_ROWS_FOOTER = re.compile(r"^\(\d+ rows?\)$")
+_NUMBER_CELL = re.compile(r"-?\d+(?:\.\d+)?\s?%?")
+_MAX_TABLE_ROWS = 20
+
+
+def _table_quantities(text: str, command: str) -> list[Quantity]:
+    """The numbers of a small table with a header line (psql's boxed output, CSV, tab- or column-aligned text, a
+    markdown table): each numeric cell under its column's name, and its row's label when there are several rows
+    ("count valid" of ``status,count`` / ``valid,1163``). A one-row result of a query keeps what it counts
+    (``count invoices``)."""
+    lines = [ln.strip() for ln in text.strip().splitlines()[:_MAX_TABLE_ROWS + 3]
+             if ln.strip() and not _RULE_LINE.match(ln) and not _ROWS_FOOTER.match(ln.strip())]
+    if len(lines) < 2 or len(lines) > _MAX_TABLE_ROWS + 1:
+        return []
+    header = lines[0]
+    if "|" not in header and re.search(r"[:=]\s", header):
+        return []  # `key: value` lines, read as such
+    if "|" in header:
+        cut = re.compile(r"\s*\|\s*")
+    elif "," in header:
+        cut = re.compile(r"\s*,\s*")
+    elif "\t" in header or "  " in header:
+        cut = re.compile(r"\t|\s{2,}")
+    elif " " in header:
+        return []  # words one space apart: prose, not a header
+    else:
+        cut = re.compile(r"(?!)")  # one word a line: a one-column result (psql's "count" over its value)
+    names = [c for c in cut.split(header.strip("| ")) if c or "|" not in header]
+    if not names or any(_NUMBER_CELL.fullmatch(n) for n in names):
+        return []  # a header names columns; a line of numbers is data
+    rows = [cut.split(ln.strip("| ")) for ln in lines[1:]]
+    if any(len(row) != len(names) for row in rows):
+        return []
+    counted = " ".join(_SQL_TABLE.findall(command)[:2]) if "count(" in command.lower() else ""
+    found: list[Quantity] = []
+    for row in rows:
+        # A row's label is its first cell that is no number ("valid" of `valid,1163`); a result without one keeps
+        # what the query counts.
+        label = next((c for c in row if c and not _NUMBER_CELL.fullmatch(c)), counted)
+        for name, cell in zip(names, row):
+            if _NUMBER_CELL.fullmatch(cell):
+                found.append(Quantity(f"{name} {label}".strip(), float(cell.rstrip("% ")), cell.endswith("%")))
+    return found
 
 
 def command_quantity(command: str) -> str:

@@ -1269,6 +1269,7 @@ def _same_object(change: Action, read_back: Action) -> bool:
     return any(w in read_back.text for w in words)
 
 
+_SPACED_NOUN = re.compile(r" [^\W\d_]{2,}")
 # What may stand between a number and the name it is a value of: separators, a bracket, one short word ("reads:
 # 1874203", "| registros | 48 |", "total de 12", "4 VLAN", "2.210.442 reads", "VLAN は 4").
 _LABEL_GAP = re.compile(r"[\s:|=：(（)）%,]*(?:[^\W\d]{1,4}[\s:：]+)?[\s:|=：(（]*")
@@ -1307,8 +1308,9 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
         bound = upper or lower
         if bound is not None:
             before = before[:bound.start()] + " " + before[bound.end():]  # "rate above 95%": the bound sits between
-        # A number followed by a noun counts that noun ("the code in 3 files" counts files): only the noun ties it.
-        counted = not reading.percent and counts_things(text, reading.end)
+        # A number followed by a spaced word counts that noun ("the code in 3 files" counts files): only the noun
+        # ties it. A counter written onto the number ("120건", "6件") names no noun: the label before still ties.
+        counted = not reading.percent and _SPACED_NOUN.match(text, reading.end) is not None
         for read_back, quantities in reversed(quantities_of):
             tied = [q for q in quantities if q.percent == reading.percent or not q.percent
                     if any(_labels("" if counted else before, after, w) for w in q.words())]
