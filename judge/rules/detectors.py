@@ -1064,14 +1064,17 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) 
     named (a listing of the base names fewer: it reads something else), or a value of the claim."""
     resources = {t for t in value_tokens(last.text) if is_resource_id(t)} | set(last.writes)
     values = {v for v in (*sentence.tokens, *value_tokens(sentence.text)) if len(v) >= 4}
+    folders = [f.rstrip("/") for f in _FOLDER.findall(sentence.text) if len(f) >= 5]
     for read_back in reversed(read_backs):
         shown = read_back.text + "\n" + (read_back.receipt.content[:20_000] if read_back.receipt is not None else "")
         if (resources and all(r in shown for r in resources)) or any(v in shown for v in values) \
-                or _lists_folder_of(read_back, last.writes):
+                or _lists_folder_of(read_back, last.writes) or any(f in read_back.text for f in folders):
             return read_back
     return None
 
 
+# A folder a sentence names by its trailing slash ("all in ServerData/Android/"): a listing of it is its read-back.
+_FOLDER = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+)(?![\w])")
 _FIELDS_FLAG = re.compile(r"--fields[= ]+['\"]?([^\s,'\"]+)")
 
 
