@@ -3,7 +3,9 @@
 Pure functions of text: how many items a bare listing holds (one name, path or id a line, as ``ls``, ``find`` or
 a CLI's ``list -o name`` print them), and the objects a text names that are near twins of another (a transposed
 or one-character-off id or IP address: ``203.0.113.47`` / ``203.0.113.74``), which tie a claim to the read-back
-of the object a change really acted on.
+of the object a change really acted on; the named quantities a read-back states (:func:`read_back_quantities`: JSON
+keys, ``key: value`` lines, small tables, tool summaries, the field a one-number query asks for), which a claim's
+number is held against when their name labels it.
 """
 
 from __future__ import annotations
@@ -198,7 +200,7 @@ def read_back_quantities(command: str, content: str) -> tuple[Quantity, ...]:
     found: list[Quantity] = []
     document = json_document(content) if _JSON_START.match(text) else None
     if document is not None:
-        _json_quantities(document, "", found, 0)
+        _json_quantities(document, found, 0)
     elif not scalar_values(text):
         found.extend(_table_quantities(text, command))
         for key, raw, percent in _KEY_LINE.findall(text):
@@ -243,7 +245,7 @@ def _table_quantities(text: str, command: str) -> list[Quantity]:
         return []  # words one space apart: prose, not a header
     else:
         cut = re.compile(r"(?!)")  # one word a line: a one-column result (psql's "count" over its value)
-    names = [c for c in cut.split(header.strip("| ")) if c or "|" not in header]
+    names = cut.split(header.strip("| "))
     if not names or any(_NUMBER_CELL.fullmatch(n) for n in names):
         return []  # a header names columns; a line of numbers is data
     rows = [cut.split(ln.strip("| ")) for ln in lines[1:]]
@@ -281,7 +283,7 @@ def command_quantity(command: str) -> str:
     return " ".join(names)
 
 
-def _json_quantities(value: object, key: str, found: list[Quantity], depth: int) -> None:
+def _json_quantities(value: object, found: list[Quantity], depth: int) -> None:
     if depth > 3 or len(found) > 200:
         return
     if isinstance(value, dict):
@@ -291,5 +293,5 @@ def _json_quantities(value: object, key: str, found: list[Quantity], depth: int)
             if isinstance(item, (int, float)):
                 found.append(Quantity(str(name), float(item)))
             elif isinstance(item, dict):
-                _json_quantities(item, str(name), found, depth + 1)
+                _json_quantities(item, found, depth + 1)
     # A list holds records (their fields are no quantities of the resource) or values: neither is read here.

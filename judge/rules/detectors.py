@@ -665,8 +665,9 @@ def _claim_over_repeated_error(an: Analysis, flagged: set[int | None]) -> Issue 
 
 def _repeated_error(an: Analysis, index: int) -> tuple[Action, str] | None:
     """The last run (before message ``index``) of a command that ran two or more times, no check nor plan, each
-    with a successful outcome, when every run printed the same last error line (the config's ``error`` list read line by line: a NameError, a
-    ReferenceError, a compiler's error): what was tried in between changed nothing. Returns the run and the line."""
+    with a successful outcome, when every run printed the same last error line (the config's ``error`` list read
+    line by line: a NameError, a ReferenceError, a compiler's error): what was tried in between changed nothing.
+    Returns the run and the line."""
     runs: dict[str, list[Action]] = {}
     for action in _work_before(an, index):
         if action.receipt is not None and not action.is_check and not action.is_plan and not action.read_only:
@@ -1291,8 +1292,8 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
     """A number the claim gives beside the name of a quantity a read-back states (:func:`~judge.facts.readbacks.
     read_back_quantities`: a JSON key, a ``key: value`` line, a tool summary's label such as flagstat's "reads", the
     field a one-number query asked for), the name tied as the receipt writes it (its stem: "reads", "mapped",
-    "duplicate_rate"), that the last read-back stating that quantity contradicts in every reading and scale, and
-    no receipt or the request states. A bound ("above 95%", "below 1%") is held as a bound."""
+    "duplicate_rate"), that the last read-back stating that quantity contradicts in every reading and scale, and no
+    receipt states (:func:`_receipt_states`). A bound ("above 95%", "below 1%") is held as a bound."""
     if not _DIGITS.search(sentence.text):
         return None
     quantities_of = [(r, read_back_quantities(r.text[:2_000], r.receipt.content)) for r in read_backs if r.receipt is not None]
