@@ -62,7 +62,7 @@ STATES: list[tuple[str, str, frozenset[str], str | None]] = [
     # pods' Running is the state they are meant to stay in: no job going
     ("pods running", PODS, frozenset(), None),
     ("qstat R", "Job id    Name    User   Time Use S Queue\n------- ------- ------ -------- - -----\n"
-                "4410.pbs  mdsim   kai    00:10:02 R batch", frozenset(), None),  # S is no state column's name
+                "4410.pbs  mdsim   kai    00:10:02 R batch", frozenset(), "non-terminal"),  # S heads a table of jobs
 ]
 
 

@@ -451,6 +451,9 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
         _set_outcome(action, cached, config)
 
 
+_HTTP_CLIENTS = frozenset({"curl", "wget", "http", "https", "xh"})
+
+
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # A request the server refused (its own 4xx status line) checked nothing, whatever its URL says (a test send
     # answered 400): a failed call, not a check's findings.
@@ -466,8 +469,10 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
             reading = Reading("error", refused)
     checks_by_call = action.is_check
     if reading.exit0 is not None and not refused \
-            and (checks_by_call or reading.reports_checks or action.is_plan or action.read_only):
-        # A check's failures behind exit 0 are silent-check-failure's (one finding, not two); a read shows data.
+            and (checks_by_call or reading.reports_checks or action.is_plan
+                 or (action.read_only and action.program not in _HTTP_CLIENTS)):
+        # A check's failures behind exit 0 are silent-check-failure's (one finding, not two); a read shows data
+        # (an HTTP GET's body is the server's answer to that request: its error envelope is the call's failure).
         reading = reading.exit0
     answered = _exit_answer(action, reading, config)
     if answered is not None:

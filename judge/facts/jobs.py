@@ -182,7 +182,8 @@ def _maybe_job(text: str, ends: bool) -> bool:
 _STATE_COLUMNS = frozenset({"state", "status", "st", "phase", "conclusion"})
 # Scheduler state codes of a state column (squeue's ST): going, and ended in failure. Longer values are read as
 # any status value (a participle, the waiting and end lists).
-_GOING_CODES = frozenset({"r", "pd", "cg", "cf", "s", "rq", "rf", "rs", "rh"})
+_GOING_CODES = frozenset({"r", "pd", "cg", "cf", "s", "rq", "rf", "rs", "rh",
+                          "q", "h", "w", "t"})  # PBS/Torque qstat: queued, held, waiting, in transit
 _FAILED_CODES = frozenset({"f", "to", "ca", "oom", "nf", "bf", "dl", "pr"})
 # Header words of a readiness column: the table lists services (pods, containers), whose steady state is running.
 _SERVICE_COLUMNS = frozenset({"ready", "available", "up-to-date", "restarts", "ports", "health", "replicas"})
@@ -200,8 +201,8 @@ def _steady_values() -> frozenset[str]:
 _HEADER_LINES = 4
 _HEADER_CHARS = 600
 # What every state column's name holds (state, Status, STATE, ST, phase, conclusion): one case-sensitive scan.
-_HEADER_GATE = re.compile("tat|ST|hase|HASE|onclusion|ONCLUSION")
-_STATE_HEADER = re.compile(r"(?<![\w-])(?:state|status|st|phase|conclusion)(?![\w-])", re.IGNORECASE)  # a header sits within the first lines (after a psql box border)
+_HEADER_GATE = re.compile("tat|ST|hase|HASE|onclusion|ONCLUSION|Job id|Job ID")
+_STATE_HEADER = re.compile(r"(?<![\w-])(?:state|status|st|phase|conclusion|job id)(?![\w-])", re.IGNORECASE)  # a header sits within the first lines (after a psql box border)
 _WORD_SPAN = re.compile(r"\S+")
 
 
@@ -245,12 +246,21 @@ def state_table(text: str, names: frozenset[str] = frozenset()) -> tuple[list[st
                     rows.append((line, row[column].lower()))
         else:
             spans = [(m.start(), m.end(), m.group().lower()) for m in _WORD_SPAN.finditer(header)]
-            found = next(((start, end) for start, end, word in spans if word in _STATE_COLUMNS), None)
-            if found is None or len(spans) < 2:
+            # qstat names its state column "S", which is a state only in a table of jobs ("Job id" heads it).
+            job_table = header.lower().startswith("job id")
+            column = next((k for k, (_, _, word) in enumerate(spans)
+                           if word in _STATE_COLUMNS or (job_table and word == "s")), None)
+            if column is None or len(spans) < 2:
                 continue
+            found = spans[column][:2]
             lines = text[:_MAX_TEXT].splitlines()[:400]
+            aligned = "  " in header.strip()  # a header one space apart (squeue -o '%i %T %r') aligns nothing
             for line in lines[at + 1:]:
-                under = [m.group() for m in _WORD_SPAN.finditer(line) if m.start() < found[1] and m.end() > found[0]]
+                words = _WORD_SPAN.findall(line)
+                if not aligned and len(words) == len(spans):
+                    under = [words[column]]  # the same cell by its place
+                else:
+                    under = [m.group() for m in _WORD_SPAN.finditer(line) if m.start() < found[1] and m.end() > found[0]]
                 if len(under) == 1 and under[0].strip("-="):
                     rows.append((line, under[0].lower()))
         named = [value for line, value in rows if any(n in line for n in names)]

@@ -168,7 +168,10 @@ def _strings(value: object) -> list[str]:
 
 # A number as a locale writes it: groups of three after a separator (, . space nbsp ' ’), a decimal part after , or .
 _LOCALE_NUMBER = re.compile(
-    r"(?<![\w.,'’])(\d{1,3}(?:[,.\u00a0\u202f '’]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)(\s?[%％])?")
+    r"(?<![\w.,'’])(\d{1,3}(?:[,.\u00a0\u202f '’]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
+    # Not the digits of an id or a word ("tbl7a2", "x86", "3rd"); a counter of a language written without spaces
+    # may follow ("120건", "6件", "3つ").
+    r"(?![0-9A-Za-z_\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]|[.,]\d)(\s?[%％])?")
 _GROUP_ONLY = frozenset("\u00a0\u202f '’")
 
 

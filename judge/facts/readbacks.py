@@ -3,13 +3,16 @@
 Pure functions of text: how many items a bare listing holds (one name, path or id a line, as ``ls``, ``find`` or
 a CLI's ``list -o name`` print them), and the objects a text names that are near twins of another (a transposed
 or one-character-off id or IP address: ``203.0.113.47`` / ``203.0.113.74``), which tie a claim to the read-back
-of the object a change really acted on.
+of the object a change really acted on; the named quantities a read-back states (:func:`read_back_quantities`: JSON
+keys, ``key: value`` lines, small tables, tool summaries, the field a one-number query asks for), which a claim's
+number is held against when their name labels it.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 
 from judge.facts.effects import json_document
@@ -151,3 +154,144 @@ def _item_lists(value: object, found: list[list[str]], depth: int) -> None:
     elif isinstance(value, dict):
         for item in value.values():
             _item_lists(item, found, depth + 1)
+
+
+# --- named quantities a read-back states: what a claim's number is held against -------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """One number a read-back states under a name: a JSON key, a ``key: value`` line, a tool summary's label
+    (samtools flagstat ``1874203 + 0 in total (QC-passed reads ...)``), or what the command asked for when the
+    receipt is only that number (``jq '.total'``, ``count(*)``, the URL's last path part)."""
+
+    key: str
+    value: float
+    percent: bool = False
+
+    def words(self) -> tuple[str, ...]:
+        """The key's words of three letters or more (``rows_processed``: rows, processed): how a claim names it."""
+        return tuple(w for w in _KEY_WORDS.findall(self.key.lower()) if len(w) >= 3)
+
+
+_KEY_WORDS = re.compile(r"[^\W\d_]+")
+# `key: 12`, `key = 0.93`, `- key: 45%` as a whole line (YAML, tool status blocks), and `key=12` pairs inside a line
+# (ansible's PLAY RECAP, logfmt).
+_KEY_LINE = re.compile(r"^\s*[-*]?\s*([^\W\d][\w .()/-]{0,40}?)\s*[:=]\s*(-?\d+(?:\.\d+)?)\s*(%)?\s*(?:\([^)\n]{0,40}\))?\s*$",
+                       re.MULTILINE)  # a value may carry its name in brackets: "Access Mode VLAN: 20 (users)"
+_KEY_PAIR = re.compile(r"(?<![\w.-])([^\W\d][\w.-]{1,40})=(-?\d+(?:\.\d+)?)(%)?(?![\w.])")
+# samtools flagstat: "<passed> + <failed> <label> (<percent> : N/A)".
+_FLAGSTAT = re.compile(r"^(\d+) \+ \d+ ([^\n(]+?)\s*(?:\(([^)\n]*)\))?\s*$", re.MULTILINE)
+_PERCENT_IN = re.compile(r"(\d+(?:\.\d+)?)%")
+# What a command that prints one number asked for: a jq path's last name, SQL's count(...), wc -l, a URL's last
+# path part, a CLI's shortcut word (lark-cli +record-count).
+_JQ_KEY = re.compile(r"\bjq\b[^|]*?\.([A-Za-z_]\w*)\s*(?:\|\s*length\s*)?['\"]?\s*$")
+_URL_PART = re.compile(r"https?://[^\s'\"?#]*/([A-Za-z][\w-]*)/?(?:[?#'\"\s]|$)")
+_SQL_TABLE = re.compile(r"\bfrom\s+[\"`]?(?:\w+\.)?([A-Za-z_]\w*)", re.IGNORECASE)
+_SHORTCUT = re.compile(r"(?<!\S)\+([A-Za-z][\w-]*)")
+
+
+@lru_cache(maxsize=512)
+def read_back_quantities(command: str, content: str) -> tuple[Quantity, ...]:
+    """The named numbers a read-back's receipt states (see :class:`Quantity`), language-neutrally: the keys are the
+    receipt's own (a claim ties to one by naming it). Numbers inside a listing of records are the records' fields
+    (:func:`~judge.facts.values.record_numbers`), not a quantity of the resource. Memoised: every claim of a
+    trajectory is held against the same read-backs."""
+    text = content[:20_000]
+    found: list[Quantity] = []
+    document = json_document(content) if _JSON_START.match(text) else None
+    if document is not None:
+        _json_quantities(document, found, 0)
+    elif not scalar_values(text):
+        found.extend(_table_quantities(text, command))
+        for key, raw, percent in _KEY_LINE.findall(text):
+            found.append(Quantity(key.strip(), float(raw), bool(percent)))
+        for key, raw, percent in _KEY_PAIR.findall(text):
+            found.append(Quantity(key, float(raw), bool(percent)))
+        for passed, label, inner in _FLAGSTAT.findall(text):
+            found.append(Quantity(f"{label} {inner}", float(passed)))
+            found.extend(Quantity(f"{label} {inner}", float(p), True) for p in _PERCENT_IN.findall(inner))
+    if not found and (shown := scalar_values(text)) and len(shown) == 1:
+        key = command_quantity(command)
+        if key:
+            found.append(Quantity(key, shown[0]))
+    return tuple(found)
+
+
+_RULE_LINE = re.compile(r"^[\s|+:=-]+$")
+_ROWS_FOOTER = re.compile(r"^\(\d+ rows?\)$")
+_NUMBER_CELL = re.compile(r"-?\d+(?:\.\d+)?\s?%?")
+_MAX_TABLE_ROWS = 20
+
+
+def _table_quantities(text: str, command: str) -> list[Quantity]:
+    """The numbers of a small table with a header line (psql's boxed output, CSV, tab- or column-aligned text, a
+    markdown table): each numeric cell under its column's name, and its row's label when there are several rows
+    ("count valid" of ``status,count`` / ``valid,1163``). A one-row result of a query keeps what it counts
+    (``count invoices``)."""
+    lines = [ln.strip() for ln in text.strip().splitlines()[:_MAX_TABLE_ROWS + 3]
+             if ln.strip() and not _RULE_LINE.match(ln) and not _ROWS_FOOTER.match(ln.strip())]
+    if len(lines) < 2 or len(lines) > _MAX_TABLE_ROWS + 1:
+        return []
+    header = lines[0]
+    if "|" not in header and re.search(r"[:=]\s", header):
+        return []  # `key: value` lines, read as such
+    if "|" in header:
+        cut = re.compile(r"\s*\|\s*")
+    elif "," in header:
+        cut = re.compile(r"\s*,\s*")
+    elif "\t" in header or "  " in header:
+        cut = re.compile(r"\t|\s{2,}")
+    elif " " in header:
+        return []  # words one space apart: prose, not a header
+    else:
+        cut = re.compile(r"(?!)")  # one word a line: a one-column result (psql's "count" over its value)
+    names = cut.split(header.strip("| "))
+    if not names or any(_NUMBER_CELL.fullmatch(n) for n in names):
+        return []  # a header names columns; a line of numbers is data
+    rows = [cut.split(ln.strip("| ")) for ln in lines[1:]]
+    if any(len(row) != len(names) for row in rows):
+        return []
+    counted = " ".join(_SQL_TABLE.findall(command)[:2]) if "count(" in command.lower() else ""
+    found: list[Quantity] = []
+    for row in rows:
+        # A row's label is its first cell that is no number ("valid" of `valid,1163`); a result without one keeps
+        # what the query counts.
+        label = next((c for c in row if c and not _NUMBER_CELL.fullmatch(c)), counted)
+        for name, cell in zip(names, row):
+            if _NUMBER_CELL.fullmatch(cell):
+                found.append(Quantity(f"{name} {label}".strip(), float(cell.rstrip("% ")), cell.endswith("%")))
+    return found
+
+
+def command_quantity(command: str) -> str:
+    """The name of what a command that prints one number asks for ("total" of ``jq '.total'``, "count" of
+    ``select count(*)``, "lines" of ``wc -l``, "duplicates" of ``.../contacts/duplicates``, "record-count" of
+    ``lark-cli base +record-count``), or ""."""
+    names = []
+    if (jq := _JQ_KEY.search(command)) is not None:
+        names.append(jq.group(1))
+    low = command.lower()
+    if "count(" in low:
+        names.append("count")
+        names.extend(_SQL_TABLE.findall(command)[:2])  # what it counts: "invoices" of ``... from invoices``
+    if re.search(r"\bwc\s+-l\b", command):
+        names.append("lines")
+    if (url := _URL_PART.search(command)) is not None:
+        names.append(url.group(1))
+    elif not names and (shortcut := _SHORTCUT.search(command.split("|")[0])) is not None:
+        names.append(shortcut.group(1))
+    return " ".join(names)
+
+
+def _json_quantities(value: object, found: list[Quantity], depth: int) -> None:
+    if depth > 3 or len(found) > 200:
+        return
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if isinstance(item, bool):
+                continue
+            if isinstance(item, (int, float)):
+                found.append(Quantity(str(name), float(item)))
+            elif isinstance(item, dict):
+                _json_quantities(item, found, depth + 1)
+    # A list holds records (their fields are no quantities of the resource) or values: neither is read here.

@@ -254,6 +254,9 @@ def segment_read_only(segment: str, verbs: Collection[str] = frozenset(),
         return True, f"{program} only reads"
     if program == "find":
         return True, "find without -delete/-exec only reads"
+    if program == "curl":
+        reads = _curl_reads(words[1:])
+        return reads, f"curl {'only reads' if reads else 'may change state'}"
     if program == "git":
         at = next((k for k, w in enumerate(words) if k and not w.startswith("-")), len(words))
         sub, rest = (words[at], words[at + 1:]) if at < len(words) else ("", [])
@@ -271,6 +274,33 @@ def segment_read_only(segment: str, verbs: Collection[str] = frozenset(),
     if any(v in verbs or v.lstrip("+").replace("_", "-").rsplit("-", 1)[-1] in verbs for v in subcommands):
         return True, f"{program} {' '.join(subcommands)} is a GET-like subcommand"
     return False, f"{program} may change state"
+
+
+# curl's options that send a body or write a file (its flags are case-sensitive: -o writes, -f only fails).
+_CURL_SHORT_WRITES = frozenset("dFTOo")
+_CURL_LONG_WRITES = ("--data", "--form", "--upload-file", "--output", "--remote-name", "--json")
+
+
+def _curl_reads(words: Sequence[str]) -> bool:
+    """Whether a curl call only reads: no body, form, upload or output file, and no method other than GET
+    (``-X``/``--request``), so its receipt is a read-back of the resource it names."""
+    for at, word in enumerate(words):
+        method = None
+        if word.startswith("--"):
+            name, _, value = word.partition("=")
+            if name.startswith(_CURL_LONG_WRITES):
+                return False
+            if name == "--request":
+                method = value or (words[at + 1] if at + 1 < len(words) else "")
+        elif word.startswith("-") and len(word) > 1:
+            flags = word[1:]
+            if _CURL_SHORT_WRITES.intersection(flags.split("X", 1)[0]):
+                return False
+            if "X" in flags:
+                method = flags.split("X", 1)[1] or (words[at + 1] if at + 1 < len(words) else "")
+        if method is not None and method.upper() != "GET":
+            return False
+    return True
 
 
 _WORD_PARTS = re.compile(r"[-_+.:=]+")

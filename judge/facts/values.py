@@ -342,6 +342,26 @@ def bare_counts(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(int(m.group(1)) for m in _BARE_COUNT.finditer(text)))
 
 
+# A number that is a whole table cell ("| registros importados | 48 |") or a labelled item's value ("- Zeilen: 48",
+# "verbleibende Dubletten: 0"): digits with locale grouping, nothing else in the cell.
+_CELL_NUMBER = re.compile(r"(?:^|\|)\s*(\d{1,3}(?:[,.\u00a0\u202f ']\d{3})+|\d+)\s*(?=\||$)"
+                          r"|[^\W\d][^:：|\n]{0,60}[:：]\s*(\d{1,3}(?:[,.\u00a0\u202f ']\d{3})+|\d+)\s*\.?\s*$")
+
+
+def cell_counts(text: str) -> tuple[int, ...]:
+    """Counts a line states as table cells or as a label's value (see ``_CELL_NUMBER``), their grouping read
+    ("2.210.442", "1,200"): a claim in a summary table or a key-value list, in any language."""
+    if "|" not in text and ":" not in text and "：" not in text:
+        return ()  # neither a cell nor a label (most sentences)
+    found: list[int] = []
+    for match in _CELL_NUMBER.finditer(text.strip()):
+        raw = match.group(1) or match.group(2)
+        digits = re.sub(r"[,.\u00a0\u202f ']", "", raw)
+        if digits.isdigit():
+            found.append(int(digits))
+    return tuple(dict.fromkeys(found))
+
+
 def record_numbers(text: str) -> dict[str, list[float]]:
     """Field -> the numbers of that field in the records a JSON read-back lists (the objects of its collections),
     for fields that hold a number in every record that has them: what a total or a bound is held against."""
