@@ -161,9 +161,10 @@ def test_list_shows_the_latest_decisions_and_flags_stale_ones(run: Path):
     document = json.loads(listed.stdout)
     assert [(d["trajectory_id"], d["decision"]["kind"], d["stale"]) for d in document["decisions"]] == [
         (FAILS, "confirm-issue", None), (CLEAN, "release-override", None)]
-    # the trajectory changes (a re-import of a fixed log): its decision is flagged, and rescore does not apply it
+    # the trajectory changes (a re-import of a fixed log, receipt and answer alike: a receipt changed alone would
+    # now contradict the answer): its decision is flagged, and rescore does not apply it
     path = run / rundir.TRAJECTORIES
-    path.write_text(path.read_text().replace("port = 8080", "port = 9090"), encoding="utf-8")
+    path.write_text(path.read_text().replace("8080", "9090"), encoding="utf-8")
     document = json.loads(invoke("review", str(run), "--list", "--json").stdout)
     assert document["stale"] == 1 and "trajectory changed" in document["decisions"][1]["stale"]
     assert invoke("rescore", str(run)).exit_code == 0
