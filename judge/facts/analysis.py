@@ -26,8 +26,7 @@ from typing import Any, Literal
 from judge.derived import TrajectoryMemo
 from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.effects import (error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect,
-                                 target_recap)
+from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect, target_recap
 from judge.facts.jobs import job_state, partial_load, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
