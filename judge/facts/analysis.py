@@ -765,10 +765,10 @@ def _classify_hits(
         line = _reason_after_exit_line(window, patterns) or line
     if environment:
         return Reading("environment", line, reports_checks, uncertain is not None,
-                       shows="partial" if hit("partial") or _targets_succeeded(text, patterns) else "")
+                       shows="partial" if hit("partial") or _targets_succeeded(text, hit, patterns) else "")
     invocation = reports_checks and hit("invocation_error") is not None
     return Reading("error", line or f"exit code {receipt.exit_code}", reports_checks, False, invocation,
-                   shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) or _targets_succeeded(text, patterns)
+                   shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) or _targets_succeeded(text, hit, patterns)
                    else "",
                    reports_failures=reports_checks or hit("check_failure") is not None)
 
@@ -790,7 +790,7 @@ def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], 
         envelope = error_envelope(text, patterns.error_envelope, patterns.effect_keys)
         if envelope is not None:
             return envelope[0], envelope[1], False
-    recap = target_recap(text, patterns.target_recap)
+    recap = target_recap(text, patterns.target_recap) if hit("recap_failing") is not None else None
     if recap is not None:
         return recap[2], recap[0] > 0, True  # some targets failed: partial beside targets that succeeded
     columns = patterns.error_envelope.get("columns", ())
@@ -808,9 +808,11 @@ def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], 
     return None
 
 
-def _targets_succeeded(text: str, patterns: CompiledPatterns) -> bool:
+def _targets_succeeded(text: str, hit: Callable[[str], re.Match[str] | None], patterns: CompiledPatterns) -> bool:
     """Whether a failed run's per-target recap shows other targets that succeeded (ansible's PLAY RECAP with one
     host failed, "3 succeeded, 1 failed"): the run was partial, not a failure that did nothing."""
+    if hit("recap_succeeding") is None:
+        return False  # nothing in the receipt's window can name a target that succeeded (most failures)
     recap = target_recap(text, patterns.target_recap)
     return recap is not None and recap[0] > 0
 

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from judge.facts.effects import RecapVocabulary
 from judge.facts.matching import PhraseGroup, PhraseMatcher, lower_pattern
 from judge.facts.numbers import NumberWords
 from judge.facts.shell import sql_read_only
@@ -452,7 +453,10 @@ class CompiledPatterns:
         self.effect_keys = tuple(key.lower() for key in tools.effect_keys)
         self.report_verbs = frozenset(verb.lower() for verb in tools.report_verbs)
         self.create_verbs = frozenset(verb.lower() for verb in tools.create_verbs)
-        self.target_recap = {role: [word.lower() for word in words] for role, words in tools.target_recap.items()}
+        self.target_recap = RecapVocabulary.build(tools.target_recap)
+        # Its literals, found by the receipt lists' one scan: a receipt without them holds no recap to parse.
+        self.recap_failing = PhraseMatcher([re.escape(word) for word in self.target_recap.failing])
+        self.recap_succeeding = PhraseMatcher([re.escape(word) for word in self.target_recap.succeeding])
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)
@@ -466,7 +470,9 @@ class CompiledPatterns:
                                           "running": self.running, "noop": self.noop, "partial": self.partial,
                                           "check_failure": self.check_failure,
                                           "failure_count": self.failure_count,
-                                          "stated_failure": self.stated_failure})
+                                          "stated_failure": self.stated_failure,
+                                          "recap_failing": self.recap_failing,
+                                          "recap_succeeding": self.recap_succeeding})
         self.command_lists = PhraseGroup(
             {"read_only": self.read_only_command, "check": self.check, "content": self.content_command,
              "link_check": self.link_check})

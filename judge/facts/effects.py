@@ -13,6 +13,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 _MAX_TEXT = 20_000
@@ -318,7 +319,47 @@ _WORD_LABEL = re.compile(r"([^\W\d_]+)[ \t]*[:=：][ \t]*(\d+)(?!\d|[.,]\d)")
 _MIN_STATUS_ROWS = 2  # one "name: failed" line is one failure, not a recap of targets
 
 
-def target_recap(text: str, vocabulary: dict[str, list[str]]) -> tuple[int, int, str] | None:
+@dataclass(frozen=True, slots=True)
+class RecapVocabulary:
+    """The rules config's ``tools.target_recap`` read once (see :func:`target_recap`), with the literals a recap
+    needs: ``failing`` (one of them is in every recap that shows a failed target: ``failed=``, a failure state or
+    word) and ``succeeding`` (in every recap that shows a target that succeeded: ``failed=0``, a success state or
+    word). The rules config matches them with the receipt lists' one literal scan (``recap_failing``,
+    ``recap_succeeding``), so that a receipt without them is never parsed."""
+
+    failure_counters: frozenset[str] = frozenset()
+    success_states: frozenset[str] = frozenset()
+    failure_states: frozenset[str] = frozenset()
+    field_labels: frozenset[str] = frozenset()
+    success_words: frozenset[str] = frozenset()
+    failure_words: frozenset[str] = frozenset()
+    failing: tuple[str, ...] = ()
+    succeeding: tuple[str, ...] = ()
+
+    @classmethod
+    def build(cls, vocabulary: dict[str, list[str]]) -> RecapVocabulary:
+        """The vocabulary of ``vocabulary`` (role -> words), lower-cased, with its literal gates."""
+        roles = {role: frozenset(word.lower() for word in words) for role, words in vocabulary.items()}
+
+        def get(role: str) -> frozenset[str]:
+            return roles.get(role, frozenset())
+
+        failing = ({f"{c}=" for c in get("failure_counters")} | {f": {s}" for s in get("failure_states")}
+                   | {f"[{s}]" for s in get("failure_states")} | get("failure_words"))
+        succeeding = ({f"{c}=0" for c in get("failure_counters")} | {f": {s}" for s in get("success_states")}
+                      | {f"[{s}]" for s in get("success_states")} | get("success_words"))
+        return cls(get("failure_counters"), get("success_states"), get("failure_states"), get("field_labels"),
+                   get("success_words"), get("failure_words"), _shortest(failing), _shortest(succeeding))
+
+
+
+def _shortest(literals: set[str]) -> tuple[str, ...]:
+    """The literals that hold no other one (``failed=`` holds ``failed``): a text holds one of ``literals`` iff it
+    holds one of these, tested with fewer scans."""
+    return tuple(sorted(word for word in literals if not any(other != word and other in word for other in literals)))
+
+
+def target_recap(text: str, vocabulary: RecapVocabulary) -> tuple[int, int, str] | None:
     """A per-target recap of a run over many targets, read by structure: ``(targets that succeeded, targets that
     failed, the first failing row)``, or None when the text holds no recap or no target failed.
 
@@ -327,13 +368,10 @@ def target_recap(text: str, vocabulary: dict[str, list[str]]) -> tuple[int, int,
     two targets each with a status of ``success_states`` or ``failure_states``: pssh ``[FAILURE] app3``, ``n2: failed``),
     then a summary that counts outcomes (``Summary: 3 succeeded, 1 failed``, Salt's ``Succeeded: 5`` / ``Failed: 2``,
     ``成功: 3, 失败: 1``: counts beside ``success_words`` and ``failure_words``, both present). ``vocabulary`` is the
-    rules config's ``tools.target_recap``: words as data, most of them the tools' own English."""
+    rules config's ``tools.target_recap`` (:class:`RecapVocabulary`): words as data, most of them the tools' own
+    English. Callers test the vocabulary's ``failing`` literals on the receipt first (this reads the whole text)."""
     text = text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text
-    low = text.lower()
-    if not any(word in low for role in ("failure_counters", "failure_states", "failure_words")
-               for word in vocabulary.get(role, ())):
-        return None  # no failure word anywhere (most receipts): one scan
-    failing = frozenset(vocabulary.get("failure_counters", ()))
+    failing = vocabulary.failure_counters
     succeeded = failed = 0
     first = ""
     if "=" in text:
@@ -346,10 +384,9 @@ def target_recap(text: str, vocabulary: dict[str, list[str]]) -> tuple[int, int,
                 succeeded += 1
         if succeeded + failed:
             return (succeeded, failed, first) if failed else None
-    good_states = frozenset(vocabulary.get("success_states", ()))
-    bad_states = frozenset(vocabulary.get("failure_states", ()))
+    good_states, bad_states = vocabulary.success_states, vocabulary.failure_states
     rows = 0
-    fields = frozenset(vocabulary.get("field_labels", ()))
+    fields = vocabulary.field_labels
     for match in _STATUS_ROW.finditer(text):
         if match.group(3) is not None and match.group(3).lower() in fields:
             continue  # "status: failed" is the run's own state field, not a target's row
@@ -364,8 +401,7 @@ def target_recap(text: str, vocabulary: dict[str, list[str]]) -> tuple[int, int,
         rows += 1
     if rows >= _MIN_STATUS_ROWS:
         return (succeeded, failed, first) if failed else None
-    good_words = frozenset(vocabulary.get("success_words", ()))
-    bad_words = frozenset(vocabulary.get("failure_words", ()))
+    good_words, bad_words = vocabulary.success_words, vocabulary.failure_words
     succeeded = failed = 0
     seen_good = False
     first = ""
