@@ -134,6 +134,10 @@ OUTCOMES: list[tuple[str, Any, str, str]] = [
      "error", "failed"),
     # principle 3: writes that did nothing
     ("no hosts matched", sh("ansible-playbook -i prod.ini lb.yml --limit 'lb-*'", NO_HOSTS, 0), "ok", "noop"),
+    ("a pipeline that found zero samples", sh("snakemake --cores 8 --config sheet=samples_jan.tsv",
+                                              "Building DAG of jobs...\nsamples_jan.tsv: 0 samples selected\n"
+                                              "Nothing to be run for 0 samples.\nComplete log: .snakemake/log/run.log", 0),
+     "ok", "noop"),
     ("no input files matched", sh("python trim_reads.py --glob 'raw/*.fq.gz'", "no input files matched raw/*.fq.gz\n"
                                   "done", 0), "ok", "noop"),
     ("a dry run by default", sh("crmctl contacts purge --older-than 365d", "mode: dry-run (pass --commit to apply)\n"
