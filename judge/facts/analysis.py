@@ -449,10 +449,10 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
 
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     checks_by_call = action.is_check
-    # A receipt that reads like a check's report ("host-c: ok", "Solving environment: failed") makes a call of
-    # unknown kind a check, not a call whose command names a write (deploy-all.sh, conda env create): that one
-    # reports its own work.
-    reports_checks = reading.reports_checks and not _names_write(action, config)
+    # A receipt that reads like a check's report makes the call a check, unless the call names a write
+    # (deploy-all.sh, conda env create) and what reads like verdicts is its own run's: a per-target recap ("host-c:
+    # FAILED"), a step's stated failure ("Solving environment: failed").
+    reports_checks = reading.reports_checks and not (_names_write(action, config) and _reports_own_run(action, config))
     if reading.exit0 is not None and (checks_by_call or reports_checks or action.is_plan or action.read_only
                                       or (reading.counted and _reports_on_input(action, config))):
         # A check's failures behind exit 0 are silent-check-failure's (one finding, not two); a read shows data.
@@ -521,6 +521,18 @@ def _create_conflict(action: Action, config: RulesConfig) -> str:
     if found is None or _names_write_of(command, config.patterns.create_verbs) is None:
         return ""
     return _line_at(receipt.content, found.start())
+
+
+def _reports_own_run(action: Action, config: RulesConfig) -> bool:
+    """Whether the receipt sums up the call's own run: a per-target recap with a failed target, or a failure the
+    run states (the ``stated_failure`` list)."""
+    receipt = action.receipt
+    if receipt is None:
+        return False
+    patterns = config.patterns
+    text = receipt.content[:20_000]
+    return (target_recap(text, patterns.target_recap) is not None
+            or patterns.stated_failure.search(text) is not None)
 
 
 def _names_write(action: Action, config: RulesConfig) -> bool:
