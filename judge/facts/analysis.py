@@ -15,6 +15,7 @@ receipt shows still running or queued is ``running``, a timeout or a missing rec
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import json
 import re
@@ -26,13 +27,14 @@ from judge.derived import TrajectoryMemo
 from judge.facts import answers
 from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect
+from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect, target_recap
 from judge.facts.jobs import job_state, partial_load, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
     CommandReading,
     command_is_read_only,
     exit_answer,
+    names_verb,
     object_keys,
     read_command,
     segment_hits,
@@ -388,6 +390,7 @@ class Reading:
     # reading says "error"; ``exit0`` is the reading the success had, kept for a check, a plan or a read, whose
     # exit-0 failures are not failed calls (a check's are silent-check-failure's).
     exit0: Reading | None = None
+    counted: bool = False  # the failure behind the success is a count of errors (not an envelope or a statement)
 
 
 # Receipt reading modes: the text says nothing for file content (flags only); HTTP statuses and network errors
@@ -468,9 +471,14 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
         if reading.outcome == "ok":
             reading = Reading("error", refused)
     checks_by_call = action.is_check
+    # A receipt that reads like a check's report makes the call a check, unless the call names a write
+    # (deploy-all.sh, conda env create) and what reads like verdicts is its own run's: a per-target recap ("host-c:
+    # FAILED"), a step's stated failure ("Solving environment: failed").
+    reports_checks = reading.reports_checks and not (_names_write(action, config) and _reports_own_run(action, config))
     if reading.exit0 is not None and not refused \
-            and (checks_by_call or reading.reports_checks or action.is_plan
-                 or (action.read_only and action.program not in _HTTP_CLIENTS)):
+            and (checks_by_call or reports_checks or action.is_plan
+                 or (action.read_only and action.program not in _HTTP_CLIENTS)
+                 or (reading.counted and _reports_on_input(action, config))):
         # A check's failures behind exit 0 are silent-check-failure's (one finding, not two); a read shows data
         # (an HTTP GET's body is the server's answer to that request: its error envelope is the call's failure).
         reading = reading.exit0
@@ -478,7 +486,7 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if answered is not None:
         action.answer, reading = answered
     action.outcome, action.error_line = reading.outcome, reading.line
-    if reading.reports_checks and not action.is_plan and not action.read_only and not refused:
+    if reports_checks and not action.is_plan and not action.read_only and not refused:
         action.is_check = True  # it reported checks passing/failing: it was a check (a read or an echo never is)
     receipt = action.receipt
     # Exit codes some programs reserve for network / auth faults (curl 6: could not resolve host).
@@ -500,6 +508,8 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if action.outcome == "error" and not action.reported and not action.is_plan and _answers_with_records(receipt):
         action.is_check = action.reported = True  # a scanner's findings with its verdict as exit code
     action.status = status_of(action, reading)
+    if action.status == "ok" and (conflict := _create_conflict(action, config)):
+        action.outcome, action.status, action.error_line = "error", "failed", conflict  # the object was there already
     if action.status == "noop" and receipt is not None and "{" in receipt.content \
             and json_shows_effect(receipt.content, config.patterns.effect_keys):
         action.status = "ok"  # "updated": 0 beside "inserted": 12: a zero of one part, the write did something
@@ -524,6 +534,52 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
         # The harness saw a success, the output's structure reports failures: evidence relied on, not a failed call.
         action.outcome, action.error_line, action.reported, action.status = "ok", "", False, "ok"
         action.silent_failure = True
+
+
+def _create_conflict(action: Action, config: RulesConfig) -> str:
+    """The line of the answer to a call that names a create (``tools.create_verbs``: ``kubectl create``,
+    ``+record-create``, ``add_user.py``) that says its object exists already (the ``create_conflict`` list), or ""."""
+    receipt, command = action.receipt, action.command
+    if receipt is None or command is None or action.read_only or action.is_check or action.is_plan:
+        return ""
+    found = config.patterns.create_conflict.search(receipt.content[:20_000])
+    if found is None or _names_write_of(command, config.patterns.create_verbs) is None:
+        return ""
+    return _line_at(receipt.content, found.start())
+
+
+def _reports_own_run(action: Action, config: RulesConfig) -> bool:
+    """Whether the receipt sums up the call's own run: a per-target recap with a failed target, or a failure the
+    run states (the ``stated_failure`` list)."""
+    receipt = action.receipt
+    if receipt is None:
+        return False
+    patterns = config.patterns
+    text = receipt.content[:20_000]
+    return (target_recap(text, patterns.target_recap) is not None
+            or patterns.stated_failure.search(text) is not None)
+
+
+def _names_write(action: Action, config: RulesConfig) -> bool:
+    """Whether the action's shell command names a write by its verb (:func:`judge.facts.shell.names_write`)."""
+    command = action.command
+    return command is not None and _names_write_of(command, config.patterns.write_verbs) is not None
+
+
+@functools.lru_cache(maxsize=2048)
+def _names_write_of(command: str, writes: frozenset[str]) -> str | None:
+    """:func:`judge.facts.shell.names_verb`, memoised (commands repeat across a batch)."""
+    return names_verb(command, writes)
+
+
+def _reports_on_input(action: Action, config: RulesConfig) -> bool:
+    """Whether the call is a report over the data it reads (its program, script or subcommand names a report:
+    ``summarize.py``, ``csvstat``, ``report``; no write verb, no file written): the errors it counts are findings
+    in that data ("errors: 3 (malformed dates)"), not failures of its own run."""
+    command = action.command
+    patterns = config.patterns
+    return (command is not None and not action.writes and _names_write_of(command, patterns.report_verbs) is not None
+            and _names_write_of(command, patterns.write_verbs) is None)
 
 
 def _reports_failure_silently(action: Action, reading: Reading, config: RulesConfig) -> bool:
@@ -799,9 +855,9 @@ def _classify_hits(
         behind = _failure_behind_success(receipt, window, hit, patterns) if mode == NORMAL else None
         if behind is None:
             return success
-        line, effect = behind
+        line, effect, counted_errors = behind
         return Reading("error", line, reports_checks, shows="partial" if effect else "", reports_failures=failures,
-                       exit0=success)
+                       exit0=success, counted=counted_errors)
     if error is not None and not explicit_failure and not environment and hit("noop") is not None:
         # "warning: unknown flag --upsert ignored" with no exit code: the tool went on and did nothing (a no-op).
         warned = _line_at(window, error.start()).lower()
@@ -813,36 +869,56 @@ def _classify_hits(
         line = _reason_after_exit_line(window, patterns) or line
     if environment:
         return Reading("environment", line, reports_checks, uncertain is not None,
-                       shows="partial" if hit("partial") else "")
+                       shows="partial" if hit("partial") or _targets_succeeded(text, hit, patterns) else "")
     invocation = reports_checks and hit("invocation_error") is not None
     return Reading("error", line or f"exit code {receipt.exit_code}", reports_checks, False, invocation,
-                   shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) else "",
+                   shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) or _targets_succeeded(text, hit, patterns)
+                   else "",
                    reports_failures=reports_checks or hit("check_failure") is not None)
 
 
 def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], re.Match[str] | None],
-                            patterns: CompiledPatterns) -> tuple[str, bool] | None:
+                            patterns: CompiledPatterns) -> tuple[str, bool, bool] | None:
     """The failure a receipt's content shows although its flags say success (exit 0, "exit code: 0", no flag):
-    ``(line, shows_effect)``, or None. Read by structure first: a JSON error envelope
+    ``(line, shows_effect, counted)``, or None. Read by structure first: a JSON error envelope
     (:func:`judge.facts.effects.error_envelope`: ``{"error": {...}}``, ``{"ok": false}``, ``{"code": 99991663,
-    "msg": ...}``), a summary table with an error column above zero, then the run's own count of errors above zero
-    or its "failed" summary (the ``failure_count`` list: "3 errors", "BUILD FAILED"). ``shows_effect``: the same
-    receipt shows some work done (an effect count in the envelope, or the ``partial`` list: "6 of 10 synced")."""
+    "msg": ...}``), a per-target recap with a target failed (:func:`judge.facts.effects.target_recap`: ansible's
+    PLAY RECAP, "3 succeeded, 1 failed"), a summary table with an error column above zero, the run's own count of
+    errors above zero or its "failed" summary (the ``failure_count`` list: "3 errors", "BUILD FAILED"), then a
+    failure a resolver or a service states (the ``stated_failure`` list: "ResolvePackageNotFound", "duplicate
+    key"). ``shows_effect``: the same receipt shows some work done (an effect count in the envelope, targets that
+    succeeded, or the ``partial`` list: "6 of 10 synced"). ``counted``: the failure is read from counts or rows
+    (a recap, a column, a count of errors), which a report over its input prints about the data it read."""
     text = receipt.content
     if "{" in text:
         envelope = error_envelope(text, patterns.error_envelope, patterns.effect_keys)
         if envelope is not None:
-            return envelope
+            return envelope[0], envelope[1], False
+    recap = target_recap(text, patterns.target_recap) if hit("recap_failing") is not None else None
+    if recap is not None:
+        return recap[2], recap[0] > 0, True  # some targets failed: partial beside targets that succeeded
     columns = patterns.error_envelope.get("columns", ())
     # A table is read only when its header can name an error column (most receipts with a pipe are no such table).
     counted = failed_column(window, columns) if (("|" in window or "\t" in window)
                                                   and any(c in window.lower() for c in columns)) else ""
-    if not counted:
-        found = hit("failure_count")
-        if found is None:
-            return None
-        counted = _line_at(window, found.start())
-    return counted, hit("partial") is not None
+    if counted:
+        return counted, hit("partial") is not None, True
+    found = hit("failure_count")
+    if found is not None:
+        return _line_at(window, found.start()), hit("partial") is not None, True
+    found = hit("stated_failure")
+    if found is not None:
+        return _line_at(window, found.start()), hit("partial") is not None, False
+    return None
+
+
+def _targets_succeeded(text: str, hit: Callable[[str], re.Match[str] | None], patterns: CompiledPatterns) -> bool:
+    """Whether a failed run's per-target recap shows other targets that succeeded (ansible's PLAY RECAP with one
+    host failed, "3 succeeded, 1 failed"): the run was partial, not a failure that did nothing."""
+    if hit("recap_succeeding") is None:
+        return False  # nothing in the receipt's window can name a target that succeeded (most failures)
+    recap = target_recap(text, patterns.target_recap)
+    return recap is not None and recap[0] > 0
 
 
 def _envelope_effect(receipt: Receipt, patterns: CompiledPatterns) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from judge.facts.effects import RecapVocabulary
 from judge.facts.matching import PhraseGroup, PhraseMatcher, lower_pattern
 from judge.facts.numbers import NumberWords
 from judge.facts.shell import sql_read_only
@@ -214,6 +215,23 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="Words of a JSON key that counts what a write did ('created', 'synced_count', 'record_ids'): a "
                     "positive count or a non-empty list under one, in an error envelope, shows the call was partial.")
+    create_verbs: list[str] = Field(
+        default_factory=list,
+        description="Words of a call that makes a new object (create, add, register): a part of its program, "
+                    "subcommand or flag words. Its receipt saying the object exists already is a failed create.")
+    report_verbs: list[str] = Field(
+        default_factory=list,
+        description="Words of a call that reports on the data it reads (summarize, stats, profile, report): a part of "
+                    "its program, script or subcommand words. With no write verb and no file written, the errors it "
+                    "counts are findings in that data, not failures of its run.")
+    target_recap: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="A per-target recap of a run over many targets (judge.facts.effects.target_recap): "
+                    "'failure_counters' (a recap row's counters that fail a target: failed, unreachable), "
+                    "'success_states' / 'failure_states' (a target row's status), 'field_labels' (labels that are the "
+                    "run's own fields, not targets: status, state), 'success_words' / 'failure_words' (a summary's "
+                    "outcome words beside counts, in several languages). A target failed beside others that "
+                    "succeeded is a partial run, whatever the exit code.")
     exit_answers: dict[str, dict[int, str]] = Field(
         default_factory=dict,
         description="Command words (program first, then words the command must hold: 'git diff --quiet') -> exit "
@@ -259,6 +277,10 @@ OPTIONAL_PHRASE_LISTS = ("pass_claim", "count_claim", "uncertain", "invocation_e
                          # failure_count: a run's own summary counting errors above zero ("3 errors", "BUILD
                          # FAILED"): behind an explicit exit 0, a call that is no check failed.
                          "failure_count",
+                         # stated_failure: a resolver or a service stating its failure in words behind exit 0
+                         # ("ResolvePackageNotFound", "duplicate key"); create_conflict: "already exists" (a failed
+                         # create when the call names one, tools.create_verbs).
+                         "stated_failure", "create_conflict",
                          # all_clear: "no errors", "0 failed", "sorunsuz": failure and negation words inside one
                          # say nothing failed (a claim, not a report of a failure nor a negated claim).
                          "all_clear",
@@ -448,6 +470,12 @@ class CompiledPatterns:
         self.error_only_keys = frozenset(key.lower() for key in tools.error_only_keys)
         self.steady_states = frozenset(state.lower() for state in tools.steady_states)
         self.refused_reads = {program: PhraseMatcher(shapes) for program, shapes in tools.refused_reads.items()}
+        self.report_verbs = frozenset(verb.lower() for verb in tools.report_verbs)
+        self.create_verbs = frozenset(verb.lower() for verb in tools.create_verbs)
+        self.target_recap = RecapVocabulary.build(tools.target_recap)
+        # Its literals, found by the receipt lists' one scan: a receipt without them holds no recap to parse.
+        self.recap_failing = PhraseMatcher([re.escape(word) for word in self.target_recap.failing])
+        self.recap_succeeding = PhraseMatcher([re.escape(word) for word in self.target_recap.succeeding])
         self.write_name = PhraseMatcher(tools.write_names)
         self.final_name = PhraseMatcher(tools.final_names)
         self.content_name = PhraseMatcher(tools.content_names)
@@ -460,7 +488,10 @@ class CompiledPatterns:
                                           "uncertain": self.uncertain, "invocation_error": self.invocation_error,
                                           "running": self.running, "noop": self.noop, "partial": self.partial,
                                           "check_failure": self.check_failure,
-                                          "failure_count": self.failure_count})
+                                          "failure_count": self.failure_count,
+                                          "stated_failure": self.stated_failure,
+                                          "recap_failing": self.recap_failing,
+                                          "recap_succeeding": self.recap_succeeding})
         self.command_lists = PhraseGroup(
             {"read_only": self.read_only_command, "check": self.check, "content": self.content_command,
              "link_check": self.link_check})
@@ -538,6 +569,8 @@ class CompiledPatterns:
     partial: PhraseMatcher
     check_failure: PhraseMatcher
     failure_count: PhraseMatcher
+    stated_failure: PhraseMatcher
+    create_conflict: PhraseMatcher
     future: PhraseMatcher
     resolution_claim: PhraseMatcher
     all_clear: PhraseMatcher

@@ -13,6 +13,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 _MAX_TEXT = 20_000
@@ -302,3 +303,121 @@ def failed_column(text: str, nouns: Iterable[str]) -> str:
 
 
 _CELLS = re.compile(r"\s*[|│┃]\s*|\t|\s{2,}")
+
+
+# Per-target recaps (issue 24 item 2): a run over many hosts, minions or nodes sums its outcome up per target.
+# Ansible's "web1 : ok=4 changed=1 unreachable=0 failed=0": a target, then three or more name=count counters.
+_RECAP_ROW = re.compile(r"^[ \t]*([^\s:=]+)[ \t]*:[ \t]+((?:[A-Za-z_]+=\d+[ \t]*){3,})$", re.MULTILINE)
+_COUNTER = re.compile(r"([A-Za-z_]+)=(\d+)")
+# One target's status: pssh's "[3] 10:01:05 [FAILURE] app3", or "host-d: FAILED (reason)" (a one-token name: a
+# phrase before the colon, "Solving environment: failed", is a step of one run, not a target).
+_STATUS_ROW = re.compile(r"^[ \t]*(?:\[\d+\][ \t]+\S+[ \t]+)?\[([^\W\d_]+)\][ \t]+(\S+)|^[ \t]*([\w.@/-]+)[ \t]*:[ \t]*([^\W\d_]+)\b",
+                         re.MULTILINE)
+# A count beside an outcome word: "3 succeeded", "Failed: 2", "失败：1", "erfolgreich: 5".
+_COUNT_WORD = re.compile(r"(?<![\w.,])(\d+)(?![.,]\d)[ \t]*([^\W\d_]+)")
+_WORD_LABEL = re.compile(r"([^\W\d_]+)[ \t]*[:=：][ \t]*(\d+)(?!\d|[.,]\d)")
+_MIN_STATUS_ROWS = 2  # one "name: failed" line is one failure, not a recap of targets
+
+
+@dataclass(frozen=True, slots=True)
+class RecapVocabulary:
+    """The rules config's ``tools.target_recap`` read once (see :func:`target_recap`), with the literals a recap
+    needs: ``failing`` (one of them is in every recap that shows a failed target: ``failed=``, a failure state or
+    word) and ``succeeding`` (in every recap that shows a target that succeeded: ``failed=0``, a success state or
+    word). The rules config matches them with the receipt lists' one literal scan (``recap_failing``,
+    ``recap_succeeding``), so that a receipt without them is never parsed."""
+
+    failure_counters: frozenset[str] = frozenset()
+    success_states: frozenset[str] = frozenset()
+    failure_states: frozenset[str] = frozenset()
+    field_labels: frozenset[str] = frozenset()
+    success_words: frozenset[str] = frozenset()
+    failure_words: frozenset[str] = frozenset()
+    failing: tuple[str, ...] = ()
+    succeeding: tuple[str, ...] = ()
+
+    @classmethod
+    def build(cls, vocabulary: dict[str, list[str]]) -> RecapVocabulary:
+        """The vocabulary of ``vocabulary`` (role -> words), lower-cased, with its literal gates."""
+        roles = {role: frozenset(word.lower() for word in words) for role, words in vocabulary.items()}
+
+        def get(role: str) -> frozenset[str]:
+            return roles.get(role, frozenset())
+
+        failing = ({f"{c}=" for c in get("failure_counters")} | {f": {s}" for s in get("failure_states")}
+                   | {f"[{s}]" for s in get("failure_states")} | get("failure_words"))
+        succeeding = ({f"{c}=0" for c in get("failure_counters")} | {f": {s}" for s in get("success_states")}
+                      | {f"[{s}]" for s in get("success_states")} | get("success_words"))
+        return cls(get("failure_counters"), get("success_states"), get("failure_states"), get("field_labels"),
+                   get("success_words"), get("failure_words"), _shortest(failing), _shortest(succeeding))
+
+
+
+def _shortest(literals: set[str]) -> tuple[str, ...]:
+    """The literals that hold no other one (``failed=`` holds ``failed``): a text holds one of ``literals`` iff it
+    holds one of these, tested with fewer scans."""
+    return tuple(sorted(word for word in literals if not any(other != word and other in word for other in literals)))
+
+
+def target_recap(text: str, vocabulary: RecapVocabulary) -> tuple[int, int, str] | None:
+    """A per-target recap of a run over many targets, read by structure: ``(targets that succeeded, targets that
+    failed, the first failing row)``, or None when the text holds no recap or no target failed.
+
+    Read in this order: counter rows (Ansible's PLAY RECAP: a target fails when one of its ``failure_counters``,
+    ``failed`` or ``unreachable``, is above zero; ``ignored`` and ``rescued`` are no failures), status rows (at least
+    two targets each with a status of ``success_states`` or ``failure_states``: pssh ``[FAILURE] app3``, ``n2: failed``),
+    then a summary that counts outcomes (``Summary: 3 succeeded, 1 failed``, Salt's ``Succeeded: 5`` / ``Failed: 2``,
+    ``成功: 3, 失败: 1``: counts beside ``success_words`` and ``failure_words``, both present). ``vocabulary`` is the
+    rules config's ``tools.target_recap`` (:class:`RecapVocabulary`): words as data, most of them the tools' own
+    English. Callers test the vocabulary's ``failing`` literals on the receipt first (this reads the whole text)."""
+    text = text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text
+    failing = vocabulary.failure_counters
+    succeeded = failed = 0
+    first = ""
+    if "=" in text:
+        for match in _RECAP_ROW.finditer(text):
+            counters = {name.lower(): int(n) for name, n in _COUNTER.findall(match.group(2))}
+            if any(n for name, n in counters.items() if name in failing):
+                failed += 1
+                first = first or match.group(0).strip()
+            else:
+                succeeded += 1
+        if succeeded + failed:
+            return (succeeded, failed, first) if failed else None
+    good_states, bad_states = vocabulary.success_states, vocabulary.failure_states
+    rows = 0
+    fields = vocabulary.field_labels
+    for match in _STATUS_ROW.finditer(text):
+        if match.group(3) is not None and match.group(3).lower() in fields:
+            continue  # "status: failed" is the run's own state field, not a target's row
+        state = (match.group(1) or match.group(4)).lower()
+        if state in bad_states:
+            failed += 1
+            first = first or match.group(0).strip()
+        elif state in good_states:
+            succeeded += 1
+        else:
+            continue
+        rows += 1
+    if rows >= _MIN_STATUS_ROWS:
+        return (succeeded, failed, first) if failed else None
+    good_words, bad_words = vocabulary.success_words, vocabulary.failure_words
+    succeeded = failed = 0
+    seen_good = False
+    first = ""
+    pairs = [(m.start(), int(m.group(1)), m.group(2)) for m in _COUNT_WORD.finditer(text)]
+    pairs += [(m.start(), int(m.group(2)), m.group(1)) for m in _WORD_LABEL.finditer(text)]
+    for at, count, word in sorted(pairs):
+        word = word.lower()
+        if word in good_words:
+            seen_good, succeeded = True, succeeded + count
+        elif word in bad_words:
+            failed += count
+            if count and not first:
+                first = _line_of(text, at)
+    return (succeeded, failed, first) if seen_good and failed else None
+
+
+def _line_of(text: str, position: int) -> str:
+    end = text.find("\n", position)
+    return text[text.rfind("\n", 0, position) + 1 : end if end >= 0 else len(text)].strip()

@@ -327,6 +327,30 @@ def _write_word(words: Sequence[str], writes: Collection[str]) -> str | None:
     return None
 
 
+def names_verb(command: str, verbs: Collection[str]) -> str | None:
+    """The first word of ``command`` that names one of ``verbs`` (the rules config's ``write_verbs``,
+    ``create_verbs``, ``report_verbs``): a part of its program's name (``deploy-all.sh``, ``import_orders.py``, the
+    script an interpreter runs), of a subcommand word (``conda env create``) or of a flag name, in any segment; None
+    when no word does."""
+    for segment in read_command(command).segments:
+        words = words_of(segment.text)
+        if not words:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        if program in _INTERPRETERS and len(words) > 1 and not words[1].startswith("-"):
+            program = words[1].rsplit("/", 1)[-1]  # python tools/import_orders.py: the script names what it does
+            words = words[1:]
+        subcommands = list(itertools.takewhile(lambda w: not w.startswith("-"), words[1:]))[:4]
+        flags = [w for w in words[1:] if w.startswith("-")]
+        found = _write_word([program.lower(), *(w.lower() for w in subcommands + flags)], verbs)
+        if found is not None:
+            return found
+    return None
+
+
+_INTERPRETERS = frozenset({"python", "python3", "node", "bash", "sh", "ruby", "perl", "deno", "bun", "php"})
+
+
 # Words of SQL that change data, schema, sessions or files, anywhere in a statement (a data-modifying CTE, SELECT
 # ... INTO, EXPLAIN ANALYZE runs its statement): the safety net of :func:`sql_read_only`, which always wins.
 _SQL_WRITE = re.compile(

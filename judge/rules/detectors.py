@@ -101,9 +101,15 @@ def _receipt_quote(an: Analysis, action: Action) -> str:
     return f"T{action.turn} {action.name}: {an.excerpt(line)}"
 
 
+# A number, or a token that holds a digit (a job id "7505g00000AbCdE", a request id, a timestamp): what a run names
+# itself by, not what went wrong.
+_VOLATILE = re.compile(r"[\w-]*\d[\w-]*")
+
+
 def _error_shape(action: Action) -> str:
-    """The failure line with numbers masked: two failures with the same shape are the same error."""
-    return _DIGITS.sub("#", action.error_line.strip().lower())
+    """The failure line with numbers and ids masked: two failures with the same shape are the same error (a bulk
+    job that failed again gets a new job id)."""
+    return _VOLATILE.sub("#", action.error_line.strip().lower())
 
 
 def _identical_failures(an: Analysis, action: Action) -> tuple[list[Action], int]:
