@@ -1,6 +1,6 @@
 """Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples), v2, v3, v4, v5, v6,
-v7, v8, v9 and v10 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones had
-been read). A ``blind`` edition (none now; v7, v8, v9 and v10 were measured) has its truth committed and no editor run on it yet: its
+v7, v8, v9, v10 and v11 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones had
+been read). A ``blind`` edition (v11 now; v7, v8, v9 and v10 were measured) has its truth committed and no editor run on it yet: its
 suite is not run through the runner.
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
@@ -81,6 +81,9 @@ SETS = {
     "v10": HeldoutSet("v10", FIXTURES / "facts_heldout_v10", "build_facts_heldout_v10.py", FIXTURES / "editor_counterexamples_v10",
                       "build_counterexamples_v10.py", 60, 13, 15, 36, 12, 4,
                       frozenset({"en", "zh", "ja", "es", "tr", "id", "uk", "nl", "pl", "sv", "vi"})),
+    "v11": HeldoutSet("v11", FIXTURES / "facts_heldout_v11", "build_facts_heldout_v11.py", FIXTURES / "editor_counterexamples_v11",
+                      "build_counterexamples_v11.py", 60, 13, 15, 36, 12, 4,
+                      frozenset({"en", "zh", "ja", "de", "fr", "it", "ko", "pt", "ru", "ar", "hi"}), blind=True),
 }
 
 
@@ -268,15 +271,15 @@ def test_v5_has_four_domains_languages_without_vocabulary_and_origin_cases() -> 
     assert len({c["lang"] for c in cases}) >= 8
 
 
-@pytest.mark.parametrize("name", ["v6", "v7", "v8", "v9", "v10"])
+@pytest.mark.parametrize("name", ["v6", "v7", "v8", "v9", "v10", "v11"])
 def test_four_domain_editions_have_languages_without_vocabulary_and_origin_cases(name: str) -> None:
     """v6: lark-base, app, docs-content, sec-ops; v7: lark-base, data-eng, ml, web-infra; v8: lark-base, embedded,
-    commerce, media; v9: lark-base, sci-bio, net-ops, crm-ops; v10: lark-base, fin-ops, logistics, mobile-release; a
-    quarter each."""
+    commerce, media; v9: lark-base, sci-bio, net-ops, crm-ops; v10: lark-base, fin-ops, logistics, mobile-release; v11:
+    lark-base, clinical-data, edu-ops, game-liveops; a quarter each."""
     rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
             for r in _read_jsonl(SETS[name].trajectories / f"facts_{fmt}.jsonl")]
     assert set(Counter(m["domain"] for m in rows).values()) == {15}
-    assert len({m["lang"] for m in rows} - SETS[name].must_have_languages) >= 2  # v6: sk bg ms sw; v7: lt fa sl; v8: hr et af; v9: cs ro he; v10: hu el fi
+    assert len({m["lang"] for m in rows} - SETS[name].must_have_languages) >= 2  # v6: sk bg ms sw; v7: lt fa sl; v8: hr et af; v9: cs ro he; v10: hu el fi; v11: lv ka da
     origin = [m for m in rows if m["group"] == "origin"]
     assert len(origin) >= 3 and all(m["decisive_turn"] < min(e["turn"] for e in m["expected"]) for m in origin)
     cases = _read_jsonl(SETS[name].counter / "cases.jsonl")
