@@ -1836,7 +1836,7 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str,
         last = evidence[-1]
     else:
         last = ([a for a in window if not a.is_check] or window)[-1]
-        short = _short_of_count(an, item, window, marked_at)
+        short = _short_of_count(an, item, window, marked_at) or _read_short_of_count(item, window)
         if short is not None:
             return short, _receipt_quote(an, last)
     if last.failed:
@@ -1880,6 +1880,26 @@ def _short_of_count(an: Analysis, item: str, window: list[Action], marked_at: in
     for count in counts:
         if 2 <= made < count and not any(a.outcome == "ok" and ledger.shows_count(a, count) for a in window):
             return f"it asks for {count}, only {made} calls made them and no receipt shows {count}"
+    return None
+
+
+def _read_short_of_count(item: str, window: list[Action]) -> str | None:
+    """Why an item that states a count ("receive ASN-5521 (60 pallets)") is not done by the last read of its window:
+    the read states that count under one key only (``expected_pallets: 60``) and a quantity of the same noun short
+    of it (``received_pallets: 58``), k of N, in any language (the keys are the receipt's)."""
+    counts = bare_counts(item)
+    read = next((a for a in reversed(window) if a.read_only and a.outcome == "ok" and a.receipt is not None), None)
+    if not counts or read is None or read is not window[-1] or read.receipt is None:
+        return None
+    quantities = read_back_quantities(read.text[:2_000], read.receipt.content)
+    for count in counts:
+        total = [q for q in quantities if q.value == count and not q.percent]
+        if len(total) != 1:
+            continue
+        nouns = set(total[0].words())
+        short = next((q for q in quantities if 0 < q.value < count and not q.percent and nouns & set(q.words())), None)
+        if short is not None:
+            return f"its last read (T{read.turn}) shows {short.key} = {short.value:g} of {total[0].key} = {count}"
     return None
 
 
