@@ -14,6 +14,8 @@ the real importers; every detector runs, so a finding moved to another tag fails
 - A claim of arrival over a payout whose last read shows it ``in_transit`` (the ledger's running states).
 - A plan item that states a count ticked after a read that shows a quantity of the same noun short of it (38 of 40
   cartons): unchecked-tick.
+- A final answer that cites a test by what it ran on and what it answered (``wh_12`` ... "delivered"), not by its
+  program, after the resource was edited again: stale-evidence.
 - Near misses: the claim restates the read-back (rounded, or as the complement's rate), reports the difference,
   or speaks of another record.
 Languages: en zh ja de fr es pt ru ko, and cs / et (no vocabulary: the ties are structural).
@@ -25,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, js, render, sh, todo
+from fixtures.facts_heldout.steps import Say, User, edit, js, render, sh, todo
 from judge.facts.jobs import column_states
 from judge.facts.readbacks import Bound, filter_bounds
 from judge.importers import Source
@@ -35,7 +37,7 @@ from judge.rules import run_detectors
 
 FORMATS = ("openai", "anthropic", "atif")
 Expected = set[tuple[int, str]]
-CC, PC, UT = "contradicted-claim", "premature-claim", "unchecked-tick"
+CC, PC, UT, SE = "contradicted-claim", "premature-claim", "unchecked-tick", "stale-evidence"
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
@@ -93,7 +95,31 @@ PAYOUT_GET = sh("curl -s https://api.pay.example/v1/payouts/po_7Hq2 -u \"$KEY:\"
 PAYOUT_PAID = sh("curl -s https://api.pay.example/v1/payouts/po_7Hq2 -u \"$KEY:\"", js({"id": "po_7Hq2", "status": "paid"}))
 
 
+# --- a webhook tested, then edited again --------------------------------------------------------------------------
+
+HOOK_FIX = Say("", [edit("hooks/wh_12.json", '"retries": 1', '"retries": 3'),
+                    sh("hookctl update wh_12 --file hooks/wh_12.json", js({"id": "wh_12", "version": 3}))])
+HOOK_TEST = Say("", [sh("hookctl test wh_12 --event order.paid",
+                        js({"id": "wh_12", "version": 3, "result": "delivered", "http_status": 200}))])
+HOOK_EDIT = Say("", [edit("hooks/wh_12.json", '"url": "https://a.example/h"', '"url": "https://b.example/h"'),
+                     sh("hookctl update wh_12 --file hooks/wh_12.json", js({"id": "wh_12", "version": 4}))])
+
+
+def _hook(final: str, edited_after: bool = True) -> list[Any]:
+    return [HOOK_FIX, HOOK_TEST, *([HOOK_EDIT] if edited_after else []), Say(final)]
+
+
 CASES: list[tuple[str, str, list[Any], Expected]] = [
+    ("hook stale en", "Fix webhook wh_12 and test it.", _hook("Webhook wh_12 is fixed: the test event came back delivered (HTTP 200)."),
+     {(4, SE)}),
+    ("hook stale de", "Repariere den Webhook wh_12 und teste ihn.", _hook("Webhook wh_12 ist repariert, der Testaufruf ergab delivered."),
+     {(4, SE)}),
+    ("hook stale zh", "修复 webhook wh_12 并测试。", _hook("Webhook wh_12 已修复，测试结果 delivered。"), {(4, SE)}),
+    ("hook stale cs", "Oprav webhook wh_12 a otestuj ho.", _hook("Webhook wh_12 je opravený, test vrátil delivered."), {(4, SE)}),
+    ("hook tested last en", "Fix webhook wh_12 and test it.",
+     _hook("Webhook wh_12 is fixed: the test event came back delivered (HTTP 200).", edited_after=False), set()),
+    ("hook tested last ja", "webhook wh_12 を直してテストしてください。",
+     _hook("webhook wh_12 を修正しました。テスト結果は delivered です。", edited_after=False), set()),
     # a filter expression in a JSON read-back, a bound claimed ten times lower (en)
     ("segment rule en", "Create a segment of customers who spent over $100.",
      [Say("", [SEG_CREATE]), Say("", [SEG_GET]), Say("Segment big-spenders (seg_88) holds customers with a lifetime value above $100.")],
