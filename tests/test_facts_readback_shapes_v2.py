@@ -14,8 +14,8 @@ the real importers; every detector runs, so a finding moved to another tag fails
 - A claim of arrival over a payout whose last read shows it ``in_transit`` (the ledger's running states).
 - A plan item that states a count ticked after a read that shows a quantity of the same noun short of it (38 of 40
   cartons): unchecked-tick.
-- A final answer that cites a test by what it ran on and what it answered (``wh_12`` ... "delivered"), not by its
-  program, after the resource was edited again: stale-evidence.
+- A final answer that cites a test by what it ran on and what it answered (``wh_12`` ... "delivered"), after the
+  resource was edited again: stale-evidence (controls: these rows held on the base commit already).
 - Near misses: the claim restates the read-back (rounded, or as the complement's rate), reports the difference,
   or speaks of another record.
 Languages: en zh ja de fr es pt ru ko, and cs / et (no vocabulary: the ties are structural).

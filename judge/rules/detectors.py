@@ -63,7 +63,6 @@ from judge.facts.values import (
     cell_counts,
     collection_counts,
     counts_things,
-    data_values,
     header_list_count,
     is_resource_id,
     more_pages,
@@ -934,16 +933,8 @@ def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
     if any(item in speech.text for item in found_items):
         return None  # it repeats a failing item: it reports the failures
     pattern = re.compile(r"(?<![\w/.-])(?:" + "|".join(map(re.escape, names)) + ")", re.IGNORECASE)
-    # Or by what it ran on and what it answered: an id its command names beside a value of its receipt that the
-    # command does not hold ("aut_31 ... la prueba devolvió ok" on ``+automation-test --automation aut_31`` ->
-    # ``"result": "ok"``).
-    ids = [t for t in value_tokens(command or "") if is_resource_id(t)]
-    answered = [v for v in data_values(check.receipt.content) if not v.replace(".", "").isdigit() and v not in (command or "")]
     for sentence in read_sentences(speech.region, an.patterns, an.cache.get("sentences")):
-        if sentence.hedged or sentence.future or sentence.mentions_failure:
-            continue
-        if pattern.search(sentence.text) or (any(i in sentence.text for i in ids) and any(
-                re.search(rf"(?<![\w#-]){re.escape(v)}(?![\w-])", sentence.text, re.IGNORECASE) for v in answered)):
+        if not (sentence.hedged or sentence.future or sentence.mentions_failure) and pattern.search(sentence.text):
             return sentence.text
     return None
 
