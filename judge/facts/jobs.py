@@ -234,14 +234,16 @@ def state_table(text: str, names: frozenset[str] = frozenset()) -> tuple[list[st
     for at, header in enumerate(text.split("\n", _HEADER_LINES)[:_HEADER_LINES]):
         rows: list[tuple[str, str]] = []
         header = header.rstrip("\r")
-        if "|" in header:
-            cells = [c.strip().lower() for c in header.strip().strip("|").split("|")]
+        # A delimited header (a markdown/psql table, CSV, `;`-separated export) cuts its rows the same way.
+        mark = next((m for m in ("|", "\t", ",", ";") if m in header), None)
+        if mark is not None:
+            cells = [c.strip().strip("\"'").lower() for c in header.strip().strip("|").split(mark)]
             column = next((k for k, c in enumerate(cells) if c in _STATE_COLUMNS), None)
             if column is None or len(cells) < 2:
                 continue
             lines = text[:_MAX_TEXT].splitlines()[:400]
             for line in lines[at + 1:]:
-                row = [c.strip() for c in line.strip().strip("|").split("|")]
+                row = [c.strip().strip("\"'") for c in line.strip().strip("|").split(mark)]
                 if len(row) == len(cells) and row[column].strip("-+ "):
                     rows.append((line, row[column].lower()))
         else:

@@ -295,3 +295,56 @@ def _json_quantities(value: object, found: list[Quantity], depth: int) -> None:
             elif isinstance(item, dict):
                 _json_quantities(item, found, depth + 1)
     # A list holds records (their fields are no quantities of the resource) or values: neither is read here.
+
+
+# --- bounds a read-back's filter holds: what a claimed bound ("above 500") is held against --------------------
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """One comparison of a filter a read-back shows: ``lower`` for greater-than (``amount >= 500``, ``operator:
+    isGreater`` + ``value: 5000``, ``{"op": "gt", "value": 5000}``), else less-than."""
+
+    lower: bool
+    value: float
+
+
+# An expression `amount >= 500`, `price<20` (a filter, a where clause, a rule a tool prints).
+_COMPARISON = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*[\"'`\]]?\s*(>=|=>|>|<=|=<|<|≥|≤)\s*[\"']?(-?\d+(?:\.\d+)?)(?![\d.])")
+# A structured condition's operator and value (YAML lines, JSON, key=value), paired by nearness.
+_OPERATOR = re.compile(r"(?<![\w])[\"']?(?:operator|op|comparison|comparator|operation)[\"']?\s*[:=]\s*[\"']?([\w<>=≥≤]{1,30})",
+                       re.IGNORECASE)
+_OPERAND = re.compile(r"(?<![\w])[\"']?(?:value|threshold|operand)[\"']?\s*[:=]\s*[\"'\[]?\s*(-?\d+(?:\.\d+)?)(?![\d.])",
+                      re.IGNORECASE)
+_GREATER = re.compile(r"greater|above|more|^gte?$|^min|after|^>|^≥|^=>", re.IGNORECASE)
+_LESS = re.compile(r"less|below|fewer|^lte?$|^max|before|^<|^≤|^=<", re.IGNORECASE)
+_PAIR_SPAN = 160
+
+
+def _direction(operator: str) -> bool | None:
+    """True for a greater-than operator, False for less-than, None for any other (equality, contains)."""
+    if _GREATER.search(operator):
+        return True
+    return False if _LESS.search(operator) else None
+
+
+@lru_cache(maxsize=256)
+def filter_bounds(content: str) -> tuple[Bound, ...]:
+    """The bounds the filter conditions of a read-back hold (see :class:`Bound`), language-neutrally: comparison
+    expressions, and each operator key with the nearest value key after it (before it when none follows) within
+    one condition. Memoised: every claim of a trajectory is held against the same read-backs."""
+    text = content[:20_000]
+    found = [Bound(d, float(raw)) for op, raw in _COMPARISON.findall(text) if (d := _direction(op)) is not None]
+    operands = [(m.start(), float(m.group(1))) for m in _OPERAND.finditer(text)]
+    if operands:
+        operators = list(_OPERATOR.finditer(text))
+        for at, match in enumerate(operators):
+            direction = _direction(match.group(1))
+            if direction is None:
+                continue
+            end = operators[at + 1].start() if at + 1 < len(operators) else len(text)
+            start = operators[at - 1].end() if at else 0
+            after = [v for pos, v in operands if match.end() <= pos < min(end, match.end() + _PAIR_SPAN)]
+            before = [v for pos, v in operands if max(start, match.start() - _PAIR_SPAN) <= pos < match.start()]
+            if after or before:
+                found.append(Bound(direction, after[0] if after else before[-1]))
+    return tuple(found)

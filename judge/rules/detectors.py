@@ -49,6 +49,7 @@ from judge.facts.ledger import Ledger, call_path
 from judge.facts.numbers import Reading, number_readings, same_quantity
 from judge.facts.readbacks import (
     bare_listing_count,
+    filter_bounds,
     listing_items,
     metric_values,
     name_spans,
@@ -998,8 +999,8 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             claims = claims + [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
                                if s.text not in told and not s.hedged and not s.future
                                and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
-        if not claims:
-            continue
+        if not claims and index != an.final_message_index:
+            continue  # a final answer's summary table is held row for row even when no sentence claims in words
         prior = _work_before(an, index)
         # One backward scan: the last change, and the successful reads after it (the read-backs).
         last: Action | None = None
@@ -1014,6 +1015,14 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         if not read_backs:
             continue  # nothing read after the last change (most messages)
         read_backs.reverse()
+        if index == an.final_message_index and (row := _summary_rows_contradicted(an, speech.region, read_backs)):
+            cached[(index, row[0])] = row[1]
+            continue  # one finding a turn
+        if not claims:
+            continue
+        # With no change before, a status claim is held against the last read that shows statuses.
+        status_read = None if last is not None else next(
+            (r for r in reversed(read_backs) if r.receipt is not None and _statuses(r.receipt.content[:20_000])), None)
         for sentence in claims:
             found = None
             if last is not None:
@@ -1024,15 +1033,49 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
                          or _listing_contradicted(an, sentence, last, read_backs, prior)
                          or _enumeration_contradicted(sentence, read_backs)
                          or _zero_left_contradicted(an, sentence, speech.region, last, read_backs))
+            elif status_read is not None:
+                found = _status_contradicted(an, sentence, None, status_read)  # a status check with no change
             found = (found or _quantity_contradicted(an, sentence, read_backs, index)
                      or _metric_contradicted(an, sentence, read_backs, index)
+                     or _asked_metric_contradicted(an, sentence, read_backs, index)
                      or _scalar_contradicted(an, sentence, read_backs, index)
                      or _total_contradicted(an, sentence, read_backs, prior)
-                     or _bound_contradicted(an, sentence, read_backs) or _id_contradicted(an, sentence, read_backs, index)
+                     or _bound_contradicted(an, sentence, read_backs) or _filter_bound_contradicted(an, sentence, read_backs)
+                     or _id_contradicted(an, sentence, read_backs, index)
                      or (last is not None and _twin_of_changed(sentence, last, read_backs)) or None)
             if found is not None:
                 cached[(index, sentence.text)] = found
     return cached
+
+
+# A claim's labelled number: a two-cell table row ("| 照合済み | 212 |") or a list line ("- matched: 212").
+_CLAIM_ROW = re.compile(r"^\s*(?:\|[^|\n]+\|\s*([^|\n]+?)\s*\|?|(?:[-*•]\s*)?[^:：|\n]{1,40}[:：]\s*([^|\n]+?))\s*$", re.MULTILINE)
+_ROW_NUMBER = re.compile(r"-?\d[\d.,' \u00a0]*%?")
+
+
+def _summary_rows_contradicted(an: Analysis, region: str, read_backs: list[Action]) -> tuple[str, tuple[str, Action, str]] | None:
+    """A summary the message restates row for row (three or more labelled numbers, a table or a list, in any
+    language) from the last read-back's labelled numbers (:func:`~judge.facts.readbacks.read_back_quantities`: a
+    table, ``key: value`` lines, JSON keys), as many and in the same order, one row agreeing (the same summary),
+    while a row's number is the read-back's number at no row: (the row's line, the contradiction)."""
+    read_back = read_backs[-1] if read_backs else None
+    if read_back is None or read_back.receipt is None or not _DIGITS.search(region):
+        return None
+    rows: list[tuple[str, Reading]] = []
+    for match in _CLAIM_ROW.finditer(region):
+        cell = (match.group(1) or match.group(2) or "").strip()
+        readings = number_readings(cell) if _ROW_NUMBER.fullmatch(cell) else []
+        if len(readings) == 1:
+            rows.append((match.group().strip(), readings[0]))
+    if len(rows) < 3:
+        return None
+    quantities = read_back_quantities(read_back.text[:2_000], read_back.receipt.content)
+    if len(quantities) != len(rows) or not any(same_quantity(r, q.value) for (_, r), q in zip(rows, quantities)):
+        return None
+    for (line, reading), q in zip(rows, quantities):
+        if not any(same_quantity(reading, other.value, other.percent != reading.percent) for other in quantities):
+            return line, (f"{reading.text} ({q.key})", read_back, f"{q.key} = {q.value:.10g}")
+    return None
 
 
 def _word_counts(an: Analysis, text: str) -> tuple[int, ...]:
@@ -1416,6 +1459,30 @@ def _metric_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Acti
     return None
 
 
+def _asked_metric_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action],
+                               index: int) -> tuple[str, Action, str] | None:
+    """A percentage the claim gives while the last read-back is a query for one measurement (the only fraction its
+    receipt shows under a key its command names: ``--metric crash_free_users`` -> ``"crash_free_users": 0.9712``),
+    when no percentage of the claim is that value or its complement (the rate of the rest), rounded to the claim's
+    digits, and no receipt states it: the claim reports the query in any language without naming the key."""
+    read_back = read_backs[-1] if read_backs else None
+    if read_back is None or read_back.receipt is None or "%" not in sentence.text:
+        return None
+    metrics = metric_values(read_back.receipt.content)
+    asked = [(name, values) for name, values in metrics.items() if len(name) >= 4 and name in read_back.text]
+    if len(asked) != 1 or len(asked[0][1]) != 1 or not 0 < asked[0][1][0] < 1:
+        return None
+    name, (value,) = asked[0]
+    readings = [r for r in number_readings(sentence.text) if r.percent and r.values[0] not in (0.0, 100.0)
+                and not _bounded(an, sentence.text, r)]
+    if not readings or any(same_quantity(r, v, True) for r in readings for v in (value, 1 - value)):
+        return None
+    reading = readings[0]
+    if _receipt_states(an, reading, index):
+        return None
+    return f"{name} {reading.text}%", read_back, f"{name} = {value:g}"
+
+
 def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
     """A count the claim gives (a number followed by a word that is no unit) that is a near twin (digits
     transposed or one off: 1248 for 1284, "1.250" for 1205 in every reading) of a number the last read-back printed
@@ -1439,13 +1506,17 @@ def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Acti
     return None
 
 
-def _status_contradicted(an: Analysis, sentence: Sentence, last: Action,
+def _status_contradicted(an: Analysis, sentence: Sentence, last: Action | None,
                          read_back: Action | None) -> tuple[str, Action, str] | None:
+    """A status the claim gives (the one the change set, or the only one of the read-back's it names) that the
+    read-back of the record(s) it names does not show; "all ... <status>" when any record the read-back lists shows
+    another. The statuses are the receipt's status fields or its table's status column (CSV, TSV, aligned, pipes),
+    so a claim over a read with no change before it (a status check) is held too."""
     if read_back is None or read_back.receipt is None:
         return None
     content = read_back.receipt.content
-    set_by_change = status_values(last.text)
-    every = status_values(content)
+    set_by_change = status_values(last.text) if last is not None else frozenset()
+    every = _statuses(content)
     if not (set_by_change or every):
         return None  # no status field anywhere (most read-backs)
     low = sentence.text.lower()
@@ -1453,7 +1524,8 @@ def _status_contradicted(an: Analysis, sentence: Sentence, last: Action,
              if re.search(rf"(?<!\w){re.escape(v)}(?!\w)", low)]
     if not named:
         return None
-    near = frozenset(t for t in (*value_tokens(sentence.text), *value_tokens(last.text)) if is_resource_id(t))
+    near = frozenset(t for t in (*value_tokens(sentence.text), *value_tokens(last.text if last is not None else ""))
+                     if is_resource_id(t))
     claimed = next((v for v in named if v in set_by_change), named[0] if len(named) == 1 else None)
     if claimed is None:
         return None
@@ -1463,10 +1535,16 @@ def _status_contradicted(an: Analysis, sentence: Sentence, last: Action,
         if others:
             return f"status {claimed} for all", read_back, ", ".join(sorted(every))
         return None
-    shown = status_values(content, near)
+    shown = _statuses(content, near)
     if not shown or claimed in shown:
         return None
     return f"status {claimed}", read_back, ", ".join(sorted(shown))
+
+
+def _statuses(content: str, near: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The statuses a receipt shows of the records ``near`` names (all when it names none): its table's status
+    column, else its status fields."""
+    return frozenset(column_states(content, near)) or status_values(content, near)
 
 
 def _total_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action],
@@ -1516,6 +1594,32 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
                 return f"{field} {word} {limit:g}", read_back, f"{field} = {breaking[0]:g}"
         if named:
             return None
+    return None
+
+
+def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action]) -> tuple[str, Action, str] | None:
+    """A bound the claim gives ("boven € 500", "500 元以上") that the filter of the last read-back holding filter
+    conditions does not hold: it has bounds of that direction (:func:`~judge.facts.readbacks.filter_bounds`) and
+    none is the claimed limit in any reading."""
+    upper = an.patterns.upper_bound.search(sentence.text)
+    lower = None if upper else an.patterns.lower_bound.search(sentence.text)
+    bound_word = upper or lower
+    if bound_word is None:
+        return None
+    readings = [r for r in number_readings(sentence.text) if not r.percent]
+    if not readings:
+        return None
+    # The limit is the number nearest the bound word ("above € 500", "500 以上").
+    limit = min(readings, key=lambda r: min(abs(r.start - bound_word.end()), abs(bound_word.start() - r.end)))
+    for read_back in reversed(read_backs):
+        bounds = filter_bounds(read_back.receipt.content) if read_back.receipt is not None else ()
+        if not bounds:
+            continue
+        held = [b.value for b in bounds if b.lower == (lower is not None)]
+        if not held or any(same_quantity(limit, v) for v in held):
+            return None
+        word = "at most" if upper else "at least"
+        return f"a filter {word} {limit.text}", read_back, f"filter bound {held[-1]:g}"
     return None
 
 
@@ -1732,7 +1836,7 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str,
         last = evidence[-1]
     else:
         last = ([a for a in window if not a.is_check] or window)[-1]
-        short = _short_of_count(an, item, window, marked_at)
+        short = _short_of_count(an, item, window, marked_at) or _read_short_of_count(item, window)
         if short is not None:
             return short, _receipt_quote(an, last)
     if last.failed:
@@ -1776,6 +1880,26 @@ def _short_of_count(an: Analysis, item: str, window: list[Action], marked_at: in
     for count in counts:
         if 2 <= made < count and not any(a.outcome == "ok" and ledger.shows_count(a, count) for a in window):
             return f"it asks for {count}, only {made} calls made them and no receipt shows {count}"
+    return None
+
+
+def _read_short_of_count(item: str, window: list[Action]) -> str | None:
+    """Why an item that states a count ("receive ASN-5521 (60 pallets)") is not done by the last read of its window:
+    the read states that count under one key only (``expected_pallets: 60``) and a quantity of the same noun short
+    of it (``received_pallets: 58``), k of N, in any language (the keys are the receipt's)."""
+    counts = bare_counts(item)
+    read = next((a for a in reversed(window) if a.read_only and a.outcome == "ok" and a.receipt is not None), None)
+    if not counts or read is None or read is not window[-1] or read.receipt is None:
+        return None
+    quantities = read_back_quantities(read.text[:2_000], read.receipt.content)
+    for count in counts:
+        total = [q for q in quantities if q.value == count and not q.percent]
+        if len(total) != 1:
+            continue
+        nouns = set(total[0].words())
+        short = next((q for q in quantities if 0 < q.value < count and not q.percent and nouns & set(q.words())), None)
+        if short is not None:
+            return f"its last read (T{read.turn}) shows {short.key} = {short.value:g} of {total[0].key} = {count}"
     return None
 
 
