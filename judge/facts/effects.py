@@ -332,6 +332,8 @@ def field_errors(text: str) -> str:
     field holds a non-empty list of messages (strings with a space: prose, not ids), as Rails, Django REST and
     many APIs answer a create they refused (``{"address": ["can't be blank"], "zip": ["is invalid"]}``), whatever
     the exit code or status line. Field names and messages are in any language."""
+    if '": [' not in text and '":[' not in text:
+        return ""  # no field holds a list (most receipts): one substring scan
     value = json_document(answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text))
     if not isinstance(value, dict) or not value:
         return ""
