@@ -66,6 +66,9 @@ STATUSES: list[tuple[str, Any, str]] = [
     ("a JSON batch created empty", sh("payctl batch create --due 2026-12-15 -o json",
                                       js({"id": "b_12", "status": "open", "payments": [], "total": 0})), "noop"),
     # near misses: clean
+    # a tally of no failure is no failure, with or without an exit code in the record
+    ("moved all, 0 failed", sh("invctl stock move --sku A-1 --qty 25 --to B-02", "moved 25 of 25\n0 failed"), "ok"),
+    ("imported, failed: 0", sh("crmctl import leads.csv", "imported: 14\nfailed: 0"), "ok"),
     ("moved all, skipped 0", sh("invctl stock move --sku A-1 --qty 25 --to B-02", "moved 25 of 25\nskipped 0"), "ok"),
     ("skipped: 0 beside imported", sh("crmctl import leads.csv", "imported: 14\nskipped: 0"), "ok"),
     ("0 of 40 failed beside 40 moved", sh("invctl stock move --sku A-1 --qty 40 --to B-02",
@@ -210,6 +213,10 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
     ("ja: moved all, skipped 0 (near miss)", "A-1 を 25 個 B-02 に移動してください。",
      [Say("", [sh("invctl stock move --sku A-1 --qty 25 --to B-02", "moved 25 of 25\nskipped 0")]),
       Say("A-1 を 25 個 B-02 に移動しました。")],
+     set()),
+    ("de: moved all, 0 failed (near miss)", "Verschiebe 25 Stück A-1 nach B-02.",
+     [Say("", [sh("invctl stock move --sku A-1 --qty 25 --to B-02", "moved 25 of 25\n0 failed")]),
+      Say("25 Stück A-1 wurden nach B-02 verschoben.")],
      set()),
     ("es: imported with skipped: 0 (near miss)", "Importa leads.csv al CRM.",
      [Say("", [sh("crmctl import leads.csv", "imported: 14\nskipped: 0")]),

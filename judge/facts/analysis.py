@@ -863,6 +863,9 @@ def _classify_hits(
     environment = (hit("environment") or uncertain) if mode != LINK_CHECK else None
     explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or hit("success") is not None
     error = None if explicit_success and not explicit_failure else hit("error")
+    if error is not None and not explicit_failure and _ZERO_COUNT_LINE.fullmatch(_line_at(window, error.start())):
+        # "0 failed", "failed: 0" with no exit code: a tally of no failure; another line may still say one.
+        error = patterns.error.search(_ZERO_COUNT_LINES.sub("", window))
     reports_checks = hit("check_receipt") is not None
     if not (explicit_failure or error or environment) or (explicit_success and not explicit_failure and not environment):
         # A success by its flags: the content may still say the job is only queued, that nothing was created,
@@ -896,6 +899,12 @@ def _classify_hits(
                    shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) or _targets_succeeded(text, hit, patterns)
                    else "",
                    reports_failures=reports_checks or hit("check_failure") is not None)
+
+
+# A line that is one count of zero and its label ("0 failed", "failed: 0", "errors=0"): it counts no failure.
+_ZERO_COUNT_LINE = re.compile(r"\s*(?:0[ \t]+[^\W\d_]+|[^\W\d_]+[ \t]*[:=][ \t]*0)[ \t]*[.,;]?[ \t]*")
+_ZERO_COUNT_LINES = re.compile(r"^\s*(?:0[ \t]+[^\W\d_]+|[^\W\d_]+[ \t]*[:=][ \t]*0)[ \t]*[.,;]?[ \t]*$",
+                               re.MULTILINE)
 
 
 def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], re.Match[str] | None],
