@@ -27,7 +27,15 @@ from judge.derived import TrajectoryMemo
 from judge.facts import answers
 from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
 from judge.facts.config import CompiledPatterns, RulesConfig
-from judge.facts.effects import error_envelope, failed_column, json_shows_effect, may_show_no_effect, shows_no_effect, target_recap
+from judge.facts.effects import (
+    error_envelope,
+    failed_column,
+    field_errors,
+    json_shows_effect,
+    may_show_no_effect,
+    shows_no_effect,
+    target_recap,
+)
 from judge.facts.jobs import job_state, partial_load, value_going
 from judge.facts.matching import PhraseGroup, PhraseMatcher
 from judge.facts.shell import (
@@ -517,6 +525,9 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
             and receipt is not None and (why := partial_load(receipt.content)) is not None:
         action.outcome, action.status, action.error_line = "error", "partial", why
+    if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
+            and receipt is not None and (why := field_errors(receipt.content)):
+        action.outcome, action.status, action.error_line = "error", "failed", why  # a validation answer, exit 0
     if action.status == "ok" and _shows_no_effect(action, config, checks_by_call):
         action.status = "noop"
         action.is_check = checks_by_call  # its counts said what it did ("0 records imported"): no check's verdict
@@ -748,7 +759,17 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
                 break
             verbs.append(word)
         verbs += _STATEMENT_VERB.findall(command)  # an SQL statement's verb: UPDATE ... -> "UPDATE 0"
-    return shows_no_effect(receipt.content, verbs, effect_keys=config.patterns.effect_keys)
+    patterns = config.patterns
+    asked = {int(n) for n in _ASKED_NUMBER.findall(command or action.text)[:_MAX_ASKED]}
+    create = _names_write_of(command or action.name, patterns.create_verbs) is not None
+    return shows_no_effect(receipt.content, verbs, effect_keys=patterns.effect_keys, asked={n for n in asked if n >= 2},
+                           side_counts=patterns.side_counts, create=create)
+
+
+# A number the call gives as an argument ("--qty 40", "count=12", '"qty": 30'): not part of a date, a version, a path,
+# an id ("SKU-4471", "v1.2", "2026-11-30"). The receipt's "0 of 40" is read against them.
+_ASKED_NUMBER = re.compile(r"(?<![\w.\-/])(\d{1,7})(?![\w.\-/:])")
+_MAX_ASKED = 32
 
 
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:
@@ -842,6 +863,9 @@ def _classify_hits(
     environment = (hit("environment") or uncertain) if mode != LINK_CHECK else None
     explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or hit("success") is not None
     error = None if explicit_success and not explicit_failure else hit("error")
+    if error is not None and not explicit_failure and _ZERO_COUNT_LINE.fullmatch(_line_at(window, error.start())):
+        # "0 failed", "failed: 0" with no exit code: a tally of no failure; another line may still say one.
+        error = patterns.error.search(_ZERO_COUNT_LINES.sub("", window))
     reports_checks = hit("check_receipt") is not None
     if not (explicit_failure or error or environment) or (explicit_success and not explicit_failure and not environment):
         # A success by its flags: the content may still say the job is only queued, that nothing was created,
@@ -875,6 +899,12 @@ def _classify_hits(
                    shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) or _targets_succeeded(text, hit, patterns)
                    else "",
                    reports_failures=reports_checks or hit("check_failure") is not None)
+
+
+# A line that is one count of zero and its label ("0 failed", "failed: 0", "errors=0"): it counts no failure.
+_ZERO_COUNT_LINE = re.compile(r"\s*(?:0[ \t]+[^\W\d_]+|[^\W\d_]+[ \t]*[:=][ \t]*0)[ \t]*[.,;]?[ \t]*")
+_ZERO_COUNT_LINES = re.compile(r"^\s*(?:0[ \t]+[^\W\d_]+|[^\W\d_]+[ \t]*[:=][ \t]*0)[ \t]*[.,;]?[ \t]*$",
+                               re.MULTILINE)
 
 
 def _failure_behind_success(receipt: Receipt, window: str, hit: Callable[[str], re.Match[str] | None],

@@ -215,6 +215,11 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="Words of a JSON key that counts what a write did ('created', 'synced_count', 'record_ids'): a "
                     "positive count or a non-empty list under one, in an error envelope, shows the call was partial.")
+    side_counts: list[str] = Field(
+        default_factory=list,
+        description="The first letters of labels that count what went wrong or was passed over beside a run's work "
+                    "('failed', 'skipped', 'warnings', any language): their zero is no zero of what the call was "
+                    "asked to do ('0 of 40 failed', an empty create's 'errors: 0').")
     create_verbs: list[str] = Field(
         default_factory=list,
         description="Words of a call that makes a new object (create, add, register): a part of its program, "
@@ -472,6 +477,7 @@ class CompiledPatterns:
         self.refused_reads = {program: PhraseMatcher(shapes) for program, shapes in tools.refused_reads.items()}
         self.report_verbs = frozenset(verb.lower() for verb in tools.report_verbs)
         self.create_verbs = frozenset(verb.lower() for verb in tools.create_verbs)
+        self.side_counts = tuple(stem.lower() for stem in tools.side_counts)
         self.target_recap = RecapVocabulary.build(tools.target_recap)
         # Its literals, found by the receipt lists' one scan: a receipt without them holds no recap to parse.
         self.recap_failing = PhraseMatcher([re.escape(word) for word in self.target_recap.failing])

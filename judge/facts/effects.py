@@ -28,6 +28,15 @@ _COMMAND_TAG = re.compile(r"^([A-Z]{4,})(?: \d+)? (\d+)$", re.MULTILINE)
 _VERB_SPLIT = re.compile(r"[^\w]+|_")
 # Summaries print several counts; fewer than this many all at zero is too little to read "nothing was done" from.
 _MIN_ZERO_COUNTS = 3
+# "moved 0", "Updated 0 rows", "downloaded 0 files": a label right before its count, no colon. Read only as a count
+# of the call's own verb (a word before a number is too often something else: "holds 0 units", "port 0").
+_LABEL_SPACE_COUNT = re.compile(r"(?<![\w-])([^\W\d_]{3,})[ \t]+(\d+)(?![\d.,:/%])")
+# "0 of 40", "0/40", "0 из 40", "0 von 40": zero out of a total, a slash or one short word between, any language.
+_ZERO_OF = re.compile(r"(?<![\w.,/])0(?:[ \t]*/[ \t]*|[ \t]+[^\W\d_]{1,4}[ \t]+)(\d+)(?![\d.,/])")
+# "total: 0,00 SEK", "amount=0.00": a labelled amount of zero (a sum over what a run holds).
+_ZERO_AMOUNT = re.compile(r"[^\W\d_]{3,}[ \t]*[:=][ \t]*0[.,]0{1,3}(?![\d.,])")
+# A created object that holds nothing is read from this many zero quantities (a count, an amount) and no other count.
+_MIN_EMPTY_CREATE = 2
 
 
 def may_show_no_effect(text: str) -> bool:
@@ -39,7 +48,8 @@ def may_show_no_effect(text: str) -> bool:
 
 
 def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True,
-                    effect_keys: Iterable[str] = ()) -> bool:
+                    effect_keys: Iterable[str] = (), asked: Iterable[int] = (), side_counts: Iterable[str] = (),
+                    create: bool = False) -> bool:
     """Whether the receipt ``text`` of a successful state-changing call shows that it created or changed nothing.
 
     ``verbs`` are the words of the call that say what it does (its subcommand words: ``record-import``,
@@ -47,7 +57,13 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True,
     that verb above zero, is a no-op. ``summary=False`` skips the all-counts-zero reading (a check's summary of
     zero findings is its answer, not a no-op). ``effect_keys`` (the config's ``tools.effect_keys``) name the JSON
     counts of what a write did: when every count of a JSON answer is zero and one of them is such a count
-    (``{"id": "dep_12", "devices": 0, "stats": {"success": 0, "failure": 0}}``), nothing was done."""
+    (``{"id": "dep_12", "devices": 0, "stats": {"success": 0, "failure": 0}}``), nothing was done.
+
+    Zero of what was asked: ``asked`` are the numbers of the call's arguments (``--qty 40``); a receipt that counts
+    zero out of one of them ("moved 0 of 40", "0/40", "0 из 40") did nothing, unless the line counts something that
+    went wrong or was passed over (``side_counts``: the first letters of such labels, "0 of 40 failed"). A call that
+    creates an object (``create``) whose receipt counts only zeros, at least two (a count and an amount: "invoices:
+    0", "total: 0,00"; side counts aside), made an empty container: its purpose was what it would hold."""
     text = (text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text).strip()
     if not text:
         return False
@@ -60,27 +76,105 @@ def shows_no_effect(text: str, verbs: Iterable[str] = (), summary: bool = True,
             # A field named by the call's verb ("created" of view-create, "imported" of +import) holds what it did:
             # null, zero or empty is nothing. Only the key's first word counts ("would_create" is a dry run's plan).
             counts = [(str(k).lower().split("_", 1)[0], _size(v)) for k, v in value.items()]
-            return (_empty_answer(value) or _own_count_zero([(k, n) for k, n in counts if n is not None], verbs) is True
-                    or _counts_all_zero(value, frozenset(k.lower() for k in effect_keys)))
+            own_json = _own_count_zero([(k, n) for k, n in counts if n is not None], verbs)
+            return (_empty_answer(value) or own_json is True
+                    or _counts_all_zero(value, frozenset(k.lower() for k in effect_keys))
+                    or (create and own_json is None and _empty_container(value, tuple(side_counts))))
     if _ZERO.search(text) is None:
         return False  # every reading below needs a count of zero (most receipts have none: one fast scan)
     pairs = [(label.lower(), int(n)) for label, n in _LABEL_COUNT.findall(text)]
     pairs += [(label.lower(), int(n)) for n, label in _COUNT_LABEL.findall(text)]
     pairs += [(label.lower(), int(n)) for label, n in _COMMAND_TAG.findall(text)]
-    if not pairs:
-        return False
-    own = _own_count_zero(pairs, verbs)
+    spaced = [(label.lower(), int(n)) for label, n in _LABEL_SPACE_COUNT.findall(text)]
+    own = _own_count_zero(pairs + spaced, verbs)
     if own is not None:
         return own
+    side = tuple(side_counts)
+    if asked and _zero_of_asked(text, frozenset(asked), side):
+        return True
+    if _summed_up_zero(text, pairs, side):
+        return True
+    if not pairs:
+        return False
+    if create:
+        kept = [n for label, n in pairs if not label.startswith(side)]
+        zeros = kept.count(0) + len(_ZERO_AMOUNT.findall(text))
+        if kept and not any(kept) and zeros >= _MIN_EMPTY_CREATE:
+            return True
     return summary and len(pairs) >= _MIN_ZERO_COUNTS and not any(n for _, n in pairs)
+
+
+def _summed_up_zero(text: str, pairs: list[tuple[str, int]], side: tuple[str, ...]) -> bool:
+    """Whether the run's last line tallies it at zero ("downloaded 0 files", "Processed 0 records", "적용됨 0 / 120")
+    and no count of the receipt is above zero: the run's own tally says it did nothing, whatever its verb. Side
+    counts ("0 errors"), codes and levels ("exit 0") are no tally of the work; a total after the zero is no count."""
+    work = [(label, n) for label, n in pairs
+            if len(label) >= 3 and not label.startswith(side) and _CODE_KEY.search(label) is None]  # not "0 of 40"
+    if any(n for _, n in work):
+        return False
+    last = text.rstrip().rsplit("\n", 1)[-1].lower()
+    if _ZERO_OF.search(last) is not None and not any(word.startswith(side) for word in _WORDS.findall(last)):
+        return True  # zero out of a total, nothing gone wrong on the line
+    return any(re.search(rf"(?<![\w-]){re.escape(label)}[ \t:=]+0(?![\w.,])|(?<![\w.,:/-])0[ \t]+"
+                         rf"{re.escape(label)}(?!\w)", last) is not None for label, _ in work)
+
+
+def _zero_of_asked(text: str, asked: frozenset[int], side: tuple[str, ...]) -> bool:
+    """Whether ``text`` counts zero out of one of the call's own numbers (``asked``) on a line that counts nothing
+    that went wrong or was passed over (labels starting with one of ``side``)."""
+    for found in _ZERO_OF.finditer(text):
+        if int(found.group(1)) in asked:
+            line = _line_of(text, found.start()).lower()
+            if not any(word.startswith(side) for word in _WORDS.findall(line)):
+                return True
+    return False
+
+
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def _empty_container(value: dict[str, Any], side: tuple[str, ...]) -> bool:
+    """A created object's JSON answer whose every count is zero and every collection empty, at least
+    ``_MIN_EMPTY_CREATE`` of them, side counts aside (``{"id": "PR-7", "invoices": [], "total": 0}``)."""
+    zeros = 0
+    stack: list[tuple[dict[str, Any], int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        for key, item in current.items():
+            label = str(key).lower()
+            if isinstance(item, bool) or item is None or isinstance(item, str) or label.startswith(side) \
+                    or _CODE_KEY.search(label):
+                continue
+            if isinstance(item, dict):
+                if depth < 3:
+                    stack.append((item, depth + 1))
+                continue
+            if isinstance(item, (list, int, float)):
+                if item:
+                    return False
+                zeros += 1
+    return zeros >= _MIN_EMPTY_CREATE
 
 
 def _own_count_zero(pairs: list[tuple[str, int]], verbs: Iterable[str]) -> bool | None:
     """Whether the counts labelled by one of the call's own verbs (``imported`` for ``+import``) are all zero; None
     when no count carries such a label."""
-    stems = {w[:6] for verb in verbs for w in _VERB_SPLIT.split(verb.lower()) if len(w) >= 4}
-    own = [n for label, n in pairs if any(word[:6] in stems for word in _VERB_SPLIT.split(label) if len(word) >= 4)]
+    stems = {w for verb in verbs for w in _VERB_SPLIT.split(verb.lower()) if len(w) >= 4}
+    own = [n for label, n in pairs if any(_same_stem(word, stem) for word in _VERB_SPLIT.split(label) if len(word) >= 4
+                                          for stem in stems)]
     return (not any(own)) if own else None
+
+
+def _same_stem(word: str, verb: str) -> bool:
+    """Whether a label word is a form of a verb of the call: they share their first six letters ("imported" of
+    import), or a short verb's all but its last ("moved" of move, "pulled" of pull, "applied" of apply)."""
+    shared = 0
+    for a, b in zip(word, verb):
+        if a != b:
+            break
+        shared += 1
+    need = min(len(word), len(verb), 6) - (len(verb) < 6)
+    return shared >= max(4, need)
 
 
 def _size(value: Any) -> int | None:
@@ -231,6 +325,23 @@ def error_envelope(text: str, keys: dict[str, list[str]], effect_keys: Iterable[
     failing = {name for role in ("error", "errors", "message") for name in keys.get(role, ())}
     return why, _shows_effect({k: v for k, v in value.items() if str(k).lower() not in failing},
                               frozenset(k.lower() for k in effect_keys))
+
+
+def field_errors(text: str) -> str:
+    """The line of a write's JSON answer that is a validation failure by its shape, or "": an object whose every
+    field holds a non-empty list of messages (strings with a space: prose, not ids), as Rails, Django REST and
+    many APIs answer a create they refused (``{"address": ["can't be blank"], "zip": ["is invalid"]}``), whatever
+    the exit code or status line. Field names and messages are in any language."""
+    if '": [' not in text and '":[' not in text:
+        return ""  # no field holds a list (most receipts): one substring scan
+    value = json_document(answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text))
+    if not isinstance(value, dict) or not value:
+        return ""
+    for item in value.values():
+        if not (isinstance(item, list) and item and all(isinstance(m, str) and " " in m.strip() for m in item)):
+            return ""
+    key, item = next(iter(value.items()))
+    return _short({key: item})
 
 
 def _short(value: Any) -> str:
