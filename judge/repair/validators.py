@@ -54,6 +54,7 @@ from judge.repair.dependencies import (
     own_words,
     quoted_uses,
     recovery_window,
+    retry_residue,
     speaks_of_failure,
     status_cells,
     tie_names,
@@ -126,6 +127,8 @@ def no_reference_to_deleted_failure(
     receipts = kept_receipts_after(original, deleted, first_removed)
     cells = status_cells(original, deleted, first_removed)
     items: list[tuple[int, str, bool, bool]] = []  # (edited index, sentence, names a deleted call, tied by turn alone)
+    reads: list[str] = []  # what of each sentence the failure-reference reader reads
+    residual: list[bool] = []  # it reads only the clauses left beside a report of the kept retry's values
     cues: list[bool] = []
     spoken: list[bool] = []  # the failure vocabularies read the sentence as speaking of a failure
     for index, message in enumerate(edited.messages):
@@ -137,17 +140,28 @@ def no_reference_to_deleted_failure(
         latest = max((i for i in orig_failed if i < message_map[index]), default=None) in deleted_receipts
         for sentence in split_sentences(message_text(message)):
             names_deleted = not deleted_names.isdisjoint(names_in(sentence.text))
-            spoken_here = bool(deleted) and speaks_of_failure(edited, own_words(sentence.text, receipts, cells))
+            own = own_words(sentence.text, receipts, cells)
+            # What it reports of the kept retry's values is no reference: only the rest is read.
+            residue = retry_residue(original, sentence.text, deleted, first_removed, own) if removed else None
+            if residue == "":
+                continue
+            if residue is not None:
+                own = own_words(residue, receipts, cells)
+            residual.append(residue is not None)
+            spoken_here = bool(deleted) and speaks_of_failure(edited, own)
             cued = near_deleted or names_deleted or spoken_here
             items.append((index, sentence.text, names_deleted, latest and not cued))
+            reads.append(own)
             cues.append(cued or latest)
             spoken.append(spoken_here and cued)
     patterns = ledger_of(edited).analysis.config.patterns
     findings: list[str] = []
-    for (index, text, names_deleted, turn_only), (is_ref, margin) in zip(
-            items, detectors.failure_reference([own_words(t, receipts, cells) for _, t, _, _ in items], cues, spoken)):
+    for (index, text, names_deleted, turn_only), (is_ref, margin), rest in zip(
+            items, detectors.failure_reference(reads, cues, spoken), residual):
         if turn_only and margin < detectors.failure_threshold_with_cue:
             is_ref = False  # tied by turn alone: an explicit failure word does not lower the bar
+        if rest:
+            is_ref = margin >= detectors.failure_threshold_residue
         # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
         if not (is_ref or (deleted and patterns.phantom.search(text))):
             continue
