@@ -334,6 +334,18 @@ def _is_value(word: str) -> bool:
     return any(c.isdigit() for c in word) or bool(_TOKEN_PARTS.search(word)) or any(c.isupper() for c in word[1:])
 
 
+def receipt_values(text: str, *, cased: bool = False) -> frozenset[str]:
+    """The values a receipt printed, whole (``com.example.pay.PayBridge``, ``4410923``, ``FAILED``): ids, numbers,
+    addresses, names in mixed or upper case (:func:`_is_value`), never common words; lower-cased unless ``cased``
+    (a copy of ``FAILED`` is a value, a path's ``build`` is not ``BUILD``)."""
+    return frozenset(raw if cased else raw.lower() for raw in _TOKEN.findall(text) if _is_value(raw))
+
+
+def text_tokens(text: str) -> frozenset[str]:
+    """The whole tokens of ``text`` as written (``10.0.0.9``, ``com.example.pay.PayBridge``, ``FAILED``)."""
+    return frozenset(_TOKEN.findall(text))
+
+
 def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -> tuple[frozenset[str], frozenset[str], bool]:
     """What separates talk about a deleted failure from talk about its successful retry: the words only the
     deleted calls and their receipts had (the wrong id or typo, the error's words; less what the kept later calls
@@ -357,9 +369,7 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
             gone |= value_words(text) | value_words(receipt)
         elif site.message_index > first_removed:
             kept |= value_words(text) | value_words(receipt)
-            for raw in _TOKEN.findall(f"{text} {receipt}"):
-                if _is_value(raw):
-                    values.add(raw.lower())
+            values |= receipt_values(f"{text} {receipt}")
             # A kept receipt that reports a failure, by its flags or as an error line of its output (a log it
             # read: "error: profile expired"): a sentence explaining that failure speaks of it, not of the deleted one.
             kept_failure = kept_failure or site.failed or bool(error.search(receipt))

@@ -53,10 +53,12 @@ from judge.repair.dependencies import (
     option_name,
     own_words,
     quoted_uses,
+    receipt_values,
     recovery_window,
     retry_residue,
     speaks_of_failure,
     status_cells,
+    text_tokens,
     tie_names,
 )
 from judge.repair.textref import (
@@ -734,10 +736,28 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
     def ties(text: str) -> set[str]:
         return set(names_in(text) & names) | set(_stems(text) & words)
 
+    kind: RefusalKind = "future-claim" if failed.status == "running" else "flip"
     lost = ties(old_text)
-    if not lost or lost & ties(new_text):  # some tie of the original kept: a rewording, not a new story
+    if not lost:
         return None
-    return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
+    if not lost & ties(new_text):  # no tie of the original kept: a new story
+        return kind, ", ".join(repr(t) for t in sorted(lost))
+    # Some tie kept, but maybe only the object's (the bundle, the branch): the original named the failure by values
+    # only the receipt showed (the error's class name, the failing task, its code, "FAILED" copied from it; not the
+    # call's own words nor the query's) and the rewrite names none of it nor says in words of the rules config that
+    # something failed or is still going: a flip in any language.
+    failure_values = receipt_values(receipt, cased=True) - text_tokens(failed.text + "\n" + edited.query)
+
+    def failure_ties(text: str) -> set[str]:
+        return set(text_tokens(text) & failure_values)
+
+    named = failure_ties(old_text)
+    patterns = facts.analysis.config.patterns
+    reported = (patterns.failure_words.search(new_text) or patterns.running.search(new_text)
+                or any(mark in new_text for mark in _FAILURE_MARKS))
+    if named and not failure_ties(new_text) and not reported:
+        return kind, ", ".join(repr(t) for t in sorted(named))
+    return None
 
 
 # Language-neutral signs that a text reports a failure: a cross or warning mark (the rules judge's, too).
