@@ -367,7 +367,11 @@ def corrected_empty_read(trajectory: Trajectory, site: CallSite) -> str | None:
                 or later.receipt is None or _programs(later_command) != programs):
             continue
         later_arguments = _argument_tokens(later_command)
-        if _corrects(arguments, later_arguments) and not found_nothing(later.receipt.content or "", later_arguments):
+        answer = (later.receipt.content or "").strip()
+        # It got an answer: some output, not the same empty one, no zero count (``"on"`` after ``(nil)`` counts).
+        answered = bool(answer) and answer != (site.receipt.content or "").strip() and not (
+            stated_numbers(answer) and all(n == 0 for n in stated_numbers(answer)))
+        if _corrects(arguments, later_arguments) and answered:
             return f"the read found nothing, and T{later.turn} ran it again with corrected arguments and got an answer"
     return None
 

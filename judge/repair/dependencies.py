@@ -377,6 +377,12 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
     return result
 
 
+def names_gone_value(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int) -> bool:
+    """Whether ``sentence`` names a value only the deleted calls had (their wrong id or typo'd name as written in the
+    call or its receipt: ``wateja_206``, ``v3.81``), in any language: a text naming it speaks of the failure."""
+    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
+
+
 _COGNATE_RATIO = 0.85  # "procentowego" -> "procent" ~ "percent" (0.86); "recHd27" ~ "recHd72" never: ids are exact
 
 
@@ -442,6 +448,7 @@ def textual_context(
     items: list[tuple[int, TextField, Sentence, bool, bool]] = []  # (..., names the call, tied by turn alone)
     reads: list[str] = []  # what of each item's sentence the failure-reference reader reads
     residual: list[bool] = []  # it reads only the clauses left beside a report of the kept retry's values
+    naming: list[bool] = []  # it names a value only the deleted calls had: a reference whatever the embedding says
     fields: tuple[TextField, ...] = ("reasoning", "content")
     for index in range(site.receipt_index + 1, len(trajectory.messages)):
         message = trajectory.messages[index]
@@ -453,6 +460,8 @@ def textual_context(
             for sentence in split_sentences(getattr(message, field_name) or ""):
                 names_call = not own.isdisjoint(names_in(sentence.text))
                 said = own_words(sentence.text, receipts, cells)
+                wrong_value = names_gone_value(trajectory, sentence.text, deleted_ids, site.message_index)
+                names_call = names_call or wrong_value
                 # What it reports of the kept retry's values is no reference: only the rest is read.
                 residue = retry_residue(trajectory, sentence.text, deleted_ids, site.message_index, said)
                 if residue == "":
@@ -464,6 +473,7 @@ def textual_context(
                     items.append((index, field_name, sentence, names_call, not cued))
                     reads.append(said)
                     residual.append(residue is not None)
+                    naming.append(wrong_value)
     if not items:
         return [Dependency(kind="textual", status="none", call_id=site.call.id, detail="no later text near or about the failure")], []
     verdicts = detectors.failure_reference(reads, [True] * len(items),
@@ -472,9 +482,11 @@ def textual_context(
     final = _final_index(trajectory)
     edits: list[SentenceEdit] = []
     deps: list[Dependency] = []
-    for (index, field_name, sentence, names_call, turn_only), (is_ref, margin), rest in zip(items, verdicts, residual):
+    for (index, field_name, sentence, names_call, turn_only), (is_ref, margin), rest, wrong in zip(
+            items, verdicts, residual, naming):
         if rest:
             is_ref = margin >= detectors.failure_threshold_residue
+        is_ref = is_ref or wrong
         if not is_ref or (turn_only and margin < detectors.failure_threshold_with_cue):
             continue  # tied by turn alone: an explicit failure word does not lower the bar
         nearest = max((i for i in failed_indices if i < index), default=None)

@@ -50,6 +50,7 @@ from judge.repair.calls import (
 from judge.repair.dependencies import (
     failed_receipt_indices,
     kept_receipts_after,
+    names_gone_value,
     option_name,
     own_words,
     quoted_uses,
@@ -131,6 +132,7 @@ def no_reference_to_deleted_failure(
     items: list[tuple[int, str, bool, bool]] = []  # (edited index, sentence, names a deleted call, tied by turn alone)
     reads: list[str] = []  # what of each sentence the failure-reference reader reads
     residual: list[bool] = []  # it reads only the clauses left beside a report of the kept retry's values
+    naming: list[bool] = []  # it names a value only the deleted calls had: a reference whatever the embedding says
     cues: list[bool] = []
     spoken: list[bool] = []  # the failure vocabularies read the sentence as speaking of a failure
     for index, message in enumerate(edited.messages):
@@ -141,7 +143,8 @@ def no_reference_to_deleted_failure(
         # any number of turns later is about it.
         latest = max((i for i in orig_failed if i < message_map[index]), default=None) in deleted_receipts
         for sentence in split_sentences(message_text(message)):
-            names_deleted = not deleted_names.isdisjoint(names_in(sentence.text))
+            wrong_value = bool(removed) and names_gone_value(original, sentence.text, deleted, first_removed)
+            names_deleted = wrong_value or not deleted_names.isdisjoint(names_in(sentence.text))
             own = own_words(sentence.text, receipts, cells)
             # What it reports of the kept retry's values is no reference: only the rest is read.
             residue = retry_residue(original, sentence.text, deleted, first_removed, own) if removed else None
@@ -150,6 +153,7 @@ def no_reference_to_deleted_failure(
             if residue is not None:
                 own = own_words(residue, receipts, cells)
             residual.append(residue is not None)
+            naming.append(wrong_value)
             spoken_here = bool(deleted) and speaks_of_failure(edited, own)
             cued = near_deleted or names_deleted or spoken_here
             items.append((index, sentence.text, names_deleted, latest and not cued))
@@ -158,12 +162,13 @@ def no_reference_to_deleted_failure(
             spoken.append(spoken_here and cued)
     patterns = ledger_of(edited).analysis.config.patterns
     findings: list[str] = []
-    for (index, text, names_deleted, turn_only), (is_ref, margin), rest in zip(
-            items, detectors.failure_reference(reads, cues, spoken), residual):
+    for (index, text, names_deleted, turn_only), (is_ref, margin), rest, wrong in zip(
+            items, detectors.failure_reference(reads, cues, spoken), residual, naming):
         if turn_only and margin < detectors.failure_threshold_with_cue:
             is_ref = False  # tied by turn alone: an explicit failure word does not lower the bar
         if rest:
             is_ref = margin >= detectors.failure_threshold_residue
+        is_ref = is_ref or wrong
         # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
         if not (is_ref or (deleted and patterns.phantom.search(text))):
             continue
