@@ -8,6 +8,7 @@ text). Everything else is treated as a write whose outcome must be known from a 
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from dataclasses import dataclass
@@ -322,6 +323,57 @@ def _names_token(text: str, token: str) -> bool:
                 after.isspace() or after in _TOKEN_EDGE + ".") and not _POSITION_AFTER.match(text, match.end()):
             return True
     return False
+
+
+def found_nothing(text: str, arguments: set[str]) -> bool:
+    """Whether a read's answer is empty in any tool's language: at most ``_REFUSAL_LINES`` short lines, every
+    number in it zero, and no value in it but the call's own arguments (``(integer) 0``, ``(nil)``, ``[]``, an
+    empty output, ``sysName.1 = No Such Instance``)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > _REFUSAL_LINES or any(len(line) > 160 for line in lines):
+        return False
+    return all(n == 0 for n in stated_numbers(text)) and all(
+        name in arguments or name.split(":", 1)[0] in arguments or any(name in a for a in arguments)
+        for name in names_in(text))
+
+
+_CORRECTION_RATIO = 0.6  # "tm:shop-ios:esp:keys" -> "tm:shop-ios:es:keys" (0.97), "4419023" -> "4410923" (0.71)
+
+
+def _corrects(before: set[str], after: set[str]) -> bool:
+    """Whether ``after`` corrects ``before``: as many arguments, each one changed into a near copy of itself (a typo
+    or swapped digits fixed), not a different question (``-n billing`` widened to ``-A``)."""
+    gone, new = sorted(before - after), sorted(after - before)
+    if not gone or len(gone) != len(new):
+        return False
+    return all(max(difflib.SequenceMatcher(None, g, n).ratio() for n in new) >= _CORRECTION_RATIO for g in gone)
+
+
+def corrected_empty_read(trajectory: Trajectory, site: CallSite) -> str | None:
+    """Why a read-only shell call that found nothing is a failed lookup, or None: a later run of the same programs
+    (through the same wrappers: ``docker exec c redis-cli``, ``ssh host``) with corrected arguments (:func:`_corrects`)
+    answered with something (a nonzero number, a value it did not give). The lookup asked for the wrong thing (a typo'd key, a
+    swapped job id); the corrected run is the work, whatever words either answer uses."""
+    command = shell_command(site.call)
+    if command is None or site.receipt is None or not is_read_only(site.call)[0]:
+        return None
+    arguments = _argument_tokens(command)
+    if not found_nothing(site.receipt.content or "", arguments):
+        return None
+    programs = _programs(command)
+    for later in ledger_of(trajectory).actions:
+        later_command = shell_command(later.call) if later.call is not None else None
+        if (later_command is None or later.message_index <= site.message_index or later.status != "ok"
+                or later.receipt is None or _programs(later_command) != programs):
+            continue
+        later_arguments = _argument_tokens(later_command)
+        answer = (later.receipt.content or "").strip()
+        # It got an answer: some output, not the same empty one, no zero count (``"on"`` after ``(nil)`` counts).
+        answered = bool(answer) and answer != (site.receipt.content or "").strip() and not (
+            stated_numbers(answer) and all(n == 0 for n in stated_numbers(answer)))
+        if _corrects(arguments, later_arguments) and answered:
+            return f"the read found nothing, and T{later.turn} ran it again with corrected arguments and got an answer"
+    return None
 
 
 def refused_argument(trajectory: Trajectory, site: CallSite, *, failed_only: bool = True) -> str | None:

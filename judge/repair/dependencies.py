@@ -42,6 +42,7 @@ from judge.repair.calls import (
 from judge.repair.textref import (
     Detectors,
     Sentence,
+    clauses,
     split_sentences,
 )
 
@@ -312,6 +313,112 @@ _TABLE_CELLS = re.compile(r"\t+|\s{2,}")
 _CELL_EDGE = ".,;:!?()[]{}\"'`"
 
 
+_TOKEN = re.compile(r"[^\W_](?:[\w.\-/:@]*[^\W_])?")
+_TOKEN_PARTS = re.compile(r"[.\-/:@_]+")
+
+
+def value_words(text: str) -> frozenset[str]:
+    """The words and values of ``text``, lower-cased, in any script: each run of letters and digits joined by
+    ``. - / : @ _`` (``10.0.0.9``, ``xe-0/0/3``, ``recHd27``) and its parts (``shop``, ``logg``), three characters
+    or more (shorter pieces are function words that collide across languages)."""
+    found: set[str] = set()
+    for token in _TOKEN.findall(text.lower()):
+        found.add(token)
+        found.update(_TOKEN_PARTS.split(token))
+    return frozenset(w for w in found if len(w) >= 3)
+
+
+def _is_value(word: str) -> bool:
+    """Whether a receipt's word (as printed) is a value: an id, number, address or a name in mixed or upper case
+    (``recHd27``, ``10.0.0.9``, ``AppStore``, ``ARCHIVE``), not a common word."""
+    return any(c.isdigit() for c in word) or bool(_TOKEN_PARTS.search(word)) or any(c.isupper() for c in word[1:])
+
+
+def receipt_values(text: str, *, cased: bool = False) -> frozenset[str]:
+    """The values a receipt printed, whole (``com.example.pay.PayBridge``, ``4410923``, ``FAILED``): ids, numbers,
+    addresses, names in mixed or upper case (:func:`_is_value`), never common words; lower-cased unless ``cased``
+    (a copy of ``FAILED`` is a value, a path's ``build`` is not ``BUILD``)."""
+    return frozenset(raw if cased else raw.lower() for raw in _TOKEN.findall(text) if _is_value(raw))
+
+
+def text_tokens(text: str) -> frozenset[str]:
+    """The whole tokens of ``text`` as written (``10.0.0.9``, ``com.example.pay.PayBridge``, ``FAILED``)."""
+    return frozenset(_TOKEN.findall(text))
+
+
+def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -> tuple[frozenset[str], frozenset[str], bool]:
+    """What separates talk about a deleted failure from talk about its successful retry: the words only the
+    deleted calls and their receipts had (the wrong id or typo, the error's words; less what the kept later calls
+    and receipts and the query also say), the values the kept later calls and receipts show, and whether a kept
+    later receipt itself reports a failure (a sentence repeating it speaks of that failure, not the deleted one).
+    Memoized per trajectory and deleted set."""
+    memo: dict[tuple[frozenset[str], int], tuple[frozenset[str], frozenset[str], bool]] = (
+        ledger_of(trajectory).analysis.cache.setdefault("repair:retry-words", {}))
+    key = (frozenset(deleted), first_removed)
+    if key in memo:
+        return memo[key]
+    gone: set[str] = set()
+    kept: set[str] = set(value_words(trajectory.query))
+    values: set[str] = set()
+    kept_failure = False
+    error = ledger_of(trajectory).analysis.config.patterns.error
+    for site in call_sites(trajectory):
+        text = site.call.argument_text()
+        receipt = (site.receipt.content or "")[:4000] if site.receipt is not None else ""
+        if site.call.id in deleted:
+            gone |= value_words(text) | value_words(receipt)
+        elif site.message_index > first_removed:
+            kept |= value_words(text) | value_words(receipt)
+            values |= receipt_values(f"{text} {receipt}")
+            # A kept receipt that reports a failure, by its flags or as an error line of its output (a log it
+            # read: "error: profile expired"): a sentence explaining that failure speaks of it, not of the deleted one.
+            kept_failure = kept_failure or site.failed or bool(error.search(receipt))
+    memo[key] = result = (frozenset(gone - kept), frozenset(values), kept_failure)
+    return result
+
+
+def names_gone_value(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int) -> bool:
+    """Whether ``sentence`` names a value only the deleted calls had (their wrong id or typo'd name as written in the
+    call or its receipt: ``wateja_206``, ``v3.81``), in any language: a text naming it speaks of the failure."""
+    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
+
+
+_COGNATE_RATIO = 0.85  # "procentowego" -> "procent" ~ "percent" (0.86); "recHd27" ~ "recHd72" never: ids are exact
+
+
+def _names_cognate(words: frozenset[str], gone: frozenset[str]) -> bool:
+    """Whether a word of a sentence begins with a near copy of a word only the deleted calls had, in another
+    language or inflection (the abandoned ``percent`` as Polish ``procentowego``). Letters only, five or more:
+    ids and numbers match exactly or not at all (the typo and its fix are near copies of each other)."""
+    plain = [g for g in gone if len(g) >= 5 and g.isalpha()]
+    for word in words:
+        if len(word) < 5 or not word.isalpha() or word in gone:
+            continue
+        for g in plain:
+            if len(word) >= len(g) and difflib.SequenceMatcher(None, word[:len(g)], g).ratio() >= _COGNATE_RATIO:
+                return True
+    return False
+
+
+def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int, own: str) -> str | None:
+    """What of ``sentence`` may still refer to the deleted failure once what it reports of the kept retry is set
+    aside, in any language, or None when the whole sentence must be read.
+
+    A sentence that names a value the kept later calls or receipts show and none that only the deleted calls had
+    (their wrong id, typo or error words), and says nothing of a failure in its own words (``own``) unless a kept
+    receipt itself reports one ("the build failed: the profile expired"), speaks of the retry. Its clauses that
+    carry such a value are the report; the clauses left ("since the first attempt did not work") are returned for
+    the failure-reference reader, "" when every clause reports the retry."""
+    gone, values, kept_failure = retry_words(trajectory, deleted, first_removed)
+    words = value_words(sentence)
+    if not words.isdisjoint(gone) or words.isdisjoint(values) or _names_cognate(words, gone):
+        return None
+    if not kept_failure and speaks_of_failure(trajectory, own):
+        return None
+    rest = [part for part in clauses(sentence) if value_words(part).isdisjoint(values)]
+    return ", ".join(rest)
+
+
 def speaks_of_failure(trajectory: Trajectory, text: str) -> bool:
     """Whether the rules vocabularies (19 languages, data) read ``text`` as speaking of an earlier failure."""
     patterns = ledger_of(trajectory).analysis.config.patterns
@@ -339,6 +446,9 @@ def textual_context(
     receipts = kept_receipts_after(trajectory, deleted_ids, site.message_index)
     cells = status_cells(trajectory, deleted_ids, site.message_index)
     items: list[tuple[int, TextField, Sentence, bool, bool]] = []  # (..., names the call, tied by turn alone)
+    reads: list[str] = []  # what of each item's sentence the failure-reference reader reads
+    residual: list[bool] = []  # it reads only the clauses left beside a report of the kept retry's values
+    naming: list[bool] = []  # it names a value only the deleted calls had: a reference whatever the embedding says
     fields: tuple[TextField, ...] = ("reasoning", "content")
     for index in range(site.receipt_index + 1, len(trajectory.messages)):
         message = trajectory.messages[index]
@@ -349,20 +459,34 @@ def textual_context(
         for field_name in fields:
             for sentence in split_sentences(getattr(message, field_name) or ""):
                 names_call = not own.isdisjoint(names_in(sentence.text))
-                cued = index in window or names_call or (
-                    latest and speaks_of_failure(trajectory, own_words(sentence.text, receipts, cells)))
+                said = own_words(sentence.text, receipts, cells)
+                wrong_value = names_gone_value(trajectory, sentence.text, deleted_ids, site.message_index)
+                names_call = names_call or wrong_value
+                # What it reports of the kept retry's values is no reference: only the rest is read.
+                residue = retry_residue(trajectory, sentence.text, deleted_ids, site.message_index, said)
+                if residue == "":
+                    continue
+                if residue is not None:
+                    said = own_words(residue, receipts, cells)
+                cued = index in window or names_call or (latest and speaks_of_failure(trajectory, said))
                 if cued or latest:
                     items.append((index, field_name, sentence, names_call, not cued))
+                    reads.append(said)
+                    residual.append(residue is not None)
+                    naming.append(wrong_value)
     if not items:
         return [Dependency(kind="textual", status="none", call_id=site.call.id, detail="no later text near or about the failure")], []
-    verdicts = detectors.failure_reference([own_words(s.text, receipts, cells) for _, _, s, _, _ in items],
-                                           [True] * len(items),
-                                           [not turn_only and speaks_of_failure(trajectory, own_words(s.text, receipts, cells))
-                                            for _, _, s, _, turn_only in items])
+    verdicts = detectors.failure_reference(reads, [True] * len(items),
+                                           [not turn_only and speaks_of_failure(trajectory, said)
+                                            for (_, _, _, _, turn_only), said in zip(items, reads)])
     final = _final_index(trajectory)
     edits: list[SentenceEdit] = []
     deps: list[Dependency] = []
-    for (index, field_name, sentence, names_call, turn_only), (is_ref, margin) in zip(items, verdicts):
+    for (index, field_name, sentence, names_call, turn_only), (is_ref, margin), rest, wrong in zip(
+            items, verdicts, residual, naming):
+        if rest:
+            is_ref = margin >= detectors.failure_threshold_residue
+        is_ref = is_ref or wrong
         if not is_ref or (turn_only and margin < detectors.failure_threshold_with_cue):
             continue  # tied by turn alone: an explicit failure word does not lower the bar
         nearest = max((i for i in failed_indices if i < index), default=None)

@@ -18,6 +18,7 @@ from judge.model import Message, Trajectory, number_turns
 from judge.repair.calls import (
     CallSite,
     call_sites,
+    corrected_empty_read,
     effects_shown,
     is_read_only,
     receipt_failed,
@@ -105,7 +106,9 @@ def failed_calls_at(trajectory: Trajectory, turn: int | None) -> list[CallSite]:
         return failed
     # Failed by its content rather than its exit code: a read whose short answer names one of its own arguments
     # ("No resources found in shopp namespace.") that a later successful run of the same program dropped.
-    return [s for s in sites if is_read_only(s.call)[0] and refused_argument(trajectory, s, failed_only=False)]
+    # Or a read-only lookup that found nothing ("(integer) 0", an empty output), run again with corrected arguments.
+    return [s for s in sites if is_read_only(s.call)[0] and (
+        refused_argument(trajectory, s, failed_only=False) or corrected_empty_read(trajectory, s))]
 
 
 def offline_edit(

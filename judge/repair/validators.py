@@ -50,12 +50,16 @@ from judge.repair.calls import (
 from judge.repair.dependencies import (
     failed_receipt_indices,
     kept_receipts_after,
+    names_gone_value,
     option_name,
     own_words,
     quoted_uses,
+    receipt_values,
     recovery_window,
+    retry_residue,
     speaks_of_failure,
     status_cells,
+    text_tokens,
     tie_names,
 )
 from judge.repair.textref import (
@@ -126,6 +130,9 @@ def no_reference_to_deleted_failure(
     receipts = kept_receipts_after(original, deleted, first_removed)
     cells = status_cells(original, deleted, first_removed)
     items: list[tuple[int, str, bool, bool]] = []  # (edited index, sentence, names a deleted call, tied by turn alone)
+    reads: list[str] = []  # what of each sentence the failure-reference reader reads
+    residual: list[bool] = []  # it reads only the clauses left beside a report of the kept retry's values
+    naming: list[bool] = []  # it names a value only the deleted calls had: a reference whatever the embedding says
     cues: list[bool] = []
     spoken: list[bool] = []  # the failure vocabularies read the sentence as speaking of a failure
     for index, message in enumerate(edited.messages):
@@ -136,18 +143,32 @@ def no_reference_to_deleted_failure(
         # any number of turns later is about it.
         latest = max((i for i in orig_failed if i < message_map[index]), default=None) in deleted_receipts
         for sentence in split_sentences(message_text(message)):
-            names_deleted = not deleted_names.isdisjoint(names_in(sentence.text))
-            spoken_here = bool(deleted) and speaks_of_failure(edited, own_words(sentence.text, receipts, cells))
+            wrong_value = bool(removed) and names_gone_value(original, sentence.text, deleted, first_removed)
+            names_deleted = wrong_value or not deleted_names.isdisjoint(names_in(sentence.text))
+            own = own_words(sentence.text, receipts, cells)
+            # What it reports of the kept retry's values is no reference: only the rest is read.
+            residue = retry_residue(original, sentence.text, deleted, first_removed, own) if removed else None
+            if residue == "":
+                continue
+            if residue is not None:
+                own = own_words(residue, receipts, cells)
+            residual.append(residue is not None)
+            naming.append(wrong_value)
+            spoken_here = bool(deleted) and speaks_of_failure(edited, own)
             cued = near_deleted or names_deleted or spoken_here
             items.append((index, sentence.text, names_deleted, latest and not cued))
+            reads.append(own)
             cues.append(cued or latest)
             spoken.append(spoken_here and cued)
     patterns = ledger_of(edited).analysis.config.patterns
     findings: list[str] = []
-    for (index, text, names_deleted, turn_only), (is_ref, margin) in zip(
-            items, detectors.failure_reference([own_words(t, receipts, cells) for _, t, _, _ in items], cues, spoken)):
+    for (index, text, names_deleted, turn_only), (is_ref, margin), rest, wrong in zip(
+            items, detectors.failure_reference(reads, cues, spoken), residual, naming):
         if turn_only and margin < detectors.failure_threshold_with_cue:
             is_ref = False  # tied by turn alone: an explicit failure word does not lower the bar
+        if rest:
+            is_ref = margin >= detectors.failure_threshold_residue
+        is_ref = is_ref or wrong
         # An explicit reference in the vocabulary ("since the earlier call failed") is one whatever the embedding says.
         if not (is_ref or (deleted and patterns.phantom.search(text))):
             continue
@@ -720,10 +741,28 @@ def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, inde
     def ties(text: str) -> set[str]:
         return set(names_in(text) & names) | set(_stems(text) & words)
 
+    kind: RefusalKind = "future-claim" if failed.status == "running" else "flip"
     lost = ties(old_text)
-    if not lost or lost & ties(new_text):  # some tie of the original kept: a rewording, not a new story
+    if not lost:
         return None
-    return ("future-claim" if failed.status == "running" else "flip"), ", ".join(repr(t) for t in sorted(lost))
+    if not lost & ties(new_text):  # no tie of the original kept: a new story
+        return kind, ", ".join(repr(t) for t in sorted(lost))
+    # Some tie kept, but maybe only the object's (the bundle, the branch): the original named the failure by values
+    # only the receipt showed (the error's class name, the failing task, its code, "FAILED" copied from it; not the
+    # call's own words nor the query's) and the rewrite names none of it nor says in words of the rules config that
+    # something failed or is still going: a flip in any language.
+    failure_values = receipt_values(receipt, cased=True) - text_tokens(failed.text + "\n" + edited.query)
+
+    def failure_ties(text: str) -> set[str]:
+        return set(text_tokens(text) & failure_values)
+
+    named = failure_ties(old_text)
+    patterns = facts.analysis.config.patterns
+    reported = (patterns.failure_words.search(new_text) or patterns.running.search(new_text)
+                or any(mark in new_text for mark in _FAILURE_MARKS))
+    if named and not failure_ties(new_text) and not reported:
+        return kind, ", ".join(repr(t) for t in sorted(named))
+    return None
 
 
 # Language-neutral signs that a text reports a failure: a cross or warning mark (the rules judge's, too).
