@@ -30,7 +30,6 @@ from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import (
     error_envelope,
     failed_column,
-    field_errors,
     json_shows_effect,
     may_show_no_effect,
     shows_no_effect,
@@ -526,7 +525,7 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
             and receipt is not None and (why := partial_load(receipt.content)) is not None:
         action.outcome, action.status, action.error_line = "error", "partial", why
     if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
-            and receipt is not None and (why := field_errors(receipt.content)):
+            and receipt is not None and (why := answers.field_errors(receipt.content)):
         action.outcome, action.status, action.error_line = "error", "failed", why  # a validation answer, exit 0
     if action.status == "ok" and _shows_no_effect(action, config, checks_by_call):
         action.status = "noop"

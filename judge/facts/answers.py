@@ -21,7 +21,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from judge.facts.effects import json_document
+from judge.facts.effects import answer_body, json_document, short_json
 from judge.facts.jobs import value_going
 from judge.facts.matching import PhraseMatcher
 from judge.facts.shell import read_command, words_of, wrapped_command
@@ -235,6 +235,23 @@ def refusal(text: str, request: bool, refusal_values: frozenset[str], grant_keys
         if name in grant_keys and (value is False or (isinstance(value, str) and value.strip().lower() == "false")):
             return f"the receipt's {key} is false", ""
     return None
+
+
+def field_errors(text: str) -> str:
+    """The line of a write's JSON answer that is a validation failure by its shape, or "": an object whose every
+    field holds a non-empty list of messages (strings with a space: prose, not ids), as Rails, Django REST and
+    many APIs answer a create they refused (``{"address": ["can't be blank"], "zip": ["is invalid"]}``), whatever
+    the exit code or status line. Field names and messages are in any language."""
+    if '": [' not in text and '":[' not in text:
+        return ""  # no field holds a list (most receipts): one substring scan
+    value = json_document(answer_body(text[:MAX_TEXT] if len(text) > MAX_TEXT else text))
+    if not isinstance(value, dict) or not value:
+        return ""
+    for item in value.values():
+        if not (isinstance(item, list) and item and all(isinstance(m, str) and " " in m.strip() for m in item)):
+            return ""
+    key, item = next(iter(value.items()))
+    return short_json({key: item})
 
 
 def refused_read(command: str, text: str, shapes: dict[str, PhraseMatcher]) -> str | None:

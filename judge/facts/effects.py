@@ -304,16 +304,16 @@ def error_envelope(text: str, keys: dict[str, list[str]], effect_keys: Iterable[
     message = field("message")
     why = ""
     if (found := field("error")) is not None and found[1] not in (None, False, "", [], {}, 0):
-        why = f'"{found[0]}": {_short(found[1])}'
+        why = f'"{found[0]}": {short_json(found[1])}'
     elif (found := field("flag")) is not None and found[1] is False:
-        why = f'"{found[0]}": false' + (f' ({_short(message[1])})' if message else "")
+        why = f'"{found[0]}": false' + (f' ({short_json(message[1])})' if message else "")
     elif (found := field("errors")) is not None and isinstance(found[1], (list, dict)) and found[1]:
-        why = f'"{found[0]}": {_short(found[1])}'
+        why = f'"{found[0]}": {short_json(found[1])}'
     elif (found := field("status")) is not None and _failed_status(found[1], keys.get("failed_states", ()),
                                                                    message is not None):
-        why = f'"{found[0]}": {_short(found[1])}' + (f' ({_short(message[1])})' if message else "")
+        why = f'"{found[0]}": {short_json(found[1])}' + (f' ({short_json(message[1])})' if message else "")
     elif (found := field("code")) is not None and message is not None and _failed_code(found[1]):
-        why = f'"{found[0]}": {found[1]}, "{message[0]}": {_short(message[1])}'
+        why = f'"{found[0]}": {found[1]}, "{message[0]}": {short_json(message[1])}'
     if not why:
         return None
     # The evidence is the answer's own line that holds the failing field (one-line JSON: the whole answer), as a
@@ -327,24 +327,8 @@ def error_envelope(text: str, keys: dict[str, list[str]], effect_keys: Iterable[
                               frozenset(k.lower() for k in effect_keys))
 
 
-def field_errors(text: str) -> str:
-    """The line of a write's JSON answer that is a validation failure by its shape, or "": an object whose every
-    field holds a non-empty list of messages (strings with a space: prose, not ids), as Rails, Django REST and
-    many APIs answer a create they refused (``{"address": ["can't be blank"], "zip": ["is invalid"]}``), whatever
-    the exit code or status line. Field names and messages are in any language."""
-    if '": [' not in text and '":[' not in text:
-        return ""  # no field holds a list (most receipts): one substring scan
-    value = json_document(answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text))
-    if not isinstance(value, dict) or not value:
-        return ""
-    for item in value.values():
-        if not (isinstance(item, list) and item and all(isinstance(m, str) and " " in m.strip() for m in item)):
-            return ""
-    key, item = next(iter(value.items()))
-    return _short({key: item})
-
-
-def _short(value: Any) -> str:
+def short_json(value: Any) -> str:
+    """A value as JSON text (a string as it is), cut to 120 characters: for a reason line."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 120 else text[:119] + "…"
 
