@@ -286,6 +286,7 @@ def column_state(text: str, running: _Search | None = None, names: frozenset[str
 
 
 _BARE_MAX = 80
+_BARE_LINE = re.compile(rf"\s*([^\n]{{1,{_BARE_MAX}}}?)\s*")
 _BARE_CELL = re.compile(r"[\t,;|]+|\s{2,}")
 _SPACED_CELL = re.compile(r"[\t,;|\s]+")
 _NUMBER_CELL = re.compile(r"[\d.:%/-]+")
@@ -298,8 +299,11 @@ def bare_state(text: str, running: _Search | None = None, *, spaced: bool = Fals
     :func:`value_going`), or an end in the data lists of end values; None for anything else. ``spaced=True`` also
     reads cells one space apart (``squeue -o '%T %M %L'``: ``RUNNING 5:12:40 2:47:20``); the offline editor asks
     it of the poll a rewritten answer follows (the ledger's own reading keeps the aligned cells)."""
-    line = text.strip()
-    if not line or "\n" in line or len(line) > _BARE_MAX:
+    # One line of at most _BARE_MAX characters between any whitespace, read without stripping (a copy of the
+    # whole receipt) first: most receipts are long and fail at once.
+    match = _BARE_LINE.fullmatch(text)
+    line = match.group(1).strip() if match is not None else ""
+    if not line:
         return None
     splitter = _SPACED_CELL if spaced else _BARE_CELL
     cells = [c.strip(" .…'\"").lower() for c in splitter.split(line) if c.strip(" .…'\"")]
