@@ -284,6 +284,10 @@ DELETION_READBACKS = [
      "ok"),
     ("ja-cli-delete-then-not-found", "lark-cli base record delete --table tblA --record rec9", '{"code": 0}',
      "lark-cli base record get --table tblA --record rec9", '{"error": {"code": "NOT_FOUND"}}', "ok"),
+    ("en-refused-delete-then-404", "curl -s -X DELETE https://api.shop.example/v2/hooks/hk_5",
+     '{"error": "forbidden"}\nHTTP 403',
+     "curl -s -w '\\nHTTP %{http_code}' https://api.shop.example/v2/hooks/hk_5", '{"error": "not_found"}\nHTTP 404',
+     "failed"),                                                      # a refused deletion confirms nothing
     ("en-other-hook-404", "curl -s -X DELETE https://api.shop.example/v2/hooks/hk_5", '{"deleted": true}',
      "curl -s -w '\\nHTTP %{http_code}' https://api.shop.example/v2/hooks/hk_6", '{"error": "not_found"}\nHTTP 404',
      "failed"),

@@ -632,12 +632,8 @@ def _read_answers(actions: list[Action], patterns: CompiledPatterns) -> None:
     answer makes it ``failed`` (with :attr:`Action.refusal`), a state line of a job going makes it ``running``. A
     read's document describes a resource (its ``"status": "cancelled"`` is the order's): only an error answer or a
     refused-read shape is a refusal of a read. A read of a file shows the file, not an answer of a service."""
-    deleted: set[str] = set()  # the objects earlier calls deleted: a read of one answered "not found" confirms it
-    for action in actions:
+    for position, action in enumerate(actions):
         receipt = action.receipt
-        if action.command is not None and action.status == "ok" and _DELETES.search(action.command):
-            deleted.update(name for name, _ in object_keys(action.command, patterns.object_flags,
-                                                           patterns.action_segments))
         if action.status not in ("ok", "unknown", "noop") or receipt is None or action.is_plan or not receipt.content:
             continue
         content = receipt.content
@@ -657,9 +653,8 @@ def _read_answers(actions: list[Action], patterns: CompiledPatterns) -> None:
                     content, patterns.error_meta_keys, patterns.error_only_keys,
                     patterns.error_envelope.get("failed_states", ())):
                 why = "the read answered with an error only, no data"
-        if why is not None and deleted and reads and _NOT_FOUND.search(content) and action.command is not None \
-                and any(name in deleted for name, _ in object_keys(action.command, patterns.object_flags,
-                                                                   patterns.action_segments)):
+        if why is not None and reads and _NOT_FOUND.search(content) and _deleted_before(actions[:position], action,
+                                                                                       patterns):
             why = None  # the deletion's read-back: "not found" is what it was meant to show
         if why is not None:
             action.refusal = why
@@ -668,6 +663,20 @@ def _read_answers(actions: list[Action], patterns: CompiledPatterns) -> None:
         elif answers.job_going(content, patterns.running, patterns.steady_states) \
                 and not _echoed(action, receipt):
             action.status = "running"
+
+
+def _deleted_before(earlier: list[Action], read: Action, patterns: CompiledPatterns) -> bool:
+    """Whether a successful earlier call deleted an object the ``read`` names (by object identity:
+    :func:`judge.facts.shell.object_keys`). Asked only of a read answered "not found" (rare): the earlier statuses
+    are final by then, so a refused deletion does not count."""
+    if read.command is None:
+        return False
+    named = {name for name, _ in object_keys(read.command, patterns.object_flags, patterns.action_segments)}
+    return bool(named) and any(
+        earlier_action.command is not None and earlier_action.status == "ok" and _DELETES.search(earlier_action.command)
+        and any(name in named for name, _ in object_keys(earlier_action.command, patterns.object_flags,
+                                                          patterns.action_segments))
+        for earlier_action in earlier)
 
 
 def _only_reads(action: Action, patterns: CompiledPatterns) -> bool:
