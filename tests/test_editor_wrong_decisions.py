@@ -321,6 +321,13 @@ def test_a_rewrite_that_turns_a_running_job_into_a_result_is_a_future_claim(
     ("RUNNING 3:05:10 4:54:50", False, None),  # the ledger's own reading is unchanged
     ("COMPLETED 8:00:00 0:00", True, "terminal-success"),
     ("No devices were found", True, None),
+    # the one short line after any whitespace, found without stripping the receipt; a receipt that is not one
+    ("\n\n  building  \n\n", False, "non-terminal"),
+    (" " * 300 + "RUNNING\t40.0" + " " * 3000, False, "non-terminal"),
+    ("RUNNING\nCOMPLETED", False, None),
+    ("x" * 81, False, None),
+    ("|\r,  ", False, None),  # a cell of whitespace only: no state (it raised IndexError before)
+    ("|\r,  ", True, None),
 ])
 def test_a_poll_with_cells_one_space_apart(text: str, spaced: bool, state: str | None) -> None:
     from judge.facts.jobs import bare_state

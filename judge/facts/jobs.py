@@ -286,7 +286,7 @@ def column_state(text: str, running: _Search | None = None, names: frozenset[str
 
 
 _BARE_MAX = 80
-_BARE_LINE = re.compile(rf"\s*([^\n]{{1,{_BARE_MAX}}}?)\s*")
+_NON_SPACE = re.compile(r"\S")
 _BARE_CELL = re.compile(r"[\t,;|]+|\s{2,}")
 _SPACED_CELL = re.compile(r"[\t,;|\s]+")
 _NUMBER_CELL = re.compile(r"[\d.:%/-]+")
@@ -299,11 +299,13 @@ def bare_state(text: str, running: _Search | None = None, *, spaced: bool = Fals
     :func:`value_going`), or an end in the data lists of end values; None for anything else. ``spaced=True`` also
     reads cells one space apart (``squeue -o '%T %M %L'``: ``RUNNING 5:12:40 2:47:20``); the offline editor asks
     it of the poll a rewritten answer follows (the ledger's own reading keeps the aligned cells)."""
-    # One line of at most _BARE_MAX characters between any whitespace, read without stripping (a copy of the
-    # whole receipt) first: most receipts are long and fail at once.
-    match = _BARE_LINE.fullmatch(text)
-    line = match.group(1).strip() if match is not None else ""
-    if not line:
+    # One line of at most _BARE_MAX characters between any whitespace, found without copying the receipt: nothing
+    # but whitespace may follow _BARE_MAX characters after the first visible one (long receipts fail at once).
+    first = _NON_SPACE.search(text)
+    if first is None or _NON_SPACE.search(text, first.start() + _BARE_MAX) is not None:
+        return None
+    line = text[first.start():first.start() + _BARE_MAX].rstrip()
+    if "\n" in line:
         return None
     splitter = _SPACED_CELL if spaced else _BARE_CELL
     cells = [c.strip(" .…'\"").lower() for c in splitter.split(line) if c.strip(" .…'\"")]
@@ -321,7 +323,8 @@ def bare_state(text: str, running: _Search | None = None, *, spaced: bool = Fals
 def value_going(value: str, running: _Search | None) -> bool:
     """Whether a status value (lower case) names work still going on: a present participle ("syncing", in any
     tool's words), a waiting cell, or a value the config's ``running`` list reads as running."""
-    word = value.split()[0] if value else ""
+    parts = value.split()
+    word = parts[0] if parts else ""  # a cell of whitespace only ("\r" between separators) names nothing
     if word in _REACHED:
         return False
     if _GOING.fullmatch(word) or value in _WAITING_CELLS or _waits_within(value):
