@@ -7,6 +7,7 @@ later relied on, a chain of two links, and failures no flow leads into (the fail
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from test_rules_detectors import A, U, build, sh, tool
 
 from judge.facts import ledger_of
 from judge.facts.factlog import fact_log
-from judge.facts.flow import format_chain, trace_origin
+from judge.facts.flow import decisive_origin, format_chain, trace_origin
 
 LIST = "lark-cli base record list --table tblA1B2C3"
 ROWS = "recQ1W2E3R4 Ada\nrecZ9X8C7V6 Bob"
@@ -92,6 +93,40 @@ def test_no_flow_says_the_failure_turn_is_used() -> None:
     assert format_chain(found)[0].startswith("decisive turn T2: no value or artifact flow")
     missing = trace_origin(ledger_of(build(*CASES[0][1])), 9)
     assert (missing.turn, missing.found, missing.chain) == (9, False, ())
+
+
+@dataclass(frozen=True)
+class Issue:
+    turn: int | None
+    severity: str
+    category: str
+
+
+FAULT = [U("Rename Bob in table tblA1B2C3."), A("", sh(LIST, ROWS)),
+         A("", sh("lark-cli base record update --table tblA1B2C3 --record recZ9X8C7V6 --name Robert",
+                  "Error: dial tcp: lookup open.feishu.cn: no such host", 1)),
+         A("Bob is now Robert.")]
+TYPED_PORT = [U("Start the client against the local API."), A("", tool("Write", {"file_path": ".env", "content": "API_PORT=5137\n"}, "File created")),
+              A("", sh("python client.py", "Error: connect ECONNREFUSED 127.0.0.1:5137", 1)),
+              A("The API is healthy.")]
+
+# (what, steps, issues, decisive turn): docs/finding-tags.md, "The decisive turn"
+DECISIVE: list[tuple[str, list[tuple[str, Any]], list[Issue], int]] = [
+    ("an unhandled environment fault: the faulted call begins the flow, not the claim past it", FAULT,
+     [Issue(2, "severe", "environment"), Issue(3, "severe", "semantic")], 2),
+    ("the claim alone (no fault issue listed) is its own origin", FAULT, [Issue(3, "severe", "semantic")], 3),
+    ("a fault that inherits a value the agent typed: the typing is decisive", TYPED_PORT,
+     [Issue(2, "severe", "environment"), Issue(3, "severe", "semantic")], 1),
+    ("minor issues count only when none is severe", FAULT,
+     [Issue(1, "minor", "semantic"), Issue(3, "severe", "semantic")], 3),
+]
+
+
+@pytest.mark.parametrize(("what", "steps", "issues", "turn"), DECISIVE, ids=[c[0] for c in DECISIVE])
+def test_decisive_origin_is_the_earliest_origin_of_the_severe_issues(what: str, steps: list[tuple[str, Any]],
+                                                                     issues: list[Issue], turn: int) -> None:
+    found = decisive_origin(ledger_of(build(*steps)), issues)
+    assert found is not None and found[1].turn == turn
 
 
 # --- the fact log ----------------------------------------------------------------------------------------

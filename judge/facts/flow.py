@@ -450,9 +450,6 @@ class Localised(Protocol):
     @property
     def severity(self) -> str: ...
 
-    @property
-    def category(self) -> str: ...
-
 
 IssueT = TypeVar("IssueT", bound=Localised)
 
@@ -465,33 +462,9 @@ def decisive_origin(ledger: Ledger, issues: Sequence[IssueT]) -> tuple[IssueT, O
     pool = [pair for pair in localised if pair[0].severity == "severe"] or localised
     if not pool:
         return None
-    traced = [((_environment_origin(ledger, turn) if issue.category == "environment" else None)
-               or trace_origin(ledger, turn), n, issue) for n, (issue, turn) in enumerate(pool)]
+    traced = [(trace_origin(ledger, turn), n, issue) for n, (issue, turn) in enumerate(pool)]
     origin, _, chosen = min(traced, key=lambda t: (t[0].turn, t[0].failure_turn, t[1]))
     return chosen, origin
-
-
-def _environment_origin(ledger: Ledger, turn: int) -> Origin | None:
-    """The decisive turn of an environment fault at ``turn``: not the agent's decision, unless the fault inherits
-    a value the agent typed (:func:`trace_origin` finds it), but the first later turn that mishandles it: asserts a
-    result while the fault was neither redone nor reported (:meth:`Ledger.recovery`). None when the fault is
-    handled (or nothing asserts after it): the faulted call is then its own origin."""
-    action = failing_action(ledger, turn)
-    if action is None or action.outcome != "environment":
-        return None
-    traced = trace_origin(ledger, turn, action.order)
-    if traced.found or ledger.recovery(action) is not None:
-        return traced
-    seen = action.visible_at
-    # Unhandled (neither redone nor reported): the first later message that asserts a result, or, in any language,
-    # speaks of what the call worked on, goes on past the fault.
-    claim = next((s for s in ledger.analysis.speeches if s.message_index > seen
-                  and (any(sentence.asserts for sentence in s.sentences) or ledger.speaks_of(action, s.region))), None)
-    if claim is None:
-        return None
-    step = _step(ledger, _Node(claim.message_index, claim.turn, None), "failure", "")
-    return Origin(claim.turn, claim.turn, (_step(ledger, _node_of(action), "value", "environment fault"), step), True,
-                  f"the environment fault at T{turn} is not the agent's; T{claim.turn} asserts a result past it")
 
 
 def decisive_of(trajectory: Trajectory, issues: Sequence[IssueT]) -> tuple[IssueT, Origin] | None:
