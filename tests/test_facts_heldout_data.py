@@ -1,6 +1,6 @@
 """Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples), v2, v3, v4, v5, v6,
-v7, v8, v9, v10, v11 and v12 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones
-had been read). A ``blind`` edition (v12; v7 to v11 were measured) has its truth committed and no editor run on it yet: its
+v7, v8, v9, v10, v11, v12 and v13 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones
+had been read). A ``blind`` edition (v12 and v13; v7 to v11 were measured) has its truth committed and no editor run on it yet: its
 suite is not run through the runner.
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
@@ -87,6 +87,9 @@ SETS = {
     "v12": HeldoutSet("v12", FIXTURES / "facts_heldout_v12", "build_facts_heldout_v12.py", FIXTURES / "editor_counterexamples_v12",
                       "build_counterexamples_v12.py", 48, 10, 14, 32, 10, 3,
                       frozenset({"en", "zh", "ja", "es", "de", "ko", "pt", "bn", "tl", "is"}), blind=True),
+    "v13": HeldoutSet("v13", FIXTURES / "facts_heldout_v13", "build_facts_heldout_v13.py", FIXTURES / "editor_counterexamples_v13",
+                      "build_counterexamples_v13.py", 48, 10, 14, 32, 8, 3,
+                      frozenset({"en", "zh", "ja", "fr", "ru", "it", "ar", "sr", "sq", "ta"}), blind=True),
 }
 
 
@@ -303,3 +306,17 @@ def test_v12_has_four_domains_of_twelve_languages_without_vocabulary_and_origin_
     reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
     assert set(reasons) == REASONS and min(reasons.values()) >= 2
     assert len({c["lang"] for c in cases}) >= 10
+
+
+def test_v13_has_four_domains_of_twelve_languages_without_vocabulary_and_origin_cases() -> None:
+    """v13: lark-base, legal-ops, ci-cd, observability, 12 each; sr sq ta have no claims vocabulary."""
+    rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
+            for r in _read_jsonl(SETS["v13"].trajectories / f"facts_{fmt}.jsonl")]
+    assert Counter(m["domain"] for m in rows) == {"lark-base": 12, "legal-ops": 12, "ci-cd": 12, "observability": 12}
+    assert {lang for lang in ("sr", "sq", "ta") if sum(m["lang"] == lang for m in rows) == 5} == {"sr", "sq", "ta"}
+    origin = [m for m in rows if m["group"] == "origin"]
+    assert len(origin) >= 4 and all(m["decisive_turn"] < min(e["turn"] for e in m["expected"]) for m in origin)
+    cases = _read_jsonl(SETS["v13"].counter / "cases.jsonl")
+    reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
+    assert set(reasons) == REASONS and min(reasons.values()) >= 2
+    assert len({c["lang"] for c in cases}) >= 8
