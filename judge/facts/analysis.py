@@ -1466,8 +1466,8 @@ def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: 
     if hit is None:
         return None
     clear = [m.span() for m in patterns.all_clear.finditer_found(text, found, low)]
-    if not clear:
-        return hit
+    if not any(a <= hit.start() < b for a, b in clear):
+        return hit  # the leftmost match is outside every all-clear phrase: it is the first such match
     return next((m for m in matcher.finditer_found(text, found, low) if not any(a <= m.start() < b for a, b in clear)),
                 None)
 

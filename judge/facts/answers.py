@@ -281,6 +281,9 @@ def job_going(text: str, running: Any, steady: frozenset[str]) -> bool:
     config's ``tools.steady_states``: a service's ``Status: Running`` is the state it stays in; pure, memoised)."""
     if ":" not in text and "=" not in text:
         return False
+    low = text[:MAX_TEXT].lower()
+    if not any(key in low for key in OUTCOME_KEYS):
+        return False  # no outcome key in any case (most receipts): one substring scan a key
     return any(key.lower() in OUTCOME_KEYS and (word := value.strip().lower()) not in steady
                and value_going(word, running) for key, value in _KEY_LINE.findall(text[:MAX_TEXT]))
 

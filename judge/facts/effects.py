@@ -419,7 +419,8 @@ class RecapVocabulary:
     """The rules config's ``tools.target_recap`` read once (see :func:`target_recap`), with the literals a recap
     needs: ``failing`` (one of them is in every recap that shows a failed target: ``failed=``, a failure state or
     word) and ``succeeding`` (in every recap that shows a target that succeeded: ``failed=0``, a success state or
-    word). The rules config matches them with the receipt lists' one literal scan (``recap_failing``,
+    word); ``failure_marks``: the failure counters, states and words themselves, one of which a text must hold (in
+    any spacing) for :func:`target_recap` to find a failed target, and the same marks by role. The rules config matches them with the receipt lists' one literal scan (``recap_failing``,
     ``recap_succeeding``), so that a receipt without them is never parsed."""
 
     failure_counters: frozenset[str] = frozenset()
@@ -430,6 +431,10 @@ class RecapVocabulary:
     failure_words: frozenset[str] = frozenset()
     failing: tuple[str, ...] = ()
     succeeding: tuple[str, ...] = ()
+    failure_marks: tuple[str, ...] = ()
+    failure_state_marks: tuple[str, ...] = ()
+    failure_word_marks: tuple[str, ...] = ()
+    success_word_marks: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, vocabulary: dict[str, list[str]]) -> RecapVocabulary:
@@ -444,7 +449,10 @@ class RecapVocabulary:
         succeeding = ({f"{c}=0" for c in get("failure_counters")} | {f": {s}" for s in get("success_states")}
                       | {f"[{s}]" for s in get("success_states")} | get("success_words"))
         return cls(get("failure_counters"), get("success_states"), get("failure_states"), get("field_labels"),
-                   get("success_words"), get("failure_words"), _shortest(failing), _shortest(succeeding))
+                   get("success_words"), get("failure_words"), _shortest(failing), _shortest(succeeding),
+                   _shortest(set(get("failure_counters") | get("failure_states") | get("failure_words"))),
+                   _shortest(set(get("failure_states"))), _shortest(set(get("failure_words"))),
+                   _shortest(set(get("success_words"))))
 
 
 
@@ -466,6 +474,9 @@ def target_recap(text: str, vocabulary: RecapVocabulary) -> tuple[int, int, str]
     rules config's ``tools.target_recap`` (:class:`RecapVocabulary`): words as data, most of them the tools' own
     English. Callers test the vocabulary's ``failing`` literals on the receipt first (this reads the whole text)."""
     text = text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text
+    low = text.lower()
+    if not any(mark in low for mark in vocabulary.failure_marks):
+        return None  # every failed target is named by a failure counter, state or word (most receipts hold none)
     failing = vocabulary.failure_counters
     succeeded = failed = 0
     first = ""
@@ -479,6 +490,11 @@ def target_recap(text: str, vocabulary: RecapVocabulary) -> tuple[int, int, str]
                 succeeded += 1
         if succeeded + failed:
             return (succeeded, failed, first) if failed else None
+    # Past the counters, a failed target is a failure state's row or a failure word counted beside a success word.
+    if not any(mark in low for mark in vocabulary.failure_state_marks) and not (
+            any(mark in low for mark in vocabulary.failure_word_marks)
+            and any(mark in low for mark in vocabulary.success_word_marks)):
+        return None
     good_states, bad_states = vocabulary.success_states, vocabulary.failure_states
     rows = 0
     fields = vocabulary.field_labels

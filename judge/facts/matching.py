@@ -281,11 +281,18 @@ class LiteralGate:
 
     def __init__(self, literals: list[str]) -> None:
         ordered = sorted(set(literals), key=lambda x: (len(x), x))
+        known = set(ordered)
         roots: list[str] = []
         self.children: dict[str, list[str]] = {}
-        for position, literal in enumerate(ordered):
-            # Parent: the longest shorter literal inside this one (present whenever this one is).
-            parent = next((p for p in reversed(ordered[:position]) if len(p) < len(literal) and p in literal), None)
+        for literal in ordered:
+            # Parent: the longest shorter literal inside this one (present whenever this one is), the greatest of
+            # one length; found among its substrings (a scan of every shorter literal was quadratic in the list).
+            parent = None
+            for size in range(len(literal) - 1, 0, -1):
+                inside = {literal[at : at + size] for at in range(len(literal) - size + 1)} & known
+                if inside:
+                    parent = max(inside)
+                    break
             if parent is None:
                 roots.append(literal)
             else:

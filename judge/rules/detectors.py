@@ -13,6 +13,7 @@ text, never the text alone.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -1613,6 +1614,7 @@ def _status_contradicted(an: Analysis, sentence: Sentence, last: Action | None,
     return f"status {claimed}", read_back, ", ".join(sorted(shown))
 
 
+@functools.lru_cache(maxsize=1024)
 def _statuses(content: str, near: frozenset[str] = frozenset()) -> frozenset[str]:
     """The statuses a receipt shows of the records ``near`` names (all when it names none): its table's status
     column, else its status fields."""
