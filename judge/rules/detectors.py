@@ -1382,7 +1382,8 @@ def _row_value_contradicted(an: Analysis, sentence: Sentence, read_backs: list[A
     if not counts or not read_backs:
         return None
     read_back = next((r for r in reversed(read_backs) if r.receipt is not None
-                      and "\n" in r.receipt.content.strip() and listing_rows(r.receipt.content)), None)
+                      and ("\n" in r.receipt.content.strip() or r.receipt.content.lstrip()[:1] in ("[", "{"))
+                      and listing_rows(r.receipt.content)), None)
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
         return None
     rows = listing_rows(read_back.receipt.content)
