@@ -209,7 +209,7 @@ def _object_rows(value: object, depth: int) -> tuple[tuple[str, ...], ...]:
 
 
 def _scalar_cells(record: dict[object, object]) -> list[str]:
-    cells = []
+    cells: list[str] = []
     for key, value in record.items():
         if isinstance(value, dict) and key == "fields":
             cells.extend(str(v) for v in value.values() if isinstance(v, (str, int, float)) and not isinstance(v, bool))
