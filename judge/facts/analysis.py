@@ -1466,10 +1466,16 @@ def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: 
     if hit is None:
         return None
     clear = [m.span() for m in patterns.all_clear.finditer_found(text, found, low)]
-    if not any(a <= hit.start() < b for a, b in clear):
+    if not any(a <= hit.start() < b for a, b in clear) and not _number_suffix(text, hit.start()):
         return hit  # the leftmost match is outside every all-clear phrase: it is the first such match
-    return next((m for m in matcher.finditer_found(text, found, low) if not any(a <= m.start() < b for a, b in clear)),
-                None)
+    return next((m for m in matcher.finditer_found(text, found, low)
+                 if not any(a <= m.start() < b for a, b in clear) and not _number_suffix(text, m.start())), None)
+
+
+def _number_suffix(text: str, start: int) -> bool:
+    """Whether a word at ``start`` is glued to a number by an apostrophe: the number's case ending (Turkish
+    "12'si de", "2026'da"), no word of its own (not the French or Spanish "si" of a condition)."""
+    return start >= 2 and text[start - 1] in "'’" and text[start - 2].isdigit()
 
 
 def _sentence_around(text: str, position: int) -> str:

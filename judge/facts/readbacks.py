@@ -156,6 +156,68 @@ def _item_lists(value: object, found: list[list[str]], depth: int) -> None:
             _item_lists(item, found, depth + 1)
 
 
+_RULE_LINE = re.compile(r"^[\s|:+-]*$")
+_HEADER_CELL = re.compile(r"^[A-Za-z][A-Za-z_ ]*$")
+_MAX_ROWS = 2_000
+
+
+def listing_rows(text: str) -> tuple[tuple[str, ...], ...]:
+    """The rows of the one listing a read-back shows, each as its cells, header aside: a JSON array of objects
+    (each object's scalar values, a nested ``fields`` object's too), a pipe table, or lines of the same number of
+    whitespace-separated fields (``kubectl get``, ``jq -r '.[] | "\\(.id) \\(.fw)"'``, a ``record_id  Name``
+    listing; a first line of upper-case or ``snake_case`` names is its header). () for any other shape (prose, a
+    table of rows of different widths, one row). Memoised: every claim of a trajectory is held against them."""
+    return _listing_rows(text[:200_000])
+
+
+@lru_cache(maxsize=256)
+def _listing_rows(text: str) -> tuple[tuple[str, ...], ...]:
+    stripped = text.strip()
+    if _JSON_START.match(stripped):
+        document = json_document(stripped)
+        return _object_rows(document, 0) if document is not None else ()
+    lines = [ln.strip() for ln in stripped.splitlines()[:_MAX_ROWS] if ln.strip()]
+    if len(lines) < 3 and not (len(lines) == 2 and not _is_header(lines[0].split())):
+        return ()
+    if lines[0].startswith("|"):
+        rows = [tuple(c.strip() for c in ln.strip("|").split("|")) for ln in lines if not _RULE_LINE.match(ln)]
+        rows = rows[1:]  # a pipe table's first line is its header
+    else:
+        rows = [tuple(ln.split()) for ln in lines]
+        if _is_header(rows[0]):
+            rows = rows[1:]
+    if len(rows) < 2 or len({len(r) for r in rows}) != 1 or len(rows[0]) > 12:
+        return ()
+    return tuple(rows)
+
+
+def _is_header(cells: list[str] | tuple[str, ...]) -> bool:
+    return all(_HEADER_CELL.match(c) and (c.isupper() or "_" in c) for c in cells)
+
+
+def _object_rows(value: object, depth: int) -> tuple[tuple[str, ...], ...]:
+    """The rows of the first array of two or more objects in a JSON document (at most three levels down)."""
+    if depth > 3:
+        return ()
+    if isinstance(value, list) and len(value) >= 2 and all(isinstance(v, dict) for v in value):
+        return tuple(tuple(_scalar_cells(v)) for v in value[:_MAX_ROWS] if isinstance(v, dict))
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        if isinstance(child, (list, dict)) and (rows := _object_rows(child, depth + 1)):
+            return rows
+    return ()
+
+
+def _scalar_cells(record: dict[object, object]) -> list[str]:
+    cells: list[str] = []
+    for key, value in record.items():
+        if isinstance(value, dict) and key == "fields":
+            cells.extend(str(v) for v in value.values() if isinstance(v, (str, int, float)) and not isinstance(v, bool))
+        elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            cells.append(str(value))
+    return cells
+
+
 # --- named quantities a read-back states: what a claim's number is held against -------------------------------
 
 @dataclass(frozen=True, slots=True)

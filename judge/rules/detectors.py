@@ -52,6 +52,7 @@ from judge.facts.readbacks import (
     bare_listing_count,
     filter_bounds,
     listing_items,
+    listing_rows,
     metric_values,
     name_spans,
     near_twin,
@@ -1114,6 +1115,7 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
                      or _scalar_contradicted(an, sentence, read_backs, index)
                      or _total_contradicted(an, sentence, read_backs, prior)
                      or _bound_contradicted(an, sentence, read_backs) or _filter_bound_contradicted(an, sentence, read_backs)
+                     or _row_value_contradicted(an, sentence, read_backs)
                      or _id_contradicted(an, sentence, read_backs, index)
                      or (last is not None and _twin_of_changed(sentence, last, read_backs)) or None)
             if found is not None:
@@ -1363,6 +1365,58 @@ def _enumeration_contradicted(sentence: Sentence, read_backs: list[Action]) -> t
                 return f"{missing[0]} among {', '.join(claimed)}", read_back, f"a listing without it ({', '.join(items[:8])})"
             return None
     return None
+
+
+# A cell value a claim can name as what its items have: a word or a version ("Running", "Clos", "2.0.3"), not a
+# bare number (a count, a port, a restart count) nor a one-letter flag.
+_CATEGORY_VALUE = re.compile(r"^(?=.*[^\W\d_])[\w.-]{2,40}$|^\d+(?:\.\d+){2,3}$")
+
+
+def _row_value_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action]) -> tuple[str, Action, str] | None:
+    """A claim that N items have a value ("the 12 tickets are all Clos", "12 of 12 devices on 2.0.3", "all four
+    pods Running") while the last read-back's listing (:func:`~judge.facts.readbacks.listing_rows`) holds exactly N
+    rows and, in the column where that value stands, only M of them (2 <= M < N) show it: the rows are the items
+    the claim counts, their column the quantity it names. No finding when the sentence states M, or names a cell
+    of a row without the value (it reports the outlier: "plc-04 still on 2.0.2"). Read from structure: the count
+    in digits or words, the value as the receipt spells it, in any language (v8 OTA firmware, v11 ticket status)."""
+    counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
+    if not counts or not read_backs:
+        return None
+    read_back = next((r for r in reversed(read_backs) if r.receipt is not None
+                      and ("\n" in r.receipt.content.strip() or r.receipt.content.lstrip()[:1] in ("[", "{"))
+                      and listing_rows(r.receipt.content)), None)
+    if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
+        return None
+    rows = listing_rows(read_back.receipt.content)
+    total = len(rows)
+    if total not in counts:
+        return None  # the claim counts something else than the rows listed
+    low = sentence.text.lower()
+    for column in range(len(rows[0])):
+        cells = [row[column].lower() for row in rows]
+        distinct = set(cells)
+        if not 2 <= len(distinct) < total:
+            continue  # one value for all rows, or an id a row: no category to hold a claim against
+        named = [v for v in distinct if _CATEGORY_VALUE.match(v) and _names_cell(low, v)]
+        if len(named) != 1:
+            continue
+        value = named[0]
+        having = cells.count(value)
+        if having < 2 or having >= total or having in counts:
+            continue
+        outliers = [row for row, cell in zip(rows, cells) if cell != value]
+        if any(_names_cell(low, c.lower()) for row in outliers for c in row if len(c) >= 2 and not c.isdigit()):
+            continue  # it names a row without the value: it reports the difference
+        others = sorted({row[column] for row in outliers})
+        return (f"{total} with {rows[cells.index(value)][column]}", read_back,
+                f"{having} of {total} rows with it, the others {', '.join(others[:4])}")
+    return None
+
+
+def _names_cell(low: str, cell: str) -> bool:
+    """Whether a lower-cased sentence names a cell value as a whole word (not inside a longer name or version)."""
+    at = low.find(cell)
+    return at >= 0 and re.search(rf"(?<![\w.-]){re.escape(cell)}(?![\w-]|\.\w)", low) is not None
 
 
 def _zero_left_contradicted(an: Analysis, sentence: Sentence, region: str, last: Action,
