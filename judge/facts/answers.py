@@ -254,6 +254,7 @@ def field_errors(text: str) -> str:
     return short_json({key: item})
 
 
+_JSON_STARTS = frozenset('"{[]}-0123456789tfn')  # what may follow a JSON document's opening bracket
 # An item of a batch's answer that is an HTTP status text ("400 Bad Request", "201"): a FHIR bundle's per-entry
 # statuses.
 _ITEM_STATUS = re.compile(r"([1-5]\d\d)(?:\s+[A-Za-z][A-Za-z -]*)?")
@@ -267,8 +268,9 @@ def item_failures(text: str, keys: dict[str, list[str]], effect_keys: Collection
     of 400 and above (``"400 Bad Request"`` among ``"201 Created"``). ``some_ok``: other items went through (the
     call was partial). Read by structure, in no language (v8-pay-it-batch-refunds-partial: refunds in a loop, two
     declined; v11-cl-en-batch-bundle-partial: a FHIR batch with two entries answered 400)."""
-    if text[:64].lstrip()[:1] not in ("[", "{") or len(text) > MAX_TEXT:
-        return None  # most receipts: one short slice
+    head = text[:64].lstrip()
+    if head[:1] not in ("[", "{") or len(text) > MAX_TEXT or head[1:].lstrip()[:1] not in _JSON_STARTS:
+        return None  # most receipts: one short slice ("[File: calc.py ...]" is no JSON)
     stripped = text.strip()
     items: list[Any] = []
     if stripped[0] == "[":
