@@ -493,7 +493,13 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if answered is not None:
         action.answer, reading = answered
     action.outcome, action.error_line = reading.outcome, reading.line
-    if reports_checks and not action.is_plan and not action.read_only and not refused:
+    # A run that no name makes a check (a build, a bundle, a rollout) and whose exit code says it failed is a failed
+    # run, whatever verdict-like lines it printed on the way ("error TS2322", "lintVitalRelease FAILED", "12/40 failed
+    # health check"): the work it was to do was not done (v4-swe-he-build-fails, v6-app-en-keystore-missing,
+    # v10-mob-en-bundle-lint-vital, v11-gm-ja-rollout-region-halt).
+    failed_run = (not checks_by_call and reading.outcome == "error" and action.receipt is not None
+                  and bool(action.receipt.exit_code))
+    if reports_checks and not action.is_plan and not action.read_only and not refused and not failed_run:
         action.is_check = True  # it reported checks passing/failing: it was a check (a read or an echo never is)
     receipt = action.receipt
     # Exit codes some programs reserve for network / auth faults (curl 6: could not resolve host).
@@ -524,6 +530,11 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
             and receipt is not None and (why := partial_load(receipt.content)) is not None:
         action.outcome, action.status, action.error_line = "error", "partial", why
+    if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
+            and receipt is not None and (items := answers.item_failures(receipt.content, config.patterns.error_envelope,
+                                                               config.patterns.effect_keys)):
+        # A batch's answer holds one outcome per item and some items failed: partial (or failed, when all did).
+        action.outcome, action.status, action.error_line = "error", "partial" if items[1] else "failed", items[0]
     if action.status == "ok" and not action.read_only and not action.is_check and not action.is_plan \
             and receipt is not None and (why := answers.field_errors(receipt.content)):
         action.outcome, action.status, action.error_line = "error", "failed", why  # a validation answer, exit 0

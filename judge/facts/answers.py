@@ -21,7 +21,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from judge.facts.effects import answer_body, json_document, short_json
+from judge.facts.effects import answer_body, error_envelope, json_document, short_json
 from judge.facts.jobs import value_going
 from judge.facts.matching import PhraseMatcher
 from judge.facts.shell import read_command, words_of, wrapped_command
@@ -252,6 +252,59 @@ def field_errors(text: str) -> str:
             return ""
     key, item = next(iter(value.items()))
     return short_json({key: item})
+
+
+_JSON_STARTS = frozenset('"{[]}-0123456789tfn')  # what may follow a JSON document's opening bracket
+# An item of a batch's answer that is an HTTP status text ("400 Bad Request", "201"): a FHIR bundle's per-entry
+# statuses.
+_ITEM_STATUS = re.compile(r"([1-5]\d\d)(?:\s+[A-Za-z][A-Za-z -]*)?")
+
+
+def item_failures(text: str, keys: dict[str, list[str]], effect_keys: Collection[str]) -> tuple[str, bool] | None:
+    """The failed items of a batch whose answer holds one outcome per item, behind exit 0: ``(why, some_ok)`` or
+    None. The items are the lines of a JSON-lines answer (a loop of API calls, one object each) or the elements of a
+    JSON array; an item failed when it is an error answer (:func:`judge.facts.effects.error_envelope` with the rules
+    config's ``keys``, ``{"error": "balance_insufficient"}`` beside ``{"error": null}``) or an HTTP status
+    of 400 and above (``"400 Bad Request"`` among ``"201 Created"``). ``some_ok``: other items went through (the
+    call was partial). Read by structure, in no language (v8-pay-it-batch-refunds-partial: refunds in a loop, two
+    declined; v11-cl-en-batch-bundle-partial: a FHIR batch with two entries answered 400)."""
+    head = text[:64].lstrip()
+    if head[:1] not in ("[", "{") or len(text) > MAX_TEXT or head[1:].lstrip()[:1] not in _JSON_STARTS:
+        return None  # most receipts: one short slice ("[File: calc.py ...]" is no JSON)
+    stripped = text.strip()
+    items: list[Any] = []
+    if stripped[0] == "[":
+        value = json_document(stripped)
+        if isinstance(value, list):
+            items = value
+    elif "\n" in stripped:
+        for line in stripped.splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            value = json_document(line) if line[0] == "{" else None
+            if not isinstance(value, dict):
+                return None  # not one object a line: a document, not a batch of answers
+            items.append(value)
+    if len(items) < 2:
+        return None
+    failed: list[str] = []
+    for item in items:
+        if isinstance(item, dict):
+            found = error_envelope(json.dumps(item, ensure_ascii=False), keys, effect_keys)
+            if found is not None:
+                failed.append(found[0])
+        elif isinstance(item, str):  # a bare number may be any value (a quantity, a price): only a status text
+            match = _ITEM_STATUS.fullmatch(item.strip())
+            if match is None:
+                return None  # a list of values, not of outcomes
+            if int(match.group(1)) >= 400:
+                failed.append(str(item))
+        else:
+            return None
+    if not failed:
+        return None
+    return f"{len(failed)} of {len(items)} items failed ({failed[0]})", len(failed) < len(items)
 
 
 def refused_read(command: str, text: str, shapes: dict[str, PhraseMatcher]) -> str | None:

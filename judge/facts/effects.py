@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -341,6 +341,46 @@ def json_shows_effect(text: str, effect_keys: Iterable[str]) -> bool:
         return False
     value = json_document(body)
     return isinstance(value, dict) and _shows_effect(value, frozenset(k.lower() for k in effect_keys))
+
+
+def failure_part(text: str, error_line: str, effect_keys: Iterable[str], reads_failure: Callable[[str], bool]) -> str:
+    """The part of a failed call's receipt that shows the failure, not the work that went through beside it: what a
+    report of the failure can quote. A JSON answer without its effect fields (``"created": [...]``, ``"updated":
+    37``: the records made are what a claim of the whole names); a text without the lines of the items that went
+    through: the lines the failure vocabularies read (``ERROR``, ``fatal:``, ``[rejected]``, ``failed=1``), the
+    indented lines under them (a message's detail) and the last line (a failed run's verdict); the error line the
+    ledger chose may be only the first line of the output. A text where no line reads as a failure is kept whole (nothing
+    tells the parts apart). Pooled from v7-de-en-dbt-run-one-error, v8-lb-en-batch-create-partial,
+    v8-pay-en-inventory-sync-errors, v8-med-ja-unity-build-errors: the final answer repeated the names and counts of
+    the part that went through ("marts.fct_orders", "created", "Builds/Win/Kaiju.exe") and was read as a report."""
+    body = answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text)
+    if body.startswith("{") and body.endswith("}"):
+        value = json_document(body)
+        if isinstance(value, dict):
+            keys = frozenset(k.lower() for k in effect_keys)
+            kept = {k: v for k, v in value.items()
+                    if keys.isdisjoint(_VERB_SPLIT.split(re.sub(r"([a-z])([A-Z])", r"\1_\2", str(k)).lower()))}
+            if len(kept) == len(value):
+                return text
+            shown = json.dumps(kept, ensure_ascii=False)
+            return shown if error_line.strip() in body else f"{error_line}\n{shown}"  # the error line is the answer
+    lines = text.splitlines()
+    kept_lines: list[str] = []
+    under = False  # the indented lines under a failure line are its detail
+    for line in lines:
+        if line.strip() and reads_failure(line):
+            kept_lines.append(line)
+            under = True
+        elif under and line[:1] in (" ", "\t") and line.strip():
+            kept_lines.append(line)
+        else:
+            under = False
+    if not kept_lines:
+        return text
+    last = next((line for line in reversed(lines) if line.strip()), "")
+    if last is not kept_lines[-1]:
+        kept_lines.append(last)  # a failed run's last line is its verdict, in whatever words
+    return "\n".join(kept_lines)
 
 
 def _failed_status(value: Any, failed: Iterable[str], with_message: bool) -> bool:

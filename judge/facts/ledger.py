@@ -18,6 +18,7 @@ from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
+from judge.facts.effects import failure_part
 from judge.facts.shell import ObjectKey, object_keys, read_command, url_key, words_of
 from judge.facts.values import (
     ValueKind,
@@ -622,7 +623,10 @@ class Ledger:
         command = action.text.lower()
         if text.rstrip().endswith(("?", "？", "؟")):
             return True
-        error = f"{action.error_line}\n{receipt.content[:2000]}".lower()
+        # Only the failure's part of the receipt is evidence: the names and counts of what went through beside it
+        # are what a claim of the whole repeats (judge.facts.effects.failure_part).
+        shown_failure = self._failure_part(action)
+        error = shown_failure.lower()
         codes = {str(receipt.exit_code)} if receipt.exit_code else set()
         codes |= set(_STATUS_CODE.findall(action.error_line))
         codes |= set(_ERROR_CODE.findall(action.error_line))  # the tool's own error code ("code 91403")
@@ -632,10 +636,26 @@ class Ledger:
         if any(q in error and q not in command for q in quoted):
             return True
         if coded:  # only identifiers of the error text: a code (E0425) or a name in code case (TileService)
-            error = " ".join(w for w in _TEXT_WORD.findall(f"{action.error_line}\n{receipt.content[:2000]}")
+            error = " ".join(w for w in _TEXT_WORD.findall(shown_failure)
                              if _CODE_LIKE.search(w)).lower()
         return any(len(w) >= 5 and w in words and w not in command and w not in query
                    for w in _TEXT_WORD.findall(error) if not w.isdigit())
+
+    def _failure_part(self, action: Action) -> str:
+        """The error line and the failure's part of the first 2,000 characters of ``action``'s receipt (once per
+        action: every report of every claim asks)."""
+        parts: dict[int, str] = self.analysis.cache.setdefault("ledger:failure_part", {})
+        found = parts.get(action.order)
+        if found is None:
+            content = action.receipt.content[:2000] if action.receipt is not None else ""
+            patterns = self.analysis.patterns
+            found = parts[action.order] = failure_part(
+                content, action.error_line, patterns.effect_keys,
+                lambda line: patterns.prior_failure.search(line) is not None or patterns.error.search(line) is not None
+                or patterns.failure_count.search(line) is not None)
+            if found is content:
+                found = parts[action.order] = f"{action.error_line}\n{content}"
+        return found
 
     # --- dependencies -------------------------------------------------------------------------------------
 

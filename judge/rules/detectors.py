@@ -2714,10 +2714,16 @@ def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None
 
 
 def _shows_failure(an: Analysis, action: Action) -> bool:
-    """Whether the receipt shows how the call failed: an exit code, or an error line the vocabulary reads (a server
-    stopped with no exit code, "Serving HTTP on ...", shows no failure of the work)."""
-    code = action.receipt.exit_code if action.receipt is not None else None
-    return bool(code) or an.patterns.error.search(action.error_line) is not None
+    """Whether the receipt shows how the call failed: an exit code, an error line the vocabulary reads, or a
+    failure the ledger read from the answer's own data behind a success (no error flag, no exit code: an error
+    document, a 4xx/409/422 body, field errors, records turned away; v6-doc-es-cms-401, v7-de-sl-copy-partially-
+    loaded, v9-net-he-netbox-duplicate-ip, v10-fin-es-invoice-422-body, v11-ed-da-gradebook-locked). A server
+    stopped with no exit code ("Serving HTTP on ...", the flag only) or a timeout shows no failure of the work."""
+    receipt = action.receipt
+    if receipt is None:
+        return False
+    return bool(receipt.exit_code) or an.patterns.error.search(action.error_line) is not None \
+        or (not receipt.is_error and not action.uncertain and bool(action.error_line))
 
 
 def _unreported(an: Analysis, ledger: Ledger, action: Action, index: int) -> bool:
