@@ -1293,22 +1293,26 @@ def _restated_stale(an: Analysis, speech: Speech, evidence: list[Action], index:
     (:func:`_restated`) and whose artifact changed after it with no run of either kind on the new version since, with
     the sentence that restates it."""
     region = speech.region
-    if not any(ch.isdigit() or ch in "`\"'" for ch in region) and not any(
-            a.receipt is not None and "{" in a.receipt.content[:200] for a in an.actions):
-        return None  # no number nor quote in the answer, no JSON answer to restate a value of (most answers)
-    runs: list[Action] | None = None
+    # What the answer could restate, as text: its numbers and quoted spans (a receipt holding none of them, and no
+    # JSON whose values could be words of the answer, is passed over with substring tests only).
+    spans = [region[start:].split(None, 1)[0].rstrip(".,;:)%") for start, _ in numbers_at(region)]
+    spans += [next(g for g in groups if g) for groups in _QUOTED.findall(region)] if _QUOTED_OR_NAMED.search(region) else []
+    cited = {a.order for a in evidence}
     for action in reversed(an.actions):
-        if action.visible_at >= index or action.outcome != "ok" or action.silent_failure:
+        if action.visible_at >= index or action.outcome != "ok" or action.silent_failure or action.receipt is None:
+            continue
+        head = action.receipt.content[:4_000]
+        if not any(span in head for span in spans) and "{" not in head[:200] and not (
+                action.read_only and spans):  # (a listing's count is no substring of it)
             continue
         stale = _stale_artifact(an, action, index)  # memoised per call: cheap before the tests below
         if stale is None or (stale[1].message_index == action.message_index and stale[1].order < action.order):
             continue  # (an edit and the push after it in one message: the push ran on the edited version)
-        if action not in evidence and not _changes_nothing(an, action):
+        if action.order not in cited and not _changes_nothing(an, action):
             continue
-        if runs is None:
-            runs = [a for a in an.actions if a.visible_at < index and a.outcome == "ok" and not a.silent_failure
-                    and (a in evidence or _changes_nothing(an, a))]
-        if _checked_again(an, runs, action, stale[0], index):
+        later = [a for a in an.actions[action.order + 1:] if a.visible_at < index and a.outcome == "ok"
+                 and not a.silent_failure and (a.order in cited or _changes_nothing(an, a))]
+        if _checked_again(an, later, action, stale[0], index):
             continue
         text = _restated(an, speech, action, index)
         if text is not None:
