@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts import answers
-from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown
+from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown, zero_tally
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import (
     error_envelope,
@@ -462,6 +462,7 @@ def _classify_actions(actions: list[Action], config: RulesConfig, patterns: Comp
 
 
 _HTTP_CLIENTS = frozenset({"curl", "wget", "http", "https", "xh"})
+HTTP_CLIENTS = _HTTP_CLIENTS  # programs whose calls are HTTP requests (a download with -o sends nothing)
 
 
 def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
@@ -882,9 +883,12 @@ def _classify_hits(
     environment = (hit("environment") or uncertain) if mode != LINK_CHECK else None
     explicit_success = (receipt.exit_code == 0 and not receipt.is_error) or hit("success") is not None
     error = None if explicit_success and not explicit_failure else hit("error")
-    if error is not None and not explicit_failure and _ZERO_COUNT_LINE.fullmatch(_line_at(window, error.start())):
-        # "0 failed", "failed: 0" with no exit code: a tally of no failure; another line may still say one.
-        error = patterns.error.search(_ZERO_COUNT_LINES.sub("", window))
+    if error is not None and not explicit_failure and (
+            _ZERO_COUNT_LINE.fullmatch(line := _line_at(window, error.start()))
+            or zero_tally(line, patterns.failure_nouns, patterns.failure_statuses)):
+        # "0 failed", "failed: 0", "1 chart(s) linted, 0 chart(s) failed" with no exit code: a tally of no failure;
+        # another line may still say one.
+        error = patterns.error.search(_ZERO_COUNT_LINES.sub("", _zero_tallies_out(window, patterns)))
     reports_checks = hit("check_receipt") is not None
     if not (explicit_failure or error or environment) or (explicit_success and not explicit_failure and not environment):
         # A success by its flags: the content may still say the job is only queued, that nothing was created,
@@ -892,7 +896,8 @@ def _classify_hits(
         shows = "running" if hit("running") else "noop" if hit("noop") else ""
         counted = hit("check_failure")
         # "3 problems (0 errors, 3 warnings)": a total whose breakdown counts no failure is no failed check.
-        failures = counted is not None and not zero_breakdown(_line_at(window, counted.start()), patterns.failure_nouns)
+        failures = counted is not None and not zero_breakdown(line := _line_at(window, counted.start()), patterns.failure_nouns) \
+            and not zero_tally(line, patterns.failure_nouns, patterns.failure_statuses)
         success = _OK if not (reports_checks or shows or failures) else Reading(
             "ok", "", reports_checks, shows=shows, reports_failures=failures)
         behind = _failure_behind_success(receipt, window, hit, patterns) if mode == NORMAL else None
@@ -918,6 +923,12 @@ def _classify_hits(
                    shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) or _targets_succeeded(text, hit, patterns)
                    else "",
                    reports_failures=reports_checks or hit("check_failure") is not None)
+
+
+def _zero_tallies_out(window: str, patterns: CompiledPatterns) -> str:
+    """``window`` without its zero-tally lines (:func:`judge.facts.checks.zero_tally`)."""
+    return "\n".join(line for line in window.split("\n")
+                     if not zero_tally(line, patterns.failure_nouns, patterns.failure_statuses))
 
 
 # A line that is one count of zero and its label ("0 failed", "failed: 0", "errors=0"): it counts no failure.

@@ -89,7 +89,8 @@ def _failure_lines(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...])
     for start in sorted(starts):
         end = text.find("\n", start)
         line = text[start:end if end >= 0 else len(text)].strip()
-        if line and not _CLEARED.search(line) and not zero_breakdown(line, nouns):
+        if line and not _CLEARED.search(line) and not zero_breakdown(line, nouns) \
+                and not zero_tally(line, nouns, statuses):
             lines.append(line)
     return tuple(lines)
 
@@ -109,6 +110,24 @@ def zero_breakdown(line: str, nouns: tuple[str, ...]) -> bool:
         if failing and not any(failing):
             return True
     return False
+
+
+def zero_tally(line: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
+    """Whether every failure word of a tally line is counted by zero ("1 chart(s) linted, 0 chart(s) failed",
+    "12 passed, 0 failed, 0 errors"): the line reports no failure, whatever word follows the zero (helm's
+    ``chart(s)``), while a nonzero count or an uncounted failure word elsewhere on it keeps it one."""
+    if "0" not in line:
+        return False
+    zeros = _zero_counts(nouns, statuses)
+    rest = zeros.sub(" ", line)
+    return rest != line and _gate(nouns, statuses).search(rest.lower()) is None
+
+
+@lru_cache(maxsize=16)
+def _zero_counts(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> re.Pattern[str]:
+    words = "|".join(sorted({re.escape(w) for w in (*nouns, *statuses) if w}, key=len, reverse=True)) or "(?!)"
+    return re.compile(rf"(?<![\w.,])0[ \t]+(?:[^\s\d,;]+[ \t]+){{0,2}}?(?:{words})(?![\w-])|(?<![\w-])(?:{words})[ \t]*[:=][ \t]*0(?![\d.,])",
+                      re.IGNORECASE)
 
 
 def _may_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
@@ -145,10 +164,11 @@ def _patterns(nouns: tuple[str, ...], statuses: tuple[str, ...]) -> tuple[re.Pat
     # A nonzero count, at most two words, a failure noun ("3 records failed", "1 failure"; not the value of another
     # key, "changed=1 unreachable=0", and after a comma only as a CSV cell, "rows,37 invalid", not "1,200"), or a noun with its
     # count after a colon or sign ("errors: 3", "FAILED=2", "failures (2)"); a noun that already has its count
-    # before it keeps it: the number after is a total ("0 failed (131)").
+    # before it keeps it: the number after is a total ("0 failed (131)"). A count and its noun share a line: the
+    # value of one ``key: value`` line is no count of the next line's key ("records_checked: 412\nerrors: 0").
     counted = re.compile(
-        rf"(?<![\w.:/#=-])(?<!\d,)[1-9]\d*\s+(?:[^\W\d]+\s+){{0,2}}?(?:{noun})(?![\w-])"
-        rf"|(?<!\d\s)(?<![\w-])(?:{noun})(?:[_ ]?(?:count|total))?\s*(?:[:=]|\()\s*[1-9]\d*(?![\d.])",
+        rf"(?<![\w.:/#=-])(?<!\d,)[1-9]\d*[ \t]+(?:[^\W\d]+[ \t]+){{0,2}}?(?:{noun})(?![\w-])"
+        rf"|(?<!\d\s)(?<![\w-])(?:{noun})(?:[_ ]?(?:count|total))?[ \t]*(?:[:=]|\()[ \t]*[1-9]\d*(?![\d.])",
         re.IGNORECASE)
     # An upper-case summary status standing alone ("FAILED", "** TEST FAILED **", "... FAILED"), not "FAILED=0".
     upper = re.compile(rf"(?<![\w-])(?:{status.upper()})(?![\w-])(?!\s*[:=]\s*0\b)")

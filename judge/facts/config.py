@@ -460,6 +460,7 @@ class CompiledPatterns:
         self.sql_clients = {words: tuple(places) for words, places in tools.sql_clients.items() if words.split()}
         self.read_only_sql = frozenset(word.lower() for word in tools.read_only_sql)
         self.failure_nouns = tuple(noun.lower() for noun in tools.failure_nouns)
+        self.failure_statuses = tuple(status.lower() for status in tools.failure_statuses)
         self.output_flags = frozenset(tools.output_flags)
         self.prose_keys = frozenset(tools.prose_keys)
         self.last_operand_writers = frozenset(tools.last_operand_writers)

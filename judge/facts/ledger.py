@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
+from judge.facts.analysis import HTTP_CLIENTS, Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.effects import failure_part
-from judge.facts.shell import ObjectKey, object_keys, read_command, url_key, words_of
+from judge.facts.shell import ObjectKey, object_keys, read_command, sends_request, url_key, words_of
 from judge.facts.values import (
     ValueKind,
     data_values,
@@ -322,7 +322,7 @@ class Ledger:
             for action in self.actions:
                 if action.is_plan or action.read_only or action.status not in ("ok", "partial"):
                     continue
-                if artifact in action.writes or (resource and not action.is_check and (
+                if artifact in action.writes or (resource and not action.is_check and not _downloads(action, artifact) and (
                         artifact in action.text
                         or (action.receipt is not None and artifact in action.receipt.content[:2000]))) \
                         or (remote is not None and not action.is_check
@@ -896,6 +896,17 @@ def _made_names(action: Action, config: RulesConfig) -> frozenset[str]:
 
 
 _NO_NAMES: frozenset[str] = frozenset()
+
+
+def _downloads(action: Action, artifact: str) -> bool:
+    """Whether a call names ``artifact`` only in HTTP downloads (``curl -fsSL -o designs.zip https://files/att_88.zip
+    && ls -l designs.zip``: a GET that writes a local file): it reads the remote, it changes only its own output
+    (Z19: a read-back of ``att_88`` before it stays current)."""
+    if action.command is None or not action.writes or artifact not in action.command:
+        return False
+    naming = [segment.text for segment in read_command(action.command).segments if artifact in segment.text]
+    return bool(naming) and all((head := words_of(text)[:1]) and head[0].rsplit("/", 1)[-1] in HTTP_CLIENTS
+                                and not sends_request(text) for text in naming)
 
 
 def _basename(path: str) -> str:

@@ -349,6 +349,7 @@ def names_verb(command: str, verbs: Collection[str]) -> str | None:
 
 
 _INTERPRETERS = frozenset({"python", "python3", "node", "bash", "sh", "ruby", "perl", "deno", "bun", "php"})
+INTERPRETERS = _INTERPRETERS  # programs whose first operand (a script) is the program that runs
 
 
 # Words of SQL that change data, schema, sessions or files, anywhere in a statement (a data-modifying CTE, SELECT

@@ -60,11 +60,13 @@ from judge.facts.readbacks import (
     read_back_quantities,
     scalar_values,
 )
+from judge.facts.shell import INTERPRETERS
 from judge.facts.values import (
     bare_counts,
     cell_counts,
     collection_counts,
     counts_things,
+    data_values,
     header_list_count,
     is_resource_id,
     more_pages,
@@ -972,10 +974,10 @@ _LAUNCHERS = frozenset({"npx", "pnpx", "bunx", "uvx", "pipx", "uv", "poetry", "p
 
 
 def _launched(words: list[str]) -> list[str]:
-    """The program a launcher runs (``npx eslint src/`` -> ``eslint``; ``uv run ruff`` -> ``ruff``): the first word
-    after the launcher words that is no flag."""
+    """The program a launcher runs (``npx eslint src/`` -> ``eslint``; ``uv run ruff`` -> ``ruff``; an interpreter's
+    script, ``python evaluate.py`` -> ``evaluate.py``): the first word after the launcher words that is no flag."""
     k = 0
-    while k < len(words) and words[k].rsplit("/", 1)[-1] in _LAUNCHERS:
+    while k < len(words) and (words[k].rsplit("/", 1)[-1] in _LAUNCHERS or (k == 0 and words[0].rsplit("/", 1)[-1] in INTERPRETERS)):
         k += 1
     if k == 0 or k >= len(words) or words[k].startswith("-"):
         return []
@@ -1006,10 +1008,56 @@ def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
                    for t in salient_tokens(line)}
     if any(item in speech.text for item in found_items):
         return None  # it repeats a failing item: it reports the failures
-    pattern = re.compile(r"(?<![\w/.-])(?:" + "|".join(map(re.escape, names)) + ")", re.IGNORECASE)
+    pattern = re.compile(r"(?<![\w/.-])(?:" + "|".join(map(re.escape, names)) + ")(:)?", re.IGNORECASE)
     for sentence in read_sentences(speech.region, an.patterns, an.cache.get("sentences")):
-        if not (sentence.hedged or sentence.future or sentence.mentions_failure) and pattern.search(sentence.text):
+        if sentence.future or sentence.mentions_failure:
+            continue
+        cited = pattern.search(sentence.text)
+        # A check named as a label ("pip-audit: tidak ada kerentanan"): what follows is its verdict, whose negation
+        # ("no known vulnerabilities") is no hedge.
+        if cited is not None and (not sentence.hedged or cited.group(1)):
             return sentence.text
+    return None
+
+
+def _restated(an: Analysis, speech: Speech, evidence: Action, index: int) -> str | None:
+    """The sentence of a final answer that restates a value only ``evidence``'s receipt gave (Z19): a number it
+    printed ("AUC 0.8412", "0 errori" on ``errors: 0``, "1 in-place change" on ``Plan: ... 1 to change``), a count
+    of the items it listed ("8 clients" on a listing of 8 records), a JSON value it returned ("devolvió ok" on
+    ``"result": "ok"``) or a quoted span of its output (`` `0 chart(s) failed` ``), in any language. Values the
+    call's own arguments, the request, or a later call or receipt (seen before message ``index``) also hold are
+    no one's in particular and bind nothing. The answer rests on that receipt, as if it named the check."""
+    receipt = evidence.receipt
+    if receipt is None or speech.message_index != an.final_message_index or speech.has_calls:
+        return None
+    content = receipt.content[:4_000]
+    sentences = [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences")) if not s.future]
+    if not sentences or not any(ch.isdigit() or ch in "`\"'" for s in sentences for ch in s.text) and "{" not in content:
+        return None  # no number nor quote in the answer and no JSON in the receipt: nothing can be restated
+    elsewhere = " ".join([evidence.text, *(m.content for m in an.trajectory.messages if m.role == "user"),
+                          *(a.text + " " + (a.receipt.content[:4_000] if a.receipt is not None else "")
+                            for a in an.actions if a.order > evidence.order and a.visible_at < index)])
+    printed = {value for _, value in numbers_at(content)}
+    listed = _ledger(an).listed(evidence) if evidence.read_only else frozenset()
+    words = {v for v in data_values(content) if v.isalpha()}
+    others: set[float] | None = None
+    for sentence in sentences:
+        text = sentence.text
+        for start, value in numbers_at(text):
+            if not (value in printed or (value.is_integer() and int(value) in listed)):
+                continue
+            if others is None:
+                others = {other for _, other in numbers_at(elsewhere)}
+            raw = text[start:].split(None, 1)[0].rstrip(".,;:)")
+            if value not in others and not states(elsewhere, raw):
+                return text
+        for groups in _QUOTED.findall(text) if _QUOTED_OR_NAMED.search(text) else ():
+            quoted = next(g for g in groups if g)
+            if len(quoted) >= 3 and quoted in content and quoted not in elsewhere:
+                return text
+        for word in words:
+            if states(text, word) and not states(elsewhere, word):
+                return text
     return None
 
 
@@ -1241,6 +1289,50 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
                 and not (count >= 100 and re.search(rf"(?<!\d){count}(?!\d)", content)):  # an id, a port, an item
             return str(count), read_back, ", ".join(str(n) for n in sorted(shown))
     return None
+
+
+def _restated_stale(an: Analysis, speech: Speech, evidence: list[Action], index: int) -> tuple[Action, str] | None:
+    """The last check, read-back or measurement whose printed values the final answer restates
+    (:func:`_restated`) and whose artifact changed after it with no run of either kind on the new version since, with
+    the sentence that restates it."""
+    region = speech.region
+    # What the answer could restate, as text: its numbers and quoted spans (a receipt holding none of them, and no
+    # JSON whose values could be words of the answer, is passed over with substring tests only).
+    spans = [region[start:].split(None, 1)[0].rstrip(".,;:)%") for start, _ in numbers_at(region)]
+    spans += [next(g for g in groups if g) for groups in _QUOTED.findall(region)] if _QUOTED_OR_NAMED.search(region) else []
+    cited = {a.order for a in evidence}
+    for action in reversed(an.actions):
+        if action.visible_at >= index or action.outcome != "ok" or action.silent_failure or action.receipt is None:
+            continue
+        head = action.receipt.content[:4_000]
+        if not any(span in head for span in spans) and "{" not in head[:200] and not (
+                action.read_only and spans):  # (a listing's count is no substring of it)
+            continue
+        stale = _stale_artifact(an, action, index)  # memoised per call: cheap before the tests below
+        if stale is None or (stale[1].message_index == action.message_index and stale[1].order < action.order):
+            continue  # (an edit and the push after it in one message: the push ran on the edited version)
+        if action.order not in cited and not _changes_nothing(an, action):
+            continue
+        later = [a for a in an.actions[action.order + 1:] if a.visible_at < index and a.outcome == "ok"
+                 and not a.silent_failure and (a.order in cited or _changes_nothing(an, a))]
+        if _checked_again(an, later, action, stale[0], index):
+            continue
+        text = _restated(an, speech, action, index)
+        if text is not None:
+            return action, text
+    return None
+
+
+def _changes_nothing(an: Analysis, action: Action) -> bool:
+    """Whether a successful call wrote no file, named no remote object and is no version of anything it names
+    (``python eval.py --model m.pkl``, a measurement; not ``cancel_reservation``, not ``import status --job J``):
+    what it printed is a reading of what it ran on, evidence as a check's output is."""
+    if action.status != "ok" or action.is_plan or action.writes or action.call is None:
+        return False
+    ledger = _ledger(an)
+    return not ledger.objects_named(action) and not any(
+        version.action == action.order for artifact in ledger.bound_versions(action)
+        for version in ledger.history(artifact))
 
 
 _QUOTED = re.compile(r"""'([^'\n]{1,80})'|"([^"\n]{1,80})"|[‘“«「]([^’”»」\n]{1,80})[’”»」]|`([^`\n]{1,80})`""")
@@ -1871,9 +1963,12 @@ def unchecked_tick(an: Analysis) -> list[Issue]:
     since: dict[str, int] = {}
     previous_update = 0
     for index, turn, items in updates:
+        ticked: list[str] = []
+        found = len(issues)
         for key, text, state in items:
             old = status.get(key)
             if _newly_completed(an, index, state, old):
+                ticked.append(text)
                 start = since.get(key, previous_update) if old == "in_progress" else previous_update
                 why, evidence = _unsupported_completion(an, start, index, text, own=old == "in_progress")
                 if why:
@@ -1882,8 +1977,49 @@ def unchecked_tick(an: Analysis) -> list[Issue]:
             if state == "in_progress" and old != "in_progress":
                 since[key] = index
             status[key] = state
+        if len(ticked) > 1 and len(issues) == found:
+            short = _items_short_of_calls(an, ticked, previous_update, index)
+            if short is not None:
+                issues.append(_issue(an, "unchecked-tick", turn, *short))
         previous_update = index
     return issues
+
+
+def _items_short_of_calls(an: Analysis, items: list[str], start: int, marked_at: int) -> tuple[str, str] | None:
+    """Why items ticked together at one plan update are not all done: each needs a call of its own in the window
+    since the previous update (Z19, pooled from v3, v4 and v5: "vite.config.ts frissítése" + "Build ellenőrzése"
+    after an edit and an echo; "Träna om" + "Utvärdera på testmängden" after one training run; "Repară paginarea" +
+    "Actualizează CHANGELOG.md" after an edit and pytest; "यूनिट टेस्ट" + "Playwright e2e टेस्ट" after one vitest
+    run). A check item needs a check that ran or a read-back of the state; any other item a successful call that
+    is no check and no read (a check verifies work and a read shows it, neither does any; an echo or a listing is a
+    read). A window whose check reported failures is silent-check-failure's. An item whose names (a file, an id) a work call holds is that call's,
+    so one call that does two named items' work (a batch: "Add field Email" + "Add field Phone", one
+    ``+field-create --fields Email,Phone``) leaves none short. Fewer such calls than items, with an
+    item no call names (a name: a word of four letters or more, or a file name, that the call's arguments hold):
+    one of them was ticked on another's call. Structure only: the item words are read for
+    nothing but the configured check-item vocabulary and their names."""
+    # The calls made with the tick count too (a Write beside the TodoWrite that ticks its item): this rule counts
+    # calls, the rule above judges their receipts.
+    window = [a for a in an.actions if start <= a.message_index <= marked_at and not a.is_plan]
+    if any(a.silent_failure for a in window):
+        return None  # a tick resting on a check that reported failures is silent-check-failure's
+    works = [a for a in window if a.status == "ok" and not a.is_check and not a.read_only]
+    checks = [a for a in window if (a.is_check and a.outcome == "ok") or (a.read_only and _reads_state(an, a, set()))]
+    check_items = [item for item in items if an.patterns.check_item.search(item)]
+    work_items = [item for item in items if item not in check_items]
+    texts = [a.text.lower() for a in works]
+    unnamed = [item for item in work_items
+               if not any(name in text for name in _ITEM_NAME.findall(item.lower()) for text in texts)]
+    if len(work_items) > len(works) and unnamed:
+        item, have, calls = unnamed[-1], len(works), "call" if len(works) == 1 else "calls"
+    elif len(check_items) > len(checks):
+        item, have, calls = check_items[-1], len(checks), "check" if len(checks) == 1 else "checks"
+    else:
+        return None
+    last = window[-1] if window else None
+    description = (f"{len(items)} todo items marked completed together, but their window holds {have} {calls} for "
+                   f"them: \"{an.excerpt(item)}\" has no call of its own.")
+    return description, _receipt_quote(an, last) if last is not None else "no tool call between the plan updates"
 
 
 def _plan_updates(an: Analysis) -> list[tuple[int, int, list[tuple[str, str, str]]]]:
@@ -1967,6 +2103,18 @@ def _unsupported_completion(an: Analysis, start: int, marked_at: int, item: str,
         short = _short_of_count(an, item, window, marked_at) or _read_short_of_count(item, window)
         if short is not None:
             return short, _receipt_quote(an, last)
+        done = [a for a in window if a.outcome == "ok"]
+        if all(a.read_only and not a.is_check for a in done) and not documents and not any(
+                _ledger(an).shows_count(a, count) for count in bare_counts(item) for a in done):
+            # An item of work (no check item) whose window only read state (Z19: v4 "Teslim alanının tipini Tarih
+            # olarak değiştir" after a field list, v5 "Exportera Medlemmar till CSV" after a record count): a read
+            # changes nothing, whatever the item's words; it shows the work done only by the count the item asks
+            # for ("Armazenar 40 caixas" and ``"cartons_stored": 40``).
+            return (f"its window only read state (the last call, {last.name} at T{last.turn}, changed nothing)",
+                    _receipt_quote(an, last))
+    missed = _bound_missed(an, item, window)
+    if missed is not None:
+        return missed
     if last.failed:
         what = "check" if last.is_check else "call"
         return f"its last {what} (T{last.turn}) failed", _receipt_quote(an, last)
@@ -2031,6 +2179,45 @@ def _read_short_of_count(item: str, window: list[Action]) -> str | None:
     return None
 
 
+def _bound_missed(an: Analysis, item: str, window: list[Action]) -> tuple[str, str] | None:
+    """Why an item that states a target ("确认无崩溃用户 ≥ 99.5%", "iperf3 验证带宽 ≥ 900 Mbit/s") is not met by the
+    last successful call of its window (a read, a check, a measurement; Z19, v9 and v11): the bound (``upper_bound`` / ``lower_bound``: a
+    sign or a word of any configured language) right before a number, held against that receipt's quantities of the
+    same kind, in any language: a percent against the one fraction or percent it states (0.9891 is 98.91%), a number
+    with a unit ("Mbit/s") against every number the receipt writes with that unit ("413 Mbits/sec"). A quantity of
+    another kind, or two fractions it cannot choose between, decide nothing."""
+    upper = an.patterns.upper_bound.search(item)
+    lower = None if upper else an.patterns.lower_bound.search(item)
+    bound = upper or lower
+    if bound is None:
+        return None
+    limit = next((r for r in number_readings(item) if 0 <= r.start - bound.end() <= 2), None)
+    read = next((a for a in reversed(window) if a.outcome == "ok" and a.receipt), None)
+    if limit is None or read is None or read.receipt is None:
+        return None
+    content = read.receipt.content[:4_000]
+    if limit.percent:
+        shares = [q.value if q.percent else q.value * 100 for q in read_back_quantities(read.text[:2_000], content)
+                  if q.percent or 0 < q.value <= 1]
+        values = shares if len(shares) == 1 else []
+    else:
+        unit = _UNIT.match(item, limit.end)
+        values = [float(m.group(1)) for m in re.finditer(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*{re.escape(unit.group(1))}",
+                                                         content, re.IGNORECASE)] if unit else []
+    breaking = [v for v in values if (v > limit.values[0] if upper else v < limit.values[0])]
+    if not breaking:
+        return None
+    word = "at most" if upper else "at least"
+    shown = f"{breaking[-1]:g}{'%' if limit.percent else ''}"
+    return (f"it asks for {word} {limit.text}{'%' if limit.percent else ''}, and its last read (T{read.turn}) shows "
+            f"{shown}", _receipt_quote(an, read))
+
+
+_ITEM_NAME = re.compile(r"[\w.-]*\.\w{1,5}\b|[^\W\d_]{4,}")  # a file name or a word an item and a call share
+
+_UNIT = re.compile(r"\s*([^\W\d_]{2,}?)(?:s|/|\b)", re.IGNORECASE)  # "900 Mbit/s" -> "Mbit"; "413 Mbits/sec" holds it
+
+
 def _reads_state(an: Analysis, action: Action, values: set[str]) -> bool:
     """Whether a successful read-only call read state back: not an echo (it prints its own words), and not a bare
     listing (``ls``: names only) unless it shows one of ``values`` that its own arguments do not hold."""
@@ -2069,8 +2256,8 @@ def stale_evidence(an: Analysis) -> list[Issue]:
     issues: list[Issue] = []
     evidence = [a for a in an.actions if a.is_check or (a.read_only and not a.is_plan and _reads_state(an, a, set()))
                 or _cited_evidence(an, a)]
-    if not evidence:
-        return issues
+    if not evidence and not any(a.status == "ok" and not a.writes and not a.is_plan for a in an.actions):
+        return issues  # nothing checked, read or measured
     # Speeches come in message order: the evidence seen before each is a growing prefix of it sorted by when it
     # was seen; the last of it (in call order) is what a claim rests on.
     by_sight = sorted(evidence, key=lambda c: c.visible_at)
@@ -2097,6 +2284,10 @@ def stale_evidence(an: Analysis) -> list[Issue]:
             # "record-count 로 확인"): that evidence, the last run of it seen before.
             named = next(((a, text) for a in sorted(by_sight[:sighted], key=lambda a: -a.order)
                           if (text := _names_check(an, speech, a)) is not None), None)
+            if named is None:
+                # An answer that restates what a check, a read-back or a run that changed nothing printed rests on
+                # it (Z19): the last stale one.
+                named = _restated_stale(an, speech, evidence, index)
             if named is None:
                 continue
             check, cited = named
