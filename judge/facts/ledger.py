@@ -18,6 +18,7 @@ from typing import Literal
 
 from judge.facts.analysis import Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
+from judge.facts.readbacks import near_twin
 from judge.facts.shell import ObjectKey, object_keys, read_command, url_key, words_of
 from judge.facts.values import (
     ValueKind,
@@ -33,7 +34,7 @@ from judge.facts.values import (
 )
 from judge.model import Trajectory
 
-__all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Recovery", "Status", "Value", "Version", "ledger_of"]
+__all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Recovery", "Status", "Stray", "Value", "Version", "ledger_of"]
 
 Source = Literal["query", "receipt", "argument", "text"]
 DependencyKind = Literal["resource-state", "returned-values", "control", "textual"]
@@ -62,6 +63,19 @@ class Value:
     kind: ValueKind
     first: Occurrence
     uses: list[Occurrence] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Stray:
+    """A value the agent's calls used (``value``, first used in arguments at ``used``) in place of its near twin
+    ``meant`` that the query or a receipt gave; ``named`` is what a claim about the meant object names (the twin,
+    or the query's value that tagged its listed entry); ``kind`` is how it went astray (:attr:`Ledger.strays`)."""
+
+    value: str
+    meant: str
+    named: str
+    kind: Literal["typed", "asked", "listed"]
+    used: Occurrence
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +164,12 @@ class Ledger:
             cached = self.analysis.cache["ledger:values"] = self._find_values()
         return cached
 
-    def _find_values(self) -> dict[str, Value]:
+    def _find_values(self, scan: Callable[[str], set[str]] = value_tokens) -> dict[str, Value]:
         an = self.analysis
         found: dict[str, Value] = {}
 
         def see(text: str, where: Occurrence) -> None:
-            for token in value_tokens(text):
+            for token in scan(text):
                 value = found.get(token)
                 if value is None:
                     found[token] = Value(token, value_kind(token), where)
@@ -188,6 +202,83 @@ class Ledger:
         if value is None:
             return None
         return next((o for o in [value.first, *value.uses] if o.source == "receipt"), None)
+
+    # --- values astray: the work used a near twin of what the user or a receipt gave -------------------------
+
+    @property
+    def strays(self) -> list[Stray]:
+        """The values the agent's calls used in place of a near twin (:func:`~judge.facts.readbacks.near_twin`:
+        transposed or one character off) that the query or a receipt had given and no call ever used: a port,
+        year, version or id born wrong (docs/finding-tags.md, "Values born wrong"). Three shapes, all by values:
+
+        - **typed**: the agent typed the value (no query or receipt showed it before) after a receipt or the
+          query showed its twin: ``8018`` written into ``.env`` after ``port = 8081`` was read, ``v2.4.0`` tagged
+          after ``version: 2.4.1``, ``Patient/4571`` beside the listed ``4517``;
+        - **asked**: the query gave the twin (``2026``) and the calls used only the other (``d.year == 2025``);
+        - **listed**: a receipt listed the twin in an entry (a JSON object, else a line) that holds a value of the
+          query (``{"base_id": "bascnHr26", "name": "HR 2026"}`` for "HR 2026") and the calls used the sibling
+          whose entry does not (``bascnHr25``).
+
+        Values of 4+ characters holding a digit, and dotted versions. Found once per ledger."""
+        cached: list[Stray] | None = self.analysis.cache.get("ledger:strays")
+        if cached is None:
+            cached = self.analysis.cache["ledger:strays"] = self._find_strays()
+        return cached
+
+    def _find_strays(self) -> list[Stray]:
+        values = self.values
+        versions = self._find_values(_versions)
+        worked: dict[str, Occurrence] = {}  # each value's first use in a call's arguments
+        given: dict[int, list[Value]] = {}  # values the query or a receipt showed first, no call used: by length
+        for table in (values, versions):
+            for token, value in table.items():
+                if len(token) < 4 or not _DIGIT.search(token):
+                    continue
+                use = next((o for o in (value.first, *value.uses) if o.source == "argument"), None)
+                if use is not None:
+                    worked.setdefault(token, use)
+                elif value.first.source in ("query", "receipt"):
+                    given.setdefault(len(token), []).append(value)
+        if not worked or not given:
+            return []
+        asked = [t for t, v in values.items() if v.first.source == "query" and _DIGIT.search(t)]
+        found: list[Stray] = []
+        for token, use in worked.items():
+            value = values.get(token) or versions[token]
+            typed = value.first.source in ("argument", "text")
+            for meant in given.get(len(token), ()):
+                if meant.first.message_index >= use.message_index or not near_twin(token, meant.token):
+                    continue
+                if meant.first.source == "query":
+                    found.append(Stray(token, meant.token, meant.token, "asked", use))
+                elif typed:
+                    found.append(Stray(token, meant.token, meant.token, "typed", use))
+                elif asked and meant.first.action is not None and value.first.action == meant.first.action:
+                    receipt = self.actions[meant.first.action].receipt
+                    content = receipt.content[:_ENTRY_CHARS] if receipt is not None else ""
+                    tag = next((q for q in asked if q in _entry(content, meant.token) and q not in _entry(content, token)), None)
+                    if tag is not None:
+                        found.append(Stray(token, meant.token, tag, "listed", use))
+        return sorted(found, key=lambda s: (s.used.message_index, s.value, s.meant))
+
+    def typed_fault(self, action: Action) -> Stray | None:
+        """The typed stray (:attr:`strays`) a failed call inherits: its receipt shows the value (connection
+        refused on the port the agent wrote), or the call reaches what the call that wrote the value configured
+        (a name of the failing call, 6+ characters, is in that write's arguments: the host of an ingress whose
+        port was mistyped). Such a refusal is the agent's error, also when it reads like the environment's. None
+        for a call that did not fail or inherits none."""
+        if action.outcome not in ("environment", "error") or action.receipt is None:
+            return None
+        strays = [s for s in self.strays if s.kind == "typed" and s.used.message_index < action.message_index]
+        if not strays:
+            return None
+        shown = action.receipt.content[:4000]
+        names = [n for n in names_in(action.text) | set(_HOST.findall(action.text)) if len(n) >= 6]
+        for stray in strays:
+            writer = self.actions[stray.used.action] if stray.used.action is not None else None
+            if stray.value in shown or (writer is not None and any(n in writer.text for n in names)):
+                return stray
+        return None
 
     def returned_by(self, action: Action) -> list[tuple[Value, list[Occurrence]]]:
         """The values ``action``'s receipt showed first (no query, argument, text or earlier receipt held them),
@@ -955,3 +1046,25 @@ def _stated_code(text: str, code: str) -> bool:
     """Whether a one-digit ``code`` stands in ``text`` as a word that is not a list's number ("1. Read the ids"):
     a numbered summary is no report of an exit code."""
     return any(text[:m.start()].rsplit("\n", 1)[-1].strip(" \t*-#>") for m in re.finditer(rf"(?<!\w){code}(?!\w)", text))
+
+
+_DIGIT = re.compile(r"\d")
+_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+\.\d+)(?![\w.]*\w)")  # 2.4.1, v2.4.0: not an IP (four parts)
+_ENTRY_CHARS = 8000
+_HOST = re.compile(r"://([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")  # the host a URL reaches
+
+
+def _versions(text: str) -> set[str]:
+    """The dotted versions of a text (``v2.4.0`` -> ``2.4.0``), gated by a cheap test for a dot between digits."""
+    return set(_VERSION.findall(text)) if text and "." in text else set()
+
+
+def _entry(content: str, token: str) -> str:
+    """The entry of a listing that holds ``token``: the innermost JSON object around it, else its line."""
+    at = content.find(token)
+    if at < 0:
+        return ""
+    start, end = content.rfind("{", 0, at), content.find("}", at)
+    if start >= 0 and end >= 0 and "}" not in content[start:at] and "{" not in content[at:end]:
+        return content[start:end + 1]
+    return content[content.rfind("\n", 0, at) + 1:content.find("\n", at) if "\n" in content[at:] else len(content)]

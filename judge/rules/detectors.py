@@ -150,12 +150,19 @@ def failed_call(an: Analysis) -> list[Issue]:
     A check that could not run as called (command not found, bad option, nothing collected) is a failed call,
     unless a later run of it passed (plan-then-act-lesson.txt, "complete on evidence"). Identical repeats of a
     failure are left to ``repeated-failure``, so one defect is reported once.
+
+    A call refused for what looks like an environment reason on a value the agent typed astray
+    (:meth:`~judge.facts.ledger.Ledger.typed_fault`: a 502 from the ingress whose port it mistyped, 8000 for the
+    service's 8080) failed by the agent's making: a failed call (a check refused so is the claims' evidence, as
+    above). v7-web-lt-origin-service-port; the same reading removes the environment fault of v3-origin-de-port and
+    v4-swe-ro-origin-port (checks).
     """
     settings = an.config.settings("failed-call")
     ledger = _ledger(an)
     issues = []
     for action in an.actions:
-        if action.outcome != "error" or action.reported or _repeats_earlier_failure(an, action):
+        typed = action.outcome == "environment" and not action.is_check and ledger.typed_fault(action) is not None
+        if (action.outcome != "error" and not typed) or action.reported or _repeats_earlier_failure(an, action):
             continue
         if _repeated_unchanged_later(an, action):
             continue  # one defect: the unchanged repeat is repeated-failure's finding, at the repeat's turn
@@ -226,6 +233,8 @@ def environment_fault(an: Analysis) -> list[Issue]:
     for action in an.actions:
         if action.outcome != "environment" or _repeats_earlier_failure(an, action):
             continue
+        if _ledger(an).typed_fault(action) is not None:
+            continue  # refused on a value the agent typed astray: the agent's failure (failed-call), not the environment's
         retries = _later_environment_faults(an, action)
         more = f" ({retries} identical retries hit it too)" if retries else ""
         what = "; whether it took effect is unknown" if action.uncertain else ""
@@ -1749,6 +1758,8 @@ def _open(an: Analysis, action: Action, index: int) -> bool:
     environment fault on a call that may change state (a failed read can be worked around; a failed write cannot)."""
     if action.outcome == "error":
         return _ledger(an).recovery(action, index, reported=False) is None
+    if action.outcome == "environment" and _ledger(an).typed_fault(action) is not None:
+        return _ledger(an).recovery(action, index, reported=False) is None  # the agent's failure, as an error
     if action.outcome == "environment" and (action.uncertain or not action.read_only):
         return an.resolved(action, before=index) is None
     return False
@@ -2654,6 +2665,24 @@ def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None
             return "unverified-completion", action, "which succeeded but created or changed nothing"
         if action.status == "ok" and not action.read_only:
             later_writes.add(call_path(action, an.config))
+    return _astray_problem(an, ledger, index, region)
+
+
+def _astray_problem(an: Analysis, ledger: Ledger, index: int, region: str) -> tuple[str, Action, str] | None:
+    """A value born wrong that the final answer is silent about (:attr:`~judge.facts.ledger.Ledger.strays`): the
+    calls used a near twin of what the query or a receipt gave, and the answer names the given value (the
+    release "2.4.1" that was tagged ``v2.4.0``; "2026" counted on ``d.year == 2025`` or in base ``bascnHr25``
+    listed as "HR 2025"), or a later call was refused on the typed value (ECONNREFUSED on the mistyped port), and
+    the answer never names the value used. Pooled from v3, v4, v5 (origin cases of three writers)."""
+    for stray in ledger.strays:
+        if stray.used.message_index >= index or stray.used.action is None or stray.value in region:
+            continue
+        refused = stray.named not in region and stray.kind == "typed" and any(
+            a.message_index < index and ledger.typed_fault(a) == stray for a in ledger.actions[stray.used.action + 1:])
+        if stray.named in region or refused:
+            source = "query" if stray.kind == "asked" else "receipts"
+            return ("unverified-completion", ledger.actions[stray.used.action],
+                    f"which used {stray.value} where the {source} gave {stray.meant}")
     return None
 
 
