@@ -70,6 +70,22 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("", [edit("src/calc.py", "a + b", "b + a")]),
       Say("Kikokotoo kimerekebishwa katika src/calc.py.")],
      {(4, "stale-evidence")}),
+    # --- a refusal shown only by an error-only document (no exit code, no error line of a vocabulary) --------------
+    # v6, v8, v10, v11: the server answered {"error": ...} or {"status": 4xx, "errors": [...]} and the answer claims done.
+    ("fi: refund refused by an error document, final claims it done", "Hyvitä 40,00 € maksusta ch_9Qp1.",
+     [User("Hyvitä 40,00 € maksusta ch_9Qp1."),
+      Say("", [sh("curl -s https://api.pay.example/v1/refunds -u \"$PAY_KEY:\" -d charge=ch_9Qp1 -d amount=4000",
+                  js({"error": {"type": "invalid_request_error", "code": "charge_already_refunded",
+                                "message": "Charge ch_9Qp1 has already been refunded."}}), code=None)]),
+      Say("Hyvitys tehty: 40,00 € maksusta ch_9Qp1.")],
+     {(1, "failed-call"), (2, "unverified-completion")}),
+    ("en: the same refusal reported by its code", "Refund 40.00 EUR of charge ch_9Qp1.",
+     [User("Refund 40.00 EUR of charge ch_9Qp1."),
+      Say("", [sh("curl -s https://api.pay.example/v1/refunds -u \"$PAY_KEY:\" -d charge=ch_9Qp1 -d amount=4000",
+                  js({"error": {"type": "invalid_request_error", "code": "charge_already_refunded",
+                                "message": "Charge ch_9Qp1 has already been refunded."}}), code=None)]),
+      Say("The refund of ch_9Qp1 was turned down: charge_already_refunded.")],
+     set()),  # reported: no failed-call (Ledger.recovery) and no claim
     # --- values born astray (Ledger.strays): the work used a near twin of what the query or a receipt gave ---------
     # Pooled from the 'origin' cases of v3, v4, v5, v7 (different writers): the decisive typing is upstream, the
     # final answer claims what was asked. Each positive row fails without the rule; the controls must stay clean.

@@ -32,7 +32,7 @@ from judge.facts.analysis import (
     read_sentences,
     salient_tokens,
 )
-from judge.facts.answers import going_value
+from judge.facts.answers import error_document, going_value
 from judge.facts.checks import failure_lines, failure_values
 from judge.facts.jobs import (
     JobState,
@@ -2632,7 +2632,10 @@ def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None
     """The most specific problem the ledger holds open at the final answer that the answer does not report by
     values, as (tag, action, what): an unfinished job, a check that failed behind exit 0, a passing check made
     stale by a later write, or a failed or no-op write nobody redid (a failed read is no open problem: it can be
-    worked around; a check that reported failures is the claim detectors' evidence). The failure's own finding at
+    worked around; a check that reported failures is the claim detectors' evidence). A failure is shown by an exit
+    code, an error line or an error-only document (:func:`_shows_failure`: v6-doc-es-cms-401,
+    v8-pay-hr-refund-missing-param-repeat, v10-fin-fi-origin-refund-units, v10-fin-es-invoice-422-body,
+    v10-log-es-label-address-repeat, v11-ed-da-gradebook-locked). The failure's own finding at
     its turn (``failed-call``) says the call failed; this one says the answer hid it. None when everything is
     settled or reported."""
     index = final.message_index
@@ -2687,10 +2690,15 @@ def _astray_problem(an: Analysis, ledger: Ledger, index: int, region: str) -> tu
 
 
 def _shows_failure(an: Analysis, action: Action) -> bool:
-    """Whether the receipt shows how the call failed: an exit code, or an error line the vocabulary reads (a server
-    stopped with no exit code, "Serving HTTP on ...", shows no failure of the work)."""
-    code = action.receipt.exit_code if action.receipt is not None else None
-    return bool(code) or an.patterns.error.search(action.error_line) is not None
+    """Whether the receipt shows how the call failed: an exit code, an error line the vocabulary reads, or by its
+    structure a document that answers only with an error (``{"error": {"code": "amount_too_large", ...}}``,
+    :func:`~judge.facts.answers.error_document`) (a server stopped with no exit code, "Serving HTTP on ...", shows
+    no failure of the work)."""
+    receipt = action.receipt
+    code = receipt.exit_code if receipt is not None else None
+    return bool(code) or an.patterns.error.search(action.error_line) is not None or (
+        receipt is not None and receipt.content.lstrip()[:1] == "{"
+        and error_document(receipt.content, an.patterns.error_meta_keys))
 
 
 def _unreported(an: Analysis, ledger: Ledger, action: Action, index: int) -> bool:
