@@ -227,7 +227,8 @@ class Ledger:
 
     def _find_strays(self) -> list[Stray]:
         values = self.values
-        versions = self._find_values(_versions)
+        # Versions are scanned everywhere only when a call's arguments hold one (rare): else none can be astray.
+        versions = self._find_values(_versions) if any(_versions(a.text) for a in self.actions) else {}
         worked: dict[str, Occurrence] = {}  # each value's first use in a call's arguments
         given: dict[int, list[Value]] = {}  # values the query or a receipt showed first, no call used: by length
         for table in (values, versions):
@@ -264,16 +265,34 @@ class Ledger:
     def typed_fault(self, action: Action) -> Stray | None:
         """The typed stray (:attr:`strays`) a failed call inherits: its receipt shows the value (connection
         refused on the port the agent wrote), or the call reaches what the call that wrote the value configured
-        (a name of the failing call, 6+ characters, is in that write's arguments: the host of an ingress whose
-        port was mistyped). Such a refusal is the agent's error, also when it reads like the environment's. None
+        (the URL host of the failing call is in that write's arguments: the host of an ingress whose port was
+        mistyped). Such a refusal is the agent's error, also when it reads like the environment's. None
         for a call that did not fail or inherits none."""
         if action.outcome not in ("environment", "error") or action.receipt is None:
+            return None
+        memo: dict[int, Stray | None] = self.analysis.cache.setdefault("ledger:typed_fault", {})
+        if action.order not in memo:
+            memo[action.order] = self._typed_fault(action)
+        return memo[action.order]
+
+    def _typed_fault(self, action: Action) -> Stray | None:
+        assert action.receipt is not None
+        shown = action.receipt.content[:4000]
+        names = [n for n in _HOST.findall(action.text) if len(n) >= 6]
+        # A cheap gate before the ledger's values: an earlier change's arguments hold a value of 4+ characters with
+        # a digit that the receipt shows and this call did not send, or a write's arguments hold the host this call
+        # reaches (most faults inherit nothing the agent typed).
+        held = [t for t in value_tokens(shown) | _versions(shown)
+                if len(t) >= 4 and _DIGIT.search(t) and t not in action.text]
+        if not held and not names:
+            return None
+        earlier = [a.text for a in self.actions[:action.order] if not a.is_plan and not a.read_only]
+        if not any(t in text for text in earlier for t in held) \
+                and not any(n in a.text for a in self.actions[:action.order] if a.writes for n in names):
             return None
         strays = [s for s in self.strays if s.kind == "typed" and s.used.message_index < action.message_index]
         if not strays:
             return None
-        shown = action.receipt.content[:4000]
-        names = [n for n in names_in(action.text) | set(_HOST.findall(action.text)) if len(n) >= 6]
         for stray in strays:
             writer = self.actions[stray.used.action] if stray.used.action is not None else None
             if stray.value in shown or (writer is not None and any(n in writer.text for n in names)):

@@ -2677,11 +2677,16 @@ def _astray_problem(an: Analysis, ledger: Ledger, index: int, region: str) -> tu
     release "2.4.1" that was tagged ``v2.4.0``; "2026" counted on ``d.year == 2025`` or in base ``bascnHr25``
     listed as "HR 2025"), or a later call was refused on the typed value (ECONNREFUSED on the mistyped port), and
     the answer never names the value used. Pooled from v3, v4, v5 (origin cases of three writers)."""
+    # Cheap gates before the ledger's values: the answer names a value with a digit, or a failed call may
+    # inherit a typed value (Ledger.typed_fault has its own gate).
+    refusals = [a for a in ledger.actions if a.message_index < index and a.outcome in ("environment", "error")
+                and ledger.typed_fault(a) is not None]
+    if not refusals and not any(c.isdigit() for c in region):
+        return None
     for stray in ledger.strays:
         if stray.used.message_index >= index or stray.used.action is None or stray.value in region:
             continue
-        refused = stray.named not in region and stray.kind == "typed" and any(
-            a.message_index < index and ledger.typed_fault(a) == stray for a in ledger.actions[stray.used.action + 1:])
+        refused = stray.named not in region and any(ledger.typed_fault(a) == stray for a in refusals)
         if stray.named in region or refused:
             source = "query" if stray.kind == "asked" else "receipts"
             return ("unverified-completion", ledger.actions[stray.used.action],
