@@ -19,6 +19,11 @@ The links followed, each from principles rather than from wording:
 - **unsupported value**: a resource id the failing step uses that no receipt or query showed before it, first
   stated in an earlier turn's text or arguments: that unchecked statement is upstream, whatever the error says.
 
+- **astray**: a value born wrong (:attr:`judge.facts.ledger.Ledger.strays`: the calls used a near twin of a port,
+  year, version or id the query or a receipt gave): a claim naming the given value, a failing call refused on the
+  typed twin (:meth:`judge.facts.ledger.Ledger.typed_fault`) or showing it, and a claim after such a refusal inherit
+  the call that first used the twin (Z18; origin cases of v3-v7, v9, v11 of different writers).
+
 Values the query gave are the user's, never the agent's origin; flags and plain numbers are not followed (a flag a
 receipt suggested is advice, not inherited state). In a multi-agent chat the task often reaches the agents as an
 agent's message that quotes the query (AG2's manager message: the question, then "The attached file path is:
