@@ -275,6 +275,20 @@ class Ledger:
             memo[action.order] = self._typed_fault(action)
         return memo[action.order]
 
+    def _changes_typed(self) -> dict[str, int]:
+        """Each value of 4+ characters with a digit (and dotted version) that the arguments of a change (a call that
+        is no read and no plan) hold, with the order of the first such call: the gate of :meth:`typed_fault`, one
+        dictionary per ledger (a scan of the earlier calls per failed call would be quadratic)."""
+        found: dict[str, int] | None = self.analysis.cache.get("ledger:changes_typed")
+        if found is None:
+            found = self.analysis.cache["ledger:changes_typed"] = {}
+            for a in self.actions:
+                if not a.is_plan and not a.read_only:
+                    for token in value_tokens(a.text) | _versions(a.text):
+                        if len(token) >= 4 and _DIGIT.search(token):
+                            found.setdefault(token, a.order)
+        return found
+
     def _typed_fault(self, action: Action) -> Stray | None:
         assert action.receipt is not None
         shown = action.receipt.content[:4000]
@@ -286,8 +300,8 @@ class Ledger:
                 if len(t) >= 4 and _DIGIT.search(t) and t not in action.text]
         if not held and not names:
             return None
-        earlier = [a.text for a in self.actions[:action.order] if not a.is_plan and not a.read_only]
-        if not any(t in text for text in earlier for t in held) \
+        typed = self._changes_typed()
+        if not any(typed.get(t, action.order) < action.order for t in held) \
                 and not any(n in a.text for a in self.actions[:action.order] if a.writes for n in names):
             return None
         strays = [s for s in self.strays if s.kind == "typed" and s.used.message_index < action.message_index]
