@@ -289,6 +289,13 @@ class Ledger:
                             found.setdefault(token, a.order)
         return found
 
+    def _first_write_naming(self, name: str) -> int:
+        """The order of the first write whose arguments hold ``name`` (a host), once per name (``1 << 30``: none)."""
+        memo: dict[str, int] = self.analysis.cache.setdefault("ledger:first_write_naming", {})
+        if name not in memo:
+            memo[name] = next((a.order for a in self.actions if a.writes and name in a.text), 1 << 30)
+        return memo[name]
+
     def _typed_fault(self, action: Action) -> Stray | None:
         assert action.receipt is not None
         shown = action.receipt.content[:4000]
@@ -296,13 +303,13 @@ class Ledger:
         # A cheap gate before the ledger's values: an earlier change's arguments hold a value of 4+ characters with
         # a digit that the receipt shows and this call did not send, or a write's arguments hold the host this call
         # reaches (most faults inherit nothing the agent typed).
-        held = [t for t in value_tokens(shown) | _versions(shown)
-                if len(t) >= 4 and _DIGIT.search(t) and t not in action.text]
-        if not held and not names:
-            return None
         typed = self._changes_typed()
+        if not typed and not names:
+            return None
+        held = [t for t in value_tokens(shown) | _versions(shown)
+                if len(t) >= 4 and _DIGIT.search(t) and t not in action.text] if typed else []
         if not any(typed.get(t, action.order) < action.order for t in held) \
-                and not any(n in a.text for a in self.actions[:action.order] if a.writes for n in names):
+                and not any(self._first_write_naming(n) < action.order for n in names):
             return None
         strays = [s for s in self.strays if s.kind == "typed" and s.used.message_index < action.message_index]
         if not strays:
