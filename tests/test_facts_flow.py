@@ -66,6 +66,25 @@ CASES: list[tuple[str, list[tuple[str, Any]], int, int, bool, list[str]]] = [
       A("", sh("lark-cli base record list --table tblA1B2C3", "recQ1W2E3R4 Ada")),
       A("The report is in record recR3P0R7X1, all done.")],
      3, 1, True, ["unsupported", "failure"]),
+    # Values born astray (Ledger.strays; origin cases of v3, v4, v5, v7): the call that first used the twin.
+    ("a claim naming the version a receipt gave, after the agent tagged its twin: the tagging is the origin",
+     [U("Release the chart at the version in Chart.yaml."),
+      A("", tool("Read", {"file_path": "charts/web/Chart.yaml"}, "apiVersion: v2\nversion: 3.7.2")),
+      A("", sh("git tag v3.7.1 && git push origin v3.7.1", " * [new tag]  v3.7.1 -> v3.7.1")),
+      A("Release 3.7.2 is published.")],
+     3, 2, True, ["astray", "failure"]),
+    ("a gateway error behind a mistyped service port: the write that typed it is the origin",
+     [U("Expose the service ledger at ledger.example.org."),
+      A("", sh("kubectl get svc ledger", "NAME     TYPE        PORT(S)    AGE\nledger   ClusterIP   9090/TCP   3d")),
+      A("", tool("Write", {"file_path": "ingress.yaml", "content": "host: ledger.example.org\nport: {number: 9009}\n"}, "File created")),
+      A("", sh("curl -fsS https://ledger.example.org/ -o /dev/null", "curl: (22) The requested URL returned error: 502", 22))],
+     3, 2, True, ["astray", "failure"]),
+    ("a claim naming the version it made (a bump) inherits nothing",
+     [U("Bump the chart version and release it."),
+      A("", tool("Read", {"file_path": "charts/web/Chart.yaml"}, "apiVersion: v2\nversion: 3.7.2")),
+      A("", sh("git tag v3.7.3 && git push origin v3.7.3", " * [new tag]  v3.7.3 -> v3.7.3")),
+      A("Release 3.7.3 is published.")],
+     3, 3, False, ["failure"]),
 ]
 
 

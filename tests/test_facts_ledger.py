@@ -178,3 +178,47 @@ def test_facts_import_neither_the_rules_judge_nor_the_editor() -> None:
     for module, targets in graph.items():
         if module.startswith("judge.facts"):
             assert not [t for t in targets if t.startswith(("judge.rules", "judge.repair"))], module
+
+
+# --- values born astray (Ledger.strays, Z18) --------------------------------------------------------------------
+
+BASES = '{"bases": [{"base_id": "bascnOps23", "name": "Ops 2023"}, {"base_id": "bascnOps24", "name": "Ops 2024"}]}'
+
+# (what, steps, strays as (value used, value meant, what a claim names, kind))
+STRAYS: list[tuple[str, list[tuple[str, Any]], list[tuple[str, str, str, str]]]] = [
+    ("typed: a port transposed from the one a receipt showed",
+     [U("Point the tests at the local API."), A("", tool("Read", {"file_path": "api.toml"}, "port = 8081")),
+      A("", tool("Write", {"file_path": ".env", "content": "API_URL=http://127.0.0.1:8018\n"}, "File created"))],
+     [("8018", "8081", "8081", "typed")]),
+    ("typed: a version one off the read one",
+     [U("Tag the release."), A("", tool("Read", {"file_path": "Chart.yaml"}, "version: 1.9.4")),
+      A("", sh("git tag v1.9.3", ""))],
+     [("1.9.3", "1.9.4", "1.9.4", "typed")]),
+    ("asked: the query's year, the sibling year of a receipt used",
+     [U("Sum the 2025 sales."), A("", sh("cut -d, -f1 sales.csv | sort -u", "2024\n2025")),
+      A("", sh("awk -F, '$1==2024{s+=$2} END{print s}' sales.csv", "8120"))],
+     [("2024", "2025", "2025", "asked")]),
+    ("listed: the sibling of the entry that holds the query's value",
+     [U("Add the incident to the Ops 2024 base."), A("", sh("lark-cli base +base-list", BASES)),
+      A("", sh("lark-cli base +record-create --base bascnOps23 --table tblInc1 --json '{}'", '{"record_id": "recX1y2"}'))],
+     [("bascnOps23", "bascnOps24", "2024", "listed")]),
+    ("control: both twins used (a comparison of two years)",
+     [U("Compare 2024 and 2025 sales."), A("", sh("awk -F, '$1==2024' sales.csv | wc -l", "31")),
+      A("", sh("awk -F, '$1==2025' sales.csv | wc -l", "40"))],
+     []),
+    ("control: a listed sibling picked when the query names neither",
+     [U("Add the incident to the ops base."), A("", sh("lark-cli base +base-list", BASES)),
+      A("", sh("lark-cli base +record-create --base bascnOps23 --table tblInc1 --json '{}'", '{"record_id": "recX1y2"}'))],
+     []),
+    ("control: an IP address is no version",
+     [U("Ping the gateway."), A("", sh("ip route", "default via 10.0.0.1 dev eth0")),
+      A("", sh("ping -c1 10.0.0.2", "1 packets transmitted, 1 received"))],
+     []),
+]
+
+
+@pytest.mark.parametrize(("what", "steps", "expected"), STRAYS, ids=[c[0] for c in STRAYS])
+def test_values_born_astray(what: str, steps: list[tuple[str, Any]], expected: list[tuple[str, str, str, str]]) -> None:
+    strays = ledger_of(build(*steps)).strays
+    assert [(s.value, s.meant, s.named, s.kind) for s in strays] == expected
+    assert all(s.used.source == "argument" for s in strays)

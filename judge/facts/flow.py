@@ -19,6 +19,11 @@ The links followed, each from principles rather than from wording:
 - **unsupported value**: a resource id the failing step uses that no receipt or query showed before it, first
   stated in an earlier turn's text or arguments: that unchecked statement is upstream, whatever the error says.
 
+- **astray**: a value born wrong (:attr:`judge.facts.ledger.Ledger.strays`: the calls used a near twin of a port,
+  year, version or id the query or a receipt gave): a claim naming the given value, a failing call refused on the
+  typed twin (:meth:`judge.facts.ledger.Ledger.typed_fault`) or showing it, and a claim after such a refusal inherit
+  the call that first used the twin (Z18; origin cases of v3-v7, v9, v11 of different writers).
+
 Values the query gave are the user's, never the agent's origin; flags and plain numbers are not followed (a flag a
 receipt suggested is advice, not inherited state). In a multi-agent chat the task often reaches the agents as an
 agent's message that quotes the query (AG2's manager message: the question, then "The attached file path is:
@@ -48,7 +53,7 @@ from judge.model import Message, Trajectory
 __all__ = ["FlowStep", "Origin", "answer_origin", "decisive_of", "decisive_origin", "error_shown", "failing_action",
            "format_chain", "restates_query", "trace_origin"]
 
-LinkKind = Literal["failure", "artifact", "value", "unsupported"]
+LinkKind = Literal["failure", "artifact", "value", "unsupported", "astray"]
 MAX_HOPS = 8  # a chain longer than this is cut (each hop moves strictly earlier, so it also ends on its own)
 EXCERPT_CHARS = 160
 # Statuses of a call that did not do what it was asked (or may not have).
@@ -178,6 +183,9 @@ def _upstream(ledger: Ledger, node: _Node) -> tuple[_Node, LinkKind, str] | None
         empty = _empty_source(ledger, action)
         if empty is not None:
             candidates.append((empty.message_index, 1, _node_of(empty), "value", "an empty result"))
+    stray = _stray_source(ledger, node)
+    if stray is not None:
+        candidates.append((stray[0].message_index, 1, stray[0], "astray", stray[1]))
     if action is None:
         astray = _astray_write(ledger, node.message_index)
         if astray is not None:
@@ -191,6 +199,28 @@ def _upstream(ledger: Ledger, node: _Node) -> tuple[_Node, LinkKind, str] | None
         return None
     _, _, chosen, link, value = min(candidates, key=lambda c: (c[0], c[1], c[4]))
     return chosen, link, value
+
+
+def _stray_source(ledger: Ledger, node: _Node) -> tuple[_Node, str] | None:
+    """The call that first used a value born astray (:attr:`~judge.facts.ledger.Ledger.strays`) that the step
+    inherits: a claim that names the value the query or a receipt gave (the work used its twin), a failing call
+    refused on the typed value (:meth:`~judge.facts.ledger.Ledger.typed_fault`) or whose receipt shows it, or a
+    claim after such a refusal."""
+    strays = [s for s in ledger.strays if s.used.message_index < node.message_index and s.used.action is not None]
+    if not strays:
+        return None
+    action = node.action
+    if action is not None:
+        content = action.receipt.content[:4000] if action.receipt is not None else ""
+        failing = action.status in _BAD or action.failed
+        chosen = next((s for s in strays if failing and (ledger.typed_fault(action) == s or s.value in content)), None)
+    else:
+        text = ledger.analysis.trajectory.messages[node.message_index].content or ""
+        chosen = next((s for s in strays if s.value not in text and (s.named in text or any(
+            a.message_index < node.message_index and ledger.typed_fault(a) == s for a in ledger.actions))), None)
+    if chosen is None or chosen.used.action is None:
+        return None
+    return _node_of(ledger.actions[chosen.used.action]), chosen.value
 
 
 def _node_of(action: Action) -> _Node:

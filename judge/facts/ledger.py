@@ -19,6 +19,7 @@ from typing import Literal
 from judge.facts.analysis import HTTP_CLIENTS, Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.effects import failure_part
+from judge.facts.readbacks import near_twin
 from judge.facts.shell import ObjectKey, object_keys, read_command, sends_request, url_key, words_of
 from judge.facts.values import (
     ValueKind,
@@ -34,7 +35,7 @@ from judge.facts.values import (
 )
 from judge.model import Trajectory
 
-__all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Recovery", "Status", "Value", "Version", "ledger_of"]
+__all__ = ["Claim", "Dependency", "Ledger", "Occurrence", "Recovery", "Status", "Stray", "Value", "Version", "ledger_of"]
 
 Source = Literal["query", "receipt", "argument", "text"]
 DependencyKind = Literal["resource-state", "returned-values", "control", "textual"]
@@ -63,6 +64,19 @@ class Value:
     kind: ValueKind
     first: Occurrence
     uses: list[Occurrence] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Stray:
+    """A value the agent's calls used (``value``, first used in arguments at ``used``) in place of its near twin
+    ``meant`` that the query or a receipt gave; ``named`` is what a claim about the meant object names (the twin,
+    or the query's value that tagged its listed entry); ``kind`` is how it went astray (:attr:`Ledger.strays`)."""
+
+    value: str
+    meant: str
+    named: str
+    kind: Literal["typed", "asked", "listed"]
+    used: Occurrence
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,12 +165,12 @@ class Ledger:
             cached = self.analysis.cache["ledger:values"] = self._find_values()
         return cached
 
-    def _find_values(self) -> dict[str, Value]:
+    def _find_values(self, scan: Callable[[str], set[str]] = value_tokens) -> dict[str, Value]:
         an = self.analysis
         found: dict[str, Value] = {}
 
         def see(text: str, where: Occurrence) -> None:
-            for token in value_tokens(text):
+            for token in scan(text):
                 value = found.get(token)
                 if value is None:
                     found[token] = Value(token, value_kind(token), where)
@@ -189,6 +203,123 @@ class Ledger:
         if value is None:
             return None
         return next((o for o in [value.first, *value.uses] if o.source == "receipt"), None)
+
+    # --- values astray: the work used a near twin of what the user or a receipt gave -------------------------
+
+    @property
+    def strays(self) -> list[Stray]:
+        """The values the agent's calls used in place of a near twin (:func:`~judge.facts.readbacks.near_twin`:
+        transposed or one character off) that the query or a receipt had given and no call ever used: a port,
+        year, version or id born wrong (docs/finding-tags.md, "Values born wrong"). Three shapes, all by values:
+
+        - **typed**: the agent typed the value (no query or receipt showed it before) after a receipt or the
+          query showed its twin: ``8018`` written into ``.env`` after ``port = 8081`` was read, ``v2.4.0`` tagged
+          after ``version: 2.4.1``, ``Patient/4571`` beside the listed ``4517``;
+        - **asked**: the query gave the twin (``2026``) and the calls used only the other (``d.year == 2025``);
+        - **listed**: a receipt listed the twin in an entry (a JSON object, else a line) that holds a value of the
+          query (``{"base_id": "bascnHr26", "name": "HR 2026"}`` for "HR 2026") and the calls used the sibling
+          whose entry does not (``bascnHr25``).
+
+        Values of 4+ characters holding a digit, and dotted versions. Found once per ledger."""
+        cached: list[Stray] | None = self.analysis.cache.get("ledger:strays")
+        if cached is None:
+            cached = self.analysis.cache["ledger:strays"] = self._find_strays()
+        return cached
+
+    def _find_strays(self) -> list[Stray]:
+        values = self.values
+        # Versions are scanned everywhere only when a call's arguments hold one (rare): else none can be astray.
+        versions = self._find_values(_versions) if any(_versions(a.text) for a in self.actions) else {}
+        worked: dict[str, Occurrence] = {}  # each value's first use in a call's arguments
+        given: dict[int, list[Value]] = {}  # values the query or a receipt showed first, no call used: by length
+        for table in (values, versions):
+            for token, value in table.items():
+                if len(token) < 4 or not _DIGIT.search(token):
+                    continue
+                use = next((o for o in (value.first, *value.uses) if o.source == "argument"), None)
+                if use is not None:
+                    worked.setdefault(token, use)
+                elif value.first.source in ("query", "receipt"):
+                    given.setdefault(len(token), []).append(value)
+        if not worked or not given:
+            return []
+        asked = [t for t, v in values.items() if v.first.source == "query" and _DIGIT.search(t)]
+        found: list[Stray] = []
+        for token, use in worked.items():
+            value = values.get(token) or versions[token]
+            typed = value.first.source in ("argument", "text")
+            for meant in given.get(len(token), ()):
+                if meant.first.message_index >= use.message_index or not near_twin(token, meant.token):
+                    continue
+                if meant.first.source == "query":
+                    found.append(Stray(token, meant.token, meant.token, "asked", use))
+                elif typed:
+                    found.append(Stray(token, meant.token, meant.token, "typed", use))
+                elif asked and meant.first.action is not None and value.first.action == meant.first.action:
+                    receipt = self.actions[meant.first.action].receipt
+                    content = receipt.content[:_ENTRY_CHARS] if receipt is not None else ""
+                    tag = next((q for q in asked if q in _entry(content, meant.token) and q not in _entry(content, token)), None)
+                    if tag is not None:
+                        found.append(Stray(token, meant.token, tag, "listed", use))
+        return sorted(found, key=lambda s: (s.used.message_index, s.value, s.meant))
+
+    def typed_fault(self, action: Action) -> Stray | None:
+        """The typed stray (:attr:`strays`) a failed call inherits: its receipt shows the value (connection
+        refused on the port the agent wrote), or the call reaches what the call that wrote the value configured
+        (the URL host of the failing call is in that write's arguments: the host of an ingress whose port was
+        mistyped). Such a refusal is the agent's error, also when it reads like the environment's. None
+        for a call that did not fail or inherits none."""
+        if action.outcome not in ("environment", "error") or action.receipt is None:
+            return None
+        memo: dict[int, Stray | None] = self.analysis.cache.setdefault("ledger:typed_fault", {})
+        if action.order not in memo:
+            memo[action.order] = self._typed_fault(action)
+        return memo[action.order]
+
+    def _changes_typed(self) -> dict[str, int]:
+        """Each value of 4+ characters with a digit (and dotted version) that the arguments of a change (a call that
+        is no read and no plan) hold, with the order of the first such call: the gate of :meth:`typed_fault`, one
+        dictionary per ledger (a scan of the earlier calls per failed call would be quadratic)."""
+        found: dict[str, int] | None = self.analysis.cache.get("ledger:changes_typed")
+        if found is None:
+            found = self.analysis.cache["ledger:changes_typed"] = {}
+            for a in self.actions:
+                if not a.is_plan and not a.read_only:
+                    for token in value_tokens(a.text) | _versions(a.text):
+                        if len(token) >= 4 and _DIGIT.search(token):
+                            found.setdefault(token, a.order)
+        return found
+
+    def _first_write_naming(self, name: str) -> int:
+        """The order of the first write whose arguments hold ``name`` (a host), once per name (``1 << 30``: none)."""
+        memo: dict[str, int] = self.analysis.cache.setdefault("ledger:first_write_naming", {})
+        if name not in memo:
+            memo[name] = next((a.order for a in self.actions if a.writes and name in a.text), 1 << 30)
+        return memo[name]
+
+    def _typed_fault(self, action: Action) -> Stray | None:
+        assert action.receipt is not None
+        shown = action.receipt.content[:4000]
+        names = [n for n in _HOST.findall(action.text) if len(n) >= 6]
+        # A cheap gate before the ledger's values: an earlier change's arguments hold a value of 4+ characters with
+        # a digit that the receipt shows and this call did not send, or a write's arguments hold the host this call
+        # reaches (most faults inherit nothing the agent typed).
+        typed = self._changes_typed()
+        if not typed and not names:
+            return None
+        held = [t for t in value_tokens(shown) | _versions(shown)
+                if len(t) >= 4 and _DIGIT.search(t) and t not in action.text] if typed else []
+        if not any(typed.get(t, action.order) < action.order for t in held) \
+                and not any(self._first_write_naming(n) < action.order for n in names):
+            return None
+        strays = [s for s in self.strays if s.kind == "typed" and s.used.message_index < action.message_index]
+        if not strays:
+            return None
+        for stray in strays:
+            writer = self.actions[stray.used.action] if stray.used.action is not None else None
+            if stray.value in shown or (writer is not None and any(n in writer.text for n in names)):
+                return stray
+        return None
 
     def returned_by(self, action: Action) -> list[tuple[Value, list[Occurrence]]]:
         """The values ``action``'s receipt showed first (no query, argument, text or earlier receipt held them),
@@ -986,3 +1117,25 @@ def _stated_code(text: str, code: str) -> bool:
     """Whether a one-digit ``code`` stands in ``text`` as a word that is not a list's number ("1. Read the ids"):
     a numbered summary is no report of an exit code."""
     return any(text[:m.start()].rsplit("\n", 1)[-1].strip(" \t*-#>") for m in re.finditer(rf"(?<!\w){code}(?!\w)", text))
+
+
+_DIGIT = re.compile(r"\d")
+_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+\.\d+)(?![\w.]*\w)")  # 2.4.1, v2.4.0: not an IP (four parts)
+_ENTRY_CHARS = 8000
+_HOST = re.compile(r"://([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")  # the host a URL reaches
+
+
+def _versions(text: str) -> set[str]:
+    """The dotted versions of a text (``v2.4.0`` -> ``2.4.0``), gated by a cheap test for a dot between digits."""
+    return set(_VERSION.findall(text)) if text and "." in text else set()
+
+
+def _entry(content: str, token: str) -> str:
+    """The entry of a listing that holds ``token``: the innermost JSON object around it, else its line."""
+    at = content.find(token)
+    if at < 0:
+        return ""
+    start, end = content.rfind("{", 0, at), content.find("}", at)
+    if start >= 0 and end >= 0 and "}" not in content[start:at] and "{" not in content[at:end]:
+        return content[start:end + 1]
+    return content[content.rfind("\n", 0, at) + 1:content.find("\n", at) if "\n" in content[at:] else len(content)]

@@ -33,7 +33,7 @@ from judge.facts.analysis import (
     read_sentences,
     salient_tokens,
 )
-from judge.facts.answers import going_value
+from judge.facts.answers import error_document, going_value
 from judge.facts.checks import failure_lines, failure_values
 from judge.facts.jobs import (
     JobState,
@@ -154,12 +154,19 @@ def failed_call(an: Analysis) -> list[Issue]:
     A check that could not run as called (command not found, bad option, nothing collected) is a failed call,
     unless a later run of it passed (plan-then-act-lesson.txt, "complete on evidence"). Identical repeats of a
     failure are left to ``repeated-failure``, so one defect is reported once.
+
+    A call refused for what looks like an environment reason on a value the agent typed astray
+    (:meth:`~judge.facts.ledger.Ledger.typed_fault`: a 502 from the ingress whose port it mistyped, 8000 for the
+    service's 8080) failed by the agent's making: a failed call (a check refused so is the claims' evidence, as
+    above). v7-web-lt-origin-service-port; the same reading removes the environment fault of v3-origin-de-port and
+    v4-swe-ro-origin-port (checks).
     """
     settings = an.config.settings("failed-call")
     ledger = _ledger(an)
     issues = []
     for action in an.actions:
-        if action.outcome != "error" or action.reported or _repeats_earlier_failure(an, action):
+        typed = action.outcome == "environment" and not action.is_check and ledger.typed_fault(action) is not None
+        if (action.outcome != "error" and not typed) or action.reported or _repeats_earlier_failure(an, action):
             continue
         if _repeated_unchanged_later(an, action):
             continue  # one defect: the unchanged repeat is repeated-failure's finding, at the repeat's turn
@@ -230,6 +237,8 @@ def environment_fault(an: Analysis) -> list[Issue]:
     for action in an.actions:
         if action.outcome != "environment" or _repeats_earlier_failure(an, action):
             continue
+        if _ledger(an).typed_fault(action) is not None:
+            continue  # refused on a value the agent typed astray: the agent's failure (failed-call), not the environment's
         retries = _later_environment_faults(an, action)
         more = f" ({retries} identical retries hit it too)" if retries else ""
         what = "; whether it took effect is unknown" if action.uncertain else ""
@@ -1897,6 +1906,8 @@ def _open(an: Analysis, action: Action, index: int) -> bool:
     environment fault on a call that may change state (a failed read can be worked around; a failed write cannot)."""
     if action.outcome == "error":
         return _ledger(an).recovery(action, index, reported=False) is None
+    if action.outcome == "environment" and _ledger(an).typed_fault(action) is not None:
+        return _ledger(an).recovery(action, index, reported=False) is None  # the agent's failure, as an error
     if action.outcome == "environment" and (action.uncertain or not action.read_only):
         return an.resolved(action, before=index) is None
     return False
@@ -2868,7 +2879,10 @@ def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None
     """The most specific problem the ledger holds open at the final answer that the answer does not report by
     values, as (tag, action, what): an unfinished job, a check that failed behind exit 0, a passing check made
     stale by a later write, or a failed or no-op write nobody redid (a failed read is no open problem: it can be
-    worked around; a check that reported failures is the claim detectors' evidence). The failure's own finding at
+    worked around; a check that reported failures is the claim detectors' evidence). A failure is shown by an exit
+    code, an error line or an error-only document (:func:`_shows_failure`: v6-doc-es-cms-401,
+    v8-pay-hr-refund-missing-param-repeat, v10-fin-fi-origin-refund-units, v10-fin-es-invoice-422-body,
+    v10-log-es-label-address-repeat, v11-ed-da-gradebook-locked). The failure's own finding at
     its turn (``failed-call``) says the call failed; this one says the answer hid it. None when everything is
     settled or reported."""
     index = final.message_index
@@ -2901,20 +2915,46 @@ def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None
             return "unverified-completion", action, "which succeeded but created or changed nothing"
         if action.status == "ok" and not action.read_only:
             later_writes.add(call_path(action, an.config))
+    return _astray_problem(an, ledger, index, region)
+
+
+def _astray_problem(an: Analysis, ledger: Ledger, index: int, region: str) -> tuple[str, Action, str] | None:
+    """A value born wrong that the final answer is silent about (:attr:`~judge.facts.ledger.Ledger.strays`): the
+    calls used a near twin of what the query or a receipt gave, and the answer names the given value (the
+    release "2.4.1" that was tagged ``v2.4.0``; "2026" counted on ``d.year == 2025`` or in base ``bascnHr25``
+    listed as "HR 2025"), or a later call was refused on the typed value (ECONNREFUSED on the mistyped port), and
+    the answer never names the value used. Pooled from v3, v4, v5 (origin cases of three writers)."""
+    # Cheap gates before the ledger's values: the answer names a value with a digit, or a failed call may
+    # inherit a typed value (Ledger.typed_fault has its own gate).
+    refusals = [a for a in ledger.actions if a.message_index < index and a.outcome in ("environment", "error")
+                and ledger.typed_fault(a) is not None]
+    if not refusals and not any(c.isdigit() for c in region):
+        return None
+    for stray in ledger.strays:
+        if stray.used.message_index >= index or stray.used.action is None or stray.value in region:
+            continue
+        refused = stray.named not in region and any(ledger.typed_fault(a) == stray for a in refusals)
+        if stray.named in region or refused:
+            source = "query" if stray.kind == "asked" else "receipts"
+            return ("unverified-completion", ledger.actions[stray.used.action],
+                    f"which used {stray.value} where the {source} gave {stray.meant}")
     return None
 
 
 def _shows_failure(an: Analysis, action: Action) -> bool:
-    """Whether the receipt shows how the call failed: an exit code, an error line the vocabulary reads, or a
-    failure the ledger read from the answer's own data behind a success (no error flag, no exit code: an error
-    document, a 4xx/409/422 body, field errors, records turned away; v6-doc-es-cms-401, v7-de-sl-copy-partially-
-    loaded, v9-net-he-netbox-duplicate-ip, v10-fin-es-invoice-422-body, v11-ed-da-gradebook-locked). A server
-    stopped with no exit code ("Serving HTTP on ...", the flag only) or a timeout shows no failure of the work."""
+    """Whether the receipt shows how the call failed: an exit code, an error line the vocabulary reads, a failure
+    the ledger read from the answer's own data behind a success (no error flag, no exit code: an error document, a
+    4xx/409/422 body, field errors, records turned away; v6-doc-es-cms-401, v7-de-sl-copy-partially-loaded,
+    v9-net-he-netbox-duplicate-ip, v10-fin-es-invoice-422-body, v11-ed-da-gradebook-locked), or by its structure a
+    document that answers only with an error (``{"error": {"code": "amount_too_large", ...}}``,
+    :func:`~judge.facts.answers.error_document`). A server stopped with no exit code ("Serving HTTP on ...", the
+    flag only) or a timeout shows no failure of the work."""
     receipt = action.receipt
     if receipt is None:
         return False
     return bool(receipt.exit_code) or an.patterns.error.search(action.error_line) is not None \
-        or (not receipt.is_error and not action.uncertain and bool(action.error_line))
+        or (not receipt.is_error and not action.uncertain and bool(action.error_line)) \
+        or (receipt.content.lstrip()[:1] == "{" and error_document(receipt.content, an.patterns.error_meta_keys))
 
 
 def _unreported(an: Analysis, ledger: Ledger, action: Action, index: int) -> bool:
