@@ -1,6 +1,6 @@
 """Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples), v2, v3, v4, v5, v6,
-v7, v8, v9, v10, v11, v12 and v13 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones
-had been read). A ``blind`` edition (none now; v7 to v13 were measured) has its truth committed and no editor run on it yet: its
+v7, v8, v9, v10, v11, v12, v13 and v14 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones
+had been read). A ``blind`` edition (v14 now; v7 to v13 were measured) has its truth committed and no editor run on it yet: its
 suite is not run through the runner.
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
@@ -90,6 +90,9 @@ SETS = {
     "v13": HeldoutSet("v13", FIXTURES / "facts_heldout_v13", "build_facts_heldout_v13.py", FIXTURES / "editor_counterexamples_v13",
                       "build_counterexamples_v13.py", 48, 10, 14, 32, 8, 3,
                       frozenset({"en", "zh", "ja", "fr", "ru", "it", "ar", "sr", "sq", "ta"})),
+    "v14": HeldoutSet("v14", FIXTURES / "facts_heldout_v14", "build_facts_heldout_v14.py", FIXTURES / "editor_counterexamples_v14",
+                      "build_counterexamples_v14.py", 40, 10, 12, 30, 8, 3,
+                      frozenset({"en", "zh", "ja", "ko", "de", "fr", "pt", "az", "uz", "ne"}), blind=True),
 }
 
 
@@ -320,3 +323,17 @@ def test_v13_has_four_domains_of_twelve_languages_without_vocabulary_and_origin_
     reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
     assert set(reasons) == REASONS and min(reasons.values()) >= 2
     assert len({c["lang"] for c in cases}) >= 8
+
+
+def test_v14_has_four_domains_of_ten_languages_without_vocabulary_and_origin_cases() -> None:
+    """v14 (blind): lark-base, energy-grid, retail-pos, translation-ops, ten each; az uz ne have no claims vocabulary."""
+    rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
+            for r in _read_jsonl(SETS["v14"].trajectories / f"facts_{fmt}.jsonl")]
+    assert Counter(m["domain"] for m in rows) == {"lark-base": 10, "energy-grid": 10, "retail-pos": 10, "translation-ops": 10}
+    assert Counter(m["lang"] for m in rows) == {lang: 4 for lang in SETS["v14"].must_have_languages}
+    origin = [m for m in rows if m["group"] == "origin"]
+    assert len(origin) >= 4 and all(m["decisive_turn"] < min(e["turn"] for e in m["expected"]) for m in origin)
+    cases = _read_jsonl(SETS["v14"].counter / "cases.jsonl")
+    reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
+    assert set(reasons) == REASONS and min(reasons.values()) >= 2
+    assert len({c["lang"] for c in cases}) >= 10
