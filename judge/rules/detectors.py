@@ -28,6 +28,7 @@ from judge.facts.analysis import (
     Analysis,
     Sentence,
     Speech,
+    deletes,
     is_doc,
     plan_items,
     read_sentences,
@@ -1244,18 +1245,40 @@ def _passed_count_contradicted(an: Analysis, counts: tuple[int, ...], index: int
 
 def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) -> Action | None:
     """The last read-back about what the change changed: it names or shows every record, table or file the change
-    named (a listing of the base names fewer: it reads something else), or a value of the claim."""
+    named (a listing of the base names fewer: it reads something else), or a value of the claim, or it reaches the
+    endpoint the change wrote to (``POST .../zones/exemple.fr/records`` then ``GET ...records?type=MX``)."""
     resources = {t for t in value_tokens(last.text) if is_resource_id(t)} | set(last.writes)
     values = {v for v in (*sentence.tokens, *value_tokens(sentence.text)) if len(v) >= 4}
     folders = [f.rstrip("/") for f in _FOLDER.findall(sentence.text) if len(f) >= 5]
+    # The endpoint the change wrote to (host and path, query aside): a GET of it reads the same collection.
+    endpoints = {u.split("?", 1)[0].rstrip("/") for u in _ENDPOINT.findall(last.text)} if "://" in last.text else set()
     for read_back in reversed(read_backs):
         shown = read_back.text + "\n" + (read_back.receipt.content[:20_000] if read_back.receipt is not None else "")
         if (resources and all(r in shown for r in resources)) or any(v in shown for v in values) \
-                or _lists_folder_of(read_back, last.writes) or any(f in read_back.text for f in folders):
+                or _lists_folder_of(read_back, last.writes) or any(f in read_back.text for f in folders) \
+                or any(u.split("?", 1)[0].rstrip("/") in endpoints for u in _ENDPOINT.findall(read_back.text)) \
+                or (_same_object_flags(last.text, read_back.text) and not deletes(last.text)
+                    and read_back.receipt is not None and bool(listing_rows(read_back.receipt.content))):
             return read_back
     return None
 
 
+_FLAG_VALUE = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)(?:=|\s+)('[^']*'|\"[^\"]*\"|\\\"[^\"\\]*\\\"|[^\s'\"-][^\s'\"]*)")
+
+
+def _same_object_flags(change: str, read_back: str) -> bool:
+    """Whether a read-back names the change's object by the same flags: two or more flags both commands give a
+    value, every one of them the same value (``--base B --table T --filter F``; ``--course 60233 --assignment
+    7741``). A flag of another value (``--table`` of another table) reads another object. (A tie for the rows it
+    lists, after a change that made or set them: after a delete a read-back shows what is left.)"""
+    if "--" not in change or "--" not in read_back:
+        return False
+    ours = dict(_FLAG_VALUE.findall(change))
+    shared = [(flag, value) for flag, value in _FLAG_VALUE.findall(read_back) if flag in ours]
+    return len({flag for flag, _ in shared}) >= 2 and all(ours[flag] == value for flag, value in shared)
+
+
+_ENDPOINT = re.compile(r"https?://[^\s'\"<>`|;)]+")
 # A folder a sentence names by its trailing slash ("all in ServerData/Android/"): a listing of it is its read-back.
 _FOLDER = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+)(?![\w])")
 _FIELDS_FLAG = re.compile(r"--fields[= ]+['\"]?([^\s,'\"]+)")
@@ -1264,7 +1287,8 @@ _FIELDS_FLAG = re.compile(r"--fields[= ]+['\"]?([^\s,'\"]+)")
 def _listed_lengths(read_back: Action, sentence: str = "") -> frozenset[int]:
     """How many items a read-back lists: its collections (:func:`collection_counts`), a bare listing of names
     (``ls docs/ja``: one a line; not when ``sentence`` names one of them: its count is about that item, the rows
-    of a listed file), or the lines under the header a ``--fields Name`` listing prints."""
+    of a listed file), or the lines under the header a ``--fields Name`` listing prints, else the rows of a table
+    of one width (:func:`~judge.facts.readbacks.listing_rows`, header aside; v6, v7, v12, v13)."""
     content = read_back.receipt.content if read_back.receipt is not None else ""
     shown = collection_counts(content)
     if not shown and not read_back.shows_content and (bare := bare_listing_count(content)) is not None \
@@ -1275,12 +1299,17 @@ def _listed_lengths(read_back: Action, sentence: str = "") -> frozenset[int]:
         count = header_list_count(content, field.group(1)) if field else None
         if count is not None:
             shown = frozenset({count})
+    if not shown and not read_back.shows_content and "\n" in content.strip():
+        rows = listing_rows(content)  # a table of rows (``record_id  Ospite``, ``NAME  SIZE  SHA256``): its rows
+        if rows and not any(len(row[0]) >= 3 and row[0] in sentence for row in rows):
+            shown = frozenset({len(rows)})
     return shown
 
 
 def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_back: Action | None,
                         prior: list[Action], listed: frozenset[int] | None = None) -> tuple[str, Action, str] | None:
-    counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
+    # Digits and words both: "tutti e sette i pacchetti della build 2291" counts seven (2291 is excused below).
+    counts = sentence.counts or (*bare_counts(sentence.text), *_word_counts(an, sentence.text))
     if not counts:
         return None
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
