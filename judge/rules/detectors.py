@@ -1284,11 +1284,12 @@ _FOLDER = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+)(?![\w])")
 _FIELDS_FLAG = re.compile(r"--fields[= ]+['\"]?([^\s,'\"]+)")
 
 
-def _listed_lengths(read_back: Action, sentence: str = "") -> frozenset[int]:
+def _listed_lengths(read_back: Action, sentence: str = "", rows: bool = True) -> frozenset[int]:
     """How many items a read-back lists: its collections (:func:`collection_counts`), a bare listing of names
     (``ls docs/ja``: one a line; not when ``sentence`` names one of them: its count is about that item, the rows
     of a listed file), or the lines under the header a ``--fields Name`` listing prints, else the rows of a table
-    of one width (:func:`~judge.facts.readbacks.listing_rows`, header aside; v6, v7, v12, v13)."""
+    of one width (:func:`~judge.facts.readbacks.listing_rows`, header aside; v6, v7, v12, v13) unless ``rows`` is
+    false (after a delete a table shows the rows left)."""
     content = read_back.receipt.content if read_back.receipt is not None else ""
     shown = collection_counts(content)
     if not shown and not read_back.shows_content and (bare := bare_listing_count(content)) is not None \
@@ -1299,10 +1300,10 @@ def _listed_lengths(read_back: Action, sentence: str = "") -> frozenset[int]:
         count = header_list_count(content, field.group(1)) if field else None
         if count is not None:
             shown = frozenset({count})
-    if not shown and not read_back.shows_content and "\n" in content.strip():
-        rows = listing_rows(content)  # a table of rows (``record_id  Ospite``, ``NAME  SIZE  SHA256``): its rows
-        if rows and not any(len(row[0]) >= 3 and row[0] in sentence for row in rows):
-            shown = frozenset({len(rows)})
+    if not shown and rows and not read_back.shows_content and "\n" in content.strip():
+        table = listing_rows(content)  # a table of rows (``record_id  Ospite``, ``NAME  SIZE  SHA256``): its rows
+        if table and not any(len(row[0]) >= 3 and row[0] in sentence for row in table):
+            shown = frozenset({len(table)})
     return shown
 
 
@@ -1315,7 +1316,8 @@ def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_bac
     if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
         return None
     content = read_back.receipt.content
-    shown = (_listed_lengths(read_back, sentence.text) if listed is None else listed) | printed_counts(content)
+    shown = (_listed_lengths(read_back, sentence.text, not deletes(last.text)) if listed is None else listed) \
+        | printed_counts(content)
     if not shown or shown.intersection(counts):
         return None  # nothing counted, or the sentence states what the read-back shows (it reports the difference)
     # What the change itself printed ("created": 6) is what it meant to do; only a later receipt can excuse a count.
@@ -1457,7 +1459,7 @@ def _cell_count_contradicted(an: Analysis, sentence: Sentence, region: str, last
     if read_back is None or read_back.receipt is None:
         return None
     content = read_back.receipt.content
-    shown = _listed_lengths(read_back, sentence.text) | printed_counts(content)
+    shown = _listed_lengths(read_back, sentence.text, not deletes(last.text)) | printed_counts(content)
     told = set(cell_counts(region)) | set(bare_counts(region)) | set(_word_counts(an, region))
     if not shown or shown & told:
         return None
