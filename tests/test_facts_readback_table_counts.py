@@ -3,7 +3,8 @@
 Pooled from the misses of several held-out writers (v6 "le sei prenotazioni" over a ``record_id  Ospite`` listing
 of five, v7 "les quatre enregistrements MX" over three lines of the zone's records endpoint, v12 "labing-isang
 invoice" over nine rows of the same ``--base --table --filter``, v13 "tutti e sette i pacchetti della build 2291"
-over a ``NAME  SIZE  SHA256`` table of six): the claim counts more items than the read-back's table has rows, and
+over a ``NAME  SIZE  SHA256`` table of six, v8 "أكواد الخصم الثمانية (WINTER10-1 حتى WINTER10-8)" over seven
+codes of the endpoint posted to): the claim counts more items than the read-back's table has rows, and
 the read-back reads the change's object (the endpoint it wrote to, or every flag both calls give the same value).
 Our own trajectories, each rendered in the OpenAI, Anthropic and ATIF formats and read through the real importers;
 every detector runs.
@@ -65,7 +66,23 @@ LEFT = sh("lark-cli base +record-list --base bascnHt4 --table tblBk3 --filter 'A
 DATABASES = sh("dbctl create --cluster c7 --names prod_db,stage_db,dev_db", js({"ok": True}))
 DB_LIST = sh("dbctl list --cluster c7", "prod_db 12\nstage_db 4\ndev_db 1")
 
+CODES = sh("for i in 1 2 3 4 5 6; do curl -s -X POST https://shop.example/api/gift_cards.json -d \"{\\\"code\\\":\\\"GIFT-$i\\\"}\"; "
+           "done", "\n".join(js({"code": f"GIFT-{i}"}) for i in range(1, 7)))
+
+
+def _codes(*numbers: int) -> Any:
+    return sh("curl -s 'https://shop.example/api/gift_cards.json?prefix=GIFT' | jq -r '.[].code'",
+              "\n".join(f"GIFT-{i}" for i in numbers))
+
+
 CASES: list[tuple[str, str, list[Any], Expected]] = [
+    # a bare listing of the endpoint posted to; the claim names its range by two items (ar, the article al-)
+    ("endpoint range ar", "أنشئ ستة أكواد GIFT وتحقق منها.",
+     [Say("", [CODES]), Say("", [_codes(1, 2, 4, 5, 6)]), Say("تم: البطاقات الستة موجودة (GIFT-1 حتى GIFT-6).")],
+     {(3, CC)}),
+    ("endpoint range agrees ar", "أنشئ ستة أكواد GIFT وتحقق منها.",
+     [Say("", [CODES]), Say("", [_codes(1, 2, 3, 4, 5, 6)]), Say("تم: البطاقات الستة موجودة (GIFT-1 حتى GIFT-6).")],
+     set()),
     # a record_id table under the same --base/--table flags: five created, four listed (it, a count in words)
     ("table by flags it", "Aggiungi le prenotazioni di ospiti.json alla tabella tblBk3.",
      [Say("", [CREATE]), Say("", [_guests(4)]), Say("Fatto: cinque prenotazioni aggiunte alla tabella.")],

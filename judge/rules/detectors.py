@@ -1287,13 +1287,13 @@ _FIELDS_FLAG = re.compile(r"--fields[= ]+['\"]?([^\s,'\"]+)")
 def _listed_lengths(read_back: Action, sentence: str = "", rows: bool = True) -> frozenset[int]:
     """How many items a read-back lists: its collections (:func:`collection_counts`), a bare listing of names
     (``ls docs/ja``: one a line; not when ``sentence`` names one of them: its count is about that item, the rows
-    of a listed file), or the lines under the header a ``--fields Name`` listing prints, else the rows of a table
+    of a listed file; two named are the listing's range, v8), or the lines under the header a ``--fields Name`` listing prints, else the rows of a table
     of one width (:func:`~judge.facts.readbacks.listing_rows`, header aside; v6, v7, v12, v13) unless ``rows`` is
     false (after a delete a table shows the rows left)."""
     content = read_back.receipt.content if read_back.receipt is not None else ""
     shown = collection_counts(content)
     if not shown and not read_back.shows_content and (bare := bare_listing_count(content)) is not None \
-            and not any(name.strip() and name.strip() in sentence for name in content.splitlines()):
+            and _names_listing(sum(1 for name in content.splitlines() if name.strip() and name.strip() in sentence), rows):
         shown = frozenset({bare})
     if not shown:
         field = _FIELDS_FLAG.search(read_back.text)
@@ -1302,9 +1302,16 @@ def _listed_lengths(read_back: Action, sentence: str = "", rows: bool = True) ->
             shown = frozenset({count})
     if not shown and rows and not read_back.shows_content and "\n" in content.strip():
         table = listing_rows(content)  # a table of rows (``record_id  Ospite``, ``NAME  SIZE  SHA256``): its rows
-        if table and not any(len(row[0]) >= 3 and row[0] in sentence for row in table):
+        if table and _names_listing(sum(1 for row in table if len(row[0]) >= 3 and row[0] in sentence), rows):
             shown = frozenset({len(table)})
     return shown
+
+
+def _names_listing(named: int, made: bool) -> bool:
+    """Whether a sentence naming ``named`` items of a listing speaks of the listing: none named, or two or more
+    (its range: "WINTER10-1 … WINTER10-8", v8) after a change that made them; one named item's count is that item's
+    own (a listed file's rows), and after a delete the items named are the ones left."""
+    return named == 0 or (named >= 2 and made)
 
 
 def _count_contradicted(an: Analysis, sentence: Sentence, last: Action, read_back: Action | None,
