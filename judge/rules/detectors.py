@@ -1164,7 +1164,8 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
                          or _status_contradicted(an, sentence, last, tied)
                          or _listing_contradicted(an, sentence, last, read_backs, prior)
                          or _enumeration_contradicted(sentence, read_backs)
-                         or _zero_left_contradicted(an, sentence, speech.region, last, read_backs))
+                         or _zero_left_contradicted(an, sentence, speech.region, last, read_backs)
+                         or _asked_count_contradicted(an, sentence, last, read_backs))
             elif status_read is not None:
                 found = _status_contradicted(an, sentence, None, status_read)  # a status check with no change
             found = (found or _quantity_contradicted(an, sentence, read_backs, index)
@@ -1305,6 +1306,33 @@ def _listed_lengths(read_back: Action, sentence: str = "", rows: bool = True) ->
         if table and _names_listing(sum(1 for row in table if len(row[0]) >= 3 and row[0] in sentence), rows):
             shown = frozenset({len(table)})
     return shown
+
+
+# A command that prints how many: jq's ``length``, ``wc -l``, SQL's ``count(``.
+_COUNT_QUERY = re.compile(r"\|\s*length\b|\bwc\s+-l\b|\bcount\(", re.IGNORECASE)
+
+
+def _asked_count_contradicted(an: Analysis, sentence: Sentence, last: Action,
+                              read_backs: list[Action]) -> tuple[str, Action, str] | None:
+    """The count the request gave ("les 18 règles", "(32 студента)") claimed as done while the last read-back after
+    the change, a count query that prints one number (``jq '[...] | length'``, ``wc -l``, ``count(*)``), counts
+    fewer and the claim does not state that number (v11 "все тридцать два студента" over ``30``, v13 "les dix-huit
+    règles" over ``16``). Not after a delete (a count after it is what is left)."""
+    read_back = read_backs[-1] if read_backs else None
+    if read_back is None or read_back.receipt is None or not _COUNT_QUERY.search(read_back.text) \
+            or deletes(last.text):
+        return None
+    shown = scalar_values(read_back.receipt.content)
+    if len(shown) != 1 or not shown[0].is_integer():
+        return None
+    counts = sentence.counts or (*bare_counts(sentence.text), *_word_counts(an, sentence.text))
+    query = an.trajectory.query
+    asked = {*bare_counts(query), *_word_counts(an, query)}
+    counted = int(shown[0])
+    if not counts or counted in counts:
+        return None
+    claimed = next((c for c in counts if c in asked and c > counted), None)
+    return (str(claimed), read_back, str(counted)) if claimed is not None else None
 
 
 def _names_listing(named: int, made: bool) -> bool:
