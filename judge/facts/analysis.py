@@ -638,6 +638,12 @@ _DELETES = re.compile(r"""(?:^|\s)(?:-X|--request)\s*['"]?DELETE\b|(?:^|\s)(?:ht
 _NOT_FOUND = re.compile(r"\b(?:404|410)\b|not[\s_-]?found|no[\s_-]?such|resource[\s_-]missing", re.IGNORECASE)
 
 
+def deletes(command: str) -> bool:
+    """Whether a call's text deletes (an HTTP DELETE, a delete/remove/destroy verb): a read-back after it shows
+    what is left, not what the call made."""
+    return _DELETES.search(command) is not None
+
+
 def _read_answers(actions: list[Action], patterns: CompiledPatterns) -> None:
     """What each receipt the outcome reading left ``ok`` / ``unknown`` / ``noop`` answered by its data
     (:mod:`judge.facts.answers`, read once here for the judge, the gate and the editor): a refusal or an error-only

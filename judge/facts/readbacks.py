@@ -184,7 +184,7 @@ def _listing_rows(text: str) -> tuple[tuple[str, ...], ...]:
         rows = rows[1:]  # a pipe table's first line is its header
     else:
         rows = [tuple(ln.split()) for ln in lines]
-        if _is_header(rows[0]):
+        if _is_header(rows[0]) or _is_named_header(rows):
             rows = rows[1:]
     if len(rows) < 2 or len({len(r) for r in rows}) != 1 or len(rows[0]) > 12:
         return ()
@@ -193,6 +193,18 @@ def _listing_rows(text: str) -> tuple[tuple[str, ...], ...]:
 
 def _is_header(cells: list[str] | tuple[str, ...]) -> bool:
     return all(_HEADER_CELL.match(c) and (c.isupper() or "_" in c) for c in cells)
+
+
+_KEY_CELL = re.compile(r"^(?:[A-Z][A-Z_]*|[a-z]+_[a-z_]+)$")
+_NAME_CELL = re.compile(r"^[A-Za-z][\w ]*$")
+
+
+def _is_named_header(rows: list[tuple[str, ...]]) -> bool:
+    """A first line that names columns by its key column (``record_id  Ospite``, ``NAME  SIZE  SHA256``): its
+    first cell an upper-case or ``snake_case`` word no other line's first cell is shaped like, every cell a word."""
+    first = rows[0]
+    return (bool(_KEY_CELL.match(first[0])) and all(_NAME_CELL.match(c) for c in first)
+            and not any(_KEY_CELL.match(r[0]) for r in rows[1:]))
 
 
 def _object_rows(value: object, depth: int) -> tuple[tuple[str, ...], ...]:
