@@ -25,7 +25,14 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts import answers
-from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown, zero_tally
+from judge.facts.checks import (
+    cleared_report,
+    failure_report,
+    failure_summary,
+    verdict_table,
+    zero_breakdown,
+    zero_tally,
+)
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import (
     error_envelope,
@@ -482,7 +489,11 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # A receipt that reads like a check's report makes the call a check, unless the call names a write
     # (deploy-all.sh, conda env create) and what reads like verdicts is its own run's: a per-target recap ("host-c:
     # FAILED"), a step's stated failure ("Solving environment: failed").
-    reports_checks = reading.reports_checks and not (_names_write(action, config) and _reports_own_run(action, config))
+    # A table of verdicts (a status column holding pass and fail cells) reports checks too, in a CSV or aligned (Z22).
+    reports_checks = (reading.reports_checks or (
+        action.receipt is not None and not action.read_only and not action.is_check and not action.is_plan
+        and verdict_table(action.receipt.content, config.patterns.failure_statuses))) \
+        and not (_names_write(action, config) and _reports_own_run(action, config))
     if reading.exit0 is not None and not refused \
             and (checks_by_call or reports_checks or action.is_plan
                  or (action.read_only and action.program not in _HTTP_CLIENTS)
