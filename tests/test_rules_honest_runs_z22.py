@@ -14,7 +14,11 @@ Anthropic and ATIF formats and read through the real importers; every detector r
    is the same call as the poll before it, so the last poll settles the job (v13-ci-ta-pipeline-polled; one
    edition: a fix of the call's identity, not a new rule).
 
-Languages: de it pt sw tr.
+4. A going word that is data is no job going: one element of a JSON list of strings (a field's options, ``"W toku"``,
+   v5-lb-pl-five-options) or the key of a count of things in the state the call itself filtered by (``--status
+   active`` -> ``active: 2318``, v12-io-pt-active-count-twin). A k8s job's own ``"active": 1`` still is.
+
+Languages: de es fr it pt sw tr.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ BUILD_Q = "Bau bitte das Frontend neu."
 GO_Q = "Compile o serviço api em bin/api."
 ARCHIVE_Q = "Archivia il progetto alpha nel tracker."
 POLL_Q = "Subiri uhamishaji wa data #5521 ukamilike kisha uniambie matokeo."
+OPTIONS_Q = "Ajoute l'option En cours au champ Statut (fldSt9) de la table Tickets (tblTk3, base bascnFr4)."
+COUNT_Q = "Desactiva los sensores del grupo norte sin datos desde mayo y dime cuántos quedan activos."
 UPLOAD_Q = "Sürüm 2.7.0'ı mağazaya yükle."
 RECORD_Q = "Ongeza rekodi ya mteja 'Duka la Pwani' kwenye jedwali tblCu4 la Base bascnSw8."
 
@@ -82,6 +88,23 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
         Say("", [sh("migratectl status 5521", "migration: 5521\nstate: running\ntables: 3/9 done", code=None)]),
         Say("", [sh("sleep 90; migratectl status 5521", "migration: 5521\nstate: running\ntables: 7/9 done", code=None)]),
         Say("Uhamishaji #5521 umekamilika: majedwali 9/9.")], {(3, "premature-claim")}),
+    ("fr: a going word that is one option of a field's list", OPTIONS_Q, [
+        User(OPTIONS_Q),
+        Say("", [lark("+field-update --base bascnFr4 --table tblTk3 --field fldSt9 --options 'Ouvert,En cours,Fermé'",
+                      '{"ok": true}')]),
+        Say("", [lark("+field-get --base bascnFr4 --table tblTk3 --field fldSt9",
+                      '{"id": "fldSt9", "name": "Statut", "options": ["Ouvert", "En cours", "Fermé"]}')]),
+        Say("C'est fait : le champ Statut contient maintenant Ouvert, En cours et Fermé.")], set()),
+    ("es: a count of things in the state the call filtered by", COUNT_Q, [
+        User(COUNT_Q),
+        Say("", [sh("sensorctl disable --group norte --filter 'last_seen < 2026-05-01'", "disabled: 41", code=None)]),
+        Say("", [sh("sensorctl count --group norte --status active", "active: 1187", code=None)]),
+        Say("Listo: 41 sensores desactivados; quedan 1187 activos en el grupo norte.")], set()),
+    ("es control: a job's own active counter, no state asked", COUNT_Q, [
+        User(COUNT_Q),
+        Say("", [sh("kubectl get job sensor-sweep -o json", '{"status": {"active": 1, "startTime": "2026-12-03T10:00:00Z"}}',
+                    code=None)]),
+        Say("Listo: el barrido sensor-sweep terminó.")], {(2, "premature-claim")}),
     ("sw: an expired token reported by its status", RECORD_Q, [
         User(RECORD_Q), Say("", [RECORD]),
         Say("Imeshindikana: tokeni imeisha muda (HTTP 401). Hakuna rekodi iliyoongezwa; ingia tena kwenye lark-cli.")],
