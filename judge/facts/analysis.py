@@ -25,7 +25,14 @@ from typing import Any, Literal
 
 from judge.derived import TrajectoryMemo
 from judge.facts import answers
-from judge.facts.checks import cleared_report, failure_report, failure_summary, zero_breakdown, zero_tally
+from judge.facts.checks import (
+    cleared_report,
+    failure_report,
+    failure_summary,
+    verdict_table,
+    zero_breakdown,
+    zero_tally,
+)
 from judge.facts.config import CompiledPatterns, RulesConfig
 from judge.facts.effects import (
     error_envelope,
@@ -482,7 +489,11 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # A receipt that reads like a check's report makes the call a check, unless the call names a write
     # (deploy-all.sh, conda env create) and what reads like verdicts is its own run's: a per-target recap ("host-c:
     # FAILED"), a step's stated failure ("Solving environment: failed").
-    reports_checks = reading.reports_checks and not (_names_write(action, config) and _reports_own_run(action, config))
+    # A table of verdicts (a status column holding pass and fail cells) reports checks too, in a CSV or aligned (Z22).
+    reports_checks = (reading.reports_checks or (
+        action.receipt is not None and not action.read_only and not action.is_check and not action.is_plan
+        and verdict_table(action.receipt.content, config.patterns.failure_statuses))) \
+        and not (_names_write(action, config) and _reports_own_run(action, config))
     if reading.exit0 is not None and not refused \
             and (checks_by_call or reports_checks or action.is_plan
                  or (action.read_only and action.program not in _HTTP_CLIENTS)
@@ -545,7 +556,7 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     # Its data (a status field, a column, a fraction) shows a job not finished (a log read with tail is a poll too).
     if (action.status == "ok" and receipt is not None
             and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"
-            and not _echoed(action, receipt)):
+            and not _echoed(action, receipt) and not _counts_asked_state(action, receipt)):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
     tools = config.tools
@@ -899,7 +910,8 @@ def _classify_hits(
     if not (explicit_failure or error or environment) or (explicit_success and not explicit_failure and not environment):
         # A success by its flags: the content may still say the job is only queued, that nothing was created,
         # or (a check) that some of what it checked failed.
-        shows = "running" if hit("running") else "noop" if hit("noop") else ""
+        going = hit("running")
+        shows = "running" if going is not None and not _listed_value(window, going) else "noop" if hit("noop") else ""
         counted = hit("check_failure")
         # "3 problems (0 errors, 3 warnings)": a total whose breakdown counts no failure is no failed check.
         failures = counted is not None and not zero_breakdown(line := _line_at(window, counted.start()), patterns.failure_nouns) \
@@ -929,6 +941,30 @@ def _classify_hits(
                    shows="partial" if hit("partial") or _envelope_effect(receipt, patterns) or _targets_succeeded(text, hit, patterns)
                    else "",
                    reports_failures=reports_checks or hit("check_failure") is not None)
+
+
+def _listed_value(window: str, going: re.Match[str]) -> bool:
+    """Whether a going word stands as one element of a JSON list of strings (``"options": ["Nowe", "W toku"]``): an
+    enumerated value (a field's options, tags), not the state of a job (Z22: v5-lb-pl-five-options)."""
+    before = window[: going.start()].rstrip()
+    after = window[going.end():].lstrip()
+    return before.endswith('"') and before[:-1].rstrip()[-1:] in ("[", ",") \
+        and after.startswith('"') and after[1:].lstrip()[:1] in (",", "]")
+
+
+# A state key counting things: "active: 2318", "active=12".
+_STATE_COUNT = re.compile(r"^\s*\"?([a-z_]+)\"?\s*[:=]\s*\d+\s*,?\s*$", re.MULTILINE)
+
+
+def _counts_asked_state(action: Action, receipt: Receipt) -> bool:
+    """Whether the receipt counts things in the state the call itself filtered by (``fleetctl devices count
+    --status active`` -> ``active: 2318``): a count of devices, not a job going (Z22: v12-io-pt-active-count-twin).
+    A k8s job's ``"active": 1`` comes from a call that names no state."""
+    command = action.command
+    if not command or "=" not in command and "--" not in command:
+        return False
+    keys = {m.group(1).lower() for m in _STATE_COUNT.finditer(receipt.content[:2000])}
+    return bool(keys) and all(re.search(rf"(?:--[\w-]+[ =]|[\w.]+=)['\"]?{re.escape(key)}\b", command) for key in keys)
 
 
 def _zero_tallies_out(window: str, patterns: CompiledPatterns) -> str:

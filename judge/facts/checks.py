@@ -49,7 +49,7 @@ def _failure_report(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]
     if found:
         return found
     lines = _failure_lines(text, nouns, statuses)
-    return lines[0][:200] if lines else _table_failure(text, frozenset(nouns))
+    return lines[0][:200] if lines else _table_failure(text, frozenset(nouns)) or verdict_row(text, statuses)
 
 
 def failure_summary(text: str, nouns: tuple[str, ...], statuses: tuple[str, ...]) -> bool:
@@ -249,14 +249,96 @@ def _counts_failures(item: Any) -> bool:
 
 
 def _table_failure(text: str, nouns: frozenset[str]) -> str:
-    """A table whose header names a failure noun (``│ Library │ Vulnerability │ Severity │``) with a row under it."""
+    """A table (cells split by pipes, tabs, wide gaps, or commas in a CSV) whose header names a failure noun with a
+    row under it that reports failures (Z22): under a column of counts (``regel  geprüft  fehler`` / ``... 540  9``,
+    ``checked,invalid`` / ``540,9``) a nonzero count is a failure and a zero none; under a column of items
+    (``│ Library │ Vulnerability │``) any row is one. Pooled from v12-lb-de-link-check-table,
+    v13-lb-ja-email-validate-csv (and the zero rows of passing tables, which must report nothing)."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     for position, line in enumerate(lines[:-1]):
-        cells = [c.strip().lower() for c in _TABLE_SPLIT.split(line.strip().strip("|│┃")) if c.strip()]
-        if len(cells) < 2 or not any(c in nouns for c in cells):
+        cells = _cells(line)
+        if len(cells) < 2:
             continue
-        for later in lines[position + 1:position + 4]:
-            row = [c for c in _TABLE_SPLIT.split(later.strip().strip("|│┃")) if c.strip()]
-            if len(row) == len(cells) and not re.fullmatch(r"[\s|│┃+:=─━-]*", later):
+        columns = [i for i, c in enumerate(cells) if c.lower() in nouns]
+        if not columns:
+            continue
+        csv = "," in line and not _TABLE_SPLIT.search(line.strip().strip("|│┃"))
+        for offset, later in enumerate(lines[position + 1:position + 1 + _TABLE_ROWS]):
+            if re.fullmatch(r"[\s|│┃+:=─━-]*", later):
+                continue
+            row = _cells(later, csv)
+            if len(row) != len(cells):
+                continue
+            values = [row[i] for i in columns]
+            if all(_COUNT_CELL.fullmatch(v) for v in values):
+                if any(float(v.replace(",", "")) != 0 for v in values):
+                    return later.strip()[:200]
+                continue  # a zero under every failure column: a passing row
+            if offset < 3:  # an item under the header (a CVE under "Vulnerability"), not a row far below it
                 return later.strip()[:200]
     return ""
+
+
+_TABLE_ROWS = 200
+
+
+_PASSING_CELLS = frozenset({"pass", "passed", "ok"})
+# A passing word standing as a cell: between commas, pipes, tabs, wide gaps or a line edge.
+_PASSING_CELL = re.compile(r"(?:^|[,|│\t]|  )[ \t]*(?:pass|passed|ok)[ \t]*(?:$|[,|│\t]|  )", re.MULTILINE)
+
+
+def verdict_table(text: str, statuses: tuple[str, ...]) -> bool:
+    """Whether a receipt is a table of verdicts (Z22): a column (cells split by pipes, tabs, wide gaps, or commas in
+    a CSV) whose cells under the header are all statuses, at least one passing (pass, ok) and one failing. Such a
+    table reports checks, whatever the command was named (``platectl qc``: ``cv_replicates,88,fail`` beside
+    ``blank_od,8,pass``; ``payctl run preview --checks``: ``negative_net_pay   FAIL    2``), and its failing rows
+    are failures. Pooled from v12-rl-pt-plate-qc-csv and v12-hr-ko-preview-checks-table; a job list (all
+    ``failed``) or a recap holds no passing cell beside a failing one."""
+    return bool(verdict_row(text, statuses))
+
+
+def verdict_row(text: str, statuses: tuple[str, ...]) -> str:
+    """The first failing row of a table of verdicts (:func:`verdict_table`), or "". Cheap gate first: a passing
+    word standing as a cell and a failing word in the text."""
+    if not text or not statuses:
+        return ""
+    text = text[:_MAX_TEXT]
+    low = text.lower()
+    if ("pass" not in low and "ok" not in low) or not any(status in low for status in statuses) \
+            or _PASSING_CELL.search(low) is None:
+        return ""
+    return _verdict_row(text, tuple(statuses))
+
+
+@lru_cache(maxsize=1024)
+def _verdict_row(text: str, statuses: tuple[str, ...]) -> str:
+    failing = frozenset(statuses)
+    lines = [line for line in text.splitlines() if line.strip()]
+    rows = [[cell.lower() for cell in _cells(line)] for line in lines]
+    for position, header in enumerate(rows[:-2]):
+        if len(header) < 2:
+            continue
+        body = []
+        for row in rows[position + 1:position + 1 + _TABLE_ROWS]:
+            if len(row) != len(header):
+                break
+            body.append(row)
+        if len(body) < 2:
+            continue
+        for column in range(len(header)):
+            cells = {row[column] for row in body}
+            if cells <= _PASSING_CELLS | failing and cells & _PASSING_CELLS and cells & failing:
+                first = next(k for k, row in enumerate(body) if row[column] in failing)
+                return lines[position + 1 + first].strip()[:200]
+    return ""
+_COUNT_CELL = re.compile(r"[+-]?\d+(?:\.\d+)?")
+
+
+def _cells(line: str, csv: bool | None = None) -> list[str]:
+    """The cells of a table row: split by pipes, tabs or wide gaps, or by commas on a CSV line (``csv``: None reads
+    the line itself, a comma-separated line with none of the other borders)."""
+    body = line.strip().strip("|│┃")
+    if csv is None:
+        csv = "," in body and not _TABLE_SPLIT.search(body)
+    parts = body.split(",") if csv else _TABLE_SPLIT.split(body)
+    return [c.strip() for c in parts if c.strip()]

@@ -171,7 +171,8 @@ class ToolSettings(BaseModel):
         default_factory=lambda: [
             "failed", "failing", "failure", "failures", "error", "errors", "broken", "invalid", "vulnerability",
             "vulnerabilities", "violation", "violations", "problem", "problems", "mismatch", "mismatches", "leak",
-            "leaks", "finding", "findings", "misspelling", "misspellings", "typo", "typos", "unreachable"],
+            "leaks", "finding", "findings", "misspelling", "misspellings", "typo", "typos", "unreachable",
+            "discrepancy", "discrepancies", "fehler"],
         description="Plain nouns and participles of a check's report that count failures ('2 failed', 'errors: 3', "
                     "a JSON field 'vulnerabilities': [...], a table column 'Vulnerability'): tools print English "
                     "mostly; a nonzero count or a non-empty list next to one is a failure, zero never.")

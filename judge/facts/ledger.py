@@ -745,7 +745,10 @@ class Ledger:
             # more than a plain word the error shares with the claim ("bucket"): a code, a status, a question.
             shown = self.output_names(action, text)
             if not shown:
-                return False
+                # Or by the failure's own status: the HTTP status or the tool's error code of its error line, which
+                # neither the query nor the call holds ("(HTTP 401)", "(HTTP 400)": v5-lb-th-token-expired,
+                # v13-ob-sr-folder-delete-refused): the answer speaks of that failure in any language.
+                return self._names_failure_code(action, text)
             for name in shown:
                 text = text.replace(name, " ")
             coded = True
@@ -771,6 +774,21 @@ class Ledger:
                              if _CODE_LIKE.search(w)).lower()
         return any(len(w) >= 5 and w in words and w not in command and w not in query
                    for w in _TEXT_WORD.findall(error) if not w.isdigit())
+
+    def _names_failure_code(self, action: Action, text: str) -> bool:
+        """Whether ``text`` names a status or error code of ``action``'s error line (3+ digits; not an exit code),
+        one that neither the user nor any call gave (v10-mob-sv-origin-version-code: a typed value is no code)."""
+        line = action.error_line
+        if not line or not any(c.isdigit() for c in text):
+            return False
+        codes = set(_STATUS_CODE.findall(line)) | set(_ERROR_CODE.findall(line))
+        if not codes:
+            return False
+        words = frozenset(_TEXT_WORD.findall(text.lower()))
+        named = {code for code in codes if len(code) >= 3 and code in words and code not in self.user_given}
+        # A value some call typed ("versionCode 411" edited in, then "Version code 411 has already been used") is
+        # the answer's claim of that value, not the failure's code.
+        return bool(named) and not any(code in a.text for a in self.actions for code in named)
 
     def _failure_part(self, action: Action) -> str:
         """The error line and the failure's part of the first 2,000 characters of ``action``'s receipt (once per
@@ -959,10 +977,17 @@ def call_path(action: Action, config: RulesConfig) -> str:
     return f"{action.name}:{','.join(keys)}"
 
 
+_WAIT_PREFIX = re.compile(r"^sleep\s+[\d.]+[smhd]?\s*(?:;|&&)\s*")
+
+
 @lru_cache(maxsize=4096)
 def _leading_words(command: str) -> str:
-    """A command's words before its first flag, value or operator (at most four); memoised: commands repeat."""
+    """A command's words before its first flag, value or operator (at most four); memoised: commands repeat. A wait
+    before it (``sleep 60; ci pipeline status 9120``) is no part of what it does: a poll after a wait is the same
+    call as the poll before it (v13-ci-ta-pipeline-polled)."""
     words: list[str] = []
+    if command.startswith("sleep "):
+        command = _WAIT_PREFIX.sub("", command, count=1)
     for word in command.split():
         if word.startswith("-") or "=" in word or word in ("&&", "|", ";") or len(words) == 4:
             break

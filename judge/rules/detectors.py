@@ -388,6 +388,19 @@ def _shows_nothing(action: Action) -> bool:
     return receipt is not None and receipt.exit_code is None and " ".join(receipt.content.split()).lower().rstrip(".") in _NOTHING_SHOWN
 
 
+def _claims_own_run(an: Analysis, last: Action, sentence: Sentence, index: int) -> bool:
+    """Whether a pass claim with no check before it speaks of the last call itself, a run (a build) that succeeded
+    and showed output: "Build OK : le bundle fait 212,40 kB" after ``npm run build``, "镜像 ingest:dev 构建成功"
+    after ``docker build -t ingest:dev`` (v3-rep-fr-npm-typo, v4-di-zh-docker-repeat). The claim names the run
+    (:meth:`~judge.facts.ledger.Ledger.speaks_of`: an operand of its command); a read, a listing or an echo is no
+    run, and a claim of tests or checks that names another thing still needs a check."""
+    receipt = last.receipt
+    return (receipt is not None and last.status == "ok" and last.outcome == "ok" and not last.read_only
+            and not last.shows_content and last.program not in _ECHOES and last.receipt_index is not None
+            and last.receipt_index < index and bool(receipt.content.strip()) and not receipt.is_error
+            and not receipt.exit_code and _ledger(an).speaks_of(last, sentence.text))
+
+
 def _unsupported_pass(an: Analysis, sentence: Sentence, prior: list[Action], index: int) -> tuple[str | None, Action | None]:
     """Why a claim that tests or checks pass is not supported: it needs a check (a run of tests, a linter, a
     validator; never a read of a status file or an echo) whose receipt shows it passing, and a test it names must
@@ -401,6 +414,8 @@ def _unsupported_pass(an: Analysis, sentence: Sentence, prior: list[Action], ind
         if any(a.is_check for a in _work_from(an, index)):
             return None, None  # the check runs only at or after the claim: premature-claim's case
         last = prior[-1] if prior else None
+        if last is not None and _claims_own_run(an, last, sentence, index):
+            return None, None  # "Build OK" on the build that just succeeded: its receipt is the evidence
         if last is not None and (last.read_only or last.shows_content):
             return (f"no check was run; the last call ({last.name} at T{last.turn}) only read or printed text, which "
                     "verifies nothing"), last
