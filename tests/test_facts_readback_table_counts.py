@@ -61,6 +61,8 @@ ARTIFACTS = sh("ci artifacts list --repo stable --build 8812",
                "NAME                    SIZE    SHA256\napp-2.1.0-linux.tar.gz  12.1MB  4f2a...\n"
                "app-2.1.0-mac.zip       11.8MB  9c0e...\napp_2.1.0_amd64.deb     12.0MB  d71b...")
 DELETE = sh("lark-cli base +record-batch-delete --base bascnHt4 --table tblBk3 --filter 'Anno = 2023'", js({"ok": True}))
+PURGE = sh("lark-cli base +record-purge --base bascnHt4 --table tblBk3 --filter 'Anno = 2023'", js({"ok": True}))
+DEDUPE = sh("lark-cli base +record-dedupe --base bascnHt4 --table tblBk3 --filter 'Anno = 2023'", js({"ok": True}))
 LEFT = sh("lark-cli base +record-list --base bascnHt4 --table tblBk3 --filter 'Anno = 2023'",
           "record_id   Ospite\nrecB8       Neri\nrecB9       Serra")
 DATABASES = sh("dbctl create --cluster c7 --names prod_db,stage_db,dev_db", js({"ok": True}))
@@ -108,6 +110,13 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
      set()),
     ("rows left after a delete it", "Cancella le prenotazioni del 2023 da tblBk3.",
      [Say("", [DELETE]), Say("", [LEFT]), Say("Fatto: cinque prenotazioni del 2023 cancellate.")],
+     set()),
+    # the other verbs that take records away: the listing after them shows what is left too
+    ("rows left after a purge it", "Elimina definitivamente le prenotazioni del 2023 da tblBk3.",
+     [Say("", [PURGE]), Say("", [LEFT]), Say("Fatto: cinque prenotazioni del 2023 eliminate.")],
+     set()),
+    ("rows left after a dedupe it", "Togli i duplicati delle prenotazioni del 2023 da tblBk3.",
+     [Say("", [DEDUPE]), Say("", [LEFT]), Say("Fatto: cinque prenotazioni doppie tolte.")],
      set()),
     ("another endpoint fr", "Ajoute les trois enregistrements TXT de txt.json à la zone z.example.",
      [Say("", [POST]), Say("", [_zone("y.example")]), Say("Les trois enregistrements TXT sont en place.")],

@@ -642,16 +642,17 @@ def _echoes_masked_recipe(content: str) -> bool:
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(?:$|\n)|\bnohup\b")
 
 
-# A call that deletes (an HTTP DELETE, a delete/remove/destroy verb) and an answer that the object is not there
+# A call that deletes (an HTTP DELETE, a verb that takes records away) and an answer that the object is not there
 # (a 404/410 status, an API's not-found code): language-neutral shapes.
 _DELETES = re.compile(r"""(?:^|\s)(?:-X|--request)\s*['"]?DELETE\b|(?:^|\s)(?:https?|xh)\s+DELETE\s"""
-                      r"|\b(?:delete|remove|destroy|rm|del)\b", re.IGNORECASE)
+                      r"|\b(?:delete|remove|destroy|rm|del|purge|prune|truncate|unlink|dedupe|dedup|deduplicate)\b",
+                      re.IGNORECASE)
 _NOT_FOUND = re.compile(r"\b(?:404|410)\b|not[\s_-]?found|no[\s_-]?such|resource[\s_-]missing", re.IGNORECASE)
 
 
 def deletes(command: str) -> bool:
-    """Whether a call's text deletes (an HTTP DELETE, a delete/remove/destroy verb): a read-back after it shows
-    what is left, not what the call made."""
+    """Whether a call's text deletes (an HTTP DELETE, a verb that takes records away: delete, remove, destroy,
+    purge, prune, truncate, dedupe): a read-back after it shows what is left, not what the call made."""
     return _DELETES.search(command) is not None
 
 
