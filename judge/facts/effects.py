@@ -459,9 +459,10 @@ class RecapVocabulary:
     """The rules config's ``tools.target_recap`` read once (see :func:`target_recap`), with the literals a recap
     needs: ``failing`` (one of them is in every recap that shows a failed target: ``failed=``, a failure state or
     word) and ``succeeding`` (in every recap that shows a target that succeeded: ``failed=0``, a success state or
-    word); ``failure_marks``: the failure counters, states and words themselves, one of which a text must hold (in
-    any spacing) for :func:`target_recap` to find a failed target, and the same marks by role. The rules config matches them with the receipt lists' one literal scan (``recap_failing``,
-    ``recap_succeeding``), so that a receipt without them is never parsed."""
+    word). The rules config matches those with the receipt lists' one literal scan (``recap_failing``,
+    ``recap_succeeding``), so that a receipt without them is never parsed. ``failure_marks``: the failure counters,
+    states and words themselves, one of which a text must hold (in any spacing) for :func:`target_recap` to find a
+    failed target; ``failure_state_marks``, ``failure_word_marks``, ``success_word_marks``: the same by role."""
 
     failure_counters: frozenset[str] = frozenset()
     success_states: frozenset[str] = frozenset()
