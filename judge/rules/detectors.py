@@ -1666,9 +1666,8 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
         left = max(readings[at - 1].end if at else 0, reading.start - 40)
         right = min(readings[at + 1].start if at + 1 < len(readings) else len(text), reading.end + 30)
         before, after = text[left:reading.start], text[reading.end:right]
-        upper = an.patterns.upper_bound.search(before)
-        lower = None if upper else an.patterns.lower_bound.search(before)
-        bound = upper or lower
+        found = _bound_word(an, before)
+        bound, upper = found if found is not None else (None, False)
         if bound is not None:
             before = before[:bound.start()] + " " + before[bound.end():]  # "rate above 95%": the bound sits between
         # A number followed by a spaced word counts that noun ("the code in 3 files" counts files): only the noun
@@ -1679,7 +1678,7 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
                     if any(_labels("" if counted else before, after, w) for w in q.words())]
             if not tied:
                 continue
-            if upper or lower:
+            if bound is not None:
                 limit = reading.values[0]
                 scaled = [(q, q.value * 100 if reading.percent and not q.percent and q.value <= 1 else q.value) for q in tied]
                 breaking = next(((q, v) for q, v in scaled if (v > limit if upper else v < limit)), None)
@@ -1720,8 +1719,8 @@ def _bounded(an: Analysis, text: str, reading: Reading) -> bool:
     """Whether a bound word ("above", "au-dessus de", "이상") stands right before the number: it states a bound, which
     :func:`_quantity_contradicted` holds as one, not a value."""
     before = text[max(0, reading.start - 30):reading.start]
-    bound = an.patterns.upper_bound.search(before) or an.patterns.lower_bound.search(before)
-    return bound is not None and not before[bound.end():].strip(" :")
+    found = _bound_word(an, before)
+    return found is not None and not before[found[0].end():].strip(" :")
 
 
 def _receipt_states(an: Analysis, reading: Reading, index: int) -> bool:
@@ -1879,15 +1878,25 @@ def _total_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
     return f"a total of {claimed:g}", read_back, f"{field} adding up to {total:g}"
 
 
+def _bound_word(an: Analysis, text: str) -> tuple[re.Match[str], bool] | None:
+    """The bound word of a claim ("under", "以上") and whether it is an upper bound, or None; read once per sentence
+    for both bound readers (a claim's own bound, a read-back's filter bound)."""
+    memo: dict[str, tuple[re.Match[str], bool] | None] = an.cache.setdefault("bound_words", {})
+    if text not in memo:
+        upper = an.patterns.upper_bound.search(text)
+        lower = None if upper else an.patterns.lower_bound.search(text)
+        memo[text] = (upper, True) if upper else (lower, False) if lower else None
+    return memo[text]
+
+
 def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action]) -> tuple[str, Action, str] | None:
     """A bound claimed of a field's numbers ("all prices are under 50", "재고가 100 이하") that a number of that
     field in the last read-back listing it breaks. The field is the one the sentence names (by its first four
     letters: "prijzen" names Prijs), or the read-back's only numeric field."""
-    upper = an.patterns.upper_bound.search(sentence.text)
-    lower = None if upper else an.patterns.lower_bound.search(sentence.text)
-    bound_word = upper or lower
-    if bound_word is None:
+    bound = _bound_word(an, sentence.text)
+    if bound is None:
         return None
+    bound_word, upper = bound
     numbers = numbers_at(sentence.text)
     if not numbers:
         return None
@@ -1911,11 +1920,10 @@ def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
     """A bound the claim gives ("boven € 500", "500 元以上") that the filter of the last read-back holding filter
     conditions does not hold: it has bounds of that direction (:func:`~judge.facts.readbacks.filter_bounds`) and
     none is the claimed limit in any reading."""
-    upper = an.patterns.upper_bound.search(sentence.text)
-    lower = None if upper else an.patterns.lower_bound.search(sentence.text)
-    bound_word = upper or lower
-    if bound_word is None:
+    bound = _bound_word(an, sentence.text)
+    if bound is None:
         return None
+    bound_word, upper = bound
     readings = [r for r in number_readings(sentence.text) if not r.percent]
     if not readings:
         return None
@@ -1925,7 +1933,7 @@ def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
         bounds = filter_bounds(read_back.receipt.content) if read_back.receipt is not None else ()
         if not bounds:
             continue
-        held = [b.value for b in bounds if b.lower == (lower is not None)]
+        held = [b.value for b in bounds if b.lower == (not upper)]
         if not held or any(same_quantity(limit, v) for v in held):
             return None
         word = "at most" if upper else "at least"
@@ -2278,11 +2286,10 @@ def _bound_missed(an: Analysis, item: str, window: list[Action]) -> tuple[str, s
     same kind, in any language: a percent against the one fraction or percent it states (0.9891 is 98.91%), a number
     with a unit ("Mbit/s") against every number the receipt writes with that unit ("413 Mbits/sec"). A quantity of
     another kind, or two fractions it cannot choose between, decide nothing."""
-    upper = an.patterns.upper_bound.search(item)
-    lower = None if upper else an.patterns.lower_bound.search(item)
-    bound = upper or lower
-    if bound is None:
+    found = _bound_word(an, item)
+    if found is None:
         return None
+    bound, upper = found
     limit = next((r for r in number_readings(item) if 0 <= r.start - bound.end() <= 2), None)
     read = next((a for a in reversed(window) if a.outcome == "ok" and a.receipt), None)
     if limit is None or read is None or read.receipt is None:
