@@ -36,6 +36,15 @@ SEGMENT_LISTS: list[tuple[str, bool, bool, str]] = [
     ("pytest -q 2>&1 | tail -30", True, False, "a check piped into tail: its failures must still be read"),
     ("pytest -q; cat report.txt", True, False, "the check's output comes first"),
     ("bash -lc 'cd app && pytest -q'", True, False, "a shell's -c script is read on its own segments"),
+    # A reading CLI whose own command words name a check (check_verbs): its report is a verdict (v10, v12 misses).
+    ("payctl run preview --company KR01 --checks", True, False, "a preview asked to run its checks (a flag name)"),
+    ("wmsctl count reconcile --zone A | tail -n 6", True, False, "a reconcile subcommand, its report piped to tail"),
+    ("lark-cli base +record-validate --table tblA", True, False, "a shortcut whose last part is a check verb"),
+    ("terraform validate", True, False, "a listed read whose subcommand is a check verb"),
+    ("payctl run preview --company KR01", False, False, "the same preview without checks only reads"),
+    ("cat validate.log", False, True, "an operand of a reading program names nothing"),
+    ("kubectl logs lint-job-7", False, False, "a resource's name is no subcommand word"),
+    ("lark-cli base +record-list --view verify", False, False, "a flag's value is no flag name"),
 ]
 
 

@@ -52,6 +52,7 @@ from judge.facts.shell import (
     object_keys,
     read_command,
     segment_hits,
+    segment_names_check,
     segment_read_only,
     sends_request,
     words_of,
@@ -714,9 +715,11 @@ def _only_reads(action: Action, patterns: CompiledPatterns) -> bool:
     only reads or is a check the rules config lists as read-only (``read_only_checks``: a curl GET, mypy)."""
     if action.read_only or action.is_check:
         return True
-    command = action.command
-    if command is None:
-        return False
+    return action.command is not None and _command_only_reads(action.command, patterns)
+
+
+def _command_only_reads(command: str, patterns: CompiledPatterns) -> bool:
+    """Whether every segment of ``command`` only reads or is a check listed as read-only (memoised per config)."""
     known = patterns.memo_reads.get(command)
     if known is None:
         known = patterns.remember(patterns.memo_reads, command, command_is_read_only(
@@ -813,12 +816,15 @@ _MAX_ASKED = 32
 def _exit_answer(action: Action, reading: Reading, config: RulesConfig) -> tuple[str, Reading] | None:
     """When the call's non-zero exit code answers "no" (the rules config's ``exit_answers``: grep 1 = no match,
     diff 1 = differ), the answer and the reading of its receipt without the code; None otherwise. Not when the
-    text shows an error besides the code (``cd missing && grep x`` stopped at cd), nor for a check, whose status
-    is its verdict (``pytest | grep -q passed``)."""
+    text shows an error besides the code (``cd missing && grep x`` stopped at cd), nor for a check that runs
+    something, whose status is its verdict (``pytest | grep -q passed``)."""
     receipt = action.receipt
-    if reading.outcome != "error" or receipt is None or not receipt.exit_code or action.call is None or action.is_check:
+    if reading.outcome != "error" or receipt is None or not receipt.exit_code or action.call is None:
         return None
     command = action.command
+    # A check that only reads (`gh pr checks 88`: exit 8 = pending) answers by its own documented code.
+    if action.is_check and (command is None or not _command_only_reads(command, config.patterns)):
+        return None
     answer = None if command is None else _exit_answer_of(command, receipt.exit_code, config.patterns)
     if answer is None:
         return None
@@ -1116,11 +1122,18 @@ def _read_command(command: str, patterns: CompiledPatterns) -> tuple[str, bool, 
         # a file and every other one only reads (`cd docs && cat guide.md`, `git log | head`): `pytest | tail`
         # and `pytest; cat log` print a check's output, whose failures must still be read.
         segments = [segment.text for segment in reading.segments]
-        check = hits["check"] is not None and any(
+        # A CLI segment whose own command words name a check and no write (`payctl run preview --checks`, `wmsctl
+        # count reconcile`) is a check, even when its verbs read: its report is a verdict, and a check is no
+        # read-only call (v10, v12).
+        named = [segment_names_check(text, patterns.check_verbs, patterns.write_verbs) for text in segments]
+        named_check = any(named)
+        check = named_check or hits["check"] is not None and any(
             hit and not reads(text)
             for text, hit in zip(segments, segment_hits(command, lambda text: patterns.check.search(text) is not None)))
+        read_only = read_only and not named_check
         shows = segment_hits(command, lambda text: patterns.content_command.search(text) is not None)
-        content = any(shows) and all(hit or reads(text) for text, hit in zip(segments, shows))
+        content = any(shows) and all(hit or (reads(text) and not check_segment)
+                                     for text, hit, check_segment in zip(segments, shows, named))
         writes = reading.writes + tuple(w for w in _structured_writes(reading, patterns, reads) if w not in reading.writes)
         read_only = read_only and not writes
         cached = patterns.remember(patterns.memo_commands, command, (

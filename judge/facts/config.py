@@ -112,6 +112,10 @@ class ToolSettings(BaseModel):
         default_factory=list,
         description="GET-like subcommand words of CLIs (list, get, count): a segment whose subcommand words (before "
                     "its first flag, or the last part of a shortcut: +record-count) name one only reads. Plain words.")
+    check_verbs: list[str] = Field(
+        default_factory=list,
+        description="Subcommand words and flag names that make a reading CLI segment a check (validate, verify, "
+                    "reconcile: `payctl run preview --checks`): its report is a check's verdict. Plain words.")
     write_verbs: list[str] = Field(
         default_factory=list,
         description="Subcommand words that write (create, delete, set, refund): one as a part of a subcommand word "
@@ -458,6 +462,7 @@ class CompiledPatterns:
         self.read_only_check = PhraseMatcher(tools.read_only_checks)
         self.read_only_verbs = frozenset(verb.lower() for verb in tools.read_only_verbs)
         self.write_verbs = frozenset(verb.lower() for verb in tools.write_verbs)
+        self.check_verbs = frozenset(verb.lower() for verb in tools.check_verbs)
         self.sql_clients = {words: tuple(places) for words, places in tools.sql_clients.items() if words.split()}
         self.read_only_sql = frozenset(word.lower() for word in tools.read_only_sql)
         self.failure_nouns = tuple(noun.lower() for noun in tools.failure_nouns)

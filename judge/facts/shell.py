@@ -276,6 +276,25 @@ def segment_read_only(segment: str, verbs: Collection[str] = frozenset(),
     return False, f"{program} may change state"
 
 
+def segment_names_check(segment: str, verbs: Collection[str], writes: Collection[str] = frozenset()) -> bool:
+    """Whether a CLI segment names a check by its own command words: a subcommand word before the first flag, the
+    last part of a shortcut (``+record-validate``) or a flag name (``payctl run preview --checks``, ``wmsctl count
+    reconcile``) is one of ``verbs`` (the rules config's ``check_verbs``), and none names a write (``writes``:
+    ``reconcile --apply`` changes what it compares). Operands, flag values and the built-in reading programs never
+    count (``echo pytest``, ``cat validate.log``, ``kubectl logs lint-job`` name no check)."""
+    words = words_of(segment)
+    if not verbs or len(words) < 2:
+        return False
+    program = words[0].rsplit("/", 1)[-1]
+    if program in _READ_PROGRAMS or program in ("cd", "find", "curl", "git"):
+        return False
+    subcommands = [w.lower() for w in itertools.takewhile(lambda w: not w.startswith("-"), words[1:])][:2]
+    named = {part for word in subcommands for part in (word, word.lstrip("+").replace("_", "-").rsplit("-", 1)[-1])}
+    flags = [w.lower() for w in words[1:] if w.startswith("-")]
+    named.update(flag.lstrip("-").partition("=")[0] for flag in flags if flag.startswith("--"))
+    return not named.isdisjoint(verbs) and _write_word(subcommands + flags, writes) is None
+
+
 # curl's options that send a body or write a file (its flags are case-sensitive: -o writes, -f only fails).
 _CURL_SHORT_WRITES = frozenset("dFTOo")
 _CURL_LONG_WRITES = ("--data", "--form", "--upload-file", "--output", "--remote-name", "--json")
