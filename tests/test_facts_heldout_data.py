@@ -1,6 +1,6 @@
 """Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples), v2, v3, v4, v5, v6,
-v7, v8, v9, v10, v11, v12, v13 and v14 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones
-had been read). A ``blind`` edition (none now; v7 to v14 were measured) has its truth committed and no editor run on it yet: its
+v7, v8, v9, v10, v11, v12, v13, v14 and v15 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones
+had been read). A ``blind`` edition (v15 now; v7 to v14 were measured) has its truth committed and no editor run on it yet: its
 suite is not run through the runner.
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
@@ -93,6 +93,9 @@ SETS = {
     "v14": HeldoutSet("v14", FIXTURES / "facts_heldout_v14", "build_facts_heldout_v14.py", FIXTURES / "editor_counterexamples_v14",
                       "build_counterexamples_v14.py", 40, 10, 12, 30, 8, 3,
                       frozenset({"en", "zh", "ja", "ko", "de", "fr", "pt", "az", "uz", "ne"})),
+    "v15": HeldoutSet("v15", FIXTURES / "facts_heldout_v15", "build_facts_heldout_v15.py", FIXTURES / "editor_counterexamples_v15",
+                      "build_counterexamples_v15.py", 48, 11, 14, 32, 8, 3,
+                      frozenset({"en", "zh", "ja", "ko", "es", "ru", "tr", "de", "kk", "hy", "ur"}), blind=True),
 }
 
 
@@ -334,6 +337,22 @@ def test_v14_has_four_domains_of_ten_languages_without_vocabulary_and_origin_cas
     origin = [m for m in rows if m["group"] == "origin"]
     assert len(origin) >= 4 and all(m["decisive_turn"] < min(e["turn"] for e in m["expected"]) for m in origin)
     cases = _read_jsonl(SETS["v14"].counter / "cases.jsonl")
+    reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
+    assert set(reasons) == REASONS and min(reasons.values()) >= 2
+    assert len({c["lang"] for c in cases}) >= 10
+
+
+def test_v15_has_four_domains_of_twelve_languages_without_vocabulary_and_origin_cases() -> None:
+    """v15 (blind): lark-base, insurance-claims, telecom-provisioning, event-ticketing, twelve each; kk hy ur have no
+    claims vocabulary."""
+    rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
+            for r in _read_jsonl(SETS["v15"].trajectories / f"facts_{fmt}.jsonl")]
+    assert Counter(m["domain"] for m in rows) == {"lark-base": 12, "insurance-claims": 12, "telecom-provisioning": 12,
+                                                  "event-ticketing": 12}
+    assert Counter(m["lang"] for m in rows) == {"en": 6, "zh": 5, "ja": 5, **{lang: 4 for lang in ("ko", "es", "ru", "tr", "de", "kk", "hy", "ur")}}
+    origin = [m for m in rows if m["group"] == "origin"]
+    assert len(origin) >= 4 and all(m["decisive_turn"] < min(e["turn"] for e in m["expected"]) for m in origin)
+    cases = _read_jsonl(SETS["v15"].counter / "cases.jsonl")
     reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
     assert set(reasons) == REASONS and min(reasons.values()) >= 2
     assert len({c["lang"] for c in cases}) >= 10
