@@ -88,9 +88,11 @@ def _metric_leaves(value: object, found: dict[str, list[float]], depth: int) -> 
                 _metric_leaves(item, found, depth + 1)
 
 
+@lru_cache(maxsize=4096)
 def _plain(text: str) -> str:
     """``text`` lower-cased without accents and with ``_``/``-`` as spaces, one character for one (positions
-    stay those of ``text``)."""
+    stay those of ``text``). Memoised: the words around a claim's number are held against every key of every
+    read-back."""
     return "".join(" " if c in "_-" else (unicodedata.normalize("NFKD", c)[:1] or c) for c in text.lower())
 
 

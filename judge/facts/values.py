@@ -37,10 +37,17 @@ def value_tokens(text: str) -> set[str]:
         return set()
     # A new set each time (callers may change it), built from the tokens in the order found: it iterates in the
     # same order as one built by a fresh scan.
-    return set(_value_token_list(text) if len(text) <= _MEMO_MAX_CHARS else _scan_values(text))
+    return set(_value_token_list(text) if len(text) <= _MEMO_MAX_CHARS else _long_value_token_list(text))
 
 
-_MEMO_MAX_CHARS = 4000  # longer texts (receipts) are scanned each time: the memo would hold megabytes of them
+_MEMO_MAX_CHARS = 4000  # longer texts (receipts) get a small memo of their own: a large one would hold megabytes
+
+
+@lru_cache(maxsize=64)
+def _long_value_token_list(text: str) -> tuple[str, ...]:
+    """:func:`_scan_values` of a long text (a receipt), memoised for the few a trajectory's claims are held against
+    again and again (a mistyped id is looked for in every read-back, for every id of every claim sentence)."""
+    return _scan_values(text)
 
 
 @lru_cache(maxsize=4096)

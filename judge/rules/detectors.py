@@ -1673,9 +1673,19 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
         # A number followed by a spaced word counts that noun ("the code in 3 files" counts files): only the noun
         # ties it. A counter written onto the number ("120건", "6件") names no noun: the label before still ties.
         counted = not reading.percent and _SPACED_NOUN.match(text, reading.end) is not None
+        label_before = "" if counted else before
+        labelled: dict[str, bool] = {}  # a key's word is tested once per number (read-backs repeat their keys)
+
+        def labels(word: str, labelled: dict[str, bool] = labelled, before: str = label_before,
+                   after: str = after) -> bool:
+            known = labelled.get(word)
+            if known is None:
+                known = labelled[word] = _labels(before, after, word)
+            return known
+
         for read_back, quantities in reversed(quantities_of):
             tied = [q for q in quantities if q.percent == reading.percent or not q.percent
-                    if any(_labels("" if counted else before, after, w) for w in q.words())]
+                    if any(labels(w) for w in q.words())]
             if not tied:
                 continue
             if bound is not None:
