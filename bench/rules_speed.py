@@ -121,9 +121,9 @@ def best_cpu(trajectories: list[Trajectory], repeat: int) -> tuple[float, float,
     judge = make_judge("rules")
     asyncio.run(judge(trajectories[0], 0))  # warm-up: config load and regex compilation are paid once per process
 
-    async def judge_all() -> int:
+    async def judge_all(batch: list[Trajectory]) -> int:
         found = 0
-        for trajectory in trajectories:
+        for trajectory in batch:
             verdict = await judge(trajectory, 0)
             assert verdict.status == "ok", verdict.detail
             found += len(verdict.issues)
@@ -135,8 +135,11 @@ def best_cpu(trajectories: list[Trajectory], repeat: int) -> tuple[float, float,
         for name, memo in vars(patterns).items():
             if name.startswith("memo_"):
                 memo.clear()  # each run starts cold: the memo must not turn later runs into lookups
+        # New objects each run: the analysis of a trajectory object is kept while it lives (judge.derived), so a
+        # small batch (the real sets' 200) judged again would be looked up, not judged (copies share the messages).
+        batch = [t.model_copy() for t in trajectories]
         started, cpu_started = time.perf_counter(), time.process_time()
-        found = asyncio.run(judge_all())
+        found = asyncio.run(judge_all(batch))
         run = (time.process_time() - cpu_started, time.perf_counter() - started, found)
         if best is None or run[0] < best[0]:
             best = run
@@ -178,7 +181,7 @@ def main() -> None:
             cpu, _, found = best_cpu(real, args.repeat)
             messages = sum(len(t.messages) for t in real)
             print(f"{label}: {len(real)} trajectories ({messages} messages), {found} findings, "
-                  f"{cpu:.2f} s CPU -> {len(real) / cpu:.0f} trajectories/CPU-second")
+                  f"{cpu:.2f} s CPU -> {len(real) / cpu:.0f} trajectories/CPU-second (best of {args.repeat})")
 
 
 if __name__ == "__main__":
