@@ -1136,15 +1136,17 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
                 found = _passed_count_contradicted(an, counts, speech.message_index)
                 if found is not None:
                     cached[(speech.message_index, sentence.text)] = found
-    if not any(a.read_only for a in an.actions):
-        return cached  # no read-back at all
+    if not any(a.read_only for a in an.actions) and an.final_message_index is None:
+        return cached  # no read-back at all (a final answer may still restate a measurement: see below)
     for speech in an.speeches:
         index = speech.message_index
         claims = _claims(speech)
         if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
+            # A zero given as a value ("açıq bilet qalmadı: 0") states a count even when its verb negates.
             claims = claims + [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
-                               if s.text not in told and not s.hedged and not s.future
+                               if s.text not in told and not s.future
+                               and (not s.hedged or ("0" in s.text and 0 in cell_counts(s.text)))
                                and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
         if not claims and index != an.final_message_index:
             continue  # a final answer's summary table is held row for row even when no sentence claims in words
@@ -1160,6 +1162,13 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             elif action.outcome == "ok" and action.visible_at < index and action.receipt is not None:
                 read_backs.append(action)
         if not read_backs:
+            # A final answer right after a call that only measured or checked (``print(df.shape)``, a test run)
+            # restates its answer: a near twin of it is a misread value (v5, v6).
+            if index == an.final_message_index and last is not None and last is prior[-1] and _changes_nothing(an, last):
+                for sentence in claims:
+                    if (found := _scalar_contradicted(an, sentence, [last], index)) is not None:
+                        cached[(index, sentence.text)] = found
+                        break
             continue  # nothing read after the last change (most messages)
         read_backs.reverse()
         if index == an.final_message_index and (row := _summary_rows_contradicted(an, speech.region, read_backs)):
@@ -1174,12 +1183,12 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             found = None
             if last is not None:
                 tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
-                found = (_count_contradicted(an, sentence, last, tied, prior)
+                found = (_zero_left_contradicted(an, sentence, speech.region, last, read_backs)
+                         or _count_contradicted(an, sentence, last, tied, prior)
                          or _cell_count_contradicted(an, sentence, speech.region, last, tied, read_backs, prior)
                          or _status_contradicted(an, sentence, last, tied)
                          or _listing_contradicted(an, sentence, last, read_backs, prior)
                          or _enumeration_contradicted(sentence, read_backs)
-                         or _zero_left_contradicted(an, sentence, speech.region, last, read_backs)
                          or _asked_count_contradicted(an, sentence, last, read_backs))
             elif status_read is not None:
                 found = _status_contradicted(an, sentence, None, status_read)  # a status check with no change
@@ -1323,8 +1332,9 @@ def _listed_lengths(read_back: Action, sentence: str = "", rows: bool = True) ->
     return shown
 
 
-# A command that prints how many: jq's ``length``, ``wc -l``, SQL's ``count(``.
-_COUNT_QUERY = re.compile(r"\|\s*length\b|\bwc\s+-l\b|\bcount\(", re.IGNORECASE)
+# A command that prints how many: jq's ``length`` (inside its filter or as it: ``| jq length``), ``wc -l``, SQL's
+# ``count(``.
+_COUNT_QUERY = re.compile(r"\|\s*(?:jq\s+(?:-\w+\s+)*['\"]?)?length\b|\bwc\s+-l\b|\bcount\(", re.IGNORECASE)
 
 
 def _asked_count_contradicted(an: Analysis, sentence: Sentence, last: Action,
@@ -1601,21 +1611,50 @@ def _names_cell(low: str, cell: str) -> bool:
     return at >= 0 and re.search(rf"(?<![\w.-]){re.escape(cell)}(?![\w-]|\.\w)", low) is not None
 
 
+# A zero right after a word, as a count's value ("voci rimaste 0", "açıq bilet qalmadı: 0"): nothing left of it.
+_ZERO_AFTER_WORD = re.compile(r"[^\W\d_]{2,}[:：]?\s+0(?!\d|[.,]\d|[\w%/-])")
+
+
 def _zero_left_contradicted(an: Analysis, sentence: Sentence, region: str, last: Action,
                             read_backs: list[Action]) -> tuple[str, Action, str] | None:
-    """A claim that none is left (a zero as a list item's or a cell's value: "- verbleibende Dubletten: 0") while
-    the last read-back after the change, a query of the same object that answers with one number (``jq '.total'``
-    of ``.../contacts/duplicates`` after ``dedupe --object contacts``), counts some, and the message never states
-    that number: the check the change was meant to pass still finds what it counts."""
-    if not read_backs or "0" not in sentence.text or 0 not in cell_counts(sentence.text):
+    """A claim that none is left (a zero as a list item's or a cell's value, or right after a word: "- verbleibende
+    Dubletten: 0", "voci rimaste 0") while the last read-back after the change, a query of the same object, still
+    counts some (:func:`_left_count`), and the message never states that number: the check the change was meant
+    to pass still finds what it counts (v11 ``entries: 1.204`` after a reset, v13, v14 two ``open`` tickets listed
+    after closing them all)."""
+    if not read_backs or "0" not in sentence.text or (0 not in cell_counts(sentence.text)
+                                                      and not _ZERO_AFTER_WORD.search(sentence.text)):
         return None
     read_back = read_backs[-1]
-    shown = scalar_values(read_back.receipt.content) if read_back.receipt is not None else ()
-    if len(shown) != 1 or shown[0] <= 0 or not shown[0].is_integer() or not _same_object(last, read_back):
+    if read_back.receipt is None or not _same_object(last, read_back):
         return None
-    if int(shown[0]) in set(cell_counts(region)) | set(bare_counts(region)) | set(_word_counts(an, region)):
+    shown = _left_count(read_back)
+    if shown is None:
+        return None
+    told = set(cell_counts(region)) | set(bare_counts(region)) | set(_word_counts(an, region))
+    if shown.is_integer() and int(shown) in told:
         return None  # the message reports the count
-    return "0 left", read_back, f"{shown[0]:.10g}"
+    return "0 left", read_back, f"{shown:.10g}"
+
+
+def _left_count(read_back: Action) -> float | None:
+    """How many a read-back still counts, when it answers one count: its only number (``jq '.total'``), the one
+    quantity it names (``entries: 1.204``), or the rows of a filtered listing (a value its command gives is a cell
+    of every row: ``--status open`` and an ``open`` in each row). None when it counts none or says something else."""
+    content = read_back.receipt.content if read_back.receipt is not None else ""
+    shown = scalar_values(content)
+    if len(shown) == 1:
+        return shown[0] if shown[0] > 0 and shown[0].is_integer() else None
+    if shown:
+        return None
+    quantities = read_back_quantities(read_back.text[:2_000], content)
+    if quantities:
+        return quantities[0].value if len(quantities) == 1 and not quantities[0].percent and quantities[0].value > 0 else None
+    rows = listing_rows(content) if "\n" in content.strip() else ()
+    asked = {v.strip("'\"") for _, v in _FLAG_VALUE.findall(read_back.text)}
+    if rows and any(all(value in row for row in rows) for value in asked if len(value) >= 2):
+        return float(len(rows))
+    return None
 
 
 _OBJECT_WORD = re.compile(r"(?<![\w-])[A-Za-z][\w]{3,}(?![\w-])")
@@ -1792,26 +1831,67 @@ def _asked_metric_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
 
 
 def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
-    """A count the claim gives (a number followed by a word that is no unit) that is a near twin (digits
-    transposed or one off: 1248 for 1284, "1.250" for 1205 in every reading) of a number the last read-back printed
-    as its only answer (a count query, a shape), and that no receipt before states: a misread value, in any
-    language."""
+    """A count the claim gives (a number followed by a word that is no unit, or a count in words) that is a near
+    twin (digits transposed or one off: 1248 for 1284, "1.250" for 1205 in every reading) of a number the last
+    read-back printed as its answer, and that no receipt before states: a misread value, in any language and script.
+
+    Its answer: the only number it printed (a count query, a shape), a quantity it names (``active: 2318``,
+    ``"employees": 46``, ``records: 1 471``) or a test runner's passed count (``+37: All tests passed!``); pooled
+    from v5 (4,821 for ``(4812, 9)``), v6 (тридцять вісім for ``+37``), v12 (2.381 for ``active: 2318``; ৪৮ for
+    ``"employees": 46``) and v13 (тысяча четыреста шестьдесят одна for ``records: 1 471``). A two-digit twin
+    counts only where the answer is one number or the claim restates another of its values (১৮৪৩.৫ for
+    ``hours_total``): two-digit numbers one apart are too common to tie by their digits alone."""
     read_back = read_backs[-1] if read_backs else None
     if read_back is None or read_back.receipt is None:
         return None
-    shown = scalar_values(read_back.receipt.content)
-    if not shown:
+    values = _answer_values(read_back)
+    whole = [v for v in values if v.is_integer() and v >= 10]
+    if not whole:
         return None
-    for reading in number_readings(sentence.text):
-        # Counts only: not a duration, a date, a port or a version ("1250 ms", "2025年", ":8080").
-        if reading.percent or not counts_things(sentence.text, reading.end) or any(same_quantity(reading, v) for v in shown):
+    text = sentence.text
+    claimed = [r for r in number_readings(text) if not r.percent and counts_things(text, r.end)]
+    claimed += [Reading(0, 0, (float(c),), (1.0,), False, str(c)) for c in _word_counts(an, text)]
+    for reading in claimed:
+        if any(_states(reading, v) for v in values):
             continue
-        whole = [str(int(v)) for v in reading.values if v.is_integer() and v >= 100]
-        twin = next((v for v in shown if v.is_integer() and any(near_twin(w, str(int(v))) for w in whole)), None)
-        if twin is None or _quantity_shown(an, reading, index, False):
+        digits = [str(int(v)) for v in reading.values if v.is_integer() and v >= 10]
+        twin = next((v for v in whole if any(near_twin(w, str(int(v))) for w in digits)
+                     and (v >= 100 or len(values) == 1 or _restates(text, reading, values))), None)
+        if twin is None or any(_states(reading, v) for shown in _receipt_readings(an, index) for v in shown.values):
             continue
         return reading.text, read_back, f"{twin:g}"
     return None
+
+
+def _states(reading: Reading, value: float) -> bool:
+    """Whether ``reading`` states ``value``: a whole count exactly (38 is not 37: a count is not rounded), any
+    other number as :func:`~judge.facts.numbers.same_quantity` reads it (to the claim's last digit)."""
+    if value.is_integer() and all(step >= 1 for step in reading.steps):
+        return value in reading.values
+    return same_quantity(reading, value)
+
+
+def _answer_values(read_back: Action) -> tuple[float, ...]:
+    """The numbers a read-back (or a check, or a measurement) printed as its answer: the only numbers of a scalar
+    receipt, else the values of the quantities it names (:func:`~judge.facts.readbacks.read_back_quantities`),
+    else the passed counts of a test run that reported no failures."""
+    content = read_back.receipt.content if read_back.receipt is not None else ""
+    shown = scalar_values(content)
+    if shown:
+        return shown
+    named = tuple(q.value for q in read_back_quantities(read_back.text[:2_000], content) if not q.percent)
+    if named:
+        return named
+    if read_back.silent_failure:
+        return ()  # a run with failures: its passed count is not what a claim of its tests counts (41 of 42)
+    return tuple(float(n) for m in _PASSED.finditer(content[:20_000]) for n in m.groups() if n)
+
+
+def _restates(text: str, reading: Reading, values: tuple[float, ...]) -> bool:
+    """Whether a sentence states, beside ``reading``, another of a read-back's answer values: it restates that
+    read-back."""
+    return any(other.start != reading.start and any(_states(other, v) for v in values)
+               for other in number_readings(text))
 
 
 def _status_contradicted(an: Analysis, sentence: Sentence, last: Action | None,
