@@ -1452,7 +1452,12 @@ def _named_items(text: str) -> list[str]:
         found.append(quoted.strip())
         if "," in quoted:
             found.extend(p.strip() for p in quoted.split(",") if p.strip())
+    if "--" in text:  # a flag's bare comma list names items too (``--names Oggi,Settimana,Mese,Anno``)
+        found.extend(p for match in _FLAG_LIST.finditer(text) for p in match.group(1).split(",") if p)
     return found
+
+
+_FLAG_LIST = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[= ]([^\s,'\"=]+(?:,[^\s,'\"=]+)+)")
 
 
 def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tuple[Action, tuple[str, ...], list[str]] | None:
@@ -1470,7 +1475,10 @@ def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tupl
         content = read_back.receipt.content if read_back.receipt is not None else ""
         if more_pages(content):
             continue
-        for items in listing_items(content):
+        # Its items: a JSON array or one item a line, else a column of a table (``VIEW_ID  NAME`` rows: the names).
+        rows = listing_rows(content) if "\n" in content.strip() else ()
+        columns = [tuple(row[c] for row in rows) for c in range(len(rows[0]))] if rows else []
+        for items in (*listing_items(content), *columns):
             if sum(1 for item in set(items[:500]) if len(item) >= 2 and item in source
                    and (item in named or states(source, item))) >= 2:
                 found = (read_back, items, named)
