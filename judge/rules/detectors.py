@@ -1103,7 +1103,10 @@ def contradicted_claim(an: Analysis) -> list[Issue]:
       length, or an item claimed that it lacks ("all five options, including 'Oczekuje'").
     - A metric the claim names as the receipt does (``macro_f1``: "macro F1"; ``accuracy``: "accuratezza") with a
       value the last read-back of it contradicts in either scale (91,3% against 0.8734), and no receipt states.
-    - A count that is a near twin of the only number a scalar read-back printed ("1.250 righe" against ``1205``).
+    - A count that is a near twin of a read's answer: its only number ("1.250 righe" against ``1205``), a quantity it
+      names (``active: 2318``), a passing run's count, or a measurement's right before the final answer.
+    - "None left" while the last read-back of the same object still counts some (one number, one quantity, the
+      rows of a filtered listing).
     Counts are read in words too (compounds: "тридцять вісім", "二十三条") and numbers in every locale reading:
     an ambiguous "1.250" contradicts only when no reading (1250, 1.25) agrees.
     """
@@ -1636,7 +1639,7 @@ def _zero_left_contradicted(an: Analysis, sentence: Sentence, region: str, last:
     read_back = read_backs[-1]
     if read_back.receipt is None or not _same_object(last, read_back):
         return None
-    shown = _left_count(read_back)
+    shown = _left_count(read_back, last)
     if shown is None:
         return None
     told = set(cell_counts(region)) | set(bare_counts(region)) | set(_word_counts(an, region))
@@ -1645,10 +1648,11 @@ def _zero_left_contradicted(an: Analysis, sentence: Sentence, region: str, last:
     return "0 left", read_back, f"{shown:.10g}"
 
 
-def _left_count(read_back: Action) -> float | None:
+def _left_count(read_back: Action, change: Action) -> float | None:
     """How many a read-back still counts, when it answers one count: its only number (``jq '.total'``), the one
-    quantity it names (``entries: 1.204``), or the rows of a filtered listing (a value its command gives is a cell
-    of every row: ``--status open`` and an ``open`` in each row). None when it counts none or says something else."""
+    quantity it names (``entries: 1.204``), or the rows of a filtered listing (a value its command gives and the
+    change's does not is a cell of every row: ``--status open`` and an ``open`` in each row; the object both name,
+    ``--service billing``, filters nothing). None when it counts none or says something else."""
     content = read_back.receipt.content if read_back.receipt is not None else ""
     shown = scalar_values(content)
     if len(shown) == 1:
@@ -1659,7 +1663,8 @@ def _left_count(read_back: Action) -> float | None:
     if quantities:
         return quantities[0].value if len(quantities) == 1 and not quantities[0].percent and quantities[0].value > 0 else None
     rows = listing_rows(content) if "\n" in content.strip() else ()
-    asked = {v.strip("'\"") for _, v in _FLAG_VALUE.findall(read_back.text)}
+    given = {v.strip("'\"") for _, v in _FLAG_VALUE.findall(change.text)}
+    asked = {v.strip("'\"") for _, v in _FLAG_VALUE.findall(read_back.text)} - given
     if rows and any(all(value in row for row in rows) for value in asked if len(value) >= 2):
         return float(len(rows))
     return None
