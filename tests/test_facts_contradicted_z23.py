@@ -7,6 +7,8 @@ v12, v13 and v14 (written for this file: no held-out sentence).
   listing filtered by a value every row shows.
 - ``| jq length`` is a count query; a table read-back's column is a listing of the changed collection; a flag's
   bare comma list names items.
+- An object a claim names by the label an earlier listing gave it stands for that row's id: the read-back of
+  that id ties to the claim, and its near twin in the read-back of the changed record contradicts it.
 - The pieces: grouped digits ("2 315", U+202F) are one number; hundreds words and ke- counts.
 Near misses: the claim states the read-back's value, the twin has no tie, the check reported failures, the listing
 is not filtered.
@@ -60,6 +62,20 @@ LENGTH = "lark-cli base +record-list --base bascnPl7 --table tblZam2 --format js
 VIEWS = sh("lark-cli base +view-batch-create --base bascnRo1 --table tblCom3 --names Hoy,Ayer,Semana,Anual", js({"ok": True}))
 VIEW_LIST = "lark-cli base +view-list --base bascnRo1 --table tblCom3"
 
+TABLES = sh("lark-cli base +table-list --base bascnCu3",
+           js({"tables": [{"table_id": "tblCuLive1", "name": "Customers"}, {"table_id": "tblCuOld8", "name": "Customers (old)"}]}))
+ADD_OLD = sh("lark-cli base +record-create --base bascnCu3 --table tblCuOld8 --json @new_customers.json",
+             js({"record_ids": ["recCu5", "recCu6", "recCu7", "recCu8"]}))
+LIST_LIVE = "lark-cli base +record-list --base bascnCu3 --table tblCuLive1 --fields Name"
+LIST_OLD = "lark-cli base +record-list --base bascnCu3 --table tblCuOld8 --fields Name"
+SEARCH = sh("lark-cli base +record-search --base bascnEsVt5 --table tblCli4 --query Ferretería --fields Cliente",
+            "record_id   Cliente\nrecCl412    Ferretería Sol\nrecCl421    Ferretería Luna\nrecCl503    Ferretería Norte")
+LINK_TWIN = sh("lark-cli base +record-update --base bascnEsVt5 --table tblPedid02 --id recPed0917 --json '{\"Cliente\": [\"recCl421\"]}'",
+               js({"record_id": "recPed0917", "ok": True}))
+LINK_RIGHT = sh("lark-cli base +record-update --base bascnEsVt5 --table tblPedid02 --id recPed0917 --json '{\"Cliente\": [\"recCl412\"]}'",
+                js({"record_id": "recPed0917", "ok": True}))
+GET_ORDER = "lark-cli base +record-get --base bascnEsVt5 --table tblPedid02 --id recPed0917 --fields Cliente"
+
 CASES: list[tuple[str, str, list[Any], Expected]] = [
     # a named quantity's transposed twin, no name tie (the claim's word is not the key's): es
     ("quantity twin es", "Da de baja los equipos de bcn-2 anteriores a 2019 y dime cuántos activos quedan.",
@@ -101,7 +117,26 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
      [Say("", [VIEWS]), Say("", [sh(VIEW_LIST, "VIEW_ID  NAME\nvewG1    Tabla\nvewA2    Hoy\nvewI3    Ayer\nvewL4    Semana")]),
       Say("He creado las cuatro vistas pedidas: Hoy, Ayer, Semana y Anual.")],
      {(3, CC)}),
+    # an object named by the label an earlier listing gave it: the read-back of that object lists fewer (en)
+    ("label count en", "Add the 4 new customers in new_customers.json to the Customers table.",
+     [Say("", [TABLES]), Say("", [ADD_OLD]), Say("", [sh(LIST_LIVE, js({"items": [{"record_id": "recCu1"}, {"record_id": "recCu2"}]}))]),
+      Say("Added the 4 customers to Customers; the list confirms it.")],
+     {(4, CC)}),
+    # the label's id replaced by its near twin in the read-back of the changed record (es)
+    ("label twin es", "Vincula el pedido recPed0917 (tabla tblPedid02, Base bascnEsVt5) al cliente Ferretería Sol.",
+     [Say("", [SEARCH]), Say("", [LINK_TWIN]), Say("", [sh(GET_ORDER, js({"record_id": "recPed0917", "Cliente": [{"record_id": "recCl421", "text": "Ferretería Luna"}]}))]),
+      Say("He vinculado el pedido recPed0917 al cliente Ferretería Sol.")],
+     {(4, CC)}),
     # --- near misses: no finding ---
+    ("label count agrees en", "Add the 4 new customers in new_customers.json to the Customers table.",
+     [Say("", [TABLES]), Say("", [ADD_OLD]),
+      Say("", [sh(LIST_OLD, js({"items": [{"record_id": f"recCu{n}"} for n in range(5, 9)]}))]),
+      Say("Added the 4 customers to Customers (old); the list confirms it.")],
+     set()),
+    ("label linked es", "Vincula el pedido recPed0917 (tabla tblPedid02, Base bascnEsVt5) al cliente Ferretería Sol.",
+     [Say("", [SEARCH]), Say("", [LINK_RIGHT]), Say("", [sh(GET_ORDER, js({"record_id": "recPed0917", "Cliente": [{"record_id": "recCl412", "text": "Ferretería Sol"}]}))]),
+      Say("He vinculado el pedido recPed0917 al cliente Ferretería Sol.")],
+     set()),
     ("quantity agrees es", "Da de baja los equipos de bcn-2 anteriores a 2019 y dime cuántos activos quedan.",
      [Say("", [RETIRE]), Say("", [ACTIVE]), Say("Hecho: 41 equipos retirados; quedan 5.318 equipos activos en bcn-2.")],
      set()),

@@ -1185,13 +1185,15 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         for sentence in claims:
             found = None
             if last is not None:
-                tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
+                named = _labelled_ids(an, sentence.text, index)
+                tied = _tied_read_back(sentence, last, read_backs, named)  # one search for both readings
                 found = (_zero_left_contradicted(an, sentence, speech.region, last, read_backs)
                          or _count_contradicted(an, sentence, last, tied, prior)
                          or _cell_count_contradicted(an, sentence, speech.region, last, tied, read_backs, prior)
                          or _status_contradicted(an, sentence, last, tied)
                          or _listing_contradicted(an, sentence, last, read_backs, prior)
                          or _enumeration_contradicted(sentence, read_backs)
+                         or _labelled_twin_contradicted(sentence, last, read_backs, named)
                          or _asked_count_contradicted(an, sentence, last, read_backs))
             elif status_read is not None:
                 found = _status_contradicted(an, sentence, None, status_read)  # a status check with no change
@@ -1271,10 +1273,13 @@ def _passed_count_contradicted(an: Analysis, counts: tuple[int, ...], index: int
     return None
 
 
-def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) -> Action | None:
+def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action],
+                    named: frozenset[str] = frozenset()) -> Action | None:
     """The last read-back about what the change changed: it names or shows every record, table or file the change
     named (a listing of the base names fewer: it reads something else), or a value of the claim, or it reaches the
-    endpoint the change wrote to (``POST .../zones/exemple.fr/records`` then ``GET ...records?type=MX``)."""
+    endpoint the change wrote to (``POST .../zones/exemple.fr/records`` then ``GET ...records?type=MX``); or the one
+    the claim speaks of: its call names the id of an object the claim names by its label (``named``,
+    :func:`_labelled_ids`: "added to Orders" and ``--table tblOrdLive7``)."""
     resources = {t for t in value_tokens(last.text) if is_resource_id(t)} | set(last.writes)
     values = {v for v in (*sentence.tokens, *value_tokens(sentence.text)) if len(v) >= 4}
     folders = [f.rstrip("/") for f in _FOLDER.findall(sentence.text) if len(f) >= 5]
@@ -1285,6 +1290,7 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) 
         if (resources and all(r in shown for r in resources)) or any(v in shown for v in values) \
                 or _lists_folder_of(read_back, last.writes) or any(f in read_back.text for f in folders) \
                 or any(u.split("?", 1)[0].rstrip("/") in endpoints for u in _ENDPOINT.findall(read_back.text)) \
+                or any(i in read_back.text for i in named) \
                 or (_same_object_flags(last.text, read_back.text) and not deletes(last.text)
                     and read_back.receipt is not None and bool(listing_rows(read_back.receipt.content))):
             return read_back
@@ -2031,6 +2037,69 @@ def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
             return None
         word = "at most" if upper else "at least"
         return f"a filter {word} {limit.text}", read_back, f"filter bound {held[-1]:g}"
+    return None
+
+
+_MAX_LABEL_ROWS = 200
+
+
+def _labelled_ids(an: Analysis, text: str, index: int) -> frozenset[str]:
+    """The ids of the objects ``text`` names by their labels: a row of an earlier listing (a receipt before message
+    ``index``: a table or a JSON array of objects, at most 200 rows) that holds one resource id and, in a column of
+    labels (every row's value different: names, not a category), a label the text names whole and no other row
+    holds (``{"table_id": "tblOrdLive7", "name": "Orders"}`` for "added the orders to Orders", not "Orders (archive
+    2023)"; ``recKh218  한빛상사`` for "한빛상사로 연결"). Pooled from v1 and v12: the claim speaks of the object by
+    the name a listing gave it, the calls by its id."""
+    memo: dict[int, list[tuple[str, str]]] = an.cache.setdefault("labelled_rows", {})
+    pairs = memo.get(index)
+    if pairs is None:
+        pairs = memo[index] = []
+        for action in an.actions:
+            content = action.receipt.content if action.receipt is not None else ""
+            if action.visible_at >= index or not content or content.lstrip()[:1] not in "[{" and "\n" not in content.strip():
+                continue
+            rows = listing_rows(content)[:_MAX_LABEL_ROWS]
+            if len(rows) < 2:
+                continue
+            ids = [next(iter(found)) if len(found := [c for c in row if is_resource_id(c)]) == 1 else "" for row in rows]
+            for column in range(len(rows[0])):
+                labels = [row[column] for row in rows]
+                if len(set(labels)) == len(labels):
+                    pairs.extend((i, label) for i, label in zip(ids, labels)
+                                 if i and label != i and len(label) >= 3 and _LETTER.search(label))
+    named = {label: i for i, label in pairs if _names_label(text, label)}
+    return frozenset(i for label, i in named.items() if not any(label != other and label in other for other in named))
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _names_label(text: str, label: str) -> bool:
+    """Whether ``text`` names ``label`` whole: a word of Latin letters bounded on both sides, a label of another
+    script from its start (a particle may follow it: "한빛상사로")."""
+    at = text.find(label)
+    if at < 0:
+        return False
+    end = r"(?![\w-])" if label[-1:].isascii() else ""
+    return re.search(rf"(?<![\w-]){re.escape(label)}{end}", text) is not None
+
+
+def _labelled_twin_contradicted(sentence: Sentence, last: Action, read_backs: list[Action],
+                                named: frozenset[str]) -> tuple[str, Action, str] | None:
+    """A claim naming an object by its label (:func:`_labelled_ids`) while the last read-back of the changed object
+    (it names what the change named) shows a near twin of that object's id and not the id itself: the change set
+    the twin (``recKh281`` for ``recKh218``, v12), whatever the claim's words."""
+    for read_back in reversed(read_backs):
+        content = read_back.receipt.content[:20_000] if read_back.receipt is not None else ""
+        if not _same_object(last, read_back):
+            continue
+        for token in named:
+            if token in content or token in read_back.text:
+                continue
+            twin = next((t for t in value_tokens(content) if is_resource_id(t) and near_twin(token, t)), None)
+            if twin is not None and twin not in sentence.text:
+                return f"{token} (by its name)", read_back, f"{twin} in its place"
+        return None
     return None
 
 
