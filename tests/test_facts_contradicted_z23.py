@@ -162,6 +162,11 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
      [Say("", [CLOSE]), Say("", [sh("alertctl list --service billing", ALL_ROWS)]),
       Say("Alle Alarme von billing geschlossen, offene Alarme: 0.")],
      set()),
+    # a change that did nothing, reported with its own zero; the read-back counts the whole object (ru)
+    ("noop zero reported ru", "Удали устаревшие лиды и скажи, сколько осталось.",
+     [Say("", [sh("crmctl purge --object leads --rule stale", js({"state": "succeeded", "purged": 0}))]),
+      Say("", [sh(LEFT, "leads: 2 315")]), Say("Устаревших лидов не нашлось, удалено: 0.")],
+     set()),
     ("jq length agrees pl", "Dodaj 30 zamówień z zamowienia.json do tabeli tblZam2 (Base bascnPl7).",
      [Say("", [CREATE]), Say("", [sh(LENGTH, "30")]), Say("Gotowe i sprawdzone: wszystkie trzydzieści zamówień są w tabeli.")],
      set()),

@@ -1146,11 +1146,14 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         claims = _claims(speech)
         if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
-            # A zero given as a value ("açıq bilet qalmadı: 0") states a count even when its verb negates.
-            claims = claims + [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
-                               if s.text not in told and not s.future
-                               and (not s.hedged or ("0" in s.text and 0 in cell_counts(s.text)))
+            read = read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
+            claims = claims + [s for s in read if s.text not in told and not s.hedged and not s.future
                                and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
+            # A zero given as a value ("açıq bilet qalmadı: 0") says none is left even when its verb negates: held
+            # as that only (a negated sentence claims nothing else).
+            zeros = [s for s in read if s.hedged and not s.future and "0" in s.text and 0 in cell_counts(s.text)]
+        else:
+            zeros = []
         if not claims and index != an.final_message_index:
             continue  # a final answer's summary table is held row for row even when no sentence claims in words
         prior = _work_before(an, index)
@@ -1177,6 +1180,10 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         if index == an.final_message_index and (row := _summary_rows_contradicted(an, speech.region, read_backs)):
             cached[(index, row[0])] = row[1]
             continue  # one finding a turn
+        if last is not None:
+            for sentence in zeros:
+                if (found := _zero_left_contradicted(an, sentence, speech.region, last, read_backs)) is not None:
+                    cached[(index, sentence.text)] = found
         if not claims:
             continue
         # With no change before, a status claim is held against the last read that shows statuses.
@@ -1452,16 +1459,17 @@ _QUOTED = re.compile(r"""'([^'\n]{1,80})'|"([^"\n]{1,80})"|[‘“«「]([^’�
 _QUOTED_OR_NAMED = re.compile(r"""['"‘“«「`]""")
 
 
-def _named_items(text: str) -> list[str]:
-    """The items a text names in quotes, a quoted comma list split (``--options 'A,B,C'``), and its words: what a
-    listing's items are looked for in."""
+def _named_items(text: str, flags: bool = True) -> list[str]:
+    """The items a text names in quotes, a quoted comma list split (``--options 'A,B,C'``), a flag's bare comma list
+    (``--names A,B,C``; not with ``flags`` false: the ids a delete names are not items to be there), and its words:
+    what a listing's items are looked for in."""
     found: list[str] = []
     for match in _QUOTED.finditer(text):
         quoted = next(g for g in match.groups() if g is not None)
         found.append(quoted.strip())
         if "," in quoted:
             found.extend(p.strip() for p in quoted.split(",") if p.strip())
-    if "--" in text:  # a flag's bare comma list names items too (``--names Oggi,Settimana,Mese,Anno``)
+    if flags and "--" in text:  # a flag's bare comma list names items too (``--names Oggi,Settimana,Mese,Anno``)
         found.extend(p for match in _FLAG_LIST.finditer(text) for p in match.group(1).split(",") if p)
     return found
 
@@ -1478,7 +1486,7 @@ def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tupl
     if key in cached:
         return cached[key]
     source = last.text + "\n" + an.trajectory.query
-    named = _named_items(source)
+    named = _named_items(source, not deletes(last.text))
     found = None
     for read_back in reversed(read_backs):
         content = read_back.receipt.content if read_back.receipt is not None else ""
@@ -1658,13 +1666,14 @@ def _left_count(read_back: Action, change: Action) -> float | None:
     """How many a read-back still counts, when it answers one count: its only number (``jq '.total'``), the one
     quantity it names (``entries: 1.204``), or the rows of a filtered listing (a value its command gives and the
     change's does not is a cell of every row: ``--status open`` and an ``open`` in each row; the object both name,
-    ``--service billing``, filters nothing). None when it counts none or says something else."""
+    ``--service billing``, filters nothing); those two not after a change that did nothing. None when it counts none
+    or says something else."""
     content = read_back.receipt.content if read_back.receipt is not None else ""
     shown = scalar_values(content)
     if len(shown) == 1:
         return shown[0] if shown[0] > 0 and shown[0].is_integer() else None
-    if shown:
-        return None
+    if shown or change.status == "noop":
+        return None  # (a zero after a change that did nothing is likely its own count: "purged: 0")
     quantities = read_back_quantities(read_back.text[:2_000], content)
     if quantities:
         return quantities[0].value if len(quantities) == 1 and not quantities[0].percent and quantities[0].value > 0 else None
