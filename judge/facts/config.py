@@ -332,7 +332,7 @@ class RulesConfig(BaseModel):
     number_words: dict[str, list[str]] = Field(
         default_factory=dict, description="language -> the words of the numbers 0, 1, 2... in order (counts written as words)")
     number_grammar: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="language -> how it writes compounds: tens, inner, joiners, multipliers, counters "
+        default_factory=dict, description="language -> how it writes compounds: tens, hundreds, inner, joiners, multipliers, counters "
                                           "(read by judge.facts.numbers.NumberWords)")
     source: str | None = Field(default=None, description="The file this config was read from.")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 _WORD = re.compile(r"(?<!\w)[^\W\d_]+")
 _HAN = re.compile(r"[\u3007\u4e00-\u9fff]+")  # CJK ideographs: numbers written inside words, no spaces around
 # The kinds of number words.
-UNIT, INNER, TEN, MULT, JOIN = "unit", "inner", "ten", "mult", "join"
+UNIT, INNER, TEN, HUNDRED, MULT, JOIN = "unit", "inner", "ten", "hundred", "mult", "join"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,8 @@ class NumberWords:
     @classmethod
     def build(cls, words: dict[str, list[str]], grammar: dict[str, dict[str, object]]) -> NumberWords:
         """From ``number_words`` (language -> the words of 0, 1, 2... in order, ``|`` between variants, '' where
-        the word is also a common word) and ``number_grammar`` (language -> ``tens`` (20, 30, ... 90), ``inner``
+        the word is also a common word) and ``number_grammar`` (language -> ``tens`` (20, 30, ... 90), ``hundreds``
+        (100, 200, ... 900 written as one word: "четыреста"; '' where a multiplier says it), ``inner``
         (like ``number_words``, words that are numbers only inside a compound), ``joiners``, ``multipliers``
         (word -> value), ``counters`` (words a number needs after it in that language))."""
         atoms: dict[str, tuple[str, int]] = {}
@@ -55,6 +56,9 @@ class NumberWords:
             for step, entry in enumerate(_strings(rules.get("tens"))):
                 for word in _variants(entry):
                     found[word] = (TEN, 20 + 10 * step)
+            for step, entry in enumerate(_strings(rules.get("hundreds"))):
+                for word in _variants(entry):
+                    found[word] = (HUNDRED, 100 * (step + 1))
             multipliers = rules.get("multipliers") or {}
             if isinstance(multipliers, dict):
                 for word, value in multipliers.items():
@@ -129,12 +133,16 @@ class NumberWords:
                 if last == TEN or (last in (UNIT, INNER) and digit >= 10):
                     return None
                 digit += value
+            elif kind == HUNDRED:  # one word of a hundreds' value ("четыреста"): it opens a section
+                if digit or section:
+                    return None
+                section = value
             else:  # a multiplier: of the units before it, or of everything before it when it is larger
                 if value >= 1000:
                     total = (total + section + digit or 1) * value
                     section = digit = 0
                 else:
-                    if digit >= value:
+                    if digit >= value or last == HUNDRED:
                         return None
                     section += (digit or 1) * value
                     digit = 0

@@ -252,8 +252,9 @@ class Quantity:
 _KEY_WORDS = re.compile(r"[^\W\d_]+")
 # `key: 12`, `key = 0.93`, `- key: 45%` as a whole line (YAML, tool status blocks), and `key=12` pairs inside a line
 # (ansible's PLAY RECAP, logfmt).
-_KEY_LINE = re.compile(r"^\s*[-*]?\s*([^\W\d][\w .()/-]{0,40}?)\s*[:=]\s*(-?\d+(?:\.\d+)?)\s*(%)?\s*(?:\([^)\n]{0,40}\))?\s*$",
+_KEY_LINE = re.compile(r"^\s*[-*]?\s*([^\W\d][\w .()/-]{0,40}?)\s*[:=]\s*(-?\d{1,3}(?:[ \u00a0\u202f'’]\d{3})+|-?\d+(?:\.\d+)?)\s*(%)?\s*(?:\([^)\n]{0,40}\))?\s*$",
                        re.MULTILINE)  # a value may carry its name in brackets: "Access Mode VLAN: 20 (users)"
+_GROUPS = re.compile(r"[ \u00a0\u202f'’]")  # thousands separators that are never a decimal mark
 _KEY_PAIR = re.compile(r"(?<![\w.-])([^\W\d][\w.-]{1,40})=(-?\d+(?:\.\d+)?)(%)?(?![\w.])")
 # samtools flagstat: "<passed> + <failed> <label> (<percent> : N/A)".
 _FLAGSTAT = re.compile(r"^(\d+) \+ \d+ ([^\n(]+?)\s*(?:\(([^)\n]*)\))?\s*$", re.MULTILINE)
@@ -279,8 +280,8 @@ def read_back_quantities(command: str, content: str) -> tuple[Quantity, ...]:
         _json_quantities(document, found, 0)
     elif not scalar_values(text):
         found.extend(_table_quantities(text, command))
-        for key, raw, percent in _KEY_LINE.findall(text):
-            found.append(Quantity(key.strip(), float(raw), bool(percent)))
+        for key, raw, percent in _KEY_LINE.findall(text):  # "records: 1 471": a value grouped by spaces is one number
+            found.append(Quantity(key.strip(), float(_GROUPS.sub("", raw)), bool(percent)))
         for key, raw, percent in _KEY_PAIR.findall(text):
             found.append(Quantity(key, float(raw), bool(percent)))
         for passed, label, inner in _FLAGSTAT.findall(text):

@@ -139,13 +139,15 @@ def _json_lengths(value: Any, found: set[int], depth: int) -> None:
             _json_lengths(item, found, depth + 1)
 
 
-_PRINTED_TOTAL = re.compile(r"\b(?:total|count|records?|rows?|items?)\b\W{0,3}\s*[:=]?\s*(\d+)\b|\b(\d+) (?:records?|rows?|items?|entries|results?)\b",
+# A count may be grouped by spaces ("records: 1 471", U+00A0, U+202F): one number, never its first group.
+_PRINTED_TOTAL = re.compile(r"\b(?:total|count|records?|rows?|items?)\b\W{0,3}\s*[:=]?\s*(\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?![\d.,])|\d+)\b"
+                            r"|\b(\d{1,3}(?:[ \u00a0\u202f]\d{3})+|\d+) (?:records?|rows?|items?|entries|results?)\b",
                             re.IGNORECASE)
 
 
 def printed_counts(text: str) -> frozenset[int]:
     """Numbers a receipt prints as a count of things ("total: 4", "4 rows", ``"count": 4``)."""
-    return frozenset(int(a or b) for a, b in _PRINTED_TOTAL.findall(text[:20_000]))
+    return frozenset(int(re.sub(r"\D", "", a or b)) for a, b in _PRINTED_TOTAL.findall(text[:20_000]))
 
 
 _RECORD_KEYS = ("items", "records", "data", "rows", "results", "list", "entries", "values")

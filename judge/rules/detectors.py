@@ -1103,7 +1103,10 @@ def contradicted_claim(an: Analysis) -> list[Issue]:
       length, or an item claimed that it lacks ("all five options, including 'Oczekuje'").
     - A metric the claim names as the receipt does (``macro_f1``: "macro F1"; ``accuracy``: "accuratezza") with a
       value the last read-back of it contradicts in either scale (91,3% against 0.8734), and no receipt states.
-    - A count that is a near twin of the only number a scalar read-back printed ("1.250 righe" against ``1205``).
+    - A count that is a near twin of a read's answer: its only number ("1.250 righe" against ``1205``), a quantity it
+      names (``active: 2318``), a passing run's count, or a measurement's right before the final answer.
+    - "None left" while the last read-back of the same object still counts some (one number, one quantity, the
+      rows of a filtered listing).
     Counts are read in words too (compounds: "тридцять вісім", "二十三条") and numbers in every locale reading:
     an ambiguous "1.250" contradicts only when no reading (1250, 1.25) agrees.
     """
@@ -1136,16 +1139,21 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
                 found = _passed_count_contradicted(an, counts, speech.message_index)
                 if found is not None:
                     cached[(speech.message_index, sentence.text)] = found
-    if not any(a.read_only for a in an.actions):
-        return cached  # no read-back at all
+    if not any(a.read_only for a in an.actions) and an.final_message_index is None:
+        return cached  # no read-back at all (a final answer may still restate a measurement: see below)
     for speech in an.speeches:
         index = speech.message_index
         claims = _claims(speech)
         if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
-            claims = claims + [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
-                               if s.text not in told and not s.hedged and not s.future
+            read = read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
+            claims = claims + [s for s in read if s.text not in told and not s.hedged and not s.future
                                and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
+            # A zero given as a value ("açıq bilet qalmadı: 0") says none is left even when its verb negates: held
+            # as that only (a negated sentence claims nothing else).
+            zeros = [s for s in read if s.hedged and not s.future and "0" in s.text and 0 in cell_counts(s.text)]
+        else:
+            zeros = []
         if not claims and index != an.final_message_index:
             continue  # a final answer's summary table is held row for row even when no sentence claims in words
         prior = _work_before(an, index)
@@ -1160,11 +1168,22 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             elif action.outcome == "ok" and action.visible_at < index and action.receipt is not None:
                 read_backs.append(action)
         if not read_backs:
+            # A final answer right after a call that only measured or checked (``print(df.shape)``, a test run)
+            # restates its answer: a near twin of it is a misread value (v5, v6).
+            if index == an.final_message_index and last is not None and last is prior[-1] and _changes_nothing(an, last):
+                for sentence in claims:
+                    if (found := _scalar_contradicted(an, sentence, [last], index)) is not None:
+                        cached[(index, sentence.text)] = found
+                        break
             continue  # nothing read after the last change (most messages)
         read_backs.reverse()
         if index == an.final_message_index and (row := _summary_rows_contradicted(an, speech.region, read_backs)):
             cached[(index, row[0])] = row[1]
             continue  # one finding a turn
+        if last is not None:
+            for sentence in zeros:
+                if (found := _zero_left_contradicted(an, sentence, speech.region, last, read_backs)) is not None:
+                    cached[(index, sentence.text)] = found
         if not claims:
             continue
         # With no change before, a status claim is held against the last read that shows statuses.
@@ -1174,12 +1193,15 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             found = None
             if last is not None:
                 tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
-                found = (_count_contradicted(an, sentence, last, tied, prior)
+                if tied is None and (named := _labelled_ids(an, sentence.text, index)):
+                    tied = _tied_read_back(sentence, last, read_backs, named)  # the object the claim names by label
+                found = (_zero_left_contradicted(an, sentence, speech.region, last, read_backs)
+                         or _count_contradicted(an, sentence, last, tied, prior)
                          or _cell_count_contradicted(an, sentence, speech.region, last, tied, read_backs, prior)
                          or _status_contradicted(an, sentence, last, tied)
                          or _listing_contradicted(an, sentence, last, read_backs, prior)
                          or _enumeration_contradicted(sentence, read_backs)
-                         or _zero_left_contradicted(an, sentence, speech.region, last, read_backs)
+                         or _labelled_twin_contradicted(an, sentence, last, read_backs, index)
                          or _asked_count_contradicted(an, sentence, last, read_backs))
             elif status_read is not None:
                 found = _status_contradicted(an, sentence, None, status_read)  # a status check with no change
@@ -1259,10 +1281,13 @@ def _passed_count_contradicted(an: Analysis, counts: tuple[int, ...], index: int
     return None
 
 
-def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) -> Action | None:
+def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action],
+                    named: frozenset[str] = frozenset()) -> Action | None:
     """The last read-back about what the change changed: it names or shows every record, table or file the change
     named (a listing of the base names fewer: it reads something else), or a value of the claim, or it reaches the
-    endpoint the change wrote to (``POST .../zones/exemple.fr/records`` then ``GET ...records?type=MX``)."""
+    endpoint the change wrote to (``POST .../zones/exemple.fr/records`` then ``GET ...records?type=MX``); or the one
+    the claim speaks of: its call names the id of an object the claim names by its label (``named``,
+    :func:`_labelled_ids`: "added to Orders" and ``--table tblOrdLive7``)."""
     resources = {t for t in value_tokens(last.text) if is_resource_id(t)} | set(last.writes)
     values = {v for v in (*sentence.tokens, *value_tokens(sentence.text)) if len(v) >= 4}
     folders = [f.rstrip("/") for f in _FOLDER.findall(sentence.text) if len(f) >= 5]
@@ -1273,6 +1298,7 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) 
         if (resources and all(r in shown for r in resources)) or any(v in shown for v in values) \
                 or _lists_folder_of(read_back, last.writes) or any(f in read_back.text for f in folders) \
                 or any(u.split("?", 1)[0].rstrip("/") in endpoints for u in _ENDPOINT.findall(read_back.text)) \
+                or any(i in read_back.text for i in named) \
                 or (_same_object_flags(last.text, read_back.text) and not deletes(last.text)
                     and read_back.receipt is not None and bool(listing_rows(read_back.receipt.content))):
             return read_back
@@ -1323,8 +1349,9 @@ def _listed_lengths(read_back: Action, sentence: str = "", rows: bool = True) ->
     return shown
 
 
-# A command that prints how many: jq's ``length``, ``wc -l``, SQL's ``count(``.
-_COUNT_QUERY = re.compile(r"\|\s*length\b|\bwc\s+-l\b|\bcount\(", re.IGNORECASE)
+# A command that prints how many: jq's ``length`` (inside its filter or as it: ``| jq length``), ``wc -l``, SQL's
+# ``count(``.
+_COUNT_QUERY = re.compile(r"\|\s*(?:jq\s+(?:-\w+\s+)*['\"]?)?length\b|\bwc\s+-l\b|\bcount\(", re.IGNORECASE)
 
 
 def _asked_count_contradicted(an: Analysis, sentence: Sentence, last: Action,
@@ -1433,16 +1460,22 @@ _QUOTED = re.compile(r"""'([^'\n]{1,80})'|"([^"\n]{1,80})"|[‘“«「]([^’�
 _QUOTED_OR_NAMED = re.compile(r"""['"‘“«「`]""")
 
 
-def _named_items(text: str) -> list[str]:
-    """The items a text names in quotes, a quoted comma list split (``--options 'A,B,C'``), and its words: what a
-    listing's items are looked for in."""
+def _named_items(text: str, flags: bool = True) -> list[str]:
+    """The items a text names in quotes, a quoted comma list split (``--options 'A,B,C'``), a flag's bare comma list
+    (``--names A,B,C``; not with ``flags`` false: the ids a delete names are not items to be there), and its words:
+    what a listing's items are looked for in."""
     found: list[str] = []
     for match in _QUOTED.finditer(text):
         quoted = next(g for g in match.groups() if g is not None)
         found.append(quoted.strip())
         if "," in quoted:
             found.extend(p.strip() for p in quoted.split(",") if p.strip())
+    if flags and "--" in text:  # a flag's bare comma list names items too (``--names Oggi,Settimana,Mese,Anno``)
+        found.extend(p for match in _FLAG_LIST.finditer(text) for p in match.group(1).split(",") if p)
     return found
+
+
+_FLAG_LIST = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[= ]([^\s,'\"=]+(?:,[^\s,'\"=]+)+)")
 
 
 def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tuple[Action, tuple[str, ...], list[str]] | None:
@@ -1454,13 +1487,16 @@ def _named_listing(an: Analysis, last: Action, read_backs: list[Action]) -> tupl
     if key in cached:
         return cached[key]
     source = last.text + "\n" + an.trajectory.query
-    named = _named_items(source)
+    named = _named_items(source, not deletes(last.text))
     found = None
     for read_back in reversed(read_backs):
         content = read_back.receipt.content if read_back.receipt is not None else ""
         if more_pages(content):
             continue
-        for items in listing_items(content):
+        # Its items: a JSON array or one item a line, else a column of a table (``VIEW_ID  NAME`` rows: the names).
+        rows = listing_rows(content) if "\n" in content.strip() else ()
+        columns = [tuple(row[c] for row in rows) for c in range(len(rows[0]))] if rows else []
+        for items in (*listing_items(content), *columns):
             if sum(1 for item in set(items[:500]) if len(item) >= 2 and item in source
                    and (item in named or states(source, item))) >= 2:
                 found = (read_back, items, named)
@@ -1601,21 +1637,53 @@ def _names_cell(low: str, cell: str) -> bool:
     return at >= 0 and re.search(rf"(?<![\w.-]){re.escape(cell)}(?![\w-]|\.\w)", low) is not None
 
 
+# A zero right after a word, as a count's value ("voci rimaste 0", "açıq bilet qalmadı: 0"): nothing left of it.
+_ZERO_AFTER_WORD = re.compile(r"[^\W\d_]{2,}[:：]?\s+0(?!\d|[.,]\d|[\w%/-])")
+
+
 def _zero_left_contradicted(an: Analysis, sentence: Sentence, region: str, last: Action,
                             read_backs: list[Action]) -> tuple[str, Action, str] | None:
-    """A claim that none is left (a zero as a list item's or a cell's value: "- verbleibende Dubletten: 0") while
-    the last read-back after the change, a query of the same object that answers with one number (``jq '.total'``
-    of ``.../contacts/duplicates`` after ``dedupe --object contacts``), counts some, and the message never states
-    that number: the check the change was meant to pass still finds what it counts."""
-    if not read_backs or "0" not in sentence.text or 0 not in cell_counts(sentence.text):
+    """A claim that none is left (a zero as a list item's or a cell's value, or right after a word: "- verbleibende
+    Dubletten: 0", "voci rimaste 0") while the last read-back after the change, a query of the same object, still
+    counts some (:func:`_left_count`), and the message never states that number: the check the change was meant
+    to pass still finds what it counts (v11 ``entries: 1.204`` after a reset, v13, v14 two ``open`` tickets listed
+    after closing them all)."""
+    if not read_backs or "0" not in sentence.text or (0 not in cell_counts(sentence.text)
+                                                      and not _ZERO_AFTER_WORD.search(sentence.text)):
         return None
     read_back = read_backs[-1]
-    shown = scalar_values(read_back.receipt.content) if read_back.receipt is not None else ()
-    if len(shown) != 1 or shown[0] <= 0 or not shown[0].is_integer() or not _same_object(last, read_back):
+    if read_back.receipt is None or not _same_object(last, read_back):
         return None
-    if int(shown[0]) in set(cell_counts(region)) | set(bare_counts(region)) | set(_word_counts(an, region)):
+    shown = _left_count(read_back, last)
+    if shown is None:
+        return None
+    told = set(cell_counts(region)) | set(bare_counts(region)) | set(_word_counts(an, region))
+    if shown.is_integer() and int(shown) in told:
         return None  # the message reports the count
-    return "0 left", read_back, f"{shown[0]:.10g}"
+    return "0 left", read_back, f"{shown:.10g}"
+
+
+def _left_count(read_back: Action, change: Action) -> float | None:
+    """How many a read-back still counts, when it answers one count: its only number (``jq '.total'``), the one
+    quantity it names (``entries: 1.204``), or the rows of a filtered listing (a value its command gives and the
+    change's does not is a cell of every row: ``--status open`` and an ``open`` in each row; the object both name,
+    ``--service billing``, filters nothing); those two not after a change that did nothing. None when it counts none
+    or says something else."""
+    content = read_back.receipt.content if read_back.receipt is not None else ""
+    shown = scalar_values(content)
+    if len(shown) == 1:
+        return shown[0] if shown[0] > 0 and shown[0].is_integer() else None
+    if shown or change.status == "noop":
+        return None  # (a zero after a change that did nothing is likely its own count: "purged: 0")
+    quantities = read_back_quantities(read_back.text[:2_000], content)
+    if quantities:
+        return quantities[0].value if len(quantities) == 1 and not quantities[0].percent and quantities[0].value > 0 else None
+    rows = listing_rows(content) if "\n" in content.strip() else ()
+    given = {v.strip("'\"") for _, v in _FLAG_VALUE.findall(change.text)}
+    asked = {v.strip("'\"") for _, v in _FLAG_VALUE.findall(read_back.text)} - given
+    if rows and any(all(value in row for row in rows) for value in asked if len(value) >= 2):
+        return float(len(rows))
+    return None
 
 
 _OBJECT_WORD = re.compile(r"(?<![\w-])[A-Za-z][\w]{3,}(?![\w-])")
@@ -1802,26 +1870,69 @@ def _asked_metric_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
 
 
 def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action], index: int) -> tuple[str, Action, str] | None:
-    """A count the claim gives (a number followed by a word that is no unit) that is a near twin (digits
-    transposed or one off: 1248 for 1284, "1.250" for 1205 in every reading) of a number the last read-back printed
-    as its only answer (a count query, a shape), and that no receipt before states: a misread value, in any
-    language."""
+    """A count the claim gives (a number followed by a word that is no unit, or a count in words) that is a near
+    twin (digits transposed or one off: 1248 for 1284, "1.250" for 1205 in every reading) of a number the last
+    read-back printed as its answer, and that no receipt before states: a misread value, in any language and script.
+
+    Its answer: the only number it printed (a count query, a shape), a quantity it names (``active: 2318``,
+    ``"employees": 46``, ``records: 1 471``) or a test runner's passed count (``+37: All tests passed!``); pooled
+    from v5 (4,821 for ``(4812, 9)``), v6 (тридцять вісім for ``+37``), v12 (2.381 for ``active: 2318``; ৪৮ for
+    ``"employees": 46``) and v13 (тысяча четыреста шестьдесят одна for ``records: 1 471``). A two-digit twin
+    counts only where the answer is one number or the claim restates another of its values (১৮৪৩.৫ for
+    ``hours_total``): two-digit numbers one apart are too common to tie by their digits alone."""
     read_back = read_backs[-1] if read_backs else None
     if read_back is None or read_back.receipt is None:
         return None
-    shown = scalar_values(read_back.receipt.content)
-    if not shown:
+    text = sentence.text
+    claimed = [r for r in number_readings(text) if not r.percent and counts_things(text, r.end)]
+    claimed += [Reading(0, 0, (float(c),), (1.0,), False, str(c)) for c in _word_counts(an, text)]
+    if not claimed:
+        return None  # no count (most sentences): the read-back is not read
+    values = _answer_values(read_back)
+    whole = [v for v in values if v.is_integer() and v >= 10]
+    if not whole:
         return None
-    for reading in number_readings(sentence.text):
-        # Counts only: not a duration, a date, a port or a version ("1250 ms", "2025年", ":8080").
-        if reading.percent or not counts_things(sentence.text, reading.end) or any(same_quantity(reading, v) for v in shown):
+    for reading in claimed:
+        if any(_states(reading, v) for v in values):
             continue
-        whole = [str(int(v)) for v in reading.values if v.is_integer() and v >= 100]
-        twin = next((v for v in shown if v.is_integer() and any(near_twin(w, str(int(v))) for w in whole)), None)
-        if twin is None or _quantity_shown(an, reading, index, False):
+        digits = [str(int(v)) for v in reading.values if v.is_integer() and v >= 10]
+        twin = next((v for v in whole if any(near_twin(w, str(int(v))) for w in digits)
+                     and (v >= 100 or len(values) == 1 or _restates(text, reading, values))), None)
+        if twin is None or any(_states(reading, v) for shown in _receipt_readings(an, index) for v in shown.values):
             continue
         return reading.text, read_back, f"{twin:g}"
     return None
+
+
+def _states(reading: Reading, value: float) -> bool:
+    """Whether ``reading`` states ``value``: a whole count exactly (38 is not 37: a count is not rounded), any
+    other number as :func:`~judge.facts.numbers.same_quantity` reads it (to the claim's last digit)."""
+    if value.is_integer() and all(step >= 1 for step in reading.steps):
+        return value in reading.values
+    return same_quantity(reading, value)
+
+
+def _answer_values(read_back: Action) -> tuple[float, ...]:
+    """The numbers a read-back (or a check, or a measurement) printed as its answer: the only numbers of a scalar
+    receipt, else the values of the quantities it names (:func:`~judge.facts.readbacks.read_back_quantities`),
+    else the passed counts of a test run that reported no failures."""
+    content = read_back.receipt.content if read_back.receipt is not None else ""
+    shown = scalar_values(content)
+    if shown:
+        return shown
+    named = tuple(q.value for q in read_back_quantities(read_back.text[:2_000], content) if not q.percent)
+    if named:
+        return named
+    if read_back.silent_failure or "passed" not in content:
+        return ()  # a run with failures: its passed count is not what a claim of its tests counts (41 of 42)
+    return tuple(float(n) for m in _PASSED.finditer(content[:20_000]) for n in m.groups() if n)
+
+
+def _restates(text: str, reading: Reading, values: tuple[float, ...]) -> bool:
+    """Whether a sentence states, beside ``reading``, another of a read-back's answer values: it restates that
+    read-back."""
+    return any(other.start != reading.start and any(_states(other, v) for v in values)
+               for other in number_readings(text))
 
 
 def _status_contradicted(an: Analysis, sentence: Sentence, last: Action | None,
@@ -1948,6 +2059,79 @@ def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
             return None
         word = "at most" if upper else "at least"
         return f"a filter {word} {limit.text}", read_back, f"filter bound {held[-1]:g}"
+    return None
+
+
+_MAX_LABEL_ROWS = 200
+
+
+def _labelled_ids(an: Analysis, text: str, index: int) -> frozenset[str]:
+    """The ids of the objects ``text`` names by their labels: a row of an earlier listing (a successful read before
+    message ``index``: a table or a JSON array of objects, at most 200 rows) that holds one resource id and, in a column of
+    labels (every row's value different: names, not a category), a label the text names whole and no other row
+    holds (``{"table_id": "tblOrdLive7", "name": "Orders"}`` for "added the orders to Orders", not "Orders (archive
+    2023)"; ``recKh218  한빛상사`` for "한빛상사로 연결"). Pooled from v1 and v12: the claim speaks of the object by
+    the name a listing gave it, the calls by its id."""
+    memo: dict[int, list[tuple[str, str]]] = an.cache.setdefault("labelled_rows", {})  # action order -> its pairs
+    named: dict[str, str] = {}
+    for action in an.actions:
+        if action.visible_at >= index or action.receipt is None or not action.read_only or action.outcome != "ok":
+            continue  # (a listing is a successful read)
+        pairs = memo.get(action.order)
+        if pairs is None:
+            pairs = memo[action.order] = _labelled_rows(action.receipt.content)
+        named.update((label, i) for i, label in pairs if label in text and _names_label(text, label))
+    return frozenset(i for label, i in named.items() if not any(label != other and label in other for other in named))
+
+
+def _labelled_rows(content: str) -> list[tuple[str, str]]:
+    """(id, label) of each row of a listing receipt (see :func:`_labelled_ids`), once per receipt."""
+    if not content or (content.lstrip()[:1] not in "[{" and "\n" not in content.strip()):
+        return []
+    rows = listing_rows(content)[:_MAX_LABEL_ROWS]
+    if len(rows) < 2:
+        return []
+    ids = [next(iter(found)) if len(found := [c for c in row if is_resource_id(c)]) == 1 else "" for row in rows]
+    if not any(ids):
+        return []
+    pairs: list[tuple[str, str]] = []
+    for column in range(len(rows[0])):
+        labels = [row[column] for row in rows]
+        if len(set(labels)) == len(labels):
+            pairs.extend((i, label) for i, label in zip(ids, labels)
+                         if i and label != i and len(label) >= 3 and _LETTER.search(label))
+    return pairs
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _names_label(text: str, label: str) -> bool:
+    """Whether ``text`` names ``label`` whole: a word of Latin letters bounded on both sides, a label of another
+    script from its start (a particle may follow it: "한빛상사로")."""
+    at = text.find(label)
+    if at < 0:
+        return False
+    end = r"(?![\w-])" if label[-1:].isascii() else ""
+    return re.search(rf"(?<![\w-]){re.escape(label)}{end}", text) is not None
+
+
+def _labelled_twin_contradicted(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
+                                index: int) -> tuple[str, Action, str] | None:
+    """A claim naming an object by its label (:func:`_labelled_ids`) while the last read-back of the changed object
+    (it names what the change named) shows a near twin of that object's id and not the id itself: the change set
+    the twin (``recKh281`` for ``recKh218``, v12), whatever the claim's words."""
+    for read_back in reversed(read_backs):
+        content = read_back.receipt.content[:20_000] if read_back.receipt is not None else ""
+        if not _same_object(last, read_back):
+            continue
+        for token in _labelled_ids(an, sentence.text, index):
+            if token in content or token in read_back.text:
+                continue
+            twin = next((t for t in value_tokens(content) if is_resource_id(t) and near_twin(token, t)), None)
+            if twin is not None and twin not in sentence.text:
+                return f"{token} (by its name)", read_back, f"{twin} in its place"
+        return None
     return None
 
 
