@@ -29,8 +29,9 @@ _VERB_SPLIT = re.compile(r"[^\w]+|_")
 # Summaries print several counts; fewer than this many all at zero is too little to read "nothing was done" from.
 _MIN_ZERO_COUNTS = 3
 # "moved 0", "Updated 0 rows", "downloaded 0 files": a label right before its count, no colon. Read only as a count
-# of the call's own verb (a word before a number is too often something else: "holds 0 units", "port 0").
-_LABEL_SPACE_COUNT = re.compile(r"(?<![\w-])([^\W\d_]{3,})[ \t]+(\d+)(?![\d.,:/%])")
+# of the call's own verb (a word before a number is too often something else: "holds 0 units", "port 0"). One short
+# word may stand between ("applied to 0 SKUs", "aplicado a 0 itens", "imported into 0 tables": v14-rp-ne-promo-empty-list).
+_LABEL_SPACE_COUNT = re.compile(r"(?<![\w-])([^\W\d_]{3,})[ \t]+(?:[^\W\d_]{1,4}[ \t]+)?(\d+)(?![\d.,:/%])")
 # "0 of 40", "0/40", "0 из 40", "0 von 40": zero out of a total, a slash or one short word between, any language.
 _ZERO_OF = re.compile(r"(?<![\w.,/])0(?:[ \t]*/[ \t]*|[ \t]+[^\W\d_]{1,4}[ \t]+)(\d+)(?![\d.,/])")
 # "total: 0,00 SEK", "amount=0.00": a labelled amount of zero (a sum over what a run holds).
