@@ -3000,7 +3000,7 @@ def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None
             return "unverified-completion", action, "which failed and was never redone"
         if action.status == "noop" and not action.read_only and not action.is_check \
                 and call_path(action, an.config) not in later_writes \
-                and not _reports_nothing(an, region) and not ledger.speaks_of(action, region):
+                and not _reports_nothing(an, region):
             return "unverified-completion", action, "which succeeded but created or changed nothing"
         if action.status == "ok" and not action.read_only:
             later_writes.add(call_path(action, an.config))
