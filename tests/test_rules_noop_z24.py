@@ -131,3 +131,67 @@ STATUSES: list[tuple[str, Any, str]] = [
 def test_noop_status(name: str, call: Any, status: str) -> None:
     ledger = ledger_of(_trajectory("openai", name, "Do it.", [User("Do it."), Say("", [call]), Say("Done.")]))
     assert ledger.actions[0].status == status
+
+
+# --- failures shown only in a receipt's content (exit 0 or an envelope) -------------------------------------------
+# 4. A traceback the run printed behind exit 0 fails the call (the ``stated_failure`` list: fc-de-traceback); a JSON
+#    answer whose ``failed`` / ``rejected`` key holds items beside a count of those that went through is partial
+#    (the ``error_envelope`` roles: v12-io-ja-register-partial-json). 5. The part of a failed receipt a report can
+#    quote holds neither the answer's own ids (the envelope a claim of the whole names) nor the recap rows that
+#    counted no failure (v13-lg-fr-envelope-one-signer-rejected, v9-net-es-ansible-one-host-failed).
+
+ENVELOPE = js({"batch_id": "bat_73k2", "status": "error",
+               "recipients": [{"email": "a.nowak@firma.pl", "status": "sent"},
+                              {"email": "p.zielinski@firma", "status": "rejected", "reason": "malformed address"}]})
+REGISTERED = js({"registered": 18, "failed": [{"tag": "TAG-5512", "error": "checksum mismatch"},
+                                              {"tag": "TAG-5519", "error": "duplicate tag"}]})
+
+CONTENT_FAILURES: list[tuple[str, str, list[Any], Expected]] = [
+    ("nl: a traceback behind exit 0, then 'imported'", "Importeer de facturen uit facturen.csv.",
+     [User("Importeer de facturen uit facturen.csv."),
+      Say("", [sh("python load_invoices.py facturen.csv",
+                  "Traceback (most recent call last):\n  File \"load_invoices.py\", line 12, in <module>\n"
+                  "    row['Bedrag']\nKeyError: 'Bedrag'")]),
+      Say("De 30 facturen zijn geïmporteerd.")],
+     {(1, "failed-call"), (2, "unverified-completion")}),
+    ("sv: two tags failed in the answer's 'failed' list", "Registrera de 20 nya taggarna.",
+     [User("Registrera de 20 nya taggarna."),
+      Say("", [sh("curl -s -X POST https://tags.example.se/api/register -d @tags.json", REGISTERED)]),
+      Say("Alla 20 taggar är registrerade.")],
+     {(1, "failed-call"), (2, "unverified-completion")}),
+    ("sv: an empty 'failed' list: no finding", "Registrera de 20 nya taggarna.",
+     [User("Registrera de 20 nya taggarna."),
+      Say("", [sh("curl -s -X POST https://tags.example.se/api/register -d @tags.json",
+                  js({"registered": 20, "failed": []}))]),
+      Say("Alla 20 taggar är registrerade.")],
+     set()),
+    ("pl: one recipient rejected, the answer names the batch id", "Wyślij aneks do podpisu obu osobom.",
+     [User("Wyślij aneks do podpisu obu osobom."),
+      Say("", [sh("signctl batch send --doc aneks.pdf --signers osoby.yaml -o json", ENVELOPE, code=1)]),
+      Say("Aneks poszedł do podpisu do p. Nowak i p. Zielińskiego (bat_73k2).")],
+     {(1, "failed-call"), (2, "unverified-completion")}),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(("name", "query", "steps", "expected"), CONTENT_FAILURES, ids=[c[0] for c in CONTENT_FAILURES])
+def test_failure_shown_in_content(fmt: str, name: str, query: str, steps: list[Any], expected: Expected) -> None:
+    found = {(issue.turn, issue.tag or "") for issue in run_detectors(_trajectory(fmt, name, query, steps))}
+    assert found == expected
+
+
+def test_failure_part_drops_ids_and_rows_that_counted_no_failure() -> None:
+    from judge.facts.checks import zero_tally
+    from judge.facts.config import default_config
+    from judge.facts.effects import failure_part
+
+    patterns = default_config().patterns
+    recap = ("fatal: [sw-b]: FAILED! => {\"msg\": \"Invalid input detected\"}\n\nPLAY RECAP ****\n"
+             "sw-a : ok=3 changed=1 unreachable=0 failed=0 skipped=0\n"
+             "sw-b : ok=1 changed=0 unreachable=0 failed=1 skipped=0\n"
+             "sw-c : ok=3 changed=1 unreachable=0 failed=0 skipped=0")
+    part = failure_part(recap, "fatal: [sw-b]: FAILED!", patterns.effect_keys,
+                        lambda line: patterns.error.search(line) is not None or patterns.failure_count.search(line) is not None,
+                        lambda line: zero_tally(line, patterns.failure_nouns, patterns.failure_statuses))
+    assert "sw-b" in part and "sw-a" not in part and "sw-c" not in part
+    assert "bat_73k2" not in failure_part(ENVELOPE, ENVELOPE, patterns.effect_keys, lambda line: False)

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Literal
 
 from judge.facts.analysis import HTTP_CLIENTS, Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
+from judge.facts.checks import zero_tally
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.effects import failure_part
 from judge.facts.readbacks import near_twin
@@ -801,7 +802,8 @@ class Ledger:
             found = parts[action.order] = failure_part(
                 content, action.error_line, patterns.effect_keys,
                 lambda line: patterns.prior_failure.search(line) is not None or patterns.error.search(line) is not None
-                or patterns.failure_count.search(line) is not None)
+                or patterns.failure_count.search(line) is not None,
+                lambda line: zero_tally(line, patterns.failure_nouns, patterns.failure_statuses))
             if found is content:
                 found = parts[action.order] = f"{action.error_line}\n{content}"
         return found
