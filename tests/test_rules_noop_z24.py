@@ -82,6 +82,13 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
                     "--json '{\"Status\":\"Nonaktif\"}'", "matched: 0\nupdated: 0")]),
       Say("Filter di tblAg9 cocok dengan 0 baris; tidak ada anggota yang berubah.")],
      set()),
+    ("en: the same no-op call twice is one defect, at the repeat", "Archive the closed tickets of project Q7.",
+     [User("Archive the closed tickets of project Q7."),
+      Say("", [sh("tixctl archive --project Q7 --state closed --dry-run", "DRY RUN: 31 tickets would be archived\nno changes written")]),
+      Say("Running it for real.", [sh("tixctl archive --project Q7 --state closed --dry-run",
+                                      "DRY RUN: 31 tickets would be archived\nno changes written")]),
+      Say("Done: the 31 closed tickets of Q7 are archived.")],
+     {(2, "noop-success"), (3, "unverified-completion")}),
     # --- 3. hedge / running words the request gave -----------------------------------------------------------------
     ("pt: view filter unchanged, answer echoes the 'Pendente' value", "Na visão vewPd7, mostre só Status = Pendente.",
      [User("Na visão vewPd7, mostre só Status = Pendente."),

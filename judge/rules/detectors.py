@@ -290,6 +290,8 @@ def noop_success(an: Analysis) -> list[Issue]:
         later = an.actions[action.order + 1 :]
         if any(a.status == "ok" and not a.read_only and call_path(a, an.config) == path for a in later):
             continue  # redone, with an effect this time
+        if any(a.status == "noop" and a.key == action.key for a in later):
+            continue  # one no-op made twice is one defect, found at the repeat (as repeated-failure's; Z24)
         next_change = next((a.message_index for a in later if not a.read_only and not a.is_plan), 1 << 30)
         if any(action.visible_at < speech.message_index <= next_change
                and (speech.speaks_of_failure or _reports_nothing(an, speech.region)) for speech in an.speeches):
