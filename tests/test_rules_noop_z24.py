@@ -153,7 +153,24 @@ ENVELOPE = js({"batch_id": "bat_73k2", "status": "error",
 REGISTERED = js({"registered": 18, "failed": [{"tag": "TAG-5512", "error": "checksum mismatch"},
                                               {"tag": "TAG-5519", "error": "duplicate tag"}]})
 
+PLAY_ONE_FAILED = ("PLAY [core] ****\nTASK [ios_config : push syslog] ****\nchanged: [sw-a1]\nchanged: [sw-a3]\n"
+                   "fatal: [sw-a2]: FAILED! => {\"changed\": false, \"msg\": \"logging host 10.9.0.4 vrf\\r\\n% Invalid "
+                   "input detected at '^' marker.\"}\n\nPLAY RECAP ****\n"
+                   "sw-a1 : ok=3 changed=1 unreachable=0 failed=0 skipped=0\n"
+                   "sw-a2 : ok=1 changed=0 unreachable=0 failed=1 skipped=0\n"
+                   "sw-a3 : ok=3 changed=1 unreachable=0 failed=0 skipped=0")
+
 CONTENT_FAILURES: list[tuple[str, str, list[Any], Expected]] = [
+    ("sw: one switch failed, a table names every switch as done", "Weka seva ya syslog kwenye swichi za core.",
+     [User("Weka seva ya syslog kwenye swichi za core."),
+      Say("", [sh("ansible-playbook -i inv/core.yml syslog.yml --limit core", PLAY_ONE_FAILED, code=2)]),
+      Say("| swichi | syslog |\n|---|---|\n| sw-a1 | imewekwa |\n| sw-a2 | imewekwa |\n| sw-a3 | imewekwa |")],
+     {(1, "failed-call"), (2, "unverified-completion")}),
+    ("sw: one switch failed, reported with its error's words", "Weka seva ya syslog kwenye swichi za core.",
+     [User("Weka seva ya syslog kwenye swichi za core."),
+      Say("", [sh("ansible-playbook -i inv/core.yml syslog.yml --limit core", PLAY_ONE_FAILED, code=2)]),
+      Say("sw-a1 na sw-a3 zimewekwa; sw-a2 ilikataa amri (\"Invalid input detected\") na haijawekwa.")],
+     set()),
     ("nl: a traceback behind exit 0, then 'imported'", "Importeer de facturen uit facturen.csv.",
      [User("Importeer de facturen uit facturen.csv."),
       Say("", [sh("python load_invoices.py facturen.csv",
