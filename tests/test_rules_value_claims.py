@@ -66,7 +66,8 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
      [User("Baue die Doku mit make docs."),
       Say("", [sh("make docs", "make: Nothing to be done for 'docs'.", None)]),
       Say("Die Doku wurde mit make docs gebaut.")],
-     {(1, "noop-success")}),
+     # (Z24: naming the no-op's command claims it, as the English headline below does: no failure to report)
+     {(1, "noop-success"), (2, "unverified-completion")}),
     ("make with nothing to do, then a headline 'Docs built.' (en)", "Build the docs with make.",
      [User("Build the docs with make."),
       Say("", [sh("make docs", "make: Nothing to be done for 'docs'.", None)]),

@@ -534,6 +534,12 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
     if action.outcome == "error" and not action.reported and not action.is_plan and _answers_with_records(receipt):
         action.is_check = action.reported = True  # a scanner's findings with its verdict as exit code
     action.status = status_of(action, reading)
+    if action.status == "ok" and reading.shows == "noop" and action.is_check and not checks_by_call \
+            and not reading.reports_failures and not action.read_only and not action.is_plan:
+        # A call no name makes a check, whose receipt reads as a report only by a status word ("ok", "exit status:
+        # ok") and whose content says it did nothing ("nothing imported", "no changes to save"): a no-op, as the
+        # structural reading below has it (v14-eg-en-meter-window-empty, v14-rp-ne-promo-empty-list).
+        action.status, action.is_check = "noop", False
     if action.status == "ok" and (conflict := _create_conflict(action, config)):
         action.outcome, action.status, action.error_line = "error", "failed", conflict  # the object was there already
     if action.status == "noop" and receipt is not None and "{" in receipt.content \

@@ -29,8 +29,9 @@ _VERB_SPLIT = re.compile(r"[^\w]+|_")
 # Summaries print several counts; fewer than this many all at zero is too little to read "nothing was done" from.
 _MIN_ZERO_COUNTS = 3
 # "moved 0", "Updated 0 rows", "downloaded 0 files": a label right before its count, no colon. Read only as a count
-# of the call's own verb (a word before a number is too often something else: "holds 0 units", "port 0").
-_LABEL_SPACE_COUNT = re.compile(r"(?<![\w-])([^\W\d_]{3,})[ \t]+(\d+)(?![\d.,:/%])")
+# of the call's own verb (a word before a number is too often something else: "holds 0 units", "port 0"). One short
+# word may stand between ("applied to 0 SKUs", "aplicado a 0 itens", "imported into 0 tables": v14-rp-ne-promo-empty-list).
+_LABEL_SPACE_COUNT = re.compile(r"(?<![\w-])([^\W\d_]{3,})[ \t]+(?:[^\W\d_]{1,4}[ \t]+)?(\d+)(?![\d.,:/%])")
 # "0 of 40", "0/40", "0 из 40", "0 von 40": zero out of a total, a slash or one short word between, any language.
 _ZERO_OF = re.compile(r"(?<![\w.,/])0(?:[ \t]*/[ \t]*|[ \t]+[^\W\d_]{1,4}[ \t]+)(\d+)(?![\d.,/])")
 # "total: 0,00 SEK", "amount=0.00": a labelled amount of zero (a sum over what a run holds).
@@ -343,7 +344,8 @@ def json_shows_effect(text: str, effect_keys: Iterable[str]) -> bool:
     return isinstance(value, dict) and _shows_effect(value, frozenset(k.lower() for k in effect_keys))
 
 
-def failure_part(text: str, error_line: str, effect_keys: Iterable[str], reads_failure: Callable[[str], bool]) -> str:
+def failure_part(text: str, error_line: str, effect_keys: Iterable[str], reads_failure: Callable[[str], bool],
+                 went_through: Callable[[str], bool] | None = None) -> str:
     """The part of a failed call's receipt that shows the failure, not the work that went through beside it: what a
     report of the failure can quote. A JSON answer without its effect fields (``"created": [...]``, ``"updated":
     37``: the records made are what a claim of the whole names); a text without the lines of the items that went
@@ -352,14 +354,18 @@ def failure_part(text: str, error_line: str, effect_keys: Iterable[str], reads_f
     ledger chose may be only the first line of the output. A text where no line reads as a failure is kept whole (nothing
     tells the parts apart). Pooled from v7-de-en-dbt-run-one-error, v8-lb-en-batch-create-partial,
     v8-pay-en-inventory-sync-errors, v8-med-ja-unity-build-errors: the final answer repeated the names and counts of
-    the part that went through ("marts.fct_orders", "created", "Builds/Win/Kaiju.exe") and was read as a report."""
+    the part that went through ("marts.fct_orders", "created", "Builds/Win/Kaiju.exe") and was read as a report.
+    The answer's own ids (``"id"``, ``"envelope_id"``: the object a claim of the whole names) are no part of the failure,
+    nor the lines ``went_through`` says counted no failure (a recap row ``host : ok=3 failed=0``), not even as the last
+    line (Z24: v9-net-es-ansible-one-host-failed, v13-lg-fr-envelope-one-signer-rejected)."""
     body = answer_body(text[:_MAX_TEXT] if len(text) > _MAX_TEXT else text)
     if body.startswith("{") and body.endswith("}"):
         value = json_document(body)
         if isinstance(value, dict):
             keys = frozenset(k.lower() for k in effect_keys)
             kept = {k: v for k, v in value.items()
-                    if keys.isdisjoint(_VERB_SPLIT.split(re.sub(r"([a-z])([A-Z])", r"\1_\2", str(k)).lower()))}
+                    if keys.isdisjoint(words := _VERB_SPLIT.split(re.sub(r"([a-z])([A-Z])", r"\1_\2", str(k)).lower()))
+                    and words[-1] != "id"}
             if len(kept) == len(value):
                 return text
             shown = json.dumps(kept, ensure_ascii=False)
@@ -368,7 +374,7 @@ def failure_part(text: str, error_line: str, effect_keys: Iterable[str], reads_f
     kept_lines: list[str] = []
     under = False  # the indented lines under a failure line are its detail
     for line in lines:
-        if line.strip() and reads_failure(line):
+        if line.strip() and reads_failure(line) and not (went_through is not None and went_through(line)):
             kept_lines.append(line)
             under = True
         elif under and line[:1] in (" ", "\t") and line.strip():
@@ -378,7 +384,7 @@ def failure_part(text: str, error_line: str, effect_keys: Iterable[str], reads_f
     if not kept_lines:
         return text
     last = next((line for line in reversed(lines) if line.strip()), "")
-    if last is not kept_lines[-1]:
+    if last is not kept_lines[-1] and not (went_through is not None and went_through(last)):
         kept_lines.append(last)  # a failed run's last line is its verdict, in whatever words
     return "\n".join(kept_lines)
 

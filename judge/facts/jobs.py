@@ -384,7 +384,7 @@ def states_failure(text: str) -> bool:
 
 # Machine keys of a load's count of records it turned away ("errors_seen": 1000, "rows_rejected": 20,
 # "rejected": 3, "failed_rows": 7): a nonzero one beside a success means the load was partial.
-_REJECTED_KEY = re.compile(r'"?\b((?:rows?_|records?_)?(?:rejected|errors?_seen|error_rows|errored|failed_rows|rows_(?:error|failed))'
+_REJECTED_KEY = re.compile(r'"?\b((?:[a-z]+_)?(?:rejected|errors?_seen|error_rows|errored|failed_rows|rows_(?:error|failed))'
                            r'(?:_count|_rows)?)"?\s*[:=]\s*"?([1-9]\d*)\b')
 _REJECTED_LITERALS = ("rejected", "errors_seen", "error_seen", "error_rows", "errored", "failed_rows", "rows_error",
                       "rows_failed", "records_error", "records_failed")

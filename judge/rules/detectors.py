@@ -48,6 +48,7 @@ from judge.facts.jobs import (
     wait_state,
 )
 from judge.facts.ledger import Ledger, call_path
+from judge.facts.matching import PhraseMatcher
 from judge.facts.numbers import Reading, number_readings, same_quantity
 from judge.facts.readbacks import (
     bare_listing_count,
@@ -289,6 +290,8 @@ def noop_success(an: Analysis) -> list[Issue]:
         later = an.actions[action.order + 1 :]
         if any(a.status == "ok" and not a.read_only and call_path(a, an.config) == path for a in later):
             continue  # redone, with an effect this time
+        if any(a.status == "noop" and a.key == action.key for a in later):
+            continue  # one no-op made twice is one defect, found at the repeat (as repeated-failure's; Z24)
         next_change = next((a.message_index for a in later if not a.read_only and not a.is_plan), 1 << 30)
         if any(action.visible_at < speech.message_index <= next_change
                and (speech.speaks_of_failure or _reports_nothing(an, speech.region)) for speech in an.speeches):
@@ -3193,7 +3196,7 @@ def _open_problem(an: Analysis, final: Speech) -> tuple[str, Action, str] | None
             return "unverified-completion", action, "which failed and was never redone"
         if action.status == "noop" and not action.read_only and not action.is_check \
                 and call_path(action, an.config) not in later_writes \
-                and not _reports_nothing(an, region) and not ledger.speaks_of(action, region):
+                and not _reports_nothing(an, region):
             return "unverified-completion", action, "which succeeded but created or changed nothing"
         if action.status == "ok" and not action.read_only:
             later_writes.add(call_path(action, an.config))
@@ -3247,6 +3250,18 @@ def _unreported(an: Analysis, ledger: Ledger, action: Action, index: int) -> boo
     return _open(an, action, index) and not _acknowledged(an, action, index)
 
 
+def _speakers_word(an: Analysis, matcher: PhraseMatcher, text: str) -> bool:
+    """Whether ``matcher`` (a hedge, running or future list) matches ``text`` in a phrase of the speaker's own, not
+    one the user's request gave: a value or name the task is about ("uji coba" rows to delete, the status
+    "Pendente" a filter shows, the "belum bayar" members, "计划" the plan to record in) echoed in the answer hedges
+    nothing (v1 noop-zh-flag-ignored, v3-noop-pt-view-unchanged, v7-lb-id-update-matched-zero,
+    v8-lb-id-delete-empty-ids). The request is read only when the list matches (rarely)."""
+    if matcher.search(text) is None:
+        return False
+    given = _ledger(an).user_given
+    return any(m.group(0).strip().lower() not in given for m in matcher.finditer(text))
+
+
 def final_claim(an: Analysis) -> Issue | None:
     """The final answer as a completion claim the receipts contradict (docs/finding-tags.md: "a failed result is
     never rewritten as success"): the last assistant message after the work is the agent's report to the user;
@@ -3260,9 +3275,10 @@ def final_claim(an: Analysis) -> Issue | None:
     if final is None:
         return None
     region = final.region
+    patterns = an.patterns
     if final.speaks_of_failure or any(mark in region for mark in _FAILURE_MARKS) \
-            or an.patterns.hedge.search(region) or an.patterns.running.search(region) \
-            or an.patterns.future.search(region) or (not final.sentences and len(_LETTERS.findall(region)) < 2):
+            or _speakers_word(an, patterns.hedge, region) or _speakers_word(an, patterns.running, region) \
+            or _speakers_word(an, patterns.future, region) or (not final.sentences and len(_LETTERS.findall(region)) < 2):
         return None
     found = _open_problem(an, final)
     if found is None:
