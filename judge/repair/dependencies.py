@@ -140,8 +140,9 @@ _QUOTED_VALUE = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60}
 
 
 def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]:
-    """Values the receipt of ``site`` quotes that a later message then uses before anything else showed them, with
-    the index of that first use: a hint of the error ("did you mean '締切日'?") taken over by the next call or text.
+    """Values the receipt of ``site`` quotes or offers in a list of alternatives that a later message then uses
+    before anything else showed them, with the index of that first use: a hint of the error ("did you mean '締切日'?",
+    "options: Nový, Dokončeno", "available: 1.6.4, 1.7.0") taken over by the next call or text.
     Read by the value flow, in any language: a quoted value counts when the call did not send it itself, the query
     and the user did not give it, no other receipt before the use showed it, and a later call's arguments or an
     assistant text hold it. The ledger's values need an id's shape; a field or script name need not have one."""
@@ -152,10 +153,7 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
     given = trajectory.query + "\n" + "\n".join(m.content or "" for m in trajectory.messages if m.role in ("system", "user"))
     found: list[tuple[str, int]] = []
     content = (receipt.content or "")[:4000]
-    for match in _QUOTED_VALUE.finditer(content):
-        if content[match.end():match.end() + 2].lstrip().startswith(":"):
-            continue  # a key of the answer's data ("code": ...), not a value
-        value = next(g for g in match.groups() if g is not None).strip()
+    for value in _offered_values(content):
         # One value (a field, script or id), not a command line or a flag the error suggests running.
         if (len(value) < (1 if _UNSPACED.search(value) else 3) or any(c.isspace() for c in value)
                 or value.startswith("-") or value in own or value in given or value in {v for v, _ in found}):
@@ -180,6 +178,25 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
 
 
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+# A list of alternatives a receipt offers after a colon or an opening parenthesis and ending the line, clause or
+# bracket ("(options: Nový, Rozpracováno, Dokončeno)", "available: 1.6.4, 1.7.0"): two or more single tokens
+# separated by commas. Quotes, brackets and colons end an item, so JSON ("a": 1, "b": 2) never reads as one.
+_LISTED = re.compile(r"(?:^|[:(])[ \t]*([^\s,;:()\[\]{}\"'`]+(?:[ \t]*,[ \t]*[^\s,;:()\[\]{}\"'`]+)+)[ \t]*(?=[).;\]]|$)",
+                     re.MULTILINE)
+
+
+def _offered_values(content: str) -> list[str]:
+    """The values a receipt offers (pure): each one it quotes ('締切日', "build", «Cliente»; not a key of its
+    data, ``"code": ...``) and each item of a list of alternatives it prints (:data:`_LISTED`), in order."""
+    found: list[tuple[int, str]] = []
+    for match in _QUOTED_VALUE.finditer(content):
+        if content[match.end():match.end() + 2].lstrip().startswith(":"):
+            continue  # a key of the answer's data ("code": ...), not a value
+        found.append((match.start(), next(g for g in match.groups() if g is not None).strip()))
+    for match in _LISTED.finditer(content):
+        found.extend((match.start(1), item.strip().rstrip(".")) for item in match.group(1).split(","))
+    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
 
 
 def _action(trajectory: Trajectory, site: CallSite) -> Action:
