@@ -7,7 +7,7 @@ vocabulary in the rules config, read through the real importer (OpenAI chat reco
   deleted failure: sharing the listing's words is no reference;
 - a value the deleted receipt quoted (an error's hint: "did you mean 'Stichtag'?") or offered in a list of
   alternatives ("options: Mpya, Imemalizika", "available: 3.2.1, 3.3.0") that the next call then uses is a
-  returned-value dependency, in any language; a value the call sent itself, or that another receipt showed first,
+  returned-value dependency, in any language (not the respelling of a word the call sent: "relase" -> "release"); a value the call sent itself, or that another receipt showed first,
   is not;
 - the next call of the same program with the refused word respelt ("npm run tests" -> "npm test") is the correction
   of a call its program refused to start, not a change of course;
@@ -136,13 +136,19 @@ HINTS: list[tuple[str, Trajectory, bool]] = [
          "Error: tag 'stable' is not allowed; available: 3.2.1, 3.3.0", 1),
         ("fleetctl rollout --service billing --build 3.3.0 --regions eu-north", "eu-north: 8/8 healthy", 0),
         "Laskentapalvelu 3.3.0 on käynnissä alueella eu-north (8/8)."]), True),
-    # controls: the listed item the retry uses is its own argument already; JSON's commas list nothing
+    # controls: the listed item the retry uses is its own argument already, or the respelling of its typo ("relase"
+    # -> "release"); JSON's commas list nothing
     ("en-list-own-argument", chat("Set recEn9 (tblEn2, Base bascnEn1) to Done.", [
         ("lark-cli base +record-update --base bascnEn1 --table tblEn2 --ids recEn9 --json '{\"State\":\"done\"}'",
          "Error: 400 OptionNotFound: 'done' (options: Todo, Doing, Done)", 1),
         ("lark-cli base +record-update --base bascnEn1 --table tblEn2 --ids recEn9 --json '{\"State\":\"Done\"}'",
          '{"updated": 1}', 0),
         "recEn9 is Done."]), False),
+    ("sv-listed-respelling", chat("Kompilera shaders för konsolbygget.", [
+        ("./build.sh shaders --platform ps5 --profile relase",
+         "error: unknown profile 'relase' (expected: debug, release, profile)", 2),
+        ("./build.sh shaders --platform ps5 --profile release", "compiled 3,412 shaders in 6m12s", 0),
+        "3 412 shaders kompilerade."]), False),
     ("en-json-commas", chat("Count the open tickets of project 7.", [
         ("ticketctl count --project 7 --state opne", '{"error": "bad state", "project": 7, "hint": 2}', 1),
         ("ticketctl count --project 7 --state open", '{"count": 2, "project": 7}', 0),

@@ -154,10 +154,15 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
     given = trajectory.query + "\n" + "\n".join(m.content or "" for m in trajectory.messages if m.role in ("system", "user"))
     found: list[tuple[str, int]] = []
     content = (receipt.content or "")[:4000]
+    sent = text_tokens(own)
     for value in _offered_values(content):
         # One value (a field, script or id), not a command line or a flag the error suggests running.
         if (len(value) < (1 if _UNSPACED.search(value) else 3) or any(c.isspace() for c in value)
                 or value.startswith("-") or value in own or value in given or value in {v for v, _ in found}):
+            continue
+        # The respelling of a word the call sent ("relase" -> "release" of "expected: debug, release") is the
+        # call's own value corrected, as a respelt retry is: the agent did not need the receipt for it.
+        if any(difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO for word in sent):
             continue
         for index in range(site.receipt_index + 1, len(trajectory.messages)):
             message = trajectory.messages[index]
