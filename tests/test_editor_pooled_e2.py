@@ -3,10 +3,10 @@
 Cases written here (not from any held-out set), in languages with no vocabulary in the rules config (Slovenian,
 Swahili, Romanian, Estonian), read through the real importer (OpenAI chat records). Table-driven.
 
-- a rewrite that deletes a failed call and adds to the final answer it keeps a run of words that shows nothing a
-  receipt, a call or the query shows ("v drugem poskusu", "Baada ya kurekebisha ...") tells how the agent got past
-  the failure: a reference to the deleted failure, in any language; added values, the query's own words and an
-  unchanged final answer are not;
+- a rewrite that deletes a failed call and inserts into a sentence of the final answer it keeps whole a run of
+  words that shows nothing a receipt, a call or the query shows ("v drugem poskusu", "Baada ya kurekebisha ...") tells how the agent got past
+  the failure: a reference to the deleted failure, in any language; added values, the query's own words, an
+  unchanged final answer and a reworded one are not;
 - a final answer that reports the kept retry is no reference to the deleted failure when the failure words it uses
   are the query's or the kept receipts' own ("which job failed" asked, "0 errors" printed) and when the values it
   reports are short numbers only the kept receipts show ("Có 3 bài kiểm thử e2e trong 2 tệp"); the deleted failure's story told
@@ -74,6 +74,8 @@ ADDED_STORIES: list[tuple[str, Trajectory, str, bool]] = [
     ("sl-value-added", SL_FIELD, "Polje Teža (fldTz4, number) je ustvarjeno.", False),
     ("ro-query-words-added", RO_FIELD, "Am adăugat câmpul Termen de tip dată în tabelul tblRo2 (fldRo5).", False),
     ("sw-reworded-with-values", SW_COUNT, "Maagizo (tblMg7): rekodi 2310.", False),
+    # a reworded answer (the original sentence not kept whole) is no insertion, whatever new words it has
+    ("sl-reworded", SL_FIELD, "Ustvaril sem novo številsko polje z identifikatorjem fldTz4.", False),
 ]
 
 

@@ -207,11 +207,12 @@ _STORY_WORDS = 3
 
 
 def _story_added_to_final(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> list[str]:
-    """Runs of words a rewrite that deleted a failed call added to the final answer it kept, that show nothing a
-    receipt, a call or the query shows and that the original final answer did not say (``_STORY_WORDS`` or more such
-    words), in any language: "za drugim podejściem", "Nakon ispravke pogreške s id-om tablice", "بعد تصحيح نوع
-    الحقل". The kept report needs no new prose; words that carry no value can only tell how the agent got there,
-    which after the deleted failure is its story. A swapped value, a cut and a reworded value are read elsewhere."""
+    """Runs of words a rewrite that deleted a failed call inserted into a sentence of the final answer it kept
+    whole (every word of the original sentence is still there), that show nothing a receipt, a call or the query
+    shows and that the original's kept texts did not say (``_STORY_WORDS`` or more such words), in any language:
+    "za drugim podejściem", "Nakon ispravke pogreške s id-om tablice", "بعد تصحيح نوع الحقل". The kept report needs
+    no new prose; words that carry no value can only tell how the agent got there, which after the deleted failure
+    is its story. A reworded answer (its words replaced), a swapped value and a cut are read elsewhere."""
     after = _final_index(edited)
     if after is None or edited.messages[after].tool_calls or message_map[after] >= len(original.messages):
         return []
@@ -223,22 +224,32 @@ def _story_added_to_final(original: Trajectory, edited: Trajectory, message_map:
         shown |= value_words(site.call.argument_text())
         if site.receipt is not None:
             shown |= value_words((site.receipt.content or "")[:4000])
-    old_words = message_text(before).split()
     # What the original's kept texts said (a sentence moved into the final answer is no new prose).
     said = {w.strip(_EDGE_PUNCTUATION).lower() for i in set(message_map) if i < len(original.messages)
             and original.messages[i].role == "assistant" for w in message_text(original.messages[i]).split()}
-    new_words = message_text(edited.messages[after]).split()
+
+    def words(text: str) -> list[str]:
+        return [w for w in text.split() if w.strip(_EDGE_PUNCTUATION)]
+
+    def plain(items: Sequence[str]) -> set[str]:
+        return {w.strip(_EDGE_PUNCTUATION).lower() for w in items}
+
     found: list[str] = []
-    matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
-    for op, _i1, _i2, j1, j2 in matcher.get_opcodes():
-        if op not in ("insert", "replace"):
-            continue
-        prose = [w for w in new_words[j1:j2]
-                 if (word := w.strip(_EDGE_PUNCTUATION)) and word.lower() not in said
-                 and not re.search(r"\d", word) and value_words(word).isdisjoint(shown)]
-        if len(prose) >= _STORY_WORDS:
-            found.append(f"T{edited.messages[after].turn}: the rewrite added {' '.join(new_words[j1:j2])!r} to the final "
-                         "answer, words no receipt shows: how it got past the deleted failure")
+    olds = [words(sentence.text) for sentence in split_sentences(message_text(before))]
+    for sentence in split_sentences(message_text(edited.messages[after])):
+        new_words = words(sentence.text)
+        for old_words in olds:
+            if not old_words or not plain(old_words) <= plain(new_words):
+                continue
+            matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
+            for op, _i1, _i2, j1, j2 in matcher.get_opcodes():
+                prose = [w for w in new_words[j1:j2]
+                         if (word := w.strip(_EDGE_PUNCTUATION)) and word.lower() not in said
+                         and not re.search(r"\d", word) and value_words(word).isdisjoint(shown)]
+                if op in ("insert", "replace") and len(prose) >= _STORY_WORDS:
+                    found.append(f"T{edited.messages[after].turn}: the rewrite added {' '.join(new_words[j1:j2])!r} to "
+                                 "the final answer, words no receipt shows: how it got past the deleted failure")
+            break
     return found
 
 
