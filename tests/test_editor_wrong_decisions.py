@@ -149,6 +149,12 @@ HINTS: list[tuple[str, Trajectory, bool]] = [
          "error: unknown profile 'relase' (expected: debug, release, profile)", 2),
         ("./build.sh shaders --platform ps5 --profile release", "compiled 3,412 shaders in 6m12s", 0),
         "3 412 shaders kompilerade."]), False),
+    # a listed version near the one the call sent is the receipt's value, not a respelling: numbers are exact
+    ("de-listed-version-near-twin", chat("Rolle den Rechnungsdienst 1.6 in eu-central aus.", [
+        ("fleetctl rollout --service billing --build 1.6 --regions eu-central",
+         "Error: tag '1.6' is not allowed; available: 1.6.4, 1.7.0", 1),
+        ("fleetctl rollout --service billing --build 1.6.4 --regions eu-central", "eu-central: 6/6 healthy", 0),
+        "Rechnungsdienst 1.6.4 läuft in eu-central (6/6)."]), True),
     ("en-json-commas", chat("Count the open tickets of project 7.", [
         ("ticketctl count --project 7 --state opne", '{"error": "bad state", "project": 7, "hint": 2}', 1),
         ("ticketctl count --project 7 --state open", '{"count": 2, "project": 7}', 0),

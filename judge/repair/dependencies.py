@@ -161,8 +161,10 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
                 or value.startswith("-") or value in own or value in given or value in {v for v, _ in found}):
             continue
         # The respelling of a word the call sent ("relase" -> "release" of "expected: debug, release") is the
-        # call's own value corrected, as a respelt retry is: the agent did not need the receipt for it.
-        if any(difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO for word in sent):
+        # call's own value corrected, as a respelt retry is: the agent did not need the receipt for it. Not an id or
+        # number: "recHd72" for "recHd27" is another record, which only the receipt named.
+        if not any(c.isdigit() for c in value) and any(
+                difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO for word in sent):
             continue
         for index in range(site.receipt_index + 1, len(trajectory.messages)):
             message = trajectory.messages[index]
