@@ -5,8 +5,9 @@ vocabulary in the rules config, read through the real importer (OpenAI chat reco
 
 - a later sentence that reports a kept listing (its rows' cells, a status column with ``failed``) does not talk of a
   deleted failure: sharing the listing's words is no reference;
-- a value the deleted receipt quoted (an error's hint: "did you mean 'Stichtag'?") that the next call then uses is a
-  returned-value dependency, in any language; a value the call sent itself, or that another receipt showed first,
+- a value the deleted receipt quoted (an error's hint: "did you mean 'Stichtag'?") or offered in a list of
+  alternatives ("options: Mpya, Imemalizika", "available: 3.2.1, 3.3.0") that the next call then uses is a
+  returned-value dependency, in any language (not the respelling of a word the call sent: "relase" -> "release"); a value the call sent itself, or that another receipt showed first,
   is not;
 - the next call of the same program with the refused word respelt ("npm run tests" -> "npm test") is the correction
   of a call its program refused to start, not a change of course;
@@ -123,6 +124,41 @@ HINTS: list[tuple[str, Trajectory, bool]] = [
         ("lark-cli base +record-list --base bascnKo2 --table tblKo7 --filter \"마감일 < TODAY()\" --fields 제목",
          "recKo3  계약 갱신", 0),
         "마감이 지난 작업: 계약 갱신."]), True),
+    # A list of alternatives the error offers (after a colon or parenthesis), unquoted: the item the retry takes.
+    ("sw-option-list", chat("Weka hali ya kazi recKz4 (tblKz2, Base bascnKz1) kuwa Imekamilika.", [
+        ("lark-cli base +record-update --base bascnKz1 --table tblKz2 --ids recKz4 --json '{\"Hali\":\"Imekamilika\"}'",
+         "Error: 400 OptionNotFound: 'Imekamilika' (options: Mpya, Inaendelea, Imemalizika)", 1),
+        ("lark-cli base +record-update --base bascnKz1 --table tblKz2 --ids recKz4 --json '{\"Hali\":\"Imemalizika\"}'",
+         '{"updated": 1}', 0),
+        "Kazi recKz4 ina hali Imemalizika."]), True),
+    ("fi-version-list", chat("Julkaise laskentapalvelu alueelle eu-north.", [
+        ("fleetctl rollout --service billing --build stable --regions eu-north",
+         "Error: tag 'stable' is not allowed; available: 3.2.1, 3.3.0", 1),
+        ("fleetctl rollout --service billing --build 3.3.0 --regions eu-north", "eu-north: 8/8 healthy", 0),
+        "Laskentapalvelu 3.3.0 on käynnissä alueella eu-north (8/8)."]), True),
+    # controls: the listed item the retry uses is its own argument already, or the respelling of its typo ("relase"
+    # -> "release"); JSON's commas list nothing
+    ("en-list-own-argument", chat("Set recEn9 (tblEn2, Base bascnEn1) to Done.", [
+        ("lark-cli base +record-update --base bascnEn1 --table tblEn2 --ids recEn9 --json '{\"State\":\"done\"}'",
+         "Error: 400 OptionNotFound: 'done' (options: Todo, Doing, Done)", 1),
+        ("lark-cli base +record-update --base bascnEn1 --table tblEn2 --ids recEn9 --json '{\"State\":\"Done\"}'",
+         '{"updated": 1}', 0),
+        "recEn9 is Done."]), False),
+    ("sv-listed-respelling", chat("Kompilera shaders för konsolbygget.", [
+        ("./build.sh shaders --platform ps5 --profile relase",
+         "error: unknown profile 'relase' (expected: debug, release, profile)", 2),
+        ("./build.sh shaders --platform ps5 --profile release", "compiled 3,412 shaders in 6m12s", 0),
+        "3 412 shaders kompilerade."]), False),
+    # a listed version near the one the call sent is the receipt's value, not a respelling: numbers are exact
+    ("de-listed-version-near-twin", chat("Rolle den Rechnungsdienst 1.6 in eu-central aus.", [
+        ("fleetctl rollout --service billing --build 1.6 --regions eu-central",
+         "Error: tag '1.6' is not allowed; available: 1.6.4, 1.7.0", 1),
+        ("fleetctl rollout --service billing --build 1.6.4 --regions eu-central", "eu-central: 6/6 healthy", 0),
+        "Rechnungsdienst 1.6.4 läuft in eu-central (6/6)."]), True),
+    ("en-json-commas", chat("Count the open tickets of project 7.", [
+        ("ticketctl count --project 7 --state opne", '{"error": "bad state", "project": 7, "hint": 2}', 1),
+        ("ticketctl count --project 7 --state open", '{"count": 2, "project": 7}', 0),
+        "Project 7 has 2 open tickets."]), False),
     # controls: the quoted value is the call's own argument; the value the retry uses came from another receipt
     ("en-own-argument", chat("List the overdue tasks in tblEn3 (Base bascnEn1).", [
         ("lark-cli base +record-list --base bascnEn1 --table tblEn3 --filter \"Due < TODAY()\"",

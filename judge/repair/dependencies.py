@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel
@@ -140,8 +141,9 @@ _QUOTED_VALUE = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60}
 
 
 def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]:
-    """Values the receipt of ``site`` quotes that a later message then uses before anything else showed them, with
-    the index of that first use: a hint of the error ("did you mean '締切日'?") taken over by the next call or text.
+    """Values the receipt of ``site`` quotes or offers in a list of alternatives that a later message then uses
+    before anything else showed them, with the index of that first use: a hint of the error ("did you mean '締切日'?",
+    "options: Nový, Dokončeno", "available: 1.6.4, 1.7.0") taken over by the next call or text.
     Read by the value flow, in any language: a quoted value counts when the call did not send it itself, the query
     and the user did not give it, no other receipt before the use showed it, and a later call's arguments or an
     assistant text hold it. The ledger's values need an id's shape; a field or script name need not have one."""
@@ -152,13 +154,17 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
     given = trajectory.query + "\n" + "\n".join(m.content or "" for m in trajectory.messages if m.role in ("system", "user"))
     found: list[tuple[str, int]] = []
     content = (receipt.content or "")[:4000]
-    for match in _QUOTED_VALUE.finditer(content):
-        if content[match.end():match.end() + 2].lstrip().startswith(":"):
-            continue  # a key of the answer's data ("code": ...), not a value
-        value = next(g for g in match.groups() if g is not None).strip()
+    sent = text_tokens(own)
+    for value in _offered_values(content):
         # One value (a field, script or id), not a command line or a flag the error suggests running.
         if (len(value) < (1 if _UNSPACED.search(value) else 3) or any(c.isspace() for c in value)
                 or value.startswith("-") or value in own or value in given or value in {v for v, _ in found}):
+            continue
+        # The respelling of a word the call sent ("relase" -> "release" of "expected: debug, release") is the
+        # call's own value corrected, as a respelt retry is: the agent did not need the receipt for it. Not an id or
+        # number: "recHd72" for "recHd27" is another record, which only the receipt named.
+        if not any(c.isdigit() for c in value) and any(
+                difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO for word in sent):
             continue
         for index in range(site.receipt_index + 1, len(trajectory.messages)):
             message = trajectory.messages[index]
@@ -180,6 +186,25 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
 
 
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+# A list of alternatives a receipt offers after a colon or an opening parenthesis and ending the line, clause or
+# bracket ("(options: Nový, Rozpracováno, Dokončeno)", "available: 1.6.4, 1.7.0"): two or more single tokens
+# separated by commas. Quotes, brackets and colons end an item, so JSON ("a": 1, "b": 2) never reads as one.
+_LISTED = re.compile(r"(?:^|[:(])[ \t]*([^\s,;:()\[\]{}\"'`]+(?:[ \t]*,[ \t]*[^\s,;:()\[\]{}\"'`]+)+)[ \t]*(?=[).;\]]|$)",
+                     re.MULTILINE)
+
+
+def _offered_values(content: str) -> list[str]:
+    """The values a receipt offers (pure): each one it quotes ('締切日', "build", «Cliente»; not a key of its
+    data, ``"code": ...``) and each item of a list of alternatives it prints (:data:`_LISTED`), in order."""
+    found: list[tuple[int, str]] = []
+    for match in _QUOTED_VALUE.finditer(content):
+        if content[match.end():match.end() + 2].lstrip().startswith(":"):
+            continue  # a key of the answer's data ("code": ...), not a value
+        found.append((match.start(), next(g for g in match.groups() if g is not None).strip()))
+    for match in _LISTED.finditer(content):
+        found.extend((match.start(1), item.strip().rstrip(".")) for item in match.group(1).split(","))
+    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
 
 
 def _action(trajectory: Trajectory, site: CallSite) -> Action:
@@ -346,20 +371,36 @@ def text_tokens(text: str) -> frozenset[str]:
     return frozenset(_TOKEN.findall(text))
 
 
-def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -> tuple[frozenset[str], frozenset[str], bool]:
+@dataclass(frozen=True)
+class RetryWords:
+    """What separates talk about a deleted failure from talk about its successful retry (:func:`retry_words`)."""
+
+    gone: frozenset[str]  # words only the deleted calls and their receipts had (the wrong id or typo, the error's words)
+    values: frozenset[str]  # the values the kept later calls and receipts show
+    kept_failure: bool  # a kept later receipt itself reports a failure
+    echoed: frozenset[str]  # every word the query and the kept later calls and receipts say (lower-cased)
+    numbers: frozenset[str]  # the numbers the kept later receipts show and the deleted ones did not, any length
+
+
+def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -> RetryWords:
     """What separates talk about a deleted failure from talk about its successful retry: the words only the
-    deleted calls and their receipts had (the wrong id or typo, the error's words; less what the kept later calls
-    and receipts and the query also say), the values the kept later calls and receipts show, and whether a kept
-    later receipt itself reports a failure (a sentence repeating it speaks of that failure, not the deleted one).
-    Memoized per trajectory and deleted set."""
-    memo: dict[tuple[frozenset[str], int], tuple[frozenset[str], frozenset[str], bool]] = (
+    deleted calls and their receipts had (less what the kept later calls and receipts and the query also say), the
+    values the kept later calls and receipts show, whether a kept later receipt itself reports a failure (a sentence
+    repeating it speaks of that failure, not the deleted one), the words the query and the kept later texts say (a
+    sentence repeating them, "which job failed", "0 errors", reports them) and the numbers only the kept later
+    receipts show ("34 files", "3 tests": a report of the retry, however short the number). Memoized per
+    trajectory and deleted set."""
+    memo: dict[tuple[frozenset[str], int], RetryWords] = (
         ledger_of(trajectory).analysis.cache.setdefault("repair:retry-words", {}))
     key = (frozenset(deleted), first_removed)
     if key in memo:
         return memo[key]
     gone: set[str] = set()
     kept: set[str] = set(value_words(trajectory.query))
+    echoed: set[str] = set(_plain_words(trajectory.query))
     values: set[str] = set()
+    numbers: set[str] = set()
+    gone_numbers: set[str] = set()
     kept_failure = False
     error = ledger_of(trajectory).analysis.config.patterns.error
     for site in call_sites(trajectory):
@@ -367,20 +408,44 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
         receipt = (site.receipt.content or "")[:4000] if site.receipt is not None else ""
         if site.call.id in deleted:
             gone |= value_words(text) | value_words(receipt)
+            gone_numbers |= numbers_in(f"{text} {receipt}")
         elif site.message_index > first_removed:
             kept |= value_words(text) | value_words(receipt)
+            echoed |= _plain_words(f"{text} {receipt}")
             values |= receipt_values(f"{text} {receipt}")
+            numbers |= numbers_in(receipt)
             # A kept receipt that reports a failure, by its flags or as an error line of its output (a log it
             # read: "error: profile expired"): a sentence explaining that failure speaks of it, not of the deleted one.
             kept_failure = kept_failure or site.failed or bool(error.search(receipt))
-    memo[key] = result = (frozenset(gone - kept), frozenset(values), kept_failure)
+    memo[key] = result = RetryWords(frozenset(gone - kept), frozenset(values), kept_failure, frozenset(echoed),
+                                    frozenset(numbers - gone_numbers))
     return result
+
+
+# A number standing alone, or glued to a counter of a script without spaces ("305개", "3件"), not a Latin id's part.
+_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
+
+
+def numbers_in(text: str) -> frozenset[str]:
+    """The numbers of ``text`` standing alone (``412``, ``0``, ``212,40`` read as ``212.40``, ``305`` of ``305개``;
+    not the digits of an id, ``e2e``, ``v3``, ``3d04h``) (pure)."""
+    return frozenset(n.replace(",", ".") for n in _NUMBER.findall(text))
+
+
+def _plain_words(text: str) -> frozenset[str]:
+    """The words of ``text``, lower-cased and stripped of edge punctuation (pure)."""
+    return frozenset(w for word in text.lower().split() if (w := word.strip(_CELL_EDGE)))
+
+
+def unechoed(text: str, echoed: frozenset[str]) -> str:
+    """``text`` without the words ``echoed`` holds (pure): what is left is the agent's own wording."""
+    return " ".join(word for word in text.split() if word.strip(_CELL_EDGE).lower() not in echoed)
 
 
 def names_gone_value(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int) -> bool:
     """Whether ``sentence`` names a value only the deleted calls had (their wrong id or typo'd name as written in the
     call or its receipt: ``wateja_206``, ``v3.81``), in any language: a text naming it speaks of the failure."""
-    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
+    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed).gone)
 
 
 _COGNATE_RATIO = 0.85  # "procentowego" -> "procent" ~ "percent" (0.86); "recHd27" ~ "recHd72" never: ids are exact
@@ -400,7 +465,8 @@ def _names_cognate(words: frozenset[str], gone: frozenset[str]) -> bool:
     return False
 
 
-def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int, own: str) -> str | None:
+def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int, own: str,
+                  detectors: Detectors | None = None, receipts: Sequence[str] = ()) -> str | None:
     """What of ``sentence`` may still refer to the deleted failure once what it reports of the kept retry is set
     aside, in any language, or None when the whole sentence must be read.
 
@@ -409,14 +475,29 @@ def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], firs
     receipt itself reports one ("the build failed: the profile expired"), speaks of the retry. Its clauses that
     carry such a value are the report; the clauses left ("since the first attempt did not work") are returned for
     the failure-reference reader, "" when every clause reports the retry."""
-    gone, values, kept_failure = retry_words(trajectory, deleted, first_removed)
+    retry = retry_words(trajectory, deleted, first_removed)
     words = value_words(sentence)
-    if not words.isdisjoint(gone) or words.isdisjoint(values) or _names_cognate(words, gone):
+
+    def reports(text: str) -> bool:
+        return not value_words(text).isdisjoint(retry.values) or not numbers_in(text).isdisjoint(retry.numbers)
+
+    # A word the kept texts say ("0 errors found") is the retry's, however near it is to the error's ("error").
+    if not words.isdisjoint(retry.gone) or not reports(sentence) or _names_cognate(words - retry.echoed, retry.gone):
         return None
-    if not kept_failure and speaks_of_failure(trajectory, own):
+    # Failure words the query or the kept receipts said ("which job failed", "0 errors found") are the report's.
+    if not retry.kept_failure and speaks_of_failure(trajectory, unechoed(own, retry.echoed)):
         return None
-    rest = [part for part in clauses(sentence) if value_words(part).isdisjoint(values)]
-    return ", ".join(rest)
+    rest = ", ".join(part for part in clauses(sentence) if not reports(part))
+    # What is left says what a kept receipt's line says, in the agent's words or language ("没有发现泄露" of "INF no
+    # leaks found"): a report of that output too.
+    if rest and detectors is not None and detectors.echoes(rest, receipt_lines(receipts)):
+        return ""
+    return rest
+
+
+def receipt_lines(receipts: Iterable[str]) -> list[str]:
+    """The non-blank lines of receipt texts, stripped, in order (pure)."""
+    return [line.strip() for receipt in receipts for line in receipt.splitlines() if line.strip()]
 
 
 def speaks_of_failure(trajectory: Trajectory, text: str) -> bool:
@@ -463,7 +544,8 @@ def textual_context(
                 wrong_value = names_gone_value(trajectory, sentence.text, deleted_ids, site.message_index)
                 names_call = names_call or wrong_value
                 # What it reports of the kept retry's values is no reference: only the rest is read.
-                residue = retry_residue(trajectory, sentence.text, deleted_ids, site.message_index, said)
+                residue = retry_residue(trajectory, sentence.text, deleted_ids, site.message_index, said,
+                                        detectors, receipts)
                 if residue == "":
                     continue
                 if residue is not None:

@@ -61,6 +61,7 @@ from judge.repair.dependencies import (
     status_cells,
     text_tokens,
     tie_names,
+    value_words,
 )
 from judge.repair.textref import (
     Detectors,
@@ -147,7 +148,8 @@ def no_reference_to_deleted_failure(
             names_deleted = wrong_value or not deleted_names.isdisjoint(names_in(sentence.text))
             own = own_words(sentence.text, receipts, cells)
             # What it reports of the kept retry's values is no reference: only the rest is read.
-            residue = retry_residue(original, sentence.text, deleted, first_removed, own) if removed else None
+            residue = (retry_residue(original, sentence.text, deleted, first_removed, own, detectors, receipts)
+                       if removed else None)
             if residue == "":
                 continue
             if residue is not None:
@@ -186,6 +188,8 @@ def no_reference_to_deleted_failure(
         if lost_its_failure or nearest_original in deleted_receipts or (names_deleted and deleted) or in_deleted_window:
             turn = edited.messages[index].turn
             findings.append(f"T{turn}: {text!r} (margin {margin:.2f})")
+    if removed and any(s.failed for s in removed):
+        findings += _story_added_to_final(original, edited, message_map)
     return ValidatorResult(
         name="no-reference-to-deleted-failure",
         passed=not findings,
@@ -196,6 +200,57 @@ def no_reference_to_deleted_failure(
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}|[\u3040-\u30ff\u3400-\u9fff]{2,}")
+
+
+# The new words of an added run that make it prose of its own: a clause, not a swapped value or a word of wording.
+_STORY_WORDS = 3
+
+
+def _story_added_to_final(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> list[str]:
+    """Runs of words a rewrite that deleted a failed call inserted into a sentence of the final answer it kept
+    whole (every word of the original sentence is still there), that show nothing a receipt, a call or the query
+    shows and that the original's kept texts did not say (``_STORY_WORDS`` or more such words), in any language:
+    "za drugim podejściem", "Nakon ispravke pogreške s id-om tablice", "بعد تصحيح نوع الحقل". The kept report needs
+    no new prose; words that carry no value can only tell how the agent got there, which after the deleted failure
+    is its story. A reworded answer (its words replaced), a swapped value and a cut are read elsewhere."""
+    after = _final_index(edited)
+    if after is None or edited.messages[after].tool_calls or message_map[after] >= len(original.messages):
+        return []
+    before = original.messages[message_map[after]]
+    if before.role != "assistant":
+        return []
+    shown = set(value_words(original.query))
+    for site in call_sites(original):
+        shown |= value_words(site.call.argument_text())
+        if site.receipt is not None:
+            shown |= value_words((site.receipt.content or "")[:4000])
+    # What the original's kept texts said (a sentence moved into the final answer is no new prose).
+    said = {w.strip(_EDGE_PUNCTUATION).lower() for i in set(message_map) if i < len(original.messages)
+            and original.messages[i].role == "assistant" for w in message_text(original.messages[i]).split()}
+
+    def words(text: str) -> list[str]:
+        return [w for w in text.split() if w.strip(_EDGE_PUNCTUATION)]
+
+    def plain(items: Sequence[str]) -> set[str]:
+        return {w.strip(_EDGE_PUNCTUATION).lower() for w in items}
+
+    found: list[str] = []
+    olds = [words(sentence.text) for sentence in split_sentences(message_text(before))]
+    for sentence in split_sentences(message_text(edited.messages[after])):
+        new_words = words(sentence.text)
+        for old_words in olds:
+            if not old_words or not plain(old_words) <= plain(new_words):
+                continue
+            matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
+            for op, _i1, _i2, j1, j2 in matcher.get_opcodes():
+                prose = [w for w in new_words[j1:j2]
+                         if (word := w.strip(_EDGE_PUNCTUATION)) and word.lower() not in said
+                         and not re.search(r"\d", word) and value_words(word).isdisjoint(shown)]
+                if op in ("insert", "replace") and len(prose) >= _STORY_WORDS:
+                    found.append(f"T{edited.messages[after].turn}: the rewrite added {' '.join(new_words[j1:j2])!r} to "
+                                 "the final answer, words no receipt shows: how it got past the deleted failure")
+            break
+    return found
 
 
 def _first_window_start(windows: Sequence[range], message_map: Sequence[int], index: int) -> int:

@@ -1,0 +1,150 @@
+"""Issue 24, editor round E2: principles pooled from the wrong decisions of several editions, by structure.
+
+Cases written here (not from any held-out set), in languages with no vocabulary in the rules config (Slovenian,
+Swahili, Romanian, Estonian), read through the real importer (OpenAI chat records). Table-driven.
+
+- a rewrite that deletes a failed call and inserts into a sentence of the final answer it keeps whole a run of
+  words that shows nothing a receipt, a call or the query shows ("v drugem poskusu", "Baada ya kurekebisha ...") tells how the agent got past
+  the failure: a reference to the deleted failure, in any language; added values, the query's own words, an
+  unchanged final answer and a reworded one are not;
+- a final answer that reports the kept retry is no reference to the deleted failure when the failure words it uses
+  are the query's or the kept receipts' own ("which job failed" asked, "0 errors" printed) and when the values it
+  reports are short numbers only the kept receipts show ("Có 3 bài kiểm thử e2e trong 2 tệp"); the deleted failure's story told
+  beside such a report is still one, and so is what is left beside the report unless it says what a kept
+  receipt's line says (by the multilingual embedding: "no se encontraron fugas" of "INF no leaks found").
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from judge.model import Trajectory, number_turns
+from judge.repair import offline_edit
+from judge.repair.dependencies import numbers_in
+from judge.repair.textref import Detectors
+from judge.repair.validators import validate_edit
+from judge.testing.builders import bash_chat, issue
+
+
+def chat(query: str, steps: list[tuple[str, str, int] | str]) -> Trajectory:
+    return bash_chat(query, steps, record_id="e2", text_joins_next_call=True)
+
+
+def rewrite_without_first_call(original: Trajectory, final: str) -> tuple[Trajectory, list[int]]:
+    """The rewriter output that drops the first call and its receipt and writes ``final`` as the final answer."""
+    drop = {i for i, m in enumerate(original.messages)
+            if any(c.id == "c1" for c in m.tool_calls) or (m.receipt is not None and m.receipt.call_id == "c1")}
+    message_map = [i for i in range(len(original.messages)) if i not in drop]
+    edited = original.model_copy(deep=True)
+    edited.messages = [edited.messages[i] for i in message_map]
+    edited.messages[-1].content = final
+    number_turns(edited.messages)
+    return edited, message_map
+
+
+SL_FIELD = chat("Dodaj številsko polje Teža v tabelo tblPk3 (baza bascnSl1).", [
+    ("lark-cli base +field-create --base bascnSl1 --table tblPk3 --json '{\"name\":\"Teža\",\"type\":\"numeric\"}'",
+     "Error: unknown field type 'numeric'", 1),
+    ("lark-cli base +field-create --base bascnSl1 --table tblPk3 --json '{\"name\":\"Teža\",\"type\":\"number\"}'",
+     '{"field_id": "fldTz4"}', 0),
+    "Polje Teža (fldTz4) je ustvarjeno."])
+SW_COUNT = chat("Jedwali Maagizo (tblMg7, Base bascnSw2) lina rekodi ngapi?", [
+    ("lark-cli base +record-count --base bascnSw2 --table tblMG7", "Error: 404 TableIdNotFound: tblMG7", 1),
+    ("lark-cli base +record-count --base bascnSw2 --table tblMg7", '{"count": 2310}', 0),
+    "Jedwali Maagizo lina rekodi 2310."])
+RO_FIELD = chat("Adaugă câmpul Termen de tip dată în tabelul tblRo2 (baza bascnRo1).", [
+    ("lark-cli base +field-create --base bascnRo1 --table tblRo2 --json '{\"name\":\"Termen\",\"type\":\"datetime\"}'",
+     "Error: unknown field type 'datetime'", 1),
+    ("lark-cli base +field-create --base bascnRo1 --table tblRo2 --json '{\"name\":\"Termen\",\"type\":\"date\"}'",
+     '{"field_id": "fldRo5"}', 0),
+    "Am adăugat câmpul Termen (fldRo5)."])
+
+# (case, original, rewritten final answer, refused as a reference)
+ADDED_STORIES: list[tuple[str, Trajectory, str, bool]] = [
+    ("sl-second-try", SL_FIELD, "Polje Teža (fldTz4) je ustvarjeno v drugem poskusu.", True),
+    ("sw-after-fixing-the-id", SW_COUNT,
+     "Baada ya kurekebisha kitambulisho cha jedwali, jedwali Maagizo lina rekodi 2310.", True),
+    ("ro-after-correcting-the-type", RO_FIELD, "După corectarea tipului, am adăugat câmpul Termen (fldRo5).", True),
+    # controls: the final answer kept, values added (the type the call set), the query's own words added
+    ("sl-kept", SL_FIELD, "Polje Teža (fldTz4) je ustvarjeno.", False),
+    ("sl-value-added", SL_FIELD, "Polje Teža (fldTz4, number) je ustvarjeno.", False),
+    ("ro-query-words-added", RO_FIELD, "Am adăugat câmpul Termen de tip dată în tabelul tblRo2 (fldRo5).", False),
+    ("sw-reworded-with-values", SW_COUNT, "Maagizo (tblMg7): rekodi 2310.", False),
+    # a reworded answer (the original sentence not kept whole) is no insertion, whatever new words it has
+    ("sl-reworded", SL_FIELD, "Ustvaril sem novo številsko polje z identifikatorjem fldTz4.", False),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "final", "refused"), ADDED_STORIES, ids=[row[0] for row in ADDED_STORIES])
+def test_a_story_added_to_the_final_answer_of_a_deletion_is_a_reference(
+        case: str, original: Trajectory, final: str, refused: bool, detectors: Detectors) -> None:
+    edited, message_map = rewrite_without_first_call(original, final)
+    failed = [v for v in validate_edit(original, edited, message_map, ["c1"], detectors) if not v.passed]
+    if refused:
+        assert "reference" in {v.kind for v in failed}, (case, [(v.name, v.findings) for v in failed])
+    else:
+        assert not failed, (case, [(v.name, v.findings) for v in failed])
+
+
+# (case, trajectory whose first call fails, the final answer is a reference to that failure)
+REPORTS: list[tuple[str, Trajectory, bool]] = [
+    ("de-query-failure-word", chat("Welcher Job ist im letzten Lauf der main fehlgeschlagen?", [
+        ("gh run view 88120 --json jobs", "could not find any workflow run with ID 88120", 1),
+        ("gh run list --branch main --limit 1 --json databaseId --jq '.[0].databaseId'", "88120031", 0),
+        ("gh run view 88120031 --json jobs --jq '.jobs[] | select(.conclusion==\"failure\") | .name'", "lint", 0),
+        "Fehlgeschlagen ist der Job lint (Lauf 88120031)."]), False),
+    ("en-receipt-failure-word", chat("Check the links of the handbook.", [
+        ("linkchecker --chek-extern handbook/", "linkchecker: error: unrecognized arguments: --chek-extern", 2),
+        ("linkchecker --check-extern handbook/", "That's it. 96 links in 14 URLs checked. 0 warnings found. "
+         "0 errors found.", 0),
+        "96 links checked, 0 errors."]), False),
+    ("vi-short-numbers", chat("Có bao nhiêu bài kiểm thử e2e?", [
+        ("npx playwright test --lsit", "error: unknown option '--lsit'", 1),
+        ("npx playwright test --list", "Listing tests:\n  [chromium] › cart.spec.ts:3:1 › adds\n"
+         "  [chromium] › cart.spec.ts:9:1 › removes\n  [chromium] › login.spec.ts:4:1 › logs in\n"
+         "Total: 3 tests in 2 files", 0),
+        "Có 3 bài kiểm thử e2e trong 2 tệp."]), False),
+    # the clause left beside the report says what a kept receipt's line says, in another language
+    ("es-no-leaks", chat("Busca secretos filtrados en el repositorio.", [
+        ("gitleaks detect --no-banr", "Error: unknown flag: --no-banr", 1),
+        ("gitleaks detect --no-banner", "INF 305 commits scanned.\nINF no leaks found", 0),
+        "Se revisaron 305 commits, no se encontraron fugas."]), False),
+    ("fr-health-json", chat("Que renvoie l'endpoint de santé du serveur ?", [
+        ("curl -s -o /dev/null -w '%{http_code}' http://localhost:8080/healthz", "404", 0),
+        ("curl -s http://localhost:8080/api/health", '{"status": "ok", "version": "2.0.3"}', 0),
+        '/api/health renvoie {"status": "ok", "version": "2.0.3"}.']), False),
+    # control: the same report with the failure's story beside it
+    ("de-story-beside-the-report", chat("Wie viele e2e-Tests gibt es?", [
+        ("npx playwright test --lsit", "error: unknown option '--lsit'", 1),
+        ("npx playwright test --list", "Listing tests:\n  [chromium] › cart.spec.ts:3:1 › adds\n"
+         "  [chromium] › cart.spec.ts:9:1 › removes\n  [chromium] › login.spec.ts:4:1 › logs in\n"
+         "Total: 3 tests in 2 files", 0),
+        "Der erste Aufruf ist wegen einer falschen Option fehlgeschlagen, danach: 3 Tests in 2 Dateien."]), True),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "reference"), REPORTS, ids=[row[0] for row in REPORTS])
+def test_a_final_answer_reporting_the_kept_retry_is_no_reference(case: str, original: Trajectory, reference: bool,
+                                                                 detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    edited, message_map = rewrite_without_first_call(original, original.messages[-1].content or "")
+    kinds = {v.kind for v in validate_edit(original, edited, message_map, ["c1"], detectors) if not v.passed}
+    if reference:
+        assert result.status != "edited" or result.sentences, (case, result.reason)
+        assert "reference" in kinds, (case, kinds)
+    else:
+        assert result.status == "edited", (case, result.reason)
+        assert not kinds, (case, kinds)
+
+
+@pytest.mark.parametrize(("text", "numbers"), [
+    ("412 links checked, 0 errors.", {"412", "0"}),
+    ("커밋 305개를 검사했습니다; 3件; bundle 212,40 kB", {"305", "3", "212.40"}),
+    ("e2e on v3, up 3d04h, id recHd27", set()),
+])
+def test_numbers_a_report_states(text: str, numbers: set[str]) -> None:
+    assert numbers_in(text) == numbers
