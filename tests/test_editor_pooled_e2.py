@@ -10,8 +10,7 @@ Swahili, Romanian, Estonian), read through the real importer (OpenAI chat record
 - a final answer that reports the kept retry is no reference to the deleted failure when the failure words it uses
   are the query's or the kept receipts' own ("which job failed" asked, "0 errors" printed) and when the values it
   reports are short numbers only the kept receipts show ("Có 3 bài kiểm thử e2e trong 2 tệp"); the deleted failure's story told
-  beside such a report is still one, and so is what is left beside the report unless it says what a kept
-  receipt's line says (by the multilingual embedding: "no se encontraron fugas" of "INF no leaks found").
+  beside such a report is still one.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from judge.model import Trajectory, number_turns
 from judge.repair import offline_edit
-from judge.repair.dependencies import numbers_in
 from judge.repair.textref import Detectors
 from judge.repair.validators import validate_edit
 from judge.testing.builders import bash_chat, issue
@@ -108,15 +106,6 @@ REPORTS: list[tuple[str, Trajectory, bool]] = [
          "  [chromium] › cart.spec.ts:9:1 › removes\n  [chromium] › login.spec.ts:4:1 › logs in\n"
          "Total: 3 tests in 2 files", 0),
         "Có 3 bài kiểm thử e2e trong 2 tệp."]), False),
-    # the clause left beside the report says what a kept receipt's line says, in another language
-    ("es-no-leaks", chat("Busca secretos filtrados en el repositorio.", [
-        ("gitleaks detect --no-banr", "Error: unknown flag: --no-banr", 1),
-        ("gitleaks detect --no-banner", "INF 305 commits scanned.\nINF no leaks found", 0),
-        "Se revisaron 305 commits, no se encontraron fugas."]), False),
-    ("fr-health-json", chat("Que renvoie l'endpoint de santé du serveur ?", [
-        ("curl -s -o /dev/null -w '%{http_code}' http://localhost:8080/healthz", "404", 0),
-        ("curl -s http://localhost:8080/api/health", '{"status": "ok", "version": "2.0.3"}', 0),
-        '/api/health renvoie {"status": "ok", "version": "2.0.3"}.']), False),
     # control: the same report with the failure's story beside it
     ("de-story-beside-the-report", chat("Wie viele e2e-Tests gibt es?", [
         ("npx playwright test --lsit", "error: unknown option '--lsit'", 1),
@@ -139,12 +128,3 @@ def test_a_final_answer_reporting_the_kept_retry_is_no_reference(case: str, orig
     else:
         assert result.status == "edited", (case, result.reason)
         assert not kinds, (case, kinds)
-
-
-@pytest.mark.parametrize(("text", "numbers"), [
-    ("412 links checked, 0 errors.", {"412", "0"}),
-    ("커밋 305개를 검사했습니다; 3件; bundle 212,40 kB", {"305", "3", "212.40"}),
-    ("e2e on v3, up 3d04h, id recHd27", set()),
-])
-def test_numbers_a_report_states(text: str, numbers: set[str]) -> None:
-    assert numbers_in(text) == numbers

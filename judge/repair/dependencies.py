@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -422,13 +422,12 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
     return result
 
 
-# A number standing alone, or glued to a counter of a script without spaces ("305개", "3件"), not a Latin id's part.
-_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
+_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![\w])")
 
 
 def numbers_in(text: str) -> frozenset[str]:
-    """The numbers of ``text`` standing alone (``412``, ``0``, ``212,40`` read as ``212.40``, ``305`` of ``305개``;
-    not the digits of an id, ``e2e``, ``v3``, ``3d04h``) (pure)."""
+    """The numbers of ``text`` standing alone (``412``, ``0``, ``212,40`` read as ``212.40``; not the digits of an
+    id, ``e2e``, ``v3``) (pure)."""
     return frozenset(n.replace(",", ".") for n in _NUMBER.findall(text))
 
 
@@ -465,8 +464,7 @@ def _names_cognate(words: frozenset[str], gone: frozenset[str]) -> bool:
     return False
 
 
-def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int, own: str,
-                  detectors: Detectors | None = None, receipts: Sequence[str] = ()) -> str | None:
+def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int, own: str) -> str | None:
     """What of ``sentence`` may still refer to the deleted failure once what it reports of the kept retry is set
     aside, in any language, or None when the whole sentence must be read.
 
@@ -487,17 +485,8 @@ def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], firs
     # Failure words the query or the kept receipts said ("which job failed", "0 errors found") are the report's.
     if not retry.kept_failure and speaks_of_failure(trajectory, unechoed(own, retry.echoed)):
         return None
-    rest = ", ".join(part for part in clauses(sentence) if not reports(part))
-    # What is left says what a kept receipt's line says, in the agent's words or language ("没有发现泄露" of "INF no
-    # leaks found"): a report of that output too.
-    if rest and detectors is not None and detectors.echoes(rest, receipt_lines(receipts)):
-        return ""
-    return rest
-
-
-def receipt_lines(receipts: Iterable[str]) -> list[str]:
-    """The non-blank lines of receipt texts, stripped, in order (pure)."""
-    return [line.strip() for receipt in receipts for line in receipt.splitlines() if line.strip()]
+    rest = [part for part in clauses(sentence) if not reports(part)]
+    return ", ".join(rest)
 
 
 def speaks_of_failure(trajectory: Trajectory, text: str) -> bool:
@@ -544,8 +533,7 @@ def textual_context(
                 wrong_value = names_gone_value(trajectory, sentence.text, deleted_ids, site.message_index)
                 names_call = names_call or wrong_value
                 # What it reports of the kept retry's values is no reference: only the rest is read.
-                residue = retry_residue(trajectory, sentence.text, deleted_ids, site.message_index, said,
-                                        detectors, receipts)
+                residue = retry_residue(trajectory, sentence.text, deleted_ids, site.message_index, said)
                 if residue == "":
                     continue
                 if residue is not None:

@@ -240,27 +240,6 @@ class Detectors:
     aspect_weight: float = 0.08
     success_threshold_bare: float = 0.15
 
-    # A clause says what a line of a receipt says, in any language, at this cosine or more: "没有发现泄露" of
-    # "INF no leaks found" 0.55, '/api/health renvoie {"status", "version"' of its JSON 0.56. The clauses that tell
-    # the failure's story beside a report read 0.28 or less against the kept receipts they follow (editor suites
-    # v1-v14, round E2).
-    echo_threshold: float = 0.5
-    _vectors: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
-
-    def echoes(self, text: str, lines: Sequence[str]) -> bool:
-        """Whether ``text`` says what one of ``lines`` (a receipt's output) says, by the multilingual embedding: a
-        report of that output in the agent's words or language, not talk of its own."""
-        lines = [line for line in dict.fromkeys(lines) if line][:_ECHO_LINES]
-        if not text.strip() or not lines:
-            return False
-        missing = [t for t in dict.fromkeys([text, *lines]) if t not in self._vectors]
-        if missing:
-            encoder, _ = self.failure._ready()
-            for t, vector in zip(missing, _normalise(encoder(missing))):
-                self._vectors[t] = vector
-        sims = np.stack([self._vectors[line] for line in lines]) @ self._vectors[text]
-        return float(sims.max()) >= self.echo_threshold
-
     def failure_reference(self, sentences: Sequence[str], cues: Sequence[bool],
                           explicit: Sequence[bool] | None = None) -> list[tuple[bool, float]]:
         """Whether each sentence refers to a failure. A reference often sits in one clause ("さっきのはダメだった
@@ -328,8 +307,6 @@ def clauses(sentence: str) -> list[str]:
     pieces = [p for p in pieces if len(p) >= (3 if _CJK_RUN_RE.search(p) else 8)]
     return pieces if len(pieces) > 1 else []
 
-
-_ECHO_LINES = 200  # the receipt lines a clause is compared with (a long log's first lines carry its report)
 
 _DETECTORS: dict[str, Detectors] = {}
 

@@ -148,8 +148,7 @@ def no_reference_to_deleted_failure(
             names_deleted = wrong_value or not deleted_names.isdisjoint(names_in(sentence.text))
             own = own_words(sentence.text, receipts, cells)
             # What it reports of the kept retry's values is no reference: only the rest is read.
-            residue = (retry_residue(original, sentence.text, deleted, first_removed, own, detectors, receipts)
-                       if removed else None)
+            residue = retry_residue(original, sentence.text, deleted, first_removed, own) if removed else None
             if residue == "":
                 continue
             if residue is not None:
