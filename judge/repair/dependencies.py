@@ -22,7 +22,6 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel
@@ -371,36 +370,20 @@ def text_tokens(text: str) -> frozenset[str]:
     return frozenset(_TOKEN.findall(text))
 
 
-@dataclass(frozen=True)
-class RetryWords:
-    """What separates talk about a deleted failure from talk about its successful retry (:func:`retry_words`)."""
-
-    gone: frozenset[str]  # words only the deleted calls and their receipts had (the wrong id or typo, the error's words)
-    values: frozenset[str]  # the values the kept later calls and receipts show
-    kept_failure: bool  # a kept later receipt itself reports a failure
-    echoed: frozenset[str]  # every word the query and the kept later calls and receipts say (lower-cased)
-    numbers: frozenset[str]  # the numbers the kept later receipts show and the deleted ones did not, any length
-
-
-def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -> RetryWords:
+def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -> tuple[frozenset[str], frozenset[str], bool]:
     """What separates talk about a deleted failure from talk about its successful retry: the words only the
-    deleted calls and their receipts had (less what the kept later calls and receipts and the query also say), the
-    values the kept later calls and receipts show, whether a kept later receipt itself reports a failure (a sentence
-    repeating it speaks of that failure, not the deleted one), the words the query and the kept later texts say (a
-    sentence repeating them, "which job failed", "0 errors", reports them) and the numbers only the kept later
-    receipts show ("34 files", "3 tests": a report of the retry, however short the number). Memoized per
-    trajectory and deleted set."""
-    memo: dict[tuple[frozenset[str], int], RetryWords] = (
+    deleted calls and their receipts had (the wrong id or typo, the error's words; less what the kept later calls
+    and receipts and the query also say), the values the kept later calls and receipts show, and whether a kept
+    later receipt itself reports a failure (a sentence repeating it speaks of that failure, not the deleted one).
+    Memoized per trajectory and deleted set."""
+    memo: dict[tuple[frozenset[str], int], tuple[frozenset[str], frozenset[str], bool]] = (
         ledger_of(trajectory).analysis.cache.setdefault("repair:retry-words", {}))
     key = (frozenset(deleted), first_removed)
     if key in memo:
         return memo[key]
     gone: set[str] = set()
     kept: set[str] = set(value_words(trajectory.query))
-    echoed: set[str] = set(_plain_words(trajectory.query))
     values: set[str] = set()
-    numbers: set[str] = set()
-    gone_numbers: set[str] = set()
     kept_failure = False
     error = ledger_of(trajectory).analysis.config.patterns.error
     for site in call_sites(trajectory):
@@ -408,43 +391,20 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
         receipt = (site.receipt.content or "")[:4000] if site.receipt is not None else ""
         if site.call.id in deleted:
             gone |= value_words(text) | value_words(receipt)
-            gone_numbers |= numbers_in(f"{text} {receipt}")
         elif site.message_index > first_removed:
             kept |= value_words(text) | value_words(receipt)
-            echoed |= _plain_words(f"{text} {receipt}")
             values |= receipt_values(f"{text} {receipt}")
-            numbers |= numbers_in(receipt)
             # A kept receipt that reports a failure, by its flags or as an error line of its output (a log it
             # read: "error: profile expired"): a sentence explaining that failure speaks of it, not of the deleted one.
             kept_failure = kept_failure or site.failed or bool(error.search(receipt))
-    memo[key] = result = RetryWords(frozenset(gone - kept), frozenset(values), kept_failure, frozenset(echoed),
-                                    frozenset(numbers - gone_numbers))
+    memo[key] = result = (frozenset(gone - kept), frozenset(values), kept_failure)
     return result
-
-
-_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![\w])")
-
-
-def numbers_in(text: str) -> frozenset[str]:
-    """The numbers of ``text`` standing alone (``412``, ``0``, ``212,40`` read as ``212.40``; not the digits of an
-    id, ``e2e``, ``v3``) (pure)."""
-    return frozenset(n.replace(",", ".") for n in _NUMBER.findall(text))
-
-
-def _plain_words(text: str) -> frozenset[str]:
-    """The words of ``text``, lower-cased and stripped of edge punctuation (pure)."""
-    return frozenset(w for word in text.lower().split() if (w := word.strip(_CELL_EDGE)))
-
-
-def unechoed(text: str, echoed: frozenset[str]) -> str:
-    """``text`` without the words ``echoed`` holds (pure): what is left is the agent's own wording."""
-    return " ".join(word for word in text.split() if word.strip(_CELL_EDGE).lower() not in echoed)
 
 
 def names_gone_value(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int) -> bool:
     """Whether ``sentence`` names a value only the deleted calls had (their wrong id or typo'd name as written in the
     call or its receipt: ``wateja_206``, ``v3.81``), in any language: a text naming it speaks of the failure."""
-    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed).gone)
+    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
 
 
 _COGNATE_RATIO = 0.85  # "procentowego" -> "procent" ~ "percent" (0.86); "recHd27" ~ "recHd72" never: ids are exact
@@ -473,19 +433,13 @@ def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], firs
     receipt itself reports one ("the build failed: the profile expired"), speaks of the retry. Its clauses that
     carry such a value are the report; the clauses left ("since the first attempt did not work") are returned for
     the failure-reference reader, "" when every clause reports the retry."""
-    retry = retry_words(trajectory, deleted, first_removed)
+    gone, values, kept_failure = retry_words(trajectory, deleted, first_removed)
     words = value_words(sentence)
-
-    def reports(text: str) -> bool:
-        return not value_words(text).isdisjoint(retry.values) or not numbers_in(text).isdisjoint(retry.numbers)
-
-    # A word the kept texts say ("0 errors found") is the retry's, however near it is to the error's ("error").
-    if not words.isdisjoint(retry.gone) or not reports(sentence) or _names_cognate(words - retry.echoed, retry.gone):
+    if not words.isdisjoint(gone) or words.isdisjoint(values) or _names_cognate(words, gone):
         return None
-    # Failure words the query or the kept receipts said ("which job failed", "0 errors found") are the report's.
-    if not retry.kept_failure and speaks_of_failure(trajectory, unechoed(own, retry.echoed)):
+    if not kept_failure and speaks_of_failure(trajectory, own):
         return None
-    rest = [part for part in clauses(sentence) if not reports(part)]
+    rest = [part for part in clauses(sentence) if value_words(part).isdisjoint(values)]
     return ", ".join(rest)
 
 
