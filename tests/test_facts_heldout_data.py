@@ -1,6 +1,6 @@
 """Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples), v2, v3, v4, v5, v6,
 v7, v8, v9, v10, v11, v12, v13, v14 and v15 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones
-had been read). A ``blind`` edition (v15 now; v7 to v14 were measured) has its truth committed and no editor run on it yet: its
+had been read). A ``blind`` edition (none now; v7 to v15 were measured) has its truth committed and no editor run on it yet: its
 suite is not run through the runner.
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
@@ -95,7 +95,7 @@ SETS = {
                       frozenset({"en", "zh", "ja", "ko", "de", "fr", "pt", "az", "uz", "ne"})),
     "v15": HeldoutSet("v15", FIXTURES / "facts_heldout_v15", "build_facts_heldout_v15.py", FIXTURES / "editor_counterexamples_v15",
                       "build_counterexamples_v15.py", 48, 11, 14, 32, 8, 3,
-                      frozenset({"en", "zh", "ja", "ko", "es", "ru", "tr", "de", "kk", "hy", "ur"}), blind=True),
+                      frozenset({"en", "zh", "ja", "ko", "es", "ru", "tr", "de", "kk", "hy", "ur"})),
 }
 
 
@@ -329,7 +329,7 @@ def test_v13_has_four_domains_of_twelve_languages_without_vocabulary_and_origin_
 
 
 def test_v14_has_four_domains_of_ten_languages_without_vocabulary_and_origin_cases() -> None:
-    """v14 (blind): lark-base, energy-grid, retail-pos, translation-ops, ten each; az uz ne have no claims vocabulary."""
+    """v14: lark-base, energy-grid, retail-pos, translation-ops, ten each; az uz ne have no claims vocabulary."""
     rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
             for r in _read_jsonl(SETS["v14"].trajectories / f"facts_{fmt}.jsonl")]
     assert Counter(m["domain"] for m in rows) == {"lark-base": 10, "energy-grid": 10, "retail-pos": 10, "translation-ops": 10}
@@ -343,7 +343,7 @@ def test_v14_has_four_domains_of_ten_languages_without_vocabulary_and_origin_cas
 
 
 def test_v15_has_four_domains_of_twelve_languages_without_vocabulary_and_origin_cases() -> None:
-    """v15 (blind): lark-base, insurance-claims, telecom-provisioning, event-ticketing, twelve each; kk hy ur have no
+    """v15: lark-base, insurance-claims, telecom-provisioning, event-ticketing, twelve each; kk hy ur have no
     claims vocabulary."""
     rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
             for r in _read_jsonl(SETS["v15"].trajectories / f"facts_{fmt}.jsonl")]
