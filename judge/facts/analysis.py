@@ -1530,6 +1530,11 @@ def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: 
     hit = matcher.search_found(text, found, low)
     if hit is None:
         return None
+    if not _number_suffix(text, hit.start()):
+        # No all-clear phrase starts at or before the hit (the leftmost is after it, or there is none): none holds it.
+        first_clear = patterns.all_clear.search_found(text, found, low)
+        if first_clear is None or first_clear.start() > hit.start():
+            return hit
     clear = [m.span() for m in patterns.all_clear.finditer_found(text, found, low)]
     if not any(a <= hit.start() < b for a, b in clear) and not _number_suffix(text, hit.start()):
         return hit  # the leftmost match is outside every all-clear phrase: it is the first such match

@@ -115,7 +115,14 @@ _VOLATILE = re.compile(r"[\w-]*\d[\w-]*")
 def _error_shape(action: Action) -> str:
     """The failure line with numbers and ids masked: two failures with the same shape are the same error (a bulk
     job that failed again gets a new job id)."""
-    return _VOLATILE.sub("#", action.error_line.strip().lower())
+    return _masked_line(action.error_line)
+
+
+@functools.lru_cache(maxsize=4096)
+def _masked_line(line: str) -> str:
+    """:func:`_error_shape` of a failure line, memoised: failure lines repeat across a batch (the same traceback's
+    last line, the same refusal), and the masking regex backtracks over every word."""
+    return _VOLATILE.sub("#", line.strip().lower())
 
 
 def _identical_failures(an: Analysis, action: Action) -> tuple[list[Action], int]:
