@@ -1448,17 +1448,19 @@ def clip(text: str, head: int, tail: int) -> str:
     return text[:head] + "\n" + (text[-tail:] if tail else "")
 
 
-def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Sentence] | None = None) -> list[Sentence]:
+def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Sentence] | None = None,
+                   keep: Callable[[str], bool] | None = None) -> list[Sentence]:
     """Every sentence of ``text`` read as a claim sentence is (``is_claim`` false where no claim phrase starts
     it): the statements of an answer ("11月の合計は 25,800 円です") whose numbers the language-neutral checks hold
     against receipts in any language. ``read``: claim sentences already read, by text (the analysis's
-    ``cache["sentences"]``); each is copied, not read again."""
+    ``cache["sentences"]``); each is copied, not read again. ``keep``: only the sentences whose text it passes
+    are read (a caller that wants those with a number does not pay for reading the others)."""
     found: list[Sentence] = []
     start = 0
     for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
         piece = text[start:end].strip()
         start = end
-        if piece:
+        if piece and (keep is None or keep(piece)):
             is_claim = patterns.claim.search(piece) is not None
             known = read.get(piece) if read else None
             if known is not None:

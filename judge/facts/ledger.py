@@ -13,7 +13,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from judge.facts.analysis import HTTP_CLIENTS, Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
@@ -629,11 +629,14 @@ class Ledger:
                 within=_RETRY_WINDOW))
         command = action.command if action.program else None
         if command is not None:
-            # A typo corrected: the same command with one word respelled to what the query or the error named.
-            known = f"{index.given}\n{action.receipt.content.lower() if action.receipt else ''}"
+            # A typo corrected: the same command with one word respelled to what the query or the error named
+            # (that text joined only when a retry differs by one word).
+            receipt = action.receipt
             found.append(index.first(
                 index.by_program.get((action.name, action.program), ()), action.order, before,
-                lambda later: redoes(later) and _respelled(command, later.command or "", known)
+                lambda later: redoes(later) and _respelled(
+                    command, later.command or "",
+                    lambda: f"{index.given}\n{receipt.content.lower() if receipt else ''}")
                 if later.call is not None else False, within=_RETRY_WINDOW))
         return min((a for a in found if a is not None), key=lambda a: a.order, default=None)
 
@@ -914,10 +917,16 @@ class _RecoveryIndex:
                     if not places or places[-1] != at:
                         places.append(at)
         self.signals = frozenset(self.signal_at)
-        # What the user gave (the query, user and system messages), lowered: a value from there is no evidence.
-        self.given = "\n".join([an.trajectory.query or "", *(m.content or "" for m in an.trajectory.messages
-                                                            if m.role in ("user", "system"))]).lower()
         self.final_speech = an.speeches[-1] if an.speeches else None
+        self._trajectory = an.trajectory
+
+    @cached_property
+    def given(self) -> str:
+        """What the user gave (the query, user and system messages), lowered: a value from there is no evidence.
+        Joined when first asked (a typo's retry is looked for only among later successes of the same program)."""
+        trajectory = self._trajectory
+        return "\n".join([trajectory.query or "", *(m.content or "" for m in trajectory.messages
+                                                     if m.role in ("user", "system"))]).lower()
 
     @staticmethod
     def first(actions: Sequence[Action], order: int, before: int, passes: Callable[[Action], bool],
@@ -1000,10 +1009,10 @@ def _leading_words(command: str) -> str:
 _RETRY_WINDOW = 3
 
 
-def _respelled(failed: str, later: str, known: str) -> bool:
+def _respelled(failed: str, later: str, known: Callable[[], str]) -> bool:
     """Whether command ``later`` is ``failed`` with one word respelled (a typo fixed: ``pip install reqeusts`` ->
-    ``pip install requests``): the same words but one, a close spelling of the old one that ``known`` (the query,
-    the failed receipt's "did you mean") names."""
+    ``pip install requests``): the same words but one, a close spelling of the old one that ``known()`` (the query,
+    the failed receipt's "did you mean"; made only when one word differs) names."""
     old_words, new_words = failed.split(), later.split()
     if len(old_words) != len(new_words):
         return False
@@ -1011,7 +1020,7 @@ def _respelled(failed: str, later: str, known: str) -> bool:
     if len(changed) != 1:
         return False
     old, new = changed[0]
-    return (len(new) >= 4 and new.lower() in known.lower()
+    return (len(new) >= 4 and new.lower() in known().lower()
             and difflib.SequenceMatcher(None, old.lower(), new.lower()).ratio() >= 0.75)
 
 

@@ -1150,9 +1150,10 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         claims = _claims(speech)
         if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
-            claims = claims + [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
-                               if s.text not in told and not s.hedged and not s.future
-                               and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
+            claims = claims + [s for s in read_sentences(
+                speech.region, an.patterns, an.cache.get("sentences"),
+                lambda text: text not in told and bool(_DIGITS.search(text) or _word_counts(an, text)))
+                if not s.hedged and not s.future]
         if not claims and index != an.final_message_index:
             continue  # a final answer's summary table is held row for row even when no sentence claims in words
         prior = _work_before(an, index)
@@ -1900,7 +1901,7 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
     """A bound claimed of a field's numbers ("all prices are under 50", "재고가 100 이하") that a number of that
     field in the last read-back listing it breaks. The field is the one the sentence names (by its first four
     letters: "prijzen" names Prijs), or the read-back's only numeric field."""
-    bound = _bound_word(an, sentence.text)
+    bound = _bound_word(an, sentence.text) if _DIGITS.search(sentence.text) else None  # its limit is a number
     if bound is None:
         return None
     bound_word, upper = bound
@@ -1927,7 +1928,7 @@ def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
     """A bound the claim gives ("boven € 500", "500 元以上") that the filter of the last read-back holding filter
     conditions does not hold: it has bounds of that direction (:func:`~judge.facts.readbacks.filter_bounds`) and
     none is the claimed limit in any reading."""
-    bound = _bound_word(an, sentence.text)
+    bound = _bound_word(an, sentence.text) if _DIGITS.search(sentence.text) else None  # its limit is a number
     if bound is None:
         return None
     bound_word, upper = bound
