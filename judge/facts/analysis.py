@@ -269,6 +269,12 @@ class _Successes:
 
 
 def excerpt(text: str, limit: int) -> str:
+    if len(text) > 4 * limit + 64:
+        # A long text (a whole receipt): its head flattened is a prefix of the whole flattened; when that already
+        # runs past the limit, the excerpt is its cut (no split of the rest).
+        head = " ".join(text[: 4 * limit + 64].split())
+        if len(head) > limit:
+            return head[: limit - 1] + "…"
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
