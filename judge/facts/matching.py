@@ -304,22 +304,41 @@ class LiteralGate:
         self.wide_roots = tuple(r for r in roots if not r.isascii())
         # Many roots (nineteen languages' words): one scan of a trie-shaped regex finds them about twice as fast as a
         # substring test per root. No root is a prefix of another (it would contain it), so at most one root starts
-        # at a position, and searching again from the position after each match finds every occurrence.
+        # at a position, and searching again from the position after each match finds every occurrence. A long text
+        # (a trajectory's receipts joined) is scanned once per first character instead (a root alone there: a
+        # substring test): a regex that starts with a literal jumps from one occurrence of it to the next in C,
+        # where the trie of all roots tries its branches at almost every position (~2x slower on such a text; on a
+        # sentence the thirty tests cost more than they save).
         self.root_scan = _trie_scan(self.roots) if len(self.roots) >= TRIE_MIN_ROOTS else None
+        self.root_scans = _first_char_scans(self.roots) if self.root_scan is not None and all(self.roots) else None
         self.wide_by_key: dict[str, list[str]] = {}
         for root in self.wide_roots:
             self.wide_by_key.setdefault(next(ch for ch in root if not ch.isascii()), []).append(root)
 
     def find(self, low: str) -> frozenset[str]:
-        scan = self.root_scan
-        if scan is not None:
+        scans = self.root_scans if len(low) >= FIRST_CHAR_MIN_CHARS else None
+        if scans is not None:
+            seen: dict[str, None] = {}
+            for first, scan, only in scans:
+                if first not in low:
+                    continue
+                if scan is None:
+                    if only in low:
+                        seen[only] = None
+                    continue
+                match = scan.search(low)
+                while match is not None:
+                    seen[match.group()] = None
+                    match = scan.search(low, match.start() + 1)
+            found = list(seen)
+        elif self.root_scan is not None:
             # The root starting at each position where one does (at most one can), in text order: a search skips
             # to the next candidate start in C, where a look-ahead tried at every position costs ~25% more.
-            seen: dict[str, None] = {}
-            match = scan.search(low)
+            seen = {}
+            match = self.root_scan.search(low)
             while match is not None:
                 seen[match.group()] = None
-                match = scan.search(low, match.start() + 1)
+                match = self.root_scan.search(low, match.start() + 1)
             found = list(seen)
         else:
             found = [literal for literal in self.roots if literal in low]
@@ -399,6 +418,17 @@ class LiteralGate:
 
 
 TRIE_MIN_ROOTS = 60  # below this many roots, a substring test per root is as fast as a trie scan
+FIRST_CHAR_MIN_CHARS = 400  # from this length on, a text's roots are found by one scan per first character
+
+
+def _first_char_scans(words: tuple[str, ...]) -> list[tuple[str, re.Pattern[str] | None, str]]:
+    """(first character, :func:`_trie_scan` of the words starting with it, or None and the one word that does) for
+    each first character of ``words``: every match of a scan starts with its literal character."""
+    groups: dict[str, list[str]] = {}
+    for word in words:
+        groups.setdefault(word[0], []).append(word)
+    return [(first, None, group[0]) if len(group) == 1 else (first, _trie_scan(tuple(group)), "")
+            for first, group in sorted(groups.items())]
 
 
 def _trie_scan(words: tuple[str, ...]) -> re.Pattern[str]:
