@@ -898,6 +898,7 @@ class _RecoveryIndex:
         self.bare_claim_at: list[int] = []
         self.claim_values: dict[str, list[int]] = {}
         values_of: dict[str, set[str]] = {}  # a sentence repeated in several messages is read once
+        claim_values = self.claim_values
         for speech in an.speeches:
             at = speech.message_index
             if speech.speaks_of_failure or any(_negated(s, an.patterns) for s in speech.sentences):
@@ -913,8 +914,10 @@ class _RecoveryIndex:
                     if kind and (not where or where[-1] != at):
                         where.append(at)
                 for value in values:
-                    places = self.claim_values.setdefault(value, [])
-                    if not places or places[-1] != at:
+                    places = claim_values.get(value)  # (no empty list made for a value already seen)
+                    if places is None:
+                        claim_values[value] = [at]
+                    elif places[-1] != at:
                         places.append(at)
         self.signals = frozenset(self.signal_at)
         self.final_speech = an.speeches[-1] if an.speeches else None
