@@ -304,11 +304,13 @@ class Ledger:
         # A cheap gate before the ledger's values: an earlier change's arguments hold a value of 4+ characters with
         # a digit that the receipt shows and this call did not send, or a write's arguments hold the host this call
         # reaches (most faults inherit nothing the agent typed).
+        held = [t for t in value_tokens(shown) | _versions(shown)
+                if len(t) >= 4 and _DIGIT.search(t) and t not in action.text]
+        if not held and not names:
+            return None  # nothing the receipt shows can be an earlier change's value (the changes are not read)
         typed = self._changes_typed()
         if not typed and not names:
             return None
-        held = [t for t in value_tokens(shown) | _versions(shown)
-                if len(t) >= 4 and _DIGIT.search(t) and t not in action.text] if typed else []
         if not any(typed.get(t, action.order) < action.order for t in held) \
                 and not any(self._first_write_naming(n) < action.order for n in names):
             return None

@@ -173,9 +173,10 @@ def failed_call(an: Analysis) -> list[Issue]:
     ledger = _ledger(an)
     issues = []
     for action in an.actions:
-        typed = action.outcome == "environment" and not action.is_check and ledger.typed_fault(action) is not None
-        if (action.outcome != "error" and not typed) or action.reported or _repeats_earlier_failure(an, action):
+        if action.outcome not in ("error", "environment") or action.reported or _repeats_earlier_failure(an, action):
             continue
+        if action.outcome != "error" and (action.is_check or ledger.typed_fault(action) is None):
+            continue  # an environment fault is a failed call only when it inherits a value the agent typed astray
         if _repeated_unchanged_later(an, action):
             continue  # one defect: the unchanged repeat is repeated-failure's finding, at the repeat's turn
         if ledger.recovery(action) is not None:
