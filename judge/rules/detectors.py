@@ -1153,7 +1153,7 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
             told = {c.text for c in claims}
             claims = claims + [s for s in read_sentences(
                 speech.region, an.patterns, an.cache.get("sentences"),
-                lambda text: text not in told and bool(_DIGITS.search(text) or _word_counts(an, text)))
+                lambda text, told=told: text not in told and bool(_DIGITS.search(text) or _word_counts(an, text)))
                 if not s.hedged and not s.future]
         if not claims and index != an.final_message_index:
             continue  # a final answer's summary table is held row for row even when no sentence claims in words
