@@ -1151,10 +1151,12 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         claims = _claims(speech)
         if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
-            claims = claims + [s for s in read_sentences(
-                speech.region, an.patterns, an.cache.get("sentences"),
-                lambda text, told=told: text not in told and bool(_DIGITS.search(text) or _word_counts(an, text)))
-                if not s.hedged and not s.future]
+
+            def numbered(text: str, told: set[str] = told) -> bool:  # read only the new sentences with a number
+                return text not in told and bool(_DIGITS.search(text) or _word_counts(an, text))
+
+            claims = claims + [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences"), numbered)
+                               if not s.hedged and not s.future]
         if not claims and index != an.final_message_index:
             continue  # a final answer's summary table is held row for row even when no sentence claims in words
         prior = _work_before(an, index)
