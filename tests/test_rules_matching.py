@@ -140,6 +140,11 @@ def test_literal_gate_finds_the_same_in_a_batch(texts: list[str]) -> None:
     (r"(a|bc)++d", ["d"]),  # a possessive repeat is not read
     (r"(ab|cd)(efg|hij)", ["efg", "hij"]),
     (r"\x41\u00e9", ["aé"]),
+    (r"^\s*[✗✘×]", ["×", "✗", "✘"]),  # a class of caseless characters needs one of them
+    (r"\d+\s*(条|个|行)", ["个", "条", "行"]),
+    (r"[<≤]\s*\d", ["<", "≤"]),
+    (r"[ab]\d", None),  # letters have a case: IGNORECASE matches others too
+    (r"[^✗]", None),
     # outside the subset: no literal (the pattern always runs)
     (r"(a)\1", None),
     (r"(?i)done", None),

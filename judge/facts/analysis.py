@@ -270,6 +270,12 @@ class _Successes:
 
 
 def excerpt(text: str, limit: int) -> str:
+    if len(text) > 4 * limit + 64:
+        # A long text (a whole receipt): its head flattened is a prefix of the whole flattened; when that already
+        # runs past the limit, the excerpt is its cut (no split of the rest).
+        head = " ".join(text[: 4 * limit + 64].split())
+        if len(head) > limit:
+            return head[: limit - 1] + "…"
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -1467,17 +1473,19 @@ def clip(text: str, head: int, tail: int) -> str:
     return text[:head] + "\n" + (text[-tail:] if tail else "")
 
 
-def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Sentence] | None = None) -> list[Sentence]:
+def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Sentence] | None = None,
+                   keep: Callable[[str], bool] | None = None) -> list[Sentence]:
     """Every sentence of ``text`` read as a claim sentence is (``is_claim`` false where no claim phrase starts
     it): the statements of an answer ("11月の合計は 25,800 円です") whose numbers the language-neutral checks hold
     against receipts in any language. ``read``: claim sentences already read, by text (the analysis's
-    ``cache["sentences"]``); each is copied, not read again."""
+    ``cache["sentences"]``); each is copied, not read again. ``keep``: only the sentences whose text it passes
+    are read (a caller that wants those with a number does not pay for reading the others)."""
     found: list[Sentence] = []
     start = 0
     for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
         piece = text[start:end].strip()
         start = end
-        if piece:
+        if piece and (keep is None or keep(piece)):
             is_claim = patterns.claim.search(piece) is not None
             known = read.get(piece) if read else None
             if known is not None:
@@ -1549,6 +1557,11 @@ def _beyond_all_clear(matcher: PhraseMatcher, patterns: CompiledPatterns, text: 
     hit = matcher.search_found(text, found, low)
     if hit is None:
         return None
+    if not _number_suffix(text, hit.start()):
+        # No all-clear phrase starts at or before the hit (the leftmost is after it, or there is none): none holds it.
+        first_clear = patterns.all_clear.search_found(text, found, low)
+        if first_clear is None or first_clear.start() > hit.start():
+            return hit
     clear = [m.span() for m in patterns.all_clear.finditer_found(text, found, low)]
     if not any(a <= hit.start() < b for a, b in clear) and not _number_suffix(text, hit.start()):
         return hit  # the leftmost match is outside every all-clear phrase: it is the first such match

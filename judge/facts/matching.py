@@ -159,13 +159,14 @@ class PhraseMatcher:
         patterns, text = plan.for_text(text, low)
         # Windows are found in the lowered text; on the case-insensitive fallback the whole text is searched.
         windows = plan.windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
+        first = plan.first_line(text) if windows is None and text is low and plan.any_one_line else 0
         matches: list[re.Match[str]] = []
         for pattern, one_line in zip(patterns, plan.one_line):
             if one_line and windows is not None:
                 for start, end in windows:
                     matches.extend(pattern.finditer(text, start, end))
             else:
-                matches.extend(pattern.finditer(text))
+                matches.extend(pattern.finditer(text, first if one_line else 0))
         if len(matches) > 1:
             matches.sort(key=lambda m: m.start())
         return matches
@@ -180,10 +181,13 @@ class PhraseMatcher:
         patterns, text = plan.for_text(text, low)
         # Windows are found in the lowered text; on the case-insensitive fallback the whole text is searched.
         windows = plan.windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
+        # A short text is searched whole, but a pattern that cannot cross a line from the first line that holds
+        # one of the plan's literals on (no match of it starts before; look-behinds still see the text before).
+        first = plan.first_line(text) if windows is None and text is low and plan.any_one_line else 0
         if windows is None:
             if plan.joined is not None:
                 # One search of the alternation finds the same leftmost match start, earliest pattern first.
-                return plan.joined[1 if text is low else 0].search(text)
+                return plan.joined[1 if text is low else 0].search(text, first if plan.all_one_line else 0)
             if plan.indices and plan.matcher is not None:
                 plan.matcher.join(plan)
         best: re.Match[str] | None = None
@@ -195,7 +199,7 @@ class PhraseMatcher:
                     if match is not None:
                         break
             else:
-                match = pattern.search(text)
+                match = pattern.search(text, first if one_line else 0)
             if match is not None and (best is None or match.start() < best.start()):
                 best = match
         return best
@@ -218,7 +222,8 @@ WINDOW_MIN_CHARS = 400  # below this, running a pattern over the whole text is c
 class Plan:
     """The patterns of one list to run on a text, and the literals whose lines bound the one-line patterns."""
 
-    __slots__ = ("indices", "joined", "literals", "lowered", "matcher", "one_line", "patterns")
+    __slots__ = ("all_one_line", "any_one_line", "indices", "joined", "literals", "lowered", "matcher", "one_line",
+                 "patterns")
 
     def __init__(self, patterns: tuple[re.Pattern[str], ...], lowered: tuple[re.Pattern[str], ...],
                  one_line: tuple[bool, ...], literals: tuple[str, ...], matcher: PhraseMatcher | None = None,
@@ -226,6 +231,8 @@ class Plan:
         self.patterns = patterns
         self.lowered = lowered
         self.one_line = one_line
+        self.all_one_line = all(one_line)
+        self.any_one_line = any(one_line)
         self.literals = literals
         # The patterns as one alternation (case-insensitive, lowered), for a search of a whole text: its match
         # starts where the leftmost of theirs does (callers read only ``start()``). None: run them one by one.
@@ -242,6 +249,16 @@ class Plan:
         if low is not None and len(low) == len(text):
             return self.lowered, low
         return self.patterns, text
+
+    def first_line(self, low: str) -> int:
+        """Where the first line of the lowered text that holds one of the literals starts (0 when none does):
+        every match of a one-line pattern lies on a line that holds one of its literals."""
+        first = -1
+        for literal in self.literals:
+            at = low.find(literal)
+            if at >= 0 and (first < 0 or at < first):
+                first = at
+        return low.rfind("\n", 0, first) + 1 if first > 0 else 0
 
     def windows(self, low: str) -> list[tuple[int, int]] | None:
         """Line spans of the lowered text holding one of the literals (merged, in order); None: search it whole."""
@@ -304,22 +321,41 @@ class LiteralGate:
         self.wide_roots = tuple(r for r in roots if not r.isascii())
         # Many roots (nineteen languages' words): one scan of a trie-shaped regex finds them about twice as fast as a
         # substring test per root. No root is a prefix of another (it would contain it), so at most one root starts
-        # at a position, and searching again from the position after each match finds every occurrence.
+        # at a position, and searching again from the position after each match finds every occurrence. A long text
+        # (a trajectory's receipts joined) is scanned once per first character instead (a root alone there: a
+        # substring test): a regex that starts with a literal jumps from one occurrence of it to the next in C,
+        # where the trie of all roots tries its branches at almost every position (~2x slower on such a text; on a
+        # sentence the thirty tests cost more than they save).
         self.root_scan = _trie_scan(self.roots) if len(self.roots) >= TRIE_MIN_ROOTS else None
+        self.root_scans = _first_char_scans(self.roots) if self.root_scan is not None and all(self.roots) else None
         self.wide_by_key: dict[str, list[str]] = {}
         for root in self.wide_roots:
             self.wide_by_key.setdefault(next(ch for ch in root if not ch.isascii()), []).append(root)
 
     def find(self, low: str) -> frozenset[str]:
-        scan = self.root_scan
-        if scan is not None:
+        scans = self.root_scans if len(low) >= FIRST_CHAR_MIN_CHARS else None
+        if scans is not None:
+            seen: dict[str, None] = {}
+            for first, scan, only in scans:
+                if first not in low:
+                    continue
+                if scan is None:
+                    if only in low:
+                        seen[only] = None
+                    continue
+                match = scan.search(low)
+                while match is not None:
+                    seen[match.group()] = None
+                    match = scan.search(low, match.start() + 1)
+            found = list(seen)
+        elif self.root_scan is not None:
             # The root starting at each position where one does (at most one can), in text order: a search skips
             # to the next candidate start in C, where a look-ahead tried at every position costs ~25% more.
-            seen: dict[str, None] = {}
-            match = scan.search(low)
+            seen = {}
+            match = self.root_scan.search(low)
             while match is not None:
                 seen[match.group()] = None
-                match = scan.search(low, match.start() + 1)
+                match = self.root_scan.search(low, match.start() + 1)
             found = list(seen)
         else:
             found = [literal for literal in self.roots if literal in low]
@@ -399,6 +435,17 @@ class LiteralGate:
 
 
 TRIE_MIN_ROOTS = 60  # below this many roots, a substring test per root is as fast as a trie scan
+FIRST_CHAR_MIN_CHARS = 400  # from this length on, a text's roots are found by one scan per first character
+
+
+def _first_char_scans(words: tuple[str, ...]) -> list[tuple[str, re.Pattern[str] | None, str]]:
+    """(first character, :func:`_trie_scan` of the words starting with it, or None and the one word that does) for
+    each first character of ``words``: every match of a scan starts with its literal character."""
+    groups: dict[str, list[str]] = {}
+    for word in words:
+        groups.setdefault(word[0], []).append(word)
+    return [(first, None, group[0]) if len(group) == 1 else (first, _trie_scan(tuple(group)), "")
+            for first, group in sorted(groups.items())]
 
 
 def _trie_scan(words: tuple[str, ...]) -> re.Pattern[str]:

@@ -401,7 +401,19 @@ def _item_needs(item: Node) -> set[str] | None:
         return union
     if isinstance(item, Repeat) and item.mode != "possessive":
         return _sequence_needs(item.body) if item.low >= 1 else None
+    if isinstance(item, CharClass) and not item.negated and len(item.items) <= _CLASS_LITERALS \
+            and all(entry[0] == "char" and _caseless(entry[1]) for entry in item.items):
+        return {entry[1] for entry in item.items}  # "[✗✘×]", "(条|个|行)": one of its characters
     return None
+
+
+_CLASS_LITERALS = 8  # a class of at most this many caseless characters requires one of them
+
+
+def _caseless(char: str) -> bool:
+    """Whether IGNORECASE matches ``char`` only with itself (no letter case, no special fold), and it is no NUL
+    (the literal gate joins texts with it)."""
+    return char != "\x00" and char.lower() == char == char.upper() and char.casefold() == char
 
 
 _LINE_CATEGORIES = frozenset("sWD")  # classes that hold "\n": \s, \W, \D

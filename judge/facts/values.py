@@ -201,6 +201,7 @@ _STATUS_KEY = (r"(?:status|state|phase|状态|狀態|ステータス|상태|esta
                r"|trạng thái|keadaan|стан|الحالة|स्थिति|tillstånd)")
 _STATUS_PAIR = re.compile(r"""["']?\b""" + _STATUS_KEY + r"""\b["']?\s*[:=|]\s*["']?([^\s"',|}{\]\[][^"',|}{\]\[\n]{0,30}?)\s*(?=\s-|["',|}\]\n]|$)""",
                           re.IGNORECASE)
+_STATUS_PAIR_LOW = re.compile(_STATUS_PAIR.pattern)  # the same on lowered ASCII text (see status_values)
 _STATUS_KEY_RE = re.compile(_STATUS_KEY + "$", re.IGNORECASE)
 
 
@@ -224,8 +225,12 @@ def status_values(text: str, near: frozenset[str] = frozenset()) -> frozenset[st
             named = [v for held, v in pairs if held]
             if pairs:
                 return frozenset(named or [v for _, v in pairs])
-    unescaped = text.replace('\\"', '"')
-    return frozenset(v.strip().lower() for v in _STATUS_PAIR.findall(unescaped[:20_000]) if v.strip())
+    unescaped = text.replace('\\"', '"')[:20_000]
+    if unescaped.isascii():
+        # ASCII lowered keeps every position and word boundary, and the pattern has no cased character outside its
+        # (lower-case) keys: the case-sensitive pattern finds the same pairs, lowered, ~50x faster than IGNORECASE.
+        return frozenset(v.strip() for v in _STATUS_PAIR_LOW.findall(unescaped.lower()) if v.strip())
+    return frozenset(v.strip().lower() for v in _STATUS_PAIR.findall(unescaped) if v.strip())
 
 
 def _status_pairs(value: Any, near: frozenset[str], held: bool, pairs: list[tuple[bool, str]], depth: int) -> None:
@@ -346,8 +351,11 @@ def numbers_at(text: str) -> list[tuple[int, float]]:
     return found
 
 
+@lru_cache(maxsize=4096)
 def bare_counts(text: str) -> tuple[int, ...]:
-    """Counts a sentence states in any language: a number directly followed by a word (see ``_BARE_COUNT``)."""
+    """Counts a sentence states in any language: a number directly followed by a word (see ``_BARE_COUNT``);
+    memoised (pure): the claim readers ask it of the same sentences, and the pattern, led by a look-behind, tries
+    every position (~3 us a sentence)."""
     return tuple(dict.fromkeys(int(m.group(1)) for m in _BARE_COUNT.finditer(text)))
 
 

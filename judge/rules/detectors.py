@@ -116,7 +116,14 @@ _VOLATILE = re.compile(r"[\w-]*\d[\w-]*")
 def _error_shape(action: Action) -> str:
     """The failure line with numbers and ids masked: two failures with the same shape are the same error (a bulk
     job that failed again gets a new job id)."""
-    return _VOLATILE.sub("#", action.error_line.strip().lower())
+    return _masked_line(action.error_line)
+
+
+@functools.lru_cache(maxsize=4096)
+def _masked_line(line: str) -> str:
+    """:func:`_error_shape` of a failure line, memoised: failure lines repeat across a batch (the same traceback's
+    last line, the same refusal), and the masking regex backtracks over every word."""
+    return _VOLATILE.sub("#", line.strip().lower())
 
 
 def _identical_failures(an: Analysis, action: Action) -> tuple[list[Action], int]:
@@ -167,9 +174,10 @@ def failed_call(an: Analysis) -> list[Issue]:
     ledger = _ledger(an)
     issues = []
     for action in an.actions:
-        typed = action.outcome == "environment" and not action.is_check and ledger.typed_fault(action) is not None
-        if (action.outcome != "error" and not typed) or action.reported or _repeats_earlier_failure(an, action):
+        if action.outcome not in ("error", "environment") or action.reported or _repeats_earlier_failure(an, action):
             continue
+        if action.outcome != "error" and (action.is_check or ledger.typed_fault(action) is None):
+            continue  # an environment fault is a failed call only when it inherits a value the agent typed astray
         if _repeated_unchanged_later(an, action):
             continue  # one defect: the unchanged repeat is repeated-failure's finding, at the repeat's turn
         if ledger.recovery(action) is not None:
@@ -1149,9 +1157,12 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         claims = _claims(speech)
         if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
-            read = read_sentences(speech.region, an.patterns, an.cache.get("sentences"))
-            claims = claims + [s for s in read if s.text not in told and not s.hedged and not s.future
-                               and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
+
+            def numbered(text: str) -> bool:  # read only the sentences with a number (claims and zeros need one)
+                return bool(_DIGITS.search(text) or _word_counts(an, text))
+
+            read = read_sentences(speech.region, an.patterns, an.cache.get("sentences"), numbered)
+            claims = claims + [s for s in read if s.text not in told and not s.hedged and not s.future]
             # A zero given as a value ("açıq bilet qalmadı: 0") says none is left even when its verb negates: held
             # as that only (a negated sentence claims nothing else).
             zeros = [s for s in read if s.hedged and not s.future and "0" in s.text and 0 in cell_counts(s.text)]
@@ -2017,7 +2028,7 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
     """A bound claimed of a field's numbers ("all prices are under 50", "재고가 100 이하") that a number of that
     field in the last read-back listing it breaks. The field is the one the sentence names (by its first four
     letters: "prijzen" names Prijs), or the read-back's only numeric field."""
-    bound = _bound_word(an, sentence.text)
+    bound = _bound_word(an, sentence.text) if _DIGITS.search(sentence.text) else None  # its limit is a number
     if bound is None:
         return None
     bound_word, upper = bound
@@ -2044,7 +2055,7 @@ def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
     """A bound the claim gives ("boven € 500", "500 元以上") that the filter of the last read-back holding filter
     conditions does not hold: it has bounds of that direction (:func:`~judge.facts.readbacks.filter_bounds`) and
     none is the claimed limit in any reading."""
-    bound = _bound_word(an, sentence.text)
+    bound = _bound_word(an, sentence.text) if _DIGITS.search(sentence.text) else None  # its limit is a number
     if bound is None:
         return None
     bound_word, upper = bound
