@@ -1210,7 +1210,7 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         for sentence in claims:
             found = None
             if last is not None:
-                tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
+                tied = _tied_read_back(an, sentence, last, read_backs)  # one search for both readings
                 found = (_count_contradicted(an, sentence, last, tied, prior)
                          or _cell_count_contradicted(an, sentence, speech.region, last, tied, read_backs, prior)
                          or _status_contradicted(an, sentence, last, tied)
@@ -1304,7 +1304,7 @@ def _passed_count_contradicted(an: Analysis, counts: tuple[int, ...], index: int
     return None
 
 
-def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) -> Action | None:
+def _tied_read_back(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action]) -> Action | None:
     """The last read-back about what the change changed: it names or shows every record, table or file the change
     named (a listing of the base names fewer: it reads something else), or a value of the claim, or it reaches the
     endpoint the change wrote to (``POST .../zones/exemple.fr/records`` then ``GET ...records?type=MX``)."""
@@ -1314,7 +1314,8 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action]) 
     # The endpoint the change wrote to (host and path, query aside): a GET of it reads the same collection.
     endpoints = {u.split("?", 1)[0].rstrip("/") for u in _ENDPOINT.findall(last.text)} if "://" in last.text else set()
     for read_back in reversed(read_backs):
-        shown = read_back.text + "\n" + (read_back.receipt.content[:20_000] if read_back.receipt is not None else "")
+        shown = _memo(an, "shown", read_back.order, lambda rb=read_back: rb.text + "\n" + (
+            rb.receipt.content[:20_000] if rb.receipt is not None else ""))
         if (resources and all(r in shown for r in resources)) or any(v in shown for v in values) \
                 or _lists_folder_of(read_back, last.writes) or any(f in read_back.text for f in folders) \
                 or any(u.split("?", 1)[0].rstrip("/") in endpoints for u in _ENDPOINT.findall(read_back.text)) \
@@ -1609,10 +1610,8 @@ def _row_value_contradicted(an: Analysis, sentence: Sentence, read_backs: list[A
     counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
     if not counts or not read_backs:
         return None
-    read_back = next((r for r in reversed(read_backs) if r.receipt is not None
-                      and ("\n" in r.receipt.content.strip() or r.receipt.content.lstrip()[:1] in ("[", "{"))
-                      and listing_rows(r.receipt.content)), None)
-    if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
+    read_back = next((r for r in reversed(read_backs) if r.receipt is not None and _of_receipt(an, _has_rows, r)), None)
+    if read_back is None or read_back.receipt is None or _of_receipt(an, more_pages, read_back):
         return None
     rows = listing_rows(read_back.receipt.content)
     total = len(rows)
@@ -1638,6 +1637,11 @@ def _row_value_contradicted(an: Analysis, sentence: Sentence, read_backs: list[A
         return (f"{total} with {rows[cells.index(value)][column]}", read_back,
                 f"{having} of {total} rows with it, the others {', '.join(others[:4])}")
     return None
+
+
+def _has_rows(content: str) -> bool:
+    """Whether a receipt is a listing of rows (:func:`~judge.facts.readbacks.listing_rows`): lines, or JSON."""
+    return ("\n" in content.strip() or content.lstrip()[:1] in ("[", "{")) and bool(listing_rows(content))
 
 
 def _names_cell(low: str, cell: str) -> bool:
@@ -1979,6 +1983,8 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
     """A bound claimed of a field's numbers ("all prices are under 50", "재고가 100 이하") that a number of that
     field in the last read-back listing it breaks. The field is the one the sentence names (by its first four
     letters: "prijzen" names Prijs), or the read-back's only numeric field."""
+    if not _DIGITS.search(sentence.text):
+        return None  # no number to be a bound
     bound = _bound_word(an, sentence.text)
     if bound is None:
         return None
@@ -2006,6 +2012,8 @@ def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
     """A bound the claim gives ("boven € 500", "500 元以上") that the filter of the last read-back holding filter
     conditions does not hold: it has bounds of that direction (:func:`~judge.facts.readbacks.filter_bounds`) and
     none is the claimed limit in any reading."""
+    if not _DIGITS.search(sentence.text):
+        return None  # no number to be a bound
     bound = _bound_word(an, sentence.text)
     if bound is None:
         return None
