@@ -1314,8 +1314,7 @@ def _tied_read_back(an: Analysis, sentence: Sentence, last: Action, read_backs: 
     # The endpoint the change wrote to (host and path, query aside): a GET of it reads the same collection.
     endpoints = {u.split("?", 1)[0].rstrip("/") for u in _ENDPOINT.findall(last.text)} if "://" in last.text else set()
     for read_back in reversed(read_backs):
-        shown = _memo(an, "shown", read_back.order, lambda rb=read_back: rb.text + "\n" + (
-            rb.receipt.content[:20_000] if rb.receipt is not None else ""))
+        shown = _memo(an, "shown", read_back.order, partial(_shown_head, read_back))
         if (resources and all(r in shown for r in resources)) or any(v in shown for v in values) \
                 or _lists_folder_of(read_back, last.writes) or any(f in read_back.text for f in folders) \
                 or any(u.split("?", 1)[0].rstrip("/") in endpoints for u in _ENDPOINT.findall(read_back.text)) \
@@ -1323,6 +1322,11 @@ def _tied_read_back(an: Analysis, sentence: Sentence, last: Action, read_backs: 
                     and read_back.receipt is not None and bool(listing_rows(read_back.receipt.content))):
             return read_back
     return None
+
+
+def _shown_head(action: Action) -> str:
+    """A call's arguments and its receipt's head (20,000 characters): what a tie to a read-back is looked for in."""
+    return action.text + "\n" + (action.receipt.content[:20_000] if action.receipt is not None else "")
 
 
 _FLAG_VALUE = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)(?:=|\s+)('[^']*'|\"[^\"]*\"|\\\"[^\"\\]*\\\"|[^\s'\"-][^\s'\"]*)")
