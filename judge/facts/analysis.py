@@ -1477,8 +1477,8 @@ def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Senten
             if known is not None:
                 found.append(replace(known, is_claim=is_claim))
                 continue
-            sentence = _claim_sentence(piece, patterns)  # shared: copied when it is no claim
-            found.append(sentence if is_claim else replace(sentence, is_claim=False))
+            # The reading is shared by the batch (:func:`_claim_sentence`): a copy, which callers may change.
+            found.append(replace(_claim_sentence(piece, patterns), is_claim=is_claim))
     return found
 
 
