@@ -250,36 +250,13 @@ class Plan:
         return self.patterns, text
 
     def pattern_windows(self, low: str) -> list[list[tuple[int, int]]] | None:
-        """:meth:`windows` per pattern: the lines holding one of the pattern's own literals (merged, in order);
-        None: search the text whole."""
+        """Per pattern, the line spans of the lowered text holding one of its own literals (merged, in order): a
+        one-line pattern runs only there. None: search the text whole (a short text, or no one-line pattern)."""
         if not self.literals or len(low) < WINDOW_MIN_CHARS:
             return None
         lines = {literal: _lines_holding(low, literal) for literal in self.literals}
         return [_merged(lines[own[0]]) if len(own) == 1 else _merged(sorted(s for literal in own for s in lines[literal]))
                 for own in self.own]
-
-    def windows(self, low: str) -> list[tuple[int, int]] | None:
-        """Line spans of the lowered text holding one of the literals (merged, in order); None: search it whole."""
-        if not self.literals or len(low) < WINDOW_MIN_CHARS:
-            return None
-        spans: list[tuple[int, int]] = []
-        for literal in self.literals:
-            at = low.find(literal)
-            while at >= 0:
-                start = low.rfind("\n", 0, at) + 1
-                end = low.find("\n", at + len(literal))
-                end = len(low) if end < 0 else end
-                spans.append((start, end))
-                at = low.find(literal, end)  # the rest of this line is covered already
-        spans.sort()
-        merged: list[tuple[int, int]] = []
-        for start, end in spans:
-            if merged and start <= merged[-1][1]:
-                if end > merged[-1][1]:
-                    merged[-1] = (merged[-1][0], end)
-            else:
-                merged.append((start, end))
-        return merged
 
 
 def _lines_holding(low: str, literal: str) -> list[tuple[int, int]]:
