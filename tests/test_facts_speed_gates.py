@@ -11,6 +11,7 @@ import pytest
 from judge.facts.analysis import analyse, read_sentences
 from judge.facts.config import default_config
 from judge.facts.jobs import job_state
+from judge.facts.readbacks import may_name, name_spans
 from judge.facts.values import states, status_values
 from judge.model import Message, Trajectory, TrajectoryMetadata, number_turns
 
@@ -92,3 +93,28 @@ def test_read_sentences_copies_known_readings() -> None:
     before = {text: sentence.is_claim for text, sentence in known.items()}
     shared[-1].is_claim = not shared[-1].is_claim
     assert {text: sentence.is_claim for text, sentence in known.items()} == before
+    # Sentences read afresh are copies too: the batch's memo of readings (patterns.memo_sentences) stays as read.
+    claim = next(at for at, sentence in enumerate(fresh) if sentence.is_claim)
+    fresh[claim].is_claim = False
+    assert read_sentences(region, config.patterns)[claim].is_claim
+
+
+# may_name: False only when no part of the text can name the field (a literal test of the name's stem gates the
+# label search of every number of a claim sentence against every key of every read-back).
+NAMES = [
+    ("accuratezza del 91,3%", "accuracy", True),  # the stem "accur" of a long word
+    ("| rows | 12 |", "rows", True),
+    ("12 rows_processed", "processed", True),  # "_" reads as a space
+    ("Crowsnest: 12", "rows", True),  # inside a word: the stem is there, the pattern decides
+    ("Your flight is booked for 12 May.", "price", False),
+    ("Total: 340 USD", "amount", False),
+    ("ΣΤΑΣΙΣ 3", "στασις", True),  # a sigma: its lower case depends on its neighbours, never gated
+    ("Prix: 12 €", "prix", True),
+]
+
+
+@pytest.mark.parametrize(("text", "name", "may"), NAMES)
+def test_may_name_is_false_only_when_no_part_names_the_field(text: str, name: str, may: bool) -> None:
+    assert may_name(text, name) is may
+    if not may:
+        assert not any(name_spans(text[i:j], name) for i in range(len(text)) for j in range(i + 1, len(text) + 1))

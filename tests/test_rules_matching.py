@@ -30,6 +30,9 @@ MATCHER_TEXTS = [
     ("long, multi-line error", _FILLER + "\nUsage: tool [flags]\nerror: unknown flag --records\n" + _FILLER),
     ("long, lowering changes length", "İ" * 10 + _FILLER + "\nTraceback (most recent call last):\nValueError: bad\n"),
     ("long, many hits", "\n".join(f"step {i}: error: failed, not done, will retry" for i in range(30))),
+    # Each line holds another pattern's literals: a pattern runs only on its own literals' lines.
+    ("long, phrases on separate lines", _FILLER + "\nThe file was saved.\nAll tests pass.\nerror: no such file\n"
+     "I pushed the branch; it is done.\nConnection timed out\n" + _FILLER),
 ]
 
 

@@ -1491,13 +1491,22 @@ def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Senten
             if known is not None:
                 found.append(replace(known, is_claim=is_claim))
                 continue
-            sentence = _claim_sentence(piece, patterns)
-            sentence.is_claim = is_claim
-            found.append(sentence)
+            # The reading is shared by the batch (:func:`_claim_sentence`): a copy, which callers may change.
+            found.append(replace(_claim_sentence(piece, patterns), is_claim=is_claim))
     return found
 
 
 def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
+    """Read one claim sentence (:func:`_read_claim_sentence`), once per batch (``patterns.memo_sentences``): the
+    reading is shared between trajectories, and never changed (a copy is)."""
+    memo = patterns.memo_sentences
+    sentence: Sentence | None = memo.get(text)
+    if sentence is None:
+        sentence = patterns.remember(memo, text, _read_claim_sentence(text, patterns), len(text))
+    return sentence
+
+
+def _read_claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:
     """Read one claim sentence (one literal scan of it for the sentence-level lists)."""
     low = text.lower()
     found = patterns.sentence_lists.find(low)

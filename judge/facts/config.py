@@ -532,6 +532,9 @@ class CompiledPatterns:
         self.memo_exit_answers: Memo[tuple[str, int], str | None] = Memo()
         # command -> whether it only reads or checks (analysis._only_reads: the refusal reader asks every call).
         self.memo_reads: Memo[str, bool] = Memo()
+        # sentence -> its reading as a claim sentence (analysis._claim_sentence): answers repeat their sentences
+        # ("Is there anything else I can help you with?") across a batch; the readings are shared, never changed.
+        self.memo_sentences: Memo[str, Any] = Memo()
 
     MEMO_LIMIT = 20000
     MEMO_CHARS = MEMO_LIMIT * 512  # what MEMO_LIMIT texts of 512 characters hold (before: longer texts were digested)

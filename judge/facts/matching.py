@@ -74,11 +74,14 @@ class PhraseMatcher:
         if plan is None:
             indices = set(self.always)
             window_literals: set[str] = set()
+            own: dict[int, list[str]] = {}  # a one-line pattern -> its literals found (its matches' lines hold one)
             for literal in found:
                 needing = self.requires.get(literal, ())
                 indices.update(needing)
-                if any(self.one_line[i] for i in needing):
-                    window_literals.add(literal)
+                for i in needing:
+                    if self.one_line[i]:
+                        window_literals.add(literal)
+                        own.setdefault(i, []).append(literal)
             if len(self._plans) >= _PLAN_LIMIT:
                 self._plans.clear()
             ordered = sorted(indices)
@@ -86,7 +89,7 @@ class PhraseMatcher:
             plan = self._plans[found] = Plan(
                 tuple(pair[0] for pair in compiled), tuple(pair[1] for pair in compiled),
                 tuple(self.one_line[i] for i in ordered), tuple(sorted(window_literals)), self,
-                tuple(ordered) if len(ordered) > 1 else ())
+                tuple(ordered) if len(ordered) > 1 else (), tuple(tuple(sorted(own.get(i, ()))) for i in ordered))
         return plan
 
     def compiled(self, index: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
@@ -158,12 +161,12 @@ class PhraseMatcher:
             return []
         patterns, text = plan.for_text(text, low)
         # Windows are found in the lowered text; on the case-insensitive fallback the whole text is searched.
-        windows = plan.windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
+        windows = plan.pattern_windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
         first = plan.first_line(text) if windows is None and text is low and plan.any_one_line else 0
         matches: list[re.Match[str]] = []
-        for pattern, one_line in zip(patterns, plan.one_line):
+        for at, (pattern, one_line) in enumerate(zip(patterns, plan.one_line)):
             if one_line and windows is not None:
-                for start, end in windows:
+                for start, end in windows[at]:
                     matches.extend(pattern.finditer(text, start, end))
             else:
                 matches.extend(pattern.finditer(text, first if one_line else 0))
@@ -180,7 +183,7 @@ class PhraseMatcher:
         """
         patterns, text = plan.for_text(text, low)
         # Windows are found in the lowered text; on the case-insensitive fallback the whole text is searched.
-        windows = plan.windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
+        windows = plan.pattern_windows(text) if text is low and len(text) >= WINDOW_MIN_CHARS else None
         # A short text is searched whole, but a pattern that cannot cross a line from the first line that holds
         # one of the plan's literals on (no match of it starts before; look-behinds still see the text before).
         first = plan.first_line(text) if windows is None and text is low and plan.any_one_line else 0
@@ -191,10 +194,10 @@ class PhraseMatcher:
             if plan.indices and plan.matcher is not None:
                 plan.matcher.join(plan)
         best: re.Match[str] | None = None
-        for pattern, one_line in zip(patterns, plan.one_line):
+        for at, (pattern, one_line) in enumerate(zip(patterns, plan.one_line)):
             if one_line and windows is not None:
                 match = None
-                for start, end in windows:  # in text order: the first window with a match has the leftmost
+                for start, end in windows[at]:  # in text order: the first window with a match has the leftmost
                     match = pattern.search(text, start, end)
                     if match is not None:
                         break
@@ -223,17 +226,20 @@ class Plan:
     """The patterns of one list to run on a text, and the literals whose lines bound the one-line patterns."""
 
     __slots__ = ("all_one_line", "any_one_line", "indices", "joined", "literals", "lowered", "matcher", "one_line",
-                 "patterns")
+                 "own", "patterns")
 
     def __init__(self, patterns: tuple[re.Pattern[str], ...], lowered: tuple[re.Pattern[str], ...],
                  one_line: tuple[bool, ...], literals: tuple[str, ...], matcher: PhraseMatcher | None = None,
-                 indices: tuple[int, ...] = ()) -> None:
+                 indices: tuple[int, ...] = (), own: tuple[tuple[str, ...], ...] = ()) -> None:
         self.patterns = patterns
         self.lowered = lowered
         self.one_line = one_line
         self.all_one_line = all(one_line)
         self.any_one_line = any(one_line)
         self.literals = literals
+        # Per pattern, the literals of :attr:`literals` it needs: a one-line pattern runs only on their lines (every
+        # match of it holds one; the other literals' lines cannot hold a match of it).
+        self.own = own or tuple(literals if line else () for line in one_line)
         # The patterns as one alternation (case-insensitive, lowered), for a search of a whole text: its match
         # starts where the leftmost of theirs does (callers read only ``start()``). None: run them one by one.
         self.joined: tuple[re.Pattern[str], re.Pattern[str]] | None = None
@@ -260,28 +266,39 @@ class Plan:
                 first = at
         return low.rfind("\n", 0, first) + 1 if first > 0 else 0
 
-    def windows(self, low: str) -> list[tuple[int, int]] | None:
-        """Line spans of the lowered text holding one of the literals (merged, in order); None: search it whole."""
+    def pattern_windows(self, low: str) -> list[list[tuple[int, int]]] | None:
+        """Per pattern, the line spans of the lowered text holding one of its own literals (merged, in order): a
+        one-line pattern runs only there. None: search the text whole (a short text, or no one-line pattern)."""
         if not self.literals or len(low) < WINDOW_MIN_CHARS:
             return None
-        spans: list[tuple[int, int]] = []
-        for literal in self.literals:
-            at = low.find(literal)
-            while at >= 0:
-                start = low.rfind("\n", 0, at) + 1
-                end = low.find("\n", at + len(literal))
-                end = len(low) if end < 0 else end
-                spans.append((start, end))
-                at = low.find(literal, end)  # the rest of this line is covered already
-        spans.sort()
-        merged: list[tuple[int, int]] = []
-        for start, end in spans:
-            if merged and start <= merged[-1][1]:
-                if end > merged[-1][1]:
-                    merged[-1] = (merged[-1][0], end)
-            else:
-                merged.append((start, end))
-        return merged
+        lines = {literal: _lines_holding(low, literal) for literal in self.literals}
+        return [_merged(lines[own[0]]) if len(own) == 1 else _merged(sorted(s for literal in own for s in lines[literal]))
+                for own in self.own]
+
+
+def _lines_holding(low: str, literal: str) -> list[tuple[int, int]]:
+    """The spans of the lines of ``low`` that hold ``literal``, in order (each line once)."""
+    spans: list[tuple[int, int]] = []
+    at = low.find(literal)
+    while at >= 0:
+        start = low.rfind("\n", 0, at) + 1
+        end = low.find("\n", at + len(literal))
+        end = len(low) if end < 0 else end
+        spans.append((start, end))
+        at = low.find(literal, end)  # the rest of this line is covered already
+    return spans
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted spans with the overlapping ones joined."""
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
 
 
 JOIN_MAX_CHARS = 512  # texts up to this length are scanned for literals together (LiteralGate.find_many)

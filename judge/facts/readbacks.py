@@ -107,6 +107,25 @@ def _name_pattern(name: str) -> re.Pattern[str] | None:
     return re.compile(r"(?<!\w)" + r"\s+".join(parts))
 
 
+@lru_cache(maxsize=1024)
+def _name_stem(name: str) -> str | None:
+    """The letters every span :func:`name_spans` finds of ``name`` starts with (its first word's stem as
+    :func:`_name_pattern` requires it), None when no text names it; "" when any text may (a sigma: its lower case
+    depends on the letters around it, so a part of a text may read another one than the whole)."""
+    words = _plain(name).split()
+    if not words:
+        return None
+    stem = words[0][:max(4, len(words[0]) - 3)] if len(words[0]) >= 6 else words[0]
+    return "" if "σ" in stem or "ς" in stem else stem
+
+
+def may_name(text: str, name: str) -> bool:
+    """Whether ``text`` or any part of it can name the field ``name`` (:func:`name_spans`): False when the name's
+    stem is nowhere in it, a test of one literal instead of a pattern search of each part."""
+    stem = _name_stem(name)
+    return stem is not None and stem in _plain(text)
+
+
 def name_spans(text: str, name: str) -> list[tuple[int, int]]:
     """Where ``text`` names a receipt's field ``name`` (``macro_f1`` in "macro F1", ``accuracy`` in
     "accuratezza"): its spans, language-neutrally (the identifier as it appears in the receipt)."""

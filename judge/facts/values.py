@@ -84,6 +84,7 @@ _TECH_WORD = re.compile(r"(?:sha|md|base|utf-?|u?int|float|python|py|ipv|http|x8
                         re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
 def is_resource_id(token: str) -> bool:
     """Whether a value token names an object (a record, table, job, booking): a Lark-style id or a UUID, or a
     code of 6+ characters with 2+ letters and 2+ digits that is no tool or format word (sha256, python3)."""

@@ -15,9 +15,10 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 from functools import partial
+from typing import TypeVar
 
 from judge.facts.analysis import (
     _CODE,
@@ -51,10 +52,12 @@ from judge.facts.ledger import Ledger, call_path
 from judge.facts.matching import PhraseMatcher
 from judge.facts.numbers import Reading, number_readings, same_quantity
 from judge.facts.readbacks import (
+    Quantity,
     bare_listing_count,
     filter_bounds,
     listing_items,
     listing_rows,
+    may_name,
     metric_values,
     name_spans,
     near_twin,
@@ -83,6 +86,8 @@ from judge.facts.values import (
 )
 from judge.rules.registry import detector, detector_spec
 from judge.schema import Issue, Severity
+
+T = TypeVar("T")
 
 _DIGITS = re.compile(r"\d+")
 _STANDALONE = re.compile(r"(?<![\w.-])\d+(?![\w.])")  # a number of its own, not the digits of an id (tbl7a2)
@@ -282,6 +287,16 @@ def _earliest(an: Analysis, memo: str, key: object, actions: list[Action], shows
     if earliest is None:
         earliest = found[key] = min((when(a) for a in actions if shows(a)), default=1 << 30)
     return earliest
+
+
+def _memo(an: Analysis, memo: str, key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()`` once per analysis and key: what a claim reader derives from a sentence or a read-back, which
+    every claim sentence of a trajectory is held against again."""
+    found: dict[Hashable, T] = an.cache.setdefault(memo, {})
+    if key in found:
+        return found[key]
+    value = found[key] = compute()
+    return value
 
 
 @detector("noop-success", "code", roles=("authenticity",))
@@ -799,7 +814,7 @@ def _value_claim(an: Analysis, speech: Speech) -> Issue | None:
         given = ledger.user_given if action.failed else ""
         names = sorted(n for n in ledger.objects_of(action) - done
                        if not n.isdigit() and not (given and n.lower() in given))
-        for sentence in read_sentences(speech.region, an.patterns, an.cache.get("sentences")):
+        for sentence in _region_sentences(an, speech):
             if sentence.hedged or sentence.future or sentence.mentions_failure:
                 continue
             low = sentence.text.lower()
@@ -862,7 +877,7 @@ def _claim_over_failed_read(an: Analysis, speech: Speech) -> Issue | None:
     recovery = _ledger(an).recovery(action, index + 1)
     if recovery is not None and recovery.kind == "reported":
         return None
-    for sentence in read_sentences(speech.region, an.patterns, an.cache.get("sentences")):
+    for sentence in _region_sentences(an, speech):
         if sentence.hedged or sentence.future or sentence.mentions_failure or sentence.text.rstrip().endswith("?"):
             continue
         count = next((c for c in bare_counts(sentence.text) + _word_counts(an, sentence.text)
@@ -1045,7 +1060,7 @@ def _names_check(an: Analysis, speech: Speech, check: Action) -> str | None:
     if any(item in speech.text for item in found_items):
         return None  # it repeats a failing item: it reports the failures
     pattern = re.compile(r"(?<![\w/.-])(?:" + "|".join(map(re.escape, names)) + ")(:)?", re.IGNORECASE)
-    for sentence in read_sentences(speech.region, an.patterns, an.cache.get("sentences")):
+    for sentence in _region_sentences(an, speech):
         if sentence.future or sentence.mentions_failure:
             continue
         cited = pattern.search(sentence.text)
@@ -1067,34 +1082,56 @@ def _restated(an: Analysis, speech: Speech, evidence: Action, index: int) -> str
     if receipt is None or speech.message_index != an.final_message_index or speech.has_calls:
         return None
     content = receipt.content[:4_000]
-    sentences = [s for s in read_sentences(speech.region, an.patterns, an.cache.get("sentences")) if not s.future]
+    sentences = [s for s in _region_sentences(an, speech) if not s.future]
     if not sentences or not any(ch.isdigit() or ch in "`\"'" for s in sentences for ch in s.text) and "{" not in content:
         return None  # no number nor quote in the answer and no JSON in the receipt: nothing can be restated
-    elsewhere = " ".join([evidence.text, *(m.content for m in an.trajectory.messages if m.role == "user"),
-                          *(a.text + " " + (a.receipt.content[:4_000] if a.receipt is not None else "")
-                            for a in an.actions if a.order > evidence.order and a.visible_at < index)])
-    printed = {value for _, value in numbers_at(content)}
+    elsewhere_text: str | None = None
+
+    def elsewhere() -> str:  # built on first need (most answers restate nothing of most receipts)
+        nonlocal elsewhere_text
+        if elsewhere_text is None:
+            elsewhere_text = " ".join([evidence.text, *(m.content for m in an.trajectory.messages if m.role == "user"),
+                                       *(a.text + " " + (a.receipt.content[:4_000] if a.receipt is not None else "")
+                                         for a in an.actions if a.order > evidence.order and a.visible_at < index)])
+        return elsewhere_text
+
+    printed = _of_receipt(an, _printed_head, evidence)
     listed = _ledger(an).listed(evidence) if evidence.read_only else frozenset()
-    words = {v for v in data_values(content) if v.isalpha()}
+    words = _of_receipt(an, _word_values_head, evidence)
     others: set[float] | None = None
     for sentence in sentences:
         text = sentence.text
-        for start, value in numbers_at(text):
+        for start, value in _numbers_at(an, text):
             if not (value in printed or (value.is_integer() and int(value) in listed)):
                 continue
             if others is None:
-                others = {other for _, other in numbers_at(elsewhere)}
+                others = {other for _, other in numbers_at(elsewhere())}
             raw = text[start:].split(None, 1)[0].rstrip(".,;:)")
-            if value not in others and not states(elsewhere, raw):
+            if value not in others and not states(elsewhere(), raw):
                 return text
         for groups in _QUOTED.findall(text) if _QUOTED_OR_NAMED.search(text) else ():
             quoted = next(g for g in groups if g)
-            if len(quoted) >= 3 and quoted in content and quoted not in elsewhere:
+            if len(quoted) >= 3 and quoted in content and quoted not in elsewhere():
                 return text
         for word in words:
-            if states(text, word) and not states(elsewhere, word):
+            if states(text, word) and not states(elsewhere(), word):
                 return text
     return None
+
+
+def _printed_head(content: str) -> frozenset[float]:
+    """The numbers a receipt's head (its first 4,000 characters) states: what an answer may restate of it."""
+    return frozenset(value for _, value in numbers_at(content[:4_000]))
+
+
+def _word_values_head(content: str) -> frozenset[str]:
+    """The words a receipt's head returns as JSON data (:func:`~judge.facts.values.data_values`, letters only)."""
+    return frozenset(v for v in data_values(content[:4_000]) if v.isalpha())
+
+
+def _numbers_at(an: Analysis, text: str) -> list[tuple[int, float]]:
+    """:func:`~judge.facts.values.numbers_at` of an answer's sentence or region, once per analysis (shared list)."""
+    return _memo(an, "numbers_at", text, lambda: numbers_at(text))
 
 
 @detector("contradicted-claim", "semantic", roles=("authenticity", "edit-check"), mast="verification")
@@ -1157,12 +1194,9 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         claims = _claims(speech)
         if index == an.final_message_index and (_DIGITS.search(speech.region) or _word_counts(an, speech.region)):
             told = {c.text for c in claims}
-
-            def numbered(text: str) -> bool:  # read only the sentences with a number (claims and zeros need one)
-                return bool(_DIGITS.search(text) or _word_counts(an, text))
-
-            read = read_sentences(speech.region, an.patterns, an.cache.get("sentences"), numbered)
-            claims = claims + [s for s in read if s.text not in told and not s.hedged and not s.future]
+            read = _region_sentences(an, speech)
+            claims = claims + [s for s in read if s.text not in told and not s.hedged and not s.future
+                               and (_DIGITS.search(s.text) or _word_counts(an, s.text))]
             # A zero given as a value ("açıq bilet qalmadı: 0") says none is left even when its verb negates: held
             # as that only (a negated sentence claims nothing else).
             zeros = [s for s in read if s.hedged and not s.future and "0" in s.text and 0 in cell_counts(s.text)]
@@ -1206,9 +1240,9 @@ def _contradicted(an: Analysis) -> dict[tuple[int, str], tuple[str, Action, str]
         for sentence in claims:
             found = None
             if last is not None:
-                tied = _tied_read_back(sentence, last, read_backs)  # one search for both readings
+                tied = _tied_read_back(an, sentence, last, read_backs)  # one search for both readings
                 if tied is None and (named := _labelled_ids(an, sentence.text, index)):
-                    tied = _tied_read_back(sentence, last, read_backs, named)  # the object the claim names by label
+                    tied = _tied_read_back(an, sentence, last, read_backs, named)  # the object the claim names by label
                 found = (_zero_left_contradicted(an, sentence, speech.region, last, read_backs)
                          or _count_contradicted(an, sentence, last, tied, prior)
                          or _cell_count_contradicted(an, sentence, speech.region, last, tied, read_backs, prior)
@@ -1263,11 +1297,19 @@ def _summary_rows_contradicted(an: Analysis, region: str, read_backs: list[Actio
     return None
 
 
+def _region_sentences(an: Analysis, speech: Speech) -> list[Sentence]:
+    """Every sentence of a message's region read as a claim sentence (:func:`~judge.facts.analysis.read_sentences`),
+    once per analysis: the final answer's statements are read by several detectors, and by one per evidence call.
+    The list and its sentences are shared: callers never change them."""
+    return _memo(an, "region_sentences", speech.message_index,
+                 lambda: read_sentences(speech.region, an.patterns, an.cache.get("sentences")))
+
+
 def _word_counts(an: Analysis, text: str) -> tuple[int, ...]:
     """Counts a sentence writes as words of the vocabularies' languages, compounds included, each followed by a
     word or a counter ("Sieben neue Kunden", "тридцять вісім тестів", "两处"): the config's ``number_words`` and
-    ``number_grammar`` (:class:`~judge.facts.numbers.NumberWords`)."""
-    return an.patterns.number_words.counts(text)
+    ``number_grammar`` (:class:`~judge.facts.numbers.NumberWords`); read once per text and analysis."""
+    return _memo(an, "word_counts", text, lambda: an.patterns.number_words.counts(text))
 
 
 # Runner summaries of passing tests: pytest/go "57 passed", jest "Tests: 2 failed, 14 passed", flutter/dart
@@ -1295,7 +1337,7 @@ def _passed_count_contradicted(an: Analysis, counts: tuple[int, ...], index: int
     return None
 
 
-def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action],
+def _tied_read_back(an: Analysis, sentence: Sentence, last: Action, read_backs: list[Action],
                     named: frozenset[str] = frozenset()) -> Action | None:
     """The last read-back about what the change changed: it names or shows every record, table or file the change
     named (a listing of the base names fewer: it reads something else), or a value of the claim, or it reaches the
@@ -1308,7 +1350,7 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action],
     # The endpoint the change wrote to (host and path, query aside): a GET of it reads the same collection.
     endpoints = {u.split("?", 1)[0].rstrip("/") for u in _ENDPOINT.findall(last.text)} if "://" in last.text else set()
     for read_back in reversed(read_backs):
-        shown = read_back.text + "\n" + (read_back.receipt.content[:20_000] if read_back.receipt is not None else "")
+        shown = _memo(an, "shown", read_back.order, partial(_shown_head, read_back))
         if (resources and all(r in shown for r in resources)) or any(v in shown for v in values) \
                 or _lists_folder_of(read_back, last.writes) or any(f in read_back.text for f in folders) \
                 or any(u.split("?", 1)[0].rstrip("/") in endpoints for u in _ENDPOINT.findall(read_back.text)) \
@@ -1317,6 +1359,11 @@ def _tied_read_back(sentence: Sentence, last: Action, read_backs: list[Action],
                     and read_back.receipt is not None and bool(listing_rows(read_back.receipt.content))):
             return read_back
     return None
+
+
+def _shown_head(action: Action) -> str:
+    """A call's arguments and its receipt's head (20,000 characters): what a tie to a read-back is looked for in."""
+    return action.text + "\n" + (action.receipt.content[:20_000] if action.receipt is not None else "")
 
 
 _FLAG_VALUE = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)(?:=|\s+)('[^']*'|\"[^\"]*\"|\\\"[^\"\\]*\\\"|[^\s'\"-][^\s'\"]*)")
@@ -1429,7 +1476,7 @@ def _restated_stale(an: Analysis, speech: Speech, evidence: list[Action], index:
     region = speech.region
     # What the answer could restate, as text: its numbers and quoted spans (a receipt holding none of them, and no
     # JSON whose values could be words of the answer, is passed over with substring tests only).
-    spans = [region[start:].split(None, 1)[0].rstrip(".,;:)%") for start, _ in numbers_at(region)]
+    spans = [region[start:].split(None, 1)[0].rstrip(".,;:)%") for start, _ in _numbers_at(an, region)]
     spans += [next(g for g in groups if g) for groups in _QUOTED.findall(region)] if _QUOTED_OR_NAMED.search(region) else []
     cited = {a.order for a in evidence}
     for action in reversed(an.actions):
@@ -1614,10 +1661,8 @@ def _row_value_contradicted(an: Analysis, sentence: Sentence, read_backs: list[A
     counts = sentence.counts or bare_counts(sentence.text) or _word_counts(an, sentence.text)
     if not counts or not read_backs:
         return None
-    read_back = next((r for r in reversed(read_backs) if r.receipt is not None
-                      and ("\n" in r.receipt.content.strip() or r.receipt.content.lstrip()[:1] in ("[", "{"))
-                      and listing_rows(r.receipt.content)), None)
-    if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
+    read_back = next((r for r in reversed(read_backs) if r.receipt is not None and _of_receipt(an, _has_rows, r)), None)
+    if read_back is None or read_back.receipt is None or _of_receipt(an, more_pages, read_back):
         return None
     rows = listing_rows(read_back.receipt.content)
     total = len(rows)
@@ -1643,6 +1688,11 @@ def _row_value_contradicted(an: Analysis, sentence: Sentence, read_backs: list[A
         return (f"{total} with {rows[cells.index(value)][column]}", read_back,
                 f"{having} of {total} rows with it, the others {', '.join(others[:4])}")
     return None
+
+
+def _has_rows(content: str) -> bool:
+    """Whether a receipt is a listing of rows (:func:`~judge.facts.readbacks.listing_rows`): lines, or JSON."""
+    return ("\n" in content.strip() or content.lstrip()[:1] in ("[", "{")) and bool(listing_rows(content))
 
 
 def _names_cell(low: str, cell: str) -> bool:
@@ -1737,11 +1787,15 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
     receipt states (:func:`_receipt_states`). A bound ("above 95%", "below 1%") is held as a bound."""
     if not _DIGITS.search(sentence.text):
         return None
-    quantities_of = [(r, read_back_quantities(r.text[:2_000], r.receipt.content)) for r in read_backs if r.receipt is not None]
+    quantities_of = [(r, _named_quantities(an, r)) for r in read_backs if r.receipt is not None]
     if not any(quantities for _, quantities in quantities_of):
         return None  # no read-back names a number (most)
-    readings = number_readings(sentence.text)
     text = sentence.text
+    # The keys' words the sentence can name at all (most claims name none): only these can label a number.
+    named = {w for _, quantities in quantities_of for _, words in quantities for w in words if may_name(text, w)}
+    if not named:
+        return None
+    readings = _readings(an, text)
     for at, reading in enumerate(readings):
         # The words around the number, up to the next number each side: the label a table cell, a list item or a
         # counted noun gives it.
@@ -1762,12 +1816,12 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
                    after: str = after) -> bool:
             known = labelled.get(word)
             if known is None:
-                known = labelled[word] = _labels(before, after, word)
+                known = labelled[word] = word in named and _labels(before, after, word)
             return known
 
         for read_back, quantities in reversed(quantities_of):
-            tied = [q for q in quantities if q.percent == reading.percent or not q.percent
-                    if any(labels(w) for w in q.words())]
+            tied = [q for q, words in quantities if q.percent == reading.percent or not q.percent
+                    if any(labels(w) for w in words)]
             if not tied:
                 continue
             if bound is not None:
@@ -1786,6 +1840,27 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
             return f"{reading.text}{'%' if reading.percent else ''} ({q.key})", read_back, \
                 f"{q.key} = {q.value:.10g}{'%' if q.percent else ''}"
     return None
+
+
+def _named_quantities(an: Analysis, read_back: Action) -> tuple[tuple[Quantity, tuple[str, ...]], ...]:
+    """A read-back's named quantities (:func:`~judge.facts.readbacks.read_back_quantities`), each with its key's
+    words, read once per analysis."""
+    receipt = read_back.receipt
+    return _memo(an, "named_quantities", read_back.order, lambda: tuple(
+        (q, q.words()) for q in read_back_quantities(read_back.text[:2_000], receipt.content if receipt else "")))
+
+
+def _of_receipt(an: Analysis, read: Callable[[str], T], action: Action) -> T:
+    """``read`` of an action's receipt content ("" with none), once per analysis and action: what the claim readers
+    hold each claim sentence of a trajectory against (its metrics, its records' numbers, its value tokens)."""
+    receipt = action.receipt
+    return _memo(an, read.__name__, action.order, lambda: read(receipt.content if receipt is not None else ""))
+
+
+def _readings(an: Analysis, text: str) -> list[Reading]:
+    """:func:`~judge.facts.numbers.number_readings` of a claim sentence, read once per analysis for every claim
+    reader (the list is shared: callers never change it)."""
+    return _memo(an, "readings", text, lambda: number_readings(text))
 
 
 def _receipt_readings(an: Analysis, index: int) -> list[Reading]:
@@ -1835,13 +1910,13 @@ def _metric_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Acti
     fraction) and rounded to the claim's digits, that the last read-back showing that field contradicts and no
     receipt before states."""
     # A decimal or a percent; 0% and 100% say a state (done, none: the job detectors' case), not a measurement.
-    readings = [r for r in number_readings(sentence.text)
+    readings = [r for r in _readings(an, sentence.text)
                 if ((r.percent and r.values[0] not in (0.0, 100.0)) or (not r.percent and any(s < 1 for s in r.steps)))
                 and not _bounded(an, sentence.text, r)]
     if not readings:
         return None
     for read_back in reversed(read_backs):
-        metrics = metric_values(read_back.receipt.content) if read_back.receipt is not None else {}
+        metrics = _of_receipt(an, metric_values, read_back) if read_back.receipt is not None else {}
         tied = False
         for name, values in metrics.items():
             for start, end in name_spans(sentence.text, name):
@@ -1868,12 +1943,12 @@ def _asked_metric_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
     read_back = read_backs[-1] if read_backs else None
     if read_back is None or read_back.receipt is None or "%" not in sentence.text:
         return None
-    metrics = metric_values(read_back.receipt.content)
+    metrics = _of_receipt(an, metric_values, read_back)
     asked = [(name, values) for name, values in metrics.items() if len(name) >= 4 and name in read_back.text]
     if len(asked) != 1 or len(asked[0][1]) != 1 or not 0 < asked[0][1][0] < 1:
         return None
     name, (value,) = asked[0]
-    readings = [r for r in number_readings(sentence.text) if r.percent and r.values[0] not in (0.0, 100.0)
+    readings = [r for r in _readings(an, sentence.text) if r.percent and r.values[0] not in (0.0, 100.0)
                 and not _bounded(an, sentence.text, r)]
     if not readings or any(same_quantity(r, v, True) for r in readings for v in (value, 1 - value)):
         return None
@@ -2001,16 +2076,22 @@ def _total_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
     if not numbers:
         return None
     claimed = max(numbers)
-    read_back = next((r for r in reversed(read_backs) if r.receipt is not None and record_numbers(r.receipt.content)), None)
-    if read_back is None or read_back.receipt is None or more_pages(read_back.receipt.content):
+    read_back = next((r for r in reversed(read_backs) if r.receipt is not None and _of_receipt(an, record_numbers, r)), None)
+    if read_back is None or read_back.receipt is None or _of_receipt(an, more_pages, read_back):
         return None
-    sums = {field: sum(values) for field, values in record_numbers(read_back.receipt.content).items() if len(values) >= 2}
+    sums = {field: sum(values) for field, values in _of_receipt(an, record_numbers, read_back).items() if len(values) >= 2}
     if not sums or any(abs(total - claimed) < 0.005 * max(1.0, abs(total)) for total in sums.values()):
         return None
-    if any(claimed in stated_numbers(a.receipt.content[:20_000]) for a in prior if a.receipt is not None):
+    if any(claimed in _of_receipt(an, _stated_head, a) for a in prior if a.receipt is not None):
         return None  # a receipt prints it (a total the tool computed)
     field, total = min(sums.items(), key=lambda kv: abs(kv[1] - claimed))
     return f"a total of {claimed:g}", read_back, f"{field} adding up to {total:g}"
+
+
+def _stated_head(content: str) -> frozenset[float]:
+    """The numbers a receipt's head states (:func:`~judge.facts.values.stated_numbers` of its first 20,000
+    characters), as a set: whether it prints a claimed total."""
+    return frozenset(stated_numbers(content[:20_000]))
 
 
 def _bound_word(an: Analysis, text: str) -> tuple[re.Match[str], bool] | None:
@@ -2028,7 +2109,9 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
     """A bound claimed of a field's numbers ("all prices are under 50", "재고가 100 이하") that a number of that
     field in the last read-back listing it breaks. The field is the one the sentence names (by its first four
     letters: "prijzen" names Prijs), or the read-back's only numeric field."""
-    bound = _bound_word(an, sentence.text) if _DIGITS.search(sentence.text) else None  # its limit is a number
+    if not _DIGITS.search(sentence.text):
+        return None  # no number to be a bound
+    bound = _bound_word(an, sentence.text)
     if bound is None:
         return None
     bound_word, upper = bound
@@ -2039,7 +2122,7 @@ def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
     limit = min(numbers, key=lambda found: abs(found[0] - bound_word.start()))[1]
     low = sentence.text.lower()
     for read_back in reversed(read_backs):
-        fields = record_numbers(read_back.receipt.content) if read_back.receipt is not None else {}
+        fields = _of_receipt(an, record_numbers, read_back) if read_back.receipt is not None else {}
         named = {f: v for f, v in fields.items() if f.lower()[:4] in low} or (fields if len(fields) == 1 else {})
         for field, values in named.items():
             breaking = [v for v in values if (v > limit if upper else v < limit)]
@@ -2055,11 +2138,13 @@ def _filter_bound_contradicted(an: Analysis, sentence: Sentence, read_backs: lis
     """A bound the claim gives ("boven € 500", "500 元以上") that the filter of the last read-back holding filter
     conditions does not hold: it has bounds of that direction (:func:`~judge.facts.readbacks.filter_bounds`) and
     none is the claimed limit in any reading."""
-    bound = _bound_word(an, sentence.text) if _DIGITS.search(sentence.text) else None  # its limit is a number
+    if not _DIGITS.search(sentence.text):
+        return None  # no number to be a bound
+    bound = _bound_word(an, sentence.text)
     if bound is None:
         return None
     bound_word, upper = bound
-    readings = [r for r in number_readings(sentence.text) if not r.percent]
+    readings = [r for r in _readings(an, sentence.text) if not r.percent]
     if not readings:
         return None
     # The limit is the number nearest the bound word ("above € 500", "500 以上").
@@ -2156,14 +2241,24 @@ def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action],
     for token in value_tokens(sentence.text):
         if not is_resource_id(token):
             continue
+        chars = sorted(token)
         for read_back in reversed(read_backs):
-            content = read_back.receipt.content if read_back.receipt is not None else ""
-            near = next((t for t in value_tokens(content) if len(t) == len(token) and t != token
-                         and (sorted(t) == sorted(token) or sum(a != b for a, b in zip(t, token)) == 1)), None)
+            same_length = _of_receipt(an, _tokens_by_length, read_back).get(len(token), ())
+            near = next((t for t, its in same_length if t != token
+                         and (its == chars or sum(a != b for a, b in zip(t, token)) == 1)), None)
             # (The scan of earlier messages last: most claims name ids no read-back holds a near twin of.)
             if near is not None and token not in an.trajectory.query and not _shown_before(an, token, index, None):
                 return f"id {token}", read_back, f"id {near}"
     return None
+
+
+def _tokens_by_length(content: str) -> dict[int, list[tuple[str, list[str]]]]:
+    """A receipt's value tokens (:func:`~judge.facts.values.value_tokens`, in their order) by length, each with its
+    characters sorted: the near twins of a claimed id are looked for among the tokens of its length only."""
+    found: dict[int, list[tuple[str, list[str]]]] = {}
+    for token in value_tokens(content):
+        found.setdefault(len(token), []).append((token, sorted(token)))
+    return found
 
 
 def _lists_folder_of(read_back: Action, written: tuple[str, ...]) -> bool:
