@@ -37,10 +37,13 @@ def value_tokens(text: str) -> set[str]:
         return set()
     # A new set each time (callers may change it), built from the tokens in the order found: it iterates in the
     # same order as one built by a fresh scan.
-    return set(_value_token_list(text) if len(text) <= _MEMO_MAX_CHARS else _long_value_token_list(text))
+    if len(text) <= _MEMO_MAX_CHARS:
+        return set(_value_token_list(text))
+    return set(_long_value_token_list(text) if len(text) <= _LONG_MEMO_MAX_CHARS else _scan_values(text))
 
 
 _MEMO_MAX_CHARS = 4000  # longer texts (receipts) get a small memo of their own: a large one would hold megabytes
+_LONG_MEMO_MAX_CHARS = 200_000  # above this (a whole build log) a text is scanned each time: 64 of them are ~13 MB
 
 
 @lru_cache(maxsize=64)
