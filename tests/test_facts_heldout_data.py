@@ -1,6 +1,6 @@
 """Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples), v2, v3, v4, v5, v6,
-v7, v8, v9, v10, v11, v12, v13, v14, v15 and v16 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the earlier ones
-had been read). A ``blind`` edition (none now; v7 to v16 were measured) has its truth committed and no editor run on it yet: its
+v7, v8, v9, v10, v11, v12, v13, v14, v15, v16 and v17 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the
+earlier ones had been read). A ``blind`` edition (v17 now; v7 to v16 were measured) has its truth committed and no editor run on it yet: its
 suite is not run through the runner.
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
@@ -99,6 +99,9 @@ SETS = {
     "v16": HeldoutSet("v16", FIXTURES / "facts_heldout_v16", "build_facts_heldout_v16.py", FIXTURES / "editor_counterexamples_v16",
                       "build_counterexamples_v16.py", 48, 11, 14, 32, 8, 3,
                       frozenset({"en", "zh", "ja", "ko", "fr", "it", "nl", "pl", "am", "mn", "eu"})),
+    "v17": HeldoutSet("v17", FIXTURES / "facts_heldout_v17", "build_facts_heldout_v17.py", FIXTURES / "editor_counterexamples_v17",
+                      "build_counterexamples_v17.py", 48, 11, 14, 32, 8, 3,
+                      frozenset({"en", "zh", "ja", "ko", "de", "es", "pt", "ru", "my", "si", "mk"}), blind=True),
 }
 
 
@@ -372,6 +375,22 @@ def test_v16_has_four_domains_of_twelve_languages_without_vocabulary_and_origin_
     origin = [m for m in rows if m["group"] == "origin"]
     assert len(origin) >= 4 and all(m["decisive_turn"] < min(e["turn"] for e in m["expected"]) for m in origin)
     cases = _read_jsonl(SETS["v16"].counter / "cases.jsonl")
+    reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
+    assert set(reasons) == REASONS and min(reasons.values()) >= 2
+    assert len({c["lang"] for c in cases}) >= 10
+
+
+def test_v17_has_four_domains_of_twelve_languages_without_vocabulary_and_origin_cases() -> None:
+    """v17: lark-base, airport-ground-ops, agri-irrigation, museum-collections, twelve each; my si mk have no claims
+    vocabulary."""
+    rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
+            for r in _read_jsonl(SETS["v17"].trajectories / f"facts_{fmt}.jsonl")]
+    assert Counter(m["domain"] for m in rows) == {"lark-base": 12, "airport-ground-ops": 12, "agri-irrigation": 12,
+                                                  "museum-collections": 12}
+    assert Counter(m["lang"] for m in rows) == {"en": 6, "zh": 5, "ja": 5, **{lang: 4 for lang in ("ko", "de", "es", "pt", "ru", "my", "si", "mk")}}
+    origin = [m for m in rows if m["group"] == "origin"]
+    assert len(origin) >= 4 and all(m["decisive_turn"] < min(e["turn"] for e in m["expected"]) for m in origin)
+    cases = _read_jsonl(SETS["v17"].counter / "cases.jsonl")
     reasons = Counter(c["expected"]["reason"] for c in cases if c["expected"]["reason"])
     assert set(reasons) == REASONS and min(reasons.values()) >= 2
     assert len({c["lang"] for c in cases}) >= 10
