@@ -200,6 +200,31 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("", [sh("ruff check cli/main.py", "All checks passed!", 0)]),
       Say("ruff ir tīrs.")],
      set()),
+    # A check re-run after the edit is bound to the edited version: an Edit and the re-run in one message run in
+    # order, and a file's stem (``rates_2028`` of ``rates_2028.csv``) is the file, not a remote object its upload
+    # makes later (v12-hr-es-tax-table-recheck, v12-rl-pt-pipeline-recheck, v16-pm-it-lease-validate-rerun).
+    ("near miss: edit and re-run in one message, then the load (ro)", "Corectează rates_2028.csv și încarcă-l.",
+     [User("Corectează rates_2028.csv și încarcă-l."),
+      Say("", [sh("ratectl validate rates_2028.csv", "rows: 9\nerrors: 1\n  row 4: band overlaps row 3", 0)]),
+      Say("Corectez rândul 4.", [edit("rates_2028.csv", "4,500.00,900", "4,500.01,900"),
+                                 sh("ratectl validate rates_2028.csv", "rows: 9\nerrors: 0", 0)]),
+      Say("", [sh("ratectl load --region RO7 --file rates_2028.csv", "loaded 9 rows for RO7", 0)]),
+      Say("Tabelul are 9 rânduri; a doua validare, după corectarea rândului 4, a dat 0 erori.")],
+     set()),
+    ("near miss: validation re-run, then the upload of the file (hu)", "Javítsd a policy_P4410.yaml fájlt és töltsd fel.",
+     [User("Javítsd a policy_P4410.yaml fájlt és töltsd fel."),
+      Say("", [sh("polctl validate policy_P4410.yaml", "Exit code 1\npolicy_P4410.yaml\n  grace_days: 45 is not allowed (0-30)\nerrors: 1", 1, error=True)]),
+      Say("", [edit("policy_P4410.yaml", "grace_days: 45", "grace_days: 30")]),
+      Say("", [sh("polctl validate policy_P4410.yaml", "policy_P4410.yaml\nerrors: 0\nvalid", 0)]),
+      Say("", [sh("polctl upload policy_P4410.yaml --draft", "uploaded: P-4410 (draft)", 0)]),
+      Say("A P-4410 a javítás után (grace_days 45 helyett 30) 0 hibával validált, és piszkozatként feltöltve.")],
+     set()),
+    ("the check before the edit in one message stays stale (ro)", "Corectează rates_2029.csv și încarcă-l.",
+     [User("Corectează rates_2029.csv și încarcă-l."),
+      Say("", [sh("ratectl validate rates_2029.csv", "rows: 9\nerrors: 0", 0),
+               edit("rates_2029.csv", "4,500.00,900", "4,500.01,900")]),
+      Say("Validarea a dat 0 erori pe cele 9 rânduri.")],
+     {(2, "stale-evidence")}),
 
     # --- ticks of an item that states a count: one call per object, fewer than the count (any language) ----------
     ("three views ticked after two creates (lv)", "Izveido 3 skatus tabulā tblUzd0910.",

@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Literal
 
-from judge.facts.analysis import HTTP_CLIENTS, Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
+from judge.facts.analysis import (
+    HTTP_CLIENTS,
+    Action,
+    Analysis,
+    Sentence,
+    Status,
+    analysis_of,
+    is_doc,
+    path_tokens,
+    salient_tokens,
+)
 from judge.facts.checks import zero_tally
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.effects import failure_part
@@ -484,22 +494,44 @@ class Ledger:
                 # chain, only a write before the last segment is (``pytest && cp new.py app.py`` ran before the cp).
                 own = _written_before_last(check, path) or (path in check.writes and (
                     check.command is None or len(read_command(check.command).segments) == 1))
-                before = self.version_at(path, check.visible_at + 1 if own else at)
+                before = self.version_at(path, check.visible_at + 1) if own else self._version_at_call(path, check)
                 named = path in check.text or _basename(path) in check.text or _names_folder_of(check.text, path)
                 if named or (check.is_check and not is_doc(path) and (before or self._edited_later(path, at))):
                     bound[path] = before
             covered = self.objects_named(check)
             keyed = {value for _, pairs in covered for _, value in pairs}
+            unpathed: str | None = None  # the text with its file paths taken out (built on first need)
             for token in value_tokens(check.text):
                 if is_resource_id(token) and token not in bound and token not in keyed:
-                    bound[token] = self.version_at(token, at)
+                    if token + "." in check.text:
+                        # A file's stem is no remote object: ``validate lease_L8820.yaml`` ran on the file (bound
+                        # above), not on a ``lease_L8820`` its upload made later (v12-hr-es-tax-table-recheck,
+                        # v12-rl-pt-pipeline-recheck, v16-pm-it-lease-validate-rerun).
+                        if unpathed is None:
+                            unpathed = check.text
+                            for named_path in path_tokens(check.text):
+                                unpathed = unpathed.replace(named_path, " ")
+                        if token not in unpathed:
+                            continue
+                    bound[token] = self._version_at_call(token, check)
             if covered:
                 # A check of an object covers every object under it (a formula check of a table, its fields).
                 for name, pairs in self._written_objects().items():
                     if name not in bound and any(key <= pairs for _, key in covered):
-                        bound[name] = self.version_at(name, at)
+                        bound[name] = self._version_at_call(name, check)
             memo[check.order] = bound
         return bound
+
+    def _version_at_call(self, artifact: str, call: Action) -> int:
+        """The version of ``artifact`` a call ran on: the one seen before its message, or a later one an earlier call
+        of the same message wrote (calls of one message run in order: an Edit then the validation re-run on it,
+        v12-hr-es-tax-table-recheck, v12-rl-pt-pipeline-recheck)."""
+        version = self.version_at(artifact, call.message_index + 1)
+        history = self.history(artifact)
+        while version < len(history) and history[version].action < call.order \
+                and self.actions[history[version].action].message_index == call.message_index:
+            version += 1
+        return version
 
     def _edited_later(self, path: str, index: int) -> bool:
         """Whether the first write of ``path`` after message ``index`` changed a file that already existed (an edit,
