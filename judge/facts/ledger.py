@@ -786,7 +786,7 @@ class Ledger:
                 # Or by the failure's own status: the HTTP status or the tool's error code of its error line, which
                 # neither the query nor the call holds ("(HTTP 401)", "(HTTP 400)": v5-lb-th-token-expired,
                 # v13-ob-sr-folder-delete-refused): the answer speaks of that failure in any language.
-                return self._names_failure_code(action, text)
+                return self._names_failure_code(action, text) or self._restates_failure_values(action, text)
             for name in shown:
                 text = text.replace(name, " ")
             coded = True
@@ -803,6 +803,8 @@ class Ledger:
         codes |= set(_STATUS_CODE.findall(action.error_line))
         codes |= set(_ERROR_CODE.findall(action.error_line))  # the tool's own error code ("code 91403")
         if any(code in words and code not in query and (len(code) >= 2 or _stated_code(text, code)) for code in codes):
+            return True
+        if self._restates_failure_values(action, text):
             return True
         quoted = {q.lower() for m in _QUOTED.finditer(text) for q in m.groups() if q and len(q) >= 4}
         if any(q in error and q not in command for q in quoted):
@@ -837,6 +839,22 @@ class Ledger:
         # A value some call typed ("versionCode 411" edited in, then "Version code 411 has already been used") is
         # the answer's claim of that value, not the failure's code.
         return bool(named) and not any(code in a.text for a in self.actions for code in named)
+
+    def _restates_failure_values(self, action: Action, text: str) -> bool:
+        """Whether ``text`` restates every value of the failed ``action``'s error line that neither the call nor the
+        user gave (its figures: "(0 of 5)", a date "expired 2026-11-30", "rows 10-14"), two of them or one of 3+
+        characters: in any language, only a report of that failure holds them (v16-rx-mn-no-refills-reported,
+        v16-pm-eu-vendor-insurance-reported, v15-et-zh-report-list-with-failure). Not for a partial run: a claim of
+        the whole repeats the figures of what went through."""
+        line = action.error_line
+        if action.status != "failed" or not line or not any(c.isdigit() for c in text) \
+                or not any(c.isdigit() for c in line):
+            return False
+        given = self.user_given
+        values = {v for v in _FIGURE.findall(line) if v not in action.text and v not in given}
+        if not values or (len(values) < 2 and max(len(v) for v in values) < 3):
+            return False
+        return all(re.search(rf"(?<![\d.]){re.escape(v)}(?!\d)", text) for v in values)
 
     def _failure_part(self, action: Action) -> str:
         """The error line and the failure's part of the first 2,000 characters of ``action``'s receipt (once per
@@ -1078,6 +1096,7 @@ def _respelled(failed: str, later: str, known: Callable[[], str]) -> bool:
 _REMOTE_PARTS = re.compile(r"[@:]")  # user@host:path, the parts of a remote operand (scp, rsync, git remotes)
 _ERROR_CODE = re.compile(r"(?<![\w.-])\d{4,}(?![\w.])")
 _DIGITS = re.compile(r"\d+")
+_FIGURE = re.compile(r"(?<![\w.])\d+(?:[.:/-]\d+)*(?![\w.-]?\w)")  # a number, a date, a range (10-14), a time
 _TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
 _CODE_LIKE = re.compile(r"\d|[a-z][A-Z]|_")  # a digit, an inner capital or an underscore: a code or identifier
 _STATUS_CODE = re.compile(r"(?<!\d)([1-5]\d\d)(?!\d)")
