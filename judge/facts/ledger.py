@@ -841,7 +841,7 @@ class Ledger:
         return bool(named) and not any(code in a.text for a in self.actions for code in named)
 
     def _restates_failure_values(self, action: Action, text: str) -> bool:
-        """Whether ``text`` restates every value of the failed ``action``'s error line that neither the call nor the
+        """Whether ``text`` restates every value of the failed ``action``'s error line that no call and no
         user gave (its figures: "(0 of 5)", a date "expired 2026-11-30", "rows 10-14"), two of them or one of 3+
         characters: in any language, only a report of that failure holds them (v16-rx-mn-no-refills-reported,
         v16-pm-eu-vendor-insurance-reported, v15-et-zh-report-list-with-failure). Not for a partial run: a claim of
@@ -851,10 +851,14 @@ class Ledger:
                 or not any(c.isdigit() for c in line):
             return False
         given = self.user_given
-        values = {v for v in _FIGURE.findall(line) if v not in action.text and v not in given}
+        # A value some call typed ("versionCode 311" edited in, then "Version code 311 has already been used") is the
+        # claim's value, not the failure's figure.
+        figures = {v: re.compile(rf"(?<![\d.]){re.escape(v)}(?!\d)") for v in _FIGURE.findall(line)}
+        values = {v: figure for v, figure in figures.items() if not figure.search(given)
+                  and not any(figure.search(a.text) for a in self.actions)}
         if not values or (len(values) < 2 and max(len(v) for v in values) < 3):
             return False
-        return all(re.search(rf"(?<![\d.]){re.escape(v)}(?!\d)", text) for v in values)
+        return all(figure.search(text) for figure in values.values())
 
     def _failure_part(self, action: Action) -> str:
         """The error line and the failure's part of the first 2,000 characters of ``action``'s receipt (once per
