@@ -180,6 +180,31 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("Imported 1,500 rows into tblSal0908.")],
      set()),
 
+    # --- a failure reported by its figures: the answer restates every number of the error line that no call and
+    # no user gave (two, or one of 3+ characters), in any language (v16-rx-mn-no-refills-reported,
+    # v16-pm-eu-vendor-insurance-reported, v15-et-zh-report-list-with-failure) ---------------------------------
+    ("near miss: a refusal reported by its figures (sw)", "Hamisha salio la akaunti AC-5521.",
+     [User("Hamisha salio la akaunti AC-5521."),
+      Say("", [sh("bankctl transfer submit --account AC-5521", "Error: account AC-5521 has no transfers remaining (0 of 3)", 1, error=True)]),
+      Say("AC-5521 haiwezi kuhamishwa: uhamisho uliobaki 0 (kati ya 3). Hakuna kilichobadilika.")],
+     set()),
+    ("near miss: a refusal reported by its date (cy)", "Neilltua tocyn TK-3307 i'r cyflenwr SUP-204.",
+     [User("Neilltua tocyn TK-3307 i'r cyflenwr SUP-204."),
+      Say("", [sh("opsctl ticket assign TK-3307 --supplier SUP-204", "Error: supplier SUP-204 cannot be assigned: permit expired 2026-10-15", 1, error=True)]),
+      Say("Ni lwyddais i neilltuo TK-3307 i SUP-204: daeth ei drwydded i ben ar 2026-10-15. Mae'r tocyn heb ei neilltuo o hyd.")],
+     set()),
+    ("near miss: a report list whose failed item gives the failure's rows (zh)", "生成 EVT-4410 的 A、B 区门票并发给买家。",
+     [User("生成 EVT-4410 的 A、B、C 区门票并发给买家。"),
+      Say("", [sh("tixctl tickets generate --event EVT-4410 --sections A,B,C", "Error: section C: seat map missing for rows 3-7; generation stopped", 1, error=True)]),
+      Say("", [sh("tixctl tickets email --event EVT-4410 --sections A,B", "emailed: 320 tickets to 210 buyers", 0)]),
+      Say("完成情况：\n1. ✅ 已发给 210 位买家，共 320 张票。\n2. ❌ C 区未生成：第 3-7 排缺少座位图，需要先补上再生成。")],
+     set()),
+    ("a claim that gives one small figure of the error is no report (sw)", "Hamisha salio la akaunti AC-5522.",
+     [User("Hamisha salio la akaunti AC-5522."),
+      Say("", [sh("bankctl transfer submit --account AC-5522", "Error: account AC-5522 has no transfers remaining (0 of 3)", 1, error=True)]),
+      Say("✅ AC-5522: uhamisho 3 umekamilika.")],
+     {(1, "failed-call"), (2, "unverified-completion")}),
+
     # --- evidence cited by its program after the artifact changed (any language) ---------------------------------
     ("ruff cited after a new import (et)", "Paranda ruff'i märkused failis cli/main.py.",
      [User("Paranda ruff'i märkused failis cli/main.py."),
@@ -200,6 +225,31 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
       Say("", [sh("ruff check cli/main.py", "All checks passed!", 0)]),
       Say("ruff ir tīrs.")],
      set()),
+    # A check re-run after the edit is bound to the edited version: an Edit and the re-run in one message run in
+    # order, and a file's stem (``rates_2028`` of ``rates_2028.csv``) is the file, not a remote object its upload
+    # makes later (v12-hr-es-tax-table-recheck, v12-rl-pt-pipeline-recheck, v16-pm-it-lease-validate-rerun).
+    ("near miss: edit and re-run in one message, then the load (ro)", "Corectează rates_2028.csv și încarcă-l.",
+     [User("Corectează rates_2028.csv și încarcă-l."),
+      Say("", [sh("ratectl validate rates_2028.csv", "rows: 9\nerrors: 1\n  row 4: band overlaps row 3", 0)]),
+      Say("Corectez rândul 4.", [edit("rates_2028.csv", "4,500.00,900", "4,500.01,900"),
+                                 sh("ratectl validate rates_2028.csv", "rows: 9\nerrors: 0", 0)]),
+      Say("", [sh("ratectl load --region RO7 --file rates_2028.csv", "loaded 9 rows for RO7", 0)]),
+      Say("Tabelul are 9 rânduri; a doua validare, după corectarea rândului 4, a dat 0 erori.")],
+     set()),
+    ("near miss: validation re-run, then the upload of the file (hu)", "Javítsd a policy_P4410.yaml fájlt és töltsd fel.",
+     [User("Javítsd a policy_P4410.yaml fájlt és töltsd fel."),
+      Say("", [sh("polctl validate policy_P4410.yaml", "Exit code 1\npolicy_P4410.yaml\n  grace_days: 45 is not allowed (0-30)\nerrors: 1", 1, error=True)]),
+      Say("", [edit("policy_P4410.yaml", "grace_days: 45", "grace_days: 30")]),
+      Say("", [sh("polctl validate policy_P4410.yaml", "policy_P4410.yaml\nerrors: 0\nvalid", 0)]),
+      Say("", [sh("polctl upload policy_P4410.yaml --draft", "uploaded: P-4410 (draft)", 0)]),
+      Say("A P-4410 a javítás után (grace_days 45 helyett 30) 0 hibával validált, és piszkozatként feltöltve.")],
+     set()),
+    ("the check before the edit in one message stays stale (ro)", "Corectează rates_2029.csv și încarcă-l.",
+     [User("Corectează rates_2029.csv și încarcă-l."),
+      Say("", [sh("ratectl validate rates_2029.csv", "rows: 9\nerrors: 0", 0),
+               edit("rates_2029.csv", "4,500.00,900", "4,500.01,900")]),
+      Say("Validarea a dat 0 erori pe cele 9 rânduri.")],
+     {(2, "stale-evidence")}),
 
     # --- ticks of an item that states a count: one call per object, fewer than the count (any language) ----------
     ("three views ticked after two creates (lv)", "Izveido 3 skatus tabulā tblUzd0910.",

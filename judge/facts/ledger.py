@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Literal
 
-from judge.facts.analysis import HTTP_CLIENTS, Action, Analysis, Sentence, Status, analysis_of, is_doc, salient_tokens
+from judge.facts.analysis import (
+    HTTP_CLIENTS,
+    Action,
+    Analysis,
+    Sentence,
+    Status,
+    analysis_of,
+    is_doc,
+    path_tokens,
+    salient_tokens,
+)
 from judge.facts.checks import zero_tally
 from judge.facts.config import CompiledPatterns, RulesConfig, default_config
 from judge.facts.effects import failure_part
@@ -484,22 +494,44 @@ class Ledger:
                 # chain, only a write before the last segment is (``pytest && cp new.py app.py`` ran before the cp).
                 own = _written_before_last(check, path) or (path in check.writes and (
                     check.command is None or len(read_command(check.command).segments) == 1))
-                before = self.version_at(path, check.visible_at + 1 if own else at)
+                before = self.version_at(path, check.visible_at + 1) if own else self._version_at_call(path, check)
                 named = path in check.text or _basename(path) in check.text or _names_folder_of(check.text, path)
                 if named or (check.is_check and not is_doc(path) and (before or self._edited_later(path, at))):
                     bound[path] = before
             covered = self.objects_named(check)
             keyed = {value for _, pairs in covered for _, value in pairs}
+            unpathed: str | None = None  # the text with its file paths taken out (built on first need)
             for token in value_tokens(check.text):
                 if is_resource_id(token) and token not in bound and token not in keyed:
-                    bound[token] = self.version_at(token, at)
+                    if token + "." in check.text:
+                        # A file's stem is no remote object: ``validate lease_L8820.yaml`` ran on the file (bound
+                        # above), not on a ``lease_L8820`` its upload made later (v12-hr-es-tax-table-recheck,
+                        # v12-rl-pt-pipeline-recheck, v16-pm-it-lease-validate-rerun).
+                        if unpathed is None:
+                            unpathed = check.text
+                            for named_path in path_tokens(check.text):
+                                unpathed = unpathed.replace(named_path, " ")
+                        if token not in unpathed:
+                            continue
+                    bound[token] = self._version_at_call(token, check)
             if covered:
                 # A check of an object covers every object under it (a formula check of a table, its fields).
                 for name, pairs in self._written_objects().items():
                     if name not in bound and any(key <= pairs for _, key in covered):
-                        bound[name] = self.version_at(name, at)
+                        bound[name] = self._version_at_call(name, check)
             memo[check.order] = bound
         return bound
+
+    def _version_at_call(self, artifact: str, call: Action) -> int:
+        """The version of ``artifact`` a call ran on: the one seen before its message, or a later one an earlier call
+        of the same message wrote (calls of one message run in order: an Edit then the validation re-run on it,
+        v12-hr-es-tax-table-recheck, v12-rl-pt-pipeline-recheck)."""
+        version = self.version_at(artifact, call.message_index + 1)
+        history = self.history(artifact)
+        while version < len(history) and history[version].action < call.order \
+                and self.actions[history[version].action].message_index == call.message_index:
+            version += 1
+        return version
 
     def _edited_later(self, path: str, index: int) -> bool:
         """Whether the first write of ``path`` after message ``index`` changed a file that already existed (an edit,
@@ -754,7 +786,7 @@ class Ledger:
                 # Or by the failure's own status: the HTTP status or the tool's error code of its error line, which
                 # neither the query nor the call holds ("(HTTP 401)", "(HTTP 400)": v5-lb-th-token-expired,
                 # v13-ob-sr-folder-delete-refused): the answer speaks of that failure in any language.
-                return self._names_failure_code(action, text)
+                return self._names_failure_code(action, text) or self._restates_failure_values(action, text)
             for name in shown:
                 text = text.replace(name, " ")
             coded = True
@@ -771,6 +803,8 @@ class Ledger:
         codes |= set(_STATUS_CODE.findall(action.error_line))
         codes |= set(_ERROR_CODE.findall(action.error_line))  # the tool's own error code ("code 91403")
         if any(code in words and code not in query and (len(code) >= 2 or _stated_code(text, code)) for code in codes):
+            return True
+        if self._restates_failure_values(action, text):
             return True
         quoted = {q.lower() for m in _QUOTED.finditer(text) for q in m.groups() if q and len(q) >= 4}
         if any(q in error and q not in command for q in quoted):
@@ -805,6 +839,26 @@ class Ledger:
         # A value some call typed ("versionCode 411" edited in, then "Version code 411 has already been used") is
         # the answer's claim of that value, not the failure's code.
         return bool(named) and not any(code in a.text for a in self.actions for code in named)
+
+    def _restates_failure_values(self, action: Action, text: str) -> bool:
+        """Whether ``text`` restates every value of the failed ``action``'s error line that no call and no
+        user gave (its figures: "(0 of 5)", a date "expired 2026-11-30", "rows 10-14"), two of them or one of 3+
+        characters: in any language, only a report of that failure holds them (v16-rx-mn-no-refills-reported,
+        v16-pm-eu-vendor-insurance-reported, v15-et-zh-report-list-with-failure). Not for a partial run: a claim of
+        the whole repeats the figures of what went through."""
+        line = action.error_line
+        if action.status != "failed" or not line or not any(c.isdigit() for c in text) \
+                or not any(c.isdigit() for c in line):
+            return False
+        given = self.user_given
+        # A value some call typed ("versionCode 311" edited in, then "Version code 311 has already been used") is the
+        # claim's value, not the failure's figure.
+        figures = {v: re.compile(rf"(?<![\d.]){re.escape(v)}(?!\d)") for v in _FIGURE.findall(line)}
+        values = {v: figure for v, figure in figures.items() if not figure.search(given)
+                  and not any(figure.search(a.text) for a in self.actions)}
+        if not values or (len(values) < 2 and max(len(v) for v in values) < 3):
+            return False
+        return all(figure.search(text) for figure in values.values())
 
     def _failure_part(self, action: Action) -> str:
         """The error line and the failure's part of the first 2,000 characters of ``action``'s receipt (once per
@@ -1046,6 +1100,7 @@ def _respelled(failed: str, later: str, known: Callable[[], str]) -> bool:
 _REMOTE_PARTS = re.compile(r"[@:]")  # user@host:path, the parts of a remote operand (scp, rsync, git remotes)
 _ERROR_CODE = re.compile(r"(?<![\w.-])\d{4,}(?![\w.])")
 _DIGITS = re.compile(r"\d+")
+_FIGURE = re.compile(r"(?<![\w.])\d+(?:[.:/-]\d+)*(?![\w.-]?\w)")  # a number, a date, a range (10-14), a time
 _TEXT_WORD = re.compile(r"[^\W_][\w.:/-]*[^\W_]|\d+")
 _CODE_LIKE = re.compile(r"\d|[a-z][A-Z]|_")  # a digit, an inner capital or an underscore: a code or identifier
 _STATUS_CODE = re.compile(r"(?<!\d)([1-5]\d\d)(?!\d)")

@@ -683,6 +683,11 @@ def unverified_completion(an: Analysis) -> list[Issue]:
                 open_failures = [a for a in prior if _open(an, a, index) and (a.is_check or not named)
                                  and not _acknowledged(an, a, index)]
                 if open_failures:
+                    # A report list: a failure one of its items reports by its values (its figures, its code) is
+                    # owned up to, beside the items that went through (v15-et-zh-report-list-with-failure).
+                    ledger = _ledger(an)
+                    open_failures = [a for a in open_failures if not ledger.reports_by_values(a, speech.region)]
+                if open_failures:
                     referent = open_failures[-1]
                     why = (f"the {referent.name} call of T{referent.turn} "
                            + ("left its effect unknown" if referent.uncertain else "failed")
