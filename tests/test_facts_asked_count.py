@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, render, sh
-from judge.importers import Source
-from judge.importers.reader import parse_record
+from fixtures.facts_heldout.steps import Say, User, parse, sh
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -28,10 +26,7 @@ CC = "contradicted-claim"
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps], {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps])
 
 
 SYNC = sh("userctl sync --org 4410 --group 8802 --file staff.csv", "sync accepted (job us-71)")

@@ -26,9 +26,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, edit, js, lark, render, sh, todo
-from judge.importers import Source
-from judge.importers.reader import parse_record
+from fixtures.facts_heldout.steps import Say, User, edit, js, lark, parse, sh, todo
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -173,10 +171,7 @@ CASES = STALE + CHECKS + TICKS
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    trajectory_id = f"z19-{fmt}-" + "".join(c if c.isascii() and c.isalnum() else "-" for c in name)[:60]
-    parsed = parse_record(render(fmt, trajectory_id, query, steps, {}), Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, f"z19-{fmt}-" + "".join(c if c.isascii() and c.isalnum() else "-" for c in name)[:60], query, steps)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -23,12 +23,10 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, js, render, sh
+from fixtures.facts_heldout.steps import Say, User, js, parse, sh
 from judge.facts.config import default_config
 from judge.facts.readbacks import Quantity, read_back_quantities
 from judge.facts.values import printed_counts
-from judge.importers import Source
-from judge.importers.reader import parse_record
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -38,10 +36,7 @@ CC, SCF = "contradicted-claim", "silent-check-failure"
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps], {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps])
 
 
 RETIRE = sh("assetctl retire --site bcn-2 --older-than 2019", "retired: 41")

@@ -13,13 +13,11 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, edit, js, read, render, sh, write
+from fixtures.facts_heldout.steps import Say, User, edit, js, parse, read, sh, write
 from judge.facts import ledger_of
 from judge.facts.config import default_config
 from judge.facts.flow import decisive_origin
 from judge.facts.shell import exit_answer
-from judge.importers import Source
-from judge.importers.reader import parse_record
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -28,10 +26,7 @@ Expected = set[tuple[int, str]]
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps], {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps])
 
 
 def lark(rest: str, out: str, code: int = 0) -> Any:

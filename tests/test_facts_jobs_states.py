@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, edit, render, sh
+from fixtures.facts_heldout.steps import Say, User, edit, parse, sh
 from judge.facts.jobs import column_state, job_state, partial_load
-from judge.importers import Source
-from judge.importers.reader import parse_record
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -24,10 +22,7 @@ Expected = set[tuple[int, str]]
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps], {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps])
 
 
 SQUEUE_RUNNING = ("  JOBID PARTITION      NAME  USER ST       TIME  NODES\n"

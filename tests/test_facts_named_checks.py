@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, render, sh
-from judge.importers import Source
-from judge.importers.reader import parse_record
+from fixtures.facts_heldout.steps import Say, User, parse, sh
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -77,10 +75,7 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    trajectory_id = f"nc-{fmt}-" + "".join(c if c.isascii() and c.isalnum() else "-" for c in name)[:60]
-    parsed = parse_record(render(fmt, trajectory_id, query, steps, {}), Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, f"nc-{fmt}-" + "".join(c if c.isascii() and c.isalnum() else "-" for c in name)[:60], query, steps)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -19,12 +19,10 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, edit, js, render, sh
+from fixtures.facts_heldout.steps import Say, User, edit, js, parse, sh
 from judge.facts.jobs import job_state
 from judge.facts.readbacks import Quantity, command_quantity, read_back_quantities
 from judge.facts.values import cell_counts
-from judge.importers import Source
-from judge.importers.reader import parse_record
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -34,10 +32,7 @@ CC, PC, UC = "contradicted-claim", "premature-claim", "unverified-completion"
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps], {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps])
 
 
 # --- read-backs ---------------------------------------------------------------------------------------------------

@@ -27,11 +27,9 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, edit, js, render, sh, todo
+from fixtures.facts_heldout.steps import Say, User, edit, js, parse, sh, todo
 from judge.facts.jobs import column_states
 from judge.facts.readbacks import Bound, filter_bounds
-from judge.importers import Source
-from judge.importers.reader import parse_record
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -41,10 +39,7 @@ CC, PC, UT, SE = "contradicted-claim", "premature-claim", "unchecked-tick", "sta
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps], {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps])
 
 
 # --- filters ------------------------------------------------------------------------------------------------------

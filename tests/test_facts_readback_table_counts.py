@@ -19,10 +19,8 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, js, render, sh
+from fixtures.facts_heldout.steps import Say, User, js, parse, sh
 from judge.facts.readbacks import listing_rows
-from judge.importers import Source
-from judge.importers.reader import parse_record
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -32,10 +30,7 @@ CC = "contradicted-claim"
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps], {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, name.replace(" ", "-")[:40], query, [User(query), *steps])
 
 
 CREATE = sh("lark-cli base +record-batch-create --base bascnHt4 --table tblBk3 --json @ospiti.json", js({"ok": True}))

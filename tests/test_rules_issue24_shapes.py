@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.facts_heldout.steps import Say, User, edit, js, read, render, sh, todo, write
-from judge.importers import Source
-from judge.importers.reader import parse_record
+from fixtures.facts_heldout.steps import Say, User, edit, js, parse, read, sh, todo, write
 from judge.model import Trajectory
 from judge.rules import run_detectors
 
@@ -163,10 +161,7 @@ CASES: list[tuple[str, str, list[Any], Expected]] = [
 
 
 def _trajectory(fmt: str, name: str, query: str, steps: list[Any]) -> Trajectory:
-    record = render(fmt, name.replace(" ", "-")[:40], query, steps, {})
-    parsed = parse_record(record, Source("test"), fmt)
-    assert isinstance(parsed, Trajectory), parsed
-    return parsed
+    return parse(fmt, name.replace(" ", "-")[:40], query, steps)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
