@@ -355,7 +355,7 @@ def test_every_finding_quotes_evidence() -> None:
 
 def test_default_config_is_versioned_and_a_disabled_detector_finds_nothing(tmp_path: Path) -> None:
     config = default_config()
-    assert config.version == "rules-v2.4" and set(config.detectors) == set(DETECTOR_NAMES)
+    assert config.version == "rules-v2.5" and set(config.detectors) == set(DETECTOR_NAMES)
     assert Path(config.source or "").name == "rules-v2.yaml"
     text = Path(config.source or "").read_text(encoding="utf-8").replace(
         "  failed-call:\n    enabled: true", "  failed-call:\n    enabled: false")
