@@ -55,7 +55,8 @@ SETS = {"v1": FIXTURES / "editor_counterexamples" / "cases.jsonl",  # --set NAME
         "v14": FIXTURES / "editor_counterexamples_v14" / "cases.jsonl",
         "v15": FIXTURES / "editor_counterexamples_v15" / "cases.jsonl",
         "v16": FIXTURES / "editor_counterexamples_v16" / "cases.jsonl",
-        "v17": FIXTURES / "editor_counterexamples_v17" / "cases.jsonl"}
+        "v17": FIXTURES / "editor_counterexamples_v17" / "cases.jsonl",
+        "v18": FIXTURES / "editor_counterexamples_v18" / "cases.jsonl"}
 CASES = SETS["v1"]
 
 # The editor's dependency kinds and validator names -> the reason kinds of tags.md they stand for.

@@ -55,7 +55,8 @@ SETS = {"v1": FIXTURES / "facts_heldout", "v2": FIXTURES / "facts_heldout_v2",  
         "v11": FIXTURES / "facts_heldout_v11", "v12": FIXTURES / "facts_heldout_v12",
         "v13": FIXTURES / "facts_heldout_v13",
         "v14": FIXTURES / "facts_heldout_v14", "v15": FIXTURES / "facts_heldout_v15",
-        "v16": FIXTURES / "facts_heldout_v16", "v17": FIXTURES / "facts_heldout_v17"}
+        "v16": FIXTURES / "facts_heldout_v16", "v17": FIXTURES / "facts_heldout_v17",
+        "v18": FIXTURES / "facts_heldout_v18"}
 HELDOUT = SETS["v1"]
 Finding = tuple[int | None, str]  # (turn, tag)
 # Tags the rules judge used before tags.md fixed the vocabulary -> the tags.md tag for the same defect. Shown as a

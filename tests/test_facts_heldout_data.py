@@ -1,6 +1,6 @@
 """Shape of the issue-24 held-out data: v1 (tests/fixtures/facts_heldout, editor_counterexamples), v2, v3, v4, v5, v6,
-v7, v8, v9, v10, v11, v12, v13, v14, v15, v16 and v17 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the
-earlier ones had been read). A ``blind`` edition (none now; v7 to v17 were measured) has its truth committed and no editor run on it yet: its
+v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17 and v18 (tests/fixtures/facts_heldout_vN, editor_counterexamples_vN, each written blind after the
+earlier ones had been read). A ``blind`` edition (v18; v7 to v17 were measured) has its truth committed and no editor run on it yet: its
 suite is not run through the runner.
 
 These tests check the DATA, never a detector's or the editor's figures (bench/facts_heldout.py and
@@ -102,6 +102,9 @@ SETS = {
     "v17": HeldoutSet("v17", FIXTURES / "facts_heldout_v17", "build_facts_heldout_v17.py", FIXTURES / "editor_counterexamples_v17",
                       "build_counterexamples_v17.py", 48, 11, 14, 32, 8, 3,
                       frozenset({"en", "zh", "ja", "ko", "de", "es", "pt", "ru", "my", "si", "mk"})),
+    "v18": HeldoutSet("v18", FIXTURES / "facts_heldout_v18", "build_facts_heldout_v18.py", FIXTURES / "editor_counterexamples_v18",
+                      "build_counterexamples_v18.py", 48, 11, 14, 32, 8, 3,
+                      frozenset({"en", "zh", "ja", "ko", "de", "es", "pt", "ru", "km", "sw", "cy"}), blind=True),
 }
 
 
@@ -308,7 +311,7 @@ def test_four_domain_editions_have_languages_without_vocabulary_and_origin_cases
 
 # (edition, trajectories per domain, trajectories per language: every language when ``exact``, else at least those
 # named, editor languages at least). The three languages of each edition without a claims vocabulary: v12 bn tl is,
-# v13 sr sq ta, v14 az uz ne, v15 kk hy ur, v16 am mn eu, v17 my si mk.
+# v13 sr sq ta, v14 az uz ne, v15 kk hy ur, v16 am mn eu, v17 my si mk, v18 km sw cy.
 FOUR_DOMAIN_EDITIONS: list[tuple[str, dict[str, int], dict[str, int], bool, int]] = [
     ("v12", {"lark-base": 12, "hr-payroll": 12, "iot-fleet": 12, "research-lab": 12}, {"bn": 1, "tl": 1, "is": 1},
      False, 10),
@@ -321,6 +324,8 @@ FOUR_DOMAIN_EDITIONS: list[tuple[str, dict[str, int], dict[str, int], bool, int]
      {"en": 6, "zh": 5, "ja": 5, "ko": 4, "fr": 4, "it": 4, "nl": 4, "pl": 4, "am": 4, "mn": 4, "eu": 4}, True, 10),
     ("v17", {"lark-base": 12, "airport-ground-ops": 12, "agri-irrigation": 12, "museum-collections": 12},
      {"en": 6, "zh": 5, "ja": 5, "ko": 4, "de": 4, "es": 4, "pt": 4, "ru": 4, "my": 4, "si": 4, "mk": 4}, True, 10),
+    ("v18", {"lark-base": 12, "hotel-operations": 12, "municipal-permits": 12, "veterinary-clinic": 12},
+     {"en": 6, "zh": 5, "ja": 5, "ko": 4, "de": 4, "es": 4, "pt": 4, "ru": 4, "km": 4, "sw": 4, "cy": 4}, True, 10),
 ]
 
 
@@ -329,7 +334,7 @@ FOUR_DOMAIN_EDITIONS: list[tuple[str, dict[str, int], dict[str, int], bool, int]
 def test_editions_have_their_domains_languages_and_origin_cases(name: str, domains: dict[str, int],
                                                                  languages: dict[str, int], exact: bool,
                                                                  editor_languages: int) -> None:
-    """v12-v17: four domains of equal size, the languages each writer was given (three without a claims
+    """v12-v18: four domains of equal size, the languages each writer was given (three without a claims
     vocabulary), four origin cases whose decisive turn comes before every finding, every editor reason twice."""
     rows = [r.get("metadata") or r.get("extra") for fmt in ("openai", "anthropic", "atif")
             for r in _read_jsonl(SETS[name].trajectories / f"facts_{fmt}.jsonl")]
