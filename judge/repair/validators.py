@@ -108,6 +108,7 @@ def validate_edit(
         rewritten_values_supported(original, edited, message_map),
         new_claims_supported(original, edited, message_map),
         rules_judge_clean(original, edited),
+        final_report_kept(original, edited, message_map),
     ]
 
 
@@ -772,6 +773,56 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
         detail="the edit wrote a claim the receipts do not support" if findings else "no unsupported new claim",
         findings=[f for _, f in findings], kind=kind,
     )
+
+
+def final_report_kept(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
+    """A rewritten final answer still reports the receipt it answers, by values, in any language: the original final
+    answer named words only the last kept receipt before it showed (not the call's nor the query's: ``lint`` of a CI
+    run's failed jobs, ``N-88`` of a map's unreachable nodes, ``sm-305`` of a sensor out of tolerance) and the rewrite
+    names none of them. What that receipt showed was replaced by a new story: over a failure (the ledger's
+    ``failed`` or ``partial``, or a receipt line the failure vocabularies read) a ``flip``, over a job still going a
+    ``future-claim``, otherwise a final answer that lost its support (``unsupported-final``). Pooled from
+    rw13-flip-ru-run-failed-lint, rw16-flip-mn-map-invalid, rw17-flip-my-out-of-tolerance (E3): the first check that
+    needs no vocabulary of the answer's language."""
+    findings: list[str] = []
+    kind: RefusalKind | None = None
+    after = _final_index(edited)
+    if after is not None and after < len(message_map) and not edited.messages[after].tool_calls \
+            and original.messages[message_map[after]].role == "assistant":
+        old_text, new_text = message_text(original.messages[message_map[after]]), message_text(edited.messages[after])
+        facts = ledger_of(edited)
+        seen = [a for a in facts.actions if a.visible_at < after and not a.is_plan and a.receipt is not None]
+        if old_text != new_text and new_text.strip() and seen:
+            last = seen[-1]
+            assert last.receipt is not None
+            receipt = last.receipt.content[:4000]
+            only = value_words(receipt) - value_words(last.text + "\n" + edited.query)
+            reported = only & value_words(old_text)
+            if reported and not reported & value_words(new_text):
+                kind = _report_kind(facts, last, receipt)
+                findings.append(f"T{edited.messages[after].turn}: the rewritten final answer names none of "
+                                f"{', '.join(repr(w) for w in sorted(reported))}, which the original took from the "
+                                f"receipt of the {last.name} call of T{last.turn} it still answers")
+    return ValidatorResult(
+        name="final-report-kept", passed=not findings,
+        detail="the rewrite dropped the final answer's report of its receipt" if findings
+        else "the final answer still reports its receipt",
+        findings=findings, kind=kind or "unsupported-final",
+    )
+
+
+def _report_kind(facts: Ledger, action: Action, receipt: str) -> RefusalKind:
+    """What replacing the report of ``action``'s receipt hides: a failure (``flip``: the ledger's failed or partial,
+    or a line of the receipt the failure vocabularies read), a job still going (``future-claim``), else the final
+    answer's support (``unsupported-final``)."""
+    if action.status == "running":
+        return "future-claim"
+    patterns = facts.analysis.config.patterns
+    if action.status in ("failed", "partial") or any(
+            patterns.prior_failure.search(line) or patterns.error.search(line) or patterns.failure_count.search(line)
+            for line in receipt.splitlines()):
+        return "flip"
+    return "unsupported-final"
 
 
 def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, index: int) -> tuple[RefusalKind, str] | None:
