@@ -7,6 +7,10 @@ Latvian, Georgian), read through the real importer (OpenAI chat records). Table-
   failed job ``typecheck``, the unreachable node ``K-12``, the probe ``pr-77`` out of range) no longer reports that
   receipt: refused, in any language (flip over a failure, future-claim over a running job, else unsupported-final);
   a rewrite that keeps one of them, or an original that named none, is not.
+- a sentence naming the deleted call's wrong id with a particle of an unspaced script glued to it ("TNT-00383으로",
+  "ORD-5512を") names that id: the deletion cuts it and is accepted; the retry's id glued the same way is kept.
+- a number a rewrite writes into a turn before the receipt that prints it as its whole output (a count query's
+  ``42``), glued to a counter ("42건") or not, is written early (``order``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from judge.model import Trajectory
+from judge.repair import offline_edit
 from judge.repair.textref import Detectors
 from judge.repair.validators import validate_edit
-from judge.testing.builders import bash_chat
+from judge.testing.builders import bash_chat, issue
 
 
 def chat(query: str, steps: list[tuple[str, str, int] | str]) -> Trajectory:
@@ -70,3 +75,66 @@ def test_a_rewritten_final_answer_that_drops_the_report_of_its_receipt_is_refuse
         assert not failed, (case, [(v.name, v.findings) for v in failed])
     else:
         assert kind in {v.kind for v in failed}, (case, [(v.name, v.kind, v.findings) for v in failed])
+
+
+KO_TENANT = chat("세입자 TNT-00512의 연락처를 알려 주세요.", [
+    ("propctl tenant get TNT-00521", "Error: tenant TNT-00521 not found", 1),
+    ("propctl tenant get TNT-00512 -o yaml", "tenant: TNT-00512\nname: 김서연\nphone: 010-5512-7781", 0),
+    "처음에 세입자 번호를 TNT-00521으로 잘못 입력했습니다. TNT-00512 김서연 님의 연락처는 010-5512-7781 입니다."])
+JA_ORDER = chat("注文 ORD-5512 の配送状況を教えてください。", [
+    ("shopctl order get ORD-5521", "Error: order ORD-5521 not found", 1),
+    ("shopctl order get ORD-5512", "order: ORD-5512\nstatus: shipped\ncarrier: YMT-88120", 0),
+    "最初に ORD-5521を照会してしまいました。ORD-5512は発送済みです（YMT-88120）。"])
+
+# (case, original, the sentence that must be cut)
+GLUED_WRONG_IDS: list[tuple[str, Trajectory, str]] = [
+    ("ko-id-with-particle", KO_TENANT, "처음에 세입자 번호를 TNT-00521으로 잘못 입력했습니다."),
+    ("ja-id-with-particle", JA_ORDER, "最初に ORD-5521を照会してしまいました。"),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "cut"), GLUED_WRONG_IDS, ids=[row[0] for row in GLUED_WRONG_IDS])
+def test_a_wrong_id_glued_to_a_particle_is_still_named(case: str, original: Trajectory, cut: str,
+                                                      detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    assert result.status == "edited", (case, result.reason)
+    assert result.edited is not None
+    final = result.edited.messages[-1].content or ""
+    assert cut not in final and "TNT-00521" not in final and "ORD-5521" not in final
+    assert "TNT-00512" in final or "ORD-5512" in final  # the retry's id, glued the same way, is kept
+
+
+def test_unglued_splits_only_where_latin_meets_an_unspaced_script() -> None:
+    from judge.repair.dependencies import unglued
+
+    assert unglued("TNT-00383으로 잘못") == "TNT-00383 으로 잘못"
+    assert unglued("ORD-5521を照会") == "ORD-5521 を照会"
+    assert unglued("table tblAb1 (v2.0)") == "table tblAb1 (v2.0)"
+
+
+KO_COUNT = bash_chat("오늘 갱신 대상 처방을 일괄 제출해 주세요.", [
+    "갱신 대상 처방을 조회한 뒤 일괄 제출하겠습니다.",
+    ("rxctl refill due --date 2026-12-04 --count", "37", 0),
+    ("rxctl refill submit --due 2026-12-04", "refill batch RB-20261204 submitted", 0),
+    "오늘 갱신 대상 37건을 RB-20261204 배치로 제출했습니다."], record_id="e3")
+
+# (case, the rewritten plan turn, refused as order)
+EARLY_COUNTS: list[tuple[str, str, bool]] = [
+    ("ko-count-glued-to-counter", "갱신 대상 37건을 일괄 제출하겠습니다.", True),
+    ("ko-count-spaced", "갱신 대상 37 건을 일괄 제출하겠습니다.", True),
+    ("ko-plan-reworded-no-count", "갱신 대상 처방을 확인하고 제출하겠습니다.", False),
+]
+
+
+@pytest.mark.parametrize(("case", "plan", "refused"), EARLY_COUNTS, ids=[row[0] for row in EARLY_COUNTS])
+def test_a_count_written_before_the_receipt_that_prints_it_alone_is_early(case: str, plan: str, refused: bool,
+                                                                          detectors: Detectors) -> None:
+    edited = KO_COUNT.model_copy(deep=True)
+    plan_index = next(i for i, m in enumerate(edited.messages) if m.role == "assistant")
+    edited.messages[plan_index].content = plan
+    failed = [v for v in validate_edit(KO_COUNT, edited, list(range(len(KO_COUNT.messages))), [], detectors)
+              if not v.passed]
+    if refused:
+        assert "order" in {v.kind for v in failed}, (case, [(v.name, v.findings) for v in failed])
+    else:
+        assert not failed, (case, [(v.name, v.findings) for v in failed])

@@ -404,7 +404,19 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
 def names_gone_value(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int) -> bool:
     """Whether ``sentence`` names a value only the deleted calls had (their wrong id or typo'd name as written in the
     call or its receipt: ``wateja_206``, ``v3.81``), in any language: a text naming it speaks of the failure."""
-    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
+    return not receipt_values(unglued(sentence)).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
+
+
+# Where a run of Latin letters or digits meets a script written without spaces (CJK, kana, Hangul): a particle or
+# counter glued to an id ("TNT-00383으로", "VIP-Aに") is no part of it.
+_GLUED = re.compile(r"(?<=[A-Za-z0-9])(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
+                    r"|(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])(?=[A-Za-z0-9])")
+
+
+def unglued(text: str) -> str:
+    """``text`` with a space where Latin letters or digits meet a script written without spaces, so a value glued to
+    a particle reads as itself (pure)."""
+    return _GLUED.sub(" ", text)
 
 
 _COGNATE_RATIO = 0.85  # "procentowego" -> "procent" ~ "percent" (0.86); "recHd27" ~ "recHd72" never: ids are exact

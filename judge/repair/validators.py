@@ -455,7 +455,7 @@ def _numbers_written_early(original: Trajectory, edited: Trajectory, asked: set[
     """Numbers a sentence the edit wrote states before the first kept receipt that shows them ("48 件を取り込みます"
     two receipts before the import returns 48): the value ledger leaves out numbers under three digits."""
     written = "\n".join(message_text(m) for m in original.messages if m.role == "assistant")
-    shown = [(action.visible_at, frozenset(receipt_numbers(action.receipt.content)))
+    shown = [(action.visible_at, frozenset(receipt_numbers(action.receipt.content)) | _bare_number(action.receipt.content))
              for action in ledger_of(edited).actions if action.receipt is not None]
     findings: list[str] = []
     for index, message in enumerate(edited.messages):
@@ -467,9 +467,17 @@ def _numbers_written_early(original: Trajectory, edited: Trajectory, asked: set[
             if sentence.text.strip() in written:
                 continue
             # Numbers of 3+ digits are values: the ledger's first occurrences above read them.
-            early = sorted(n for n in later if len(n) < 3 and n not in asked and states(sentence.text, n))
+            # A number glued to a counter of an unspaced script or Hangul ("42건", "6件") is still stated.
+            text = _UNSPACED_COUNTER.sub(r"\1 ", sentence.text)
+            early = sorted(n for n in later if len(n) < 3 and n not in asked and states(text, n))
             findings += [f"T{message.turn} states {n!r} before any kept receipt showed it" for n in early]
     return findings
+
+
+def _bare_number(content: str) -> frozenset[str]:
+    """The number a receipt prints as its whole output (a count query's ``42``), which no key or noun names."""
+    answer = content.strip()
+    return frozenset({str(int(answer))}) if answer.isascii() and answer.isdigit() and len(answer) <= 9 else frozenset()
 
 
 def _rule_findings(trajectory: Trajectory) -> list[Issue]:
