@@ -11,6 +11,9 @@ Latvian, Georgian), read through the real importer (OpenAI chat records). Table-
   "ORD-5512を") names that id: the deletion cuts it and is accepted; the retry's id glued the same way is kept.
 - a number a rewrite writes into a turn before the receipt that prints it as its whole output (a count query's
   ``42``), glued to a counter ("42건") or not, is written early (``order``).
+- a value the deleted error offers that respells the call's own word is the call's correction only when it is the one
+  twin offered: "unknown section 'GOLD' (sections: GOLD-A, GOLD-B, S1)" -> GOLD-A is a choice only the receipt
+  gave (``dependency``); "unknown region 'nort' (north, south)" -> north is the typo fixed.
 """
 
 from __future__ import annotations
@@ -138,3 +141,30 @@ def test_a_count_written_before_the_receipt_that_prints_it_alone_is_early(case: 
         assert "order" in {v.kind for v in failed}, (case, [(v.name, v.findings) for v in failed])
     else:
         assert not failed, (case, [(v.name, v.findings) for v in failed])
+
+
+def hold(query: str, wrong: str, error: str, right: str, final: str) -> Trajectory:
+    return chat(query, [(f"tixctl holds create --event EV-41 --section {wrong} --count 4", error, 1),
+                        (f"tixctl holds create --event EV-41 --section {right} --count 4", f"hold: HLD-77\nsection: {right}", 0),
+                        final])
+
+
+# (case, original, the deletion refused as a dependency)
+OFFERED_TWINS: list[tuple[str, Trajectory, bool]] = [
+    ("two-twins-offered", hold("Shika viti 4 vya GOLD kwa EV-41.", "GOLD",
+                               "Error: unknown section 'GOLD' (sections: GOLD-A, GOLD-B, S1)", "GOLD-A",
+                               "Viti 4 vimeshikwa katika GOLD-A (HLD-77)."), True),
+    ("one-twin-offered", hold("Shika viti 4 vya sehemu ya kaskazini kwa EV-41.", "nort",
+                              "Error: unknown section 'nort' (sections: north, south, east)", "north",
+                              "Viti 4 vimeshikwa katika north (HLD-77)."), False),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "dependent"), OFFERED_TWINS, ids=[row[0] for row in OFFERED_TWINS])
+def test_a_choice_among_offered_twins_rests_on_the_receipt(case: str, original: Trajectory, dependent: bool,
+                                                           detectors: Detectors) -> None:
+    result = offline_edit(original, issue(1), detectors=detectors)
+    if dependent:
+        assert result.status != "edited" and "dependency" in result.reasons, (case, result.reason)
+    else:
+        assert result.status == "edited", (case, result.reason)

@@ -154,7 +154,8 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
     found: list[tuple[str, int]] = []
     content = (receipt.content or "")[:4000]
     sent = text_tokens(own)
-    for value in _offered_values(content):
+    offered = _offered_values(content)
+    for value in offered:
         # One value (a field, script or id), not a command line or a flag the error suggests running.
         if (len(value) < (1 if _UNSPACED.search(value) else 3) or any(c.isspace() for c in value)
                 or value.startswith("-") or value in own or value in given or value in {v for v, _ in found}):
@@ -162,8 +163,11 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
         # The respelling of a word the call sent ("relase" -> "release" of "expected: debug, release") is the
         # call's own value corrected, as a respelt retry is: the agent did not need the receipt for it. Not an id or
         # number: "recHd72" for "recHd27" is another record, which only the receipt named.
+        # Unless the receipt offers two or more twins of that word ("VIP" -> "VIP-A, VIP-B"): which one to take,
+        # only the receipt said.
         if not any(c.isdigit() for c in value) and any(
-                difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO for word in sent):
+                _twins(value, word) and len({other.lower() for other in offered if other.lower() != word.lower()
+                                             and _twins(other, word)}) < 2 for word in sent):
             continue
         for index in range(site.receipt_index + 1, len(trajectory.messages)):
             message = trajectory.messages[index]
@@ -185,6 +189,11 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
 
 
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def _twins(value: str, word: str) -> bool:
+    """Whether ``value`` is a respelling of ``word`` (pure): near twins, case aside."""
+    return difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO
 
 # A list of alternatives a receipt offers after a colon or an opening parenthesis and ending the line, clause or
 # bracket ("(options: Nový, Rozpracováno, Dokončeno)", "available: 1.6.4, 1.7.0"): two or more single tokens
