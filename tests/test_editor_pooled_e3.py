@@ -51,6 +51,9 @@ LV_RUN = chat("Kā beidzās CI palaidiens 4410?", [
 KA_PROBES = chat("შეამოწმე ზონდები ველზე F2.", [
     ("fieldctl probe verify --field F2", "16 probes checked · 15 within range · 1 OUT OF RANGE (pr-77 +9.1%)", 0),
     "16-დან 15 ზონდი რიგზეა; pr-77 გადახრილია +9.1%-ით და საჭიროებს კალიბრაციას."])
+EN_SAVED = chat("Write the summary to report.md.", [
+    ("docgen write --out report.md", "Saved successfully", 0),
+    "Report saved successfully."])
 SW_PLAIN = chat("Orodhesha faili za saraka data.", [
     ("ls data", "a.csv\nb.csv", 0),
     "Saraka data ina faili mbili."])
@@ -66,6 +69,8 @@ REPORTS_DROPPED: list[tuple[str, Trajectory, str, str | None]] = [
     ("lv-run-reworded-keeps-job", LV_RUN, "CI 4410: typecheck nav izgājis.", None),
     ("ka-probe-reworded-keeps-probe", KA_PROBES, "pr-77 გადახრილია (+9.1%); დანარჩენი 15 რიგზეა.", None),
     ("sw-plain-reworded", SW_PLAIN, "Kuna faili mbili kwenye saraka data.", None),
+    # over a receipt that shows no problem, dropping its plain words ("saved", "successfully") is wording
+    ("en-plain-receipt-words-reworded", EN_SAVED, "The summary is in report.md.", None),
 ]
 
 

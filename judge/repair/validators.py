@@ -808,6 +808,11 @@ def final_report_kept(original: Trajectory, edited: Trajectory, message_map: Seq
             reported = only & value_words(old_text)
             if reported and not reported & value_words(new_text):
                 kind = _report_kind(facts, last, receipt)
+                # Over a receipt that shows no problem, plain words ("created", "successfully") are wording: only a
+                # value dropped (an id, a number, a dotted or hyphenated name) is a lost report.
+                if kind == "unsupported-final" and not any(_VALUE_SHAPE.search(word) for word in reported):
+                    kind = None
+            if kind is not None:
                 findings.append(f"T{edited.messages[after].turn}: the rewritten final answer names none of "
                                 f"{', '.join(repr(w) for w in sorted(reported))}, which the original took from the "
                                 f"receipt of the {last.name} call of T{last.turn} it still answers")
@@ -817,6 +822,9 @@ def final_report_kept(original: Trajectory, edited: Trajectory, message_map: Seq
         else "the final answer still reports its receipt",
         findings=findings, kind=kind or "unsupported-final",
     )
+
+
+_VALUE_SHAPE = re.compile(r"\d|[.\-/:@_]")
 
 
 def _report_kind(facts: Ledger, action: Action, receipt: str) -> RefusalKind:
