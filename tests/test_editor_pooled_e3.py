@@ -14,6 +14,9 @@ Latvian, Georgian), read through the real importer (OpenAI chat records). Table-
 - a value the deleted error offers that respells the call's own word is the call's correction only when it is the one
   twin offered: "unknown section 'GOLD' (sections: GOLD-A, GOLD-B, S1)" -> GOLD-A is a choice only the receipt
   gave (``dependency``); "unknown region 'nort' (north, south)" -> north is the typo fixed.
+- a rewrite that drops the original final answer's sentence on a part of the request no call touched (it names the
+  query's words no call or receipt holds, and nothing a call or receipt shows) while its final answer still names
+  that part claims it (``unsupported-final``), unless the new sentence reads as not done.
 """
 
 from __future__ import annotations
@@ -173,3 +176,32 @@ def test_a_choice_among_offered_twins_rests_on_the_receipt(case: str, original: 
         assert result.status != "edited" and "dependency" in result.reasons, (case, result.reason)
     else:
         assert result.status == "edited", (case, result.reason)
+
+
+EN_VIEW = chat("Create a view 'Late' in Orders (tblOr4, bascnEn2) and send it to Billing.", [
+    ("lark-cli base +view-create --base bascnEn2 --table tblOr4 --name Late", '{"view_id": "vewLt3", "records": 12}', 0),
+    "Created the view Late (vewLt3, 12 orders). Sending it to Billing is still to do."])
+SW_VIEW = chat("Unda mwonekano Marehemu katika tblOr4 (bascnSw3) na umtumie Uhasibu.", [
+    ("lark-cli base +view-create --base bascnSw3 --table tblOr4 --name Marehemu", '{"view_id": "vewMr5"}', 0),
+    "Mwonekano Marehemu (vewMr5) umeundwa. Kumtumia Uhasibu bado."])
+
+# (case, original, rewritten final answer, refused as unsupported-final)
+UNDONE_PARTS: list[tuple[str, Trajectory, str, bool]] = [
+    ("en-send-claimed", EN_VIEW, "Created the view Late (vewLt3, 12 orders) and sent it to Billing.", True),
+    ("sw-send-claimed", SW_VIEW, "Mwonekano Marehemu (vewMr5) umeundwa na kutumwa kwa Uhasibu.", True),
+    ("en-undone-part-reworded", EN_VIEW, "Created the view Late (vewLt3, 12 orders). It has not been sent to Billing yet.",
+     False),
+    ("en-undone-part-asked", EN_VIEW, "Created the view Late (vewLt3, 12 orders). Should I send it to Billing?", False),
+    ("en-unchanged", EN_VIEW, "Created the view Late (vewLt3, 12 orders). Sending it to Billing is still to do.", False),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "final", "refused"), UNDONE_PARTS, ids=[row[0] for row in UNDONE_PARTS])
+def test_a_rewrite_that_claims_the_part_the_original_left_undone_is_refused(
+        case: str, original: Trajectory, final: str, refused: bool, detectors: Detectors) -> None:
+    edited, message_map = rewrite_final(original, final)
+    failed = [v for v in validate_edit(original, edited, message_map, [], detectors) if not v.passed]
+    if refused:
+        assert "unsupported-final" in {v.kind for v in failed}, (case, [(v.name, v.kind, v.findings) for v in failed])
+    else:
+        assert not failed, (case, [(v.name, v.findings) for v in failed])

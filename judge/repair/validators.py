@@ -816,6 +816,11 @@ def final_report_kept(original: Trajectory, edited: Trajectory, message_map: Seq
                 findings.append(f"T{edited.messages[after].turn}: the rewritten final answer names none of "
                                 f"{', '.join(repr(w) for w in sorted(reported))}, which the original took from the "
                                 f"receipt of the {last.name} call of T{last.turn} it still answers")
+        if old_text != new_text and new_text.strip() and (undone := _undone_part_dropped(original, old_text, new_text)):
+            # After a failed change the dropped word was the failure's report (``flip``); else the part was never done.
+            kind = kind or ("flip" if seen and seen[-1].status in ("failed", "partial") else "unsupported-final")
+            findings.append(f"T{edited.messages[after].turn}: the rewrite dropped {undone!r}, the original's word on a "
+                            "part of the request no call touched, and its final answer still names that part")
     return ValidatorResult(
         name="final-report-kept", passed=not findings,
         detail="the rewrite dropped the final answer's report of its receipt" if findings
@@ -825,6 +830,41 @@ def final_report_kept(original: Trajectory, edited: Trajectory, message_map: Seq
 
 
 _VALUE_SHAPE = re.compile(r"\d|[.\-/:@_]")
+
+
+def _undone_part_dropped(original: Trajectory, old_text: str, new_text: str) -> str | None:
+    """The sentence of the original final answer on a part of the request no call touched that the rewrite dropped,
+    while its final answer still names that part, or None (by values, in any language): the sentence names words of
+    the query that no call's arguments nor any receipt hold, and nothing a call or receipt shows, not even a number
+    ("Sharing it with Finance is still to do.", "Nincs bundle.", "권한이 없어 교육 테이블을 만들지 못했습니다."); a
+    new sentence naming that part is then a claim of it, unless a vocabulary reads it as not done (failure, future,
+    hedge or running words, a question). Pooled from rw16-final-en-share-added, rw10-flip-hu-gradle-failed,
+    rw3-flip-ko-403 (E3)."""
+    shown: set[str] = set()
+    for site in call_sites(original):
+        shown |= value_words(site.call.argument_text())
+        if site.receipt is not None:
+            shown |= value_words((site.receipt.content or "")[:4000])
+    request = value_words(original.query) - shown
+    if not request:
+        return None
+    kept = {piece.text.strip() for piece in split_sentences(new_text)}
+    patterns = ledger_of(original).analysis.config.patterns
+    for piece in split_sentences(old_text):
+        sentence = piece.text.strip()
+        words = value_words(sentence)
+        if sentence in kept or words & shown or stated_numbers(sentence):
+            continue
+        part = words & request
+        if not part:
+            continue
+        naming = [p.text for p in split_sentences(new_text) if value_words(p.text) & part]
+        if naming and not any(
+                any(m.search(text) for m in (patterns.failure_words, patterns.future, patterns.hedge, patterns.running,
+                                             patterns.prior_failure)) or text.rstrip().endswith(("?", "？", "؟"))
+                for text in naming):
+            return sentence
+    return None
 
 
 def _report_kind(facts: Ledger, action: Action, receipt: str) -> RefusalKind:
