@@ -832,20 +832,35 @@ def final_report_kept(original: Trajectory, edited: Trajectory, message_map: Seq
 _VALUE_SHAPE = re.compile(r"\d|[.\-/:@_]")
 
 
+_SENTENCE_END = (".", "!", "?", "。", "！", "？", ":")
+
+
+def _request_names(query: str) -> frozenset[str]:
+    """The names a request gives (pure): its value-shaped words and the words it capitalises inside a sentence
+    ("Finance", "Billing"), as :func:`value_words` reads them; never its plain words, which any answer shares."""
+    found: set[str] = set()
+    for match in re.finditer(r"[^\W_](?:[\w.\-/:@]*[^\W_])?", query):
+        word = match.group(0)
+        opening = not query[:match.start()].rstrip() or query[:match.start()].rstrip().endswith(_SENTENCE_END)
+        if _VALUE_SHAPE.search(word) or (word[:1].isupper() and not opening):
+            found |= value_words(word)
+    return frozenset(found)
+
+
 def _undone_part_dropped(original: Trajectory, old_text: str, new_text: str) -> str | None:
     """The sentence of the original final answer on a part of the request no call touched that the rewrite dropped,
-    while its final answer still names that part, or None (by values, in any language): the sentence names words of
-    the query that no call's arguments nor any receipt hold, and nothing a call or receipt shows, not even a number
-    ("Sharing it with Finance is still to do.", "Nincs bundle.", "권한이 없어 교육 테이블을 만들지 못했습니다."); a
-    new sentence naming that part is then a claim of it, unless a vocabulary reads it as not done (failure, future,
-    hedge or running words, a question). Pooled from rw16-final-en-share-added, rw10-flip-hu-gradle-failed,
-    rw3-flip-ko-403 (E3)."""
+    while its final answer still names that part, or None (by values, in any language): the sentence names a name the
+    request gives (:func:`_request_names`) that no call's arguments nor any receipt hold, and nothing a call or
+    receipt shows, not even a number, nor speaks of a failure ("Sharing it with Finance is still to do.", "Nincs
+    bundle."); a new sentence naming that part is then a claim of it, unless a vocabulary reads it as not done
+    (failure, future, hedge or running words, a question). From rw16-final-en-share-added and
+    rw10-flip-hu-gradle-failed (E3)."""
     shown: set[str] = set()
     for site in call_sites(original):
         shown |= value_words(site.call.argument_text())
         if site.receipt is not None:
             shown |= value_words((site.receipt.content or "")[:4000])
-    request = value_words(original.query) - shown
+    request = _request_names(original.query) - shown
     if not request:
         return None
     kept = {piece.text.strip() for piece in split_sentences(new_text)}
@@ -853,7 +868,8 @@ def _undone_part_dropped(original: Trajectory, old_text: str, new_text: str) -> 
     for piece in split_sentences(old_text):
         sentence = piece.text.strip()
         words = value_words(sentence)
-        if sentence in kept or words & shown or stated_numbers(sentence):
+        # A sentence about a failure and its retry is the story the edit may cut, not a part of the request.
+        if sentence in kept or words & shown or stated_numbers(sentence) or speaks_of_failure(original, sentence):
             continue
         part = words & request
         if not part:
