@@ -229,7 +229,7 @@ def test_validators_pass_on_an_honest_edit(detectors):
                      "no-failed-receipt-made-success": True, "information-order": True, "rules-judge": True,
                      "no-side-effects-removed": True, "no-dependency-removed": True, "final-answer-supported": True,
                      "rewritten-values-supported": True,
-                     "new-claims-supported": True}
+                     "new-claims-supported": True, "final-report-kept": True}
 
 
 def test_wording_fix_removes_a_phantom_failure_reference(detectors):

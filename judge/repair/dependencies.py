@@ -154,7 +154,8 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
     found: list[tuple[str, int]] = []
     content = (receipt.content or "")[:4000]
     sent = text_tokens(own)
-    for value in _offered_values(content):
+    offered = _offered_values(content)
+    for value in offered:
         # One value (a field, script or id), not a command line or a flag the error suggests running.
         if (len(value) < (1 if _UNSPACED.search(value) else 3) or any(c.isspace() for c in value)
                 or value.startswith("-") or value in own or value in given or value in {v for v, _ in found}):
@@ -162,8 +163,11 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
         # The respelling of a word the call sent ("relase" -> "release" of "expected: debug, release") is the
         # call's own value corrected, as a respelt retry is: the agent did not need the receipt for it. Not an id or
         # number: "recHd72" for "recHd27" is another record, which only the receipt named.
+        # Unless the receipt offers two or more twins of that word ("VIP" -> "VIP-A, VIP-B"): which one to take,
+        # only the receipt said.
         if not any(c.isdigit() for c in value) and any(
-                difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO for word in sent):
+                _twins(value, word) and len({other.lower() for other in offered if other.lower() != word.lower()
+                                             and _twins(other, word)}) < 2 for word in sent):
             continue
         for index in range(site.receipt_index + 1, len(trajectory.messages)):
             message = trajectory.messages[index]
@@ -185,6 +189,11 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
 
 
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def _twins(value: str, word: str) -> bool:
+    """Whether ``value`` is a respelling of ``word`` (pure): near twins, case aside."""
+    return difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO
 
 # A list of alternatives a receipt offers after a colon or an opening parenthesis and ending the line, clause or
 # bracket ("(options: Nový, Rozpracováno, Dokončeno)", "available: 1.6.4, 1.7.0"): two or more single tokens
@@ -404,7 +413,19 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
 def names_gone_value(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int) -> bool:
     """Whether ``sentence`` names a value only the deleted calls had (their wrong id or typo'd name as written in the
     call or its receipt: ``wateja_206``, ``v3.81``), in any language: a text naming it speaks of the failure."""
-    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
+    return not receipt_values(unglued(sentence)).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
+
+
+# Where a run of Latin letters or digits meets a script written without spaces (CJK, kana, Hangul): a particle or
+# counter glued to an id ("TNT-00383으로", "VIP-Aに") is no part of it.
+_GLUED = re.compile(r"(?<=[A-Za-z0-9])(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
+                    r"|(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])(?=[A-Za-z0-9])")
+
+
+def unglued(text: str) -> str:
+    """``text`` with a space where Latin letters or digits meet a script written without spaces, so a value glued to
+    a particle reads as itself (pure)."""
+    return _GLUED.sub(" ", text)
 
 
 _COGNATE_RATIO = 0.85  # "procentowego" -> "procent" ~ "percent" (0.86); "recHd27" ~ "recHd72" never: ids are exact

@@ -108,6 +108,7 @@ def validate_edit(
         rewritten_values_supported(original, edited, message_map),
         new_claims_supported(original, edited, message_map),
         rules_judge_clean(original, edited),
+        final_report_kept(original, edited, message_map),
     ]
 
 
@@ -454,7 +455,7 @@ def _numbers_written_early(original: Trajectory, edited: Trajectory, asked: set[
     """Numbers a sentence the edit wrote states before the first kept receipt that shows them ("48 件を取り込みます"
     two receipts before the import returns 48): the value ledger leaves out numbers under three digits."""
     written = "\n".join(message_text(m) for m in original.messages if m.role == "assistant")
-    shown = [(action.visible_at, frozenset(receipt_numbers(action.receipt.content)))
+    shown = [(action.visible_at, frozenset(receipt_numbers(action.receipt.content)) | _bare_number(action.receipt.content))
              for action in ledger_of(edited).actions if action.receipt is not None]
     findings: list[str] = []
     for index, message in enumerate(edited.messages):
@@ -466,9 +467,17 @@ def _numbers_written_early(original: Trajectory, edited: Trajectory, asked: set[
             if sentence.text.strip() in written:
                 continue
             # Numbers of 3+ digits are values: the ledger's first occurrences above read them.
-            early = sorted(n for n in later if len(n) < 3 and n not in asked and states(sentence.text, n))
+            # A number glued to a counter of an unspaced script or Hangul ("42건", "6件") is still stated.
+            text = _UNSPACED_COUNTER.sub(r"\1 ", sentence.text)
+            early = sorted(n for n in later if len(n) < 3 and n not in asked and states(text, n))
             findings += [f"T{message.turn} states {n!r} before any kept receipt showed it" for n in early]
     return findings
+
+
+def _bare_number(content: str) -> frozenset[str]:
+    """The number a receipt prints as its whole output (a count query's ``42``), which no key or noun names."""
+    answer = content.strip()
+    return frozenset({str(int(answer))}) if answer.isascii() and answer.isdigit() and len(answer) <= 9 else frozenset()
 
 
 def _rule_findings(trajectory: Trajectory) -> list[Issue]:
@@ -772,6 +781,120 @@ def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: 
         detail="the edit wrote a claim the receipts do not support" if findings else "no unsupported new claim",
         findings=[f for _, f in findings], kind=kind,
     )
+
+
+def final_report_kept(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
+    """A rewritten final answer still reports the receipt it answers, by values, in any language: the original final
+    answer named words only the last kept receipt before it showed (not the call's nor the query's: ``lint`` of a CI
+    run's failed jobs, ``N-88`` of a map's unreachable nodes, ``sm-305`` of a sensor out of tolerance) and the rewrite
+    names none of them. What that receipt showed was replaced by a new story: over a failure (the ledger's
+    ``failed`` or ``partial``, or a receipt line the failure vocabularies read) a ``flip``, over a job still going a
+    ``future-claim``, otherwise a final answer that lost its support (``unsupported-final``). Pooled from
+    rw13-flip-ru-run-failed-lint, rw16-flip-mn-map-invalid, rw17-flip-my-out-of-tolerance (E3): the first check that
+    needs no vocabulary of the answer's language."""
+    findings: list[str] = []
+    kind: RefusalKind | None = None
+    after = _final_index(edited)
+    if after is not None and after < len(message_map) and not edited.messages[after].tool_calls \
+            and original.messages[message_map[after]].role == "assistant":
+        old_text, new_text = message_text(original.messages[message_map[after]]), message_text(edited.messages[after])
+        facts = ledger_of(edited)
+        seen = [a for a in facts.actions if a.visible_at < after and not a.is_plan and a.receipt is not None]
+        if old_text != new_text and new_text.strip() and seen:
+            last = seen[-1]
+            assert last.receipt is not None
+            receipt = last.receipt.content[:4000]
+            only = value_words(receipt) - value_words(last.text + "\n" + edited.query)
+            reported = only & value_words(old_text)
+            if reported and not reported & value_words(new_text):
+                kind = _report_kind(facts, last, receipt)
+                # Over a receipt that shows no problem, plain words ("created", "successfully") are wording: only a
+                # value dropped (an id, a number, a dotted or hyphenated name) is a lost report.
+                if kind == "unsupported-final" and not any(_VALUE_SHAPE.search(word) for word in reported):
+                    kind = None
+            if kind is not None:
+                findings.append(f"T{edited.messages[after].turn}: the rewritten final answer names none of "
+                                f"{', '.join(repr(w) for w in sorted(reported))}, which the original took from the "
+                                f"receipt of the {last.name} call of T{last.turn} it still answers")
+        if old_text != new_text and new_text.strip() and (undone := _undone_part_dropped(original, old_text, new_text)):
+            # After a failed change the dropped word was the failure's report (``flip``); else the part was never done.
+            kind = kind or ("flip" if seen and seen[-1].status in ("failed", "partial") else "unsupported-final")
+            findings.append(f"T{edited.messages[after].turn}: the rewrite dropped {undone!r}, the original's word on a "
+                            "part of the request no call touched, and its final answer still names that part")
+    return ValidatorResult(
+        name="final-report-kept", passed=not findings,
+        detail="the rewrite dropped the final answer's report of its receipt" if findings
+        else "the final answer still reports its receipt",
+        findings=findings, kind=kind or "unsupported-final",
+    )
+
+
+_VALUE_SHAPE = re.compile(r"\d|[.\-/:@_]")
+
+
+_SENTENCE_END = (".", "!", "?", "。", "！", "？", ":")
+
+
+def _request_names(query: str) -> frozenset[str]:
+    """The names a request gives (pure): its value-shaped words and the words it capitalises inside a sentence
+    ("Finance", "Billing"), as :func:`value_words` reads them; never its plain words, which any answer shares."""
+    found: set[str] = set()
+    for match in re.finditer(r"[^\W_](?:[\w.\-/:@]*[^\W_])?", query):
+        word = match.group(0)
+        opening = not query[:match.start()].rstrip() or query[:match.start()].rstrip().endswith(_SENTENCE_END)
+        if _VALUE_SHAPE.search(word) or (word[:1].isupper() and not opening):
+            found |= value_words(word)
+    return frozenset(found)
+
+
+def _undone_part_dropped(original: Trajectory, old_text: str, new_text: str) -> str | None:
+    """The sentence of the original final answer on a part of the request no call touched that the rewrite dropped,
+    while its final answer still names that part, or None (by values, in any language): the sentence names a name the
+    request gives (:func:`_request_names`) that no call's arguments nor any receipt hold, and nothing a call or
+    receipt shows, not even a number, nor speaks of a failure ("Sharing it with Finance is still to do.", "Nincs
+    bundle."); a new sentence naming that part is then a claim of it, unless a vocabulary reads it as not done
+    (failure, future, hedge or running words, a question). From rw16-final-en-share-added and
+    rw10-flip-hu-gradle-failed (E3)."""
+    shown: set[str] = set()
+    for site in call_sites(original):
+        shown |= value_words(site.call.argument_text())
+        if site.receipt is not None:
+            shown |= value_words((site.receipt.content or "")[:4000])
+    request = _request_names(original.query) - shown
+    if not request:
+        return None
+    kept = {piece.text.strip() for piece in split_sentences(new_text)}
+    patterns = ledger_of(original).analysis.config.patterns
+    for piece in split_sentences(old_text):
+        sentence = piece.text.strip()
+        words = value_words(sentence)
+        # A sentence about a failure and its retry is the story the edit may cut, not a part of the request.
+        if sentence in kept or words & shown or stated_numbers(sentence) or speaks_of_failure(original, sentence):
+            continue
+        part = words & request
+        if not part:
+            continue
+        naming = [p.text for p in split_sentences(new_text) if value_words(p.text) & part]
+        if naming and not any(
+                any(m.search(text) for m in (patterns.failure_words, patterns.future, patterns.hedge, patterns.running,
+                                             patterns.prior_failure)) or text.rstrip().endswith(("?", "？", "؟"))
+                for text in naming):
+            return sentence
+    return None
+
+
+def _report_kind(facts: Ledger, action: Action, receipt: str) -> RefusalKind:
+    """What replacing the report of ``action``'s receipt hides: a failure (``flip``: the ledger's failed or partial,
+    or a line of the receipt the failure vocabularies read), a job still going (``future-claim``), else the final
+    answer's support (``unsupported-final``)."""
+    if action.status == "running":
+        return "future-claim"
+    patterns = facts.analysis.config.patterns
+    if action.status in ("failed", "partial") or any(
+            patterns.prior_failure.search(line) or patterns.error.search(line) or patterns.failure_count.search(line)
+            for line in receipt.splitlines()):
+        return "flip"
+    return "unsupported-final"
 
 
 def _failure_ties_lost(edited: Trajectory, before: Message, after: Message, index: int) -> tuple[RefusalKind, str] | None:
