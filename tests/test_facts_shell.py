@@ -47,6 +47,13 @@ READ_ONLY: list[tuple[str, bool, str]] = [
     ("gh pr view 12", True, AGREED),
     ("kubectl get pods", True, AGREED),
     ("lark-cli base record create --help", True, AGREED),
+    ("node --version", True, AGREED),
+    ("gndctl help stands", True, AGREED),
+    ("redis-cli -h", True, AGREED),
+    # usage words that are options of a write: the value of --version, the host of -h, the name given to create
+    ("botctl fw push --version 4.2.1 --fleet dock-3", False, "issue 24 E3: --version anywhere made any push read-only"),
+    ("redis-cli -h cache.internal SET k v", False, "issue 24 E3: -h HOST is a host, not help"),
+    ("lark-cli base record create --name help", False, "issue 24 E3: a flag's value 'help' is no help request"),
     ("rm -rf build", False, AGREED),
     ("mv a.txt b.txt", False, AGREED),
     ("cp a b", False, AGREED),

@@ -235,6 +235,15 @@ def _split_words(segment: str) -> tuple[str, ...]:
     return tuple(words)
 
 
+def _usage_only(words: tuple[str, ...]) -> bool:
+    """Whether a command only prints its usage or version: ``--help`` anywhere, ``help`` as a subcommand word, ``-h``
+    or ``--version`` as the last word. Elsewhere they are options of the command: ``--version 4.2.1`` of a push,
+    ``-h HOST`` of a database client, ``--name help`` of a create."""
+    if "--help" in words[1:] or words[-1] in ("-h", "--version"):
+        return len(words) > 1
+    return "help" in itertools.takewhile(lambda w: not w.startswith("-"), words[1:])
+
+
 def segment_read_only(segment: str, verbs: Collection[str] = frozenset(),
                       writes: Collection[str] = frozenset()) -> tuple[bool, str]:
     """Whether one simple command (no operators) only reads, by the built-in program vocabulary and ``verbs``, the
@@ -248,7 +257,7 @@ def segment_read_only(segment: str, verbs: Collection[str] = frozenset(),
     program = words[0].rsplit("/", 1)[-1]
     if program == "cd":
         return True, "cd"
-    if any(w in ("--help", "-h", "help", "--version") for w in words[1:]):
+    if _usage_only(words):
         return True, f"{program} --help only prints usage"
     if program in _READ_PROGRAMS:
         return True, f"{program} only reads"
