@@ -8,9 +8,10 @@ goes to ``pending``. The result carries a readable unified diff of the rendered 
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +46,7 @@ from judge.rules import DetectorNames
 from judge.schema import Cluster, Issue, Route, ScoredIssue
 
 IssueLike = Cluster | ScoredIssue | Issue
+_T = TypeVar("_T")
 
 EDIT_SUFFIX = "+edit"
 # Tags of wording defects the editor fixes by cutting the sentence (no action changes): the rules detectors
@@ -338,7 +340,7 @@ def apply_edit(
             carried = ""
         if message.role == "tool" and index in deleted_receipts:
             continue
-        new = message.model_copy(deep=True)
+        new = _copied(message)
         if message.role == "assistant":
             if message.tool_calls:
                 # The copy's own calls: the edited trajectory shares no object with the original.
@@ -362,13 +364,46 @@ def apply_edit(
         kept.append(new)
         message_map.append(index)
     number_turns(kept)
-    metadata = trajectory.metadata.model_copy(deep=True)
+    metadata = _copied(trajectory.metadata)
     source = metadata.extra.get("edited_from", trajectory.id)
     metadata.extra = {**metadata.extra, "edited_from": source}
     # A new id: the edited trajectory is judged and reported beside its original, never in its place.
     new_id = trajectory.id if trajectory.id.endswith(EDIT_SUFFIX) else trajectory.id + EDIT_SUFFIX
-    edited = trajectory.model_copy(update={"id": new_id, "messages": kept, "metadata": metadata}, deep=True)
+    update: dict[str, Any] = {"id": new_id, "messages": kept, "metadata": metadata}
+    # The messages and metadata are already the edit's own copies: copy only the other fields (strings today), not
+    # the whole original again (a deep model_copy copies every message before the update replaces them).
+    memo: dict[int, Any] = {}
+    update |= {name: copy.deepcopy(value, memo) for name, value in trajectory.__dict__.items()
+               if name not in update and not isinstance(value, str)}
+    edited = trajectory.model_copy(update=update)
     return edited, message_map, removed_turns
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copied(value: _T) -> _T:
+    """A deep copy of a model of the trajectory (a message, its calls and receipts), made structurally: the same as
+    ``model_copy(deep=True)`` for the JSON-like values a trajectory holds (no object is shared with the original,
+    the fields set are kept), several times faster than the generic deep copy."""
+    if isinstance(value, _ATOMS):
+        return value
+    if isinstance(value, BaseModel):
+        new = value.__copy__()
+        fields = new.__dict__
+        for name, field_value in fields.items():
+            if not isinstance(field_value, _ATOMS):
+                fields[name] = _copied(field_value)
+        if new.__pydantic_extra__:
+            new.__pydantic_extra__ = _copied(new.__pydantic_extra__)
+        if new.__pydantic_private__:
+            new.__pydantic_private__ = copy.deepcopy(new.__pydantic_private__)
+        return new
+    if type(value) is list:
+        return cast(_T, [_copied(item) for item in value])
+    if type(value) is dict:
+        return cast(_T, {key: _copied(item) for key, item in value.items()})
+    return copy.deepcopy(value)
 
 
 def turn_map(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> dict[int, int | None]:

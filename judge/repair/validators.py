@@ -497,7 +497,9 @@ def rules_judge_clean(original: Trajectory, edited: Trajectory) -> ValidatorResu
 
 def _removed_sites(original: Trajectory, edited: Trajectory, deleted_calls: Sequence[str]) -> list[CallSite]:
     """The original's calls the edit removed: those named, and any other the edited trajectory no longer has."""
-    kept = {s.call.id for s in call_sites(edited)}
+    # The edited trajectory's calls as its messages hold them (the ledger has one action per assistant call): its
+    # ledger is not built for this.
+    kept = {call.id for message in edited.messages if message.role == "assistant" for call in message.tool_calls}
     named = set(deleted_calls)
     return [s for s in call_sites(original) if s.call.id in named or s.call.id not in kept]
 
@@ -574,9 +576,13 @@ def final_answer_supported(original: Trajectory, edited: Trajectory) -> Validato
     findings: list[str] = []
     before, after = _final_index(original), _final_index(edited)
     if before is not None and after is not None:
-        kept = ledger_of(edited).answer_support(after)
-        for value, order in sorted(ledger_of(original).answer_support(before).items()):
-            if value not in kept and states(edited.messages[after].content or "", value):
+        answer = edited.messages[after].content or ""
+        stated = [(value, order) for value, order in sorted(ledger_of(original).answer_support(before).items())
+                  if states(answer, value)]
+        # The edited trajectory's support only when the answer still states a value (its ledger is built for it).
+        kept = ledger_of(edited).answer_support(after) if stated else {}
+        for value, order in stated:
+            if value not in kept:
                 action = ledger_of(original).actions[order]
                 findings.append(f"the final answer states {value!r}, which only the removed or changed receipt of "
                                 f"T{action.turn} {action.name} showed")
@@ -598,11 +604,15 @@ def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, a
     if not wanted:
         return []
     shown = [a.receipt.content for a in ledger_of(original).actions if a.receipt is not None and a.visible_at < before]
-    kept, _ = _shown_texts(edited, after)
+    kept: list[str] | None = None  # what the edited trajectory shows, read only for a number the original showed
     lost: list[str] = []
     for number in sorted(wanted):
         text = _number_text(number)
-        if text not in found and _shows(shown, text) and not _shows(kept, text):
+        if text in found or not _shows(shown, text):
+            continue
+        if kept is None:
+            kept, _ = _shown_texts(edited, after)
+        if not _shows(kept, text):
             lost.append(f"the final answer states {text!r}, which only a removed or changed receipt showed")
     return lost
 
