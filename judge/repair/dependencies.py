@@ -281,11 +281,13 @@ def unquoted(text: str, receipts: Iterable[str]) -> str:
     failure-reference embedding reads only the agent's words."""
     words = text.split()
     shown = [r for r in receipts if r]
+    # One text to search: a run of words holds no line break, so it is in the joined receipts iff in one of them.
+    printed = "\n".join(shown)
     keep = [True] * len(words)
     start = 0
     while start < len(words):
         end = start
-        while end < len(words) and any(" ".join(words[start:end + 1]).strip("()[]\"'.,;:") in r for r in shown):
+        while end < len(words) and shown and " ".join(words[start:end + 1]).strip("()[]\"'.,;:") in printed:
             end += 1
         if end - start >= _QUOTE_WORDS:
             keep[start:end] = [False] * (end - start)
@@ -385,26 +387,66 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
     kept: set[str] = set(value_words(trajectory.query))
     values: set[str] = set()
     kept_failure = False
-    error = ledger_of(trajectory).analysis.config.patterns.error
-    for site in call_sites(trajectory):
-        text = site.call.argument_text()
-        receipt = (site.receipt.content or "")[:4000] if site.receipt is not None else ""
+    calls = _CallWords(trajectory)
+    for position, site in enumerate(call_sites(trajectory)):
         if site.call.id in deleted:
-            gone |= value_words(text) | value_words(receipt)
+            gone |= calls.words(position, site)
         elif site.message_index > first_removed:
-            kept |= value_words(text) | value_words(receipt)
-            values |= receipt_values(f"{text} {receipt}")
+            kept |= calls.words(position, site)
+            shown, failure = calls.values(position, site)
+            values |= shown
             # A kept receipt that reports a failure, by its flags or as an error line of its output (a log it
             # read: "error: profile expired"): a sentence explaining that failure speaks of it, not of the deleted one.
-            kept_failure = kept_failure or site.failed or bool(error.search(receipt))
+            kept_failure = kept_failure or failure
     memo[key] = result = (frozenset(gone - kept), frozenset(values), kept_failure)
     return result
+
+
+class _CallWords:
+    """What :func:`retry_words` reads of each call (by its position in :func:`call_sites`), read once per trajectory
+    (every deleted set asks again): the words of its arguments and receipt (:func:`value_words`), and the values they
+    show (:func:`receipt_values`) with whether the receipt reports a failure (its flags, or an error line)."""
+
+    def __init__(self, trajectory: Trajectory):
+        analysis = ledger_of(trajectory).analysis
+        self.error = analysis.config.patterns.error
+        self._words: dict[int, frozenset[str]] = analysis.cache.setdefault("repair:call-words", {})
+        self._values: dict[int, tuple[frozenset[str], bool]] = analysis.cache.setdefault("repair:call-values", {})
+
+    @staticmethod
+    def _texts(site: CallSite) -> tuple[str, str]:
+        return site.call.argument_text(), (site.receipt.content or "")[:4000] if site.receipt is not None else ""
+
+    def words(self, position: int, site: CallSite) -> frozenset[str]:
+        found = self._words.get(position)
+        if found is None:
+            text, receipt = self._texts(site)
+            found = self._words[position] = value_words(text) | value_words(receipt)
+        return found
+
+    def values(self, position: int, site: CallSite) -> tuple[frozenset[str], bool]:
+        found = self._values.get(position)
+        if found is None:
+            text, receipt = self._texts(site)
+            found = self._values[position] = (receipt_values(f"{text} {receipt}"), site.failed or bool(self.error.search(receipt)))
+        return found
+
+
+def _sentence_words(trajectory: Trajectory, sentence: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(:func:`value_words`, :func:`receipt_values`) of a sentence of ``trajectory``, memoized per trajectory: each
+    failed call the editor is asked about reads the same later sentences."""
+    memo: dict[str, tuple[frozenset[str], frozenset[str]]] = (
+        ledger_of(trajectory).analysis.cache.setdefault("repair:sentence-words", {}))
+    found = memo.get(sentence)
+    if found is None:
+        found = memo[sentence] = (value_words(sentence), receipt_values(sentence))
+    return found
 
 
 def names_gone_value(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int) -> bool:
     """Whether ``sentence`` names a value only the deleted calls had (their wrong id or typo'd name as written in the
     call or its receipt: ``wateja_206``, ``v3.81``), in any language: a text naming it speaks of the failure."""
-    return not receipt_values(sentence).isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
+    return not _sentence_words(trajectory, sentence)[1].isdisjoint(retry_words(trajectory, deleted, first_removed)[0])
 
 
 _COGNATE_RATIO = 0.85  # "procentowego" -> "procent" ~ "percent" (0.86); "recHd27" ~ "recHd72" never: ids are exact
@@ -419,7 +461,11 @@ def _names_cognate(words: frozenset[str], gone: frozenset[str]) -> bool:
         if len(word) < 5 or not word.isalpha() or word in gone:
             continue
         for g in plain:
-            if len(word) >= len(g) and difflib.SequenceMatcher(None, word[:len(g)], g).ratio() >= _COGNATE_RATIO:
+            if len(word) < len(g):
+                continue
+            # quick_ratio() bounds ratio() from above: most pairs are ruled out by their letters alone.
+            matcher = difflib.SequenceMatcher(None, word[:len(g)], g)
+            if matcher.quick_ratio() >= _COGNATE_RATIO and matcher.ratio() >= _COGNATE_RATIO:
                 return True
     return False
 
@@ -434,7 +480,7 @@ def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], firs
     carry such a value are the report; the clauses left ("since the first attempt did not work") are returned for
     the failure-reference reader, "" when every clause reports the retry."""
     gone, values, kept_failure = retry_words(trajectory, deleted, first_removed)
-    words = value_words(sentence)
+    words = _sentence_words(trajectory, sentence)[0]
     if not words.isdisjoint(gone) or words.isdisjoint(values) or _names_cognate(words, gone):
         return None
     if not kept_failure and speaks_of_failure(trajectory, own):

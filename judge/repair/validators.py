@@ -577,7 +577,7 @@ def final_answer_supported(original: Trajectory, edited: Trajectory) -> Validato
     before, after = _final_index(original), _final_index(edited)
     if before is not None and after is not None:
         answer = edited.messages[after].content or ""
-        stated = [(value, order) for value, order in sorted(ledger_of(original).answer_support(before).items())
+        stated = [(value, order) for value, order in sorted(_answer_support(original, before).items())
                   if states(answer, value)]
         # The edited trajectory's support only when the answer still states a value (its ledger is built for it).
         kept = ledger_of(edited).answer_support(after) if stated else {}
@@ -594,6 +594,16 @@ def final_answer_supported(original: Trajectory, edited: Trajectory) -> Validato
     )
 
 
+def _answer_support(trajectory: Trajectory, index: int) -> dict[str, int]:
+    """The ledger's :meth:`~judge.facts.Ledger.answer_support` of message ``index``, memoized per trajectory: every
+    failed call of one trajectory the editor tries to delete asks for its final answer's support again."""
+    memo: dict[int, dict[str, int]] = ledger_of(trajectory).analysis.cache.setdefault("repair:answer-support", {})
+    found = memo.get(index)
+    if found is None:
+        found = memo[index] = ledger_of(trajectory).answer_support(index)
+    return found
+
+
 def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, after: int, found: set[str]) -> list[str]:
     """Numbers of 10 or more (or with a fraction) the final answer states as prose reads them, that a plain-text
     receipt before it showed in the original ("37" printed by ``jq``) and no kept receipt before it shows: what
@@ -604,15 +614,18 @@ def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, a
     if not wanted:
         return []
     shown = [a.receipt.content for a in ledger_of(original).actions if a.receipt is not None and a.visible_at < before]
+    # The numbers each text states, read once per text of the original (the edited copy keeps its texts): what
+    # _shows reads, for every number and every failed call of the trajectory.
+    numbers: dict[str, frozenset[float]] = ledger_of(original).analysis.cache.setdefault("repair:stated-numbers", {})
     kept: list[str] | None = None  # what the edited trajectory shows, read only for a number the original showed
     lost: list[str] = []
     for number in sorted(wanted):
         text = _number_text(number)
-        if text in found or not _shows(shown, text):
+        if text in found or not _shows_number(shown, float(text), numbers):
             continue
         if kept is None:
             kept, _ = _shown_texts(edited, after)
-        if not _shows(kept, text):
+        if not _shows_number(kept, float(text), numbers):
             lost.append(f"the final answer states {text!r}, which only a removed or changed receipt showed")
     return lost
 
@@ -728,6 +741,17 @@ def _shows(texts: Sequence[str], value: str) -> bool:
     except ValueError:
         return any(states(text, value) for text in texts)
     return any(number in stated_numbers(text) for text in texts)
+
+
+def _shows_number(texts: Sequence[str], number: float, memo: dict[str, frozenset[float]]) -> bool:
+    """:func:`_shows` of a number, with the numbers each text states memoized in ``memo`` (text -> numbers)."""
+    for text in texts:
+        found = memo.get(text)
+        if found is None:
+            found = memo[text] = frozenset(stated_numbers(text))
+        if number in found:
+            return True
+    return False
 
 
 def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
