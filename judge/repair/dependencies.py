@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from judge.facts import Action, Ledger, ledger_of
 from judge.facts.ledger import call_path
 from judge.facts.values import names_in
-from judge.model import Trajectory
+from judge.model import Receipt, Trajectory
 from judge.repair.calls import (
     CallSite,
     call_sites,
@@ -149,6 +149,17 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
     receipt = site.receipt
     if receipt is None or site.receipt_index is None:
         return []
+    # Pure in the trajectory and the call: the editor's returned-values check and the dependency validator ask for
+    # the same call's, once per trajectory.
+    memo: dict[tuple[str, int], list[tuple[str, int]]] = (
+        ledger_of(trajectory).analysis.cache.setdefault("repair:quoted-uses", {}))
+    key = (site.call.id, site.receipt_index)
+    if key not in memo:
+        memo[key] = _quoted_uses(trajectory, site, receipt, site.receipt_index)
+    return list(memo[key])
+
+
+def _quoted_uses(trajectory: Trajectory, site: CallSite, receipt: Receipt, receipt_index: int) -> list[tuple[str, int]]:
     own = site.call.argument_text()
     given = trajectory.query + "\n" + "\n".join(m.content or "" for m in trajectory.messages if m.role in ("system", "user"))
     found: list[tuple[str, int]] = []
@@ -165,7 +176,7 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
         if not any(c.isdigit() for c in value) and any(
                 difflib.SequenceMatcher(a=value.lower(), b=word.lower()).ratio() >= _TWIN_RATIO for word in sent):
             continue
-        for index in range(site.receipt_index + 1, len(trajectory.messages)):
+        for index in range(receipt_index + 1, len(trajectory.messages)):
             message = trajectory.messages[index]
             if message.role == "tool":
                 if value in (message.content or ""):
@@ -347,17 +358,24 @@ def value_words(text: str) -> frozenset[str]:
     """The words and values of ``text``, lower-cased, in any script: each run of letters and digits joined by
     ``. - / : @ _`` (``10.0.0.9``, ``xe-0/0/3``, ``recHd27``) and its parts (``shop``, ``logg``), three characters
     or more (shorter pieces are function words that collide across languages)."""
-    found: set[str] = set()
-    for token in _TOKEN.findall(text.lower()):
-        found.add(token)
-        found.update(_TOKEN_PARTS.split(token))
+    tokens = set(_TOKEN.findall(text.lower()))
+    found = set(tokens)
+    for token in tokens:
+        if not token.isalnum():  # joined parts (an alphanumeric token is its only part)
+            found.update(_TOKEN_PARTS.split(token))
     return frozenset(w for w in found if len(w) >= 3)
 
 
 def _is_value(word: str) -> bool:
     """Whether a receipt's word (as printed) is a value: an id, number, address or a name in mixed or upper case
     (``recHd27``, ``10.0.0.9``, ``AppStore``, ``ARCHIVE``), not a common word."""
+    if word.isascii():  # most words: the same test by two scans in C
+        return bool(_ASCII_VALUE_CHAR.search(word) or _ASCII_UPPER.search(word, 1))
     return any(c.isdigit() for c in word) or bool(_TOKEN_PARTS.search(word)) or any(c.isupper() for c in word[1:])
+
+
+_ASCII_VALUE_CHAR = re.compile(r"[0-9.\-/:@_]")  # an ASCII digit or a joiner of _TOKEN_PARTS
+_ASCII_UPPER = re.compile(r"[A-Z]")
 
 
 def receipt_values(text: str, *, cased: bool = False) -> frozenset[str]:
@@ -457,14 +475,17 @@ def _names_cognate(words: frozenset[str], gone: frozenset[str]) -> bool:
     language or inflection (the abandoned ``percent`` as Polish ``procentowego``). Letters only, five or more:
     ids and numbers match exactly or not at all (the typo and its fix are near copies of each other)."""
     plain = [g for g in gone if len(g) >= 5 and g.isalpha()]
-    for word in words:
-        if len(word) < 5 or not word.isalpha() or word in gone:
-            continue
-        for g in plain:
+    if not plain:
+        return False
+    candidates = [word for word in words if len(word) >= 5 and word.isalpha() and word not in gone]
+    for g in plain:
+        # One matcher per gone word (what it learns of ``g`` is kept); quick_ratio() bounds ratio() from above, so
+        # most pairs are ruled out by their letters alone.
+        matcher = difflib.SequenceMatcher(None, "", g)
+        for word in candidates:
             if len(word) < len(g):
                 continue
-            # quick_ratio() bounds ratio() from above: most pairs are ruled out by their letters alone.
-            matcher = difflib.SequenceMatcher(None, word[:len(g)], g)
+            matcher.set_seq1(word[:len(g)])
             if matcher.quick_ratio() >= _COGNATE_RATIO and matcher.ratio() >= _COGNATE_RATIO:
                 return True
     return False
