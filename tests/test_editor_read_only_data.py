@@ -166,3 +166,27 @@ def test_unquoted_drops_runs_a_receipt_printed(text: str, receipt: str, left: st
     from judge.repair.dependencies import unquoted  # new here: imported in the test so the rest runs on older code
 
     assert unquoted(text, [receipt]) == left
+
+
+@pytest.mark.parametrize(("text", "receipts", "left"), [
+    # A run is a quote of one receipt: three words printed by two receipts, a line apart, are not one.
+    ("alpha beta gamma delta", ["alpha beta", "gamma delta"], "alpha beta gamma delta"),
+    ("see alpha beta gamma now", ["x", "", "alpha beta gamma delta"], "see now"),
+    ("no  receipts  here", [], "no receipts here"),
+    ("no  receipts  here", ["", ""], "no receipts here"),
+])
+def test_unquoted_reads_each_receipt_on_its_own(text: str, receipts: list[str], left: str) -> None:
+    from judge.repair.dependencies import unquoted
+
+    assert unquoted(text, receipts) == left
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("recHd27 ARCHIVE 10.0.0.9 xe-0/0/3 build Build the", {"rechd27", "archive", "10.0.0.9", "xe-0/0/3"}),
+    ("user_id AppStore a@b Stapler 4410923", {"user_id", "appstore", "a@b", "4410923"}),
+    ("ÄrgerÜber café ²x ÉCOLE Москва МОСКВА procentowego", {"ärgerüber", "²x", "école", "москва"}),
+])
+def test_receipt_values_are_ids_numbers_and_names_in_mixed_or_upper_case(text: str, values: set[str]) -> None:
+    from judge.repair.dependencies import receipt_values
+
+    assert receipt_values(text) == values

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from pydantic import BaseModel
 
-from judge.model import Trajectory
+from judge.model import ToolSpec, Trajectory, Usage
 from judge.repair import offline_edit
+from judge.repair.dependencies import SentenceEdit
 from judge.repair.editor import apply_edit
 from judge.repair.validators import ValidatorResult, validate_edit
 from judge.testing.builders import call, issue, say, tool, trajectory
@@ -65,6 +67,58 @@ def test_apply_edit_returns_a_deep_copy() -> None:
     assert isinstance(original_call.arguments, dict) and original_call.arguments["command"] == BATCH
     receipts = [m.receipt for m in edited.messages if m.receipt is not None]
     assert all(r is not o for r in receipts for o in (m.receipt for m in original.messages))
+
+
+def _objects(value: object) -> list[object]:
+    """Every mutable object inside a trajectory (models, lists, dicts), depth first."""
+    if isinstance(value, BaseModel):
+        parts = [*value.__dict__.values(), *(value.__pydantic_extra__ or {}).values()]
+    elif isinstance(value, dict):
+        parts = list(value.values())
+    elif isinstance(value, list):
+        parts = list(value)
+    else:
+        return []
+    return [value, *(o for part in parts for o in _objects(part))]
+
+
+def _with_parts() -> Trajectory:
+    """failed_then_fixed with nested arguments, tool schemas, usage and metadata extra: what a copy must not share."""
+    original = failed_then_fixed()
+    original.messages[2].tool_calls[0].arguments = {"command": BATCH, "env": {"vars": ["A", "B"]}}
+    original.messages[4].usage = Usage(input_tokens=3, output_tokens=4)
+    original.metadata.tools = [ToolSpec(name="Bash", parameters={"type": "object", "properties": {"command": {}}})]
+    original.metadata.extra = {"labels": ["x"], "nested": {"k": [1, 2]}}
+    return original
+
+
+@pytest.mark.parametrize("deleted", [set(), {"c1"}])
+def test_apply_edit_shares_no_object_and_reads_as_a_pydantic_deep_copy(deleted: set[str]) -> None:
+    original = _with_parts()
+    before = original.model_dump_json()
+    edited, message_map, _ = apply_edit(original, deleted, [])
+    shared = {id(o) for o in _objects(original)} & {id(o) for o in _objects(edited)}
+    assert not shared
+    assert original.model_dump_json() == before
+    # What pydantic's generic deep copy of the same messages would give, fields set included.
+    for index, message in zip(message_map, edited.messages):
+        reference = original.messages[index].model_copy(deep=True)
+        assert message.model_fields_set == reference.model_fields_set
+        assert message.model_dump(exclude={"turn"}) == reference.model_dump(exclude={"turn"})
+    assert edited.metadata.model_dump(exclude={"extra"}) == original.metadata.model_dump(exclude={"extra"})
+
+
+def test_a_trial_edit_reads_as_the_real_one_and_leaves_the_original_as_it_was() -> None:
+    original = _with_parts()
+    before = original.model_dump_json()
+    sentence = "The --strict flag is unsupported; retrying without it."
+    cut = [SentenceEdit(message_index=4, turn=2, field="content", start=0, end=len(sentence), text=sentence,
+                        margin=0.5, action="removed", why="refers to the deleted failure")]
+    real = apply_edit(original, {"c1"}, cut)
+    trial = apply_edit(original, {"c1"}, cut, trial=True)
+    assert trial[0].model_dump() == real[0].model_dump() and trial[1:] == real[1:]
+    assert original.model_dump_json() == before  # turns renumbered and text cut on the trial's own messages
+    assert trial[0].messages is not original.messages and trial[0].metadata is not original.metadata
 
 
 def test_a_failed_batch_that_created_rows_is_not_deleted(detectors) -> None:  # type: ignore[no-untyped-def]

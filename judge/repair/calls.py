@@ -87,9 +87,14 @@ def receipt_failed(receipt: Receipt | None) -> bool:
 def call_sites(trajectory: Trajectory) -> list[CallSite]:
     """Every tool call in message order, paired with its receipt: the fact ledger's actions (by call id, else,
     in formats that pair by position, the first unanswered call of the receipt's turn). Read from the ledger
-    built once per trajectory object; each call returns a new list."""
-    return [CallSite(a.call, a.turn, a.message_index, a.receipt, a.receipt_index, a.status, a.refusal)
-            for a in ledger_of(trajectory).actions if a.call is not None]
+    built once per trajectory object, as are the (frozen) sites; each call returns a new list."""
+    analysis = ledger_of(trajectory).analysis
+    sites: tuple[CallSite, ...] | None = analysis.cache.get("repair:call-sites")
+    if sites is None:
+        sites = analysis.cache["repair:call-sites"] = tuple(
+            CallSite(a.call, a.turn, a.message_index, a.receipt, a.receipt_index, a.status, a.refusal)
+            for a in analysis.actions if a.call is not None)
+    return list(sites)
 
 
 def shell_command(call: ToolCall) -> str | None:

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from judge.facts import Action, Ledger, ledger_of
 from judge.facts.ledger import call_path
 from judge.facts.values import names_in
-from judge.model import Trajectory
+from judge.model import Receipt, Trajectory
 from judge.repair.calls import (
     CallSite,
     call_sites,
@@ -149,6 +149,17 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
     receipt = site.receipt
     if receipt is None or site.receipt_index is None:
         return []
+    # Pure in the trajectory and the call: the editor's returned-values check and the dependency validator ask for
+    # the same call's, once per trajectory.
+    memo: dict[tuple[str, int], list[tuple[str, int]]] = (
+        ledger_of(trajectory).analysis.cache.setdefault("repair:quoted-uses", {}))
+    key = (site.call.id, site.receipt_index)
+    if key not in memo:
+        memo[key] = _quoted_uses(trajectory, site, receipt, site.receipt_index)
+    return list(memo[key])
+
+
+def _quoted_uses(trajectory: Trajectory, site: CallSite, receipt: Receipt, receipt_index: int) -> list[tuple[str, int]]:
     own = site.call.argument_text()
     given = trajectory.query + "\n" + "\n".join(m.content or "" for m in trajectory.messages if m.role in ("system", "user"))
     found: list[tuple[str, int]] = []
@@ -169,7 +180,7 @@ def quoted_uses(trajectory: Trajectory, site: CallSite) -> list[tuple[str, int]]
                 _twins(value, word) and len({other.lower() for other in offered if other.lower() != word.lower()
                                              and _twins(other, word)}) < 2 for word in sent):
             continue
-        for index in range(site.receipt_index + 1, len(trajectory.messages)):
+        for index in range(receipt_index + 1, len(trajectory.messages)):
             message = trajectory.messages[index]
             if message.role == "tool":
                 if value in (message.content or ""):
@@ -290,11 +301,13 @@ def unquoted(text: str, receipts: Iterable[str]) -> str:
     failure-reference embedding reads only the agent's words."""
     words = text.split()
     shown = [r for r in receipts if r]
+    # One text to search: a run of words holds no line break, so it is in the joined receipts iff in one of them.
+    printed = "\n".join(shown)
     keep = [True] * len(words)
     start = 0
     while start < len(words):
         end = start
-        while end < len(words) and any(" ".join(words[start:end + 1]).strip("()[]\"'.,;:") in r for r in shown):
+        while end < len(words) and shown and " ".join(words[start:end + 1]).strip("()[]\"'.,;:") in printed:
             end += 1
         if end - start >= _QUOTE_WORDS:
             keep[start:end] = [False] * (end - start)
@@ -354,17 +367,24 @@ def value_words(text: str) -> frozenset[str]:
     """The words and values of ``text``, lower-cased, in any script: each run of letters and digits joined by
     ``. - / : @ _`` (``10.0.0.9``, ``xe-0/0/3``, ``recHd27``) and its parts (``shop``, ``logg``), three characters
     or more (shorter pieces are function words that collide across languages)."""
-    found: set[str] = set()
-    for token in _TOKEN.findall(text.lower()):
-        found.add(token)
-        found.update(_TOKEN_PARTS.split(token))
+    tokens = set(_TOKEN.findall(text.lower()))
+    found = set(tokens)
+    for token in tokens:
+        if not token.isalnum():  # joined parts (an alphanumeric token is its only part)
+            found.update(_TOKEN_PARTS.split(token))
     return frozenset(w for w in found if len(w) >= 3)
 
 
 def _is_value(word: str) -> bool:
     """Whether a receipt's word (as printed) is a value: an id, number, address or a name in mixed or upper case
     (``recHd27``, ``10.0.0.9``, ``AppStore``, ``ARCHIVE``), not a common word."""
+    if word.isascii():  # most words: the same test by two scans in C
+        return bool(_ASCII_VALUE_CHAR.search(word) or _ASCII_UPPER.search(word, 1))
     return any(c.isdigit() for c in word) or bool(_TOKEN_PARTS.search(word)) or any(c.isupper() for c in word[1:])
+
+
+_ASCII_VALUE_CHAR = re.compile(r"[0-9.\-/:@_]")  # an ASCII digit or a joiner of _TOKEN_PARTS
+_ASCII_UPPER = re.compile(r"[A-Z]")
 
 
 def receipt_values(text: str, *, cased: bool = False) -> frozenset[str]:
@@ -394,20 +414,60 @@ def retry_words(trajectory: Trajectory, deleted: set[str], first_removed: int) -
     kept: set[str] = set(value_words(trajectory.query))
     values: set[str] = set()
     kept_failure = False
-    error = ledger_of(trajectory).analysis.config.patterns.error
-    for site in call_sites(trajectory):
-        text = site.call.argument_text()
-        receipt = (site.receipt.content or "")[:4000] if site.receipt is not None else ""
+    calls = _CallWords(trajectory)
+    for position, site in enumerate(call_sites(trajectory)):
         if site.call.id in deleted:
-            gone |= value_words(text) | value_words(receipt)
+            gone |= calls.words(position, site)
         elif site.message_index > first_removed:
-            kept |= value_words(text) | value_words(receipt)
-            values |= receipt_values(f"{text} {receipt}")
+            kept |= calls.words(position, site)
+            shown, failure = calls.values(position, site)
+            values |= shown
             # A kept receipt that reports a failure, by its flags or as an error line of its output (a log it
             # read: "error: profile expired"): a sentence explaining that failure speaks of it, not of the deleted one.
-            kept_failure = kept_failure or site.failed or bool(error.search(receipt))
+            kept_failure = kept_failure or failure
     memo[key] = result = (frozenset(gone - kept), frozenset(values), kept_failure)
     return result
+
+
+class _CallWords:
+    """What :func:`retry_words` reads of each call (by its position in :func:`call_sites`), read once per trajectory
+    (every deleted set asks again): the words of its arguments and receipt (:func:`value_words`), and the values they
+    show (:func:`receipt_values`) with whether the receipt reports a failure (its flags, or an error line)."""
+
+    def __init__(self, trajectory: Trajectory):
+        analysis = ledger_of(trajectory).analysis
+        self.error = analysis.config.patterns.error
+        self._words: dict[int, frozenset[str]] = analysis.cache.setdefault("repair:call-words", {})
+        self._values: dict[int, tuple[frozenset[str], bool]] = analysis.cache.setdefault("repair:call-values", {})
+
+    @staticmethod
+    def _texts(site: CallSite) -> tuple[str, str]:
+        return site.call.argument_text(), (site.receipt.content or "")[:4000] if site.receipt is not None else ""
+
+    def words(self, position: int, site: CallSite) -> frozenset[str]:
+        found = self._words.get(position)
+        if found is None:
+            text, receipt = self._texts(site)
+            found = self._words[position] = value_words(text) | value_words(receipt)
+        return found
+
+    def values(self, position: int, site: CallSite) -> tuple[frozenset[str], bool]:
+        found = self._values.get(position)
+        if found is None:
+            text, receipt = self._texts(site)
+            found = self._values[position] = (receipt_values(f"{text} {receipt}"), site.failed or bool(self.error.search(receipt)))
+        return found
+
+
+def _sentence_words(trajectory: Trajectory, sentence: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(:func:`value_words`, :func:`receipt_values`) of a sentence of ``trajectory``, memoized per trajectory: each
+    failed call the editor is asked about reads the same later sentences."""
+    memo: dict[str, tuple[frozenset[str], frozenset[str]]] = (
+        ledger_of(trajectory).analysis.cache.setdefault("repair:sentence-words", {}))
+    found = memo.get(sentence)
+    if found is None:
+        found = memo[sentence] = (value_words(sentence), receipt_values(sentence))
+    return found
 
 
 def names_gone_value(trajectory: Trajectory, sentence: str, deleted: set[str], first_removed: int) -> bool:
@@ -436,11 +496,18 @@ def _names_cognate(words: frozenset[str], gone: frozenset[str]) -> bool:
     language or inflection (the abandoned ``percent`` as Polish ``procentowego``). Letters only, five or more:
     ids and numbers match exactly or not at all (the typo and its fix are near copies of each other)."""
     plain = [g for g in gone if len(g) >= 5 and g.isalpha()]
-    for word in words:
-        if len(word) < 5 or not word.isalpha() or word in gone:
-            continue
-        for g in plain:
-            if len(word) >= len(g) and difflib.SequenceMatcher(None, word[:len(g)], g).ratio() >= _COGNATE_RATIO:
+    if not plain:
+        return False
+    candidates = [word for word in words if len(word) >= 5 and word.isalpha() and word not in gone]
+    for g in plain:
+        # One matcher per gone word (what it learns of ``g`` is kept); quick_ratio() bounds ratio() from above, so
+        # most pairs are ruled out by their letters alone.
+        matcher = difflib.SequenceMatcher(None, "", g)
+        for word in candidates:
+            if len(word) < len(g):
+                continue
+            matcher.set_seq1(word[:len(g)])
+            if matcher.quick_ratio() >= _COGNATE_RATIO and matcher.ratio() >= _COGNATE_RATIO:
                 return True
     return False
 
@@ -455,7 +522,7 @@ def retry_residue(trajectory: Trajectory, sentence: str, deleted: set[str], firs
     carry such a value are the report; the clauses left ("since the first attempt did not work") are returned for
     the failure-reference reader, "" when every clause reports the retry."""
     gone, values, kept_failure = retry_words(trajectory, deleted, first_removed)
-    words = value_words(sentence)
+    words = _sentence_words(trajectory, sentence)[0]
     if not words.isdisjoint(gone) or words.isdisjoint(values) or _names_cognate(words, gone):
         return None
     if not kept_failure and speaks_of_failure(trajectory, own):

@@ -8,9 +8,10 @@ goes to ``pending``. The result carries a readable unified diff of the rendered 
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +46,7 @@ from judge.rules import DetectorNames
 from judge.schema import Cluster, Issue, Route, ScoredIssue
 
 IssueLike = Cluster | ScoredIssue | Issue
+_M = TypeVar("_M", bound=BaseModel)
 
 EDIT_SUFFIX = "+edit"
 # Tags of wording defects the editor fixes by cutting the sentence (no action changes): the rules detectors
@@ -222,7 +224,8 @@ def _refused_for_state(trajectory: Trajectory, failed: list[CallSite], states: l
         deps.append(control_conditions(trajectory, site, sites, deleted, text_edits))
         cuts.extend(e for e in text_edits if e.action == "removed")
     blocking = [d for d in deps if d.status == "blocking"]
-    edited, message_map, _ = apply_edit(trajectory, deleted, cuts)
+    # A trial the validators only read, then dropped: it may share the original's parts.
+    edited, message_map, _ = apply_edit(trajectory, deleted, cuts, trial=True)
     checks = [no_dependency_removed(trajectory, edited, message_map, sorted(deleted)), final_answer_supported(trajectory, edited)]
     refused = [v for v in checks if not v.passed]
     kinds = [refusal_kind(trajectory, d) for d in blocking] + [v.kind or v.name for v in refused]
@@ -318,13 +321,17 @@ def _finish(
 
 
 def apply_edit(
-    trajectory: Trajectory, deleted_calls: set[str], sentence_edits: Sequence[SentenceEdit]
+    trajectory: Trajectory, deleted_calls: set[str], sentence_edits: Sequence[SentenceEdit], *, trial: bool = False
 ) -> tuple[Trajectory, list[int], list[int]]:
     """Remove calls (and receipts) and cut sentences; renumber turns.
 
     Returns the edited trajectory, the original index of each kept message, and the original turns that
-    disappeared. An assistant message that only made deleted calls disappears with its text.
+    disappeared. An assistant message that only made deleted calls disappears with its text. The edited
+    trajectory is a deep copy: it shares no object with the original, unless ``trial`` (an edit that is only
+    read, then dropped): its messages and metadata are then new objects whose calls, receipts and other parts are
+    the original's.
     """
+    fresh = _shallow if trial else _copied
     cuts: dict[tuple[int, str], list[tuple[int, int]]] = {}
     for edit in sentence_edits:
         cuts.setdefault((edit.message_index, edit.field), []).append((edit.start, edit.end))
@@ -338,7 +345,7 @@ def apply_edit(
             carried = ""
         if message.role == "tool" and index in deleted_receipts:
             continue
-        new = message.model_copy(deep=True)
+        new = fresh(message)
         if message.role == "assistant":
             if message.tool_calls:
                 # The copy's own calls: the edited trajectory shares no object with the original.
@@ -362,13 +369,55 @@ def apply_edit(
         kept.append(new)
         message_map.append(index)
     number_turns(kept)
-    metadata = trajectory.metadata.model_copy(deep=True)
+    metadata = fresh(trajectory.metadata)
     source = metadata.extra.get("edited_from", trajectory.id)
     metadata.extra = {**metadata.extra, "edited_from": source}
     # A new id: the edited trajectory is judged and reported beside its original, never in its place.
     new_id = trajectory.id if trajectory.id.endswith(EDIT_SUFFIX) else trajectory.id + EDIT_SUFFIX
-    edited = trajectory.model_copy(update={"id": new_id, "messages": kept, "metadata": metadata}, deep=True)
+    update: dict[str, Any] = {"id": new_id, "messages": kept, "metadata": metadata}
+    # The messages and metadata are already the edit's own copies: copy only the other fields (strings today), not
+    # the whole original again (a deep model_copy copies every message before the update replaces them).
+    memo: dict[int, Any] = {}
+    update |= {name: value if trial else copy.deepcopy(value, memo) for name, value in trajectory.__dict__.items()
+               if name not in update and not isinstance(value, str)}
+    edited = trajectory.model_copy(update=update)
     return edited, message_map, removed_turns
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copied(model: _M) -> _M:
+    """A deep copy of a model of the trajectory (a message with its calls and receipts, the metadata), made
+    structurally: the same as ``model_copy(deep=True)`` for the JSON-like values a trajectory holds (no object is
+    shared with the original, the fields set are kept), about twice as fast as the generic deep copy."""
+    new = model.__copy__()
+    fields = new.__dict__
+    for name, value in fields.items():
+        if not isinstance(value, _ATOMS):
+            fields[name] = _copied_value(value)
+    if new.__pydantic_extra__:
+        new.__pydantic_extra__ = _copied_value(new.__pydantic_extra__)
+    if new.__pydantic_private__:
+        new.__pydantic_private__ = copy.deepcopy(new.__pydantic_private__)
+    return new
+
+
+def _copied_value(value: Any) -> Any:
+    if isinstance(value, _ATOMS):
+        return value
+    if isinstance(value, BaseModel):
+        return _copied(value)
+    if type(value) is list:
+        return [_copied_value(item) for item in value]
+    if type(value) is dict:
+        return {key: _copied_value(item) for key, item in value.items()}
+    return copy.deepcopy(value)
+
+
+def _shallow(model: _M) -> _M:
+    """A new model object holding the same parts (what a trial edit sets on it leaves the original as it was)."""
+    return model.model_copy()
 
 
 def turn_map(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> dict[int, int | None]:

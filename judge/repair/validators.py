@@ -506,7 +506,9 @@ def rules_judge_clean(original: Trajectory, edited: Trajectory) -> ValidatorResu
 
 def _removed_sites(original: Trajectory, edited: Trajectory, deleted_calls: Sequence[str]) -> list[CallSite]:
     """The original's calls the edit removed: those named, and any other the edited trajectory no longer has."""
-    kept = {s.call.id for s in call_sites(edited)}
+    # The edited trajectory's calls as its messages hold them (the ledger has one action per assistant call): its
+    # ledger is not built for this.
+    kept = {call.id for message in edited.messages if message.role == "assistant" for call in message.tool_calls}
     named = set(deleted_calls)
     return [s for s in call_sites(original) if s.call.id in named or s.call.id not in kept]
 
@@ -583,9 +585,13 @@ def final_answer_supported(original: Trajectory, edited: Trajectory) -> Validato
     findings: list[str] = []
     before, after = _final_index(original), _final_index(edited)
     if before is not None and after is not None:
-        kept = ledger_of(edited).answer_support(after)
-        for value, order in sorted(ledger_of(original).answer_support(before).items()):
-            if value not in kept and states(edited.messages[after].content or "", value):
+        answer = edited.messages[after].content or ""
+        stated = [(value, order) for value, order in sorted(_answer_support(original, before).items())
+                  if states(answer, value)]
+        # The edited trajectory's support only when the answer still states a value (its ledger is built for it).
+        kept = ledger_of(edited).answer_support(after) if stated else {}
+        for value, order in stated:
+            if value not in kept:
                 action = ledger_of(original).actions[order]
                 findings.append(f"the final answer states {value!r}, which only the removed or changed receipt of "
                                 f"T{action.turn} {action.name} showed")
@@ -595,6 +601,16 @@ def final_answer_supported(original: Trajectory, edited: Trajectory) -> Validato
         detail="the final answer lost its support" if findings else "the final answer is still supported",
         findings=findings, kind="unsupported-final",
     )
+
+
+def _answer_support(trajectory: Trajectory, index: int) -> dict[str, int]:
+    """The ledger's :meth:`~judge.facts.Ledger.answer_support` of message ``index``, memoized per trajectory: every
+    failed call of one trajectory the editor tries to delete asks for its final answer's support again."""
+    memo: dict[int, dict[str, int]] = ledger_of(trajectory).analysis.cache.setdefault("repair:answer-support", {})
+    found = memo.get(index)
+    if found is None:
+        found = memo[index] = ledger_of(trajectory).answer_support(index)
+    return found
 
 
 def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, after: int, found: set[str]) -> list[str]:
@@ -607,11 +623,18 @@ def _plain_numbers_lost(original: Trajectory, edited: Trajectory, before: int, a
     if not wanted:
         return []
     shown = [a.receipt.content for a in ledger_of(original).actions if a.receipt is not None and a.visible_at < before]
-    kept, _ = _shown_texts(edited, after)
+    # The numbers each text states, read once per text of the original (the edited copy keeps its texts): what
+    # _shows reads, for every number and every failed call of the trajectory.
+    numbers: dict[str, frozenset[float]] = ledger_of(original).analysis.cache.setdefault("repair:stated-numbers", {})
+    kept: list[str] | None = None  # what the edited trajectory shows, read only for a number the original showed
     lost: list[str] = []
     for number in sorted(wanted):
         text = _number_text(number)
-        if text not in found and _shows(shown, text) and not _shows(kept, text):
+        if text in found or not _shows_number(shown, float(text), numbers):
+            continue
+        if kept is None:
+            kept, _ = _shown_texts(edited, after)
+        if not _shows_number(kept, float(text), numbers):
             lost.append(f"the final answer states {text!r}, which only a removed or changed receipt showed")
     return lost
 
@@ -727,6 +750,17 @@ def _shows(texts: Sequence[str], value: str) -> bool:
     except ValueError:
         return any(states(text, value) for text in texts)
     return any(number in stated_numbers(text) for text in texts)
+
+
+def _shows_number(texts: Sequence[str], number: float, memo: dict[str, frozenset[float]]) -> bool:
+    """:func:`_shows` of a number, with the numbers each text states memoized in ``memo`` (text -> numbers)."""
+    for text in texts:
+        found = memo.get(text)
+        if found is None:
+            found = memo[text] = frozenset(stated_numbers(text))
+        if number in found:
+            return True
+    return False
 
 
 def new_claims_supported(original: Trajectory, edited: Trajectory, message_map: Sequence[int]) -> ValidatorResult:
