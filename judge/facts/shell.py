@@ -235,7 +235,7 @@ def _split_words(segment: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-def _usage_only(words: tuple[str, ...]) -> bool:
+def _usage_only(words: Sequence[str]) -> bool:
     """Whether a command only prints its usage or version: ``--help`` anywhere, ``help`` as a subcommand word, ``-h``
     or ``--version`` as the last word. Elsewhere they are options of the command: ``--version 4.2.1`` of a push,
     ``-h HOST`` of a database client, ``--name help`` of a create."""
