@@ -535,6 +535,10 @@ class CompiledPatterns:
         # sentence -> its reading as a claim sentence (analysis._claim_sentence): answers repeat their sentences
         # ("Is there anything else I can help you with?") across a batch; the readings are shared, never changed.
         self.memo_sentences: Memo[str, Any] = Memo()
+        # reader name -> its memo of what it reads from a text (a receipt, a claim sentence): the claim detectors
+        # read the same receipts and sentences again in every copy of a trajectory (a batch's repeats, the offline
+        # editor's edited copies), and each reading is a pure function of the text (rules.detectors._text_memo).
+        self.memo_readers: dict[str, Memo[Any, Any]] = {}
 
     MEMO_LIMIT = 20000
     MEMO_CHARS = MEMO_LIMIT * 512  # what MEMO_LIMIT texts of 512 characters hold (before: longer texts were digested)

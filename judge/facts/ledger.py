@@ -850,15 +850,21 @@ class Ledger:
         if action.status != "failed" or not line or not any(c.isdigit() for c in text) \
                 or not any(c.isdigit() for c in line):
             return False
-        given = self.user_given
-        # A value some call typed ("versionCode 311" edited in, then "Version code 311 has already been used") is the
-        # claim's value, not the failure's figure.
-        figures = {v: re.compile(rf"(?<![\d.]){re.escape(v)}(?!\d)") for v in _FIGURE.findall(line)}
-        values = {v: figure for v, figure in figures.items() if not figure.search(given)
-                  and not any(figure.search(a.text) for a in self.actions)}
-        if not values or (len(values) < 2 and max(len(v) for v in values) < 3):
+        # The figures are the action's (once per action: every sentence of every claim asks about each failure).
+        memo: dict[int, tuple[re.Pattern[str], ...]] = self.analysis.cache.setdefault("ledger:failure_figures", {})
+        values = memo.get(action.order)
+        if values is None:
+            given = self.user_given
+            # A value some call typed ("versionCode 311" edited in, then "Version code 311 has already been used") is
+            # the claim's value, not the failure's figure.
+            figures = {v: re.compile(rf"(?<![\d.]){re.escape(v)}(?!\d)") for v in _FIGURE.findall(line)}
+            kept = {v: figure for v, figure in figures.items() if not figure.search(given)
+                    and not any(figure.search(a.text) for a in self.actions)}
+            values = memo[action.order] = tuple(kept.values()) \
+                if kept and (len(kept) >= 2 or max(len(v) for v in kept) >= 3) else ()
+        if not values:
             return False
-        return all(figure.search(text) for figure in values.values())
+        return all(figure.search(text) for figure in values)
 
     def _failure_part(self, action: Action) -> str:
         """The error line and the failure's part of the first 2,000 characters of ``action``'s receipt (once per

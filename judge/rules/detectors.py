@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from functools import partial
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from judge.facts.analysis import (
     _CODE,
@@ -37,6 +37,7 @@ from judge.facts.analysis import (
 )
 from judge.facts.answers import error_document, going_value
 from judge.facts.checks import failure_lines, failure_values
+from judge.facts.config import Memo
 from judge.facts.jobs import (
     JobState,
     column_states,
@@ -297,6 +298,20 @@ def _memo(an: Analysis, memo: str, key: Hashable, compute: Callable[[], T]) -> T
         return found[key]
     value = found[key] = compute()
     return value
+
+
+def _text_memo(an: Analysis, memo: str, key: Hashable, compute: Callable[[], T], chars: int) -> T:
+    """``compute()`` once per config and ``key``, a text or texts of ``chars`` characters in all (a receipt, a
+    sentence), across analyses (bounded: :meth:`~judge.facts.config.CompiledPatterns.remember`): what a reader
+    derives from the text alone, which every copy of a trajectory (a batch's repeats, the offline editor's edited
+    copies) holds again. The value is shared: callers never change it."""
+    memos = an.patterns.memo_readers
+    found = memos.get(memo)
+    if found is None:
+        found = memos[memo] = Memo()
+    if key in found:
+        return cast(T, found[key])
+    return an.patterns.remember(found, key, compute(), chars)
 
 
 @detector("noop-success", "code", roles=("authenticity",))
@@ -1136,7 +1151,7 @@ def _word_values_head(content: str) -> frozenset[str]:
 
 def _numbers_at(an: Analysis, text: str) -> list[tuple[int, float]]:
     """:func:`~judge.facts.values.numbers_at` of an answer's sentence or region, once per analysis (shared list)."""
-    return _memo(an, "numbers_at", text, lambda: numbers_at(text))
+    return _text_memo(an, "numbers_at", text, lambda: numbers_at(text), len(text))
 
 
 @detector("contradicted-claim", "semantic", roles=("authenticity", "edit-check"), mast="verification")
@@ -1850,22 +1865,22 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
 def _named_quantities(an: Analysis, read_back: Action) -> tuple[tuple[Quantity, tuple[str, ...]], ...]:
     """A read-back's named quantities (:func:`~judge.facts.readbacks.read_back_quantities`), each with its key's
     words, read once per analysis."""
-    receipt = read_back.receipt
-    return _memo(an, "named_quantities", read_back.order, lambda: tuple(
-        (q, q.words()) for q in read_back_quantities(read_back.text[:2_000], receipt.content if receipt else "")))
+    head, content = read_back.text[:2_000], read_back.receipt.content if read_back.receipt else ""
+    return _text_memo(an, "named_quantities", (head, content), lambda: tuple(
+        (q, q.words()) for q in read_back_quantities(head, content)), len(head) + len(content))
 
 
 def _of_receipt(an: Analysis, read: Callable[[str], T], action: Action) -> T:
     """``read`` of an action's receipt content ("" with none), once per analysis and action: what the claim readers
     hold each claim sentence of a trajectory against (its metrics, its records' numbers, its value tokens)."""
-    receipt = action.receipt
-    return _memo(an, read.__name__, action.order, lambda: read(receipt.content if receipt is not None else ""))
+    content = action.receipt.content if action.receipt is not None else ""
+    return _text_memo(an, read.__name__, content, lambda: read(content), len(content))
 
 
 def _readings(an: Analysis, text: str) -> list[Reading]:
     """:func:`~judge.facts.numbers.number_readings` of a claim sentence, read once per analysis for every claim
     reader (the list is shared: callers never change it)."""
-    return _memo(an, "readings", text, lambda: number_readings(text))
+    return _text_memo(an, "readings", text, lambda: number_readings(text), len(text))
 
 
 def _receipt_readings(an: Analysis, index: int) -> list[Reading]:
@@ -1978,11 +1993,11 @@ def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Acti
     if read_back is None or read_back.receipt is None:
         return None
     text = sentence.text
-    claimed = [r for r in number_readings(text) if not r.percent and counts_things(text, r.end)]
+    claimed = [r for r in _readings(an, text) if not r.percent and counts_things(text, r.end)]
     claimed += [Reading(0, 0, (float(c),), (1.0,), False, str(c)) for c in _word_counts(an, text)]
     if not claimed:
         return None  # no count (most sentences): the read-back is not read
-    values = _answer_values(read_back)
+    values = _answer_values(an, read_back)
     whole = [v for v in values if v.is_integer() and v >= 10]
     if not whole:
         return None
@@ -2006,18 +2021,23 @@ def _states(reading: Reading, value: float) -> bool:
     return same_quantity(reading, value)
 
 
-def _answer_values(read_back: Action) -> tuple[float, ...]:
+def _answer_values(an: Analysis, read_back: Action) -> tuple[float, ...]:
     """The numbers a read-back (or a check, or a measurement) printed as its answer: the only numbers of a scalar
     receipt, else the values of the quantities it names (:func:`~judge.facts.readbacks.read_back_quantities`),
-    else the passed counts of a test run that reported no failures."""
-    content = read_back.receipt.content if read_back.receipt is not None else ""
+    else the passed counts of a test run that reported no failures; read once per call text and receipt."""
+    head, content = read_back.text[:2_000], read_back.receipt.content if read_back.receipt is not None else ""
+    return _text_memo(an, "answer_values", (head, content, read_back.silent_failure),
+                      lambda: _read_answer_values(head, content, read_back.silent_failure), len(head) + len(content))
+
+
+def _read_answer_values(head: str, content: str, silent_failure: bool) -> tuple[float, ...]:
     shown = scalar_values(content)
     if shown:
         return shown
-    named = tuple(q.value for q in read_back_quantities(read_back.text[:2_000], content) if not q.percent)
+    named = tuple(q.value for q in read_back_quantities(head, content) if not q.percent)
     if named:
         return named
-    if read_back.silent_failure or "passed" not in content:
+    if silent_failure or "passed" not in content:
         return ()  # a run with failures: its passed count is not what a claim of its tests counts (41 of 42)
     return tuple(float(n) for m in _PASSED.finditer(content[:20_000]) for n in m.groups() if n)
 
@@ -2075,7 +2095,8 @@ def _total_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
                         prior: list[Action]) -> tuple[str, Action, str] | None:
     """A stated total ("the total is 25,800") that the numbers of the last read-back's records do not add up to,
     and that no receipt prints."""
-    if not an.patterns.total_claim.search(sentence.text):
+    text = sentence.text
+    if not _text_memo(an, "total_claim", text, lambda: an.patterns.total_claim.search(text) is not None, len(text)):
         return None
     numbers = stated_numbers(sentence.text)
     if not numbers:
@@ -2102,12 +2123,12 @@ def _stated_head(content: str) -> frozenset[float]:
 def _bound_word(an: Analysis, text: str) -> tuple[re.Match[str], bool] | None:
     """The bound word of a claim ("under", "以上") and whether it is an upper bound, or None; read once per sentence
     for both bound readers (a claim's own bound, a read-back's filter bound)."""
-    memo: dict[str, tuple[re.Match[str], bool] | None] = an.cache.setdefault("bound_words", {})
-    if text not in memo:
+    def read() -> tuple[re.Match[str], bool] | None:
         upper = an.patterns.upper_bound.search(text)
         lower = None if upper else an.patterns.lower_bound.search(text)
-        memo[text] = (upper, True) if upper else (lower, False) if lower else None
-    return memo[text]
+        return (upper, True) if upper else (lower, False) if lower else None
+
+    return _text_memo(an, "bound_words", text, read, len(text))
 
 
 def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action]) -> tuple[str, Action, str] | None:
@@ -2243,16 +2264,17 @@ def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action],
     """An id the claim gives that no call, receipt or query showed before it, while a read-back shows an id of the
     same length with the same characters in another order (recNv18kQz for recNv81kQz) or one character off
     (9f2c1a4 for 9f2c1e4): a mistyped id."""
-    for token in value_tokens(sentence.text):
-        if not is_resource_id(token):
-            continue
+    text = sentence.text
+    for token in _text_memo(an, "resource_ids", text, lambda: tuple(t for t in value_tokens(text) if is_resource_id(t)),
+                            len(text)):
+        if token in an.trajectory.query or _shown_before(an, token, index, None):
+            continue  # shown before the claim: no mistyped id (a substring scan, cheaper than the read-backs' tokens)
         chars = sorted(token)
         for read_back in reversed(read_backs):
             same_length = _of_receipt(an, _tokens_by_length, read_back).get(len(token), ())
             near = next((t for t, its in same_length if t != token
                          and (its == chars or sum(a != b for a, b in zip(t, token)) == 1)), None)
-            # (The scan of earlier messages last: most claims name ids no read-back holds a near twin of.)
-            if near is not None and token not in an.trajectory.query and not _shown_before(an, token, index, None):
+            if near is not None:
                 return f"id {token}", read_back, f"id {near}"
     return None
 
