@@ -568,7 +568,7 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
         action.is_check = checks_by_call  # its counts said what it did ("0 records imported"): no check's verdict
     # Its data (a status field, a column, a fraction) shows a job not finished (a log read with tail is a poll too).
     if (action.status == "ok" and receipt is not None
-            and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"
+            and _job_going(receipt.content, config.patterns)
             and not _echoed(action, receipt) and not _counts_asked_state(action, receipt)):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
@@ -790,6 +790,12 @@ def _answers_with_records(receipt: Receipt | None) -> bool:
 _STATEMENT_VERB = re.compile(r"""(?<=["'])\s*([A-Za-z]{4,})\b""")
 
 
+def _job_going(content: str, patterns: CompiledPatterns) -> bool:
+    """Whether a receipt's data shows a job not finished (:func:`~judge.facts.jobs.job_state`), once per text."""
+    return patterns.read_once("job_going", content, lambda: job_state(content, patterns.running, ends=False)
+                              == "non-terminal", len(content))
+
+
 def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) -> bool:
     """Whether the successful receipt of a call meant to change state shows by its structure that nothing was
     created or changed (:func:`judge.facts.effects.shows_no_effect`), read with the words of the call that say what
@@ -815,8 +821,11 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
     patterns = config.patterns
     asked = {int(n) for n in _ASKED_NUMBER.findall(command or action.text)[:_MAX_ASKED]}
     create = _names_write_of(command or action.name, patterns.create_verbs) is not None
-    return shows_no_effect(receipt.content, verbs, effect_keys=patterns.effect_keys, asked={n for n in asked if n >= 2},
-                           side_counts=patterns.side_counts, create=create)
+    content = receipt.content
+    asked = {n for n in asked if n >= 2}
+    return patterns.read_once("shows_no_effect", (content, tuple(verbs), frozenset(asked), create), lambda: shows_no_effect(
+        content, verbs, effect_keys=patterns.effect_keys, asked=asked, side_counts=patterns.side_counts, create=create),
+        len(content))
 
 
 # A number the call gives as an argument ("--qty 40", "count=12", '"qty": 30'): not part of a date, a version, a path,

@@ -11,10 +11,10 @@ read at both ends only (``receipt`` and ``message`` settings of the YAML file).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -551,6 +551,18 @@ class CompiledPatterns:
         memo[key] = value
         memo.chars += chars
         return value
+
+    def read_once(self, reader: str, key: Hashable, compute: Callable[[], V], chars: int) -> V:
+        """``compute()`` once per ``reader`` and ``key``, a text or texts of ``chars`` characters in all (a receipt,
+        a sentence), in :attr:`memo_readers` (bounded as the other memos): what a reader derives from the text
+        alone, which every copy of a trajectory (a batch's repeats, the offline editor's edited copies) asks again.
+        The value is shared: callers never change it."""
+        found = self.memo_readers.get(reader)
+        if found is None:
+            found = self.memo_readers[reader] = Memo()
+        if key in found:
+            return cast(V, found[key])
+        return self.remember(found, key, compute(), chars)
 
     def listed_read_only(self, segment: str) -> bool:
         """Whether the rules config says one shell segment only reads: a ``read_only_commands`` pattern matches it,

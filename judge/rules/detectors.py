@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from functools import partial
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from judge.facts.analysis import (
     _CODE,
@@ -37,7 +37,6 @@ from judge.facts.analysis import (
 )
 from judge.facts.answers import error_document, going_value
 from judge.facts.checks import failure_lines, failure_values
-from judge.facts.config import Memo
 from judge.facts.jobs import (
     JobState,
     column_states,
@@ -302,16 +301,9 @@ def _memo(an: Analysis, memo: str, key: Hashable, compute: Callable[[], T]) -> T
 
 def _text_memo(an: Analysis, memo: str, key: Hashable, compute: Callable[[], T], chars: int) -> T:
     """``compute()`` once per config and ``key``, a text or texts of ``chars`` characters in all (a receipt, a
-    sentence), across analyses (bounded: :meth:`~judge.facts.config.CompiledPatterns.remember`): what a reader
-    derives from the text alone, which every copy of a trajectory (a batch's repeats, the offline editor's edited
-    copies) holds again. The value is shared: callers never change it."""
-    memos = an.patterns.memo_readers
-    found = memos.get(memo)
-    if found is None:
-        found = memos[memo] = Memo()
-    if key in found:
-        return cast(T, found[key])
-    return an.patterns.remember(found, key, compute(), chars)
+    sentence), across analyses (:meth:`~judge.facts.config.CompiledPatterns.read_once`): what a claim reader derives
+    from the text alone. The value is shared: callers never change it."""
+    return an.patterns.read_once(memo, key, compute, chars)
 
 
 @detector("noop-success", "code", roles=("authenticity",))
@@ -1125,7 +1117,7 @@ def _restated(an: Analysis, speech: Speech, evidence: Action, index: int) -> str
             if not (value in printed or (value.is_integer() and int(value) in listed)):
                 continue
             if others is None:
-                others = {other for _, other in numbers_at(elsewhere())}
+                others = {other for _, other in _numbers_at(an, elsewhere())}
             raw = text[start:].split(None, 1)[0].rstrip(".,;:)")
             if value not in others and not states(elsewhere(), raw):
                 return text
@@ -1150,7 +1142,8 @@ def _word_values_head(content: str) -> frozenset[str]:
 
 
 def _numbers_at(an: Analysis, text: str) -> list[tuple[int, float]]:
-    """:func:`~judge.facts.values.numbers_at` of an answer's sentence or region, once per analysis (shared list)."""
+    """:func:`~judge.facts.values.numbers_at` of an answer's sentence or region, or of the texts beside a receipt,
+    once per text (:func:`_text_memo`: a shared list)."""
     return _text_memo(an, "numbers_at", text, lambda: numbers_at(text), len(text))
 
 
@@ -1865,9 +1858,12 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
 def _named_quantities(an: Analysis, read_back: Action) -> tuple[tuple[Quantity, tuple[str, ...]], ...]:
     """A read-back's named quantities (:func:`~judge.facts.readbacks.read_back_quantities`), each with its key's
     words, read once per analysis."""
-    head, content = read_back.text[:2_000], read_back.receipt.content if read_back.receipt else ""
-    return _text_memo(an, "named_quantities", (head, content), lambda: tuple(
-        (q, q.words()) for q in read_back_quantities(head, content)), len(head) + len(content))
+    def read() -> tuple[tuple[Quantity, tuple[str, ...]], ...]:
+        head, content = read_back.text[:2_000], read_back.receipt.content if read_back.receipt else ""
+        return _text_memo(an, "named_quantities", (head, content), lambda: tuple(
+            (q, q.words()) for q in read_back_quantities(head, content)), len(head) + len(content))
+
+    return _memo(an, "named_quantities", read_back.order, read)
 
 
 def _of_receipt(an: Analysis, read: Callable[[str], T], action: Action) -> T:
@@ -2025,9 +2021,12 @@ def _answer_values(an: Analysis, read_back: Action) -> tuple[float, ...]:
     """The numbers a read-back (or a check, or a measurement) printed as its answer: the only numbers of a scalar
     receipt, else the values of the quantities it names (:func:`~judge.facts.readbacks.read_back_quantities`),
     else the passed counts of a test run that reported no failures; read once per call text and receipt."""
-    head, content = read_back.text[:2_000], read_back.receipt.content if read_back.receipt is not None else ""
-    return _text_memo(an, "answer_values", (head, content, read_back.silent_failure),
-                      lambda: _read_answer_values(head, content, read_back.silent_failure), len(head) + len(content))
+    def read() -> tuple[float, ...]:
+        head, content = read_back.text[:2_000], read_back.receipt.content if read_back.receipt is not None else ""
+        return _text_memo(an, "answer_values", (head, content, read_back.silent_failure),
+                          lambda: _read_answer_values(head, content, read_back.silent_failure), len(head) + len(content))
+
+    return _memo(an, "answer_values", read_back.order, read)
 
 
 def _read_answer_values(head: str, content: str, silent_failure: bool) -> tuple[float, ...]:
@@ -3063,7 +3062,9 @@ def _ended(an: Analysis, action: Action, names: frozenset[str] = frozenset()) ->
         command, receipt.exit_code if receipt.exit_code is not None else (1 if action.status == "failed" else 0))
     if waited is not None:
         return waited
-    state = job_state(receipt.content, an.patterns.running, names=names) if receipt is not None else None
+    content = receipt.content if receipt is not None else None
+    state = None if content is None else _text_memo(
+        an, "job_state", (content, names), lambda: job_state(content, an.patterns.running, names=names), len(content))
     return state if state != "non-terminal" else None
 
 
