@@ -1453,19 +1453,10 @@ def _read_summaries(speeches: list[Speech], messages: list[Message], patterns: C
         region = speech.region
         if "\n" not in region:
             continue
-        fences = [m.span() for m in _FENCE.finditer(region)] if "```" in region else []
+        known = tuple(s.text for s in speech.sentences)
         items: list[Sentence] = []
-        known = [s.text for s in speech.sentences]
-        for match in _LIST_ITEM.finditer(region):
-            piece = match.group(1).strip()
-            if not piece or piece.endswith((":", "：")) or any(a <= match.start() < b for a, b in fences):
-                continue
-            if any(piece in text or text in piece for text in known):
-                continue
-            heading = region[:match.start()].rstrip("\n").rsplit("\n", 1)[-1] if match.start() else ""
-            heading = "" if _LIST_ITEM.match(heading) else heading
-            if heading and (patterns.future.search(heading) or patterns.hedge.search(heading)):
-                continue
+        for piece in patterns.read_once("summary_items", (region, known), functools.partial(_summary_items, region, known, patterns),
+                                        len(region)):
             sentence = read.get(piece)
             if sentence is None:
                 sentence = read[piece] = _claim_sentence(piece, patterns)
@@ -1473,6 +1464,26 @@ def _read_summaries(speeches: list[Speech], messages: list[Message], patterns: C
         if items:
             speech.sentences = [*speech.sentences, *items]
             speech.mentions_failure = speech.speaks_of_failure
+
+
+def _summary_items(region: str, known: tuple[str, ...], patterns: CompiledPatterns) -> tuple[str, ...]:
+    """The items of a report's lists that :func:`_read_summaries` reads as claims (the texts of the ones no claim
+    sentence of ``known`` covers, outside code fences, under no future or hedged heading): a pure function of the
+    region, read once per text."""
+    fences = [m.span() for m in _FENCE.finditer(region)] if "```" in region else []
+    pieces: list[str] = []
+    for match in _LIST_ITEM.finditer(region):
+        piece = match.group(1).strip()
+        if not piece or piece.endswith((":", "：")) or any(a <= match.start() < b for a, b in fences):
+            continue
+        if any(piece in text or text in piece for text in known):
+            continue
+        heading = region[:match.start()].rstrip("\n").rsplit("\n", 1)[-1] if match.start() else ""
+        heading = "" if _LIST_ITEM.match(heading) else heading
+        if heading and (patterns.future.search(heading) or patterns.hedge.search(heading)):
+            continue
+        pieces.append(piece)
+    return tuple(pieces)
 
 
 def clip(text: str, head: int, tail: int) -> str:
