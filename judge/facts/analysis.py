@@ -1501,12 +1501,9 @@ def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Senten
     ``cache["sentences"]``); each is copied, not read again. ``keep``: only the sentences whose text it passes
     are read (a caller that wants those with a number does not pay for reading the others)."""
     found: list[Sentence] = []
-    start = 0
-    for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
-        piece = text[start:end].strip()
-        start = end
-        if piece and (keep is None or keep(piece)):
-            is_claim = patterns.claim.search(piece) is not None
+    for piece, is_claim in patterns.read_once("sentence_pieces", text, functools.partial(_sentence_pieces, text, patterns),
+                                              len(text)):
+        if keep is None or keep(piece):
             known = read.get(piece) if read else None
             if known is not None:
                 found.append(replace(known, is_claim=is_claim))
@@ -1514,6 +1511,19 @@ def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Senten
             # The reading is shared by the batch (:func:`_claim_sentence`): a copy, which callers may change.
             found.append(replace(_claim_sentence(piece, patterns), is_claim=is_claim))
     return found
+
+
+def _sentence_pieces(text: str, patterns: CompiledPatterns) -> tuple[tuple[str, bool], ...]:
+    """The sentences of ``text`` (:func:`read_sentences`), each with whether a claim phrase starts it: a pure
+    function of the text, read once per text and config."""
+    pieces: list[tuple[str, bool]] = []
+    start = 0
+    for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
+        piece = text[start:end].strip()
+        start = end
+        if piece:
+            pieces.append((piece, patterns.claim.search(piece) is not None))
+    return tuple(pieces)
 
 
 def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:

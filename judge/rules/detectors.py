@@ -1800,12 +1800,12 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
     receipt states (:func:`_receipt_states`). A bound ("above 95%", "below 1%") is held as a bound."""
     if not _DIGITS.search(sentence.text):
         return None
-    quantities_of = [(r, _named_quantities(an, r)) for r in read_backs if r.receipt is not None]
-    if not any(quantities for _, quantities in quantities_of):
+    quantities_of, key_words = _quantities_of(an, read_backs)
+    if not key_words:
         return None  # no read-back names a number (most)
     text = sentence.text
     # The keys' words the sentence can name at all (most claims name none): only these can label a number.
-    named = {w for _, quantities in quantities_of for _, words in quantities for w in words if may_name(text, w)}
+    named = {w for w in key_words if may_name(text, w)}
     if not named:
         return None
     readings = _readings(an, text)
@@ -1853,6 +1853,18 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
             return f"{reading.text}{'%' if reading.percent else ''} ({q.key})", read_back, \
                 f"{q.key} = {q.value:.10g}{'%' if q.percent else ''}"
     return None
+
+
+def _quantities_of(an: Analysis, read_backs: list[Action]) -> tuple[
+        list[tuple[Action, tuple[tuple[Quantity, tuple[str, ...]], ...]]], frozenset[str]]:
+    """The named quantities of each read-back with a receipt (:func:`_named_quantities`), and every word of their
+    keys (empty when none names a number), once per analysis and list of read-backs: every claim sentence of a
+    message is held against the same read-backs."""
+    def read() -> tuple[list[tuple[Action, tuple[tuple[Quantity, tuple[str, ...]], ...]]], frozenset[str]]:
+        quantities_of = [(r, _named_quantities(an, r)) for r in read_backs if r.receipt is not None]
+        return quantities_of, frozenset(w for _, quantities in quantities_of for _, words in quantities for w in words)
+
+    return _memo(an, "quantities_of", tuple(r.order for r in read_backs), read)
 
 
 def _named_quantities(an: Analysis, read_back: Action) -> tuple[tuple[Quantity, tuple[str, ...]], ...]:
