@@ -1158,6 +1158,7 @@ def _basename(path: str) -> str:
 
 
 _ID_SUFFIXES = ("_id", "_name", "id", "name", "_key", "key")
+_CAMEL_HUMP = re.compile(r"([a-z])([A-Z])")  # fieldId -> field_Id
 
 
 def _argument_objects(action: Action, flags: frozenset[str], actions: frozenset[str]) -> tuple[ObjectKey, ...]:
@@ -1171,7 +1172,7 @@ def _argument_objects(action: Action, flags: frozenset[str], actions: frozenset[
     for key, value in arguments.items():
         if not isinstance(value, str) or not value or len(value) > 300 or value in action.writes:
             continue  # (a file the call writes is a file artifact already)
-        word = re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower().replace("-", "_")
+        word = _CAMEL_HUMP.sub(r"\1_\2", str(key)).lower().replace("-", "_")
         for suffix in _ID_SUFFIXES:
             if word.endswith(suffix) and word != suffix:
                 word = word[: -len(suffix)].rstrip("_")
