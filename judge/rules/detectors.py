@@ -528,7 +528,12 @@ def _checked_name(kind: str, sentence: Sentence) -> bool:
 
 def _shown_before(an: Analysis, token: str, index: int, speaker: str | None) -> bool:
     """Whether a call or its receipt shows ``token`` before message ``index`` (in a multi-agent log, also another
-    agent's message): what the calls wrote, read or printed, not the user's request nor the claimant's own words."""
+    agent's message): what the calls wrote, read or printed, not the user's request nor the claimant's own words.
+    Once per analysis, token, message and speaker (each claim sentence of a message asks about its ids again)."""
+    return _memo(an, "shown_before", (token, index, speaker), lambda: _scan_shown_before(an, token, index, speaker))
+
+
+def _scan_shown_before(an: Analysis, token: str, index: int, speaker: str | None) -> bool:
     if token in _speakers(an):
         return True
     calls: dict[int, list[Action]] | None = an.cache.get("calls_by_message")
