@@ -562,7 +562,9 @@ class CompiledPatterns:
             found = self.memo_readers[reader] = Memo()
         if key in found:
             return cast(V, found[key])
-        return self.remember(found, key, compute(), chars)
+        value = compute()
+        self.remember(found, key, value, chars)
+        return value
 
     def listed_read_only(self, segment: str) -> bool:
         """Whether the rules config says one shell segment only reads: a ``read_only_commands`` pattern matches it,
