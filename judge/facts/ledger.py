@@ -734,6 +734,15 @@ class Ledger:
             return False
         low = text.lower()
         words = frozenset(_TEXT_WORD.findall(low))
+        return any(n in words or (not n.isalnum() and n in low) for n in self._spoken_names(action))
+
+    def _spoken_names(self, action: Action) -> tuple[str, ...]:
+        """What a text names ``action`` by (:meth:`speaks_of`), lowered, once per action (every sentence of every
+        report is held against each failure)."""
+        memo: dict[int, tuple[str, ...]] = self.analysis.cache.setdefault("ledger:spoken_names", {})
+        found = memo.get(action.order)
+        if found is not None:
+            return found
         config = self.analysis.config
         command = action.command
         named = {n.lower() for n in self.names_of(action) | _made_names(action, config) if len(n) >= 4}
@@ -746,7 +755,8 @@ class Ledger:
                   for p in _REMOTE_PARTS.split(w) if ("/" in p.rstrip("/") or "." in p) and len(p.rstrip("/")) >= 4}
         # The values of a JSON operand ('{"Status":"Afgehandel"}'): what the call was to write, as a report names it.
         named |= {v.lower() for w in self.objects_of(action) if w[:1] in "{[" for v in data_values(w) if len(v) >= 4}
-        return any(n in words or (not n.isalnum() and n in low) for n in named)
+        found = memo[action.order] = tuple(named)
+        return found
 
     def output_names(self, action: Action, text: str) -> frozenset[str]:
         """The files and identifiers that only the receipt of ``action`` showed (``Tiles.kt`` of a compiler error,
