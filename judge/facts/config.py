@@ -423,6 +423,9 @@ def default_config() -> RulesConfig:
     return RulesConfig.load()
 
 
+_UNREAD = object()  # read_once: no value remembered (a reader's value may be None)
+
+
 class Memo(dict[K, V]):
     """A memo of :class:`CompiledPatterns`: a dict that counts the characters of the texts its keys hold."""
 
@@ -560,8 +563,10 @@ class CompiledPatterns:
         found = self.memo_readers.get(reader)
         if found is None:
             found = self.memo_readers[reader] = Memo()
-        if key in found:
-            return cast(V, found[key])
+        else:
+            known = found.get(key, _UNREAD)
+            if known is not _UNREAD:
+                return cast(V, known)
         value = compute()
         self.remember(found, key, value, chars)
         return value
