@@ -3009,7 +3009,7 @@ def _find_failed_poll(an: Analysis, index: int) -> Action | None:
     polls: list[Action] | None = an.cache.get("failed_polls")
     if polls is None:
         polls = an.cache["failed_polls"] = [
-            a for a in _work(an)[0] if a.status == "ok" and a.read_only and _asks_of_one(a)
+            a for a in _work(an)[0] if a.status == "ok" and a.read_only and _asks_of_one(an, a)
             and _ended(an, a) == "terminal-failure"]
     before = [p for p in polls if p.visible_at < index]
     if not before:
@@ -3026,16 +3026,22 @@ def _find_failed_poll(an: Analysis, index: int) -> Action | None:
 _ASKED_NUMBER = re.compile(r"(?<=[\s=])\d{4,}(?![\w.])")
 
 
-def _asks_of_one(action: Action) -> bool:
+def _asks_of_one(an: Analysis, action: Action) -> bool:
     """Whether a call names the thing its receipt answers about (an id or job name in its arguments that the
-    receipt shows: ``sacct -j 771990``, ``+job-status --job imp_4410``): a poll of one job, not a listing."""
+    receipt shows: ``sacct -j 771990``, ``+job-status --job imp_4410``): a poll of one job, not a listing. Read
+    once per call text and receipt (:func:`_text_memo`)."""
     receipt = action.receipt
     if receipt is None:
         return False
-    # An id, a job name, or a number given in the command (``-j 55120``) that the receipt shows.
-    asked = ({t for t in value_tokens(action.text) if is_resource_id(t)} | job_names(action.text)
-             | set(_ASKED_NUMBER.findall(action.text)))
-    return any(name in receipt.content for name in asked)
+    text, content = action.text, receipt.content
+
+    def read() -> bool:
+        # An id, a job name, or a number given in the command (``-j 55120``) that the receipt shows.
+        asked = ({t for t in value_tokens(text) if is_resource_id(t)} | job_names(text)
+                 | set(_ASKED_NUMBER.findall(text)))
+        return any(name in content for name in asked)
+
+    return _text_memo(an, "asks_of_one", (text, content), read, len(text) + len(content))
 
 
 def _final_answer_over_failed_job(an: Analysis, speech: Speech) -> Issue | None:
