@@ -568,7 +568,7 @@ def _set_outcome(action: Action, reading: Reading, config: RulesConfig) -> None:
         action.is_check = checks_by_call  # its counts said what it did ("0 records imported"): no check's verdict
     # Its data (a status field, a column, a fraction) shows a job not finished (a log read with tail is a poll too).
     if (action.status == "ok" and receipt is not None
-            and job_state(receipt.content, config.patterns.running, ends=False) == "non-terminal"
+            and _job_going(receipt.content, config.patterns)
             and not _echoed(action, receipt) and not _counts_asked_state(action, receipt)):
         action.status = "running"
     action.silent_failure = action.is_check and action.outcome == "ok" and reading.reports_failures
@@ -790,6 +790,12 @@ def _answers_with_records(receipt: Receipt | None) -> bool:
 _STATEMENT_VERB = re.compile(r"""(?<=["'])\s*([A-Za-z]{4,})\b""")
 
 
+def _job_going(content: str, patterns: CompiledPatterns) -> bool:
+    """Whether a receipt's data shows a job not finished (:func:`~judge.facts.jobs.job_state`), once per text."""
+    return patterns.read_once("job_going", content, lambda: job_state(content, patterns.running, ends=False)
+                              == "non-terminal", len(content))
+
+
 def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) -> bool:
     """Whether the successful receipt of a call meant to change state shows by its structure that nothing was
     created or changed (:func:`judge.facts.effects.shows_no_effect`), read with the words of the call that say what
@@ -815,8 +821,11 @@ def _shows_no_effect(action: Action, config: RulesConfig, checks_by_call: bool) 
     patterns = config.patterns
     asked = {int(n) for n in _ASKED_NUMBER.findall(command or action.text)[:_MAX_ASKED]}
     create = _names_write_of(command or action.name, patterns.create_verbs) is not None
-    return shows_no_effect(receipt.content, verbs, effect_keys=patterns.effect_keys, asked={n for n in asked if n >= 2},
-                           side_counts=patterns.side_counts, create=create)
+    content = receipt.content
+    asked = {n for n in asked if n >= 2}
+    return patterns.read_once("shows_no_effect", (content, tuple(verbs), frozenset(asked), create), lambda: shows_no_effect(
+        content, verbs, effect_keys=patterns.effect_keys, asked=asked, side_counts=patterns.side_counts, create=create),
+        len(content))
 
 
 # A number the call gives as an argument ("--qty 40", "count=12", '"qty": 30'): not part of a date, a version, a path,
@@ -1444,19 +1453,10 @@ def _read_summaries(speeches: list[Speech], messages: list[Message], patterns: C
         region = speech.region
         if "\n" not in region:
             continue
-        fences = [m.span() for m in _FENCE.finditer(region)] if "```" in region else []
+        known = tuple(s.text for s in speech.sentences)
         items: list[Sentence] = []
-        known = [s.text for s in speech.sentences]
-        for match in _LIST_ITEM.finditer(region):
-            piece = match.group(1).strip()
-            if not piece or piece.endswith((":", "：")) or any(a <= match.start() < b for a, b in fences):
-                continue
-            if any(piece in text or text in piece for text in known):
-                continue
-            heading = region[:match.start()].rstrip("\n").rsplit("\n", 1)[-1] if match.start() else ""
-            heading = "" if _LIST_ITEM.match(heading) else heading
-            if heading and (patterns.future.search(heading) or patterns.hedge.search(heading)):
-                continue
+        for piece in patterns.read_once("summary_items", (region, known), functools.partial(_summary_items, region, known, patterns),
+                                        len(region)):
             sentence = read.get(piece)
             if sentence is None:
                 sentence = read[piece] = _claim_sentence(piece, patterns)
@@ -1464,6 +1464,26 @@ def _read_summaries(speeches: list[Speech], messages: list[Message], patterns: C
         if items:
             speech.sentences = [*speech.sentences, *items]
             speech.mentions_failure = speech.speaks_of_failure
+
+
+def _summary_items(region: str, known: tuple[str, ...], patterns: CompiledPatterns) -> tuple[str, ...]:
+    """The items of a report's lists that :func:`_read_summaries` reads as claims (the texts of the ones no claim
+    sentence of ``known`` covers, outside code fences, under no future or hedged heading): a pure function of the
+    region, read once per text."""
+    fences = [m.span() for m in _FENCE.finditer(region)] if "```" in region else []
+    pieces: list[str] = []
+    for match in _LIST_ITEM.finditer(region):
+        piece = match.group(1).strip()
+        if not piece or piece.endswith((":", "：")) or any(a <= match.start() < b for a, b in fences):
+            continue
+        if any(piece in text or text in piece for text in known):
+            continue
+        heading = region[:match.start()].rstrip("\n").rsplit("\n", 1)[-1] if match.start() else ""
+        heading = "" if _LIST_ITEM.match(heading) else heading
+        if heading and (patterns.future.search(heading) or patterns.hedge.search(heading)):
+            continue
+        pieces.append(piece)
+    return tuple(pieces)
 
 
 def clip(text: str, head: int, tail: int) -> str:
@@ -1481,12 +1501,9 @@ def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Senten
     ``cache["sentences"]``); each is copied, not read again. ``keep``: only the sentences whose text it passes
     are read (a caller that wants those with a number does not pay for reading the others)."""
     found: list[Sentence] = []
-    start = 0
-    for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
-        piece = text[start:end].strip()
-        start = end
-        if piece and (keep is None or keep(piece)):
-            is_claim = patterns.claim.search(piece) is not None
+    for piece, is_claim in patterns.read_once("sentence_pieces", text, functools.partial(_sentence_pieces, text, patterns),
+                                              len(text)):
+        if keep is None or keep(piece):
             known = read.get(piece) if read else None
             if known is not None:
                 found.append(replace(known, is_claim=is_claim))
@@ -1494,6 +1511,19 @@ def read_sentences(text: str, patterns: CompiledPatterns, read: dict[str, Senten
             # The reading is shared by the batch (:func:`_claim_sentence`): a copy, which callers may change.
             found.append(replace(_claim_sentence(piece, patterns), is_claim=is_claim))
     return found
+
+
+def _sentence_pieces(text: str, patterns: CompiledPatterns) -> tuple[tuple[str, bool], ...]:
+    """The sentences of ``text`` (:func:`read_sentences`), each with whether a claim phrase starts it: a pure
+    function of the text, read once per text and config."""
+    pieces: list[tuple[str, bool]] = []
+    start = 0
+    for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
+        piece = text[start:end].strip()
+        start = end
+        if piece:
+            pieces.append((piece, patterns.claim.search(piece) is not None))
+    return tuple(pieces)
 
 
 def _claim_sentence(text: str, patterns: CompiledPatterns) -> Sentence:

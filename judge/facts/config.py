@@ -11,10 +11,10 @@ read at both ends only (``receipt`` and ``message`` settings of the YAML file).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -423,6 +423,9 @@ def default_config() -> RulesConfig:
     return RulesConfig.load()
 
 
+_UNREAD = object()  # read_once: no value remembered (a reader's value may be None)
+
+
 class Memo(dict[K, V]):
     """A memo of :class:`CompiledPatterns`: a dict that counts the characters of the texts its keys hold."""
 
@@ -535,6 +538,10 @@ class CompiledPatterns:
         # sentence -> its reading as a claim sentence (analysis._claim_sentence): answers repeat their sentences
         # ("Is there anything else I can help you with?") across a batch; the readings are shared, never changed.
         self.memo_sentences: Memo[str, Any] = Memo()
+        # reader name -> its memo of what it reads from a text (a receipt, a claim sentence): the claim detectors
+        # read the same receipts and sentences again in every copy of a trajectory (a batch's repeats, the offline
+        # editor's edited copies), and each reading is a pure function of the text (rules.detectors._text_memo).
+        self.memo_readers: dict[str, Memo[Any, Any]] = {}
 
     MEMO_LIMIT = 20000
     MEMO_CHARS = MEMO_LIMIT * 512  # what MEMO_LIMIT texts of 512 characters hold (before: longer texts were digested)
@@ -546,6 +553,22 @@ class CompiledPatterns:
             memo.clear()  # simple and bounded; a batch's repeats are close together
         memo[key] = value
         memo.chars += chars
+        return value
+
+    def read_once(self, reader: str, key: Hashable, compute: Callable[[], V], chars: int) -> V:
+        """``compute()`` once per ``reader`` and ``key``, a text or texts of ``chars`` characters in all (a receipt,
+        a sentence), in :attr:`memo_readers` (bounded as the other memos): what a reader derives from the text
+        alone, which every copy of a trajectory (a batch's repeats, the offline editor's edited copies) asks again.
+        The value is shared: callers never change it."""
+        found = self.memo_readers.get(reader)
+        if found is None:
+            found = self.memo_readers[reader] = Memo()
+        else:
+            known = found.get(key, _UNREAD)
+            if known is not _UNREAD:
+                return cast(V, known)
+        value = compute()
+        self.remember(found, key, value, chars)
         return value
 
     def listed_read_only(self, segment: str) -> bool:

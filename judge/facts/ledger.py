@@ -734,6 +734,15 @@ class Ledger:
             return False
         low = text.lower()
         words = frozenset(_TEXT_WORD.findall(low))
+        return any(n in words or (not n.isalnum() and n in low) for n in self._spoken_names(action))
+
+    def _spoken_names(self, action: Action) -> tuple[str, ...]:
+        """What a text names ``action`` by (:meth:`speaks_of`), lowered, once per action (every sentence of every
+        report is held against each failure)."""
+        memo: dict[int, tuple[str, ...]] = self.analysis.cache.setdefault("ledger:spoken_names", {})
+        found = memo.get(action.order)
+        if found is not None:
+            return found
         config = self.analysis.config
         command = action.command
         named = {n.lower() for n in self.names_of(action) | _made_names(action, config) if len(n) >= 4}
@@ -746,7 +755,8 @@ class Ledger:
                   for p in _REMOTE_PARTS.split(w) if ("/" in p.rstrip("/") or "." in p) and len(p.rstrip("/")) >= 4}
         # The values of a JSON operand ('{"Status":"Afgehandel"}'): what the call was to write, as a report names it.
         named |= {v.lower() for w in self.objects_of(action) if w[:1] in "{[" for v in data_values(w) if len(v) >= 4}
-        return any(n in words or (not n.isalnum() and n in low) for n in named)
+        found = memo[action.order] = tuple(named)
+        return found
 
     def output_names(self, action: Action, text: str) -> frozenset[str]:
         """The files and identifiers that only the receipt of ``action`` showed (``Tiles.kt`` of a compiler error,
@@ -850,15 +860,21 @@ class Ledger:
         if action.status != "failed" or not line or not any(c.isdigit() for c in text) \
                 or not any(c.isdigit() for c in line):
             return False
-        given = self.user_given
-        # A value some call typed ("versionCode 311" edited in, then "Version code 311 has already been used") is the
-        # claim's value, not the failure's figure.
-        figures = {v: re.compile(rf"(?<![\d.]){re.escape(v)}(?!\d)") for v in _FIGURE.findall(line)}
-        values = {v: figure for v, figure in figures.items() if not figure.search(given)
-                  and not any(figure.search(a.text) for a in self.actions)}
-        if not values or (len(values) < 2 and max(len(v) for v in values) < 3):
+        # The figures are the action's (once per action: every sentence of every claim asks about each failure).
+        memo: dict[int, tuple[re.Pattern[str], ...]] = self.analysis.cache.setdefault("ledger:failure_figures", {})
+        values = memo.get(action.order)
+        if values is None:
+            given = self.user_given
+            # A value some call typed ("versionCode 311" edited in, then "Version code 311 has already been used") is
+            # the claim's value, not the failure's figure.
+            figures = {v: re.compile(rf"(?<![\d.]){re.escape(v)}(?!\d)") for v in _FIGURE.findall(line)}
+            kept = {v: figure for v, figure in figures.items() if not figure.search(given)
+                    and not any(figure.search(a.text) for a in self.actions)}
+            values = memo[action.order] = tuple(kept.values()) \
+                if kept and (len(kept) >= 2 or max(len(v) for v in kept) >= 3) else ()
+        if not values:
             return False
-        return all(figure.search(text) for figure in values.values())
+        return all(figure.search(text) for figure in values)
 
     def _failure_part(self, action: Action) -> str:
         """The error line and the failure's part of the first 2,000 characters of ``action``'s receipt (once per
@@ -1152,6 +1168,7 @@ def _basename(path: str) -> str:
 
 
 _ID_SUFFIXES = ("_id", "_name", "id", "name", "_key", "key")
+_CAMEL_HUMP = re.compile(r"([a-z])([A-Z])")  # fieldId -> field_Id
 
 
 def _argument_objects(action: Action, flags: frozenset[str], actions: frozenset[str]) -> tuple[ObjectKey, ...]:
@@ -1165,7 +1182,7 @@ def _argument_objects(action: Action, flags: frozenset[str], actions: frozenset[
     for key, value in arguments.items():
         if not isinstance(value, str) or not value or len(value) > 300 or value in action.writes:
             continue  # (a file the call writes is a file artifact already)
-        word = re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower().replace("-", "_")
+        word = _CAMEL_HUMP.sub(r"\1_\2", str(key)).lower().replace("-", "_")
         for suffix in _ID_SUFFIXES:
             if word.endswith(suffix) and word != suffix:
                 word = word[: -len(suffix)].rstrip("_")

@@ -299,6 +299,13 @@ def _memo(an: Analysis, memo: str, key: Hashable, compute: Callable[[], T]) -> T
     return value
 
 
+def _text_memo(an: Analysis, memo: str, key: Hashable, compute: Callable[[], T], chars: int) -> T:
+    """``compute()`` once per config and ``key``, a text or texts of ``chars`` characters in all (a receipt, a
+    sentence), across analyses (:meth:`~judge.facts.config.CompiledPatterns.read_once`): what a claim reader derives
+    from the text alone. The value is shared: callers never change it."""
+    return an.patterns.read_once(memo, key, compute, chars)
+
+
 @detector("noop-success", "code", roles=("authenticity",))
 def noop_success(an: Analysis) -> list[Issue]:
     """A call meant to change state that "succeeded" (exit 0, ok) but whose receipt shows it created or changed
@@ -521,7 +528,12 @@ def _checked_name(kind: str, sentence: Sentence) -> bool:
 
 def _shown_before(an: Analysis, token: str, index: int, speaker: str | None) -> bool:
     """Whether a call or its receipt shows ``token`` before message ``index`` (in a multi-agent log, also another
-    agent's message): what the calls wrote, read or printed, not the user's request nor the claimant's own words."""
+    agent's message): what the calls wrote, read or printed, not the user's request nor the claimant's own words.
+    Once per analysis, token, message and speaker (each claim sentence of a message asks about its ids again)."""
+    return _memo(an, "shown_before", (token, index, speaker), lambda: _scan_shown_before(an, token, index, speaker))
+
+
+def _scan_shown_before(an: Analysis, token: str, index: int, speaker: str | None) -> bool:
     if token in _speakers(an):
         return True
     calls: dict[int, list[Action]] | None = an.cache.get("calls_by_message")
@@ -1110,7 +1122,7 @@ def _restated(an: Analysis, speech: Speech, evidence: Action, index: int) -> str
             if not (value in printed or (value.is_integer() and int(value) in listed)):
                 continue
             if others is None:
-                others = {other for _, other in numbers_at(elsewhere())}
+                others = {other for _, other in _numbers_at(an, elsewhere())}
             raw = text[start:].split(None, 1)[0].rstrip(".,;:)")
             if value not in others and not states(elsewhere(), raw):
                 return text
@@ -1135,8 +1147,9 @@ def _word_values_head(content: str) -> frozenset[str]:
 
 
 def _numbers_at(an: Analysis, text: str) -> list[tuple[int, float]]:
-    """:func:`~judge.facts.values.numbers_at` of an answer's sentence or region, once per analysis (shared list)."""
-    return _memo(an, "numbers_at", text, lambda: numbers_at(text))
+    """:func:`~judge.facts.values.numbers_at` of an answer's sentence or region, or of the texts beside a receipt,
+    once per text (:func:`_text_memo`: a shared list)."""
+    return _text_memo(an, "numbers_at", text, lambda: numbers_at(text), len(text))
 
 
 @detector("contradicted-claim", "semantic", roles=("authenticity", "edit-check"), mast="verification")
@@ -1792,12 +1805,12 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
     receipt states (:func:`_receipt_states`). A bound ("above 95%", "below 1%") is held as a bound."""
     if not _DIGITS.search(sentence.text):
         return None
-    quantities_of = [(r, _named_quantities(an, r)) for r in read_backs if r.receipt is not None]
-    if not any(quantities for _, quantities in quantities_of):
+    quantities_of, key_words = _quantities_of(an, read_backs)
+    if not key_words:
         return None  # no read-back names a number (most)
     text = sentence.text
     # The keys' words the sentence can name at all (most claims name none): only these can label a number.
-    named = {w for _, quantities in quantities_of for _, words in quantities for w in words if may_name(text, w)}
+    named = {w for w in key_words if may_name(text, w)}
     if not named:
         return None
     readings = _readings(an, text)
@@ -1847,25 +1860,40 @@ def _quantity_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Ac
     return None
 
 
+def _quantities_of(an: Analysis, read_backs: list[Action]) -> tuple[
+        list[tuple[Action, tuple[tuple[Quantity, tuple[str, ...]], ...]]], frozenset[str]]:
+    """The named quantities of each read-back with a receipt (:func:`_named_quantities`), and every word of their
+    keys (empty when none names a number), once per analysis and list of read-backs: every claim sentence of a
+    message is held against the same read-backs."""
+    def read() -> tuple[list[tuple[Action, tuple[tuple[Quantity, tuple[str, ...]], ...]]], frozenset[str]]:
+        quantities_of = [(r, _named_quantities(an, r)) for r in read_backs if r.receipt is not None]
+        return quantities_of, frozenset(w for _, quantities in quantities_of for _, words in quantities for w in words)
+
+    return _memo(an, "quantities_of", tuple(r.order for r in read_backs), read)
+
+
 def _named_quantities(an: Analysis, read_back: Action) -> tuple[tuple[Quantity, tuple[str, ...]], ...]:
     """A read-back's named quantities (:func:`~judge.facts.readbacks.read_back_quantities`), each with its key's
     words, read once per analysis."""
-    receipt = read_back.receipt
-    return _memo(an, "named_quantities", read_back.order, lambda: tuple(
-        (q, q.words()) for q in read_back_quantities(read_back.text[:2_000], receipt.content if receipt else "")))
+    def read() -> tuple[tuple[Quantity, tuple[str, ...]], ...]:
+        head, content = read_back.text[:2_000], read_back.receipt.content if read_back.receipt else ""
+        return _text_memo(an, "named_quantities", (head, content), lambda: tuple(
+            (q, q.words()) for q in read_back_quantities(head, content)), len(head) + len(content))
+
+    return _memo(an, "named_quantities", read_back.order, read)
 
 
 def _of_receipt(an: Analysis, read: Callable[[str], T], action: Action) -> T:
     """``read`` of an action's receipt content ("" with none), once per analysis and action: what the claim readers
     hold each claim sentence of a trajectory against (its metrics, its records' numbers, its value tokens)."""
-    receipt = action.receipt
-    return _memo(an, read.__name__, action.order, lambda: read(receipt.content if receipt is not None else ""))
+    content = action.receipt.content if action.receipt is not None else ""
+    return _text_memo(an, read.__name__, content, lambda: read(content), len(content))
 
 
 def _readings(an: Analysis, text: str) -> list[Reading]:
     """:func:`~judge.facts.numbers.number_readings` of a claim sentence, read once per analysis for every claim
     reader (the list is shared: callers never change it)."""
-    return _memo(an, "readings", text, lambda: number_readings(text))
+    return _text_memo(an, "readings", text, lambda: number_readings(text), len(text))
 
 
 def _receipt_readings(an: Analysis, index: int) -> list[Reading]:
@@ -1978,11 +2006,11 @@ def _scalar_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Acti
     if read_back is None or read_back.receipt is None:
         return None
     text = sentence.text
-    claimed = [r for r in number_readings(text) if not r.percent and counts_things(text, r.end)]
+    claimed = [r for r in _readings(an, text) if not r.percent and counts_things(text, r.end)]
     claimed += [Reading(0, 0, (float(c),), (1.0,), False, str(c)) for c in _word_counts(an, text)]
     if not claimed:
         return None  # no count (most sentences): the read-back is not read
-    values = _answer_values(read_back)
+    values = _answer_values(an, read_back)
     whole = [v for v in values if v.is_integer() and v >= 10]
     if not whole:
         return None
@@ -2006,18 +2034,26 @@ def _states(reading: Reading, value: float) -> bool:
     return same_quantity(reading, value)
 
 
-def _answer_values(read_back: Action) -> tuple[float, ...]:
+def _answer_values(an: Analysis, read_back: Action) -> tuple[float, ...]:
     """The numbers a read-back (or a check, or a measurement) printed as its answer: the only numbers of a scalar
     receipt, else the values of the quantities it names (:func:`~judge.facts.readbacks.read_back_quantities`),
-    else the passed counts of a test run that reported no failures."""
-    content = read_back.receipt.content if read_back.receipt is not None else ""
+    else the passed counts of a test run that reported no failures; read once per call text and receipt."""
+    def read() -> tuple[float, ...]:
+        head, content = read_back.text[:2_000], read_back.receipt.content if read_back.receipt is not None else ""
+        return _text_memo(an, "answer_values", (head, content, read_back.silent_failure),
+                          lambda: _read_answer_values(head, content, read_back.silent_failure), len(head) + len(content))
+
+    return _memo(an, "answer_values", read_back.order, read)
+
+
+def _read_answer_values(head: str, content: str, silent_failure: bool) -> tuple[float, ...]:
     shown = scalar_values(content)
     if shown:
         return shown
-    named = tuple(q.value for q in read_back_quantities(read_back.text[:2_000], content) if not q.percent)
+    named = tuple(q.value for q in read_back_quantities(head, content) if not q.percent)
     if named:
         return named
-    if read_back.silent_failure or "passed" not in content:
+    if silent_failure or "passed" not in content:
         return ()  # a run with failures: its passed count is not what a claim of its tests counts (41 of 42)
     return tuple(float(n) for m in _PASSED.finditer(content[:20_000]) for n in m.groups() if n)
 
@@ -2075,7 +2111,8 @@ def _total_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Actio
                         prior: list[Action]) -> tuple[str, Action, str] | None:
     """A stated total ("the total is 25,800") that the numbers of the last read-back's records do not add up to,
     and that no receipt prints."""
-    if not an.patterns.total_claim.search(sentence.text):
+    text = sentence.text
+    if not _text_memo(an, "total_claim", text, lambda: an.patterns.total_claim.search(text) is not None, len(text)):
         return None
     numbers = stated_numbers(sentence.text)
     if not numbers:
@@ -2102,12 +2139,12 @@ def _stated_head(content: str) -> frozenset[float]:
 def _bound_word(an: Analysis, text: str) -> tuple[re.Match[str], bool] | None:
     """The bound word of a claim ("under", "以上") and whether it is an upper bound, or None; read once per sentence
     for both bound readers (a claim's own bound, a read-back's filter bound)."""
-    memo: dict[str, tuple[re.Match[str], bool] | None] = an.cache.setdefault("bound_words", {})
-    if text not in memo:
+    def read() -> tuple[re.Match[str], bool] | None:
         upper = an.patterns.upper_bound.search(text)
         lower = None if upper else an.patterns.lower_bound.search(text)
-        memo[text] = (upper, True) if upper else (lower, False) if lower else None
-    return memo[text]
+        return (upper, True) if upper else (lower, False) if lower else None
+
+    return _text_memo(an, "bound_words", text, read, len(text))
 
 
 def _bound_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action]) -> tuple[str, Action, str] | None:
@@ -2243,16 +2280,17 @@ def _id_contradicted(an: Analysis, sentence: Sentence, read_backs: list[Action],
     """An id the claim gives that no call, receipt or query showed before it, while a read-back shows an id of the
     same length with the same characters in another order (recNv18kQz for recNv81kQz) or one character off
     (9f2c1a4 for 9f2c1e4): a mistyped id."""
-    for token in value_tokens(sentence.text):
-        if not is_resource_id(token):
-            continue
+    text = sentence.text
+    for token in _text_memo(an, "resource_ids", text, lambda: tuple(t for t in value_tokens(text) if is_resource_id(t)),
+                            len(text)):
+        if token in an.trajectory.query or _shown_before(an, token, index, None):
+            continue  # shown before the claim: no mistyped id (a substring scan, cheaper than the read-backs' tokens)
         chars = sorted(token)
         for read_back in reversed(read_backs):
             same_length = _of_receipt(an, _tokens_by_length, read_back).get(len(token), ())
             near = next((t for t, its in same_length if t != token
                          and (its == chars or sum(a != b for a, b in zip(t, token)) == 1)), None)
-            # (The scan of earlier messages last: most claims name ids no read-back holds a near twin of.)
-            if near is not None and token not in an.trajectory.query and not _shown_before(an, token, index, None):
+            if near is not None:
                 return f"id {token}", read_back, f"id {near}"
     return None
 
@@ -2971,7 +3009,7 @@ def _find_failed_poll(an: Analysis, index: int) -> Action | None:
     polls: list[Action] | None = an.cache.get("failed_polls")
     if polls is None:
         polls = an.cache["failed_polls"] = [
-            a for a in _work(an)[0] if a.status == "ok" and a.read_only and _asks_of_one(a)
+            a for a in _work(an)[0] if a.status == "ok" and a.read_only and _asks_of_one(an, a)
             and _ended(an, a) == "terminal-failure"]
     before = [p for p in polls if p.visible_at < index]
     if not before:
@@ -2988,16 +3026,22 @@ def _find_failed_poll(an: Analysis, index: int) -> Action | None:
 _ASKED_NUMBER = re.compile(r"(?<=[\s=])\d{4,}(?![\w.])")
 
 
-def _asks_of_one(action: Action) -> bool:
+def _asks_of_one(an: Analysis, action: Action) -> bool:
     """Whether a call names the thing its receipt answers about (an id or job name in its arguments that the
-    receipt shows: ``sacct -j 771990``, ``+job-status --job imp_4410``): a poll of one job, not a listing."""
+    receipt shows: ``sacct -j 771990``, ``+job-status --job imp_4410``): a poll of one job, not a listing. Read
+    once per call text and receipt (:func:`_text_memo`)."""
     receipt = action.receipt
     if receipt is None:
         return False
-    # An id, a job name, or a number given in the command (``-j 55120``) that the receipt shows.
-    asked = ({t for t in value_tokens(action.text) if is_resource_id(t)} | job_names(action.text)
-             | set(_ASKED_NUMBER.findall(action.text)))
-    return any(name in receipt.content for name in asked)
+    text, content = action.text, receipt.content
+
+    def read() -> bool:
+        # An id, a job name, or a number given in the command (``-j 55120``) that the receipt shows.
+        asked = ({t for t in value_tokens(text) if is_resource_id(t)} | job_names(text)
+                 | set(_ASKED_NUMBER.findall(text)))
+        return any(name in content for name in asked)
+
+    return _text_memo(an, "asks_of_one", (text, content), read, len(text) + len(content))
 
 
 def _final_answer_over_failed_job(an: Analysis, speech: Speech) -> Issue | None:
@@ -3041,7 +3085,9 @@ def _ended(an: Analysis, action: Action, names: frozenset[str] = frozenset()) ->
         command, receipt.exit_code if receipt.exit_code is not None else (1 if action.status == "failed" else 0))
     if waited is not None:
         return waited
-    state = job_state(receipt.content, an.patterns.running, names=names) if receipt is not None else None
+    content = receipt.content if receipt is not None else None
+    state = None if content is None else _text_memo(
+        an, "job_state", (content, names), lambda: job_state(content, an.patterns.running, names=names), len(content))
     return state if state != "non-terminal" else None
 
 
